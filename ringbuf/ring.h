@@ -1,0 +1,232 @@
+/* ring.h - single-producer single-consumer ring of variable-length records.
+ *
+ * Purpose: carry records from one producer thread to one consumer thread over memory the
+ * caller provides: private memory inside one process, or a region shared between a traced
+ * process (producer) and the recorder (consumer). Nothing in the shared part is a pointer:
+ * the control block holds positions only, so both sides may map it at different addresses.
+ * The ring knows nothing of events; a record is (tag, payload bytes).
+ *
+ * Layout (shared):
+ *   struct ring_ctl  write position, read position and dropped count, each on its own cache
+ *                    line so the two sides never write the same line.
+ *   data[capacity]   records. capacity is a power of two >= RING_MIN_CAPACITY.
+ * Each record is an 8-byte header {u32 len, u32 tag} followed by the payload, padded to a
+ * multiple of 8; len counts header, payload and padding. A record never straddles the end of
+ * data: when it would, the producer writes a padding record (tag RING_TAG_PAD) that runs
+ * exactly to the end and puts the record at offset 0.
+ *
+ * Positions are free-running 64-bit byte counts (never reduced modulo capacity), so
+ * write - read is the number of bytes in use, even when the positions wrap past 2^64.
+ *
+ * Concurrency contract (P = the one producer thread, C = the one consumer thread):
+ *
+ *   operation                     thread  may run concurrently with   blocks  syscalls
+ *   ring_ctl_init                 any     nothing on that ring        no      no
+ *   ring_producer_attach          P       any consumer operation      no      no
+ *   ring_reserve_sp/commit_sp     P       any consumer operation      no      no
+ *   ring_push_sp                  P       any consumer operation      no      no
+ *   ring_consumer_attach          C       any producer operation      no      no
+ *   ring_batch_begin/next/release C       any producer operation      no      no
+ *   ring_consumer_dropped         C       any producer operation      no      no
+ *
+ * Memory ordering: the producer publishes records with a release store of write_pos, which
+ * the consumer's acquire load in ring_batch_begin pairs with. The consumer frees space with a
+ * release store of read_pos, which the producer's acquire load in the full path pairs with
+ * (so the producer never overwrites bytes the consumer is still reading).
+ *
+ * Trust: the consumer treats the control block and data as untrusted (another process may
+ * scribble on them). It keeps its own copy of the capacity and read position, validates
+ * every header it reads, and reports anything impossible as -EPROTO (sticky), never by
+ * crashing, looping or reading out of bounds. The producer trusts its memory.
+ *
+ * When full, the producer drops the record and counts it in a producer-owned counter that
+ * the consumer reads (so emitted = consumed + dropped, exactly). It never blocks, spins,
+ * allocates or calls into the kernel.
+ *
+ * References: Linux tools/include/linux/ring_buffer.h (barrier pairing), Concurrency Kit
+ * ck_ring.h (naming the concurrency contract in the function name).
+ */
+#ifndef TRC_RING_H
+#define TRC_RING_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RING_CACHELINE 64
+#define RING_HDR_BYTES 8u
+#define RING_MIN_CAPACITY 64u
+/* Largest capacity: the header's u32 len must hold any record that fits. */
+#define RING_MAX_CAPACITY (1ull << 31)
+#define RING_TAG_PAD UINT32_MAX
+
+#if defined(__GNUC__)
+#define ring__likely(x) __builtin_expect(!!(x), 1)
+#define ring__unlikely(x) __builtin_expect(!!(x), 0)
+#else
+#define ring__likely(x) (x)
+#define ring__unlikely(x) (x)
+#endif
+
+/* The shared control block. Lives in caller memory, usually right before the data. */
+struct ring_ctl {
+	/* Written by P only (release), read by C (acquire). */
+	_Alignas(RING_CACHELINE) _Atomic uint64_t write_pos;
+	/* Written by C only (release), read by P (acquire) when its cached copy says full. */
+	_Alignas(RING_CACHELINE) _Atomic uint64_t read_pos;
+	/* Written by P only (relaxed), read by C. Records dropped because the ring was full or
+	 * the record could never fit. */
+	_Alignas(RING_CACHELINE) _Atomic uint64_t dropped;
+	/* Written once at init; informational for the consumer, which trusts its own copy. */
+	uint64_t capacity;
+	/* Written once at init: the position the ring started at, for ring_touched_bytes. */
+	uint64_t start_pos;
+	uint64_t reserved[6];
+};
+
+/* The producer's private handle: lives in the producer thread (TLS, stack, heap). */
+struct ring_producer {
+	struct ring_ctl *ctl;
+	uint8_t *data;
+	uint64_t capacity;
+	uint64_t mask;
+	uint64_t write;       /* private copy of ctl->write_pos */
+	uint64_t cached_read; /* last read_pos seen; refreshed only when the ring looks full */
+	uint64_t dropped;     /* private copy of ctl->dropped */
+	uint32_t pending;     /* bytes (header included) of the reserved, uncommitted record */
+	int last_error;       /* 0, -ENOBUFS (full) or -EMSGSIZE (never fits) of the last drop */
+};
+
+/* The consumer's private handle: lives in the consumer thread. */
+struct ring_consumer {
+	struct ring_ctl *ctl;
+	const uint8_t *data;
+	uint64_t capacity;
+	uint64_t mask;
+	uint64_t read;         /* authoritative read position; ctl->read_pos is a copy for P */
+	uint64_t last_dropped; /* last dropped count seen, to check it never goes back */
+	int error;             /* sticky: once corrupt, every call returns it */
+};
+
+/* A snapshot of the records published at ring_batch_begin time. */
+struct ring_batch {
+	uint64_t pos; /* next record to read */
+	uint64_t end; /* write position seen by ring_batch_begin */
+};
+
+/* One record handed to the consumer. payload stays valid until ring_batch_release. */
+struct ring_record {
+	uint32_t tag;
+	uint32_t payload_bytes; /* padded size: len - RING_HDR_BYTES */
+	const void *payload;
+};
+
+/* True when n is a power of two within [RING_MIN_CAPACITY, RING_MAX_CAPACITY]. */
+static inline bool ring_capacity_valid(uint64_t n)
+{
+	return n >= RING_MIN_CAPACITY && n <= RING_MAX_CAPACITY && (n & (n - 1)) == 0;
+}
+
+/* Largest payload a ring of this capacity accepts (a record may take the whole ring). */
+static inline uint32_t ring_max_payload(uint64_t capacity)
+{
+	return (uint32_t)(capacity - RING_HDR_BYTES);
+}
+
+/* Bytes a record with this payload occupies in the ring. */
+static inline uint64_t ring_record_bytes(uint32_t payload_bytes)
+{
+	return RING_HDR_BYTES + (((uint64_t)payload_bytes + 7u) & ~(uint64_t)7u);
+}
+
+/* Initialises a control block for a ring of `capacity` data bytes, positions starting at
+ * start_pos (tests start near 2^64 to cross the wrap). Any thread, before either side
+ * attaches. Returns 0 or -EINVAL for a bad capacity. */
+int ring_ctl_init(struct ring_ctl *ctl, uint64_t capacity, uint64_t start_pos);
+
+/* Binds a producer handle to an initialised ring. P only. Returns 0 or -EINVAL. */
+int ring_producer_attach(struct ring_producer *p, struct ring_ctl *ctl, void *data,
+			 uint64_t capacity);
+
+/* Binds a consumer handle. C only. Validates what it can of the shared state; a control block
+ * that is already impossible gives -EPROTO. Returns 0, -EINVAL (bad capacity) or -EPROTO. */
+int ring_consumer_attach(struct ring_consumer *c, struct ring_ctl *ctl, const void *data,
+			 uint64_t capacity);
+
+/* Out-of-line part of ring_reserve_sp: wrap, full, oversized. P only. */
+void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t total);
+
+/* Reserves room for a record of payload_bytes and writes its header. Returns where to write
+ * the payload, or NULL when the record is dropped (counted; p->last_error says why). The
+ * record is invisible to the consumer until ring_commit_sp. P only; never blocks.
+ * tag must not be RING_TAG_PAD. */
+static inline void *ring_reserve_sp(struct ring_producer *p, uint32_t tag, uint32_t payload_bytes)
+{
+	uint64_t total = ring_record_bytes(payload_bytes);
+	uint64_t w = p->write;
+	uint64_t off = w & p->mask;
+
+	if (ring__likely(off + total <= p->capacity && w + total - p->cached_read <= p->capacity)) {
+		uint32_t *hdr = (uint32_t *)(void *)(p->data + off);
+		hdr[0] = (uint32_t)total;
+		hdr[1] = tag;
+		p->pending = (uint32_t)total;
+		return hdr + 2;
+	}
+	return ring__reserve_slow_sp(p, tag, total);
+}
+
+/* Publishes the record reserved last (and any padding before it). P only; one release store. */
+static inline void ring_commit_sp(struct ring_producer *p)
+{
+	p->write += p->pending;
+	/* Pairs with the acquire load of write_pos in ring_batch_begin. */
+	atomic_store_explicit(&p->ctl->write_pos, p->write, memory_order_release);
+}
+
+/* Copies a whole record in. Returns 0, -ENOBUFS (full, dropped and counted) or -EMSGSIZE
+ * (larger than the ring can ever hold, dropped and counted). P only. */
+static inline int ring_push_sp(struct ring_producer *p, uint32_t tag, const void *payload,
+			       uint32_t payload_bytes)
+{
+	void *dst = ring_reserve_sp(p, tag, payload_bytes);
+	if (ring__unlikely(!dst))
+		return p->last_error;
+	memcpy(dst, payload, payload_bytes);
+	ring_commit_sp(p);
+	return 0;
+}
+
+/* Records this producer has dropped so far. P only. */
+static inline uint64_t ring_producer_dropped(const struct ring_producer *p)
+{
+	return p->dropped;
+}
+
+/* Takes a snapshot of what the producer has published. C only. Returns 0 or -EPROTO. */
+int ring_batch_begin(struct ring_consumer *c, struct ring_batch *b);
+
+/* Hands out the next record of the batch, skipping padding. Returns 1 with *r filled, 0 at the
+ * end of the batch, or -EPROTO when the ring is corrupt (the consumer stays in error). C only. */
+int ring_batch_next(struct ring_consumer *c, struct ring_batch *b, struct ring_record *r);
+
+/* Gives the space of every record handed out by this batch back to the producer (one release
+ * store). Records' payload pointers are invalid afterwards. C only. */
+void ring_batch_release(struct ring_consumer *c, const struct ring_batch *b);
+
+/* The producer's dropped count (total since init). Returns the count, or an error (-EPROTO)
+ * stored in *err when it went backwards. C only. */
+uint64_t ring_consumer_dropped(struct ring_consumer *c, int *err);
+
+/* Bytes published and not yet consumed (0 when corrupt). C only. */
+uint64_t ring_consumer_pending_bytes(struct ring_consumer *c);
+
+/* Data bytes the producer has ever touched since init, i.e. the resident size of the data
+ * area when its memory was untouched before: min(written since init, capacity). Any thread;
+ * a relaxed read is enough (accounting). Clamped to capacity, so safe on untrusted memory. */
+uint64_t ring_touched_bytes(struct ring_ctl *ctl, uint64_t capacity);
+
+#endif /* TRC_RING_H */

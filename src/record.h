@@ -1,0 +1,141 @@
+/* record.h - one decoded trace record: the currency between the parts of the recorder.
+ *
+ * The session drain (src/session_*.c) turns ring events into these, the recorder turns RSS
+ * samples into these, the file writer (src/trcfile_*.c) encodes them into chunks, and the
+ * reader hands them back to trace-dump. On disk they are encoded compactly (src/FORMAT.md);
+ * this struct is the in-memory form only and is never written as is.
+ *
+ * Time: ts_ns is CLOCK_MONOTONIC nanoseconds, the trace's only clock domain.
+ * Strings: (ptr, len) pairs, not NUL-terminated, owned by whoever produced the record and
+ * valid only for the duration of the call that hands the record over (copy to keep).
+ * Names: name_id refers to a TRC_REC_NAME record of the same trace (ids are session-wide;
+ * two ids may carry the same string, e.g. from two processes, so aggregate by string).
+ *
+ * Threads: plain data, no synchronisation.
+ */
+#ifndef TRC_RECORD_H
+#define TRC_RECORD_H
+
+#include <stdint.h>
+
+enum trc_rec_type {
+	TRC_REC_INVALID = 0,
+	TRC_REC_SPAN_BEGIN = 1, /* span: name_id */
+	TRC_REC_SPAN_END = 2,   /* span: name_id */
+	TRC_REC_INSTANT = 3,    /* value: name_id, value */
+	TRC_REC_COUNTER = 4,    /* value: name_id, value */
+	TRC_REC_ALLOC = 5,      /* alloc: addr, size */
+	TRC_REC_FREE = 6,       /* alloc: addr (size 0) */
+	TRC_REC_FUNC_ENTER = 7, /* func: addr, call_site */
+	TRC_REC_FUNC_EXIT = 8,  /* func: addr, call_site */
+	TRC_REC_RSS = 9,        /* rss: one sample of the sampler */
+	TRC_REC_LOST = 10,      /* lost: count records lost since the previous LOST of the stream */
+	TRC_REC_THREAD = 11,    /* thread: pid, tid, name (a thread started or was renamed) */
+	TRC_REC_PROCESS = 12,   /* process: pid, ppid, command line (a process attached) */
+	TRC_REC_NAME = 13,      /* name: id -> string */
+	TRC_REC_MODULE = 14,    /* module: a mapped executable file, for symbolizing addresses */
+	TRC_REC_NOTE = 15,      /* note: a line of text from the recorder (e.g. why no events) */
+	TRC_REC_EXIT = 16,      /* exit: a process ended (pid, status as from wait) */
+	TRC_REC_TYPE_COUNT
+};
+
+/* Why records were lost (TRC_REC_LOST.reason). */
+enum trc_lost_reason {
+	TRC_LOST_RING_FULL = 1,   /* the thread's ring was full */
+	TRC_LOST_NO_SLOT = 2,     /* every ring slot of the session was taken */
+	TRC_LOST_CORRUPT = 3,     /* the ring was corrupt; count is what could be accounted */
+	TRC_LOST_OVERSIZED = 4,   /* a record larger than the ring */
+	TRC_LOST_SAMPLER_LATE = 5 /* sampler ticks skipped because a tick came late */
+};
+
+/* RSS source of a sample (TRC_REC_RSS.source). */
+enum trc_rss_source {
+	TRC_RSS_STATM = 1,
+	TRC_RSS_STATUS = 2,
+	TRC_RSS_SMAPS_ROLLUP = 3,
+	TRC_RSS_BOTH = 4 /* statm and smaps_rollup in one sample */
+};
+
+/* Bits of TRC_REC_RSS.flags. */
+#define TRC_RSS_HAS_HWM (1u << 0)      /* hwm_bytes is valid */
+#define TRC_RSS_HAS_SPLIT (1u << 1)    /* anon/file/shmem are valid */
+#define TRC_RSS_HAS_EXACT (1u << 2)    /* rss_exact_bytes and pss_bytes are valid */
+#define TRC_RSS_STRETCHED (1u << 3)    /* the interval was stretched: the source was slow */
+#define TRC_RSS_FINAL (1u << 4)        /* last sample: the process was gone after it */
+
+struct trc_record {
+	uint32_t type; /* enum trc_rec_type */
+	uint64_t ts_ns;
+	union {
+		struct {
+			uint32_t name_id;
+		} span;
+		struct {
+			uint32_t name_id;
+			int64_t value;
+		} value;
+		struct {
+			uint64_t addr;
+			uint64_t size;
+		} alloc;
+		struct {
+			uint64_t addr;
+			uint64_t call_site;
+		} func;
+		struct {
+			uint32_t source; /* enum trc_rss_source */
+			uint32_t flags;  /* TRC_RSS_* */
+			uint32_t pid;
+			uint64_t rss_bytes;       /* as the source reports it, buffers included */
+			uint64_t buffers_bytes;   /* trace buffers resident in the process */
+			uint64_t hwm_bytes;       /* VmHWM (status) */
+			uint64_t anon_bytes;      /* RssAnon (status) */
+			uint64_t file_bytes;      /* RssFile (status) */
+			uint64_t shmem_bytes;     /* RssShmem (status) */
+			uint64_t rss_exact_bytes; /* Rss of smaps_rollup */
+			uint64_t pss_bytes;       /* Pss of smaps_rollup */
+			uint64_t read_ns;         /* how long reading the source took */
+		} rss;
+		struct {
+			uint64_t count;
+			uint32_t reason; /* enum trc_lost_reason */
+		} lost;
+		struct {
+			uint32_t pid;
+			uint32_t tid;
+			const char *name;
+			uint32_t name_len;
+		} thread;
+		struct {
+			uint32_t pid;
+			uint32_t ppid;
+			const char *cmdline; /* arguments separated by NUL bytes */
+			uint32_t cmdline_len;
+		} process;
+		struct {
+			uint32_t id;
+			const char *str;
+			uint32_t len;
+		} name;
+		struct {
+			uint32_t pid;
+			uint64_t start;  /* first address of the mapping */
+			uint64_t end;    /* one past its last address */
+			uint64_t offset; /* file offset of start */
+			const char *path;
+			uint32_t path_len;
+		} module;
+		struct {
+			const char *text;
+			uint32_t len;
+		} note;
+		struct {
+			uint32_t pid;
+			int32_t status; /* as from waitpid */
+			uint64_t maxrss_bytes;  /* ru_maxrss from wait4, buffers included; 0 unknown */
+			uint64_t buffers_bytes; /* trace buffers resident in it at exit */
+		} exit;
+	};
+};
+
+#endif /* TRC_RECORD_H */
