@@ -72,6 +72,14 @@ BENCH_SRCS := $(wildcard bench/bench_*.c)
 WORK_SRCS := $(wildcard bench/work_*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+# The shared libraries run inside programs we do not build (sh, sort, python3): in sanitizer
+# variants they are built without sanitizers, since an ASan/TSan .so cannot be preloaded into
+# an uninstrumented program. libtrc.a, tests and tools stay instrumented.
+ifeq ($(SAN),)
+soobj = $(call obj,$(1))
+else
+soobj = $(patsubst %.c,$(B)/obj-so/%.o,$(1))
+endif
 
 LIBTRC_SO := $(B)/lib/libtrc.so
 LIBTRC_A := $(B)/lib/libtrc.a
@@ -125,15 +133,20 @@ $(LIBTRC_A): $(call obj,$(RT_SRCS))
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(LIBTRC_SO): $(call obj,$(RT_SRCS))
+$(B)/obj-so/%.o: %.c
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -Wl,-soname,libtrc.so -Wl,-z,nodelete $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	@$(if $(Q),echo "  CC      $< (no sanitizer)")
+	$(Q)$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS),$(CFLAGS)) -c $< -o $@
 
-$(PRELOAD_SO): $(call obj,$(PRELOAD_SRCS)) $(LIBTRC_SO)
+$(LIBTRC_SO): $(call soobj,$(RT_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -Wl,-soname,libtrc-preload.so $(LDFLAGS) $(call obj,$(PRELOAD_SRCS)) \
+	$(Q)$(CC) -shared -Wl,-soname,libtrc.so -Wl,-z,nodelete $^ -o $@ $(LDLIBS)
+
+$(PRELOAD_SO): $(call soobj,$(PRELOAD_SRCS)) $(LIBTRC_SO)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libtrc-preload.so $(call soobj,$(PRELOAD_SRCS)) \
 		-L$(B)/lib -ltrc -Wl,-rpath,'$$ORIGIN' -o $@ $(LDLIBS) -ldl
 
 $(CORE_A): $(call obj,$(CORE_SRCS))
@@ -164,6 +177,13 @@ $(B)/tests/stress_%: $(B)/obj/tests/stress_%.o $(INTERNAL_LIBS)
 	$(Q)$(CC) $(LDFLAGS) $< $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
 
 $(B)/obj/tests/prog_finst_%.o: CFLAGS += -finstrument-functions
+# A statically linked program: the preload library cannot enter it (trace-run still records
+# its lifetime and RSS).
+$(B)/tests/prog_static_%: $(B)/obj/tests/prog_static_%.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@ (static)")
+	$(Q)$(CC) $(filter-out $(SAN_FLAGS),$(LDFLAGS)) -static $< -o $@ $(LDLIBS)
+$(B)/obj/tests/prog_static_%.o: CFLAGS := $(filter-out $(SAN_FLAGS),$(CFLAGS))
 $(B)/tests/prog_%: $(B)/obj/tests/prog_%.o $(LIBTRC_SO)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
@@ -229,7 +249,8 @@ test: deps
 test-run-suites: tests
 	@fail=0; for t in $(TESTS); do \
 		echo "== $$t"; \
-		TRC_BUILD=$(B) ASAN_OPTIONS=detect_leaks=0 $$t --jobs 2 || fail=1; \
+		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) ASAN_OPTIONS=detect_leaks=0 \
+			$$t --jobs 2 || fail=1; \
 	done; exit $$fail
 
 test-run-stress: $(STRESS)
@@ -298,4 +319,4 @@ format:
 clean:
 	rm -rf build
 
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/obj-so -name '*.d' 2>/dev/null)

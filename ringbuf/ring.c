@@ -1,6 +1,15 @@
 /* ring.c - the out-of-line parts of the SPSC ring: init, attach, the producer's rare paths
  * (wrap, full, oversized) and the consumer, which validates everything it reads because the
- * memory may belong to another, possibly broken, process. See ring.h for the contract. */
+ * memory may belong to another, possibly broken, process. See ring.h for the contract.
+ *
+ * Consumer invariants (what makes it safe on hostile memory):
+ *   - c->capacity and c->mask are the consumer's own; ctl->capacity is never used.
+ *   - c->read and every batch position are multiples of 8, so a header at (pos & mask) lies
+ *     wholly inside data (capacity is a multiple of 8).
+ *   - a batch never spans more than capacity bytes, and every record advances it by at least
+ *     8 bytes, so ring_batch_next ends in at most capacity / 8 steps.
+ *   - a header is read once into a local; every later decision uses that copy.
+ */
 #include "ring.h"
 
 int ring_ctl_init(struct ring_ctl *ctl, uint64_t capacity, uint64_t start_pos)
@@ -14,6 +23,18 @@ int ring_ctl_init(struct ring_ctl *ctl, uint64_t capacity, uint64_t start_pos)
 	ctl->start_pos = start_pos;
 	memset(ctl->reserved, 0, sizeof(ctl->reserved));
 	return 0;
+}
+
+/* Recomputes the fast path's limit from write and cached_read. Clamped both ways, so even a
+ * read position the producer did not expect can never let a reservation run past the end of
+ * data (the producer trusts the consumer, but not blindly with its own memory safety). */
+static void ring__set_limit(struct ring_producer *p)
+{
+	uint64_t w = p->write;
+	uint64_t lap_room = p->capacity - (w & p->mask);
+	uint64_t used = w - p->cached_read;
+	uint64_t free_bytes = used > p->capacity ? 0 : p->capacity - used;
+	p->limit = w + (lap_room < free_bytes ? lap_room : free_bytes);
 }
 
 int ring_producer_attach(struct ring_producer *p, struct ring_ctl *ctl, void *data,
@@ -32,6 +53,7 @@ int ring_producer_attach(struct ring_producer *p, struct ring_ctl *ctl, void *da
 	p->cached_read = atomic_load_explicit(&ctl->read_pos, memory_order_acquire);
 	p->pending = 0;
 	p->last_error = 0;
+	ring__set_limit(p);
 	return 0;
 }
 
@@ -39,9 +61,11 @@ static void *ring__drop(struct ring_producer *p, int why)
 {
 	p->dropped++;
 	p->last_error = why;
-	/* Only P writes dropped; the consumer reads it for accounting, order does not matter
-	 * beyond eventual visibility (the final drain happens after the producer is gone). */
-	atomic_store_explicit(&p->ctl->dropped, p->dropped, memory_order_relaxed);
+	/* A stray ring_commit_sp after a NULL reserve then publishes nothing. */
+	p->pending = 0;
+	/* Pairs with the acquire load in ring_consumer_dropped: records committed before this
+	 * drop are visible to a consumer that sees the new count. */
+	atomic_store_explicit(&p->ctl->dropped, p->dropped, memory_order_release);
 	return NULL;
 }
 
@@ -52,28 +76,32 @@ void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t tota
 
 	uint64_t w = p->write;
 	uint64_t off = w & p->mask;
+	/* off and capacity are multiples of 8, so a padding record is at least a header. */
 	uint64_t pad = off + total > p->capacity ? p->capacity - off : 0;
 
 	if (w + pad + total - p->cached_read > p->capacity) {
 		/* Pairs with the release store of read_pos in ring_batch_release: the consumer is
 		 * done with every byte below the value we load. */
 		p->cached_read = atomic_load_explicit(&p->ctl->read_pos, memory_order_acquire);
-		if (w + pad + total - p->cached_read > p->capacity)
+		if (w + pad + total - p->cached_read > p->capacity) {
+			ring__set_limit(p); /* smaller records may still fit */
 			return ring__drop(p, -ENOBUFS);
+		}
 	}
 	if (pad) {
-		uint32_t *ph = (uint32_t *)(void *)(p->data + off);
-		ph[0] = (uint32_t)pad;
-		ph[1] = RING_TAG_PAD;
+		struct ring__hdr *ph = (struct ring__hdr *)(void *)(p->data + off);
+		ph->len = (uint32_t)pad;
+		ph->tag = RING_TAG_PAD;
 		/* Not published yet: the commit of the record after it publishes both. */
 		p->write = w + pad;
 		off = 0;
 	}
-	uint32_t *hdr = (uint32_t *)(void *)(p->data + off);
-	hdr[0] = (uint32_t)total;
-	hdr[1] = tag;
+	ring__set_limit(p);
+	struct ring__hdr *hdr = (struct ring__hdr *)(void *)(p->data + off);
+	hdr->len = (uint32_t)total;
+	hdr->tag = tag;
 	p->pending = (uint32_t)total;
-	return hdr + 2;
+	return hdr + 1;
 }
 
 static int ring__corrupt(struct ring_consumer *c)
@@ -86,17 +114,21 @@ int ring_consumer_attach(struct ring_consumer *c, struct ring_ctl *ctl, const vo
 			 uint64_t capacity)
 {
 	memset(c, 0, sizeof(*c));
-	if (!ring_capacity_valid(capacity))
+	if (!ring_capacity_valid(capacity) || !ctl || !data) {
+		/* Sticky, so a caller that ignores the result gets errors, not a NULL deref. */
+		c->error = -EINVAL;
 		return -EINVAL;
+	}
 	c->ctl = ctl;
 	c->data = data;
 	c->capacity = capacity;
 	c->mask = capacity - 1;
 	c->read = atomic_load_explicit(&ctl->read_pos, memory_order_relaxed);
-	c->last_dropped = 0;
+	/* Pairs with the producer's release store in ring__drop. */
+	c->last_dropped = atomic_load_explicit(&ctl->dropped, memory_order_acquire);
 	/* Pairs with the producer's release store in ring_commit_sp. */
 	uint64_t w = atomic_load_explicit(&ctl->write_pos, memory_order_acquire);
-	if ((c->read & 7u) || w - c->read > capacity)
+	if ((c->read & 7u) || (w & 7u) || w - c->read > capacity)
 		return ring__corrupt(c);
 	return 0;
 }
@@ -123,28 +155,29 @@ int ring_batch_next(struct ring_consumer *c, struct ring_batch *b, struct ring_r
 		uint64_t avail = b->end - b->pos;
 		if (avail == 0)
 			return 0;
-		if (avail < RING_HDR_BYTES || avail > c->capacity)
+		/* b->pos is a multiple of 8 (see the invariants above); a hand-made batch that
+		 * breaks that is refused rather than read across the end of data. */
+		if (avail < RING_HDR_BYTES || avail > c->capacity || (b->pos & 7u))
 			return ring__corrupt(c);
 		uint64_t off = b->pos & c->mask;
-		/* Read the header once: the other side may change it under us. */
-		uint64_t hdr;
+		/* Read the header once: the other side may change it under us, and the fence keeps
+		 * the compiler from fetching it again after the checks. */
+		struct ring__hdr hdr;
 		memcpy(&hdr, c->data + off, sizeof(hdr));
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		uint32_t len = (uint32_t)hdr;
-		uint32_t tag = (uint32_t)(hdr >> 32);
+		atomic_signal_fence(memory_order_seq_cst);
+		uint64_t len = hdr.len;
 		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > c->capacity)
 			return ring__corrupt(c);
-		if (tag == RING_TAG_PAD) {
+		b->pos += len;
+		if (hdr.tag == RING_TAG_PAD) {
 			/* Padding exists only to skip to the end of data. */
 			if (off + len != c->capacity)
 				return ring__corrupt(c);
-			b->pos += len;
 			continue;
 		}
-		r->tag = tag;
-		r->payload_bytes = len - RING_HDR_BYTES;
+		r->tag = hdr.tag;
+		r->payload_bytes = (uint32_t)(len - RING_HDR_BYTES);
 		r->payload = c->data + off + RING_HDR_BYTES;
-		b->pos += len;
 		return 1;
 	}
 }
@@ -161,7 +194,15 @@ void ring_batch_release(struct ring_consumer *c, const struct ring_batch *b)
 
 uint64_t ring_consumer_dropped(struct ring_consumer *c, int *err)
 {
+	int dummy;
+	if (!err)
+		err = &dummy;
 	*err = 0;
+	if (!c->ctl) {
+		*err = c->error ? c->error : -EINVAL;
+		return 0;
+	}
+	/* Pairs with the producer's release store in ring__drop. */
 	uint64_t d = atomic_load_explicit(&c->ctl->dropped, memory_order_acquire);
 	if (d < c->last_dropped) {
 		*err = ring__corrupt(c);
@@ -175,6 +216,7 @@ uint64_t ring_consumer_pending_bytes(struct ring_consumer *c)
 {
 	if (c->error)
 		return 0;
+	/* Pairs with the producer's release store in ring_commit_sp. */
 	uint64_t w = atomic_load_explicit(&c->ctl->write_pos, memory_order_acquire);
 	uint64_t n = w - c->read;
 	return n > c->capacity ? 0 : n;
@@ -182,6 +224,7 @@ uint64_t ring_consumer_pending_bytes(struct ring_consumer *c)
 
 uint64_t ring_touched_bytes(struct ring_ctl *ctl, uint64_t capacity)
 {
+	/* Accounting only: a relaxed load, and the clamp keeps garbage harmless. */
 	uint64_t w = atomic_load_explicit(&ctl->write_pos, memory_order_relaxed);
 	uint64_t n = w - ctl->start_pos;
 	return n > capacity ? capacity : n;

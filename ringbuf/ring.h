@@ -13,7 +13,10 @@
  * Each record is an 8-byte header {u32 len, u32 tag} followed by the payload, padded to a
  * multiple of 8; len counts header, payload and padding. A record never straddles the end of
  * data: when it would, the producer writes a padding record (tag RING_TAG_PAD) that runs
- * exactly to the end and puts the record at offset 0.
+ * exactly to the end and puts the record at offset 0. The padding occupies ring space until
+ * the consumer passes it, so a record larger than half the ring can be refused as full
+ * (-ENOBUFS) even by an empty ring when the write offset is unlucky; records are meant to be
+ * much smaller than the ring.
  *
  * Positions are free-running 64-bit byte counts (never reduced modulo capacity), so
  * write - read is the number of bytes in use, even when the positions wrap past 2^64.
@@ -32,7 +35,9 @@
  * Memory ordering: the producer publishes records with a release store of write_pos, which
  * the consumer's acquire load in ring_batch_begin pairs with. The consumer frees space with a
  * release store of read_pos, which the producer's acquire load in the full path pairs with
- * (so the producer never overwrites bytes the consumer is still reading).
+ * (so the producer never overwrites bytes the consumer is still reading). The dropped count
+ * is stored with release and loaded with acquire, so a consumer that sees a count also sees
+ * every record committed before the last of those drops.
  *
  * Trust: the consumer treats the control block and data as untrusted (another process may
  * scribble on them). It keeps its own copy of the capacity and read position, validates
@@ -77,8 +82,8 @@ struct ring_ctl {
 	_Alignas(RING_CACHELINE) _Atomic uint64_t write_pos;
 	/* Written by C only (release), read by P (acquire) when its cached copy says full. */
 	_Alignas(RING_CACHELINE) _Atomic uint64_t read_pos;
-	/* Written by P only (relaxed), read by C. Records dropped because the ring was full or
-	 * the record could never fit. */
+	/* Written by P only (release), read by C (acquire). Records dropped because the ring was
+	 * full or the record could never fit. */
 	_Alignas(RING_CACHELINE) _Atomic uint64_t dropped;
 	/* Written once at init; informational for the consumer, which trusts its own copy. */
 	uint64_t capacity;
@@ -89,15 +94,19 @@ struct ring_ctl {
 
 /* The producer's private handle: lives in the producer thread (TLS, stack, heap). */
 struct ring_producer {
-	struct ring_ctl *ctl;
+	uint64_t write; /* private copy of ctl->write_pos (includes an unpublished pad) */
+	/* Reservations whose end stays at or below limit fit without looking at anything else:
+	 * limit = write + min(room before the end of data, room before cached_read + capacity).
+	 * This folds the wrap check and the full check of the fast path into one compare. */
+	uint64_t limit;
 	uint8_t *data;
-	uint64_t capacity;
 	uint64_t mask;
-	uint64_t write;       /* private copy of ctl->write_pos */
-	uint64_t cached_read; /* last read_pos seen; refreshed only when the ring looks full */
-	uint64_t dropped;     /* private copy of ctl->dropped */
+	struct ring_ctl *ctl;
 	uint32_t pending;     /* bytes (header included) of the reserved, uncommitted record */
 	int last_error;       /* 0, -ENOBUFS (full) or -EMSGSIZE (never fits) of the last drop */
+	uint64_t capacity;
+	uint64_t cached_read; /* last read_pos seen; refreshed only when the ring looks full */
+	uint64_t dropped;     /* private copy of ctl->dropped */
 };
 
 /* The consumer's private handle: lives in the consumer thread. */
@@ -130,7 +139,8 @@ static inline bool ring_capacity_valid(uint64_t n)
 	return n >= RING_MIN_CAPACITY && n <= RING_MAX_CAPACITY && (n & (n - 1)) == 0;
 }
 
-/* Largest payload a ring of this capacity accepts (a record may take the whole ring). */
+/* Largest payload a ring of this capacity accepts: the record then takes the whole ring, so
+ * it fits only when the write offset is 0 and the ring is empty (see padding above). */
 static inline uint32_t ring_max_payload(uint64_t capacity)
 {
 	return (uint32_t)(capacity - RING_HDR_BYTES);
@@ -159,31 +169,43 @@ int ring_consumer_attach(struct ring_consumer *c, struct ring_ctl *ctl, const vo
 /* Out-of-line part of ring_reserve_sp: wrap, full, oversized. P only. */
 void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t total);
 
+/* The record header as laid out in data. */
+struct ring__hdr {
+	uint32_t len; /* header + payload + padding, a multiple of 8 */
+	uint32_t tag;
+};
+
 /* Reserves room for a record of payload_bytes and writes its header. Returns where to write
- * the payload, or NULL when the record is dropped (counted; p->last_error says why). The
- * record is invisible to the consumer until ring_commit_sp. P only; never blocks.
- * tag must not be RING_TAG_PAD. */
+ * the payload (8-byte aligned), or NULL when the record is dropped (counted; p->last_error
+ * says why). The record is invisible to the consumer until ring_commit_sp; a reservation that
+ * is never committed is simply reused by the next one. P only; never blocks.
+ * tag must not be RING_TAG_PAD.
+ * Fast path: two loads, one compare, the header store, one store of pending. Wrap, full and
+ * oversized records all fail the compare and go out of line. */
 static inline void *ring_reserve_sp(struct ring_producer *p, uint32_t tag, uint32_t payload_bytes)
 {
 	uint64_t total = ring_record_bytes(payload_bytes);
 	uint64_t w = p->write;
-	uint64_t off = w & p->mask;
 
-	if (ring__likely(off + total <= p->capacity && w + total - p->cached_read <= p->capacity)) {
-		uint32_t *hdr = (uint32_t *)(void *)(p->data + off);
-		hdr[0] = (uint32_t)total;
-		hdr[1] = tag;
+	/* limit - w is in [0, capacity]: bytes free before the end of data and before the
+	 * consumer's (cached) read position, whichever comes first. */
+	if (ring__likely(total <= p->limit - w)) {
+		struct ring__hdr *hdr = (struct ring__hdr *)(void *)(p->data + (w & p->mask));
+		hdr->len = (uint32_t)total;
+		hdr->tag = tag;
 		p->pending = (uint32_t)total;
-		return hdr + 2;
+		return hdr + 1;
 	}
 	return ring__reserve_slow_sp(p, tag, total);
 }
 
-/* Publishes the record reserved last (and any padding before it). P only; one release store. */
+/* Publishes the record reserved last (and any padding before it). P only; one release store.
+ * Call only after a ring_reserve_sp that did not return NULL. */
 static inline void ring_commit_sp(struct ring_producer *p)
 {
 	p->write += p->pending;
-	/* Pairs with the acquire load of write_pos in ring_batch_begin. */
+	/* Pairs with the acquire load of write_pos in ring_batch_begin: the header and payload
+	 * stores above are visible to the consumer before the position that covers them. */
 	atomic_store_explicit(&p->ctl->write_pos, p->write, memory_order_release);
 }
 
@@ -217,8 +239,9 @@ int ring_batch_next(struct ring_consumer *c, struct ring_batch *b, struct ring_r
  * store). Records' payload pointers are invalid afterwards. C only. */
 void ring_batch_release(struct ring_consumer *c, const struct ring_batch *b);
 
-/* The producer's dropped count (total since init). Returns the count, or an error (-EPROTO)
- * stored in *err when it went backwards. C only. */
+/* The producer's dropped count (total since init). Sets *err (may be NULL) to 0, or to
+ * -EPROTO when the shared count went backwards (corrupt ring; the last sane count is
+ * returned). Exact once the producer has stopped (joined thread, reaped process). C only. */
 uint64_t ring_consumer_dropped(struct ring_consumer *c, int *err);
 
 /* Bytes published and not yet consumed (0 when corrupt). C only. */

@@ -1,0 +1,276 @@
+/* bench_e2e.c - bench=e2e: the whole recorder, end to end, through trace-run to disk.
+ *
+ * case=1thread, case=2threads: the highest rate that paced producers (bench/work_paced) can
+ *   sustain through trace-run with nothing lost. A ladder of rates is tried with short runs;
+ *   the highest lossless rate is then run RUNS times for the full duration (10 s; --quick 1 s)
+ *   and reported if every run was lossless (else the next rung down). At that rate:
+ *   events_per_s (recorded), bytes_per_event (trace file), recorder_cpu (CPU seconds of
+ *   trace-run per second of run: the wait4 total less the program's own CPU, which it prints),
+ *   recorder_peak_rss_bytes (trace-run's own ru_maxrss, from its report line).
+ * case=flood: producers as fast as they can (1 thread): events_per_s recorded and lost.
+ *
+ * Paths: trace-run, trace-dump and work_paced are found next to this program
+ * (build/bench/../bin). Trace files go to build/bench/ and are deleted after each run.
+ * Threads: single-threaded driver; the measured processes are its children.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir_bench[PATH_MAX], trace_run[PATH_MAX], trace_dump[PATH_MAX], work[PATH_MAX];
+
+struct e2e_result {
+	bool ok;
+	double wall_s;
+	double events_recorded, events_lost, emitted;
+	double file_bytes;
+	double recorder_cpu_s;
+	double recorder_rss_bytes;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs argv with stdout to out_path (may be NULL) and stderr to err_path; returns exit code. */
+static int run_cmd(char *const argv[], const char *out_path, const char *err_path,
+		   struct rusage *ru)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int o = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	struct rusage r;
+	while (wait4(pid, &st, 0, &r) < 0 && errno == EINTR)
+		;
+	if (ru)
+		*ru = r;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	size_t got = fread(b, 1, (size_t)n, f);
+	b[got] = 0;
+	fclose(f);
+	return b;
+}
+
+static double json_num(const char *json, const char *key)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(json, pat);
+	return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static struct e2e_result run_once(int threads, double rate_per_thread, double seconds)
+{
+	struct e2e_result r = {0};
+	char trace[PATH_MAX], out[PATH_MAX], err[PATH_MAX], rate[32], thr[8], secs[32];
+	snprintf(trace, sizeof(trace), "%s/e2e-%d.trc", dir_bench, (int)getpid());
+	snprintf(out, sizeof(out), "%s/e2e-%d.out", dir_bench, (int)getpid());
+	snprintf(err, sizeof(err), "%s/e2e-%d.err", dir_bench, (int)getpid());
+	snprintf(rate, sizeof(rate), "%.0f", rate_per_thread);
+	snprintf(thr, sizeof(thr), "%d", threads);
+	snprintf(secs, sizeof(secs), "%.3f", seconds);
+	char *argv[] = {trace_run, "--no-preload", "-o", trace, "--", work, thr, rate, secs, NULL};
+	struct rusage ru;
+	double t0 = now_s();
+	int rc = run_cmd(argv, out, err, &ru);
+	r.wall_s = now_s() - t0;
+	char *o = slurp(out), *e = slurp(err);
+	double prog_cpu = 0;
+	const char *p = strstr(o, "emitted ");
+	if (p)
+		sscanf(p, "emitted %lf cpu_s %lf", &r.emitted, &prog_cpu);
+	r.recorder_cpu_s = tv_s(ru.ru_utime) + tv_s(ru.ru_stime) - prog_cpu;
+	p = strstr(e, "recorder RSS ");
+	if (p) {
+		double v = strtod(p + 13, NULL);
+		r.recorder_rss_bytes = v * 1024 * 1024; /* reported in MiB */
+	}
+	free(o);
+	free(e);
+	struct stat st;
+	if (rc == 0 && stat(trace, &st) == 0) {
+		r.file_bytes = (double)st.st_size;
+		char *dargv[] = {trace_dump, "summary", "--json", trace, NULL};
+		if (run_cmd(dargv, out, NULL, NULL) == 0) {
+			char *j = slurp(out);
+			r.events_recorded = json_num(j, "events_recorded");
+			r.events_lost = json_num(j, "events_lost");
+			r.ok = r.events_recorded >= 0;
+			free(j);
+		}
+	}
+	unlink(trace);
+	unlink(out);
+	unlink(err);
+	return r;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_RUNS 32
+
+static void paced_case(const char *name, int threads, int runs, double seconds, bool quick)
+{
+	/* total rates (all threads) tried, low to high */
+	static const double ladder[] = {1e6, 5e6, 10e6, 15e6, 20e6, 25e6, 30e6, 35e6, 40e6,
+					50e6, 60e6, 80e6};
+	int n_ladder = (int)(sizeof(ladder) / sizeof(ladder[0]));
+	double probe_s = quick ? 0.5 : 2.0;
+	int best = -1;
+	for (int i = 0; i < n_ladder; i++) {
+		struct e2e_result r = run_once(threads, ladder[i] / threads, probe_s);
+		bool lossless = r.ok && r.events_lost == 0 &&
+				r.events_recorded >= 0.95 * ladder[i] * probe_s;
+		printf("  %-9s probe %5.0fM ev/s: recorded %.0f lost %.0f (%s)\n", name,
+		       ladder[i] / 1e6, r.events_recorded, r.events_lost,
+		       lossless ? "lossless" : "not sustained");
+		if (!lossless)
+			break;
+		best = i;
+	}
+	double eps[MAX_RUNS], bpe[MAX_RUNS], cpu[MAX_RUNS], rss[MAX_RUNS];
+	int got = 0;
+	while (best >= 0) {
+		got = 0;
+		bool all = true;
+		for (int k = 0; k < runs; k++) {
+			struct e2e_result r = run_once(threads, ladder[best] / threads, seconds);
+			if (!r.ok || r.events_lost != 0) {
+				all = false;
+				break;
+			}
+			eps[got] = r.events_recorded / seconds;
+			bpe[got] = r.events_recorded > 0 ? r.file_bytes / r.events_recorded : 0;
+			cpu[got] = r.recorder_cpu_s / r.wall_s;
+			rss[got] = r.recorder_rss_bytes;
+			got++;
+		}
+		if (all)
+			break;
+		printf("  %-9s %.0fM ev/s lost events over %.0f s; trying the rung below\n", name,
+		       ladder[best] / 1e6, seconds);
+		best--;
+	}
+	if (best < 0 || !got) {
+		printf("SUMMARY bench=e2e case=%s events_per_s=0 sustained=none\n", name);
+		return;
+	}
+	double eps_sorted[MAX_RUNS];
+	memcpy(eps_sorted, eps, sizeof(double) * (size_t)got);
+	qsort(eps_sorted, (size_t)got, sizeof(double), cmp_double);
+	printf("SUMMARY bench=e2e case=%s events_per_s=%.0f events_per_s_min=%.0f "
+	       "events_per_s_max=%.0f target_rate=%.0f bytes_per_event=%.3f recorder_cpu=%.3f "
+	       "recorder_peak_rss_bytes=%.0f threads=%d seconds=%.1f runs=%d\n",
+	       name, median(eps, got), eps_sorted[0], eps_sorted[got - 1], ladder[best],
+	       median(bpe, got), median(cpu, got), median(rss, got), threads, seconds, got);
+}
+
+static void flood_case(int runs, double seconds)
+{
+	double eps[MAX_RUNS], lost[MAX_RUNS], lostf[MAX_RUNS];
+	int got = 0;
+	for (int k = 0; k < runs; k++) {
+		struct e2e_result r = run_once(1, 0, seconds);
+		if (!r.ok)
+			continue;
+		eps[got] = r.events_recorded / seconds;
+		lost[got] = r.events_lost;
+		lostf[got] = r.emitted > 0 ? r.events_lost / r.emitted : 0;
+		printf("  flood     run %d: recorded %.0f lost %.0f emitted %.0f\n", k,
+		       r.events_recorded, r.events_lost, r.emitted);
+		got++;
+	}
+	if (!got) {
+		printf("SUMMARY bench=e2e case=flood events_per_s=0 failed=1\n");
+		return;
+	}
+	printf("SUMMARY bench=e2e case=flood events_per_s=%.0f lost=%.0f lost_fraction=%.4f "
+	       "seconds=%.1f runs=%d\n",
+	       median(eps, got), median(lost, got), median(lostf, got), seconds, got);
+}
+
+int main(int argc, char **argv)
+{
+	bool quick = false;
+	int runs = 5;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = true;
+		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+			runs = atoi(argv[++i]);
+	}
+	if (runs < 1 || runs > MAX_RUNS)
+		runs = 5;
+	if (quick && runs > 3)
+		runs = 3;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(dir_bench, sizeof(dir_bench), "%s", self);
+	snprintf(trace_run, sizeof(trace_run), "%s/../bin/trace-run", self);
+	snprintf(trace_dump, sizeof(trace_dump), "%s/../bin/trace-dump", self);
+	snprintf(work, sizeof(work), "%s/work_paced", self);
+	if (access(trace_run, X_OK) || access(trace_dump, X_OK) || access(work, X_OK)) {
+		fprintf(stderr, "bench_e2e: needs %s, %s and %s\n", trace_run, trace_dump, work);
+		return 1;
+	}
+	double seconds = quick ? 1.0 : 10.0;
+	printf("bench=e2e: trace-run -- work_paced THREADS RATE SECONDS, default settings "
+	       "(4 MiB rings, zstd level 1), %d runs of %.0f s\n",
+	       runs, seconds);
+	paced_case("1thread", 1, runs, seconds, quick);
+	paced_case("2threads", 2, runs, seconds, quick);
+	flood_case(runs, quick ? 1.0 : 5.0);
+	return 0;
+}

@@ -1,0 +1,520 @@
+/* recorder.c - the drain thread: session rings and the sampler's ring into the trace file.
+ *
+ * Threads (see recorder.h for the calls):
+ *   drain thread   the only caller of session_drain and of trcfile_stream_append for every
+ *                  stream of this recorder, and the only consumer of the sampler's ring.
+ *   sampler thread the only producer of the sampler's ring (sampler/).
+ *   caller         start and finish; reads the stats.
+ * The stats are relaxed atomics written by the drain thread; finish signals the drain thread
+ * through an eventfd and joins it, and only then touches the writer itself (the join orders
+ * the drain thread's appends before the caller's).
+ *
+ * Idle policy: the drain thread waits on the eventfd with a timeout that grows from 1 ms to
+ * DRAIN_IDLE_MAX_NS while rings are empty and drops back to zero while they yield records, so
+ * an idle program costs a few hundred wake-ups per second and a busy one is drained without
+ * sleeping. With the default 4 MiB rings and 16-byte records, DRAIN_IDLE_MAX_NS leaves room for
+ * bursts of over 100 million events per second.
+ */
+#include "recorder.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "ring.h"
+#include "session.h"
+#include "trcfile.h"
+
+#define DRAIN_IDLE_MIN_NS 500000ull  /* 0.5 ms */
+#define DRAIN_IDLE_MAX_NS 2000000ull /* 2 ms */
+#define SAMPLER_RING_BYTES (256u * 1024u)
+#define STREAM_MAP_MIN 64u
+/* Open chunks are ended at least this often, so a recorder killed with SIGKILL loses at most
+ * about this much of the trace. */
+#define FLUSH_EVERY_NS 1000000000ull
+
+struct recorder__stream_slot {
+	uint64_t key;
+	struct trcfile_stream *stream; /* NULL: empty slot */
+	bool tomb;
+};
+
+struct recorder {
+	struct recorder_config cfg;
+	int wake_fd;      /* eventfd: finish wakes the drain thread */
+	atomic_bool stop; /* set by finish before it writes wake_fd */
+	pthread_t drain_thread;
+
+	/* Sampler and its ring (private memory, consumed by the drain thread). */
+	struct sampler *sampler;
+	struct ring_ctl *sring_ctl;
+	void *sring_data;
+	struct ring_consumer sring;
+	uint64_t sampler_dropped_seen;
+
+	/* key -> stream map, drain thread only. Open addressing, linear probing, tombstones. */
+	struct recorder__stream_slot *map;
+	uint32_t map_cap, map_used;
+	uint64_t last_key;
+	struct trcfile_stream *last_stream;
+
+	struct trcfile_stream *rss_stream;  /* created on the first sample */
+	struct trcfile_stream *meta_stream; /* the recorder's own: exit record and notes */
+
+	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers;
+	atomic_int error;
+};
+
+static void recorder__set_error(struct recorder *r, int err)
+{
+	int expected = 0;
+	atomic_compare_exchange_strong(&r->error, &expected, err);
+}
+
+/* ---- key -> stream map ------------------------------------------------------------------ */
+
+static uint32_t recorder__hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return (uint32_t)key;
+}
+
+static struct recorder__stream_slot *recorder__map_find(struct recorder *r, uint64_t key)
+{
+	uint32_t mask = r->map_cap - 1;
+	for (uint32_t i = recorder__hash(key) & mask;; i = (i + 1) & mask) {
+		struct recorder__stream_slot *s = &r->map[i];
+		if (!s->stream && !s->tomb)
+			return NULL;
+		if (s->stream && s->key == key)
+			return s;
+	}
+}
+
+static int recorder__map_grow(struct recorder *r)
+{
+	uint32_t cap = r->map_cap ? r->map_cap * 2 : STREAM_MAP_MIN;
+	struct recorder__stream_slot *old = r->map;
+	uint32_t old_cap = r->map_cap;
+	struct recorder__stream_slot *map = calloc(cap, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	r->map = map;
+	r->map_cap = cap;
+	r->map_used = 0;
+	for (uint32_t i = 0; i < old_cap; i++) {
+		if (!old[i].stream)
+			continue;
+		uint32_t j = recorder__hash(old[i].key) & (cap - 1);
+		while (map[j].stream)
+			j = (j + 1) & (cap - 1);
+		map[j] = old[i];
+		r->map_used++;
+	}
+	free(old);
+	return 0;
+}
+
+static int recorder__map_insert(struct recorder *r, uint64_t key, struct trcfile_stream *st)
+{
+	/* Tombstones count as used so probing always finds an empty slot. */
+	if ((r->map_used + 1) * 4 > r->map_cap * 3) {
+		int err = recorder__map_grow(r);
+		if (err)
+			return err;
+	}
+	uint32_t mask = r->map_cap - 1;
+	uint32_t i = recorder__hash(key) & mask;
+	while (r->map[i].stream)
+		i = (i + 1) & mask;
+	if (!r->map[i].tomb)
+		r->map_used++;
+	r->map[i] = (struct recorder__stream_slot){.key = key, .stream = st};
+	return 0;
+}
+
+static struct trcfile_stream *recorder__stream_for(struct recorder *r,
+						   const struct session_stream *st)
+{
+	if (r->last_stream && r->last_key == st->key)
+		return r->last_stream;
+	struct recorder__stream_slot *slot = recorder__map_find(r, st->key);
+	struct trcfile_stream *s;
+	if (slot) {
+		s = slot->stream;
+	} else {
+		s = trcfile_stream_open(r->cfg.writer, (enum trcfile_stream_kind)st->kind, st->pid,
+					st->tid);
+		if (!s)
+			return NULL;
+		if (recorder__map_insert(r, st->key, s))
+			return NULL;
+	}
+	r->last_key = st->key;
+	r->last_stream = s;
+	return s;
+}
+
+/* ---- session sink ------------------------------------------------------------------------ */
+
+static bool recorder__is_event(uint32_t type)
+{
+	return type >= TRC_REC_SPAN_BEGIN && type <= TRC_REC_FUNC_EXIT;
+}
+
+static int recorder__on_record(void *arg, const struct session_stream *st,
+			       const struct trc_record *rec)
+{
+	struct recorder *r = arg;
+	struct trcfile_stream *s = recorder__stream_for(r, st);
+	if (!s)
+		return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+	int err = trcfile_stream_append(s, rec);
+	if (err)
+		return err;
+	if (recorder__is_event(rec->type))
+		atomic_fetch_add_explicit(&r->events, 1, memory_order_relaxed);
+	else if (rec->type == TRC_REC_LOST)
+		atomic_fetch_add_explicit(&r->lost, rec->lost.count, memory_order_relaxed);
+	return 0;
+}
+
+static void recorder__on_stream_end(void *arg, const struct session_stream *st)
+{
+	struct recorder *r = arg;
+	struct recorder__stream_slot *slot = recorder__map_find(r, st->key);
+	if (!slot)
+		return;
+	int err = trcfile_stream_flush(slot->stream);
+	if (err)
+		recorder__set_error(r, err);
+	slot->stream = NULL;
+	slot->tomb = true;
+	if (r->last_key == st->key)
+		r->last_stream = NULL;
+}
+
+/* ---- sampler ring ------------------------------------------------------------------------- */
+
+static uint64_t recorder__buffers_of(void *arg, pid_t pid)
+{
+	struct recorder *r = arg;
+	return session_buffers_resident_bytes(r->cfg.session, pid);
+}
+
+static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
+{
+	if (!r->rss_stream) {
+		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRCFILE_STREAM_RSS, smp->pid, 0);
+		if (!r->rss_stream)
+			return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+	}
+	struct trc_record rec = {.type = TRC_REC_RSS, .ts_ns = smp->ts_ns};
+	rec.rss.source = smp->source;
+	rec.rss.flags = smp->flags;
+	rec.rss.pid = smp->pid;
+	rec.rss.rss_bytes = smp->rss_bytes;
+	rec.rss.buffers_bytes = smp->buffers_bytes;
+	rec.rss.hwm_bytes = smp->hwm_bytes;
+	rec.rss.anon_bytes = smp->anon_bytes;
+	rec.rss.file_bytes = smp->file_bytes;
+	rec.rss.shmem_bytes = smp->shmem_bytes;
+	rec.rss.rss_exact_bytes = smp->rss_exact_bytes;
+	rec.rss.pss_bytes = smp->pss_bytes;
+	rec.rss.read_ns = smp->read_ns;
+	int err = trcfile_stream_append(r->rss_stream, &rec);
+	if (err)
+		return err;
+	uint64_t prog = smp->rss_bytes > smp->buffers_bytes ? smp->rss_bytes - smp->buffers_bytes
+							    : 0;
+	atomic_fetch_add_explicit(&r->rss_samples, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->last_rss, prog, memory_order_relaxed);
+	atomic_store_explicit(&r->last_buffers, smp->buffers_bytes, memory_order_relaxed);
+	return 0;
+}
+
+/* Drains the sampler's ring; returns samples moved or -errno. Drain thread only. */
+static long recorder__drain_sampler(struct recorder *r)
+{
+	if (!r->sring_ctl)
+		return 0;
+	struct ring_batch b;
+	struct ring_record rec;
+	long n = 0;
+	int err = ring_batch_begin(&r->sring, &b);
+	while (!err && (err = ring_batch_next(&r->sring, &b, &rec)) == 1) {
+		err = 0;
+		if (rec.tag != SAMPLER_TAG_SAMPLE || rec.payload_bytes < sizeof(struct rss_sample))
+			continue;
+		struct rss_sample smp;
+		memcpy(&smp, rec.payload, sizeof(smp));
+		err = recorder__append_sample(r, &smp);
+		n++;
+	}
+	ring_batch_release(&r->sring, &b);
+	if (err < 0)
+		return err;
+	/* Samples the ring could not take: the series has a gap, and the file says so. */
+	int derr;
+	uint64_t dropped = ring_consumer_dropped(&r->sring, &derr);
+	if (dropped > r->sampler_dropped_seen && r->rss_stream) {
+		struct trc_record lost = {.type = TRC_REC_LOST};
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		lost.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		lost.lost.count = dropped - r->sampler_dropped_seen;
+		lost.lost.reason = TRC_LOST_RING_FULL;
+		r->sampler_dropped_seen = dropped;
+		err = trcfile_stream_append(r->rss_stream, &lost);
+		if (err)
+			return err;
+	}
+	return n;
+}
+
+/* ---- the drain thread --------------------------------------------------------------------- */
+
+static long recorder__drain_once(struct recorder *r)
+{
+	static const struct session_sink sink_template = {
+		.record = recorder__on_record,
+		.stream_end = recorder__on_stream_end,
+	};
+	struct session_sink sink = sink_template;
+	sink.arg = r;
+	long n = session_drain(r->cfg.session, &sink);
+	if (n < 0)
+		return n;
+	long m = recorder__drain_sampler(r);
+	if (m < 0)
+		return m;
+	return n + m;
+}
+
+static uint64_t recorder__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Ends every open chunk, so what was drained reaches the file. Drain thread only. */
+static int recorder__flush_all(struct recorder *r)
+{
+	for (uint32_t i = 0; i < r->map_cap; i++) {
+		if (r->map[i].stream) {
+			int err = trcfile_stream_flush(r->map[i].stream);
+			if (err)
+				return err;
+		}
+	}
+	int err = r->rss_stream ? trcfile_stream_flush(r->rss_stream) : 0;
+	return err ? err : trcfile_stream_flush(r->meta_stream);
+}
+
+static void *recorder__drain_main(void *arg)
+{
+	struct recorder *r = arg;
+	uint64_t idle_ns = DRAIN_IDLE_MIN_NS;
+	uint64_t next_flush_ns = recorder__now_ns() + FLUSH_EVERY_NS;
+
+	while (!atomic_load_explicit(&r->stop, memory_order_acquire)) {
+		long n = recorder__drain_once(r);
+		if (n >= 0 && recorder__now_ns() >= next_flush_ns) {
+			int err = recorder__flush_all(r);
+			if (err)
+				n = err;
+			next_flush_ns = recorder__now_ns() + FLUSH_EVERY_NS;
+		}
+		if (n < 0) {
+			/* The writer failed (disk full...): keep the program running, stop recording;
+			 * what was written stays readable. */
+			recorder__set_error(r, (int)n);
+			break;
+		}
+		if (n > 0) {
+			idle_ns = DRAIN_IDLE_MIN_NS;
+			if (n > 4096)
+				continue;
+		} else if (idle_ns < DRAIN_IDLE_MAX_NS) {
+			idle_ns *= 2;
+		}
+		struct pollfd pfd = {.fd = r->wake_fd, .events = POLLIN};
+		struct timespec to = {.tv_sec = 0, .tv_nsec = (long)idle_ns};
+		ppoll(&pfd, 1, &to, NULL);
+	}
+	return NULL;
+}
+
+/* ---- start / finish ----------------------------------------------------------------------- */
+
+static void recorder__free(struct recorder *r)
+{
+	if (!r)
+		return;
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
+	free(r->sring_ctl);
+	free(r->sring_data);
+	free(r->map);
+	free(r);
+}
+
+struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	r->cfg = *cfg;
+	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->wake_fd < 0) {
+		*err = -errno;
+		goto fail_free;
+	}
+	r->meta_stream = trcfile_stream_open(cfg->writer, TRCFILE_STREAM_META, (uint32_t)cfg->pid, 0);
+	if (!r->meta_stream) {
+		*err = trcfile_writer_error(cfg->writer) ?: -ENOMEM;
+		goto fail_free;
+	}
+
+	if (cfg->rss_enabled) {
+		r->sring_ctl = aligned_alloc(RING_CACHELINE, sizeof(struct ring_ctl));
+		r->sring_data = aligned_alloc(RING_CACHELINE, SAMPLER_RING_BYTES);
+		if (!r->sring_ctl || !r->sring_data) {
+			*err = -ENOMEM;
+			goto fail_free;
+		}
+		ring_ctl_init(r->sring_ctl, SAMPLER_RING_BYTES, 0);
+		ring_consumer_attach(&r->sring, r->sring_ctl, r->sring_data, SAMPLER_RING_BYTES);
+		pid_t pid = cfg->pid;
+		struct sampler_config sc = {
+			.pids = &pid,
+			.n_pids = 1,
+			.interval_ns = cfg->rss_interval_ns,
+			.source = cfg->rss_source,
+			.buffers_resident_bytes = recorder__buffers_of,
+			.buffers_arg = r,
+			.ring_ctl = r->sring_ctl,
+			.ring_data = r->sring_data,
+			.ring_capacity = SAMPLER_RING_BYTES,
+			.notify_fd = -1,
+			.create_thread = cfg->create_thread,
+		};
+		r->sampler = sampler_start(&sc, err);
+		if (!r->sampler)
+			goto fail_free;
+	}
+
+	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+		cfg->create_thread ? cfg->create_thread : pthread_create;
+	int rc = create(&r->drain_thread, NULL, recorder__drain_main, r);
+	if (rc) {
+		*err = -rc;
+		goto fail_sampler;
+	}
+	return r;
+
+fail_sampler:
+	sampler_stop(r->sampler);
+fail_free:
+	recorder__free(r);
+	return NULL;
+}
+
+static void recorder__note(struct recorder *r, uint64_t ts_ns, const char *text)
+{
+	struct trc_record rec = {.type = TRC_REC_NOTE, .ts_ns = ts_ns};
+	rec.note.text = text;
+	rec.note.len = (uint32_t)strlen(text);
+	int err = trcfile_stream_append(r->meta_stream, &rec);
+	if (err)
+		recorder__set_error(r, err);
+}
+
+int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
+		    struct recorder_stats *final)
+{
+	if (!r)
+		return 0;
+	/* The sampler first: its last sample goes into the ring before the last drain. */
+	struct sampler_stats sst = {0};
+	if (r->sampler) {
+		sampler_get_stats(r->sampler, &sst);
+		sampler_stop(r->sampler);
+		r->sampler = NULL;
+	}
+	atomic_store_explicit(&r->stop, true, memory_order_release);
+	uint64_t one = 1;
+	if (write(r->wake_fd, &one, sizeof(one)) < 0) {
+		/* eventfd writes only fail on overflow, which one write cannot cause */
+	}
+	pthread_join(r->drain_thread, NULL);
+
+	/* Everything the program published before it ended: drain until two passes in a row
+	 * find nothing (a retired slot is freed on the pass after the one that emptied it). */
+	if (!atomic_load(&r->error)) {
+		int empty_passes = 0;
+		while (empty_passes < 2) {
+			long n = recorder__drain_once(r);
+			if (n < 0) {
+				recorder__set_error(r, (int)n);
+				break;
+			}
+			empty_passes = n == 0 ? empty_passes + 1 : 0;
+		}
+	}
+
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+
+	if (session_processes_attached(r->cfg.session) == 0)
+		recorder__note(r, now_ns,
+			       "no events: the program never attached to the session (statically "
+			       "linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
+			       "status and RSS were recorded");
+	if (sst.skipped_ticks) {
+		char text[128];
+		snprintf(text, sizeof(text), "rss sampler skipped %llu late ticks",
+			 (unsigned long long)sst.skipped_ticks);
+		recorder__note(r, now_ns, text);
+	}
+	if (ex) {
+		struct trc_record rec = {.type = TRC_REC_EXIT, .ts_ns = now_ns};
+		rec.exit.pid = (uint32_t)r->cfg.pid;
+		rec.exit.status = ex->status;
+		rec.exit.maxrss_bytes = ex->maxrss_bytes;
+		rec.exit.buffers_bytes = session_buffers_resident_bytes(r->cfg.session, r->cfg.pid);
+		int err = trcfile_stream_append(r->meta_stream, &rec);
+		if (err)
+			recorder__set_error(r, err);
+	}
+	if (final)
+		recorder_get_stats(r, final);
+	int err = atomic_load(&r->error);
+	recorder__free(r);
+	return err;
+}
+
+void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->events = atomic_load_explicit(&r->events, memory_order_relaxed);
+	out->lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
+	out->rss_samples = atomic_load_explicit(&r->rss_samples, memory_order_relaxed);
+	out->last_rss_bytes = atomic_load_explicit(&r->last_rss, memory_order_relaxed);
+	out->last_buffers_bytes = atomic_load_explicit(&r->last_buffers, memory_order_relaxed);
+	out->bytes_written = trcfile_writer_bytes_written(r->cfg.writer);
+	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
+}

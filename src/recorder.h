@@ -1,0 +1,75 @@
+/* recorder.h - the recorder pipeline: session rings and RSS samples into the trace file.
+ *
+ * trace-run creates the session region and the file writer, spawns the program, then hands
+ * both to recorder_start, which starts two threads:
+ *   - the sampler thread (sampler/), which reads the program's RSS and pushes samples into a
+ *     private ring;
+ *   - the drain thread, which empties the session's per-thread rings (session_drain) and the
+ *     sampler's ring into per-stream chunks of the writer. Compression and file writes happen
+ *     on the writer's own threads, so draining never waits on zstd or the disk except through
+ *     the writer's bounded back-pressure.
+ * recorder_finish stops the sampler, drains everything that is left, appends the exit record
+ * and notes, and joins the threads; the caller then closes the writer.
+ *
+ * Threads:
+ *   recorder_start, recorder_finish, recorder_abort   the caller's thread (trace-run's main)
+ *   recorder_get_stats                                any thread, any time between start and
+ *                                                     finish (relaxed counters)
+ * None of them blocks for long: finish waits for one last drain pass and the thread joins.
+ */
+#ifndef TRC_RECORDER_H
+#define TRC_RECORDER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sampler.h"
+
+struct trc_session;
+struct trcfile_writer;
+
+struct recorder_config {
+	struct trc_session *session;   /* borrowed; outlives the recorder */
+	struct trcfile_writer *writer; /* borrowed; closed by the caller after finish */
+	pid_t pid;                     /* the program trace-run started */
+	bool rss_enabled;
+	uint64_t rss_interval_ns;
+	enum rss_source rss_source;
+	/* Test hook, passed to the sampler (NULL: pthread_create). Also used for the drain
+	 * thread, so a test can make either fail. */
+	int (*create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+};
+
+struct recorder_stats {
+	uint64_t events;        /* event records written (not metadata, not RSS) */
+	uint64_t lost;          /* records reported lost so far */
+	uint64_t rss_samples;   /* RSS samples written */
+	uint64_t last_rss_bytes;     /* latest sample, program only (buffers excluded) */
+	uint64_t last_buffers_bytes; /* latest sample's trace-buffer share */
+	uint64_t bytes_written; /* file bytes so far */
+	int drain_error;        /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
+};
+
+/* The end of the program, as trace-run saw it. */
+struct recorder_exit {
+	int status;            /* as from wait4 */
+	uint64_t maxrss_bytes; /* wait4's ru_maxrss; 0 when unknown */
+};
+
+/* Starts the sampler (when enabled) and the drain thread. On failure returns NULL with
+ * *err = -errno and leaves nothing running, so the caller can stop the program it started. */
+struct recorder *recorder_start(const struct recorder_config *cfg, int *err);
+
+/* Stops the sampler, drains everything, writes the exit record (when exit is not NULL) and
+ * notes (e.g. why there are no events), joins the drain thread, fills *final (may be NULL)
+ * with the totals, and frees the recorder. Returns 0 or the first error met while recording
+ * (the trace holds everything drained before it). Accepts NULL. */
+int recorder_finish(struct recorder *r, const struct recorder_exit *exit,
+		    struct recorder_stats *final);
+
+/* Counters so far. Any thread. */
+void recorder_get_stats(struct recorder *r, struct recorder_stats *out);
+
+#endif /* TRC_RECORDER_H */

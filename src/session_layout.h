@@ -1,0 +1,168 @@
+/* session_layout.h - the shared session region: one memfd, mapped by the recorder and by every
+ * traced process of the tree. Used by both sides (src/rt_*.c in the traced process,
+ * src/session_*.c in the recorder); nothing in it is a pointer, only offsets.
+ *
+ * Layout (every part starts on a page boundary; sizes fixed by the recorder at creation):
+ *
+ *   [0]               struct trc_region_hdr   magic (published last), version, sizes, offsets,
+ *                                             clock mode, region-wide lost counters, counters
+ *   [procs_off]       struct trc_proc[max_procs]   one entry per process attach (pid, ppid)
+ *   [slots_off]       struct trc_slot[max_slots]   per ring: state word, pid, tid, name, ring_ctl
+ *   [strtab_off]      string table (strtab_bytes): append-only entries, see below
+ *   [rings_off]       ring data, max_slots * ring_bytes, slot i at rings_off + i * ring_bytes
+ *
+ * The file is ftruncated to its full size (sparse) and sealed against shrinking and growing
+ * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so a traced process can never make the recorder's
+ * accesses fault with SIGBUS, and the library can tell a session fd from any other fd.
+ *
+ * Slot state word (64 bits): low 32 bits state, high 32 bits generation.
+ *   FREE --(producer CAS)--> CLAIMING --(producer fills pid/tid/name, release)--> CLAIMED
+ *   CLAIMED --(thread exit, release)--> RETIRED
+ *   RETIRED or CLAIMED-of-a-dead-thread --(recorder drains it fully, punches the ring's pages,
+ *   re-initialises ring_ctl, release)--> FREE with generation + 1.
+ * Only the recorder makes a slot FREE, so a producer never sees a ring the recorder still reads;
+ * the generation makes the CAS immune to ABA and tells the recorder a slot holds a new stream.
+ *
+ * String table entry at an 8-aligned offset off: { u32 ready_len; u32 reserved; char str[len];
+ * NUL; padding to 8 }. ready_len is 0 until the entry is complete, then (len | READY) by a
+ * release store; a name id is (off / 8) + 1, so the drain finds an entry in O(1) and id 0 means
+ * "none". Space is reserved by fetch_add on hdr->strtab_used. Entry 0 (id 1) is written by the
+ * recorder: the name used when the table is full.
+ *
+ * Residency (what session_buffers_resident_bytes reports, DESIGN "Fault the rings in before the
+ * program's threads need them"): decided here, followed by both sides.
+ *   - Rings: a thread pre-faults its whole ring when it claims a slot (MADV_POPULATE_WRITE, or
+ *     touching each page where that is missing), so the hot path never takes a page fault (a
+ *     fresh page costs about 3 us here, 200 times an event). A claimed or retired slot therefore
+ *     counts ring_bytes, exactly. The recorder punches the ring's pages out of the memfd when it
+ *     frees the slot, so they leave every process's RSS and the next claimer starts clean.
+ *     Cost: a thread that emits one event holds a whole ring; pick a smaller ring for programs
+ *     with many quiet threads.
+ *   - Metadata (header, process table, slot table, string table, i.e. [0, rings_off)): every
+ *     process maps all of it at attach (MADV_POPULATE_READ, or a read per page), so each
+ *     attached, live process counts meta_bytes = rings_off, exactly.
+ *   Neither distorts the program's RSS as reported: both figures are known to the byte and
+ *   subtracted. The recorder never touches ring pages before the child runs.
+ *
+ * Ring record encoding (the ring's u32 tag = type | name_id << 8; payload little-endian u64s):
+ *   SPAN_BEGIN/END   tag name_id   { ts }                                         8 bytes
+ *   INSTANT/COUNTER  tag name_id   { ts, value }                                 16 bytes
+ *   ALLOC            { ts, addr, size }   FREE { ts, addr }
+ *   FUNC_ENTER/EXIT  { ts, fn, call_site }
+ *   THREAD           { ts, u32 pid, u32 tid, char name[16] }
+ *   PROCESS          { ts, u32 pid, u32 ppid, u32 cmdline_len, u32 0, cmdline bytes }
+ *   MODULE           { ts, start, end, offset, u32 path_len, u32 0, path bytes }
+ * ts is in the region's clock: TSC ticks when hdr->clock_mode is TSC, else CLOCK_MONOTONIC ns.
+ *
+ * Concurrency: see the table in src/session.h (recorder) and src/rt_internal.h (producers).
+ */
+#ifndef TRC_SESSION_LAYOUT_H
+#define TRC_SESSION_LAYOUT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
+#define TRC_REGION_VERSION 1u
+#define TRC_REGION_PAGE 4096u
+
+/* clock_mode */
+#define TRC_CLOCK_GETTIME 1u
+#define TRC_CLOCK_TSC 2u
+
+/* slot states (low half of the state word) */
+#define TRC_SLOT_FREE 0u
+#define TRC_SLOT_CLAIMING 1u
+#define TRC_SLOT_CLAIMED 2u
+#define TRC_SLOT_RETIRED 3u
+
+#define TRC_SLOT_STATE(w) ((uint32_t)(w))
+#define TRC_SLOT_GEN(w) ((uint32_t)((w) >> 32))
+#define TRC_SLOT_WORD(gen, state) (((uint64_t)(gen) << 32) | (uint64_t)(state))
+
+#define TRC_THREAD_NAME_BYTES 16u
+#define TRC_NAME_ID_BITS 24u
+#define TRC_NAME_ID_MAX ((1u << TRC_NAME_ID_BITS) - 1u)
+#define TRC_STRTAB_READY 0x80000000u
+#define TRC_STRTAB_MAX_LEN 1024u           /* longer names are cut */
+#define TRC_STRTAB_MAX_BYTES (8ull * TRC_NAME_ID_MAX)
+#define TRC_CMDLINE_MAX 4096u              /* PROCESS record: command line cut here */
+
+/* Ring tag <-> (type, name id). */
+#define TRC_TAG(type, id) ((uint32_t)(type) | ((uint32_t)(id) << 8))
+#define TRC_TAG_TYPE(tag) ((tag) & 0xffu)
+#define TRC_TAG_ID(tag) ((tag) >> 8)
+
+struct trc_region_hdr {
+	/* Written last by the recorder (release); a process attaches only after an acquire load
+	 * sees it. */
+	_Atomic uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_bytes;        /* sizeof(struct trc_region_hdr) */
+	uint64_t region_bytes;     /* total size of the memfd */
+	uint32_t max_slots;
+	uint32_t slot_bytes;       /* sizeof(struct trc_slot) */
+	uint32_t max_procs;
+	uint32_t proc_bytes;       /* sizeof(struct trc_proc) */
+	uint64_t procs_off;
+	uint64_t slots_off;
+	uint64_t strtab_off;
+	uint64_t strtab_bytes;
+	uint64_t rings_off;        /* == meta bytes: every attached process maps [0, rings_off) */
+	uint64_t ring_bytes;       /* data bytes per ring, power of two, multiple of the page */
+	uint32_t clock_mode;       /* TRC_CLOCK_* : what producers stamp with */
+	uint32_t reserved0;
+	uint64_t tsc_hz;           /* informational; the recorder converts with its own copy */
+
+	/* Shared counters (producers and recorder, relaxed: accounting only). */
+	_Alignas(64) _Atomic uint64_t lost_no_slot;   /* events dropped: every slot taken */
+	_Atomic uint64_t lost_reentrant; /* events dropped: a signal handler interrupted an
+					  * emit or slot claim on the same thread */
+	_Atomic uint32_t procs_attached; /* attaches so far (fork children and exec images too) */
+	_Atomic uint32_t procs_used;     /* entries of the process table taken (may exceed max) */
+	_Atomic uint64_t strtab_used;    /* bytes of the string table reserved */
+	_Atomic uint64_t slots_freed;    /* bumped by the recorder on every free: a producer that
+					  * found no slot rescans only when this moved */
+};
+
+struct trc_proc {
+	_Atomic uint32_t pid; /* 0 until written */
+	uint32_t ppid;
+	_Atomic uint32_t dead; /* set by the recorder when it found the process gone */
+	uint32_t reserved;
+};
+
+struct trc_slot {
+	_Alignas(64) _Atomic uint64_t state; /* TRC_SLOT_WORD(gen, state) */
+	uint32_t pid;                         /* written while CLAIMING */
+	uint32_t tid;
+	char name[TRC_THREAD_NAME_BYTES];
+	uint64_t reserved[3];
+	struct ring_ctl ctl;
+};
+
+/* Name id <-> string table offset. */
+static inline uint32_t trc_strtab_id(uint64_t off)
+{
+	return (uint32_t)(off / 8u) + 1u;
+}
+
+static inline uint64_t trc_strtab_off(uint32_t id)
+{
+	return ((uint64_t)id - 1u) * 8u;
+}
+
+/* Bytes one entry of a string of len bytes takes. */
+static inline uint64_t trc_strtab_entry_bytes(uint32_t len)
+{
+	return (8u + (uint64_t)len + 1u + 7u) & ~(uint64_t)7u;
+}
+
+static inline uint64_t trc_page_up(uint64_t n)
+{
+	return (n + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+}
+
+#endif /* TRC_SESSION_LAYOUT_H */

@@ -1,0 +1,361 @@
+/* trcfile.h - the trace file: writer (with its compression pipeline), reader, merge, summary.
+ *
+ * Purpose: everything that touches a .trc file. The on-disk format is specified in
+ * src/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
+ * (src/record.h) in both directions.
+ *
+ * Writer: a header, then self-contained chunks (one stream's records, delta timestamps and
+ * varints, one zstd frame with its content checksum), then a footer with an index and a fixed
+ * trailer that locates it. Appending threads only encode; full chunks go through a liburcu
+ * wfcqueue to compressor threads (one reused ZSTD_CCtx each), then through a second queue to
+ * one writer thread that writes them in completion order. At most max_chunks_in_flight chunks
+ * are queued or being compressed/written: an append that fills a chunk beyond that blocks
+ * until the writer catches up (back-pressure keeps memory bounded).
+ *
+ * Writer concurrency (W = the writer handle, S = a stream handle):
+ *
+ *   operation                    thread          may run concurrently with          blocks
+ *   trcfile_writer_open          any             nothing on W                       I/O
+ *   trcfile_stream_open          any             anything on W but writer_close     no
+ *   trcfile_stream_append        one per S       appends/flushes on other streams   when full
+ *   trcfile_stream_flush         one per S       appends/flushes on other streams   when full
+ *   trcfile_writer_error         any             anything                           no
+ *   trcfile_writer_bytes_written any             anything                           no
+ *   trcfile_writer_close         any             nothing on W or any of its S       yes
+ *
+ * Reader: plain single-threaded objects. A reader, and the iterators made from it, belong to
+ * one thread at a time; two readers of the same file are independent. Memory stays bounded by
+ * (number of streams) x (largest chunk), plus the chunk index and the metadata tables (names,
+ * threads, processes, modules), never by the number of records.
+ *
+ * Errors: actions return 0 or -errno; constructors return a pointer or NULL; destructors
+ * accept NULL. The reader keeps a human-readable message of its last error
+ * (trcfile_reader_errmsg), which trace-dump prints as is.
+ *
+ * Where records go: NAME, THREAD, PROCESS and MODULE records belong in a META stream. The
+ * reader loads the META streams' metadata at open so names resolve before any event that uses
+ * them is read. (Records of any type may appear in any stream; iteration returns everything.)
+ */
+#ifndef TRC_TRCFILE_H
+#define TRC_TRCFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+/* ---- format constants (details in src/FORMAT.md) ------------------------------------------ */
+
+#define TRCFILE_VERSION_MAJOR 1
+#define TRCFILE_VERSION_MINOR 0
+
+/* Largest string (name, thread name, command line, path, note) a record may carry. */
+#define TRCFILE_MAX_STRING_BYTES (4u << 20)
+/* Chunk size bounds (raw, before compression). A chunk holding one record larger than the
+ * chunk size may exceed it by at most TRCFILE_MAX_RECORD_BYTES. */
+#define TRCFILE_MIN_CHUNK_BYTES (4u << 10)
+#define TRCFILE_MAX_CHUNK_BYTES (16u << 20)
+#define TRCFILE_DEFAULT_CHUNK_BYTES (1u << 20)
+#define TRCFILE_MAX_RECORD_BYTES (TRCFILE_MAX_STRING_BYTES + 256u)
+
+enum trcfile_stream_kind {
+	TRCFILE_STREAM_THREAD = 1, /* one thread's events */
+	TRCFILE_STREAM_RSS = 2,    /* the sampler's RSS series */
+	TRCFILE_STREAM_META = 3    /* names, threads, processes, modules, notes, exits */
+};
+
+/* What the recorder knows at start; written in the file header. Strings are copied. */
+struct trcfile_header_info {
+	const char *cmdline;
+	uint32_t cmdline_len; /* argv joined by NUL bytes */
+	uint32_t pid;         /* the traced program's pid */
+	uint64_t start_mono_ns, start_realtime_ns;
+	uint32_t clock_source; /* 1 = clock_gettime, 2 = TSC (converted) */
+	uint64_t tsc_hz;       /* 0 when not TSC */
+	uint64_t rss_interval_ns;
+	uint32_t rss_source;   /* enum trc_rss_source; 0 interval = sampling off */
+	uint64_t buffer_bytes; /* per-thread ring size */
+	const char *host;      /* uname nodename + sysname/release; NULL = "" */
+	const char *tool_version; /* NULL = "" */
+};
+
+/* Bits of trcfile_writer_opts.flags. */
+#define TRCFILE_WRITER_NO_FSYNC (1u << 0) /* skip the fsync at close (tests, benchmarks) */
+
+/* Zero fields take the defaults: zstd level 3, 1 compressor thread, 1 MiB chunks,
+ * 2 x compress_threads + 2 chunks in flight. chunk_bytes is clamped to
+ * [TRCFILE_MIN_CHUNK_BYTES, TRCFILE_MAX_CHUNK_BYTES]. */
+struct trcfile_writer_opts {
+	int zstd_level;
+	unsigned compress_threads;
+	uint32_t chunk_bytes;
+	unsigned max_chunks_in_flight;
+	uint32_t flags; /* TRCFILE_WRITER_* */
+};
+
+struct trcfile_writer;
+struct trcfile_stream;
+
+/* Creates (truncates) the file, writes the header and starts the pipeline threads. Returns the
+ * writer, or NULL with *err = -errno (-EINVAL for bad info, e.g. a string over
+ * TRCFILE_MAX_STRING_BYTES). Any thread. */
+struct trcfile_writer *trcfile_writer_open(const char *path, const struct trcfile_header_info *h,
+					   const struct trcfile_writer_opts *o, int *err);
+
+/* The same on a file descriptor open for writing at offset 0; the writer owns fd afterwards
+ * (closes it in trcfile_writer_close, also on failure here). */
+struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_header_info *h,
+					      const struct trcfile_writer_opts *o, int *err);
+
+/* A new stream (one thread, the RSS series, or metadata); ids are given in call order from 0.
+ * Any thread, not concurrently with trcfile_writer_close. NULL on out of memory (or after
+ * close started). The writer owns the stream: trcfile_writer_close frees it. */
+struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trcfile_stream_kind k,
+					   uint32_t pid, uint32_t tid);
+
+/* The stream's id in the file (its index in the reader's stream list when no stream is empty). */
+uint32_t trcfile_stream_id(const struct trcfile_stream *s);
+
+/* Appends one record. Only one thread at a time per stream (the drain thread); different
+ * streams may be appended from different threads. Encodes into the stream's open chunk; a full
+ * chunk goes to the compression threads (blocks only when max_chunks_in_flight are queued).
+ * Timestamps should not decrease within a stream (they may; the merge then is only as ordered
+ * as the stream). Returns 0, -EINVAL (bad type, string too long: the record is not written) or
+ * the writer's sticky error (-ENOSPC, -EIO, ...). */
+int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r);
+
+/* Ends the stream's open chunk now (e.g. a thread exited); the stream may still be appended.
+ * Same thread rule as append. Returns 0 or the sticky error. */
+int trcfile_stream_flush(struct trcfile_stream *s);
+
+/* Flushes every stream, waits for the pipeline, writes the footer (index) and trailer, fsyncs
+ * (unless TRCFILE_WRITER_NO_FSYNC), closes the file, frees everything (streams included).
+ * Returns 0 or the first error. Accepts NULL. After a write error the chunks already written
+ * stay readable (the reader reports the file as truncated if the footer could not be
+ * written). */
+int trcfile_writer_close(struct trcfile_writer *w);
+
+/* The sticky error: 0 or the first -errno of the pipeline. Any thread. */
+int trcfile_writer_error(const struct trcfile_writer *w);
+
+/* Bytes written to the file so far (header and chunks). Any thread, relaxed. */
+uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w);
+
+/* ---- reader ---------------------------------------------------------------------------- */
+
+struct trcfile_reader;
+
+/* The decoded file header. Strings are NUL-terminated copies owned by the reader (cmdline
+ * keeps its NUL separators, cmdline_len says where it ends). */
+struct trcfile_header {
+	uint16_t version_major, version_minor;
+	uint32_t pid;
+	uint64_t start_mono_ns, start_realtime_ns;
+	uint32_t clock_source;
+	uint64_t tsc_hz;
+	uint64_t rss_interval_ns;
+	uint32_t rss_source;
+	uint64_t buffer_bytes;
+	uint32_t chunk_bytes; /* the writer's chunk size */
+	const char *cmdline;
+	uint32_t cmdline_len;
+	const char *host;
+	const char *tool_version;
+};
+
+/* One stream as the index describes it. Streams are listed in increasing id order; a stream's
+ * index in that list is what iterators report. */
+struct trcfile_stream_info {
+	uint32_t id;
+	uint32_t kind; /* enum trcfile_stream_kind */
+	uint32_t pid, tid;
+	uint64_t records;            /* sum of its chunks' record counts */
+	uint32_t chunks;
+	uint64_t first_ts_ns, last_ts_ns; /* of its first and last chunk; 0 when no chunk */
+	uint64_t max_chunk_raw_bytes;    /* buffer one cursor over it needs */
+};
+
+/* What was read and what was not. */
+struct trcfile_reader_stats {
+	uint64_t file_bytes;
+	uint64_t chunks;
+	uint64_t records;
+	uint64_t bytes_recovered; /* header + whole chunks found */
+	uint64_t bytes_ignored;   /* after the last whole chunk when truncated */
+	bool truncated;           /* no (valid) footer: read up to the last whole chunk */
+	bool footer_damaged;      /* a footer was there but failed its checks (then scanned) */
+};
+
+/* Opens a trace. On failure returns -errno (-EBADMSG bad or damaged file, -EPROTONOSUPPORT
+ * newer major version, -ENOENT, -ENOMEM, ...) with a one-line message in msg (which may be
+ * NULL). Reads the header, the index (footer, or a scan of the chunk headers when the footer
+ * is missing or damaged) and the metadata of the META streams. */
+int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg, size_t msg_len);
+/* The same on an open fd (not taken over: the caller closes it after trcfile_reader_close). */
+int trcfile_reader_open_fd(int fd, struct trcfile_reader **out, char *msg, size_t msg_len);
+/* The same on a buffer that must outlive the reader (fuzzing, tests). */
+int trcfile_reader_open_mem(const void *buf, size_t len, struct trcfile_reader **out, char *msg,
+			    size_t msg_len);
+void trcfile_reader_close(struct trcfile_reader *r);
+
+const struct trcfile_header *trcfile_reader_header(const struct trcfile_reader *r);
+void trcfile_reader_get_stats(const struct trcfile_reader *r, struct trcfile_reader_stats *st);
+bool trcfile_reader_truncated(const struct trcfile_reader *r);
+/* Message of the last error of the reader or of an iterator over it ("" if none). */
+const char *trcfile_reader_errmsg(const struct trcfile_reader *r);
+
+unsigned trcfile_reader_stream_count(const struct trcfile_reader *r);
+/* NULL when idx is out of range. */
+const struct trcfile_stream_info *trcfile_reader_stream(const struct trcfile_reader *r,
+							unsigned idx);
+
+/* Metadata lookups (from the META streams). Strings are owned by the reader, NUL-terminated
+ * (len excludes the NUL); NULL when unknown. When an id or thread was defined twice the last
+ * definition in time wins. */
+const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uint32_t *len);
+const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t pid, uint32_t tid,
+				       uint32_t *len);
+const char *trcfile_reader_process_cmdline(const struct trcfile_reader *r, uint32_t pid,
+					   uint32_t *len);
+/* The module mapping addr of pid, or NULL. */
+struct trcfile_module {
+	uint32_t pid;
+	uint64_t start, end, offset;
+	const char *path;
+	uint32_t path_len;
+};
+const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *r, uint32_t pid,
+						   uint64_t addr);
+
+/* ---- iteration ------------------------------------------------------------------------- */
+
+/* Record strings (names, notes...) returned by the iterators point into the iterator's chunk
+ * buffers: valid until the next call on that iterator. */
+
+/* One stream, in stream order, fast (no heap). */
+struct trcfile_cursor;
+struct trcfile_cursor *trcfile_cursor_new(struct trcfile_reader *r, unsigned stream_idx);
+/* 1 with *rec filled, 0 at the end, -EBADMSG (message in the reader) on a damaged chunk. */
+int trcfile_cursor_next(struct trcfile_cursor *c, struct trc_record *rec);
+/* Decodes up to max records at once (the fast path for whole-stream passes). Returns the count
+ * (0 at the end) or -EBADMSG. Strings of the batch stay valid until the next call. */
+int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsigned max);
+/* Positions on the first record with ts_ns >= t (uses the index to skip chunks). 0 or -errno. */
+int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns);
+void trcfile_cursor_free(struct trcfile_cursor *c);
+
+/* All streams merged in time order: a heap over one cursor per stream. Ties (equal ts_ns) go
+ * to the lower stream index, and within a stream records keep their stream order, so the
+ * order is the same on every run. */
+struct trcfile_iter;
+struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
+/* 1 with *rec (and *stream_idx, may be NULL) filled, 0 at the end, -EBADMSG / -ENOMEM. */
+int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx);
+/* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */
+int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns);
+void trcfile_iter_free(struct trcfile_iter *it);
+
+/* ---- summary --------------------------------------------------------------------------- */
+
+/* Events are the records that are not metadata: span begin/end, instant, counter, alloc,
+ * free, function enter/exit. Lost is the sum of LOST counts, except TRC_LOST_SAMPLER_LATE
+ * (sampler ticks, not events), counted in rss_ticks_skipped. */
+struct trcfile_summary_thread {
+	uint32_t pid, tid;
+	const char *name; /* owned by the summary; "" when unknown */
+	uint64_t events, lost;
+	uint64_t first_ts_ns, last_ts_ns;
+};
+
+struct trcfile_summary_name {
+	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record */
+	uint64_t begins, ends, instants, counters;
+	/* span durations (matched begin/end of the same stream), ns */
+	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;
+	int64_t counter_min, counter_max, counter_last;
+};
+
+struct trcfile_summary_note {
+	uint64_t ts_ns;
+	const char *text;
+};
+
+enum trcfile_rss_peak_source {
+	TRCFILE_RSS_PEAK_NONE = 0,    /* no EXIT record and no sample */
+	TRCFILE_RSS_PEAK_EXIT = 1,    /* exact: ru_maxrss at exit minus buffers */
+	TRCFILE_RSS_PEAK_SAMPLED = 2  /* fallback: the largest sample */
+};
+
+#define TRCFILE_SPARK_COLUMNS 60
+
+struct trcfile_summary {
+	uint64_t first_ts_ns, last_ts_ns; /* over all records; 0 when none */
+	uint64_t start_ns;                /* header start_mono_ns, or first_ts_ns if unset */
+	uint64_t duration_ns;             /* last_ts_ns - start_ns */
+	uint64_t records;
+	uint64_t events_recorded, events_lost, rss_ticks_skipped;
+	uint64_t per_type[TRC_REC_TYPE_COUNT];
+	uint64_t lost_per_reason[8];
+
+	struct trcfile_summary_thread *threads; /* sorted by pid, tid */
+	size_t n_threads;
+	struct trcfile_summary_name *names; /* sorted by name; one entry per distinct string */
+	size_t n_names;
+	struct trcfile_summary_note *notes; /* in time order (at most 1000 kept) */
+	size_t n_notes;
+	uint64_t notes_dropped;
+
+	uint64_t spans_unmatched_end, spans_open_at_end;
+
+	uint64_t allocs, frees, alloc_bytes, free_bytes;
+	uint64_t live_peak_bytes, live_end_bytes;
+	uint64_t frees_unknown;  /* free of an address not allocated in the trace */
+	bool live_approximate;   /* the live-allocation table hit its cap */
+
+	/* RSS of the traced program (header pid), trace buffers excluded everywhere. */
+	uint64_t rss_peak_bytes;
+	enum trcfile_rss_peak_source rss_peak_source;
+	uint64_t rss_exit_maxrss_bytes, rss_exit_buffers_bytes; /* from the EXIT record */
+	bool has_exit;
+	int32_t exit_status;
+	uint64_t rss_samples;
+	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
+	uint64_t buffers_resident_peak_bytes;
+	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
+	uint64_t spark_bytes[TRCFILE_SPARK_COLUMNS];
+	unsigned n_spark;
+
+	bool truncated;
+};
+
+/* One pass over every stream (no merge). Returns 0 or -errno (message in the reader). The
+ * summary owns its arrays: free with trcfile_summary_free. */
+int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s);
+void trcfile_summary_free(struct trcfile_summary *s);
+
+/* ---- live allocations (summary and chrome's heap counter) -------------------------------- */
+
+/* addr -> size of allocations not yet freed. Capped at max_entries (then approximate). */
+struct trcfile_allocmap;
+struct trcfile_allocmap *trcfile_allocmap_new(size_t max_entries);
+/* Returns 0, or -ENOSPC when full (not recorded; the map becomes approximate). A second
+ * allocation at a live address replaces it (its size is returned in *replaced_size). */
+int trcfile_allocmap_put(struct trcfile_allocmap *m, uint64_t addr, uint64_t size,
+			 uint64_t *replaced_size);
+/* Removes addr; true with *size filled if it was there. */
+bool trcfile_allocmap_take(struct trcfile_allocmap *m, uint64_t addr, uint64_t *size);
+void trcfile_allocmap_free(struct trcfile_allocmap *m);
+
+/* ---- helpers shared by trace-dump ------------------------------------------------------- */
+
+/* Lower-case name of a record type ("span_begin"...), "unknown" otherwise. */
+const char *trcfile_type_name(uint32_t type);
+/* Name of an RSS source ("statm"...), "none" for 0, "unknown" otherwise. */
+const char *trcfile_rss_source_name(uint32_t source);
+/* Name of a lost reason ("ring_full"...), "unknown" otherwise. */
+const char *trcfile_lost_reason_name(uint32_t reason);
+/* True for the event types (not metadata). */
+bool trcfile_type_is_event(uint32_t type);
+
+#endif /* TRC_TRCFILE_H */

@@ -1,0 +1,156 @@
+/* test_e2e_cli.c - trace-run's command line, exit statuses and failure paths, on the built
+ * binary: usage errors (exit 2, one line naming the value), the command's own status,
+ * 128+N after a signal, 127/126 when the command cannot run, an unwritable output (exit 1,
+ * and the command never ran), signals forwarded to the program. */
+#include "e2e_util.h"
+
+#define TR e2e_path("bin/trace-run")
+
+static void expect_usage_error(const char *what, char *const argv[])
+{
+	const char *dir = e2e_tmpdir();
+	struct e2e_run r = e2e_runv(dir, argv);
+	cr_expect_eq(r.exit_code, 2, "%s: exit %d, stderr: %s", what, r.exit_code, r.err);
+	cr_expect(strstr(r.err, "trace-run:") != NULL, "%s: no message: %s", what, r.err);
+	/* one line naming the problem */
+	char *nl = strchr(r.err, '\n');
+	cr_expect(nl && nl[1] == '\0', "%s: not one line: %s", what, r.err);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_cli, bad_values_are_usage_errors, .timeout = 60)
+{
+	struct {
+		const char *what;
+		char *argv[8];
+		const char *named; /* the message must name this */
+	} cases[] = {
+		{"zero interval", {(char *)TR, "--rss-interval", "0", "true", NULL}, "0"},
+		{"negative interval", {(char *)TR, "--rss-interval", "-5ms", "true", NULL}, "-5ms"},
+		{"garbage interval", {(char *)TR, "--rss-interval", "fast", "true", NULL}, "fast"},
+		{"nan interval", {(char *)TR, "--rss-interval", "nan", "true", NULL}, "nan"},
+		{"tiny interval", {(char *)TR, "--rss-interval", "10us", "true", NULL}, "10us"},
+		{"bad source", {(char *)TR, "--rss-source", "vmrss", "true", NULL}, "vmrss"},
+		{"bad buffer", {(char *)TR, "--buffer-size", "3M", "true", NULL}, "3M"},
+		{"huge buffer", {(char *)TR, "--buffer-size", "64G", "true", NULL}, "64G"},
+		{"bad level", {(char *)TR, "--compression-level", "99", "true", NULL}, "99"},
+		{"unknown option", {(char *)TR, "--frobnicate", "true", NULL}, "--frobnicate"},
+		{"missing value", {(char *)TR, "--rss-interval", NULL}, "--rss-interval"},
+		{"no command", {(char *)TR, "-q", NULL}, "command"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *dir = e2e_tmpdir();
+		struct e2e_run r = e2e_runv(dir, cases[i].argv);
+		cr_expect_eq(r.exit_code, 2, "%s: exit %d, stderr: %s", cases[i].what, r.exit_code,
+			     r.err);
+		cr_expect(strstr(r.err, cases[i].named) != NULL, "%s: message does not name '%s': %s",
+			  cases[i].what, cases[i].named, r.err);
+		char *nl = strchr(r.err, '\n');
+		cr_expect(nl && nl[1] == '\0', "%s: not one line: %s", cases[i].what, r.err);
+		e2e_free(&r);
+		e2e_rm_rf(dir);
+	}
+	char *argv[] = {(char *)TR, NULL};
+	expect_usage_error("no arguments", argv);
+}
+
+Test(e2e_cli, help_and_version, .timeout = 30)
+{
+	const char *dir = e2e_tmpdir();
+	struct e2e_run r = e2e_run(dir, TR, "--help", NULL);
+	cr_expect_eq(r.exit_code, 0);
+	cr_expect(strstr(r.out, "--rss-interval") && strstr(r.out, "--buffer-size"));
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "--version", NULL);
+	cr_expect_eq(r.exit_code, 0);
+	cr_expect(strstr(r.out, "trace-run") != NULL);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_cli, exit_status_is_the_commands, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--", "/bin/sh", "-c", "exit 3", NULL);
+	cr_expect_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "-q", "-o", out, "--", "/bin/sh", "-c", "kill -TERM $$", NULL);
+	cr_expect_eq(r.exit_code, 128 + SIGTERM, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "-o", out, "--", "/bin/true", NULL);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	/* the one-line report names the file */
+	cr_expect(strstr(r.err, out) != NULL, "report does not name the file: %s", r.err);
+	e2e_free(&r);
+	struct stat st;
+	cr_expect_eq(stat(out, &st), 0, "no trace file written");
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_cli, command_not_found_or_not_executable, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], noexec[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-o", out, "--", "/no/such/program-xyz", NULL);
+	cr_expect_eq(r.exit_code, 127, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "/no/such/program-xyz") != NULL, "%s", r.err);
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "-o", out, "--", "no-such-command-xyz", NULL);
+	cr_expect_eq(r.exit_code, 127, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+
+	snprintf(noexec, sizeof(noexec), "%s/noexec.sh", dir);
+	FILE *f = fopen(noexec, "w");
+	fputs("#!/bin/sh\nexit 0\n", f);
+	fclose(f);
+	chmod(noexec, 0644);
+	r = e2e_run(dir, TR, "-o", out, "--", noexec, NULL);
+	cr_expect_eq(r.exit_code, 126, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_cli, unwritable_output_never_runs_the_command, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char marker[256], script[300];
+	snprintf(marker, sizeof(marker), "%s/ran", dir);
+	snprintf(script, sizeof(script), "touch %s", marker);
+	struct e2e_run r = e2e_run(dir, TR, "-o", "/nonexistent-dir-xyz/t.trc", "--", "/bin/sh",
+				   "-c", script, NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "/nonexistent-dir-xyz/t.trc") != NULL, "%s", r.err);
+	e2e_free(&r);
+	struct stat st;
+	cr_expect_neq(stat(marker, &st), 0, "the command ran although the output was unwritable");
+	/* the child was reaped: trace-run has no zombie left (it exited), nothing to check beyond
+	 * its exit; a child left running would have created the marker by now */
+	usleep(200000);
+	cr_expect_neq(stat(marker, &st), 0, "the command ran later");
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_cli, sigterm_is_forwarded_and_trace_finalized, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR, "-q", "-o", out, "--", "/bin/sleep", "30", NULL};
+	double t0 = e2e_now();
+	pid_t pid = e2e_start(dir, argv);
+	usleep(500000);
+	kill(pid, SIGTERM);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 128 + SIGTERM, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(r.seconds, 10.0, "trace-run did not stop promptly (%.1fs)", r.seconds);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "trace not finalized: %s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}

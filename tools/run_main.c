@@ -1,0 +1,366 @@
+/* run_main.c - trace-run: run a command and record its events and RSS into one trace file.
+ *
+ * Order of things, and why:
+ *   1. parse the whole command line (a usage error starts nothing);
+ *   2. block the signals trace-run handles, so every thread it starts inherits the mask and
+ *      they arrive only through the signalfd of the main loop;
+ *   3. create the session region (a sparse memfd: it costs no memory yet) and fork the child
+ *      while trace-run is small (the child's ru_maxrss starts from the spawner's);
+ *   4. create the trace file and start the recorder (sampler + drain threads); on failure
+ *      the child is told to exit before it ever runs the command, and is reaped;
+ *   5. let the child exec; report 127/126 when exec failed;
+ *   6. wait for the child, forwarding signals that were sent to trace-run itself (a Ctrl-C
+ *      from the terminal already reached the child's process group); a second SIGINT or
+ *      SIGTERM finalizes at once (the child is killed so it is not left behind);
+ *   7. finish the recorder (last drain, exit record), close the file, report one line and
+ *      exit with the command's own status.
+ * Threads: only main() runs here; the recorder's threads live in src/recorder.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder.h"
+#include "run_options.h"
+#include "run_spawn.h"
+#include "session.h"
+#include "trcfile.h"
+
+#define RUN_TOOL_VERSION "trace-run 0.1.0"
+
+static uint64_t run__clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void run__human_bytes(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
+	else if (b >= (1ull << 10))
+		snprintf(buf, len, "%.1f KiB", (double)b / 1024.0);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+}
+
+/* argv joined by NUL bytes, as the header stores it. */
+static char *run__join_argv(char **argv, uint32_t *len_out)
+{
+	size_t len = 0;
+	for (char **a = argv; *a; a++)
+		len += strlen(*a) + 1;
+	char *buf = malloc(len ? len : 1);
+	if (!buf)
+		return NULL;
+	size_t off = 0;
+	for (char **a = argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+		memcpy(buf + off, *a, l);
+		off += l;
+	}
+	*len_out = (uint32_t)(len ? len - 1 : 0);
+	return buf;
+}
+
+static char *run__default_output(const char *cmd, pid_t pid)
+{
+	const char *base = strrchr(cmd, '/');
+	base = base ? base + 1 : cmd;
+	if (!*base)
+		base = "trace";
+	size_t len = strlen(base) + 32;
+	char *out = malloc(len);
+	if (out)
+		snprintf(out, len, "%s.%d.trc", base, (int)pid);
+	return out;
+}
+
+static int run__exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return RUN_EXIT_RECORDER_FAILED;
+}
+
+struct run_wait {
+	int status;
+	uint64_t maxrss_bytes;
+	bool reaped;
+};
+
+/* Reaps the child if it has ended. Returns true once it is reaped. */
+static bool run__try_reap(pid_t pid, struct run_wait *w, int flags)
+{
+	struct rusage ru;
+	int st;
+	pid_t r;
+	do
+		r = wait4(pid, &st, flags, &ru);
+	while (r < 0 && errno == EINTR);
+	if (r != pid)
+		return false;
+	w->status = st;
+	w->maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024u;
+	w->reaped = true;
+	return true;
+}
+
+static void run__progress(struct recorder *rec, uint64_t *last_events, uint64_t *last_ns)
+{
+	struct recorder_stats st;
+	recorder_get_stats(rec, &st);
+	uint64_t now = run__clock_ns(CLOCK_MONOTONIC);
+	double dt = (double)(now - *last_ns) / 1e9;
+	double rate = dt > 0 ? (double)(st.events - *last_events) / dt : 0;
+	*last_events = st.events;
+	*last_ns = now;
+	char written[32], rss[32];
+	run__human_bytes(st.bytes_written, written, sizeof(written));
+	run__human_bytes(st.last_rss_bytes, rss, sizeof(rss));
+	fprintf(stderr, "\rtrace-run: %.2fM events/s, %s written, RSS %s, %" PRIu64 " lost\033[K",
+		rate / 1e6, written, rss, st.lost);
+}
+
+/* Waits for the child, forwarding signals. Returns when the child is reaped. */
+static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progress,
+			    struct run_wait *w)
+{
+	int interrupts = 0;
+	uint64_t last_events = 0, last_ns = run__clock_ns(CLOCK_MONOTONIC);
+
+	while (!w->reaped) {
+		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+		int pr = poll(&pfd, 1, progress ? 1000 : -1);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr == 0) {
+			run__progress(rec, &last_events, &last_ns);
+			continue;
+		}
+		struct signalfd_siginfo si;
+		ssize_t n = read(sfd, &si, sizeof(si));
+		if (n != (ssize_t)sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGCHLD) {
+			run__try_reap(pid, w, WNOHANG);
+			continue;
+		}
+		/* A signal someone sent to trace-run itself goes on to the program; one from the
+		 * terminal (SI_KERNEL) already reached the whole foreground process group. */
+		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE)
+			kill(pid, (int)si.ssi_signo);
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
+			if (++interrupts >= 2) {
+				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the trace now\n");
+				kill(pid, SIGKILL);
+				run__try_reap(pid, w, 0);
+			}
+		}
+	}
+	if (!w->reaped)
+		run__try_reap(pid, w, 0);
+	if (progress)
+		fputs("\r\033[K", stderr);
+}
+
+int main(int argc, char **argv)
+{
+	struct run_options opt;
+	int rc = run_options_parse(argc, argv, &opt);
+	if (rc < 0)
+		return 0;
+	if (rc)
+		return rc;
+	bool progress = opt.progress < 0 ? (!opt.quiet && isatty(STDERR_FILENO)) : opt.progress;
+
+	/* Signals: blocked everywhere in trace-run, read from a signalfd by this thread. SIGPIPE
+	 * is blocked too (a write to a dead child's pipe returns EPIPE), never ignored, since an
+	 * ignored disposition would be inherited by the command. */
+	sigset_t handled, child_mask;
+	sigemptyset(&handled);
+	sigaddset(&handled, SIGINT);
+	sigaddset(&handled, SIGTERM);
+	sigaddset(&handled, SIGHUP);
+	sigaddset(&handled, SIGQUIT);
+	sigaddset(&handled, SIGCHLD);
+	sigaddset(&handled, SIGUSR1);
+	sigaddset(&handled, SIGUSR2);
+	sigset_t blocked = handled;
+	sigaddset(&blocked, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &blocked, &child_mask);
+	int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
+	if (sfd < 0) {
+		fprintf(stderr, "trace-run: signalfd: %s\n", strerror(errno));
+		return RUN_EXIT_RECORDER_FAILED;
+	}
+
+	int err = 0;
+	struct session_config scfg = {
+		.max_slots = opt.max_threads,
+		.ring_bytes = opt.buffer_bytes,
+		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
+	};
+	struct trc_session *session = session_create(&scfg, &err);
+	if (!session) {
+		fprintf(stderr, "trace-run: cannot create the trace session: %s\n", strerror(-err));
+		return RUN_EXIT_RECORDER_FAILED;
+	}
+
+	char *preload = NULL;
+	if (opt.preload) {
+		preload = run_find_preload();
+		if (!preload && !opt.quiet)
+			fprintf(stderr, "trace-run: warning: libtrc-preload.so not found next to "
+					"trace-run; allocations and function calls will not be "
+					"recorded\n");
+	}
+
+	struct run_child child = {.pid = -1, .go_fd = -1, .err_fd = -1};
+	rc = run_spawn_prepare(&child, opt.argv, session_fd(session), SESSION_ENV_FD, preload,
+			       &child_mask);
+	if (rc) {
+		fprintf(stderr, "trace-run: cannot start %s: %s\n", opt.argv[0], strerror(-rc));
+		session_destroy(session);
+		free(preload);
+		return RUN_EXIT_RECORDER_FAILED;
+	}
+
+	char *default_out = NULL;
+	const char *output = opt.output;
+	if (!output)
+		output = default_out = run__default_output(opt.argv[0], child.pid);
+
+	uint32_t cmdline_len = 0;
+	char *cmdline = run__join_argv(opt.argv, &cmdline_len);
+	struct utsname un;
+	char host[256] = "unknown";
+	if (uname(&un) == 0)
+		snprintf(host, sizeof(host), "%s %s %s %s", un.nodename, un.sysname, un.release,
+			 un.machine);
+	struct session_clock_info ci;
+	session_clock_info(session, &ci);
+	struct trcfile_header_info hdr = {
+		.cmdline = cmdline,
+		.cmdline_len = cmdline_len,
+		.pid = (uint32_t)child.pid,
+		.start_mono_ns = run__clock_ns(CLOCK_MONOTONIC),
+		.start_realtime_ns = run__clock_ns(CLOCK_REALTIME),
+		.clock_source = ci.clock_source,
+		.tsc_hz = ci.tsc_hz,
+		.rss_interval_ns = opt.rss_enabled ? opt.rss_interval_ns : 0,
+		.rss_source = opt.rss_enabled ? (uint32_t)opt.rss_source : 0,
+		.buffer_bytes = opt.buffer_bytes,
+		.host = host,
+		.tool_version = RUN_TOOL_VERSION,
+	};
+	struct trcfile_writer_opts wopts = {
+		.zstd_level = opt.zstd_level,
+		.compress_threads = opt.compress_threads,
+	};
+	int exit_code = RUN_EXIT_RECORDER_FAILED;
+	struct trcfile_writer *writer = NULL;
+	struct recorder *rec = NULL;
+
+	writer = trcfile_writer_open(output, &hdr, &wopts, &err);
+	if (!writer) {
+		run_spawn_abort(&child);
+		fprintf(stderr, "trace-run: cannot create %s: %s\n", output, strerror(-err));
+		goto out;
+	}
+	struct recorder_config rcfg = {
+		.session = session,
+		.writer = writer,
+		.pid = child.pid,
+		.rss_enabled = opt.rss_enabled,
+		.rss_interval_ns = opt.rss_interval_ns,
+		.rss_source = opt.rss_source,
+	};
+	rec = recorder_start(&rcfg, &err);
+	if (!rec) {
+		run_spawn_abort(&child);
+		trcfile_writer_close(writer);
+		unlink(output);
+		fprintf(stderr, "trace-run: cannot start the recorder: %s\n", strerror(-err));
+		goto out;
+	}
+
+	rc = run_spawn_go(&child);
+	if (rc) {
+		struct run_wait w = {0};
+		if (rc < 0)
+			kill(child.pid, SIGKILL);
+		run__try_reap(child.pid, &w, 0);
+		recorder_finish(rec, NULL, NULL);
+		trcfile_writer_close(writer);
+		unlink(output);
+		int e = rc < 0 ? -rc : rc;
+		fprintf(stderr, "trace-run: %s: %s\n", opt.argv[0],
+			e == ENOENT ? "command not found" : strerror(e));
+		exit_code = e == ENOENT ? RUN_EXIT_NOT_FOUND : RUN_EXIT_CANNOT_EXECUTE;
+		goto out;
+	}
+
+	struct run_wait w = {0};
+	run__wait_child(sfd, child.pid, rec, progress, &w);
+
+	struct recorder_stats st;
+	uint64_t buffers = session_buffers_resident_bytes(session, child.pid);
+	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
+	int rerr = recorder_finish(rec, &ex, &st);
+	int cerr = trcfile_writer_close(writer);
+	if (rerr || cerr) {
+		fprintf(stderr, "trace-run: writing %s failed: %s; the trace holds what was written "
+				"before\n",
+			output, strerror(-(rerr ? rerr : cerr)));
+		exit_code = RUN_EXIT_RECORDER_FAILED;
+		goto out;
+	}
+	exit_code = run__exit_code(w.status);
+
+	if (!opt.quiet) {
+		char peak[32], size[32];
+		uint64_t prog_peak = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
+		run__human_bytes(prog_peak, peak, sizeof(peak));
+		FILE *f = fopen(output, "rb");
+		uint64_t fsize = 0;
+		if (f) {
+			fseek(f, 0, SEEK_END);
+			fsize = (uint64_t)ftell(f);
+			fclose(f);
+		}
+		run__human_bytes(fsize, size, sizeof(size));
+		struct rusage self;
+		getrusage(RUSAGE_SELF, &self);
+		fprintf(stderr,
+			"trace-run: %s (%s): %" PRIu64 " events, %" PRIu64
+			" lost, peak RSS %s (trace buffers excluded); program %s; recorder RSS "
+			"%.1f MiB\n",
+			output, size, st.events, st.lost, peak,
+			WIFSIGNALED(w.status) ? strsignal(WTERMSIG(w.status)) : "exited",
+			(double)self.ru_maxrss / 1024.0);
+	}
+
+out:
+	free(cmdline);
+	free(default_out);
+	free(preload);
+	session_destroy(session);
+	close(sfd);
+	return exit_code;
+}
