@@ -5,19 +5,22 @@ Purpose: the reporting half of the harness (bench/run.sh runs the programs, benc
 peer tools). Every number in the report comes from a SUMMARY line of the files it is given;
 nothing is typed by hand, and a benchmark that did not run is listed with the reason.
 
-Inputs (all in the bench output folder, default build/bench):
-  summary.txt        SUMMARY lines of the project's bench programs (run.sh)
+Files (all in the bench output folder, default build/bench):
+  summary.txt        SUMMARY lines of the project's bench programs (written by `finish`)
   runs.txt           one line per program: bench<TAB>status<TAB>seconds<TAB>exit<TAB>command<TAB>reason
-  machine.txt        "key: value" lines describing the machine (written by `report.py machine`)
+                     (runs.raw is the same as run.sh saw it, before the outputs were judged)
+  machine.txt        "key: value" lines describing the machine (written by `finish`)
   peers-summary.txt  SUMMARY bench=peers lines, plus CMD/NOTE lines (peers.sh), if present
   out/NAME.out       each program's own readable output, quoted in the report
 SUMMARY grammar: `SUMMARY bench=NAME case=CASE key=value ...`; a key K with K_min and K_max
 beside it is a median with its spread.
 
-Subcommands:
-  machine                       print machine.txt for this machine
-  check FILE BENCH              exit 0 when FILE has at least one well-formed SUMMARY line for
-                                BENCH (smoke check), else print why and exit 1
+Subcommands (one Python start per harness run: it costs ~0.4 s on this machine):
+  finish DIR MODE [--print]     after bench/run.sh ran the programs (DIR/runs.raw, DIR/out/,
+                                DIR/run-start.txt): judge each program's output (it must hold a
+                                well-formed SUMMARY line of its own bench), write runs.txt,
+                                summary.txt and machine.txt, render the report; exit 1 when a
+                                benchmark did not run cleanly
   render DIR                    write DIR/report.md and DIR/report.svg, print the report
 
 Only the Python standard library (Debian's python3); no third-party packages.
@@ -55,6 +58,7 @@ def parse_summary_line(line):
     if not tokens or tokens[0] != "SUMMARY":
         return None, "does not start with SUMMARY"
     fields = {}
+    raw = {}
     order = []
     for tok in tokens[1:]:
         m = TOKEN_RE.match(tok)
@@ -66,12 +70,14 @@ def parse_summary_line(line):
         if val.lower() in BAD_NUMBERS:
             return None, "key %r has no finite value (%s)" % (key, val)
         fields[key] = parse_value(val)
+        raw[key] = val
         order.append(key)
     if not isinstance(fields.get("bench"), str) or not isinstance(fields.get("case"), str):
         return None, "bench= and case= are required"
     if not any(isinstance(fields[k], float) for k in order if k not in ("bench", "case")):
         return None, "no numeric figure"
     fields["_order"] = [k for k in order if k not in ("bench", "case")]
+    fields["_raw"] = raw
     return fields, None
 
 
@@ -293,10 +299,20 @@ def render_markdown(d, summary, runs, machine, peers, svg_written):
             md_escape(ph.get("status", "ran") + (": " + ph["reason"] if ph.get("reason") else "")),
             ph.get("seconds", ""), md_escape(ph.get("command", "bench/peers.sh"))))
     md.append("")
-    if svg_written:
-        md += ["## Main comparisons", "", "![main comparisons](report.svg)", "",
-               "(`report.svg` beside this file; drawn from the same SUMMARY lines; bars are "
-               "medians, whiskers min to max.)", ""]
+    panels = chart_panels(summary["records"] + (peers["records"] if peers else []))
+    if panels:
+        md += ["## Main comparisons", ""]
+        if svg_written:
+            md += ["![main comparisons](report.svg)", "",
+                   "(`report.svg` beside this file: bars are medians, whiskers min to max.)",
+                   ""]
+        md += ["| comparison | | median | min | max | from |", "|---|---|---:|---:|---:|---|"]
+        for title, unit, got in panels:
+            for i, (label, (med, lo, hi), src) in enumerate(got):
+                md.append("| %s | %s | %s %s | %s | %s | `%s` |" % (
+                    md_escape(title) if i == 0 else "", md_escape(label), fmt(med), unit,
+                    fmt(lo), fmt(hi), src))
+        md.append("")
 
     total_noisy = 0
     for b in order:
@@ -414,24 +430,31 @@ BAR_H = 22
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948"]
 
 
-def render_svg(records):
+def chart_panels(records):
+    """The CHARTS that have figures in this run: (title, unit, [(label, (med, lo, hi), src)])."""
     panels = []
     for title, unit, bars in CHARTS:
-        got = [(label, find(records, b, c, k)) for label, b, c, k in bars]
-        got = [(label, v) for label, v in got if v is not None]
+        got = [(label, find(records, b, c, k), "bench=%s case=%s %s" % (b, c, k))
+               for label, b, c, k in bars]
+        got = [g for g in got if g[1] is not None]
         if got:
             panels.append((title, unit, got))
+    return panels
+
+
+def render_svg(records):
+    panels = chart_panels(records)
     if not panels:
         return None
     out = []
     y = 20
     for title, unit, got in panels:
-        top = max(max(v[0], v[2] or v[0]) for _, v in got)
+        top = max(max(v[0], v[2] or v[0]) for _, v, _ in got)
         top = top if top > 0 else 1.0
         plot_w = SVG_W - LABEL_W - 110
         out.append('<text x="10" y="%d" class="t">%s</text>' % (y + 14, html.escape(title)))
         y += 26
-        for i, (label, (med, lo, hi)) in enumerate(got):
+        for i, (label, (med, lo, hi), _) in enumerate(got):
             w = max(1.0, plot_w * med / top) if med > 0 else 0
             color = PALETTE[i % len(PALETTE)]
             out.append('<text x="%d" y="%d" class="l" text-anchor="end">%s</text>' % (
@@ -460,7 +483,63 @@ def render_svg(records):
 
 # ---- subcommands ---------------------------------------------------------------------------
 
-def cmd_render(d):
+def check_output(path, bench):
+    """Why the output of bench NAME is not acceptable, or None: it must hold at least one
+    well-formed SUMMARY line, all of them naming this bench."""
+    s = read_summaries(path)
+    problems = ["malformed SUMMARY line (%s): %s" % (why, line) for line, why in s["bad"]]
+    others = sorted(set(r["bench"] for r in s["records"] if r["bench"] != bench))
+    if others:
+        problems.append("SUMMARY lines name bench=%s, expected bench=%s" % (",".join(others),
+                                                                          bench))
+    if not any(r["bench"] == bench for r in s["records"]):
+        problems.append("no well-formed SUMMARY line with bench=%s" % bench)
+    return "; ".join(problems) or None, [r for r in s["records"] if r["bench"] == bench]
+
+
+def cmd_finish(d, mode, print_report):
+    """After run.sh ran the programs: judge each output, write runs.txt, summary.txt and
+    machine.txt, render the report. Exit status 1 when a benchmark did not run cleanly."""
+    start = dict(read_kv(os.path.join(d, "run-start.txt")))
+    raw = read_runs(os.path.join(d, "runs.raw"))
+    failures = 0
+    lines = []
+    with open(os.path.join(d, "runs.txt"), "w", encoding="utf-8") as runs_f:
+        for r in raw:
+            if r["status"] in ("ok", "failed", "timeout"):
+                problem, recs = check_output(os.path.join(d, "out", r["bench"] + ".out"),
+                                             r["bench"])
+                if problem:
+                    if r["status"] == "ok":
+                        r["status"] = "failed"
+                    r["reason"] = "; ".join(x for x in (r["reason"], problem) if x)
+                lines += ["SUMMARY " + " ".join(["bench=" + x["bench"], "case=" + x["case"]] +
+                                                ["%s=%s" % (k, x["_raw"][k]) for k in x["_order"]])
+                          for x in recs]
+            if r["status"] not in ("ok", "skipped"):
+                failures += 1
+            sys.stderr.write("run.sh: %-10s %-9s %6ss  %s\n" % (
+                r["bench"], r["status"], r["seconds"], r["reason"]))
+            runs_f.write("\t".join([r["bench"], r["status"], r["seconds"], r["exit"],
+                                    r["command"], r["reason"].replace("\t", " ")
+                                    .replace("\n", " ")]) + "\n")
+    finished = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+    with open(os.path.join(d, "summary.txt"), "w", encoding="utf-8") as f:
+        f.write("# mode=%s\tstarted=%s\tfinished=%s\n" % (mode, start.get("started", "?"),
+                                                          finished))
+        f.writelines(l + "\n" for l in lines)
+    machine = machine_info()
+    machine = [(k, start.get("started", v) if k == "date" else
+                start.get(k, v)) for k, v in machine]
+    with open(os.path.join(d, "machine.txt"), "w", encoding="utf-8") as f:
+        f.writelines("%s: %s\n" % kv for kv in machine)
+    md = render(d)
+    if print_report:
+        sys.stdout.write(md)
+    return 1 if failures else 0
+
+
+def render(d):
     summary = read_summaries(os.path.join(d, "summary.txt"))
     runs = read_runs(os.path.join(d, "runs.txt"))
     machine = read_kv(os.path.join(d, "machine.txt")) or machine_info()
@@ -477,38 +556,16 @@ def cmd_render(d):
     md = render_markdown(d, summary, runs, machine, peers, svg is not None)
     with open(os.path.join(d, "report.md"), "w", encoding="utf-8") as f:
         f.write(md)
-    sys.stdout.write(md)
-    return 0
-
-
-def cmd_check(path, bench):
-    s = read_summaries(path)
-    good = [r for r in s["records"] if r["bench"] == bench]
-    for line, why in s["bad"]:
-        print("malformed SUMMARY line (%s): %s" % (why, line))
-    others = [r["bench"] for r in s["records"] if r["bench"] != bench]
-    if others:
-        print("SUMMARY lines name bench=%s, expected bench=%s" % (",".join(sorted(set(others))),
-                                                                 bench))
-    if not good:
-        print("no well-formed SUMMARY line with bench=%s" % bench)
-        return 1
-    if s["bad"] or others:
-        return 1
-    print("%d SUMMARY line(s): %s" % (len(good), " ".join(r["case"] for r in good)))
-    return 0
+    return md
 
 
 def main(argv):
-    if len(argv) >= 2 and argv[1] == "machine":
-        for k, v in machine_info():
-            print("%s: %s" % (k, v))
-        return 0
-    if len(argv) == 4 and argv[1] == "check":
-        return cmd_check(argv[2], argv[3])
+    if len(argv) in (4, 5) and argv[1] == "finish" and argv[4:] in ([], ["--print"]):
+        return cmd_finish(argv[2], argv[3], argv[4:] == ["--print"])
     if len(argv) == 3 and argv[1] == "render":
-        return cmd_render(argv[2])
-    sys.stderr.write("usage: report.py machine | check FILE BENCH | render DIR\n")
+        sys.stdout.write(render(argv[2]))
+        return 0
+    sys.stderr.write("usage: report.py finish DIR MODE [--print] | render DIR\n")
     return 2
 
 

@@ -22,10 +22,10 @@ struct duration__unit {
 };
 
 static const struct duration__unit duration__units[] = {
-	{ "ns", 1ull, 0 },
-	{ "us", 1000ull, 3 },
-	{ "ms", 1000000ull, 6 },
-	{ "s", 1000000000ull, 9 },
+	{"ns", 1ull, 0},
+	{"us", 1000ull, 3},
+	{"ms", 1000000ull, 6},
+	{"s", 1000000000ull, 9},
 };
 
 static bool duration__is_digit(char c)
@@ -75,7 +75,8 @@ static int duration__fail(int err, const char *text, const char *why, uint64_t m
 		duration_format_ns(min_ns, lo, sizeof(lo));
 		duration_format_ns(max_ns, hi, sizeof(hi));
 		snprintf(msg, msg_len,
-			 "invalid duration '%s': %s; accepted: %s to %s, with a unit (ns, us, ms, s)",
+			 "invalid duration '%s': %s; accepted: %s to %s, with a unit (ns, us, ms, "
+			 "s)",
 			 shown, why, lo, hi);
 	}
 	return err;
@@ -146,8 +147,8 @@ int duration_parse_ns(const char *text, uint64_t min_ns, uint64_t max_ns, uint64
 			place /= 10u;
 			if (place == 0) {
 				if (digit != 0)
-					return duration__fail(-EINVAL, text, "finer than 1ns", min_ns,
-							      max_ns, msg, msg_len);
+					return duration__fail(-EINVAL, text, "finer than 1ns",
+							      min_ns, max_ns, msg, msg_len);
 				continue;
 			}
 			if (!overflow && ns > UINT64_MAX - digit * place)

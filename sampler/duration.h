@@ -25,7 +25,7 @@
 
 #include "rss_parse.h" /* enum rss_source */
 
-#define DURATION_MIN_NS 1000000ull       /* 1 ms floor: faster sampling is a busy loop */
+#define DURATION_MIN_NS 1000000ull /* 1 ms floor: faster sampling is a busy loop */
 #define DURATION_MAX_NS 3600000000000ull /* 1 hour */
 
 /* Parses text into *out_ns. Returns 0, or -EINVAL / -ERANGE with a one-line message naming

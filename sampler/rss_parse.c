@@ -52,13 +52,14 @@ static int rss__scale(uint64_t v, uint64_t unit, uint64_t *out)
 
 int rss_parse_statm(const char *text, size_t len, uint64_t page_bytes, struct rss_statm *out)
 {
-	const char *p = text, *end = text + len;
+	const char *p = text, *end;
 	uint64_t pages[7];
 	struct rss_statm r;
 	int err;
 
 	if (!text || page_bytes == 0 || (page_bytes & (page_bytes - 1)) != 0)
 		return -EINVAL;
+	end = text + len;
 	if (len == 0 || end[-1] != '\n')
 		return -EINVAL; /* empty or cut short */
 	for (int i = 0; i < 7; i++) {
@@ -164,11 +165,11 @@ static bool rss__none_seen(const struct rss__field *fields, size_t n_fields)
 
 int rss_parse_status(const char *text, size_t len, struct rss_status *out)
 {
-	struct rss_status r = { 0 };
+	struct rss_status r = {0};
 	struct rss__field fields[] = {
-		{ "VmRSS", &r.rss_bytes, false },   { "VmHWM", &r.hwm_bytes, false },
-		{ "RssAnon", &r.anon_bytes, false }, { "RssFile", &r.file_bytes, false },
-		{ "RssShmem", &r.shmem_bytes, false },
+		{"VmRSS", &r.rss_bytes, false},	     {"VmHWM", &r.hwm_bytes, false},
+		{"RssAnon", &r.anon_bytes, false},   {"RssFile", &r.file_bytes, false},
+		{"RssShmem", &r.shmem_bytes, false},
 	};
 	const size_t n = sizeof(fields) / sizeof(fields[0]);
 	int err;
@@ -179,8 +180,10 @@ int rss_parse_status(const char *text, size_t len, struct rss_status *out)
 	if (err)
 		return err;
 	if (!rss__all_seen(fields, n)) {
-		/* A zombie (or a dying task) has released its memory and prints no Vm lines. */
-		if (rss__none_seen(fields, n) && (r.state == 'Z' || r.state == 'X'))
+		/* A task without memory prints none of the lines: a zombie, or a task between
+		 * releasing its memory and becoming one (State still R or D then). Some of them
+		 * only is a broken file. */
+		if (rss__none_seen(fields, n) && r.state != 0)
 			return -ESRCH;
 		return -ENODATA;
 	}
@@ -192,10 +195,10 @@ int rss_parse_smaps_rollup(const char *text, size_t len, struct rss_rollup *out)
 {
 	static const char tag[] = "[rollup]";
 	const size_t tag_len = sizeof(tag) - 1;
-	struct rss_rollup r = { 0 };
+	struct rss_rollup r = {0};
 	struct rss__field fields[] = {
-		{ "Rss", &r.rss_bytes, false },
-		{ "Pss", &r.pss_bytes, false },
+		{"Rss", &r.rss_bytes, false},
+		{"Pss", &r.pss_bytes, false},
 	};
 	const size_t n = sizeof(fields) / sizeof(fields[0]);
 	const char *eol;

@@ -10,7 +10,8 @@
  *   -EINVAL  malformed text (truncated, non-numeric, wrong shape, duplicate field)
  *   -ENODATA a required field is missing from otherwise well-formed text
  *   -ERANGE  a number does not fit (more than 64 bits, or its byte count overflows)
- *   -ESRCH   the text is that of a zombie (status: State Z or X and no memory fields)
+ *   -ESRCH   the text is that of a task without memory: a zombie or an exiting process
+ *            (status: a State line and none of the memory lines)
  *
  * Threads: none of their own; callable from any thread.
  *
@@ -26,18 +27,18 @@
 
 /* Which /proc file(s) a sample reads. Same values as enum trc_rss_source. */
 enum rss_source {
-	RSS_SOURCE_STATM = 1,        /* resident pages: fast (one pread, ~1.5 us), the default */
-	RSS_SOURCE_STATUS = 2,       /* VmRSS, VmHWM and the RssAnon/RssFile/RssShmem split */
+	RSS_SOURCE_STATM = 1, /* resident pages: fast (one pread, ~1.5 us), the default */
+	RSS_SOURCE_STATUS = 2, /* VmRSS, VmHWM and the RssAnon/RssFile/RssShmem split */
 	RSS_SOURCE_SMAPS_ROLLUP = 3, /* exact Rss and Pss: walks every mapping, ~13 us per MiB */
-	RSS_SOURCE_BOTH = 4          /* statm and smaps_rollup in the same sample */
+	RSS_SOURCE_BOTH = 4 /* statm and smaps_rollup in the same sample */
 };
 
 /* Bits of rss_figures.flags and rss_sample.flags. Same values as TRC_RSS_* in src/record.h. */
-#define RSS_FLAG_HAS_HWM (1u << 0)   /* hwm_bytes is valid */
+#define RSS_FLAG_HAS_HWM (1u << 0) /* hwm_bytes is valid */
 #define RSS_FLAG_HAS_SPLIT (1u << 1) /* anon/file/shmem_bytes are valid */
 #define RSS_FLAG_HAS_EXACT (1u << 2) /* rss_exact_bytes and pss_bytes are valid */
 #define RSS_FLAG_STRETCHED (1u << 3) /* the interval was stretched because reading was slow */
-#define RSS_FLAG_FINAL (1u << 4)     /* last sample: the process was gone after it */
+#define RSS_FLAG_FINAL (1u << 4) /* last sample: the process was gone after it */
 
 /* /proc/PID/statm: "size resident shared text lib data dt\n", in pages. */
 struct rss_statm {
@@ -48,12 +49,12 @@ struct rss_statm {
 
 /* /proc/PID/status: the memory lines (kB in the file, bytes here) and the state letter. */
 struct rss_status {
-	uint64_t rss_bytes;   /* VmRSS */
-	uint64_t hwm_bytes;   /* VmHWM: the kernel's own high-water mark of VmRSS */
-	uint64_t anon_bytes;  /* RssAnon */
-	uint64_t file_bytes;  /* RssFile */
+	uint64_t rss_bytes; /* VmRSS */
+	uint64_t hwm_bytes; /* VmHWM: the kernel's own high-water mark of VmRSS */
+	uint64_t anon_bytes; /* RssAnon */
+	uint64_t file_bytes; /* RssFile */
 	uint64_t shmem_bytes; /* RssShmem */
-	char state;           /* first letter of State: ('R', 'S', 'Z'...), 0 when absent */
+	char state; /* first letter of State: ('R', 'S', 'Z'...), 0 when absent */
 };
 
 /* /proc/PID/smaps_rollup: the sums over every mapping. */
@@ -67,7 +68,8 @@ struct rss_rollup {
 int rss_parse_statm(const char *text, size_t len, uint64_t page_bytes, struct rss_statm *out);
 
 /* Parses status text. All five memory fields are required. Returns 0, -EINVAL, -ERANGE,
- * -ENODATA, or -ESRCH for a zombie's status (which has no memory lines). */
+ * -ENODATA (some missing), or -ESRCH when all are missing and a State line is there: the
+ * status of a task that has released its memory (zombie, or exiting). */
 int rss_parse_status(const char *text, size_t len, struct rss_status *out);
 
 /* Parses smaps_rollup text: a "[rollup]" header line, then Rss and Pss (both required).

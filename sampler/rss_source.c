@@ -23,7 +23,7 @@
 
 enum rss__file { RSS__STATM, RSS__STATUS, RSS__ROLLUP, RSS__NFILES };
 
-static const char *const rss__file_names[RSS__NFILES] = { "statm", "status", "smaps_rollup" };
+static const char *const rss__file_names[RSS__NFILES] = {"statm", "status", "smaps_rollup"};
 
 struct rss_reader {
 	pid_t pid;
@@ -50,16 +50,26 @@ static int rss__open_file(pid_t pid, enum rss__file f)
 struct rss_reader *rss_reader_open(pid_t pid, enum rss_source source, int *err)
 {
 	struct rss_reader *r;
-	bool want[RSS__NFILES] = { false };
+	bool want[RSS__NFILES] = {false};
 	long page;
 	int e = 0;
 
 	switch (source) {
-	case RSS_SOURCE_STATM: want[RSS__STATM] = true; break;
-	case RSS_SOURCE_STATUS: want[RSS__STATUS] = true; break;
-	case RSS_SOURCE_SMAPS_ROLLUP: want[RSS__ROLLUP] = true; break;
-	case RSS_SOURCE_BOTH: want[RSS__STATM] = want[RSS__ROLLUP] = true; break;
-	default: e = -EINVAL; goto fail;
+	case RSS_SOURCE_STATM:
+		want[RSS__STATM] = true;
+		break;
+	case RSS_SOURCE_STATUS:
+		want[RSS__STATUS] = true;
+		break;
+	case RSS_SOURCE_SMAPS_ROLLUP:
+		want[RSS__ROLLUP] = true;
+		break;
+	case RSS_SOURCE_BOTH:
+		want[RSS__STATM] = want[RSS__ROLLUP] = true;
+		break;
+	default:
+		e = -EINVAL;
+		goto fail;
 	}
 	page = sysconf(_SC_PAGESIZE);
 	if (pid <= 0 || page <= 0) {
@@ -206,7 +216,7 @@ static int rss__read_rollup(struct rss_reader *r, struct rss_figures *fig)
 
 int rss_reader_read(struct rss_reader *r, struct rss_figures *out)
 {
-	struct rss_figures fig = { 0 };
+	struct rss_figures fig = {0};
 	int err = 0;
 
 	if (!r || !out)

@@ -70,36 +70,36 @@
 #include "rss_parse.h"
 
 #define SAMPLER_TAG_SAMPLE 1 /* ring tag of a struct rss_sample record */
-#define SAMPLER_TAG_GONE 2   /* ring tag of a struct rss_gone record (cfg.push_gone_record) */
+#define SAMPLER_TAG_GONE 2 /* ring tag of a struct rss_gone record (cfg.push_gone_record) */
 
 #define SAMPLER_MAX_PIDS 1024
-#define SAMPLER_READ_WINDOW 3      /* reads whose minimum decides a stretch */
-#define SAMPLER_MAX_READ_ERRORS 5  /* consecutive non-gone errors before a pid is dropped */
+#define SAMPLER_READ_WINDOW 3 /* reads whose minimum decides a stretch */
+#define SAMPLER_MAX_READ_ERRORS 5 /* consecutive non-gone errors before a pid is dropped */
 
 /* The payload the sampler pushes into its ring (tag SAMPLER_TAG_SAMPLE). */
 struct rss_sample {
-	uint64_t ts_ns;         /* CLOCK_MONOTONIC when the read started */
+	uint64_t ts_ns; /* CLOCK_MONOTONIC when the read started */
 	uint32_t pid;
-	uint32_t source;        /* enum rss_source */
-	uint32_t flags;         /* RSS_FLAG_* */
+	uint32_t source; /* enum rss_source */
+	uint32_t flags; /* RSS_FLAG_* */
 	uint32_t skipped_ticks; /* ticks skipped (late) since the previous sample of this pid */
-	uint64_t rss_bytes;     /* as the source reports it, trace buffers included */
+	uint64_t rss_bytes; /* as the source reports it, trace buffers included */
 	uint64_t buffers_bytes; /* trace buffers resident in the process (callback; 0 without) */
-	uint64_t hwm_bytes;     /* VmHWM (status) */
-	uint64_t anon_bytes;    /* RssAnon (status) */
-	uint64_t file_bytes;    /* RssFile (status) */
-	uint64_t shmem_bytes;   /* RssShmem (status) */
+	uint64_t hwm_bytes; /* VmHWM (status) */
+	uint64_t anon_bytes; /* RssAnon (status) */
+	uint64_t file_bytes; /* RssFile (status) */
+	uint64_t shmem_bytes; /* RssShmem (status) */
 	uint64_t rss_exact_bytes; /* Rss of smaps_rollup */
-	uint64_t pss_bytes;     /* Pss of smaps_rollup */
-	uint64_t read_ns;       /* how long reading the source took (wall time) */
-	uint64_t interval_ns;   /* interval in force after this sample (> configured: stretched) */
+	uint64_t pss_bytes; /* Pss of smaps_rollup */
+	uint64_t read_ns; /* how long reading the source took (wall time) */
+	uint64_t interval_ns; /* interval in force after this sample (> configured: stretched) */
 };
 
 /* The payload of a SAMPLER_TAG_GONE record: the sampler stopped sampling pid. */
 struct rss_gone {
 	uint64_t ts_ns; /* CLOCK_MONOTONIC when it was found gone */
 	uint32_t pid;
-	int32_t error;  /* -ESRCH: the process is gone; otherwise the last read error */
+	int32_t error; /* -ESRCH: the process is gone; otherwise the last read error */
 };
 
 struct sampler_config {
@@ -141,17 +141,17 @@ struct sampler *sampler_start(const struct sampler_config *cfg, int *err);
 void sampler_stop(struct sampler *s);
 
 struct sampler_stats {
-	uint64_t samples;       /* samples pushed (or dropped because the ring was full) */
+	uint64_t samples; /* samples pushed (or dropped because the ring was full) */
 	uint64_t skipped_ticks; /* ticks skipped because the thread came late */
-	uint64_t stretched;     /* samples taken with a stretched interval */
-	uint64_t read_errors;   /* reads that failed for a reason other than the process gone */
+	uint64_t stretched; /* samples taken with a stretched interval */
+	uint64_t read_errors; /* reads that failed for a reason other than the process gone */
 	uint64_t read_ns_max;
 	uint64_t read_ns_total;
-	bool process_gone;      /* every pid is gone (or dropped); the thread has ended */
+	bool process_gone; /* every pid is gone (or dropped); the thread has ended */
 	/* Additions to the required API: */
-	uint64_t cpu_ns;        /* CPU time of the sampler thread so far (CLOCK_THREAD_CPUTIME_ID) */
-	uint64_t ring_dropped;  /* records the ring could not take (full) */
-	int last_error;         /* last read error other than -ESRCH, 0 if none */
+	uint64_t cpu_ns; /* CPU time of the sampler thread so far (CLOCK_THREAD_CPUTIME_ID) */
+	uint64_t ring_dropped; /* records the ring could not take (full) */
+	int last_error; /* last read error other than -ESRCH, 0 if none */
 };
 
 /* Copies the stats. Any thread, while the handle lives; never blocks. */

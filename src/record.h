@@ -45,7 +45,8 @@ enum trc_lost_reason {
 	TRC_LOST_NO_SLOT = 2,     /* every ring slot of the session was taken */
 	TRC_LOST_CORRUPT = 3,     /* the ring was corrupt; count is what could be accounted */
 	TRC_LOST_OVERSIZED = 4,   /* a record larger than the ring */
-	TRC_LOST_SAMPLER_LATE = 5 /* sampler ticks skipped because a tick came late */
+	TRC_LOST_SAMPLER_LATE = 5, /* sampler ticks skipped because a tick came late */
+	TRC_LOST_REENTRANT = 6     /* a signal handler's event interrupted one of its thread */
 };
 
 /* RSS source of a sample (TRC_REC_RSS.source). */

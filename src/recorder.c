@@ -69,6 +69,10 @@ struct recorder {
 	struct trcfile_stream *meta_stream; /* the recorder's own: exit record and notes */
 
 	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers;
+	/* Highest trace-buffer residency seen in the program: what its ru_maxrss is corrected
+	 * by (the buffers only shrink when threads exit and their rings are freed, so the peak
+	 * is the closest known figure to the share at the moment of the program's peak). */
+	_Atomic uint64_t buffers_peak;
 	atomic_int error;
 };
 
@@ -205,10 +209,22 @@ static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 
 /* ---- sampler ring ------------------------------------------------------------------------- */
 
+static void recorder__note_buffers(struct recorder *r, uint64_t bytes)
+{
+	uint64_t cur = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
+	while (bytes > cur && !atomic_compare_exchange_weak_explicit(&r->buffers_peak, &cur, bytes,
+								    memory_order_relaxed,
+								    memory_order_relaxed))
+		;
+}
+
+/* Sampler thread: the buffers' share of the sample it is taking. */
 static uint64_t recorder__buffers_of(void *arg, pid_t pid)
 {
 	struct recorder *r = arg;
-	return session_buffers_resident_bytes(r->cfg.session, pid);
+	uint64_t b = session_buffers_resident_bytes(r->cfg.session, pid);
+	recorder__note_buffers(r, b);
+	return b;
 }
 
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
@@ -297,6 +313,7 @@ static long recorder__drain_once(struct recorder *r)
 	long m = recorder__drain_sampler(r);
 	if (m < 0)
 		return m;
+	recorder__note_buffers(r, session_buffers_resident_bytes(r->cfg.session, r->cfg.pid));
 	return n + m;
 }
 
@@ -495,7 +512,9 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		rec.exit.pid = (uint32_t)r->cfg.pid;
 		rec.exit.status = ex->status;
 		rec.exit.maxrss_bytes = ex->maxrss_bytes;
-		rec.exit.buffers_bytes = session_buffers_resident_bytes(r->cfg.session, r->cfg.pid);
+		recorder__note_buffers(r, session_buffers_resident_bytes(r->cfg.session,
+									  r->cfg.pid));
+		rec.exit.buffers_bytes = atomic_load(&r->buffers_peak);
 		int err = trcfile_stream_append(r->meta_stream, &rec);
 		if (err)
 			recorder__set_error(r, err);
@@ -517,4 +536,5 @@ void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
 	out->last_buffers_bytes = atomic_load_explicit(&r->last_buffers, memory_order_relaxed);
 	out->bytes_written = trcfile_writer_bytes_written(r->cfg.writer);
 	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
+	out->buffers_peak_bytes = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
 }

@@ -50,6 +50,7 @@ struct recorder_stats {
 	uint64_t last_buffers_bytes; /* latest sample's trace-buffer share */
 	uint64_t bytes_written; /* file bytes so far */
 	int drain_error;        /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
+	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program */
 };
 
 /* The end of the program, as trace-run saw it. */

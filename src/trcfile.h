@@ -250,6 +250,9 @@ void trcfile_cursor_free(struct trcfile_cursor *c);
  * order is the same on every run. */
 struct trcfile_iter;
 struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
+/* The same over the streams with include[stream index] true (an array of
+ * trcfile_reader_stream_count(r) entries); stream indexes reported stay the reader's. */
+struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include);
 /* 1 with *rec (and *stream_idx, may be NULL) filled, 0 at the end, -EBADMSG / -ENOMEM. */
 int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx);
 /* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */

@@ -154,3 +154,22 @@ Test(e2e_cli, sigterm_is_forwarded_and_trace_finalized, .timeout = 60)
 	free(json);
 	e2e_rm_rf(dir);
 }
+
+Test(e2e_cli, recorder_start_failure_stops_the_program, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char marker[256], script[300], out[256];
+	snprintf(marker, sizeof(marker), "%s/ran", dir);
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(script, sizeof(script), "touch %s", marker);
+	setenv("TRC_TEST_FAIL_THREAD", "1", 1);
+	struct e2e_run r = e2e_run(dir, TR, "-o", out, "--", "/bin/sh", "-c", script, NULL);
+	unsetenv("TRC_TEST_FAIL_THREAD");
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "recorder") != NULL, "%s", r.err);
+	e2e_free(&r);
+	usleep(200000);
+	struct stat st;
+	cr_expect_neq(stat(marker, &st), 0, "the command ran although the recorder failed");
+	e2e_rm_rf(dir);
+}

@@ -653,19 +653,24 @@ static void hdr_set(struct tring *t, uint64_t pos, uint32_t len, uint32_t tag)
 	memcpy(t->data + off + 4, &tag, 4);
 }
 
-/* Expects the next batch to fail with -EPROTO, after handing out `good` records. */
+/* Expects the next batch to fail with -EPROTO, after handing out `good` records (-1: the
+ * failure must come from ring_batch_begin itself, before any header is read). */
 static void expect_corrupt_after(struct tring *t, int good)
 {
 	struct ring_batch b;
 	struct ring_record r;
+	uint64_t read_before = atomic_load(&t->ctl->read_pos);
 	int rc = ring_batch_begin(&t->c, &b);
+	if (good < 0)
+		cr_assert_eq(rc, -EPROTO, "batch_begin must see it");
 	int n = 0;
 	while (rc == 0 && (rc = ring_batch_next(&t->c, &b, &r)) == 1)
 		n++, rc = 0;
 	cr_assert_eq(rc, -EPROTO);
-	cr_assert_eq(n, good);
+	cr_assert_eq(n, good < 0 ? 0 : good);
 	ring_batch_release(&t->c, &b);
-	/* Sticky, and nothing was released to the producer. */
+	/* Sticky, and the consumer no longer writes to the shared block. */
+	cr_assert_eq(atomic_load(&t->ctl->read_pos), read_before);
 	cr_assert_eq(ring_batch_begin(&t->c, &b), -EPROTO);
 	cr_assert_eq(ring_batch_next(&t->c, &b, &r), -EPROTO);
 }
@@ -724,7 +729,9 @@ Test(ring, corrupt_pad_not_reaching_end)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 0);
-	hdr_set(&t, p0 + 24, 8, RING_TAG_PAD);
+	/* A pad that covers record 1 exactly: a consumer that only skipped would go on to
+	 * records 2 and 3 as if nothing happened. */
+	hdr_set(&t, p0 + 24, 24, RING_TAG_PAD);
 	expect_corrupt_after(&t, 1);
 	tring_close(&t);
 }
@@ -734,19 +741,19 @@ Test(ring, corrupt_write_minus_read_over_capacity)
 	struct tring t;
 	uint64_t p0 = healthy(&t, 1ull << 40);
 	atomic_store(&t.ctl->write_pos, p0 + 256 + 8);
-	expect_corrupt_after(&t, 0);
+	expect_corrupt_after(&t, -1);
 	tring_close(&t);
 
 	/* Write behind read. */
 	p0 = healthy(&t, 1ull << 40);
 	atomic_store(&t.ctl->write_pos, p0 - 8);
-	expect_corrupt_after(&t, 0);
+	expect_corrupt_after(&t, -1);
 	tring_close(&t);
 
-	/* Unaligned write position. */
+	/* Unaligned write position, inside the published range of a real record. */
 	p0 = healthy(&t, 0);
-	atomic_store(&t.ctl->write_pos, p0 + 20);
-	expect_corrupt_after(&t, 0);
+	atomic_store(&t.ctl->write_pos, p0 + 28);
+	expect_corrupt_after(&t, -1);
 	tring_close(&t);
 
 	/* Already impossible at attach time. */
@@ -754,8 +761,13 @@ Test(ring, corrupt_write_minus_read_over_capacity)
 	atomic_store(&t.ctl->write_pos, p0 + 4096);
 	cr_assert_eq(ring_consumer_attach(&t.c, t.ctl, t.data, 256), -EPROTO);
 	expect_corrupt_after(&t, 0);
-	atomic_store(&t.ctl->write_pos, p0);
-	atomic_store(&t.ctl->read_pos, p0 + 3);
+	/* Unaligned read position, the 8 bytes after it would cross the end of data. */
+	atomic_store(&t.ctl->read_pos, 256 * 5 + 252);
+	atomic_store(&t.ctl->write_pos, 256 * 5 + 260);
+	cr_assert_eq(ring_consumer_attach(&t.c, t.ctl, t.data, 256), -EPROTO);
+	/* Unaligned write position, sane distance. */
+	atomic_store(&t.ctl->read_pos, 256 * 5);
+	atomic_store(&t.ctl->write_pos, 256 * 5 + 4);
 	cr_assert_eq(ring_consumer_attach(&t.c, t.ctl, t.data, 256), -EPROTO);
 	tring_close(&t);
 }
@@ -794,4 +806,60 @@ Test(ring, corrupt_capacity_field_ignored)
 	cr_assert_eq(n, 4);
 	ring_batch_release(&t.c, &b);
 	tring_close(&t);
+}
+
+Test(ring, corrupt_hand_made_batch)
+{
+	/* The batch is the caller's; one that claims more than a ring's worth, or sits between
+	 * records, is refused rather than read. */
+	struct tring t;
+	healthy(&t, 0);
+	struct ring_batch b = {.pos = 0, .end = 4096};
+	struct ring_record r;
+	cr_assert_eq(ring_batch_next(&t.c, &b, &r), -EPROTO);
+	tring_close(&t);
+
+	healthy(&t, 0);
+	b = (struct ring_batch){.pos = 252, .end = 260};
+	cr_assert_eq(ring_batch_next(&t.c, &b, &r), -EPROTO);
+	tring_close(&t);
+}
+
+/* ---- the producer against a broken consumer ------------------------------------------------ */
+
+Test(ring, producer_stays_in_bounds_whatever_read_pos_says)
+{
+	/* The producer trusts the consumer, but a read position that is impossible must still
+	 * never make it write outside data (guard bytes after it) or over unread bytes. */
+	const uint64_t cap = 512, guard = 256;
+	struct ring_ctl *ctl = aligned_alloc(RING_CACHELINE, sizeof(*ctl));
+	uint8_t *data = malloc(cap + guard);
+	cr_assert(ctl && data);
+	memset(data + cap, 0xee, guard);
+	uint64_t s = 42;
+	for (int round = 0; round < 200; round++) {
+		uint64_t start = 8 * rng_below(&s, 1000);
+		cr_assert_eq(ring_ctl_init(ctl, cap, start), 0);
+		/* Behind by more than the capacity: the ring must look full, not empty. */
+		atomic_store(&ctl->read_pos, start - cap - 8 * rng_below(&s, 100));
+		struct ring_producer p;
+		cr_assert_eq(ring_producer_attach(&p, ctl, data, cap), 0);
+		cr_assert_eq(ring_push_sp(&p, 1, zeros, 8), -ENOBUFS);
+		for (int i = 0; i < 200; i++) {
+			if (rng_below(&s, 4) == 0)
+				atomic_store(&ctl->read_pos, rng_next(&s) & ~7ull);
+			uint32_t pl = (uint32_t)rng_below(&s, 300);
+			void *dst = ring_reserve_sp(&p, 2, pl);
+			if (dst) {
+				cr_assert((uint8_t *)dst >= data + 8 &&
+					  (uint8_t *)dst + pl <= data + cap);
+				memset(dst, 0x11, pl);
+				ring_commit_sp(&p);
+			}
+		}
+	}
+	for (uint64_t i = 0; i < guard; i++)
+		cr_assert_eq(data[cap + i], 0xee, "producer wrote past the end of data");
+	free(data);
+	free(ctl);
 }

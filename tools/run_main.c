@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,17 @@ static int run__exit_code(int status)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return RUN_EXIT_RECORDER_FAILED;
+}
+
+/* Fault injection for the tests (TRC_TEST_FAIL_THREAD=sampler|drain): makes the recorder's
+ * thread creation fail, to check that the program is stopped before the error is reported. */
+static int run__fail_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	(void)t;
+	(void)a;
+	(void)fn;
+	(void)arg;
+	return EAGAIN;
 }
 
 struct run_wait {
@@ -291,6 +303,8 @@ int main(int argc, char **argv)
 		.rss_interval_ns = opt.rss_interval_ns,
 		.rss_source = opt.rss_source,
 	};
+	if (getenv("TRC_TEST_FAIL_THREAD"))
+		rcfg.create_thread = run__fail_create;
 	rec = recorder_start(&rcfg, &err);
 	if (!rec) {
 		run_spawn_abort(&child);
@@ -320,7 +334,6 @@ int main(int argc, char **argv)
 	run__wait_child(sfd, child.pid, rec, progress, &w);
 
 	struct recorder_stats st;
-	uint64_t buffers = session_buffers_resident_bytes(session, child.pid);
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
 	int rerr = recorder_finish(rec, &ex, &st);
 	int cerr = trcfile_writer_close(writer);
@@ -335,6 +348,7 @@ int main(int argc, char **argv)
 
 	if (!opt.quiet) {
 		char peak[32], size[32];
+		uint64_t buffers = st.buffers_peak_bytes;
 		uint64_t prog_peak = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
 		run__human_bytes(prog_peak, peak, sizeof(peak));
 		FILE *f = fopen(output, "rb");

@@ -1,0 +1,236 @@
+/* trc.h - instrument a program for the trc tracer.
+ *
+ * WHAT IT DOES
+ *   Each macro below records one event (a span begin or end, an instant, a counter value) with a
+ *   timestamp into a per-thread ring in memory shared with the recorder (`trace-run`), which
+ *   writes the trace file. Build: `cc -I src/include prog.c -L build/lib -ltrc`.
+ *
+ *     TRC_BEGIN(name)            a span of the calling thread starts
+ *     TRC_END(name)              ... and ends (match BEGIN/END by name, innermost first)
+ *     TRC_SCOPE(name)            BEGIN now, END when the enclosing block is left (any way but
+ *                                longjmp); one per block
+ *     TRC_INSTANT(name, value)   a point event carrying an int64_t value
+ *     TRC_COUNTER(name, value)   a sample of a counter (queue length, bytes in use...)
+ *     trc_thread_name(name)      names the calling thread in the trace (not in the kernel)
+ *
+ *   `name` must be a string that does not change at that call site (normally a literal): it is
+ *   interned into the session's string table the first time the call site runs, and the id is
+ *   kept in a static at the call site. A call site that passes a different string later keeps
+ *   recording the first one. Names longer than 1024 bytes are cut.
+ *
+ * WITHOUT A SESSION
+ *   When the program does not run under `trace-run` (TRC_SESSION_FD unset or not a session),
+ *   every macro is one load of a global and a predictable branch (under 1 ns, bench=producer
+ *   case=disabled). Nothing is allocated, no thread-local state is touched, behaviour is
+ *   unchanged. The library never prints, never exits and never calls malloc.
+ *
+ * COST WITH A SESSION
+ *   An event is a thread-local load, an rdtsc (or clock_gettime when the recorder found no
+ *   invariant TSC), 16 or 24 bytes stored into the ring and one release store: no syscall, no
+ *   lock, no allocation (bench=producer case=enabled; close to a bare rdtsc plus store).
+ *   Slow, out-of-line cases: a thread's first event claims a ring slot and faults the ring in
+ *   (one madvise, then no page fault on the hot path); a call site's first event interns its name
+ *   (lock-free); a full ring drops the event.
+ *
+ * THREADS
+ *   Every call is safe from any thread, and from a signal handler (an event from a handler that
+ *   interrupted an event of the same thread is dropped and counted, never corrupts the ring).
+ *   Each thread writes only its own ring. After fork() the child writes to its own rings (it
+ *   never touches its parent's); an exec'd program attaches to the same session again through
+ *   the inherited descriptor, so a process tree is traced as one.
+ *
+ * ERRORS AND LOSSES
+ *   The macros return nothing and never fail visibly. An event that cannot be stored is counted,
+ *   and the count appears in the trace as a LOST record: the thread's ring was full (the
+ *   recorder did not keep up), every ring slot of the session was taken, or a signal handler
+ *   interrupted an event. Every trace satisfies emitted = recorded + lost, exactly.
+ *
+ * OWNERSHIP
+ *   The session (shared memory, string table, rings) belongs to the recorder; the library only
+ *   maps it. `name` is copied at interning; the caller keeps ownership.
+ */
+#ifndef TRC_H
+#define TRC_H
+
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- public functions ---------------------------------------------------------------------- */
+
+/* True when this process is attached to a session (events are being recorded). */
+static inline int trc_enabled(void);
+
+/* Names the calling thread in the trace (emits a THREAD record; up to 15 bytes are kept).
+ * Without a session: a load and a branch. Any thread. */
+static inline void trc_thread_name(const char *name);
+
+/* Attaches to the session named by the environment variable TRC_SESSION_FD. The library does
+ * this by itself when it is loaded; call it only if the variable was set later (tests, a
+ * program that is its own recorder). Call before any other thread emits. Idempotent.
+ * Returns 0, -ENOENT (no variable), -EINVAL/-EPROTO (not a session, or another version),
+ * or another -errno from mapping it. */
+int trc_attach(void);
+
+/* ---- the macros ---------------------------------------------------------------------------- */
+
+#define TRC_BEGIN(name) TRC__NAMED(1u, name, 0, 0)
+#define TRC_END(name) TRC__NAMED(2u, name, 0, 0)
+#define TRC_INSTANT(name, value) TRC__NAMED(3u, name, 1, value)
+#define TRC_COUNTER(name, value) TRC__NAMED(4u, name, 1, value)
+#define TRC_SCOPE(name) TRC__SCOPE(name, TRC__CAT(trc__scope_, __COUNTER__))
+
+/* ---- private: everything below is the inline fast path, not API ----------------------------- */
+
+#define TRC__CAT2(a, b) a##b
+#define TRC__CAT(a, b) TRC__CAT2(a, b)
+#define TRC__LIKELY(x) __builtin_expect(!!(x), 1)
+#define TRC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TRC__BARRIER() __asm__ volatile("" ::: "memory")
+
+/* 0: no session; 1: session, stamp with clock_gettime; 2: session, stamp with rdtsc.
+ * Written once when the process attaches (before it emits), read relaxed by every call. */
+extern unsigned trc__mode;
+
+/* Per-thread state (initial-exec TLS: one %fs-relative access, no __tls_get_addr). The fast
+ * path writes the ring directly with these fields; the ring's own producer handle (private to
+ * src/rt_thread.c) is brought in step whenever the slow path runs. Records follow the ring's
+ * format (ringbuf/ring.h): an 8-byte header {u32 len, u32 tag}, then the payload. */
+struct trc__thread {
+	uint8_t *data;       /* ring data; NULL when the thread holds no ring */
+	uint64_t mask;       /* capacity - 1 */
+	uint64_t write;      /* next write position (free-running) */
+	uint64_t limit;      /* a record ending at or below this fits: no wrap, no overwrite */
+	uint64_t *write_pos; /* the ring's shared write position (struct ring_ctl) */
+	/* 1 when the thread holds a ring and is not inside an emit: the only flag the fast path
+	 * tests. Cleared around each emit, so a signal handler that interrupts one sees 0 and goes
+	 * to the slow path, which counts its event as lost instead of corrupting the ring. */
+	volatile uint8_t ok;
+	uint8_t busy;   /* inside a slow path (claim, naming) */
+	uint8_t parked; /* no free slot last time: retry when the recorder frees one */
+	uint8_t named;  /* name[] holds a trc_thread_name */
+	uint32_t slot;
+	uint64_t freed_seen;
+	char name[16];
+};
+
+extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
+
+/* Out of line (src/rt_thread.c, src/rt_strtab.c). */
+void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
+void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a,
+		    uint64_t b);
+uint32_t trc__site_intern(uint32_t *site, const char *name);
+void trc__thread_name(const char *name);
+
+static inline unsigned trc__mode_load(void)
+{
+	return __atomic_load_n(&trc__mode, __ATOMIC_RELAXED);
+}
+
+static inline int trc_enabled(void)
+{
+	return trc__mode_load() != 0;
+}
+
+static inline uint64_t trc__now(unsigned mode)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (TRC__LIKELY(mode == 2u)) {
+		uint32_t lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Stores one record {header, ts, a?, b?} (nwords = 0..2 after the timestamp) into the calling
+ * thread's ring. mode is trc__mode, already loaded and nonzero. */
+static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint32_t tag,
+							    unsigned nwords, uint64_t a, uint64_t b)
+{
+	struct trc__thread *t = &trc__self;
+	if (TRC__UNLIKELY(!t->ok)) {
+		trc__emit_slow(tag, nwords, a, b);
+		return;
+	}
+	t->ok = 0;
+	TRC__BARRIER(); /* ok = 0 is in place before the ring is touched (signal handlers) */
+	uint64_t total = 16u + 8u * nwords;
+	uint64_t w = t->write;
+	if (TRC__LIKELY(w + total <= t->limit)) {
+		uint64_t *r = (uint64_t *)(void *)(t->data + (w & t->mask));
+		r[0] = total | ((uint64_t)tag << 32); /* ring header {u32 len, u32 tag} */
+		r[1] = trc__now(mode);
+		if (nwords > 0)
+			r[2] = a;
+		if (nwords > 1)
+			r[3] = b;
+		t->write = w + total;
+		/* Publishes the record: pairs with the consumer's acquire load of write_pos
+		 * (ring_batch_begin). */
+		__atomic_store_n(t->write_pos, w + total, __ATOMIC_RELEASE);
+	} else {
+		trc__emit_full(t, tag, nwords, a, b);
+	}
+	TRC__BARRIER();
+	t->ok = 1;
+}
+
+/* The call site's name id, interned on first use. The acquire load pairs with the release
+ * store in trc__site_intern, so the string-table entry is complete before any record that
+ * carries the id is published. */
+#define TRC__SITE(name)                                                                   \
+	__extension__({                                                                   \
+		static uint32_t trc__site_id;                                             \
+		uint32_t trc__id = __atomic_load_n(&trc__site_id, __ATOMIC_ACQUIRE);     \
+		if (TRC__UNLIKELY(!trc__id))                                              \
+			trc__id = trc__site_intern(&trc__site_id, (name));               \
+		trc__id;                                                                  \
+	})
+
+/* value is evaluated only with a session; name only the first time the call site runs. */
+#define TRC__NAMED(type, name, nwords, value)                                              \
+	do {                                                                               \
+		unsigned trc__m = trc__mode_load();                                        \
+		if (trc__m)                                                                \
+			trc__emit(trc__m, (type) | (TRC__SITE(name) << 8), (nwords),       \
+				  TRC__VAL(value), 0);                                      \
+	} while (0)
+#define TRC__VAL(v) ((uint64_t)(int64_t)(v))
+
+static inline void trc__scope_end(uint32_t *tag)
+{
+	unsigned m = trc__mode_load();
+	if (*tag && m)
+		trc__emit(m, (*tag & ~0xffu) | 2u, 0, 0, 0);
+}
+
+#define TRC__SCOPE(name, var)                                                              \
+	__attribute__((cleanup(trc__scope_end), unused)) uint32_t var = __extension__({    \
+		uint32_t trc__tag = 0;                                                     \
+		unsigned trc__m = trc__mode_load();                                        \
+		if (trc__m) {                                                              \
+			trc__tag = 1u | (TRC__SITE(name) << 8);                            \
+			trc__emit(trc__m, trc__tag, 0, 0, 0);                              \
+		}                                                                          \
+		trc__tag;                                                                  \
+	})
+
+static inline void trc_thread_name(const char *name)
+{
+	if (trc__mode_load())
+		trc__thread_name(name);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TRC_H */

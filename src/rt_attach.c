@@ -1,0 +1,216 @@
+/* rt_attach.c - finding and mapping the session region in a traced process.
+ *
+ * The recorder passes the region as an inherited memfd named in TRC_SESSION_FD. The library
+ * attaches in a constructor (libtrc.so is initialised before the program and the preload
+ * library), so the fast path needs no "attached yet?" state beyond trc__mode. The constructor
+ * is cheap and allocation-free: getenv, fcntl, fstat, mmap, madvise, pthread_key_create,
+ * pthread_atfork; it emits nothing (the PROCESS/MODULE records are written by the first thread
+ * that claims a slot, rt_procinfo.c).
+ *
+ * Trust: the fd number comes from the environment, which any program may have edited or
+ * inherited stale (a program that closed fd N and reused it). We attach only to a sealed memfd
+ * whose header carries our magic and version and whose layout fits its size.
+ *
+ * fork: the child keeps the shared mapping but must never write to its parent's rings: the
+ * atfork child handler forgets the forking thread's slot (the only thread in the child), records
+ * the new pid and registers the child as a process of the session. exec: the new image finds the
+ * variable and the fd again and attaches from scratch; the slots its previous image held (same
+ * pid, all of its threads died in exec) are retired here so the recorder can free them.
+ *
+ * Threads: trc_attach runs before any thread of this process emits (constructor, or the
+ * program's own call); the fork child handler runs in the child's only thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+unsigned trc__mode;
+struct trc__rt trc__rt = {.fd = -1};
+
+void trc__populate_meta(void)
+{
+	/* Exactly [0, rings_off) becomes resident in this process (session_layout.h: what the
+	 * recorder subtracts). */
+	if (madvise(trc__rt.base, trc__rt.rings_off, MADV_POPULATE_READ) == 0)
+		return;
+	for (uint64_t off = 0; off < trc__rt.rings_off; off += TRC_REGION_PAGE)
+		(void)*(volatile uint8_t *)(trc__rt.base + off);
+}
+
+static void trc__register_process(void)
+{
+	struct trc_region_hdr *h = trc__rt.hdr;
+	uint32_t idx = atomic_fetch_add_explicit(&h->procs_used, 1, memory_order_relaxed);
+	/* An older entry with our pid is the image exec replaced (or a dead process whose pid
+	 * was reused): it no longer maps anything. */
+	for (uint32_t i = 0; i < idx && i < trc__rt.max_procs; i++) {
+		struct trc_proc *old = (struct trc_proc *)(void *)(trc__rt.base + trc__rt.procs_off +
+								   (uint64_t)i * sizeof(*old));
+		if (atomic_load_explicit(&old->pid, memory_order_relaxed) == (uint32_t)trc__rt.pid)
+			atomic_store_explicit(&old->dead, 1, memory_order_relaxed);
+	}
+	if (idx < trc__rt.max_procs) {
+		struct trc_proc *pe = (struct trc_proc *)(void *)(trc__rt.base + trc__rt.procs_off +
+								  (uint64_t)idx * sizeof(*pe));
+		pe->ppid = (uint32_t)getppid();
+		/* Pairs with the recorder's acquire load of pid: ppid is written before. */
+		atomic_store_explicit(&pe->pid, (uint32_t)trc__rt.pid, memory_order_release);
+	}
+	atomic_fetch_add_explicit(&h->procs_attached, 1, memory_order_relaxed);
+}
+
+/* Slots that still name this pid belong to the image exec replaced: its threads are gone. */
+static void trc__retire_stale_slots(void)
+{
+	for (uint32_t i = 0; i < trc__rt.max_slots; i++) {
+		struct trc_slot *s = trc__slot(i);
+		uint64_t w = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (TRC_SLOT_STATE(w) != TRC_SLOT_CLAIMED || s->pid != (uint32_t)trc__rt.pid)
+			continue;
+		/* Release: pairs with the recorder's acquire load of the state; the dead image's
+		 * ring writes were published already. A failed CAS means the recorder moved it. */
+		atomic_compare_exchange_strong_explicit(
+			&s->state, &w, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_RETIRED),
+			memory_order_release, memory_order_relaxed);
+	}
+}
+
+static void trc__atfork_child(void)
+{
+	if (!trc__mode_load())
+		return;
+	trc__thread_forget();
+	trc__rt.pid = getpid();
+	trc__rt.meta_done = 0;
+	/* Shared mappings are not copied into the child's page tables: map the metadata again so
+	 * the child's resident share is exactly what the recorder counts. */
+	trc__populate_meta();
+	trc__register_process();
+}
+
+static int trc__parse_fd(const char *s)
+{
+	long v = 0;
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > 1000000)
+			return -EINVAL;
+		v = v * 10 + (*s - '0');
+	}
+	return (int)v;
+}
+
+static int trc__check_layout(const struct trc_region_hdr *h, uint64_t size)
+{
+	if (h->version != TRC_REGION_VERSION || h->hdr_bytes != sizeof(*h) ||
+	    h->region_bytes != size || h->slot_bytes != sizeof(struct trc_slot) ||
+	    h->proc_bytes != sizeof(struct trc_proc))
+		return -EPROTO;
+	if (h->max_slots == 0 || h->max_slots > 65536 || h->max_procs > (1u << 20) ||
+	    h->ring_bytes < TRC_REGION_PAGE || !ring_capacity_valid(h->ring_bytes) ||
+	    h->strtab_bytes < 64 || h->strtab_bytes > TRC_STRTAB_MAX_BYTES)
+		return -EPROTO;
+	if ((h->procs_off | h->slots_off | h->strtab_off | h->rings_off) % TRC_REGION_PAGE)
+		return -EPROTO;
+	if (h->procs_off < sizeof(*h) ||
+	    h->slots_off < h->procs_off + (uint64_t)h->max_procs * sizeof(struct trc_proc) ||
+	    h->strtab_off < h->slots_off + (uint64_t)h->max_slots * sizeof(struct trc_slot) ||
+	    h->rings_off < h->strtab_off + h->strtab_bytes ||
+	    (size - h->rings_off) / h->ring_bytes < h->max_slots || h->rings_off > size)
+		return -EPROTO;
+	if (h->clock_mode != TRC_CLOCK_GETTIME && h->clock_mode != TRC_CLOCK_TSC)
+		return -EPROTO;
+#if !defined(__x86_64__) && !defined(__i386__)
+	if (h->clock_mode == TRC_CLOCK_TSC)
+		return -EPROTO;
+#endif
+	return 0;
+}
+
+int trc_attach(void)
+{
+	if (trc__mode_load())
+		return 0;
+	const char *env = getenv("TRC_SESSION_FD");
+	if (!env)
+		return -ENOENT;
+	int fd = trc__parse_fd(env);
+	if (fd < 0)
+		return fd;
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return errno == EBADF ? -EBADF : -EINVAL;
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+		return -EINVAL;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size < (off_t)TRC_REGION_PAGE)
+		return -EINVAL;
+	uint64_t size = (uint64_t)st.st_size;
+	void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	struct trc_region_hdr *h = base;
+	/* Pairs with the recorder's release store of magic: the layout below is complete. */
+	int err = -EPROTO;
+	if (atomic_load_explicit(&h->magic, memory_order_acquire) != TRC_REGION_MAGIC)
+		goto unmap;
+	err = trc__check_layout(h, size);
+	if (err)
+		goto unmap;
+	if (!trc__rt.key_ok) {
+		if (pthread_key_create(&trc__rt.key, trc__thread_exit) != 0) {
+			err = -EAGAIN;
+			goto unmap;
+		}
+		trc__rt.key_ok = true;
+	}
+	if (!trc__rt.atfork_ok) {
+		if (pthread_atfork(NULL, NULL, trc__atfork_child) != 0) {
+			err = -ENOMEM;
+			goto unmap;
+		}
+		trc__rt.atfork_ok = true;
+	}
+	trc__rt.base = base;
+	trc__rt.hdr = h;
+	trc__rt.region_bytes = size;
+	trc__rt.max_slots = h->max_slots;
+	trc__rt.max_procs = h->max_procs;
+	trc__rt.procs_off = h->procs_off;
+	trc__rt.slots_off = h->slots_off;
+	trc__rt.strtab_off = h->strtab_off;
+	trc__rt.strtab_bytes = h->strtab_bytes;
+	trc__rt.rings_off = h->rings_off;
+	trc__rt.ring_bytes = h->ring_bytes;
+	trc__rt.fd = fd;
+	trc__rt.pid = getpid();
+	trc__rt.meta_done = 0;
+	trc__populate_meta();
+	trc__retire_stale_slots();
+	trc__register_process();
+	/* Release: a thread that sees the mode also sees trc__rt (the program's own threads are
+	 * started after this anyway). */
+	__atomic_store_n(&trc__mode, h->clock_mode == TRC_CLOCK_TSC ? 2u : 1u, __ATOMIC_RELEASE);
+	return 0;
+unmap:
+	munmap(base, size);
+	return err;
+}
+
+__attribute__((constructor)) static void trc__ctor(void)
+{
+	(void)trc_attach();
+}

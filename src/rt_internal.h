@@ -1,0 +1,103 @@
+/* rt_internal.h - private state of the runtime (libtrc) shared by src/rt_*.c.
+ *
+ * One process-wide struct trc__rt, written by trc_attach (once, before trc__mode is set) and by
+ * the fork child handler (in the child, which then has one thread); read by every thread after
+ * it loads trc__mode != 0. Per-thread state is trc__self (trc.h).
+ *
+ * Concurrency (producer side):
+ *   operation                  thread                  concurrent with               blocks
+ *   trc_attach                 any, before emitting    nothing in this process        no
+ *   fast emit (trc.h)          owner thread            recorder drain, other threads  no
+ *   trc__emit_slow / claim     owner thread            other claims (CAS), drain      no
+ *   trc__site_intern           any                     other interns (fetch_add, CAS) no
+ *   thread exit (key dtor)     exiting thread          drain                           no
+ *   fork child handler         child's only thread     nothing                         no
+ * Signal handlers may run any of the emit paths on top of any of them: trc__self.ok/busy turn a
+ * nested event into a counted loss.
+ */
+#ifndef TRC_RT_INTERNAL_H
+#define TRC_RT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ring.h"
+#include "session_layout.h"
+#include "trc.h"
+
+struct trc__rt {
+	uint8_t *base; /* the mapped region */
+	struct trc_region_hdr *hdr;
+	uint64_t region_bytes;
+	/* Validated copies of the header's layout (the header is not re-read for them). */
+	uint32_t max_slots;
+	uint32_t max_procs;
+	uint64_t procs_off;
+	uint64_t slots_off;
+	uint64_t strtab_off;
+	uint64_t strtab_bytes;
+	uint64_t rings_off;
+	uint64_t ring_bytes;
+	int fd;
+	pid_t pid; /* this process (updated in the fork child) */
+	pthread_key_t key;
+	bool key_ok;
+	bool atfork_ok;
+	/* 0 until a thread of this process wrote the PROCESS and MODULE records. */
+	int meta_done;
+};
+
+extern struct trc__rt trc__rt;
+
+static inline struct trc_slot *trc__slot(uint32_t i)
+{
+	return (struct trc_slot *)(void *)(trc__rt.base + trc__rt.slots_off +
+					   (uint64_t)i * sizeof(struct trc_slot));
+}
+
+static inline uint8_t *trc__ring_data(uint32_t i)
+{
+	return trc__rt.base + trc__rt.rings_off + (uint64_t)i * trc__rt.ring_bytes;
+}
+
+/* The ring producer handle of the calling thread (rt_thread.c). Its write position lags the
+ * fast path's; trc__prod_sync brings it in step before any ring_* call. */
+extern __thread struct ring_producer trc__ring_prod __attribute__((tls_model("initial-exec")));
+
+static inline struct ring_producer *trc__prod_sync(struct trc__thread *t)
+{
+	trc__ring_prod.write = t->write;
+	return &trc__ring_prod;
+}
+
+/* After ring_* calls: the fast path's copy of write and its no-check limit. */
+static inline void trc__prod_publish(struct trc__thread *t)
+{
+	struct ring_producer *p = &trc__ring_prod;
+	uint64_t w = p->write;
+	uint64_t end_of_data = w - (w & p->mask) + p->capacity;
+	uint64_t end_of_room = p->cached_read + p->capacity;
+	t->write = w;
+	t->limit = end_of_data < end_of_room ? end_of_data : end_of_room;
+}
+
+/* Maps [0, rings_off) into this process's page tables (rt_attach.c). */
+void trc__populate_meta(void);
+
+/* Writes the PROCESS and MODULE records of this process into the calling thread's ring, which
+ * it holds (rt_procinfo.c). Slow path. */
+void trc__emit_process_info(struct trc__thread *t, unsigned mode);
+
+/* Interns a string; returns its id (1, the "table full" entry, when there is no room). Lock-free,
+ * async-signal-safe (rt_strtab.c). */
+uint32_t trc__intern(const char *s);
+
+/* Thread-exit hook (pthread key destructor, rt_thread.c). */
+void trc__thread_exit(void *arg);
+
+/* Forgets the calling thread's slot without retiring it (fork child, rt_thread.c). */
+void trc__thread_forget(void);
+
+#endif /* TRC_RT_INTERNAL_H */

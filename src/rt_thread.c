@@ -1,0 +1,250 @@
+/* rt_thread.c - a producer thread's life: claiming a ring slot on its first event, the slow
+ * emit paths (no slot yet, ring full or wrapping, nested from a signal handler), naming, and
+ * giving the slot back when the thread exits.
+ *
+ * Claim: scan the slot table for a FREE slot and CAS its state word (generation kept) to
+ * CLAIMING, fill pid/tid/name, fault the ring in (session_layout.h "Residency"), attach the
+ * producer, publish CLAIMED (release). The first thread of a process to claim also writes the
+ * PROCESS and MODULE records. Every claim writes a THREAD record. When no slot is free the
+ * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
+ * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
+ *
+ * Exit: a pthread key destructor (runs when a thread returns from its start routine or calls
+ * pthread_exit) publishes RETIRED; the recorder drains the ring and frees the slot. An event
+ * emitted after that (a later destructor that frees memory) claims again and re-arms the key,
+ * so glibc calls the destructor again. Threads that never run destructors (the whole process
+ * exits, or execs) leave CLAIMED slots behind: the recorder frees those once it finds the
+ * thread gone, and an exec'd image retires its predecessor's at attach (rt_attach.c).
+ *
+ * Threads: every function runs on the thread it concerns; see rt_internal.h.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+__thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
+
+__thread struct ring_producer trc__ring_prod __attribute__((tls_model("initial-exec")));
+
+_Static_assert(offsetof(struct ring_ctl, write_pos) == 0 &&
+		       sizeof(((struct ring_ctl *)0)->write_pos) == sizeof(uint64_t),
+	       "the fast path stores the ring's write position through a uint64_t *");
+
+static void trc__drop_ring(struct trc__thread *t)
+{
+	t->data = NULL;
+	t->write_pos = NULL;
+	t->write = t->limit = t->mask = 0;
+	memset(&trc__ring_prod, 0, sizeof(trc__ring_prod));
+}
+
+static void trc__fault_in(uint8_t *p, uint64_t len)
+{
+	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	/* Older kernels: touch each page. The ring is ours and unpublished, so writing the
+	 * zero it already holds is harmless. */
+	for (uint64_t off = 0; off < len; off += TRC_REGION_PAGE)
+		__atomic_store_n(p + off, 0, __ATOMIC_RELAXED);
+}
+
+static void trc__kernel_name(char out[TRC_THREAD_NAME_BYTES])
+{
+	memset(out, 0, TRC_THREAD_NAME_BYTES);
+	if (prctl(PR_GET_NAME, out, 0, 0, 0) != 0)
+		out[0] = 0;
+	out[TRC_THREAD_NAME_BYTES - 1] = 0;
+}
+
+/* Writes a THREAD record (pid, tid, name) into the thread's ring. Slot held, ok == 0. */
+static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
+{
+	struct trc_slot *s = trc__slot(t->slot);
+	struct ring_producer *p = trc__prod_sync(t);
+	uint64_t *r = ring_reserve_sp(p, TRC_TAG(11u, 0), 16 + TRC_THREAD_NAME_BYTES);
+	if (r) {
+		r[0] = trc__now(mode);
+		r[1] = (uint64_t)s->pid | ((uint64_t)s->tid << 32);
+		memcpy(&r[2], t->named ? t->name : s->name, TRC_THREAD_NAME_BYTES);
+		ring_commit_sp(p);
+	}
+	trc__prod_publish(t);
+}
+
+static int trc__claim(struct trc__thread *t)
+{
+	struct trc_region_hdr *h = trc__rt.hdr;
+	uint64_t freed = atomic_load_explicit(&h->slots_freed, memory_order_acquire);
+	if (t->parked && freed == t->freed_seen)
+		return -ENOSPC;
+	uint32_t n = trc__rt.max_slots;
+	uint32_t tid = (uint32_t)gettid();
+	/* Start where tid points so threads starting together rarely CAS the same slot. */
+	for (uint32_t k = 0, i = tid % n; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
+		struct trc_slot *s = trc__slot(i);
+		/* Acquire pairs with the recorder's release store of FREE: its re-initialisation
+		 * of ring_ctl and the punched ring are complete. */
+		uint64_t w = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (TRC_SLOT_STATE(w) != TRC_SLOT_FREE)
+			continue;
+		if (!atomic_compare_exchange_strong_explicit(
+			    &s->state, &w, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMING),
+			    memory_order_acquire, memory_order_relaxed))
+			continue;
+		s->pid = (uint32_t)trc__rt.pid;
+		s->tid = tid;
+		if (t->named)
+			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
+		else
+			trc__kernel_name(s->name);
+		trc__fault_in(trc__ring_data(i), trc__rt.ring_bytes);
+		if (ring_producer_attach(&trc__ring_prod, &s->ctl, trc__ring_data(i),
+					 trc__rt.ring_bytes) != 0) {
+			/* Cannot happen with a validated header; give the slot back as retired so
+			 * the recorder frees it. */
+			atomic_store_explicit(&s->state,
+					      TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_RETIRED),
+					      memory_order_release);
+			return -EPROTO;
+		}
+		t->data = trc__ring_data(i);
+		t->mask = trc__rt.ring_bytes - 1;
+		t->write_pos = (uint64_t *)(void *)&s->ctl.write_pos;
+		trc__prod_publish(t);
+		/* Pairs with the recorder's acquire load of the state: pid, tid and name are
+		 * written. */
+		atomic_store_explicit(&s->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMED),
+				      memory_order_release);
+		t->slot = i;
+		t->parked = 0;
+		if (trc__rt.key_ok)
+			pthread_setspecific(trc__rt.key, (void *)1);
+		return 0;
+	}
+	t->parked = 1;
+	t->freed_seen = freed;
+	return -ENOSPC;
+}
+
+/* Writes one event record through the ring's general path (wrap, full). ok == 0. */
+static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, unsigned nwords,
+			   uint64_t a, uint64_t b)
+{
+	struct ring_producer *p = trc__prod_sync(t);
+	uint64_t *r = ring_reserve_sp(p, tag, 8u + 8u * nwords);
+	if (r) {
+		r[0] = trc__now(mode);
+		if (nwords > 0)
+			r[1] = a;
+		if (nwords > 1)
+			r[2] = b;
+		ring_commit_sp(p);
+	}
+	/* else dropped and counted by the ring */
+	trc__prod_publish(t);
+}
+
+void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a,
+		    uint64_t b)
+{
+	trc__emit_ring(t, trc__mode_load(), tag, nwords, a, b);
+}
+
+void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
+{
+	struct trc__thread *t = &trc__self;
+	unsigned mode = trc__mode_load();
+	if (!mode)
+		return;
+	struct trc_region_hdr *h = trc__rt.hdr;
+	if (t->data || t->busy) {
+		/* ok == 0 with a ring, or inside a claim: a signal handler interrupted this
+		 * thread's own emit. Writing now would corrupt the ring. */
+		atomic_fetch_add_explicit(&h->lost_reentrant, 1, memory_order_relaxed);
+		return;
+	}
+	t->busy = 1;
+	TRC__BARRIER();
+	if (trc__claim(t) != 0) {
+		atomic_fetch_add_explicit(&h->lost_no_slot, 1, memory_order_relaxed);
+		TRC__BARRIER();
+		t->busy = 0;
+		return;
+	}
+	if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
+		trc__emit_process_info(t, mode);
+	trc__emit_thread_record(t, mode);
+	trc__emit_ring(t, mode, tag, nwords, a, b);
+	TRC__BARRIER();
+	t->busy = 0;
+	t->ok = 1;
+}
+
+void trc__thread_name(const char *name)
+{
+	struct trc__thread *t = &trc__self;
+	unsigned mode = trc__mode_load();
+	if (!mode || !name)
+		return;
+	if (t->busy || (t->data && !t->ok)) {
+		/* Nested in this thread's own emit (signal handler): count, do not write. */
+		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
+		return;
+	}
+	t->ok = 0;
+	t->busy = 1;
+	TRC__BARRIER();
+	memset(t->name, 0, sizeof(t->name));
+	strncpy(t->name, name, sizeof(t->name) - 1);
+	t->named = 1;
+	if (t->data) {
+		trc__emit_thread_record(t, mode);
+	} else if (trc__claim(t) == 0) {
+		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
+			trc__emit_process_info(t, mode);
+		trc__emit_thread_record(t, mode);
+	} else {
+		atomic_fetch_add_explicit(&trc__rt.hdr->lost_no_slot, 1, memory_order_relaxed);
+	}
+	TRC__BARRIER();
+	t->busy = 0;
+	t->ok = t->data != NULL;
+}
+
+void trc__thread_exit(void *arg)
+{
+	(void)arg;
+	struct trc__thread *t = &trc__self;
+	if (!t->data || t->busy || !t->ok)
+		return;
+	t->ok = 0;
+	TRC__BARRIER();
+	struct trc_slot *s = trc__slot(t->slot);
+	uint64_t w = atomic_load_explicit(&s->state, memory_order_relaxed);
+	/* Release: every record this thread committed is visible to the recorder once it
+	 * acquires RETIRED, so it can drain the ring to its end and free it. */
+	if (TRC_SLOT_STATE(w) == TRC_SLOT_CLAIMED)
+		atomic_store_explicit(&s->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_RETIRED),
+				      memory_order_release);
+	trc__drop_ring(t);
+	t->parked = 0;
+}
+
+void trc__thread_forget(void)
+{
+	struct trc__thread *t = &trc__self;
+	/* The parent still owns that ring; the child claims its own on its next event. */
+	t->ok = 0;
+	trc__drop_ring(t);
+	t->busy = 0;
+	t->parked = 0;
+}

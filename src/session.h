@@ -1,0 +1,103 @@
+/* session.h - the recorder's side of the session region: create it, drain it.
+ *
+ * trace-run creates a session before it spawns the program, passes session_fd() to the child
+ * (clearing O_CLOEXEC on the child's copy) with its number in SESSION_ENV_FD, and calls
+ * session_drain from its drain thread until the program has exited, then once more.
+ * The region layout and its invariants are in session_layout.h; the producer side is libtrc
+ * (src/rt_*.c, src/include/trc.h).
+ *
+ * Streams delivered by session_drain:
+ *   kind 1 (thread): one per claimed ring, i.e. per thread (a thread that gives its ring back
+ *     and later emits again gets a new stream). Starts with the thread's THREAD record (pid, tid,
+ *     name; again after trc_thread_name), then its events in order, LOST records (reason
+ *     RING_FULL, or CORRUPT followed by the end of the stream) where its ring dropped some.
+ *   kind 3 (meta): one for the session, key 1, pid 0, tid 0. NAME records (each before the first
+ *     record that uses the id), PROCESS and MODULE records (taken from the rings of the threads
+ *     that wrote them), NOTE records (a corrupt ring, a full string table), LOST records for
+ *     the region-wide counters (reason NO_SLOT, REENTRANT).
+ * Timestamps are CLOCK_MONOTONIC ns (converted from TSC ticks in the drain).
+ *
+ * Concurrency:
+ *   operation                          thread             concurrent with          blocks
+ *   session_create / session_destroy   any (owner)        nothing on that session  no
+ *   session_drain                      one drain thread   producers, the two below no
+ *   session_buffers_resident_bytes     any                everything (racy read)   no
+ *   session_processes_attached         any                everything               no
+ *   session_fd, session_clock_info     any                everything               no
+ */
+#ifndef TRC_SESSION_H
+#define TRC_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "record.h"
+
+#define SESSION_ENV_FD "TRC_SESSION_FD"
+
+#define SESSION_STREAM_THREAD 1u
+#define SESSION_STREAM_META 3u
+#define SESSION_META_KEY 1u
+
+struct session_config {
+	uint32_t max_slots;     /* 0 = default (256) */
+	uint64_t ring_bytes;    /* per-thread ring, power of two >= 4096; 0 = default 4 MiB */
+	uint32_t strtab_bytes;  /* 0 = default (256 KiB) */
+	bool force_clock_gettime; /* also forced by the environment variable TRC_CLOCK=gettime */
+};
+
+struct trc_session;
+
+/* Creates the memfd region, lays it out, calibrates the clock (~2 ms), publishes the magic.
+ * Touches only the metadata pages (header, tables; ~100 KiB with the defaults), never the
+ * rings. Returns NULL with *err = -EINVAL (bad config) or -errno. Any thread. */
+struct trc_session *session_create(const struct session_config *cfg, int *err);
+
+/* The region's fd (O_CLOEXEC in this process; the child's copy must not be). */
+int session_fd(const struct trc_session *s);
+
+struct session_stream {
+	uint64_t key;  /* unique for the session's lifetime */
+	uint32_t kind; /* SESSION_STREAM_THREAD or SESSION_STREAM_META (trcfile's values) */
+	uint32_t pid, tid;
+};
+
+struct session_sink {
+	void *arg;
+	/* One decoded record of a stream, in the stream's order. Nonzero return stops the drain
+	 * and is returned by session_drain (the record counts as delivered). Strings in rec point
+	 * into the drain's buffers or the region: copy them to keep them. */
+	int (*record)(void *arg, const struct session_stream *st, const struct trc_record *rec);
+	/* The stream ended (its thread exited and its ring was drained); key will not recur.
+	 * May be NULL. */
+	void (*stream_end)(void *arg, const struct session_stream *st);
+};
+
+/* Drains every ring once (records published so far), name/thread/process/module metadata,
+ * and lost counts as TRC_REC_LOST records, converting ticks to CLOCK_MONOTONIC ns. Frees the
+ * slots of threads that exited (retired, or found gone) once their rings are empty. Drain
+ * thread only. Never blocks; returns records delivered (>= 0) or the sink's nonzero return.
+ * A corrupt ring is reported (LOST reason CORRUPT and a NOTE) and skipped, not an error. */
+long session_drain(struct trc_session *s, const struct session_sink *sink);
+
+/* Ring and metadata memory resident in process pid (0 = all attached processes), from the
+ * region's state alone, no syscall (session_layout.h "Residency"). Any thread (racy). */
+uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
+
+/* How many processes attached so far (0 = the program could not load the library, e.g.
+ * static or setuid). Any thread. */
+uint32_t session_processes_attached(const struct trc_session *s);
+
+#define SESSION_CLOCK_GETTIME 1u
+#define SESSION_CLOCK_TSC 2u
+struct session_clock_info {
+	uint32_t clock_source; /* SESSION_CLOCK_* */
+	uint64_t tsc_hz;       /* current estimate; 0 with clock_gettime */
+};
+void session_clock_info(const struct trc_session *s, struct session_clock_info *out);
+
+/* Unmaps and closes. Accepts NULL. */
+void session_destroy(struct trc_session *s);
+
+#endif /* TRC_SESSION_H */

@@ -1,0 +1,224 @@
+/* session_create.c - making, describing and destroying a session region (recorder side).
+ *
+ * The region is a sealed memfd (session_layout.h). Creation writes the header, the slot table
+ * (every ring_ctl initialised, every slot FREE, generation 0) and the string table's first entry,
+ * calibrates the clock, and publishes the magic last with a release store, so a process that
+ * sees the magic sees a complete layout. Ring pages are never touched here: the recorder's own
+ * RSS stays small before it spawns the program (wait4's ru_maxrss carries it across exec).
+ *
+ * Threads: create/destroy by the owner; session_buffers_resident_bytes,
+ * session_processes_attached, session_fd and session_clock_info from any thread (they read
+ * shared counters and states with relaxed loads: accounting, racy by nature).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "session_internal.h"
+
+#define SESSION_DEFAULT_SLOTS 256u
+#define SESSION_DEFAULT_RING (4ull << 20)
+#define SESSION_DEFAULT_STRTAB (64u << 10)
+#define SESSION_MAX_PROCS 1024u
+#define SESSION_CALIBRATE_NS 2000000ull
+
+static const char session__full_name[] = "(string table full)";
+
+static int session__config(const struct session_config *cfg, uint32_t *slots, uint64_t *ring,
+			   uint64_t *strtab)
+{
+	*slots = cfg && cfg->max_slots ? cfg->max_slots : SESSION_DEFAULT_SLOTS;
+	*ring = cfg && cfg->ring_bytes ? cfg->ring_bytes : SESSION_DEFAULT_RING;
+	*strtab = cfg && cfg->strtab_bytes ? cfg->strtab_bytes : SESSION_DEFAULT_STRTAB;
+	if (*slots > 65536 || *ring < TRC_REGION_PAGE || !ring_capacity_valid(*ring) ||
+	    *strtab < TRC_REGION_PAGE || *strtab > TRC_STRTAB_MAX_BYTES)
+		return -EINVAL;
+	*strtab = trc_page_up(*strtab);
+	return 0;
+}
+
+static bool session__want_tsc(const struct session_config *cfg)
+{
+	const char *env = getenv("TRC_CLOCK");
+	if ((cfg && cfg->force_clock_gettime) || (env && strcmp(env, "gettime") == 0))
+		return false;
+	return trc_clock_tsc_invariant();
+}
+
+static void session__init_clock(struct trc_session *s, const struct session_config *cfg)
+{
+	s->clock_mode = TRC_CLOCK_GETTIME;
+	if (!session__want_tsc(cfg))
+		return;
+	struct trc_clock_pair b;
+	trc_clock_read_pair(&s->anchor);
+	do
+		trc_clock_read_pair(&b);
+	while (b.ns - s->anchor.ns < SESSION_CALIBRATE_NS);
+	if (trc_clock_fit(&s->conv_cur, &s->anchor, &b) != 0)
+		return;
+	s->conv_prev = s->conv_cur;
+	s->last_refit_ns = b.ns;
+	atomic_store_explicit(&s->tsc_hz, trc_clock_hz(&s->conv_cur), memory_order_relaxed);
+	s->clock_mode = TRC_CLOCK_TSC;
+}
+
+static void session__init_region(struct trc_session *s)
+{
+	struct trc_region_hdr *h = s->hdr;
+	h->version = TRC_REGION_VERSION;
+	h->hdr_bytes = sizeof(*h);
+	h->region_bytes = s->region_bytes;
+	h->max_slots = s->max_slots;
+	h->slot_bytes = sizeof(struct trc_slot);
+	h->max_procs = s->max_procs;
+	h->proc_bytes = sizeof(struct trc_proc);
+	h->procs_off = s->procs_off;
+	h->slots_off = s->slots_off;
+	h->strtab_off = s->strtab_off;
+	h->strtab_bytes = s->strtab_bytes;
+	h->rings_off = s->rings_off;
+	h->ring_bytes = s->ring_bytes;
+	h->clock_mode = s->clock_mode;
+	h->tsc_hz = atomic_load_explicit(&s->tsc_hz, memory_order_relaxed);
+	for (uint32_t i = 0; i < s->max_slots; i++) {
+		struct trc_slot *sl = session__slot(s, i);
+		atomic_init(&sl->state, TRC_SLOT_WORD(0, TRC_SLOT_FREE));
+		(void)ring_ctl_init(&sl->ctl, s->ring_bytes, 0);
+	}
+	/* Entry 0 (id 1): what a name gets when the table is full. */
+	uint8_t *e = s->base + s->strtab_off;
+	uint32_t len = sizeof(session__full_name) - 1;
+	memcpy(e + 8, session__full_name, len + 1);
+	atomic_store_explicit((_Atomic uint32_t *)(void *)e, len | TRC_STRTAB_READY,
+			      memory_order_relaxed);
+	atomic_init(&h->strtab_used, trc_strtab_entry_bytes(len));
+}
+
+struct trc_session *session_create(const struct session_config *cfg, int *err)
+{
+	uint32_t slots;
+	uint64_t ring, strtab;
+	int e = session__config(cfg, &slots, &ring, &strtab);
+	if (e)
+		goto out;
+	e = -ENOMEM;
+	struct trc_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		goto out;
+	s->fd = -1;
+	s->max_slots = slots;
+	s->max_procs = SESSION_MAX_PROCS;
+	s->ring_bytes = ring;
+	s->strtab_bytes = strtab;
+	s->procs_off = trc_page_up(sizeof(struct trc_region_hdr));
+	s->slots_off = trc_page_up(s->procs_off + s->max_procs * sizeof(struct trc_proc));
+	s->strtab_off = trc_page_up(s->slots_off + (uint64_t)slots * sizeof(struct trc_slot));
+	s->rings_off = s->strtab_off + strtab;
+	s->region_bytes = s->rings_off + (uint64_t)slots * ring;
+	s->name_seen_bits = strtab / 8 + 2;
+	s->slots = calloc(slots, sizeof(*s->slots));
+	s->name_seen = calloc(s->name_seen_bits / 8 + 1, 1);
+	if (!s->slots || !s->name_seen)
+		goto free_s;
+
+	s->fd = memfd_create("trc-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (s->fd < 0) {
+		e = -errno;
+		goto free_s;
+	}
+	if (ftruncate(s->fd, (off_t)s->region_bytes) < 0 ||
+	    fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		e = -errno;
+		goto free_s;
+	}
+	void *base = mmap(NULL, s->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+	if (base == MAP_FAILED) {
+		e = -errno;
+		goto free_s;
+	}
+	s->base = base;
+	s->hdr = base;
+	session__init_clock(s, cfg);
+	session__init_region(s);
+	s->next_key = SESSION_META_KEY + 1;
+	s->meta.key = SESSION_META_KEY;
+	s->meta.kind = SESSION_STREAM_META;
+	s->last_reap_ns = trc_clock_mono_ns();
+	/* Publishes the region: pairs with the acquire load of magic in trc_attach. */
+	atomic_store_explicit(&s->hdr->magic, TRC_REGION_MAGIC, memory_order_release);
+	return s;
+
+free_s:
+	session_destroy(s);
+out:
+	if (err)
+		*err = e;
+	return NULL;
+}
+
+int session_fd(const struct trc_session *s)
+{
+	return s->fd;
+}
+
+uint32_t session_processes_attached(const struct trc_session *s)
+{
+	return atomic_load_explicit(&s->hdr->procs_attached, memory_order_relaxed);
+}
+
+void session_clock_info(const struct trc_session *s, struct session_clock_info *out)
+{
+	out->clock_source =
+		s->clock_mode == TRC_CLOCK_TSC ? SESSION_CLOCK_TSC : SESSION_CLOCK_GETTIME;
+	out->tsc_hz = s->clock_mode == TRC_CLOCK_TSC
+			      ? atomic_load_explicit(&((struct trc_session *)s)->tsc_hz,
+						     memory_order_relaxed)
+			      : 0;
+}
+
+uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
+{
+	uint64_t rings = 0, procs = 0;
+	for (uint32_t i = 0; i < s->max_slots; i++) {
+		struct trc_slot *sl = session__slot(s, i);
+		uint32_t st = TRC_SLOT_STATE(atomic_load_explicit(&sl->state, memory_order_relaxed));
+		/* A claimer faults the whole ring in; the recorder punches it out when it frees the
+		 * slot (session_layout.h "Residency"). */
+		if (st == TRC_SLOT_FREE || st > TRC_SLOT_RETIRED)
+			continue;
+		uint32_t owner = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+		if (pid == 0 || owner == (uint32_t)pid)
+			rings += s->ring_bytes;
+	}
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	if (used > s->max_procs)
+		used = s->max_procs;
+	for (uint32_t i = 0; i < used; i++) {
+		struct trc_proc *pe = session__proc(s, i);
+		uint32_t p = atomic_load_explicit(&pe->pid, memory_order_relaxed);
+		if (!p || atomic_load_explicit(&pe->dead, memory_order_relaxed))
+			continue;
+		if (pid == 0)
+			procs++;
+		else if (p == (uint32_t)pid)
+			procs = 1;
+	}
+	return rings + procs * s->rings_off;
+}
+
+void session_destroy(struct trc_session *s)
+{
+	if (!s)
+		return;
+	if (s->base)
+		munmap(s->base, s->region_bytes);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->slots);
+	free(s->name_seen);
+	free(s);
+}

@@ -1,0 +1,429 @@
+/* session_drain.c - turning the session region into struct trc_records (recorder side).
+ *
+ * One pass over the slot table per call: open a stream for every newly claimed slot, hand out
+ * every record its ring has published, report what the ring dropped, and, for a slot whose
+ * thread has exited (RETIRED) or is found gone (CLAIMED, but tgkill says ESRCH: the process
+ * exited or exec'd without running thread destructors), drain it to the end, end the stream and
+ * free the slot (punch the ring's pages out, re-initialise its ring_ctl, bump the generation,
+ * publish FREE). Then the region-wide lost counters go out on the meta stream.
+ *
+ * Trust: the region is written by traced processes. Layout comes from the recorder's own copy;
+ * each ring is read through a ring_consumer (which validates every header); each record's
+ * payload is copied out before it is checked and every length in it is bounded by the record.
+ * A ring or record that makes no sense ends that stream with a LOST (CORRUPT) and a NOTE; the
+ * slot is left alone until its thread is gone, then freed. Nothing here trusts a pid, tid, name
+ * id or length it read, beyond using it as a number.
+ *
+ * Liveness checks (tgkill, kill with signal 0) run at most every SESSION_REAP_NS, or at once
+ * when producers report that no slot was free.
+ *
+ * Threads: the drain thread only (see session.h). Never blocks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "session_internal.h"
+
+#define SESSION_REAP_NS 50000000ull
+#define SESSION_REFIT_NS 200000000ull
+#define SESSION_CORRUPT 1000000 /* internal: decode found the stream corrupt */
+
+struct session__ctx {
+	struct trc_session *s;
+	const struct session_sink *sink;
+	long delivered;
+	uint64_t now_ns;
+};
+
+static uint64_t session__ns(const struct trc_session *s, uint64_t t)
+{
+	if (s->clock_mode != TRC_CLOCK_TSC)
+		return t;
+	return trc_clock_to_ns(t >= s->conv_cur.tick0 ? &s->conv_cur : &s->conv_prev, t);
+}
+
+static void session__refit(struct trc_session *s, uint64_t now)
+{
+	if (s->clock_mode != TRC_CLOCK_TSC || now - s->last_refit_ns < SESSION_REFIT_NS)
+		return;
+	/* Refit the rate over everything since creation; the new segment starts at this pair. */
+	struct trc_clock_pair p;
+	struct trc_clock_conv c;
+	trc_clock_read_pair(&p);
+	if (trc_clock_fit(&c, &s->anchor, &p) == 0) {
+		s->conv_prev = s->conv_cur;
+		s->conv_cur = c;
+		atomic_store_explicit(&s->tsc_hz, trc_clock_hz(&c), memory_order_relaxed);
+	}
+	s->last_refit_ns = p.ns;
+}
+
+static int session__emit(struct session__ctx *c, const struct session_stream *st,
+			 const struct trc_record *r)
+{
+	int rc = c->sink->record(c->sink->arg, st, r);
+	c->delivered++;
+	return rc;
+}
+
+static int session__note(struct session__ctx *c, const char *text)
+{
+	struct trc_record r = {.type = TRC_REC_NOTE, .ts_ns = c->now_ns};
+	size_t len = strlen(text);
+	memcpy(c->s->text, text, len);
+	r.note.text = c->s->text;
+	r.note.len = (uint32_t)len;
+	return session__emit(c, &c->s->meta, &r);
+}
+
+static int session__lost(struct session__ctx *c, const struct session_stream *st,
+			 uint64_t ts_ns, uint64_t count, uint32_t reason)
+{
+	struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = ts_ns};
+	r.lost.count = count;
+	r.lost.reason = reason;
+	return session__emit(c, st, &r);
+}
+
+static bool session__thread_gone(uint32_t pid, uint32_t tid)
+{
+	if (!pid || !tid || pid > INT32_MAX || tid > INT32_MAX)
+		return false;
+	return syscall(SYS_tgkill, (pid_t)pid, (pid_t)tid, 0) < 0 && errno == ESRCH;
+}
+
+/* Delivers the NAME record of id (once) before the first record that uses it. */
+static int session__name(struct session__ctx *c, uint32_t id, uint64_t ts_ns)
+{
+	struct trc_session *s = c->s;
+	if (id == 0 || id >= s->name_seen_bits)
+		return SESSION_CORRUPT;
+	if (s->name_seen[id / 8] & (1u << (id % 8)))
+		return 0;
+	s->name_seen[id / 8] |= (uint8_t)(1u << (id % 8));
+	static const char unknown[] = "(unknown name)";
+	const char *str = unknown;
+	uint32_t len = sizeof(unknown) - 1;
+	uint64_t off = trc_strtab_off(id);
+	if (off + 8 <= s->strtab_bytes) {
+		const uint8_t *e = s->base + s->strtab_off + off;
+		/* Pairs with the producer's release store that published the entry (it did so
+		 * before it used the id, and we got the id from a record we acquired). */
+		uint32_t rl = __atomic_load_n((const uint32_t *)(const void *)e, __ATOMIC_ACQUIRE);
+		uint32_t l = rl & ~TRC_STRTAB_READY;
+		if ((rl & TRC_STRTAB_READY) && l <= TRC_STRTAB_MAX_LEN &&
+		    off + trc_strtab_entry_bytes(l) <= s->strtab_bytes) {
+			memcpy(s->text, e + 8, l);
+			str = s->text;
+			len = l;
+		}
+	}
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = ts_ns};
+	r.name.id = id;
+	r.name.str = str;
+	r.name.len = len;
+	return session__emit(c, &s->meta, &r);
+}
+
+/* Decodes and delivers one ring record. Returns 0, the sink's nonzero value, or
+ * SESSION_CORRUPT. */
+static int session__record(struct session__ctx *c, struct session_slot *ds,
+			   const struct ring_record *rr)
+{
+	struct trc_session *s = c->s;
+	uint64_t v[5] = {0};
+	uint32_t pb = rr->payload_bytes;
+	/* Copy first: the producer may change the bytes while we look at them. */
+	memcpy(v, rr->payload, pb < sizeof(v) ? pb : sizeof(v));
+	uint32_t type = TRC_TAG_TYPE(rr->tag), id = TRC_TAG_ID(rr->tag);
+	static const uint8_t need[TRC_REC_TYPE_COUNT] = {
+		[TRC_REC_SPAN_BEGIN] = 8, [TRC_REC_SPAN_END] = 8,    [TRC_REC_INSTANT] = 16,
+		[TRC_REC_COUNTER] = 16,   [TRC_REC_ALLOC] = 24,       [TRC_REC_FREE] = 16,
+		[TRC_REC_FUNC_ENTER] = 24, [TRC_REC_FUNC_EXIT] = 24, [TRC_REC_THREAD] = 32,
+		[TRC_REC_PROCESS] = 24,   [TRC_REC_MODULE] = 40,
+	};
+	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
+		return SESSION_CORRUPT;
+	struct trc_record r = {.type = type, .ts_ns = session__ns(s, v[0])};
+	const struct session_stream *st = &ds->st;
+	ds->last_ts_ns = r.ts_ns;
+	int rc;
+	switch (type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		if ((rc = session__name(c, id, r.ts_ns)))
+			return rc;
+		r.span.name_id = id;
+		break;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		if ((rc = session__name(c, id, r.ts_ns)))
+			return rc;
+		r.value.name_id = id;
+		r.value.value = (int64_t)v[1];
+		break;
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		r.alloc.addr = v[1];
+		r.alloc.size = type == TRC_REC_ALLOC ? v[2] : 0;
+		break;
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		r.func.addr = v[1];
+		r.func.call_site = v[2];
+		break;
+	case TRC_REC_THREAD:
+		r.thread.pid = (uint32_t)v[1];
+		r.thread.tid = (uint32_t)(v[1] >> 32);
+		memcpy(s->text, (const uint8_t *)rr->payload + 16, TRC_THREAD_NAME_BYTES);
+		r.thread.name = s->text;
+		r.thread.name_len = (uint32_t)strnlen(s->text, TRC_THREAD_NAME_BYTES);
+		break;
+	case TRC_REC_PROCESS: {
+		uint64_t len = v[2];
+		if (len > pb - 24 || len > TRC_CMDLINE_MAX)
+			return SESSION_CORRUPT;
+		memcpy(s->text, (const uint8_t *)rr->payload + 24, len);
+		r.process.pid = (uint32_t)v[1];
+		r.process.ppid = (uint32_t)(v[1] >> 32);
+		r.process.cmdline = s->text;
+		r.process.cmdline_len = (uint32_t)len;
+		st = &s->meta;
+		break;
+	}
+	case TRC_REC_MODULE: {
+		uint64_t len = v[4];
+		if (len > pb - 40)
+			return SESSION_CORRUPT;
+		if (len > sizeof(s->text))
+			len = sizeof(s->text);
+		memcpy(s->text, (const uint8_t *)rr->payload + 40, len);
+		r.module.pid = ds->st.pid;
+		r.module.start = v[1];
+		r.module.end = v[2];
+		r.module.offset = v[3];
+		r.module.path = s->text;
+		r.module.path_len = (uint32_t)len;
+		st = &s->meta;
+		break;
+	}
+	}
+	return session__emit(c, st, &r);
+}
+
+static int session__report_dropped(struct session__ctx *c, struct session_slot *ds, int *err)
+{
+	uint64_t d = ring_consumer_dropped(&ds->cons, err);
+	if (*err || d <= ds->dropped_reported)
+		return 0;
+	uint64_t n = d - ds->dropped_reported;
+	ds->dropped_reported = d;
+	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_RING_FULL);
+}
+
+/* Ends a stream whose ring is corrupt: LOST (CORRUPT), a NOTE, stream_end. */
+static int session__corrupt(struct session__ctx *c, struct session_slot *ds, const char *why)
+{
+	char text[160];
+	snprintf(text, sizeof(text),
+		 "trc: ring of pid %u tid %u is corrupt (%s): its stream ends here", ds->st.pid,
+		 ds->st.tid, why);
+	int rc = session__lost(c, &ds->st, ds->last_ts_ns, 0, TRC_LOST_CORRUPT);
+	if (!rc)
+		rc = session__note(c, text);
+	if (c->sink->stream_end)
+		c->sink->stream_end(c->sink->arg, &ds->st);
+	ds->active = 0;
+	ds->corrupt = 1;
+	return rc;
+}
+
+/* Hands out everything the ring has published. */
+static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
+{
+	struct ring_batch b;
+	struct ring_record rr;
+	if (ring_batch_begin(&ds->cons, &b) < 0)
+		return session__corrupt(c, ds, "bad write position");
+	int n;
+	while ((n = ring_batch_next(&ds->cons, &b, &rr)) == 1) {
+		int rc = session__record(c, ds, &rr);
+		if (rc == SESSION_CORRUPT)
+			return session__corrupt(c, ds, "bad record");
+		if (rc) {
+			ring_batch_release(&ds->cons, &b);
+			return rc;
+		}
+	}
+	if (n < 0)
+		return session__corrupt(c, ds, "bad record header");
+	ring_batch_release(&ds->cons, &b);
+	int err;
+	int rc = session__report_dropped(c, ds, &err);
+	if (!rc && err)
+		return session__corrupt(c, ds, "dropped count went back");
+	return rc;
+}
+
+/* The slot's ring is drained and its thread gone: make it claimable again. */
+static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
+{
+	struct trc_slot *sl = session__slot(s, i);
+	off_t off = (off_t)(s->rings_off + (uint64_t)i * s->ring_bytes);
+	/* Drops the ring's pages from the memfd and from every process that mapped them
+	 * (session_layout.h "Residency"). */
+	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, (off_t)s->ring_bytes))
+		(void)madvise(session__ring(s, i), s->ring_bytes, MADV_REMOVE);
+	(void)ring_ctl_init(&sl->ctl, s->ring_bytes, 0);
+	sl->pid = 0;
+	sl->tid = 0;
+	memset(sl->name, 0, sizeof(sl->name));
+	/* Pairs with the producer's acquire load of the state before its CAS: the ring_ctl
+	 * above is initialised before anyone can claim the slot. */
+	atomic_store_explicit(&sl->state, TRC_SLOT_WORD(gen + 1, TRC_SLOT_FREE),
+			      memory_order_release);
+	atomic_fetch_add_explicit(&s->hdr->slots_freed, 1, memory_order_release);
+	s->slots[i].active = 0;
+	s->slots[i].corrupt = 0;
+}
+
+static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen)
+{
+	struct trc_session *s = c->s;
+	struct session_slot *ds = &s->slots[i];
+	struct trc_slot *sl = session__slot(s, i);
+	memset(ds, 0, sizeof(*ds));
+	ds->gen = gen;
+	ds->st.key = s->next_key++;
+	ds->st.kind = SESSION_STREAM_THREAD;
+	ds->st.pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
+	ds->last_ts_ns = c->now_ns;
+	ds->active = 1;
+	if (ring_consumer_attach(&ds->cons, &sl->ctl, session__ring(s, i), s->ring_bytes) < 0)
+		return session__corrupt(c, ds, "bad control block");
+	return 0;
+}
+
+static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
+{
+	struct trc_session *s = c->s;
+	struct session_slot *ds = &s->slots[i];
+	struct trc_slot *sl = session__slot(s, i);
+	/* Acquire pairs with the producer's release store of CLAIMED (pid, tid, name written)
+	 * or RETIRED (every record committed). */
+	uint64_t w = atomic_load_explicit(&sl->state, memory_order_acquire);
+	uint32_t st = TRC_SLOT_STATE(w), gen = TRC_SLOT_GEN(w);
+	int rc;
+
+	if (st > TRC_SLOT_RETIRED || (ds->active && gen != ds->gen))
+		return ds->active ? session__corrupt(c, ds, "bad slot state") : 0;
+	if (!ds->active && !ds->corrupt) {
+		if (st == TRC_SLOT_FREE)
+			return 0;
+		if (st == TRC_SLOT_CLAIMING) {
+			/* A claimer that died half-way leaves its tid behind, or nothing. */
+			if (reap && session__thread_gone(sl->pid, sl->tid))
+				session__free_slot(s, i, gen);
+			return 0;
+		}
+		if ((rc = session__open_stream(c, i, gen)))
+			return rc;
+	}
+	if (st == TRC_SLOT_CLAIMED && reap && session__thread_gone(ds->st.pid, ds->st.tid)) {
+		/* Exited without destructors (process exit or exec). It is gone, so nothing
+		 * writes the ring any more; retire it ourselves. A failed CAS means an exec'd
+		 * image retired it first, which is the same. */
+		if (atomic_compare_exchange_strong_explicit(
+			    &sl->state, &w, TRC_SLOT_WORD(gen, TRC_SLOT_RETIRED),
+			    memory_order_acquire, memory_order_acquire) ||
+		    w == TRC_SLOT_WORD(gen, TRC_SLOT_RETIRED))
+			st = TRC_SLOT_RETIRED;
+	}
+	if (ds->corrupt) {
+		if (st == TRC_SLOT_RETIRED)
+			session__free_slot(s, i, gen);
+		return 0;
+	}
+	if ((rc = session__drain_ring(c, ds)))
+		return rc;
+	if (st == TRC_SLOT_RETIRED && ds->active) {
+		if (c->sink->stream_end)
+			c->sink->stream_end(c->sink->arg, &ds->st);
+		session__free_slot(s, i, gen);
+	}
+	return 0;
+}
+
+static int session__region_lost(struct session__ctx *c)
+{
+	struct trc_session *s = c->s;
+	struct trc_region_hdr *h = s->hdr;
+	uint64_t v = atomic_load_explicit(&h->lost_no_slot, memory_order_relaxed);
+	int rc = 0;
+	if (v > s->lost_no_slot_reported) {
+		rc = session__lost(c, &s->meta, c->now_ns, v - s->lost_no_slot_reported,
+				   TRC_LOST_NO_SLOT);
+		s->lost_no_slot_reported = v;
+	}
+	if (rc)
+		return rc;
+	v = atomic_load_explicit(&h->lost_reentrant, memory_order_relaxed);
+	if (v > s->lost_reentrant_reported) {
+		rc = session__lost(c, &s->meta, c->now_ns, v - s->lost_reentrant_reported,
+				   TRC_LOST_REENTRANT);
+		s->lost_reentrant_reported = v;
+	}
+	if (rc)
+		return rc;
+	uint64_t used = atomic_load_explicit(&h->strtab_used, memory_order_relaxed);
+	if (used > s->strtab_bytes && !s->strtab_full_noted) {
+		s->strtab_full_noted = 1;
+		rc = session__note(c, "trc: the string table is full; later names read "
+				      "\"(string table full)\" (raise strtab_bytes)");
+	}
+	return rc;
+}
+
+static void session__reap_procs(struct trc_session *s)
+{
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	if (used > s->max_procs)
+		used = s->max_procs;
+	for (uint32_t i = 0; i < used; i++) {
+		struct trc_proc *pe = session__proc(s, i);
+		uint32_t pid = atomic_load_explicit(&pe->pid, memory_order_acquire);
+		if (!pid || pid > INT32_MAX || atomic_load_explicit(&pe->dead, memory_order_relaxed))
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			atomic_store_explicit(&pe->dead, 1, memory_order_relaxed);
+	}
+}
+
+long session_drain(struct trc_session *s, const struct session_sink *sink)
+{
+	struct session__ctx c = {.s = s, .sink = sink, .now_ns = trc_clock_mono_ns()};
+	session__refit(s, c.now_ns);
+	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
+	bool reap = c.now_ns - s->last_reap_ns >= SESSION_REAP_NS || no_slot != s->reap_no_slot_seen;
+	for (uint32_t i = 0; i < s->max_slots; i++) {
+		int rc = session__drain_slot(&c, i, reap);
+		if (rc)
+			return rc;
+	}
+	int rc = session__region_lost(&c);
+	if (rc)
+		return rc;
+	if (reap) {
+		session__reap_procs(s);
+		s->last_reap_ns = c.now_ns;
+		s->reap_no_slot_seen = no_slot;
+	}
+	return c.delivered;
+}

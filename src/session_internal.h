@@ -1,0 +1,84 @@
+/* session_internal.h - the recorder's private state for a session (src/session_*.c only).
+ *
+ * Everything the recorder needs to interpret the region is kept here, copied from its own
+ * configuration, never re-read from the shared header: a traced process may scribble on the
+ * region, and the drain must stay in bounds whatever it finds there (session_layout.h).
+ *
+ * Threads: fields marked (drain) belong to the drain thread; the rest are written once by
+ * session_create and then only read.
+ */
+#ifndef TRC_SESSION_INTERNAL_H
+#define TRC_SESSION_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "clock.h"
+#include "ring.h"
+#include "session.h"
+#include "session_layout.h"
+
+/* The drain's view of one slot. (drain) */
+struct session_slot {
+	uint32_t gen;      /* generation of the open stream */
+	uint8_t active;    /* a stream is open on this slot */
+	uint8_t corrupt;   /* its stream ended on corruption; free the slot once the thread is gone */
+	struct session_stream st;
+	struct ring_consumer cons;
+	uint64_t dropped_reported;
+	uint64_t last_ts_ns;
+};
+
+struct trc_session {
+	int fd;
+	uint8_t *base;
+	uint64_t region_bytes;
+	struct trc_region_hdr *hdr;
+	uint32_t max_slots;
+	uint32_t max_procs;
+	uint64_t procs_off;
+	uint64_t slots_off;
+	uint64_t strtab_off;
+	uint64_t strtab_bytes;
+	uint64_t rings_off;
+	uint64_t ring_bytes;
+	uint32_t clock_mode; /* TRC_CLOCK_* */
+
+	/* Clock (drain): records with ticks >= cur.tick0 use cur, older ones prev. */
+	struct trc_clock_pair anchor; /* first calibration pair: every refit spans from here */
+	struct trc_clock_conv conv_prev;
+	struct trc_clock_conv conv_cur;
+	uint64_t last_refit_ns;
+	_Atomic uint64_t tsc_hz; /* read by session_clock_info from any thread */
+
+	/* Drain state. (drain) */
+	struct session_slot *slots;
+	uint8_t *name_seen; /* bit per name id: NAME record delivered */
+	uint64_t name_seen_bits;
+	uint64_t next_key;
+	uint64_t lost_no_slot_reported;
+	uint64_t lost_reentrant_reported;
+	uint64_t last_reap_ns;
+	uint64_t reap_no_slot_seen;
+	uint8_t strtab_full_noted;
+	struct session_stream meta;
+	char text[TRC_CMDLINE_MAX + 256]; /* copies of strings handed to the sink */
+};
+
+static inline struct trc_slot *session__slot(const struct trc_session *s, uint32_t i)
+{
+	return (struct trc_slot *)(void *)(s->base + s->slots_off +
+					   (uint64_t)i * sizeof(struct trc_slot));
+}
+
+static inline struct trc_proc *session__proc(const struct trc_session *s, uint32_t i)
+{
+	return (struct trc_proc *)(void *)(s->base + s->procs_off +
+					   (uint64_t)i * sizeof(struct trc_proc));
+}
+
+static inline uint8_t *session__ring(const struct trc_session *s, uint32_t i)
+{
+	return s->base + s->rings_off + (uint64_t)i * s->ring_bytes;
+}
+
+#endif /* TRC_SESSION_INTERNAL_H */

@@ -1,0 +1,233 @@
+/* trcfile_cursor.c - one stream's records in stream order: chunk loading and decoding.
+ *
+ * Purpose: the unit every read path is built on. A cursor holds one decompressed chunk at a
+ * time (its buffer is the reader's memory bound: streams x chunk size), loads the next chunk
+ * of its stream by sequence number when the current one is used up, and checks each chunk
+ * fully: its header must repeat the index entry, its frame must be one zstd frame with a
+ * checksum, the records must fill the raw bytes exactly and the last one must carry the
+ * header's last time.
+ *
+ * Threads: a cursor belongs to the reader's thread; it uses the reader's DCtx and I/O buffer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "trcfile_reader_priv.h"
+
+int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, size_t *cap)
+{
+	const struct trcfile__chunk_ref *c = &r->chunks[idx];
+	int err = 0;
+	const uint8_t *p = trcfile__read_at(r, c->offset,
+					    (size_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes, &err);
+	if (!p)
+		return err;
+	struct trcfile__chunk_hdr h;
+	const char *why = NULL;
+	if (trcfile__chunk_hdr_get(p, &h, &why) != 0)
+		goto bad;
+	const struct trcfile_stream_info *si = &r->streams[c->stream_idx];
+	why = "chunk header disagrees with the index";
+	if (h.stream_id != c->stream_id || h.seq != c->seq || h.first_ts != c->first_ts ||
+	    h.last_ts != c->last_ts || h.count != c->count || h.raw_bytes != c->raw_bytes ||
+	    h.comp_bytes != c->comp_bytes || h.kind != si->kind || h.pid != si->pid ||
+	    h.tid != si->tid)
+		goto bad;
+	const uint8_t *frame = p + TRCFILE__CHUNK_HDR_BYTES;
+	why = trcfile__frame_check(frame, c->comp_bytes, c->raw_bytes);
+	if (why)
+		goto bad;
+	if (*cap < c->raw_bytes) {
+		/* raw_bytes is bounded by trcfile__raw_limit (checked at open). */
+		uint8_t *nb = realloc(*buf, c->raw_bytes);
+		if (!nb)
+			return trcfile__fail(r, -ENOMEM, "out of memory for a %u-byte chunk",
+					     c->raw_bytes);
+		*buf = nb;
+		*cap = c->raw_bytes;
+	}
+	size_t n = ZSTD_decompressDCtx(r->dctx, *buf, c->raw_bytes, frame, c->comp_bytes);
+	if (ZSTD_isError(n)) {
+		why = ZSTD_getErrorName(n);
+		goto bad;
+	}
+	if (n != c->raw_bytes) {
+		why = "decompressed size disagrees with the chunk header";
+		goto bad;
+	}
+	return 0;
+bad:
+	return trcfile__fail(r, -EBADMSG, "damaged chunk %u of stream %u at offset %llu: %s",
+			     c->seq, c->stream_id, (unsigned long long)c->offset, why);
+}
+
+struct trcfile_cursor *trcfile_cursor_new(struct trcfile_reader *r, unsigned stream_idx)
+{
+	if (!r || stream_idx >= r->n_streams)
+		return NULL;
+	struct trcfile_cursor *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->r = r;
+	c->stream = stream_idx;
+	c->next = r->stream_chunk0[stream_idx];
+	c->end = r->stream_chunk0[stream_idx + 1];
+	return c;
+}
+
+void trcfile_cursor_free(struct trcfile_cursor *c)
+{
+	if (!c)
+		return;
+	free(c->raw);
+	free(c);
+}
+
+static int trcfile__cursor_load(struct trcfile_cursor *c, size_t idx)
+{
+	int err = trcfile__load_chunk(c->r, idx, &c->raw, &c->raw_cap);
+	if (err) {
+		c->error = err;
+		c->left = 0;
+		return err;
+	}
+	const struct trcfile__chunk_ref *ref = &c->r->chunks[idx];
+	c->cur = idx;
+	c->next = idx + 1;
+	c->p = c->raw;
+	c->pend = c->raw + ref->raw_bytes;
+	c->left = ref->count;
+	trcfile__coder_reset(&c->coder, ref->first_ts);
+	return 1;
+}
+
+int trcfile__cursor_load_next(struct trcfile_cursor *c)
+{
+	if (c->error)
+		return c->error;
+	if (c->next >= c->end)
+		return 0;
+	return trcfile__cursor_load(c, c->next);
+}
+
+int trcfile__cursor_chunk_done(struct trcfile_cursor *c)
+{
+	const struct trcfile__chunk_ref *ref = &c->r->chunks[c->cur];
+	const char *why = NULL;
+	if (c->p != c->pend)
+		why = "records end before the chunk does";
+	else if (c->coder.ts != ref->last_ts)
+		why = "last record's time disagrees with the chunk header";
+	if (!why)
+		return 0;
+	c->error = trcfile__fail(c->r, -EBADMSG, "damaged chunk %u of stream %u at offset %llu: %s",
+				 ref->seq, ref->stream_id, (unsigned long long)ref->offset, why);
+	return c->error;
+}
+
+static int trcfile__cursor_bad_record(struct trcfile_cursor *c)
+{
+	const struct trcfile__chunk_ref *ref = &c->r->chunks[c->cur];
+	c->error = trcfile__fail(c->r, -EBADMSG,
+				 "damaged chunk %u of stream %u at offset %llu: bad record at "
+				 "byte %zu",
+				 ref->seq, ref->stream_id, (unsigned long long)ref->offset,
+				 (size_t)(c->p - c->raw));
+	c->left = 0;
+	return c->error;
+}
+
+/* Decodes the next record without looking at the peek slot. 1, 0 or <0. */
+static int trcfile__cursor_decode(struct trcfile_cursor *c, struct trc_record *rec)
+{
+	if (c->error)
+		return c->error;
+	if (!c->left) {
+		int rc = trcfile__cursor_load_next(c);
+		if (rc <= 0)
+			return rc;
+	}
+	if (trcfile__decode(&c->p, c->pend, &c->coder, rec) != 0)
+		return trcfile__cursor_bad_record(c);
+	if (--c->left == 0) {
+		int err = trcfile__cursor_chunk_done(c);
+		if (err)
+			return err;
+	}
+	return 1;
+}
+
+int trcfile_cursor_next(struct trcfile_cursor *c, struct trc_record *rec)
+{
+	if (c->have_peek) {
+		c->have_peek = false;
+		*rec = c->peek;
+		return 1;
+	}
+	return trcfile__cursor_decode(c, rec);
+}
+
+int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsigned max)
+{
+	unsigned n = 0;
+	if (!max)
+		return 0;
+	if (c->have_peek) {
+		c->have_peek = false;
+		recs[n++] = c->peek;
+		/* The peeked record's strings live in the loaded chunk: stay in it. */
+		if (!c->left)
+			return (int)n;
+	}
+	if (c->error)
+		return n ? (int)n : c->error;
+	if (!c->left && !n) {
+		int rc = trcfile__cursor_load_next(c);
+		if (rc <= 0)
+			return rc;
+	}
+	/* Never cross into the next chunk: strings of the batch point into this one. */
+	while (n < max && c->left) {
+		if (trcfile__decode(&c->p, c->pend, &c->coder, &recs[n]) != 0) {
+			int err = trcfile__cursor_bad_record(c);
+			return n ? (int)n : err;
+		}
+		n++;
+		if (--c->left == 0) {
+			int err = trcfile__cursor_chunk_done(c);
+			if (err)
+				return n ? (int)n : err;
+		}
+	}
+	return (int)n;
+}
+
+int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns)
+{
+	struct trcfile_reader *r = c->r;
+	if (c->error)
+		return c->error;
+	c->have_peek = false;
+	c->left = 0;
+	size_t first = r->stream_chunk0[c->stream], end = r->stream_chunk0[c->stream + 1];
+	/* Linear over the in-memory index (not the file): correct even when a stream's chunk
+	 * times are not monotonic. */
+	size_t i = first;
+	while (i < end && r->chunks[i].last_ts < t_ns)
+		i++;
+	c->next = i;
+	for (;;) {
+		struct trc_record rec;
+		int rc = trcfile__cursor_decode(c, &rec);
+		if (rc <= 0)
+			return rc;
+		if (rec.ts_ns >= t_ns) {
+			c->peek = rec;
+			c->have_peek = true;
+			return 0;
+		}
+	}
+}

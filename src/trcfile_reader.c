@@ -1,0 +1,873 @@
+/* trcfile_reader.c - opens a trace: header, index (footer or recovery scan), metadata tables.
+ *
+ * Purpose: turn a file (path, fd or memory) into a validated in-memory index that cursors
+ * and the merge can trust, with a clear message for everything that is wrong. The file is
+ * untrusted: every length, count and offset is checked against the file size and the
+ * format's limits before it sizes an allocation or a read.
+ *
+ * How the index is found: a valid trailer at the end of the file locates the footer, whose
+ * checksum, stream table and chunk entries are checked (sizes add up, entries inside the
+ * file, not overlapping, seqs distinct, sums match the stream table). A missing trailer
+ * (recorder killed) or a footer that fails any check makes the reader scan the chunk headers
+ * from the start instead, keeping every whole chunk up to the first thing that is not one;
+ * the file is then reported as truncated (with what was recovered and ignored).
+ *
+ * Threads: a reader belongs to one thread at a time (see trcfile.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "trcfile_reader_priv.h"
+
+/* Bounds on what metadata tables may hold (hostile META streams). */
+#define TRCFILE__META_MAX_ENTRIES (8u << 20)
+#define TRCFILE__META_MAX_BYTES (256ull << 20)
+
+int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *trcfile_reader_errmsg(const struct trcfile_reader *r)
+{
+	return r ? r->errmsg : "";
+}
+
+const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err)
+{
+	if (off > r->size || len > r->size - off) {
+		*err = trcfile__fail(r, -EBADMSG, "read of %zu bytes at offset %llu is past the end "
+						  "of the file (%llu bytes)",
+				     len, (unsigned long long)off, (unsigned long long)r->size);
+		return NULL;
+	}
+	if (r->mem)
+		return r->mem + off;
+	if (len > r->io_cap) {
+		size_t cap = len < 65536 ? 65536 : len;
+		uint8_t *p = realloc(r->io_buf, cap);
+		if (!p) {
+			*err = trcfile__fail(r, -ENOMEM, "out of memory reading %zu bytes", len);
+			return NULL;
+		}
+		r->io_buf = p;
+		r->io_cap = cap;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(r->fd, r->io_buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			*err = trcfile__fail(r, -errno, "read error at offset %llu: %s",
+					     (unsigned long long)(off + done), strerror(errno));
+			return NULL;
+		}
+		if (n == 0) {
+			*err = trcfile__fail(r, -EBADMSG, "file shrank while being read (offset %llu)",
+					     (unsigned long long)(off + done));
+			return NULL;
+		}
+		done += (size_t)n;
+	}
+	return r->io_buf;
+}
+
+/* ---- header ---------------------------------------------------------------------------- */
+
+static int trcfile__parse_header(struct trcfile_reader *r)
+{
+	int err = 0;
+	if (r->size < TRCFILE__HDR_FIXED_BYTES + 4)
+		return trcfile__fail(r, -EBADMSG,
+				     "not a trc trace: %llu bytes is too small for a header",
+				     (unsigned long long)r->size);
+	const uint8_t *p = trcfile__read_at(r, 0, TRCFILE__HDR_FIXED_BYTES, &err);
+	if (!p)
+		return err;
+	if (memcmp(p, TRCFILE__MAGIC, 8) != 0)
+		return trcfile__fail(r, -EBADMSG, "not a trc trace (bad magic)");
+	uint16_t major = trcfile__get16(p + 8), minor = trcfile__get16(p + 10);
+	if (major > TRCFILE_VERSION_MAJOR)
+		return trcfile__fail(r, -EPROTONOSUPPORT,
+				     "trace format version %u.%u is newer than this reader supports "
+				     "(%u.x): use a newer trace-dump",
+				     major, minor, TRCFILE_VERSION_MAJOR);
+	if (major < 1)
+		return trcfile__fail(r, -EBADMSG, "unknown trace format version %u.%u", major,
+				     minor);
+	uint32_t mark = trcfile__get32(p + 12);
+	if (mark == 0x04030201u)
+		return trcfile__fail(r, -EBADMSG,
+				     "trace was written big-endian, which this reader does not support");
+	if (mark != TRCFILE__ENDIAN_MARK)
+		return trcfile__fail(r, -EBADMSG, "bad endianness mark 0x%08x (damaged header)",
+				     mark);
+	uint32_t hbytes = trcfile__get32(p + 16);
+	if (hbytes < TRCFILE__HDR_FIXED_BYTES + 4 || hbytes > TRCFILE__HDR_MAX_BYTES ||
+	    hbytes > r->size)
+		return trcfile__fail(r, -EBADMSG, "impossible header size %u (file has %llu bytes)",
+				     hbytes, (unsigned long long)r->size);
+	p = trcfile__read_at(r, 0, hbytes, &err);
+	if (!p)
+		return err;
+	if (trcfile__get32(p + hbytes - 4) != trcfile__crc32c(0, p, hbytes - 4))
+		return trcfile__fail(r, -EBADMSG, "header checksum mismatch (damaged header)");
+	struct trcfile_header *h = &r->hdr;
+	h->version_major = major;
+	h->version_minor = minor;
+	h->pid = trcfile__get32(p + 24);
+	h->clock_source = trcfile__get32(p + 28);
+	h->tsc_hz = trcfile__get64(p + 32);
+	h->start_mono_ns = trcfile__get64(p + 40);
+	h->start_realtime_ns = trcfile__get64(p + 48);
+	h->rss_interval_ns = trcfile__get64(p + 56);
+	h->rss_source = trcfile__get32(p + 64);
+	h->chunk_bytes = trcfile__get32(p + 68);
+	h->buffer_bytes = trcfile__get64(p + 72);
+	uint64_t cl = trcfile__get32(p + 80), hl = trcfile__get32(p + 84),
+		 tl = trcfile__get32(p + 88);
+	if (h->chunk_bytes < TRCFILE_MIN_CHUNK_BYTES || h->chunk_bytes > TRCFILE_MAX_CHUNK_BYTES)
+		return trcfile__fail(r, -EBADMSG, "impossible chunk size %u in the header",
+				     h->chunk_bytes);
+	if (cl > TRCFILE_MAX_STRING_BYTES || hl > TRCFILE_MAX_STRING_BYTES ||
+	    tl > TRCFILE_MAX_STRING_BYTES || TRCFILE__HDR_FIXED_BYTES + cl + hl + tl + 4 > hbytes)
+		return trcfile__fail(r, -EBADMSG, "header string lengths exceed the header");
+	char *s = malloc(cl + hl + tl + 3);
+	if (!s)
+		return trcfile__fail(r, -ENOMEM, "out of memory");
+	const uint8_t *src = p + TRCFILE__HDR_FIXED_BYTES;
+	memcpy(s, src, cl);
+	s[cl] = 0;
+	memcpy(s + cl + 1, src + cl, hl);
+	s[cl + 1 + hl] = 0;
+	memcpy(s + cl + hl + 2, src + cl + hl, tl);
+	s[cl + hl + 2 + tl] = 0;
+	r->hdr_strings = s;
+	h->cmdline = s;
+	h->cmdline_len = (uint32_t)cl;
+	h->host = s + cl + 1;
+	h->tool_version = s + cl + hl + 2;
+	r->header_bytes = hbytes;
+	return 0;
+}
+
+/* ---- index ----------------------------------------------------------------------------- */
+
+struct trcfile__scan_stream {
+	uint32_t id, kind, pid, tid;
+};
+
+static int trcfile__cmp_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int trcfile__cmp_ref_stream(const void *a, const void *b)
+{
+	const struct trcfile__chunk_ref *x = a, *y = b;
+	int c = trcfile__cmp_u32(x->stream_id, y->stream_id);
+	return c ? c : trcfile__cmp_u32(x->seq, y->seq);
+}
+
+static int trcfile__cmp_ref_offset(const void *a, const void *b)
+{
+	const struct trcfile__chunk_ref *x = a, *y = b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int trcfile__cmp_stream_info(const void *a, const void *b)
+{
+	const struct trcfile_stream_info *x = a, *y = b;
+	return trcfile__cmp_u32(x->id, y->id);
+}
+
+static struct trcfile_stream_info *trcfile__find_stream(struct trcfile_reader *r, uint32_t id)
+{
+	size_t lo = 0, hi = r->n_streams;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->streams[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->n_streams && r->streams[lo].id == id ? &r->streams[lo] : NULL;
+}
+
+/* Checks the fields of a chunk entry that do not need the chunk itself. NULL or why not. */
+static const char *trcfile__ref_check(const struct trcfile_reader *r,
+				      const struct trcfile__chunk_ref *c, uint64_t data_end)
+{
+	if (c->count == 0 || c->raw_bytes < 2 || c->count > c->raw_bytes / 2)
+		return "impossible record count";
+	if (c->raw_bytes > trcfile__raw_limit(r, c->count))
+		return "chunk larger than the header's chunk size allows";
+	if (c->comp_bytes == 0 || c->comp_bytes > ZSTD_compressBound(c->raw_bytes))
+		return "impossible compressed size";
+	if (c->offset < r->header_bytes || c->offset > data_end ||
+	    data_end - c->offset < (uint64_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes)
+		return "chunk outside the file's data";
+	return NULL;
+}
+
+/* Sorts the chunks, maps them to stream indexes, fills the per-stream figures and checks
+ * that seqs are distinct. Streams must be sorted by id already. */
+static int trcfile__finish_index(struct trcfile_reader *r)
+{
+	qsort(r->chunks, r->n_chunks, sizeof(*r->chunks), trcfile__cmp_ref_stream);
+	r->stream_chunk0 = calloc(r->n_streams + 1, sizeof(*r->stream_chunk0));
+	if (!r->stream_chunk0)
+		return trcfile__fail(r, -ENOMEM, "out of memory");
+	for (unsigned s = 0; s < r->n_streams; s++) {
+		struct trcfile_stream_info *si = &r->streams[s];
+		si->records = 0;
+		si->chunks = 0;
+		si->first_ts_ns = si->last_ts_ns = 0;
+		si->max_chunk_raw_bytes = 0;
+	}
+	size_t k = 0;
+	for (unsigned s = 0; s < r->n_streams; s++) {
+		struct trcfile_stream_info *si = &r->streams[s];
+		r->stream_chunk0[s] = k;
+		for (; k < r->n_chunks && r->chunks[k].stream_id == si->id; k++) {
+			struct trcfile__chunk_ref *c = &r->chunks[k];
+			if (k > r->stream_chunk0[s] && c[-1].seq == c->seq)
+				return trcfile__fail(r, -EBADMSG,
+						     "stream %u has two chunks with sequence number %u",
+						     si->id, c->seq);
+			c->stream_idx = s;
+			if (!si->chunks)
+				si->first_ts_ns = c->first_ts;
+			si->last_ts_ns = c->last_ts;
+			si->chunks++;
+			si->records += c->count;
+			if (c->raw_bytes > si->max_chunk_raw_bytes)
+				si->max_chunk_raw_bytes = c->raw_bytes;
+		}
+	}
+	r->stream_chunk0[r->n_streams] = k;
+	if (k != r->n_chunks)
+		return trcfile__fail(r, -EBADMSG, "chunk of an unknown stream in the index");
+	r->stats.chunks = r->n_chunks;
+	r->stats.records = 0;
+	for (size_t i = 0; i < r->n_chunks; i++)
+		r->stats.records += r->chunks[i].count;
+	return 0;
+}
+
+/* Reads the footer. 0 = index loaded; 1 = no usable footer (why in r->errmsg, state reset);
+ * <0 = hard error (out of memory, I/O). */
+static int trcfile__load_footer(struct trcfile_reader *r)
+{
+	int err = 0;
+	uint64_t size = r->size;
+	if (size < (uint64_t)r->header_bytes + TRCFILE__FOOTER_FIXED_BYTES + TRCFILE__TRAILER_BYTES)
+		return trcfile__fail(r, 1, "no footer");
+	const uint8_t *t = trcfile__read_at(r, size - TRCFILE__TRAILER_BYTES,
+					    TRCFILE__TRAILER_BYTES, &err);
+	if (!t)
+		return err;
+	if (memcmp(t + 24, TRCFILE__TRAILER_MAGIC, 8) != 0)
+		return trcfile__fail(r, 1, "no footer");
+	r->stats.footer_damaged = true; /* until proven otherwise */
+	if (trcfile__get32(t + 20) != trcfile__crc32c(0, t, 20))
+		return trcfile__fail(r, 1, "trailer checksum mismatch");
+	uint64_t foff = trcfile__get64(t), fbytes = trcfile__get64(t + 8);
+	uint32_t fcrc = trcfile__get32(t + 16);
+	if (foff < r->header_bytes || fbytes < TRCFILE__FOOTER_FIXED_BYTES ||
+	    foff > size - TRCFILE__TRAILER_BYTES || fbytes != size - TRCFILE__TRAILER_BYTES - foff)
+		return trcfile__fail(r, 1, "trailer points outside the file");
+	if (fbytes > SIZE_MAX / 2)
+		return trcfile__fail(r, 1, "footer too large");
+	const uint8_t *f = trcfile__read_at(r, foff, (size_t)fbytes, &err);
+	if (!f)
+		return err;
+	if (trcfile__crc32c(0, f, (size_t)fbytes) != fcrc)
+		return trcfile__fail(r, 1, "footer checksum mismatch");
+	if (trcfile__get32(f) != TRCFILE__FOOTER_MAGIC)
+		return trcfile__fail(r, 1, "bad footer magic");
+	uint64_t ns = trcfile__get32(f + 4), nc = trcfile__get64(f + 8);
+	if (nc > fbytes / TRCFILE__FOOTER_CHUNK_BYTES || ns > fbytes / TRCFILE__FOOTER_STREAM_BYTES ||
+	    TRCFILE__FOOTER_FIXED_BYTES + ns * TRCFILE__FOOTER_STREAM_BYTES +
+			    nc * TRCFILE__FOOTER_CHUNK_BYTES !=
+		    fbytes)
+		return trcfile__fail(r, 1, "footer counts do not match its size");
+	r->streams = calloc(ns ? ns : 1, sizeof(*r->streams));
+	r->chunks = calloc(nc ? nc : 1, sizeof(*r->chunks));
+	uint64_t *want_records = calloc(ns ? ns : 1, sizeof(uint64_t));
+	uint32_t *want_chunks = calloc(ns ? ns : 1, sizeof(uint32_t));
+	if (!r->streams || !r->chunks || !want_records || !want_chunks) {
+		free(want_records);
+		free(want_chunks);
+		return trcfile__fail(r, -ENOMEM, "out of memory for the index");
+	}
+	r->n_streams = (unsigned)ns;
+	r->n_chunks = (size_t)nc;
+	const uint8_t *p = f + TRCFILE__FOOTER_FIXED_BYTES;
+	const char *why = NULL;
+	for (uint64_t i = 0; i < ns && !why; i++, p += TRCFILE__FOOTER_STREAM_BYTES) {
+		struct trcfile_stream_info *si = &r->streams[i];
+		si->id = trcfile__get32(p);
+		si->kind = trcfile__get32(p + 4);
+		si->pid = trcfile__get32(p + 8);
+		si->tid = trcfile__get32(p + 12);
+		want_chunks[i] = trcfile__get32(p + 16);
+		want_records[i] = trcfile__get64(p + 24);
+		if (si->kind < TRCFILE_STREAM_THREAD || si->kind > TRCFILE_STREAM_META)
+			why = "unknown stream kind in the footer";
+		else if (i > 0 && si->id <= si[-1].id)
+			why = "footer streams not in increasing id order";
+	}
+	uint64_t data_end = foff;
+	for (uint64_t i = 0; i < nc && !why; i++, p += TRCFILE__FOOTER_CHUNK_BYTES) {
+		struct trcfile__chunk_ref *c = &r->chunks[i];
+		c->offset = trcfile__get64(p);
+		c->stream_id = trcfile__get32(p + 8);
+		c->seq = trcfile__get32(p + 12);
+		c->first_ts = trcfile__get64(p + 16);
+		c->last_ts = trcfile__get64(p + 24);
+		c->count = trcfile__get32(p + 32);
+		c->raw_bytes = trcfile__get32(p + 36);
+		c->comp_bytes = trcfile__get32(p + 40);
+		why = trcfile__ref_check(r, c, data_end);
+		if (!why && !trcfile__find_stream(r, c->stream_id))
+			why = "chunk entry of an unknown stream";
+	}
+	if (!why) {
+		/* Chunks must not overlap (each byte of data belongs to one chunk at most). */
+		qsort(r->chunks, r->n_chunks, sizeof(*r->chunks), trcfile__cmp_ref_offset);
+		for (size_t i = 1; i < r->n_chunks && !why; i++) {
+			const struct trcfile__chunk_ref *a = &r->chunks[i - 1];
+			if (a->offset + TRCFILE__CHUNK_HDR_BYTES + a->comp_bytes > r->chunks[i].offset)
+				why = "overlapping chunks in the index";
+		}
+	}
+	if (!why) {
+		int e = trcfile__finish_index(r);
+		if (e == -ENOMEM) {
+			free(want_records);
+			free(want_chunks);
+			return e;
+		}
+		if (e)
+			why = "duplicate chunk in the index";
+	}
+	for (unsigned s = 0; s < r->n_streams && !why; s++)
+		if (r->streams[s].records != want_records[s] ||
+		    r->streams[s].chunks != want_chunks[s])
+			why = "footer stream totals do not match its chunk entries";
+	free(want_records);
+	free(want_chunks);
+	if (why) {
+		free(r->streams);
+		free(r->chunks);
+		free(r->stream_chunk0);
+		r->streams = NULL;
+		r->chunks = NULL;
+		r->stream_chunk0 = NULL;
+		r->n_streams = 0;
+		r->n_chunks = 0;
+		return trcfile__fail(r, 1, "%s", why);
+	}
+	r->stats.footer_damaged = false;
+	r->stats.truncated = false;
+	r->stats.bytes_recovered = size;
+	r->stats.bytes_ignored = 0;
+	return 0;
+}
+
+/* Checks that [p, p + comp) is exactly one zstd frame with a checksum and raw content size.
+ * NULL or why not. */
+const char *trcfile__frame_check(const uint8_t *p, uint32_t comp, uint32_t raw)
+{
+	/* Frame header: magic, then the descriptor byte whose bit 2 is the content checksum
+	 * flag (RFC 8878 section 3.1.1.1.1). The stable API has no accessor for it. */
+	if (comp < 6 || trcfile__get32(p) != 0xfd2fb528u)
+		return "not a zstd frame";
+	if (!(p[4] & 0x04))
+		return "zstd frame without content checksum";
+	unsigned long long cs = ZSTD_getFrameContentSize(p, comp);
+	if (cs == ZSTD_CONTENTSIZE_ERROR || cs == ZSTD_CONTENTSIZE_UNKNOWN || cs != raw)
+		return "zstd frame content size disagrees with the chunk header";
+	size_t fs = ZSTD_findFrameCompressedSize(p, comp);
+	if (ZSTD_isError(fs) || fs != comp)
+		return "zstd frame size disagrees with the chunk header";
+	return NULL;
+}
+
+/* Recovery: walks the chunk headers from the start and keeps every whole chunk. */
+static int trcfile__scan(struct trcfile_reader *r)
+{
+	int err = 0;
+	uint64_t off = r->header_bytes, size = r->size;
+	size_t cap_chunks = 0, cap_streams = 0;
+	const char *stop = NULL;
+	char stop_buf[160];
+	struct trcfile__map ids; /* stream id -> index in r->streams */
+	trcfile__map_init(&ids, SIZE_MAX);
+	r->stats.truncated = true;
+	while (!stop) {
+		if (off == size) {
+			stop = "end of file";
+			break;
+		}
+		if (size - off < TRCFILE__CHUNK_HDR_BYTES) {
+			stop = "partial chunk header at the end";
+			break;
+		}
+		const uint8_t *p = trcfile__read_at(r, off, TRCFILE__CHUNK_HDR_BYTES, &err);
+		if (!p) {
+			trcfile__map_destroy(&ids);
+			return err;
+		}
+		if (trcfile__get32(p) == TRCFILE__FOOTER_MAGIC) {
+			stop = "damaged footer";
+			break;
+		}
+		struct trcfile__chunk_hdr h;
+		const char *why = NULL;
+		if (trcfile__chunk_hdr_get(p, &h, &why) != 0) {
+			snprintf(stop_buf, sizeof(stop_buf), "%s at offset %llu", why,
+				 (unsigned long long)off);
+			stop = stop_buf;
+			break;
+		}
+		struct trcfile__chunk_ref c = {.offset = off,
+					       .first_ts = h.first_ts,
+					       .last_ts = h.last_ts,
+					       .stream_id = h.stream_id,
+					       .seq = h.seq,
+					       .count = h.count,
+					       .raw_bytes = h.raw_bytes,
+					       .comp_bytes = h.comp_bytes};
+		if (size - off < (uint64_t)TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes) {
+			stop = "partial chunk at the end";
+			break;
+		}
+		why = trcfile__ref_check(r, &c, size);
+		if (!why) {
+			p = trcfile__read_at(r, off + TRCFILE__CHUNK_HDR_BYTES, h.comp_bytes, &err);
+			if (!p) {
+				trcfile__map_destroy(&ids);
+				return err;
+			}
+			why = trcfile__frame_check(p, h.comp_bytes, h.raw_bytes);
+		}
+		struct trcfile_stream_info *si = NULL;
+		const uint64_t *sidx = trcfile__map_get(&ids, h.stream_id);
+		if (sidx)
+			si = &r->streams[*sidx];
+		if (!why && si && (si->kind != h.kind || si->pid != h.pid || si->tid != h.tid))
+			why = "stream kind/pid/tid differ between chunks";
+		if (why) {
+			snprintf(stop_buf, sizeof(stop_buf), "%s at offset %llu", why,
+				 (unsigned long long)off);
+			stop = stop_buf;
+			break;
+		}
+		if (!si) {
+			if (r->n_streams == cap_streams) {
+				size_t cap = cap_streams ? 2 * cap_streams : 16;
+				void *np = realloc(r->streams, cap * sizeof(*r->streams));
+				if (!np) {
+					trcfile__map_destroy(&ids);
+					return trcfile__fail(r, -ENOMEM, "out of memory");
+				}
+				r->streams = np;
+				cap_streams = cap;
+			}
+			if (trcfile__map_put(&ids, h.stream_id, r->n_streams, NULL, NULL) != 0) {
+				trcfile__map_destroy(&ids);
+				return trcfile__fail(r, -ENOMEM, "out of memory");
+			}
+			si = &r->streams[r->n_streams++];
+			memset(si, 0, sizeof(*si));
+			si->id = h.stream_id;
+			si->kind = h.kind;
+			si->pid = h.pid;
+			si->tid = h.tid;
+		}
+		if (r->n_chunks == cap_chunks) {
+			size_t cap = cap_chunks ? 2 * cap_chunks : 64;
+			void *np = realloc(r->chunks, cap * sizeof(*r->chunks));
+			if (!np) {
+				trcfile__map_destroy(&ids);
+				return trcfile__fail(r, -ENOMEM, "out of memory");
+			}
+			r->chunks = np;
+			cap_chunks = cap;
+		}
+		r->chunks[r->n_chunks++] = c;
+		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
+	}
+	trcfile__map_destroy(&ids);
+	r->stats.bytes_recovered = off;
+	r->stats.bytes_ignored = size - off;
+	if (r->n_streams)
+		qsort(r->streams, r->n_streams, sizeof(*r->streams), trcfile__cmp_stream_info);
+	/* Two chunks with one (stream, seq) cannot come from one writer: stop trusting the
+	 * scan there would be arbitrary, so this is an error. */
+	return trcfile__finish_index(r);
+}
+
+/* ---- metadata -------------------------------------------------------------------------- */
+
+static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map,
+			      struct trcfile__string **arr, size_t *n, size_t *cap, uint64_t key,
+			      uint32_t a, uint32_t b, const char *str, uint32_t len)
+{
+	if (r->meta_bytes + len + 1 > TRCFILE__META_MAX_BYTES)
+		return trcfile__fail(r, -EFBIG, "metadata tables exceed %llu MiB",
+				     TRCFILE__META_MAX_BYTES >> 20);
+	char *copy = malloc((size_t)len + 1);
+	if (!copy)
+		return trcfile__fail(r, -ENOMEM, "out of memory");
+	if (len)
+		memcpy(copy, str, len);
+	copy[len] = 0;
+	uint64_t *slot = trcfile__map_get(map, key);
+	if (slot) {
+		struct trcfile__string *e = &(*arr)[*slot];
+		r->meta_bytes -= e->len + 1;
+		free(e->str);
+		e->str = copy;
+		e->len = len;
+		e->a = a;
+		e->b = b;
+		r->meta_bytes += len + 1;
+		return 0;
+	}
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		void *p = realloc(*arr, nc * sizeof(**arr));
+		if (!p) {
+			free(copy);
+			return trcfile__fail(r, -ENOMEM, "out of memory");
+		}
+		*arr = p;
+		*cap = nc;
+	}
+	int err = trcfile__map_put(map, key, *n, NULL, NULL);
+	if (err) {
+		free(copy);
+		return trcfile__fail(r, err == -ENOSPC ? -EFBIG : err,
+				     "metadata tables exceed %u entries", TRCFILE__META_MAX_ENTRIES);
+	}
+	(*arr)[*n] = (struct trcfile__string){copy, len, a, b};
+	(*n)++;
+	r->meta_bytes += len + 1;
+	return 0;
+}
+
+static int trcfile__module_add(struct trcfile_reader *r, const struct trc_record *rec)
+{
+	if (r->n_modules >= TRCFILE__META_MAX_ENTRIES ||
+	    r->meta_bytes + rec->module.path_len + 1 > TRCFILE__META_MAX_BYTES)
+		return trcfile__fail(r, -EFBIG, "too many module records");
+	if (r->n_modules == r->cap_modules) {
+		size_t nc = r->cap_modules ? 2 * r->cap_modules : 16;
+		void *p = realloc(r->modules, nc * sizeof(*r->modules));
+		if (!p)
+			return trcfile__fail(r, -ENOMEM, "out of memory");
+		r->modules = p;
+		r->cap_modules = nc;
+	}
+	char *copy = malloc((size_t)rec->module.path_len + 1);
+	if (!copy)
+		return trcfile__fail(r, -ENOMEM, "out of memory");
+	if (rec->module.path_len)
+		memcpy(copy, rec->module.path, rec->module.path_len);
+	copy[rec->module.path_len] = 0;
+	r->modules[r->n_modules++] = (struct trcfile_module){
+		.pid = rec->module.pid,
+		.start = rec->module.start,
+		.end = rec->module.end,
+		.offset = rec->module.offset,
+		.path = copy,
+		.path_len = rec->module.path_len,
+	};
+	r->meta_bytes += rec->module.path_len + 1;
+	return 0;
+}
+
+static int trcfile__cmp_module(const void *a, const void *b)
+{
+	const struct trcfile_module *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int trcfile__load_meta(struct trcfile_reader *r)
+{
+	for (unsigned s = 0; s < r->n_streams; s++) {
+		if (r->streams[s].kind != TRCFILE_STREAM_META)
+			continue;
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		if (!c)
+			return trcfile__fail(r, -ENOMEM, "out of memory");
+		struct trc_record rec;
+		int rc, err = 0;
+		while (!err && (rc = trcfile_cursor_next(c, &rec)) == 1) {
+			switch (rec.type) {
+			case TRC_REC_NAME:
+				err = trcfile__table_put(r, &r->name_map, &r->names, &r->n_names,
+							 &r->cap_names, rec.name.id, rec.name.id, 0,
+							 rec.name.str, rec.name.len);
+				break;
+			case TRC_REC_THREAD:
+				err = trcfile__table_put(
+					r, &r->thread_map, &r->threads, &r->n_threads,
+					&r->cap_threads,
+					(uint64_t)rec.thread.pid << 32 | rec.thread.tid,
+					rec.thread.pid, rec.thread.tid, rec.thread.name,
+					rec.thread.name_len);
+				break;
+			case TRC_REC_PROCESS:
+				err = trcfile__table_put(r, &r->proc_map, &r->procs, &r->n_procs,
+							 &r->cap_procs, rec.process.pid,
+							 rec.process.pid, rec.process.ppid,
+							 rec.process.cmdline, rec.process.cmdline_len);
+				break;
+			case TRC_REC_MODULE:
+				err = trcfile__module_add(r, &rec);
+				break;
+			}
+		}
+		trcfile_cursor_free(c);
+		if (err)
+			return err;
+		if (rc < 0)
+			return rc;
+	}
+	if (r->n_modules)
+		qsort(r->modules, r->n_modules, sizeof(*r->modules), trcfile__cmp_module);
+	return 0;
+}
+
+/* ---- open / close ---------------------------------------------------------------------- */
+
+static struct trcfile_reader *trcfile__reader_new(void)
+{
+	struct trcfile_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	trcfile__map_init(&r->name_map, TRCFILE__META_MAX_ENTRIES);
+	trcfile__map_init(&r->thread_map, TRCFILE__META_MAX_ENTRIES);
+	trcfile__map_init(&r->proc_map, TRCFILE__META_MAX_ENTRIES);
+	return r;
+}
+
+static int trcfile__reader_load(struct trcfile_reader *r)
+{
+	r->stats.file_bytes = r->size;
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx)
+		return trcfile__fail(r, -ENOMEM, "out of memory");
+	int err = trcfile__parse_header(r);
+	if (err)
+		return err;
+	err = trcfile__load_footer(r);
+	if (err < 0)
+		return err;
+	if (err == 1) {
+		err = trcfile__scan(r);
+		if (err)
+			return err;
+	}
+	r->errmsg[0] = 0;
+	return trcfile__load_meta(r);
+}
+
+static int trcfile__open_finish(struct trcfile_reader *r, struct trcfile_reader **out, char *msg,
+				size_t msg_len)
+{
+	int err = trcfile__reader_load(r);
+	if (err) {
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s", r->errmsg);
+		trcfile_reader_close(r);
+		*out = NULL;
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+int trcfile_reader_open_fd(int fd, struct trcfile_reader **out, char *msg, size_t msg_len)
+{
+	struct stat st;
+	*out = NULL;
+	if (fstat(fd, &st) != 0) {
+		int e = -errno;
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s", strerror(errno));
+		return e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "not a regular file");
+		return -EINVAL;
+	}
+	struct trcfile_reader *r = trcfile__reader_new();
+	if (!r)
+		return -ENOMEM;
+	r->fd = fd;
+	r->size = (uint64_t)st.st_size;
+	return trcfile__open_finish(r, out, msg, msg_len);
+}
+
+int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg, size_t msg_len)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = -errno;
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
+		return e;
+	}
+	int err = trcfile_reader_open_fd(fd, out, msg, msg_len);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	(*out)->own_fd = true;
+	return 0;
+}
+
+int trcfile_reader_open_mem(const void *buf, size_t len, struct trcfile_reader **out, char *msg,
+			    size_t msg_len)
+{
+	*out = NULL;
+	struct trcfile_reader *r = trcfile__reader_new();
+	if (!r)
+		return -ENOMEM;
+	static const uint8_t empty[1];
+	r->mem = buf ? buf : empty;
+	r->size = buf ? len : 0;
+	return trcfile__open_finish(r, out, msg, msg_len);
+}
+
+static void trcfile__strings_free(struct trcfile__string *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(a[i].str);
+	free(a);
+}
+
+void trcfile_reader_close(struct trcfile_reader *r)
+{
+	if (!r)
+		return;
+	if (r->own_fd)
+		close(r->fd);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->io_buf);
+	free(r->hdr_strings);
+	free(r->streams);
+	free(r->chunks);
+	free(r->stream_chunk0);
+	trcfile__map_destroy(&r->name_map);
+	trcfile__map_destroy(&r->thread_map);
+	trcfile__map_destroy(&r->proc_map);
+	trcfile__strings_free(r->names, r->n_names);
+	trcfile__strings_free(r->threads, r->n_threads);
+	trcfile__strings_free(r->procs, r->n_procs);
+	for (size_t i = 0; i < r->n_modules; i++)
+		free((char *)r->modules[i].path);
+	free(r->modules);
+	free(r);
+}
+
+/* ---- accessors ------------------------------------------------------------------------- */
+
+const struct trcfile_header *trcfile_reader_header(const struct trcfile_reader *r)
+{
+	return &r->hdr;
+}
+
+void trcfile_reader_get_stats(const struct trcfile_reader *r, struct trcfile_reader_stats *st)
+{
+	*st = r->stats;
+}
+
+bool trcfile_reader_truncated(const struct trcfile_reader *r)
+{
+	return r->stats.truncated;
+}
+
+unsigned trcfile_reader_stream_count(const struct trcfile_reader *r)
+{
+	return r->n_streams;
+}
+
+const struct trcfile_stream_info *trcfile_reader_stream(const struct trcfile_reader *r,
+							unsigned idx)
+{
+	return idx < r->n_streams ? &r->streams[idx] : NULL;
+}
+
+const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uint32_t *len)
+{
+	const uint64_t *i = trcfile__map_get(&r->name_map, id);
+	if (!i)
+		return NULL;
+	if (len)
+		*len = r->names[*i].len;
+	return r->names[*i].str;
+}
+
+const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t pid, uint32_t tid,
+				       uint32_t *len)
+{
+	const uint64_t *i = trcfile__map_get(&r->thread_map, (uint64_t)pid << 32 | tid);
+	if (!i)
+		return NULL;
+	if (len)
+		*len = r->threads[*i].len;
+	return r->threads[*i].str;
+}
+
+const char *trcfile_reader_process_cmdline(const struct trcfile_reader *r, uint32_t pid,
+					   uint32_t *len)
+{
+	const uint64_t *i = trcfile__map_get(&r->proc_map, pid);
+	if (!i)
+		return NULL;
+	if (len)
+		*len = r->procs[*i].len;
+	return r->procs[*i].str;
+}
+
+const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *r, uint32_t pid,
+						   uint64_t addr)
+{
+	/* Last module of pid starting at or below addr. */
+	size_t lo = 0, hi = r->n_modules;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct trcfile_module *m = &r->modules[mid];
+		if (m->pid < pid || (m->pid == pid && m->start <= addr))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct trcfile_module *m = &r->modules[lo - 1];
+	return m->pid == pid && addr >= m->start && addr < m->end ? m : NULL;
+}

@@ -1,0 +1,153 @@
+/* trcfile_reader_priv.h - private to src/trcfile_*.c: the reader's state and a u64 hash map.
+ *
+ * Purpose: what the reader (trcfile_reader.c), the cursors (trcfile_cursor.c), the merge
+ * (trcfile_merge.c) and the summary (trcfile_summary.c) share. Nothing here is API.
+ *
+ * Threads: a reader and everything made from it belong to one thread at a time, which is why
+ * the cursors can share the reader's ZSTD_DCtx and read buffer.
+ *
+ * Invariants (established by trcfile_reader_open, relied on everywhere else):
+ * - chunks[] is sorted by (stream index, seq), seqs of a stream are distinct, and
+ *   stream_chunk0[s] .. stream_chunk0[s + 1] are stream s's chunks.
+ * - every chunk_ref lies inside the file (header and frame), has count >= 1, raw_bytes within
+ *   the format's limits (trcfile__raw_limit) and comp_bytes <= ZSTD_compressBound(raw_bytes).
+ */
+#ifndef TRC_TRCFILE_READER_PRIV_H
+#define TRC_TRCFILE_READER_PRIV_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trcfile.h"
+#include "trcfile_codec.h"
+
+/* ---- u64 -> u64 open-addressing map (linear probing, backward-shift deletion) ------------- */
+
+struct trcfile__map {
+	uint64_t *keys;
+	uint64_t *vals;
+	uint8_t *used;
+	size_t cap; /* power of two, 0 before the first put */
+	size_t n;
+	size_t max_n; /* puts beyond this fail with -ENOSPC */
+};
+
+void trcfile__map_init(struct trcfile__map *m, size_t max_n);
+void trcfile__map_destroy(struct trcfile__map *m);
+/* Inserts or replaces. 0, -ENOSPC (max_n reached) or -ENOMEM. *old (may be NULL) receives
+ * the replaced value and *had whether there was one. */
+int trcfile__map_put(struct trcfile__map *m, uint64_t key, uint64_t val, uint64_t *old,
+		     bool *had);
+/* Pointer to the value, or NULL. Valid until the next put/del. */
+uint64_t *trcfile__map_get(const struct trcfile__map *m, uint64_t key);
+bool trcfile__map_del(struct trcfile__map *m, uint64_t key, uint64_t *val);
+
+static inline size_t trcfile__map_hash(uint64_t key, size_t cap)
+{
+	key ^= key >> 29;
+	key *= 0xbf58476d1ce4e5b9ull;
+	key ^= key >> 32;
+	return (size_t)key & (cap - 1);
+}
+
+/* ---- reader ------------------------------------------------------------------------- */
+
+struct trcfile__chunk_ref {
+	uint64_t offset; /* of the chunk header */
+	uint64_t first_ts, last_ts;
+	uint32_t stream_id, seq, count, raw_bytes, comp_bytes;
+	uint32_t stream_idx;
+};
+
+struct trcfile__string {
+	char *str; /* NUL-terminated copy */
+	uint32_t len;
+	uint32_t a, b; /* pid/tid for threads, pid for processes, id for names */
+};
+
+struct trcfile_reader {
+	int fd; /* -1 for memory */
+	bool own_fd;
+	const uint8_t *mem;
+	uint64_t size;
+
+	struct trcfile_header hdr;
+	char *hdr_strings;
+	uint32_t header_bytes;
+
+	struct trcfile_stream_info *streams;
+	unsigned n_streams;
+	struct trcfile__chunk_ref *chunks;
+	size_t n_chunks;
+	size_t *stream_chunk0; /* n_streams + 1 entries */
+
+	struct trcfile_reader_stats stats;
+
+	/* shared by every cursor of this reader (one thread at a time) */
+	void *dctx; /* ZSTD_DCtx */
+	uint8_t *io_buf;
+	size_t io_cap;
+
+	/* metadata */
+	struct trcfile__map name_map, thread_map, proc_map; /* key -> index in the arrays */
+	struct trcfile__string *names, *threads, *procs;
+	size_t n_names, n_threads, n_procs, cap_names, cap_threads, cap_procs;
+	struct trcfile_module *modules;
+	size_t n_modules, cap_modules;
+	uint64_t meta_bytes;
+
+	char errmsg[512];
+};
+
+/* Largest raw chunk the format allows for a chunk of `count` records in this file. */
+static inline uint64_t trcfile__raw_limit(const struct trcfile_reader *r, uint32_t count)
+{
+	uint64_t lim = (uint64_t)r->hdr.chunk_bytes + TRCFILE__FIXED_MAX_BYTES;
+	/* A record larger than a chunk gets a chunk of its own. */
+	if (count == 1 && lim < TRCFILE_MAX_RECORD_BYTES)
+		lim = TRCFILE_MAX_RECORD_BYTES;
+	return lim;
+}
+
+/* Sets the reader's message (printf format); returns err for tail calls. */
+int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Pointer to [off, off + len) of the file: into memory, or read into the reader's buffer
+ * (valid until the next call). NULL with the message set on a short read / I/O error / OOM;
+ * *err receives -errno. */
+const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err);
+
+/* Checks that [p, p + comp) is exactly one zstd frame with a content checksum and a content
+ * size of raw. NULL or why not. */
+const char *trcfile__frame_check(const uint8_t *p, uint32_t comp, uint32_t raw);
+
+/* Loads chunk `idx` into *buf (grown as needed; *cap its size), checking its header against
+ * the index and its frame (one frame, content size, checksum). 0 or -EBADMSG/-ENOMEM/-EIO
+ * with the message set. */
+int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, size_t *cap);
+
+/* Internal cursor state, visible so the summary can run its own loop over the raw bytes. */
+struct trcfile_cursor {
+	struct trcfile_reader *r;
+	unsigned stream;
+	size_t next, end; /* next chunk to load, one past the stream's last */
+	size_t cur;       /* chunk being decoded (valid when left or loaded) */
+	uint8_t *raw;
+	size_t raw_cap;
+	const uint8_t *p, *pend;
+	uint32_t left; /* records not yet decoded in the loaded chunk */
+	struct trcfile__coder coder;
+	bool have_peek;
+	struct trc_record peek;
+	int error;
+};
+
+/* Loads the cursor's next chunk. 1 loaded, 0 no more chunks, <0 error (sticky). */
+int trcfile__cursor_load_next(struct trcfile_cursor *c);
+/* Checks the end of a fully decoded chunk (bytes used up, last time). 0 or -EBADMSG. */
+int trcfile__cursor_chunk_done(struct trcfile_cursor *c);
+
+#endif /* TRC_TRCFILE_READER_PRIV_H */

@@ -1,0 +1,658 @@
+/* trcfile_writer.c - writes a trace file: header, chunks through a compression pipeline, footer.
+ *
+ * Purpose: take records per stream from the recorder's threads and turn them into the file
+ * of src/FORMAT.md without ever compressing or writing on the appending thread.
+ *
+ * Pipeline:
+ *   appending thread (one per stream)  encodes records into the stream's open chunk
+ *        | full chunk  -> compress queue (cds_wfcq, many producers, many consumers)
+ *   compressor threads (N)             one reused ZSTD_CCtx each; header + one zstd frame
+ *        | done chunk  -> write queue (cds_wfcq, many producers, one consumer)
+ *   writer thread (1)                  writes in completion order, keeps the index
+ * Chunks are self-contained (stream id and sequence number in their header), so file order
+ * = completion order is fine: the reader orders a stream's chunks by sequence number.
+ *
+ * Wake-ups: each queue has a counting semaphore posted once per enqueued node (and once per
+ * consumer thread at shutdown), so consumers sleep when idle and never spin.
+ * Back-pressure: the `slots` semaphore starts at max_chunks_in_flight; submitting a chunk
+ * takes a slot (blocking when none is left) and the writer thread gives it back once the
+ * chunk is on disk, so at most that many chunks wait in the pipeline.
+ *
+ * Concurrency (see also the table in trcfile.h):
+ *   - stream list: mutex `lock` (stream_open, close).
+ *   - a stream's open chunk and coder: its one appending thread only.
+ *   - chunk pool: mutex `pool_lock` (once per chunk, never per record).
+ *   - index, file offset: writer thread only until it is joined, then close.
+ *   - error: atomic, first error wins (compare-exchange from 0); bytes_written: relaxed
+ *     atomic, accounting only.
+ *
+ * Errors: a failed write (ENOSPC, EIO...) becomes the sticky error. The writer thread then
+ * cuts the file back to the end of the last whole chunk and writes nothing more, so every
+ * chunk already written stays readable (the reader finds no footer and reports the file as
+ * truncated). Chunks still in the pipeline are dropped, appends return the error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <urcu/wfcqueue.h>
+#include <zstd.h>
+
+#include "trcfile_codec.h"
+
+#define TRCFILE__DEFAULT_LEVEL 3
+#define TRCFILE__MAX_THREADS 64u
+
+struct trcfile__wchunk {
+	struct cds_wfcq_node node;
+	struct trcfile__chunk_hdr hdr;
+	uint8_t *raw;
+	size_t raw_len, raw_cap;
+	uint8_t *out; /* chunk header + frame, filled by a compressor */
+	size_t out_len, out_cap;
+	struct trcfile__wchunk *next_free;
+};
+
+struct trcfile__index_entry {
+	uint64_t offset;
+	struct trcfile__chunk_hdr hdr;
+};
+
+struct trcfile_stream {
+	struct trcfile_writer *w;
+	uint32_t id, kind, pid, tid;
+	uint32_t seq;      /* next chunk's sequence number */
+	uint32_t chunks;   /* chunks submitted */
+	uint64_t records;  /* records appended */
+	struct trcfile__wchunk *cur;
+	struct trcfile__coder coder;
+};
+
+struct trcfile_writer {
+	int fd;
+	uint32_t chunk_bytes;
+	int zstd_level;
+	unsigned n_compress;
+	uint32_t flags;
+
+	pthread_mutex_t lock; /* streams, closing */
+	struct trcfile_stream **streams;
+	uint32_t n_streams, cap_streams;
+	bool closing;
+
+	pthread_mutex_t pool_lock;
+	struct trcfile__wchunk *pool;
+
+	struct cds_wfcq_head cq_head; /* to compress */
+	struct cds_wfcq_tail cq_tail;
+	sem_t cq_sem;
+	struct cds_wfcq_head wq_head; /* to write */
+	struct cds_wfcq_tail wq_tail;
+	sem_t wq_sem;
+	sem_t slots;
+	atomic_bool stop_compress, stop_write;
+
+	pthread_t compress_tids[TRCFILE__MAX_THREADS];
+	unsigned compress_started;
+	pthread_t writer_tid;
+	bool writer_started;
+
+	/* writer thread only (then close) */
+	uint64_t offset;
+	struct trcfile__index_entry *index;
+	size_t n_index, cap_index;
+
+	_Atomic int error;
+	_Atomic uint64_t bytes_written;
+};
+
+static void trcfile__set_error(struct trcfile_writer *w, int err)
+{
+	int expected = 0;
+	/* Relaxed is enough: the error is a flag, no data is published through it. */
+	atomic_compare_exchange_strong_explicit(&w->error, &expected, err, memory_order_relaxed,
+						memory_order_relaxed);
+}
+
+int trcfile_writer_error(const struct trcfile_writer *w)
+{
+	return atomic_load_explicit(&((struct trcfile_writer *)w)->error, memory_order_relaxed);
+}
+
+uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w)
+{
+	return atomic_load_explicit(&((struct trcfile_writer *)w)->bytes_written,
+				    memory_order_relaxed);
+}
+
+static void trcfile__sem_wait(sem_t *s)
+{
+	while (sem_wait(s) != 0 && errno == EINTR)
+		;
+}
+
+/* Writes all of buf at off. 0 or -errno (a zero-byte write counts as -EIO). */
+static int trcfile__pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* ---- chunk pool ----------------------------------------------------------------------- */
+
+static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size_t need)
+{
+	struct trcfile__wchunk *c;
+	pthread_mutex_lock(&w->pool_lock);
+	c = w->pool;
+	if (c)
+		w->pool = c->next_free;
+	pthread_mutex_unlock(&w->pool_lock);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+	}
+	size_t want = (size_t)w->chunk_bytes + TRCFILE__FIXED_MAX_BYTES;
+	if (need > want)
+		want = need;
+	if (c->raw_cap < want) {
+		uint8_t *raw = realloc(c->raw, want);
+		if (!raw) {
+			free(c->out);
+			free(c->raw);
+			free(c);
+			return NULL;
+		}
+		c->raw = raw;
+		c->raw_cap = want;
+	}
+	cds_wfcq_node_init(&c->node);
+	c->raw_len = 0;
+	c->out_len = 0;
+	memset(&c->hdr, 0, sizeof(c->hdr));
+	return c;
+}
+
+static void trcfile__chunk_free(struct trcfile__wchunk *c)
+{
+	if (!c)
+		return;
+	free(c->raw);
+	free(c->out);
+	free(c);
+}
+
+static void trcfile__chunk_put(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	/* A chunk grown for one huge record goes back to normal size. */
+	if (c->raw_cap > 2 * ((size_t)w->chunk_bytes + TRCFILE__FIXED_MAX_BYTES)) {
+		trcfile__chunk_free(c);
+		return;
+	}
+	pthread_mutex_lock(&w->pool_lock);
+	c->next_free = w->pool;
+	w->pool = c;
+	pthread_mutex_unlock(&w->pool_lock);
+}
+
+/* ---- pipeline threads ----------------------------------------------------------------- */
+
+static int trcfile__compress(struct trcfile_writer *w, ZSTD_CCtx *cctx, struct trcfile__wchunk *c)
+{
+	size_t bound = ZSTD_compressBound(c->raw_len) + TRCFILE__CHUNK_HDR_BYTES;
+	if (c->out_cap < bound) {
+		uint8_t *out = realloc(c->out, bound);
+		if (!out)
+			return -ENOMEM;
+		c->out = out;
+		c->out_cap = bound;
+	}
+	size_t n = ZSTD_compress2(cctx, c->out + TRCFILE__CHUNK_HDR_BYTES,
+				  c->out_cap - TRCFILE__CHUNK_HDR_BYTES, c->raw, c->raw_len);
+	if (ZSTD_isError(n))
+		return -EIO;
+	if (n > UINT32_MAX)
+		return -EFBIG;
+	c->hdr.raw_bytes = (uint32_t)c->raw_len;
+	c->hdr.comp_bytes = (uint32_t)n;
+	trcfile__chunk_hdr_put(c->out, &c->hdr);
+	c->out_len = TRCFILE__CHUNK_HDR_BYTES + n;
+	return 0;
+}
+
+static void *trcfile__compress_main(void *arg)
+{
+	struct trcfile_writer *w = arg;
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	if (cctx) {
+		ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, w->zstd_level);
+		ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+		ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+	} else {
+		trcfile__set_error(w, -ENOMEM);
+	}
+	for (;;) {
+		trcfile__sem_wait(&w->cq_sem);
+		struct cds_wfcq_node *n = cds_wfcq_dequeue_blocking(&w->cq_head, &w->cq_tail);
+		if (!n) {
+			if (atomic_load_explicit(&w->stop_compress, memory_order_acquire))
+				break;
+			continue;
+		}
+		struct trcfile__wchunk *c = caa_container_of(n, struct trcfile__wchunk, node);
+		c->out_len = 0;
+		if (cctx && !trcfile_writer_error(w)) {
+			int err = trcfile__compress(w, cctx, c);
+			if (err) {
+				trcfile__set_error(w, err);
+				c->out_len = 0;
+			}
+		}
+		/* Even a chunk that will not be written goes to the writer thread, which gives
+		 * its slot back. */
+		cds_wfcq_node_init(&c->node);
+		cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+		sem_post(&w->wq_sem);
+	}
+	ZSTD_freeCCtx(cctx);
+	return NULL;
+}
+
+static int trcfile__index_add(struct trcfile_writer *w, uint64_t off,
+			      const struct trcfile__chunk_hdr *h)
+{
+	if (w->n_index == w->cap_index) {
+		size_t cap = w->cap_index ? 2 * w->cap_index : 256;
+		void *p = realloc(w->index, cap * sizeof(*w->index));
+		if (!p)
+			return -ENOMEM;
+		w->index = p;
+		w->cap_index = cap;
+	}
+	w->index[w->n_index].offset = off;
+	w->index[w->n_index].hdr = *h;
+	w->n_index++;
+	return 0;
+}
+
+static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	if (!c->out_len || trcfile_writer_error(w))
+		return;
+	int err = trcfile__index_add(w, w->offset, &c->hdr);
+	if (!err)
+		err = trcfile__pwrite_all(w->fd, c->out, c->out_len, w->offset);
+	if (err) {
+		if (w->n_index && w->index[w->n_index - 1].offset == w->offset)
+			w->n_index--;
+		trcfile__set_error(w, err);
+		/* Cut a partial chunk off so the file ends on a whole one (best effort: a
+		 * reader also stops at a partial chunk on its own). */
+		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
+			/* nothing more to do: the error is already recorded */
+		}
+		return;
+	}
+	w->offset += c->out_len;
+	atomic_fetch_add_explicit(&w->bytes_written, c->out_len, memory_order_relaxed);
+}
+
+static void *trcfile__writer_main(void *arg)
+{
+	struct trcfile_writer *w = arg;
+	for (;;) {
+		trcfile__sem_wait(&w->wq_sem);
+		/* One consumer: the unlocked dequeue is enough (wfcqueue table, [3] alone). */
+		struct cds_wfcq_node *n = __cds_wfcq_dequeue_blocking(&w->wq_head, &w->wq_tail);
+		if (!n) {
+			if (atomic_load_explicit(&w->stop_write, memory_order_acquire))
+				break;
+			continue;
+		}
+		struct trcfile__wchunk *c = caa_container_of(n, struct trcfile__wchunk, node);
+		trcfile__write_chunk(w, c);
+		trcfile__chunk_put(w, c);
+		sem_post(&w->slots);
+	}
+	return NULL;
+}
+
+/* ---- streams ------------------------------------------------------------------------- */
+
+struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trcfile_stream_kind k,
+					   uint32_t pid, uint32_t tid)
+{
+	if (!w || k < TRCFILE_STREAM_THREAD || k > TRCFILE_STREAM_META)
+		return NULL;
+	struct trcfile_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->w = w;
+	s->kind = k;
+	s->pid = pid;
+	s->tid = tid;
+	pthread_mutex_lock(&w->lock);
+	if (w->closing || w->n_streams == UINT32_MAX) {
+		pthread_mutex_unlock(&w->lock);
+		free(s);
+		return NULL;
+	}
+	if (w->n_streams == w->cap_streams) {
+		uint32_t cap = w->cap_streams ? 2 * w->cap_streams : 16;
+		void *p = realloc(w->streams, cap * sizeof(*w->streams));
+		if (!p) {
+			pthread_mutex_unlock(&w->lock);
+			free(s);
+			return NULL;
+		}
+		w->streams = p;
+		w->cap_streams = cap;
+	}
+	s->id = w->n_streams;
+	w->streams[w->n_streams++] = s;
+	pthread_mutex_unlock(&w->lock);
+	return s;
+}
+
+uint32_t trcfile_stream_id(const struct trcfile_stream *s)
+{
+	return s->id;
+}
+
+/* Sends the open chunk down the pipeline (blocks for a slot: back-pressure). */
+static int trcfile__submit(struct trcfile_stream *s)
+{
+	struct trcfile_writer *w = s->w;
+	struct trcfile__wchunk *c = s->cur;
+	if (!c)
+		return trcfile_writer_error(w);
+	s->cur = NULL;
+	c->hdr.last_ts = s->coder.ts;
+	trcfile__sem_wait(&w->slots);
+	cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
+	sem_post(&w->cq_sem);
+	s->chunks++;
+	return trcfile_writer_error(w);
+}
+
+int trcfile_stream_flush(struct trcfile_stream *s)
+{
+	if (!s)
+		return -EINVAL;
+	return trcfile__submit(s);
+}
+
+int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
+{
+	struct trcfile_writer *w = s->w;
+	int err = trcfile_writer_error(w);
+	if (trcfile__unlikely(err))
+		return err;
+	long need = trcfile__record_max_bytes(r);
+	if (need < 0)
+		return (int)need;
+	struct trcfile__wchunk *c = s->cur;
+	if (c && (c->raw_len + (size_t)need > c->raw_cap || c->hdr.count == UINT32_MAX)) {
+		err = trcfile__submit(s);
+		if (err)
+			return err;
+		c = NULL;
+	}
+	if (!c) {
+		c = trcfile__chunk_get(w, (size_t)need);
+		if (!c)
+			return -ENOMEM;
+		c->hdr.stream_id = s->id;
+		c->hdr.seq = s->seq++;
+		c->hdr.kind = s->kind;
+		c->hdr.pid = s->pid;
+		c->hdr.tid = s->tid;
+		c->hdr.first_ts = r->ts_ns;
+		trcfile__coder_reset(&s->coder, r->ts_ns);
+		s->cur = c;
+	}
+	uint8_t *end = trcfile__encode(c->raw + c->raw_len, r, &s->coder);
+	c->raw_len = (size_t)(end - c->raw);
+	c->hdr.count++;
+	s->records++;
+	if (c->raw_len >= w->chunk_bytes)
+		return trcfile__submit(s);
+	return 0;
+}
+
+/* ---- open / close -------------------------------------------------------------------- */
+
+static void trcfile__writer_free(struct trcfile_writer *w)
+{
+	for (uint32_t i = 0; i < w->n_streams; i++) {
+		trcfile__chunk_free(w->streams[i]->cur);
+		free(w->streams[i]);
+	}
+	free(w->streams);
+	while (w->pool) {
+		struct trcfile__wchunk *c = w->pool;
+		w->pool = c->next_free;
+		trcfile__chunk_free(c);
+	}
+	free(w->index);
+	sem_destroy(&w->cq_sem);
+	sem_destroy(&w->wq_sem);
+	sem_destroy(&w->slots);
+	cds_wfcq_destroy(&w->cq_head, &w->cq_tail);
+	cds_wfcq_destroy(&w->wq_head, &w->wq_tail);
+	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->pool_lock);
+	free(w);
+}
+
+static void trcfile__stop_threads(struct trcfile_writer *w)
+{
+	/* Compressors first: once they are joined every chunk is in the write queue. The
+	 * release stores pair with the acquire loads in the thread loops. */
+	atomic_store_explicit(&w->stop_compress, true, memory_order_release);
+	for (unsigned i = 0; i < w->compress_started; i++)
+		sem_post(&w->cq_sem);
+	for (unsigned i = 0; i < w->compress_started; i++)
+		pthread_join(w->compress_tids[i], NULL);
+	w->compress_started = 0;
+	if (w->writer_started) {
+		atomic_store_explicit(&w->stop_write, true, memory_order_release);
+		sem_post(&w->wq_sem);
+		pthread_join(w->writer_tid, NULL);
+		w->writer_started = false;
+	}
+}
+
+struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_header_info *h,
+					      const struct trcfile_writer_opts *o, int *err)
+{
+	int e = 0;
+	struct trcfile_writer *w = NULL;
+	uint8_t *hbuf = NULL;
+	struct trcfile_writer_opts opts = {0};
+	if (o)
+		opts = *o;
+	const char *host = h && h->host ? h->host : "";
+	const char *tool = h && h->tool_version ? h->tool_version : "";
+	size_t host_len = strlen(host), tool_len = strlen(tool);
+	if (fd < 0 || !h || (h->cmdline_len && !h->cmdline) ||
+	    h->cmdline_len > TRCFILE_MAX_STRING_BYTES || host_len > TRCFILE_MAX_STRING_BYTES ||
+	    tool_len > TRCFILE_MAX_STRING_BYTES) {
+		e = -EINVAL;
+		goto fail_fd;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		e = -ENOMEM;
+		goto fail_fd;
+	}
+	w->fd = fd;
+	w->zstd_level = opts.zstd_level ? opts.zstd_level : TRCFILE__DEFAULT_LEVEL;
+	w->n_compress = opts.compress_threads ? opts.compress_threads : 1;
+	if (w->n_compress > TRCFILE__MAX_THREADS)
+		w->n_compress = TRCFILE__MAX_THREADS;
+	w->chunk_bytes = opts.chunk_bytes ? opts.chunk_bytes : TRCFILE_DEFAULT_CHUNK_BYTES;
+	if (w->chunk_bytes < TRCFILE_MIN_CHUNK_BYTES)
+		w->chunk_bytes = TRCFILE_MIN_CHUNK_BYTES;
+	if (w->chunk_bytes > TRCFILE_MAX_CHUNK_BYTES)
+		w->chunk_bytes = TRCFILE_MAX_CHUNK_BYTES;
+	unsigned in_flight = opts.max_chunks_in_flight ? opts.max_chunks_in_flight
+						       : 2 * w->n_compress + 2;
+	w->flags = opts.flags;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->pool_lock, NULL);
+	cds_wfcq_init(&w->cq_head, &w->cq_tail);
+	cds_wfcq_init(&w->wq_head, &w->wq_tail);
+	sem_init(&w->cq_sem, 0, 0);
+	sem_init(&w->wq_sem, 0, 0);
+	sem_init(&w->slots, 0, in_flight);
+
+	size_t hbytes = trcfile__header_bytes(h, (uint32_t)host_len, (uint32_t)tool_len);
+	hbuf = malloc(hbytes);
+	if (!hbuf) {
+		e = -ENOMEM;
+		goto fail_w;
+	}
+	trcfile__header_put(hbuf, hbytes, h, w->chunk_bytes, (uint32_t)host_len,
+			    (uint32_t)tool_len);
+	e = trcfile__pwrite_all(fd, hbuf, hbytes, 0);
+	free(hbuf);
+	if (e)
+		goto fail_w;
+	w->offset = hbytes;
+	atomic_store_explicit(&w->bytes_written, hbytes, memory_order_relaxed);
+
+	if (pthread_create(&w->writer_tid, NULL, trcfile__writer_main, w) != 0) {
+		e = -EAGAIN;
+		goto fail_w;
+	}
+	w->writer_started = true;
+	for (unsigned i = 0; i < w->n_compress; i++) {
+		if (pthread_create(&w->compress_tids[i], NULL, trcfile__compress_main, w) != 0) {
+			e = -EAGAIN;
+			goto fail_threads;
+		}
+		w->compress_started++;
+	}
+	return w;
+
+fail_threads:
+	trcfile__stop_threads(w);
+fail_w:
+	trcfile__writer_free(w);
+fail_fd:
+	close(fd);
+	if (err)
+		*err = e;
+	return NULL;
+}
+
+struct trcfile_writer *trcfile_writer_open(const char *path, const struct trcfile_header_info *h,
+					   const struct trcfile_writer_opts *o, int *err)
+{
+	if (!path) {
+		if (err)
+			*err = -EINVAL;
+		return NULL;
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		if (err)
+			*err = -errno;
+		return NULL;
+	}
+	return trcfile_writer_open_fd(fd, h, o, err);
+}
+
+static int trcfile__write_footer(struct trcfile_writer *w)
+{
+	size_t n_streams = w->n_streams, n_chunks = w->n_index;
+	size_t bytes = TRCFILE__FOOTER_FIXED_BYTES + n_streams * TRCFILE__FOOTER_STREAM_BYTES +
+		       n_chunks * TRCFILE__FOOTER_CHUNK_BYTES;
+	uint8_t *buf = calloc(1, bytes + TRCFILE__TRAILER_BYTES);
+	if (!buf)
+		return -ENOMEM;
+	uint8_t *p = buf;
+	trcfile__put32(p, TRCFILE__FOOTER_MAGIC);
+	trcfile__put32(p + 4, (uint32_t)n_streams);
+	trcfile__put64(p + 8, n_chunks);
+	p += TRCFILE__FOOTER_FIXED_BYTES;
+	for (size_t i = 0; i < n_streams; i++, p += TRCFILE__FOOTER_STREAM_BYTES) {
+		const struct trcfile_stream *s = w->streams[i];
+		trcfile__put32(p, s->id);
+		trcfile__put32(p + 4, s->kind);
+		trcfile__put32(p + 8, s->pid);
+		trcfile__put32(p + 12, s->tid);
+		trcfile__put32(p + 16, s->chunks);
+		trcfile__put64(p + 24, s->records);
+	}
+	for (size_t i = 0; i < n_chunks; i++, p += TRCFILE__FOOTER_CHUNK_BYTES) {
+		const struct trcfile__index_entry *e = &w->index[i];
+		trcfile__put64(p, e->offset);
+		trcfile__put32(p + 8, e->hdr.stream_id);
+		trcfile__put32(p + 12, e->hdr.seq);
+		trcfile__put64(p + 16, e->hdr.first_ts);
+		trcfile__put64(p + 24, e->hdr.last_ts);
+		trcfile__put32(p + 32, e->hdr.count);
+		trcfile__put32(p + 36, e->hdr.raw_bytes);
+		trcfile__put32(p + 40, e->hdr.comp_bytes);
+	}
+	/* trailer */
+	trcfile__put64(p, w->offset);
+	trcfile__put64(p + 8, bytes);
+	trcfile__put32(p + 16, trcfile__crc32c(0, buf, bytes));
+	trcfile__put32(p + 20, trcfile__crc32c(0, p, 20));
+	memcpy(p + 24, TRCFILE__TRAILER_MAGIC, 8);
+	int err = trcfile__pwrite_all(w->fd, buf, bytes + TRCFILE__TRAILER_BYTES, w->offset);
+	if (!err)
+		atomic_fetch_add_explicit(&w->bytes_written, bytes + TRCFILE__TRAILER_BYTES,
+					  memory_order_relaxed);
+	else if (ftruncate(w->fd, (off_t)w->offset) != 0) {
+		/* best effort, as in trcfile__write_chunk */
+	}
+	free(buf);
+	return err;
+}
+
+int trcfile_writer_close(struct trcfile_writer *w)
+{
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	w->closing = true;
+	pthread_mutex_unlock(&w->lock);
+	/* No appends run now (contract), so the streams are ours. */
+	for (uint32_t i = 0; i < w->n_streams; i++)
+		trcfile__submit(w->streams[i]);
+	trcfile__stop_threads(w);
+	int err = trcfile_writer_error(w);
+	if (!err) {
+		err = trcfile__write_footer(w);
+		if (!err && !(w->flags & TRCFILE_WRITER_NO_FSYNC) && fsync(w->fd) != 0 &&
+		    errno != EINVAL && errno != EROFS)
+			err = -errno;
+	}
+	if (close(w->fd) != 0 && !err && errno != EINTR)
+		err = -errno;
+	trcfile__writer_free(w);
+	return err;
+}

@@ -1,0 +1,283 @@
+/* test_preload.c - libtrc-preload.so on real programs: sort, sh, python3 (identical output and
+ * exit status, allocations recorded), a signal handler that allocates (exact accounting), a
+ * -finstrument-functions program (entries counted), threads and exit from a thread, and the
+ * library loaded without a session. Programs that are not ours are uninstrumented, so the
+ * preload library and the test programs always come from the plain build (a sanitizer build's
+ * preload library cannot be loaded into them). */
+#include <criterion/criterion.h>
+#include <limits.h>
+
+#include "session_internal.h"
+#include "test_session_util.h"
+
+static char build[256], preload_env[PATH_MAX + 16], path_in[64], path_a[64], path_b[64];
+
+static void setup(void)
+{
+	const char *b = ts_build_dir();
+	snprintf(build, sizeof(build), "%s", strstr(b, "asan") || strstr(b, "tsan") ? "build" : b);
+	char lib[400];
+	snprintf(lib, sizeof(lib), "%s/lib/libtrc-preload.so", build);
+	cr_assert_eq(access(lib, R_OK), 0, "%s not built", lib);
+	char abs[PATH_MAX];
+	cr_assert_not_null(realpath(lib, abs));
+	snprintf(preload_env, sizeof(preload_env), "LD_PRELOAD=%s", abs);
+	strcpy(path_in, "/tmp/trc-test-pl-in-XXXXXX");
+	strcpy(path_a, "/tmp/trc-test-pl-a-XXXXXX");
+	strcpy(path_b, "/tmp/trc-test-pl-b-XXXXXX");
+	close(mkstemp(path_in));
+	close(mkstemp(path_a));
+	close(mkstemp(path_b));
+}
+
+static void teardown(void)
+{
+	unlink(path_in);
+	unlink(path_a);
+	unlink(path_b);
+}
+
+static struct trc_session *new_session(uint32_t slots, uint64_t ring)
+{
+	struct session_config cfg = {.max_slots = slots, .ring_bytes = ring};
+	int err;
+	struct trc_session *s = session_create(&cfg, &err);
+	cr_assert_not_null(s);
+	int fd = session_fd(s);
+	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
+	char num[16];
+	snprintf(num, sizeof(num), "%d", fd);
+	setenv(SESSION_ENV_FD, num, 1);
+	return s;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+	b[n] = 0;
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static void assert_same_files(const char *a, const char *b)
+{
+	size_t la, lb;
+	char *x = slurp(a, &la), *y = slurp(b, &lb);
+	cr_assert_eq(la, lb, "outputs differ in length: %zu vs %zu", la, lb);
+	cr_assert(memcmp(x, y, la) == 0, "outputs differ");
+	free(x);
+	free(y);
+}
+
+/* Runs argv bare (no session, no preload) into path_a and traced into path_b; both statuses
+ * must match `want`. Returns the records. */
+static void run_both(char *const argv[], const char *in, int want, struct trc_session *s,
+		     struct ts_collect *c)
+{
+	unsetenv(SESSION_ENV_FD);
+	int st_bare = ts_run_traced(NULL, NULL, argv, NULL, in, path_a);
+	char num[16];
+	snprintf(num, sizeof(num), "%d", session_fd(s));
+	setenv(SESSION_ENV_FD, num, 1);
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, c, argv, env, in, path_b);
+	cr_assert(WIFEXITED(st_bare) && WEXITSTATUS(st_bare) == want, "bare status %x", st_bare);
+	cr_assert_eq(st, st_bare, "traced status %x, bare %x", st, st_bare);
+	assert_same_files(path_a, path_b);
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].r.type == TRC_REC_NOTE)
+			cr_assert(!strstr(c->v[i].str, "corrupt"), "%s", c->v[i].str);
+}
+
+Test(preload, sort_same_output_allocations_recorded, .init = setup, .fini = teardown)
+{
+	FILE *f = fopen(path_in, "w");
+	srand(1);
+	for (int i = 0; i < 50000; i++)
+		fprintf(f, "%08x line %d %s\n", (unsigned)rand(), i, i % 7 ? "x" : "some longer text");
+	fclose(f);
+	struct trc_session *s = new_session(16, 1 << 20);
+	struct ts_collect c = {0};
+	char *argv[] = {"sort", NULL};
+	run_both(argv, path_in, 0, s, &c);
+	cr_assert_gt(c.by_type[TRC_REC_ALLOC], 10, "allocs: %zu", c.by_type[TRC_REC_ALLOC]);
+	cr_assert_gt(c.by_type[TRC_REC_FREE], 0);
+	cr_assert_geq(session_processes_attached(s), 1);
+	cr_assert_eq(ts_lost_total(&c), 0);
+	/* sort reads a 1.8 MB input: some allocation holds at least that much. */
+	uint64_t biggest = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_ALLOC && c.v[i].r.alloc.size > biggest)
+			biggest = c.v[i].r.alloc.size;
+	cr_assert_geq(biggest, 1u << 16);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, sh_pipeline_process_tree_and_exit_status, .init = setup, .fini = teardown)
+{
+	struct trc_session *s = new_session(32, 256 << 10);
+	struct ts_collect c = {0};
+	char *argv[] = {"sh", "-c", "echo hello; printf '%s\\n' b a c | sort; ls / | wc -l; exit 7",
+			NULL};
+	run_both(argv, NULL, 7, s, &c);
+	cr_assert_geq(session_processes_attached(s), 3, "sh, sort, ls, wc at least: %u",
+		      session_processes_attached(s));
+	cr_assert_geq(c.by_type[TRC_REC_PROCESS], 3);
+	int saw_sort = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_PROCESS && strcmp(c.v[i].str, "sort") == 0)
+			saw_sort = 1;
+	cr_assert(saw_sort, "the exec'd sort attached and said who it is");
+	cr_assert_eq(session_buffers_resident_bytes(s, 0), 0, "every process gone, every slot freed");
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, python_same_output_and_status, .init = setup, .fini = teardown)
+{
+	struct trc_session *s = new_session(32, 1 << 20);
+	struct ts_collect c = {0};
+	char *argv[] = {"python3", "-c",
+			"import json, sys, threading\n"
+			"out = []\n"
+			"def work(n): out.append(sum(len(str(i)) for i in range(n)))\n"
+			"ts = [threading.Thread(target=work, args=(20000,)) for _ in range(4)]\n"
+			"[t.start() for t in ts]; [t.join() for t in ts]\n"
+			"print(json.dumps({'k': sorted(out), 'v': list(range(10))}, sort_keys=True))\n"
+			"sys.exit(4)\n",
+			NULL};
+	run_both(argv, NULL, 4, s, &c);
+	cr_assert_gt(c.by_type[TRC_REC_ALLOC], 1000);
+	cr_assert_geq(c.by_type[TRC_REC_THREAD], 5, "main and the four threads");
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, no_session_changes_nothing, .init = setup, .fini = teardown)
+{
+	FILE *f = fopen(path_in, "w");
+	for (int i = 0; i < 1000; i++)
+		fprintf(f, "%d\n", (i * 7919) % 1000);
+	fclose(f);
+	unsetenv(SESSION_ENV_FD);
+	char *argv[] = {"sort", "-n", NULL};
+	int st_bare = ts_run_traced(NULL, NULL, argv, NULL, path_in, path_a);
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(NULL, NULL, argv, env, path_in, path_b);
+	cr_assert_eq(st_bare, 0);
+	cr_assert_eq(st, 0);
+	assert_same_files(path_a, path_b);
+}
+
+static long field(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	cr_assert_not_null(p, "%s in %s", key, text);
+	return strtol(p + strlen(key), NULL, 0);
+}
+
+Test(preload, signal_handler_allocations_accounted_exactly, .init = setup, .fini = teardown)
+{
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_rt_sigalloc", build);
+	char *argv[] = {prog, "300", NULL};
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st, 0, "status %x", st);
+	size_t len;
+	char *out = slurp(path_b, &len);
+	long iters = field(out, "iters="), handler = field(out, "handler=");
+	free(out);
+	cr_assert_gt(iters, 100);
+	cr_assert_gt(handler, 10);
+	cr_assert_eq(c.lost[TRC_LOST_RING_FULL], 0);
+	cr_assert_eq(c.lost[TRC_LOST_CORRUPT], 0);
+	uint64_t events = c.by_type[TRC_REC_COUNTER] + c.by_type[TRC_REC_ALLOC] +
+			  c.by_type[TRC_REC_FREE];
+	uint64_t emitted_known = 22u * (uint64_t)iters + 2u * (uint64_t)handler;
+	uint64_t accounted = events + ts_lost_total(&c);
+	cr_log_info("iters %ld handler %ld: recorded %lu, lost %lu (reentrant %lu)", iters, handler,
+		    (unsigned long)events, (unsigned long)ts_lost_total(&c),
+		    (unsigned long)c.lost[TRC_LOST_REENTRANT]);
+	/* Exact up to the handful of allocations glibc makes for stdio and exit. */
+	cr_assert_geq(accounted, emitted_known, "%lu recorded + %lu lost < %lu emitted",
+		      (unsigned long)events, (unsigned long)ts_lost_total(&c),
+		      (unsigned long)emitted_known);
+	cr_assert_leq(accounted, emitted_known + 16, "%lu accounted, %lu emitted",
+		      (unsigned long)accounted, (unsigned long)emitted_known);
+	cr_assert_leq(c.by_type[TRC_REC_COUNTER], 20u * (uint64_t)iters);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, finstrument_functions_entries_and_exits, .init = setup, .fini = teardown)
+{
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_finst_calls", build);
+	char *argv[] = {prog, "18", NULL};
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st, 0);
+	size_t len;
+	char *out = slurp(path_b, &len);
+	long calls = field(out, "calls=");
+	uint64_t addr = (uint64_t)field(out, "addr=");
+	free(out);
+	cr_assert_gt(calls, 1000);
+	long enter = 0, exit_ = 0;
+	int64_t depth = 0, max_depth = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		struct trc_record *r = &c.v[i].r;
+		if ((r->type == TRC_REC_FUNC_ENTER || r->type == TRC_REC_FUNC_EXIT) &&
+		    r->func.addr == addr) {
+			depth += r->type == TRC_REC_FUNC_ENTER ? 1 : -1;
+			cr_assert_geq(depth, 0);
+			max_depth = depth > max_depth ? depth : max_depth;
+			enter += r->type == TRC_REC_FUNC_ENTER;
+			exit_ += r->type == TRC_REC_FUNC_EXIT;
+		}
+	}
+	cr_assert_eq(enter, calls);
+	cr_assert_eq(exit_, calls);
+	cr_assert_eq(max_depth, 18);
+	cr_assert_eq(c.by_type[TRC_REC_FUNC_ENTER], c.by_type[TRC_REC_FUNC_EXIT], "main too");
+	/* The executable's mapping is in the trace, covering fib. */
+	int covered = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_MODULE && addr >= c.v[i].r.module.start &&
+		    addr < c.v[i].r.module.end && strstr(c.v[i].str, "prog_finst_calls"))
+			covered = 1;
+	cr_assert(covered);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, threads_and_exit_from_a_thread, .init = setup, .fini = teardown)
+{
+	struct trc_session *s = new_session(32, 1 << 20);
+	struct ts_collect c = {0};
+	char prog[400];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_rt_events", build);
+	char *argv[] = {prog, "8", "3000", "exit-thread", NULL};
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %x", st);
+	cr_assert_eq(c.by_type[TRC_REC_COUNTER], 10u * 3000);
+	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert_gt(c.by_type[TRC_REC_ALLOC], 8, "thread stacks and stdio at least");
+	cr_assert_eq(session_buffers_resident_bytes(s, 0), 0);
+	ts_collect_free(&c);
+	session_destroy(s);
+}

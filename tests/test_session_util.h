@@ -1,0 +1,196 @@
+/* test_session_util.h - helpers for the session/runtime/preload suites (not a library part).
+ *
+ * ts_start: a session created in this very process, named in TRC_SESSION_FD (CLOEXEC cleared so
+ * fork+exec children inherit it), and the library attached to it, so the test is recorder and
+ * producer at once. ts_collect: a session_sink that keeps every record (strings copied) in a
+ * growable array, with per-type counts. Single-threaded use of a collector (the drain thread).
+ */
+#ifndef TEST_SESSION_UTIL_H
+#define TEST_SESSION_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session.h"
+#include "trc.h"
+
+struct ts_rec {
+	struct session_stream st;
+	struct trc_record r;
+	char str[512]; /* copy of the record's string, NUL-terminated */
+};
+
+struct ts_collect {
+	struct ts_rec *v;
+	size_t n, cap;
+	size_t by_type[TRC_REC_TYPE_COUNT];
+	uint64_t lost[8]; /* by reason */
+	size_t ends;
+	uint64_t ended_keys[4096];
+};
+
+static int ts__record(void *arg, const struct session_stream *st, const struct trc_record *r)
+{
+	struct ts_collect *c = arg;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 1024;
+		c->v = realloc(c->v, c->cap * sizeof(*c->v));
+		if (!c->v)
+			abort();
+	}
+	struct ts_rec *x = &c->v[c->n++];
+	x->st = *st;
+	x->r = *r;
+	const char *s = NULL;
+	uint32_t len = 0;
+	switch (r->type) {
+	case TRC_REC_NAME: s = r->name.str; len = r->name.len; break;
+	case TRC_REC_THREAD: s = r->thread.name; len = r->thread.name_len; break;
+	case TRC_REC_PROCESS: s = r->process.cmdline; len = r->process.cmdline_len; break;
+	case TRC_REC_MODULE: s = r->module.path; len = r->module.path_len; break;
+	case TRC_REC_NOTE: s = r->note.text; len = r->note.len; break;
+	default: break;
+	}
+	if (len >= sizeof(x->str))
+		len = sizeof(x->str) - 1;
+	if (s)
+		memcpy(x->str, s, len);
+	x->str[len] = 0;
+	if (r->type < TRC_REC_TYPE_COUNT)
+		c->by_type[r->type]++;
+	if (r->type == TRC_REC_LOST && r->lost.reason < 8)
+		c->lost[r->lost.reason] += r->lost.count;
+	return 0;
+}
+
+static void ts__end(void *arg, const struct session_stream *st)
+{
+	struct ts_collect *c = arg;
+	if (c->ends < 4096)
+		c->ended_keys[c->ends] = st->key;
+	c->ends++;
+}
+
+static inline struct session_sink ts_sink(struct ts_collect *c)
+{
+	struct session_sink k = {.arg = c, .record = ts__record, .stream_end = ts__end};
+	return k;
+}
+
+static inline void ts_collect_free(struct ts_collect *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+static inline uint64_t ts_lost_total(const struct ts_collect *c)
+{
+	uint64_t t = 0;
+	for (int i = 0; i < 8; i++)
+		t += c->lost[i];
+	return t;
+}
+
+/* Creates a session, publishes it in the environment (inheritable) and attaches this process.
+ * Returns NULL on failure. */
+static inline struct trc_session *ts_start(const struct session_config *cfg, int *attach_rc)
+{
+	int err = 0;
+	struct trc_session *s = session_create(cfg, &err);
+	if (!s)
+		return NULL;
+	int fd = session_fd(s);
+	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
+	char num[16];
+	snprintf(num, sizeof(num), "%d", fd);
+	setenv(SESSION_ENV_FD, num, 1);
+	int rc = trc_attach();
+	if (attach_rc)
+		*attach_rc = rc;
+	return s;
+}
+
+/* Drains until a drain returns nothing twice in a row. */
+static inline long ts_drain_idle(struct trc_session *s, struct ts_collect *c)
+{
+	struct session_sink k = ts_sink(c);
+	long total = 0, n;
+	int idle = 0;
+	while (idle < 2) {
+		n = session_drain(s, &k);
+		if (n < 0)
+			return n;
+		total += n;
+		idle = n == 0 ? idle + 1 : 0;
+	}
+	return total;
+}
+
+static inline const char *ts_build_dir(void)
+{
+	const char *b = getenv("TRC_BUILD");
+	return b && *b ? b : "build";
+}
+
+/* The name of a name id, from the NAME records collected (NULL if none). */
+static inline const char *ts_name_of(const struct ts_collect *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].r.type == TRC_REC_NAME && c->v[i].r.name.id == id)
+			return c->v[i].str;
+	return NULL;
+}
+
+static inline void ts_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Spawns argv with env additions (NULL-terminated "K=V" list), stdin from in_path (or
+ * /dev/null), stdout to out_path (or /dev/null); drains the session into c until the child
+ * exits, then drains until idle. Returns the wait status, or -1. */
+static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, char *const argv[],
+				const char *const *env_add, const char *in_path, const char *out_path)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		for (const char *const *e = env_add; e && *e; e++)
+			putenv((char *)*e);
+		int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+		int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (in < 0 || out < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	struct session_sink k = ts_sink(c);
+	int status = 0;
+	for (;;) {
+		if (s)
+			session_drain(s, &k);
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0)
+			return -1;
+		ts_sleep_ms(2);
+	}
+	if (s) {
+		ts_sleep_ms(60); /* past the reap interval: the dead process's slots get freed */
+		ts_drain_idle(s, c);
+	}
+	return status;
+}
+
+#endif /* TEST_SESSION_UTIL_H */

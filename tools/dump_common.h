@@ -1,0 +1,116 @@
+/* dump_common.h - what the trace-dump subcommands share: buffered output, formatting, options.
+ *
+ * Purpose: one output path for every subcommand (tools/dump_out.c), so output errors are
+ * handled the same way everywhere:
+ *   - a closed pipe (EPIPE) ends trace-dump quietly with status 141, the status a shell
+ *     shows for a filter killed by SIGPIPE (SIGPIPE itself is ignored so the status does not
+ *     depend on what the parent left in the signal mask);
+ *   - any other write error (ENOSPC, EIO, ...) prints one line on stderr and exits 1.
+ * Output goes through a 64 KiB buffer straight to write(2); numbers are formatted by hand on
+ * the hot paths (events, chrome) because printf is most of the time otherwise.
+ *
+ * Exit statuses of trace-dump: 0 done; 1 the file could not be read (message on stderr) or
+ * output failed; 2 usage error; 141 output pipe closed.
+ *
+ * Threads: trace-dump is single-threaded; the output buffer is a global.
+ */
+#ifndef TRC_DUMP_COMMON_H
+#define TRC_DUMP_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "trcfile.h"
+
+#define DUMP_EXIT_OK 0
+#define DUMP_EXIT_FAIL 1
+#define DUMP_EXIT_USAGE 2
+#define DUMP_EXIT_PIPE 141
+
+#define DUMP_OUT_BYTES (64u << 10)
+
+struct dump_out {
+	int fd;
+	size_t len;
+	char buf[DUMP_OUT_BYTES];
+};
+
+extern struct dump_out dump_out;
+
+/* Writes the buffer out; on error exits as described above. */
+void dump_flush(void);
+/* Writes p straight to the output (after dump_flush), same error handling. */
+void dump__write_direct(const void *p, size_t n);
+
+static inline void dump_write(const void *p, size_t n)
+{
+	if (n > DUMP_OUT_BYTES - dump_out.len) {
+		dump_flush();
+		if (n > DUMP_OUT_BYTES) {
+			/* Large writes bypass the buffer. */
+			dump__write_direct(p, n);
+			return;
+		}
+	}
+	memcpy(dump_out.buf + dump_out.len, p, n);
+	dump_out.len += n;
+}
+
+static inline void dump_str(const char *s)
+{
+	dump_write(s, strlen(s));
+}
+
+static inline void dump_char(char c)
+{
+	if (dump_out.len == DUMP_OUT_BYTES)
+		dump_flush();
+	dump_out.buf[dump_out.len++] = c;
+}
+
+/* printf into the output buffer. */
+void dump_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void dump_u64(uint64_t v);
+void dump_i64(int64_t v);
+void dump_hex(uint64_t v); /* 0x... */
+/* A signed nanosecond count as seconds with 9 decimals ("1.000000123", "-0.5..."). */
+void dump_seconds(int64_t ns);
+/* A signed nanosecond count as microseconds with 3 decimals ("1234.567"). */
+void dump_micros(int64_t ns);
+/* A JSON string literal (quotes included): escapes ", \ and control bytes, and writes bytes
+ * that are not valid UTF-8 as \u00XX so strict parsers accept the output. */
+void dump_json_str(const char *s, size_t len);
+/* A quoted string for the text outputs: C-style escapes for ", \ and non-printable bytes. */
+void dump_text_str(const char *s, size_t len);
+/* The command line (NUL-separated) as words separated by spaces. */
+void dump_cmdline(const char *s, size_t len);
+
+/* Human-readable sizes and durations into buf ("12.3 MiB", "1.234 ms"). */
+const char *dump_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns);
+
+/* Parses a duration ("10", "10ns", "1.5us", "20ms", "2s"; a bare number is nanoseconds).
+ * Returns 0 or -EINVAL. */
+int dump_parse_duration(const char *s, uint64_t *ns);
+
+/* Opens FILE for a subcommand; on failure prints "trace-dump: FILE: message" and returns
+ * NULL. Prints a warning on stderr when the file is truncated (unless quiet). */
+struct trcfile_reader *dump_open(const char *path, bool quiet);
+
+/* The time every relative time of the outputs counts from: the header's start of recording,
+ * or the first record when that is missing or later. */
+uint64_t dump_start_ns(const struct trcfile_reader *r);
+
+/* Prints "trace-dump: ..." on stderr. */
+void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Subcommands: argv[0] is the subcommand name. Return the exit status. */
+int dump_summary_main(int argc, char **argv);
+int dump_events_main(int argc, char **argv);
+int dump_rss_main(int argc, char **argv);
+int dump_chrome_main(int argc, char **argv);
+
+#endif /* TRC_DUMP_COMMON_H */

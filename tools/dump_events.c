@@ -1,0 +1,368 @@
+/* dump_events.c - `trace-dump events`: every record of every stream, one time order, one a line.
+ *
+ * Purpose: the merged view (trcfile_iter), with filters. --from seeks with the index instead
+ * of reading the records before it; --to stops the merge at the first record after it.
+ *
+ * Line format (documented in --help, and fixed by the golden test):
+ *   SECONDS STREAM TYPE key=value...
+ * SECONDS from the start of recording with 9 decimals; STREAM is PID/TID for a thread's
+ * stream, "rss" for the sampler's, "meta" for metadata.
+ *
+ * Threads: single-threaded.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dump_common.h"
+
+static const char dump__events_help[] =
+	"usage: trace-dump events [--thread [PID/]TID] [--name NAME] [--from T] [--to T] FILE\n"
+	"\n"
+	"Every record of every stream in one time order (ties: stream order), one per line:\n"
+	"  SECONDS STREAM TYPE FIELDS\n"
+	"SECONDS counts from the start of recording (9 decimals); STREAM is PID/TID for a\n"
+	"thread's events, rss for the sampler, meta for metadata; TYPE is one of span_begin\n"
+	"span_end instant counter alloc free func_enter func_exit rss lost thread process name\n"
+	"module note exit; FIELDS are key=value pairs (strings quoted, C escapes).\n"
+	"\n"
+	"  --thread [PID/]TID  only that thread's stream (repeat for several)\n"
+	"  --name NAME         only spans, instants and counters named NAME\n"
+	"  --from T, --to T    only records in [T, T] from the start; T is a duration with a\n"
+	"                      unit: ns, us, ms, s (a bare number is ns), e.g. 1.5s, 200ms\n"
+	"  -h, --help          this text\n";
+
+#define DUMP__MAX_THREADS 64
+
+struct dump__thread_filter {
+	bool has_pid;
+	uint32_t pid, tid;
+};
+
+static int dump__parse_u32(const char *s, uint32_t *out)
+{
+	char *end = NULL;
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int dump__parse_thread(const char *s, struct dump__thread_filter *f)
+{
+	const char *slash = strchr(s, '/');
+	f->has_pid = slash != NULL;
+	if (slash) {
+		char pid[16];
+		size_t n = (size_t)(slash - s);
+		if (n == 0 || n >= sizeof(pid))
+			return -1;
+		memcpy(pid, s, n);
+		pid[n] = 0;
+		if (dump__parse_u32(pid, &f->pid))
+			return -1;
+		s = slash + 1;
+	}
+	return dump__parse_u32(s, &f->tid);
+}
+
+static void dump__name_field(const struct trcfile_reader *r, const char *key, uint32_t id)
+{
+	uint32_t len = 0;
+	const char *n = trcfile_reader_name(r, id, &len);
+	dump_char(' ');
+	dump_str(key);
+	dump_char('=');
+	if (n) {
+		dump_text_str(n, len);
+	} else {
+		dump_char('#');
+		dump_u64(id);
+	}
+}
+
+static void dump__kv(const char *key, uint64_t v)
+{
+	dump_char(' ');
+	dump_str(key);
+	dump_char('=');
+	dump_u64(v);
+}
+
+static void dump__kv_hex(const char *key, uint64_t v)
+{
+	dump_char(' ');
+	dump_str(key);
+	dump_char('=');
+	dump_hex(v);
+}
+
+static void dump__kv_str(const char *key, const char *s, uint32_t len)
+{
+	dump_char(' ');
+	dump_str(key);
+	dump_char('=');
+	dump_text_str(s, len);
+}
+
+static void dump__symbol(const struct trcfile_reader *r, uint32_t pid, uint64_t addr)
+{
+	const struct trcfile_module *m = trcfile_reader_module(r, pid, addr);
+	if (!m)
+		return;
+	const char *base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	dump_str(" at=");
+	dump_str(base);
+	dump_char('+');
+	dump_hex(addr - m->start + m->offset);
+}
+
+static void dump__record(const struct trcfile_reader *r, const struct trcfile_stream_info *si,
+			 const struct trc_record *rec, uint64_t start)
+{
+	dump_seconds((int64_t)(rec->ts_ns - start));
+	dump_char(' ');
+	switch (si->kind) {
+	case TRCFILE_STREAM_THREAD:
+		dump_u64(si->pid);
+		dump_char('/');
+		dump_u64(si->tid);
+		break;
+	case TRCFILE_STREAM_RSS:
+		dump_str("rss");
+		break;
+	default:
+		dump_str("meta");
+	}
+	dump_char(' ');
+	dump_str(trcfile_type_name(rec->type));
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		dump__name_field(r, "name", rec->span.name_id);
+		break;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		dump__name_field(r, "name", rec->value.name_id);
+		dump_str(" value=");
+		dump_i64(rec->value.value);
+		break;
+	case TRC_REC_ALLOC:
+		dump__kv_hex("addr", rec->alloc.addr);
+		dump__kv("size", rec->alloc.size);
+		break;
+	case TRC_REC_FREE:
+		dump__kv_hex("addr", rec->alloc.addr);
+		break;
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		dump__kv_hex("addr", rec->func.addr);
+		dump__kv_hex("call_site", rec->func.call_site);
+		dump__symbol(r, si->pid, rec->func.addr);
+		break;
+	case TRC_REC_RSS: {
+		uint64_t b = rec->rss.buffers_bytes;
+		dump__kv("pid", rec->rss.pid);
+		dump__kv("program_bytes", rec->rss.rss_bytes > b ? rec->rss.rss_bytes - b : 0);
+		dump__kv("rss_bytes", rec->rss.rss_bytes);
+		dump__kv("buffers_bytes", b);
+		dump_str(" source=");
+		dump_str(trcfile_rss_source_name(rec->rss.source));
+		if (rec->rss.flags & TRC_RSS_HAS_HWM)
+			dump__kv("hwm_bytes", rec->rss.hwm_bytes);
+		if (rec->rss.flags & TRC_RSS_HAS_SPLIT) {
+			dump__kv("anon_bytes", rec->rss.anon_bytes);
+			dump__kv("file_bytes", rec->rss.file_bytes);
+			dump__kv("shmem_bytes", rec->rss.shmem_bytes);
+		}
+		if (rec->rss.flags & TRC_RSS_HAS_EXACT) {
+			dump__kv("rss_exact_bytes", rec->rss.rss_exact_bytes);
+			dump__kv("pss_bytes", rec->rss.pss_bytes);
+		}
+		if (rec->rss.flags & TRC_RSS_STRETCHED)
+			dump_str(" stretched");
+		if (rec->rss.flags & TRC_RSS_FINAL)
+			dump_str(" final");
+		dump__kv("read_ns", rec->rss.read_ns);
+		break;
+	}
+	case TRC_REC_LOST:
+		dump__kv("count", rec->lost.count);
+		dump_str(" reason=");
+		dump_str(trcfile_lost_reason_name(rec->lost.reason));
+		break;
+	case TRC_REC_THREAD:
+		dump__kv("pid", rec->thread.pid);
+		dump__kv("tid", rec->thread.tid);
+		dump__kv_str("name", rec->thread.name, rec->thread.name_len);
+		break;
+	case TRC_REC_PROCESS:
+		dump__kv("pid", rec->process.pid);
+		dump__kv("ppid", rec->process.ppid);
+		dump__kv_str("cmdline", rec->process.cmdline, rec->process.cmdline_len);
+		break;
+	case TRC_REC_NAME:
+		dump__kv("id", rec->name.id);
+		dump__kv_str("str", rec->name.str, rec->name.len);
+		break;
+	case TRC_REC_MODULE:
+		dump__kv("pid", rec->module.pid);
+		dump__kv_hex("start", rec->module.start);
+		dump__kv_hex("end", rec->module.end);
+		dump__kv_hex("offset", rec->module.offset);
+		dump__kv_str("path", rec->module.path, rec->module.path_len);
+		break;
+	case TRC_REC_NOTE:
+		dump__kv_str("text", rec->note.text, rec->note.len);
+		break;
+	case TRC_REC_EXIT:
+		dump__kv("pid", rec->exit.pid);
+		dump_str(" status=");
+		dump_i64(rec->exit.status);
+		dump__kv("maxrss_bytes", rec->exit.maxrss_bytes);
+		dump__kv("buffers_bytes", rec->exit.buffers_bytes);
+		break;
+	}
+	dump_char('\n');
+}
+
+static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_record *rec,
+			       const char *name)
+{
+	uint32_t id;
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		id = rec->span.name_id;
+		break;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		id = rec->value.name_id;
+		break;
+	default:
+		return false;
+	}
+	const char *n = trcfile_reader_name(r, id, NULL);
+	return n && !strcmp(n, name);
+}
+
+static void dump__events_usage(void)
+{
+	fputs("usage: trace-dump events [--thread [PID/]TID] [--name NAME] [--from T] [--to T] "
+	      "FILE (see --help)\n",
+	      stderr);
+}
+
+int dump_events_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"thread", required_argument, NULL, 't'}, {"name", required_argument, NULL, 'n'},
+		{"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+	};
+	struct dump__thread_filter threads[DUMP__MAX_THREADS];
+	unsigned n_threads = 0;
+	const char *name = NULL;
+	uint64_t from = 0, to = UINT64_MAX;
+	bool has_from = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (n_threads == DUMP__MAX_THREADS) {
+				dump_error("at most %d --thread options", DUMP__MAX_THREADS);
+				return DUMP_EXIT_USAGE;
+			}
+			if (dump__parse_thread(optarg, &threads[n_threads])) {
+				dump_error("--thread: expected TID or PID/TID, got '%s'", optarg);
+				return DUMP_EXIT_USAGE;
+			}
+			n_threads++;
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 'f':
+		case 'T':
+			if (dump_parse_duration(optarg, c == 'f' ? &from : &to)) {
+				dump_error("--%s: expected a duration such as 1.5s or 200ms, got '%s'",
+					   c == 'f' ? "from" : "to", optarg);
+				return DUMP_EXIT_USAGE;
+			}
+			has_from |= c == 'f';
+			break;
+		case 'h':
+			fputs(dump__events_help, stdout);
+			return DUMP_EXIT_OK;
+		default:
+			dump__events_usage();
+			return DUMP_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		dump__events_usage();
+		return DUMP_EXIT_USAGE;
+	}
+	const char *path = argv[optind];
+	struct trcfile_reader *r = dump_open(path, false);
+	if (!r)
+		return DUMP_EXIT_FAIL;
+	unsigned ns = trcfile_reader_stream_count(r);
+	bool *include = calloc(ns ? ns : 1, sizeof(bool));
+	if (!include) {
+		dump_error("out of memory");
+		trcfile_reader_close(r);
+		return DUMP_EXIT_FAIL;
+	}
+	for (unsigned s = 0; s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		include[s] = n_threads == 0;
+		for (unsigned k = 0; k < n_threads && si->kind == TRCFILE_STREAM_THREAD; k++)
+			if (si->tid == threads[k].tid &&
+			    (!threads[k].has_pid || si->pid == threads[k].pid))
+				include[s] = true;
+	}
+	uint64_t start = dump_start_ns(r);
+	int rc = DUMP_EXIT_OK, err = 0;
+	struct trcfile_iter *it = trcfile_iter_new_subset(r, include);
+	free(include);
+	if (!it) {
+		dump_error("%s: %s", path, trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+									: "out of memory");
+		trcfile_reader_close(r);
+		return DUMP_EXIT_FAIL;
+	}
+	uint64_t t_from = start + from;
+	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
+	if (has_from)
+		err = trcfile_iter_seek(it, t_from);
+	struct trc_record rec;
+	unsigned sidx;
+	while (!err) {
+		int k = trcfile_iter_next(it, &rec, &sidx);
+		if (k <= 0) {
+			err = k;
+			break;
+		}
+		if (rec.ts_ns > t_to)
+			break;
+		if (has_from && rec.ts_ns < t_from)
+			continue;
+		if (name && !dump__name_matches(r, &rec, name))
+			continue;
+		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start);
+	}
+	if (err < 0) {
+		dump_flush();
+		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		rc = DUMP_EXIT_FAIL;
+	}
+	trcfile_iter_free(it);
+	trcfile_reader_close(r);
+	return rc;
+}

@@ -1,0 +1,373 @@
+/* dump_out.c - trace-dump's output buffer, number and string formatting, shared helpers.
+ *
+ * Purpose: see dump_common.h (output error policy, formats). Everything that prints to stdout
+ * goes through dump_out so a closed pipe or a full disk is handled in one place.
+ *
+ * Threads: trace-dump is single-threaded.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "dump_common.h"
+
+struct dump_out dump_out = {.fd = STDOUT_FILENO};
+
+void dump_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("trace-dump: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void dump__write_fd(const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(dump_out.fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			if (errno == EPIPE)
+				_exit(DUMP_EXIT_PIPE); /* quiet: the reader went away */
+			dump_error("writing output: %s", strerror(errno));
+			_exit(DUMP_EXIT_FAIL);
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+void dump_flush(void)
+{
+	size_t n = dump_out.len;
+	dump_out.len = 0;
+	dump__write_fd(dump_out.buf, n);
+}
+
+void dump__write_direct(const void *p, size_t n)
+{
+	dump__write_fd(p, n);
+}
+
+void dump_printf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(dump_out.buf + dump_out.len, DUMP_OUT_BYTES - dump_out.len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < DUMP_OUT_BYTES - dump_out.len) {
+		dump_out.len += (size_t)n;
+		return;
+	}
+	/* Did not fit: flush and format again, into the buffer or a temporary. */
+	dump_flush();
+	va_start(ap, fmt);
+	if ((size_t)n < DUMP_OUT_BYTES) {
+		vsnprintf(dump_out.buf, DUMP_OUT_BYTES, fmt, ap);
+		dump_out.len = (size_t)n;
+	} else {
+		char *tmp = malloc((size_t)n + 1);
+		if (tmp) {
+			vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+			dump__write_direct(tmp, (size_t)n);
+			free(tmp);
+		}
+	}
+	va_end(ap);
+}
+
+/* ---- numbers ------------------------------------------------------------------------ */
+
+static char *dump__utoa_rev(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+void dump_u64(uint64_t v)
+{
+	char b[24];
+	char *p = dump__utoa_rev(b + sizeof(b), v);
+	dump_write(p, (size_t)(b + sizeof(b) - p));
+}
+
+void dump_i64(int64_t v)
+{
+	if (v < 0) {
+		dump_char('-');
+		dump_u64(-(uint64_t)v);
+	} else {
+		dump_u64((uint64_t)v);
+	}
+}
+
+void dump_hex(uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char b[20];
+	char *p = b + sizeof(b);
+	do {
+		*--p = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	*--p = 'x';
+	*--p = '0';
+	dump_write(p, (size_t)(b + sizeof(b) - p));
+}
+
+/* whole.frac with `digits` fractional digits of a value in units of 10^digits. */
+static void dump__fixed(int64_t v, unsigned digits, uint64_t scale)
+{
+	char b[48];
+	char *end = b + sizeof(b), *p = end;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	uint64_t frac = u % scale, whole = u / scale;
+	for (unsigned i = 0; i < digits; i++) {
+		*--p = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	*--p = '.';
+	p = dump__utoa_rev(p, whole);
+	if (v < 0)
+		*--p = '-';
+	dump_write(p, (size_t)(end - p));
+}
+
+void dump_seconds(int64_t ns)
+{
+	dump__fixed(ns, 9, 1000000000ull);
+}
+
+void dump_micros(int64_t ns)
+{
+	dump__fixed(ns, 3, 1000ull);
+}
+
+/* ---- strings ------------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static size_t dump__utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void dump_json_str(const char *str, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	dump_char('"');
+	size_t i = 0;
+	while (i < n) {
+		/* Runs of plain ASCII go out in one copy. */
+		size_t j = i;
+		while (j < n && s[j] >= 0x20 && s[j] < 0x80 && s[j] != '"' && s[j] != '\\')
+			j++;
+		if (j > i) {
+			dump_write(s + i, j - i);
+			i = j;
+			continue;
+		}
+		unsigned c = s[i];
+		if (c == '"' || c == '\\') {
+			dump_char('\\');
+			dump_char((char)c);
+			i++;
+		} else if (c == '\n') {
+			dump_write("\\n", 2);
+			i++;
+		} else if (c == '\t') {
+			dump_write("\\t", 2);
+			i++;
+		} else if (c < 0x20) {
+			char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			dump_write(e, 6);
+			i++;
+		} else {
+			size_t len = dump__utf8_len(s + i, n - i);
+			if (len) {
+				dump_write(s + i, len);
+				i += len;
+			} else {
+				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+				dump_write(e, 6);
+				i++;
+			}
+		}
+	}
+	dump_char('"');
+}
+
+void dump_text_str(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	dump_char('"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned c = s[i];
+		if (c == '"' || c == '\\') {
+			dump_char('\\');
+			dump_char((char)c);
+		} else if (c == '\n') {
+			dump_write("\\n", 2);
+		} else if (c == '\t') {
+			dump_write("\\t", 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			dump_printf("\\x%02x", c);
+		} else {
+			dump_char((char)c); /* UTF-8 passes through to the terminal */
+		}
+	}
+	dump_char('"');
+}
+
+void dump_cmdline(const char *s, size_t len)
+{
+	/* A trailing NUL terminates the last argument; others separate arguments. */
+	if (len && s[len - 1] == 0)
+		len--;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (c == 0)
+			dump_char(' ');
+		else if ((unsigned char)c < 0x20 || c == 0x7f)
+			dump_char('?');
+		else
+			dump_char(c);
+	}
+}
+
+const char *dump_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (bytes < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	double v = (double)bytes;
+	unsigned u = 0;
+	v /= 1024;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+	return buf;
+}
+
+int dump_parse_duration(const char *s, uint64_t *ns)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	double scale;
+	if (!*end || !strcmp(end, "ns"))
+		scale = 1;
+	else if (!strcmp(end, "us"))
+		scale = 1e3;
+	else if (!strcmp(end, "ms"))
+		scale = 1e6;
+	else if (!strcmp(end, "s"))
+		scale = 1e9;
+	else
+		return -EINVAL;
+	double r = v * scale;
+	if (r >= 18446744073709551615.0)
+		return -EINVAL;
+	*ns = (uint64_t)(r + 0.5);
+	return 0;
+}
+
+/* ---- shared reader helpers -------------------------------------------------------------- */
+
+struct trcfile_reader *dump_open(const char *path, bool quiet)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[600];
+	int err = trcfile_reader_open(path, &r, msg, sizeof(msg));
+	if (err) {
+		/* The path is part of the message when open(2) itself failed. */
+		if (!strncmp(msg, path, strlen(path)))
+			dump_error("%s", msg);
+		else
+			dump_error("%s: %s", path, msg);
+		return NULL;
+	}
+	if (!quiet && trcfile_reader_truncated(r)) {
+		struct trcfile_reader_stats st;
+		trcfile_reader_get_stats(r, &st);
+		dump_error("warning: %s is truncated (%s): read %" PRIu64 " chunks, %" PRIu64
+			   " records; %" PRIu64 " bytes at the end ignored",
+			   path, st.footer_damaged ? "damaged footer" : "no footer, recorder killed?",
+			   st.chunks, st.records, st.bytes_ignored);
+	}
+	return r;
+}
+
+uint64_t dump_start_ns(const struct trcfile_reader *r)
+{
+	uint64_t first = UINT64_MAX;
+	for (unsigned i = 0; i < trcfile_reader_stream_count(r); i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, i);
+		if (si->chunks && si->first_ts_ns < first)
+			first = si->first_ts_ns;
+	}
+	uint64_t start = trcfile_reader_header(r)->start_mono_ns;
+	if (start && start <= first)
+		return start;
+	return first == UINT64_MAX ? start : first;
+}

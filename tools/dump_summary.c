@@ -1,0 +1,521 @@
+/* dump_summary.c - `trace-dump summary`: what a trace holds, as text or as one JSON object.
+ *
+ * Purpose: print trcfile_summary_compute's figures. The JSON keys are a stable interface
+ * (scripts and the end-to-end tests parse them): they are documented in --help below; add
+ * keys, never rename or remove them.
+ *
+ * Threads: single-threaded.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "dump_common.h"
+
+static const char dump__summary_help[] =
+	"usage: trace-dump summary [--json] FILE\n"
+	"\n"
+	"What the trace holds: command, duration, events recorded and lost (in total and per\n"
+	"thread), records per type, per name (counts, span durations: count, total, mean, p50,\n"
+	"p99, max; counters: min, max, last), allocations (count, bytes, peak live bytes),\n"
+	"RSS of the traced program (exact peak, sampled min/max/last, sample count, trace\n"
+	"buffers excluded, a sparkline over time) and the recorder's notes.\n"
+	"\n"
+	"  --json     one JSON object instead of text (keys below)\n"
+	"  -h, --help this text\n"
+	"\n"
+	"Definitions. Events are the records that are not metadata: span_begin, span_end,\n"
+	"instant, counter, alloc, free, func_enter, func_exit. Lost is the sum of the lost\n"
+	"records' counts, except sampler_late (skipped RSS ticks, not events). Every RSS figure\n"
+	"is the program's own: the trace buffers mapped into it are taken out. The exact peak is\n"
+	"ru_maxrss at the program's exit minus the buffers resident then (exit record); without\n"
+	"an exit record the largest sample stands in. Times are counted from the start of\n"
+	"recording. p50/p99 come from a log-linear histogram (within 3%).\n"
+	"\n"
+	"JSON keys (stable; integers unless noted):\n"
+	"  format_version            string \"MAJOR.MINOR\" of the file\n"
+	"  command                   array of strings: the traced command line\n"
+	"  pid                       the traced program's pid\n"
+	"  host, tool_version        strings from the header\n"
+	"  start_realtime_ns         wall-clock time of the start (ns since the epoch)\n"
+	"  clock_source              string: clock_gettime | tsc | unknown\n"
+	"  rss_interval_ns           sampling interval (0: sampling off)\n"
+	"  rss_source                string: statm | status | smaps_rollup | both | none\n"
+	"  duration_ns               last record's time minus the start of recording\n"
+	"  records                   all records, metadata included\n"
+	"  events_recorded           events in the file\n"
+	"  events_lost               events lost (emitted = recorded + lost)\n"
+	"  rss_ticks_skipped         sampler ticks skipped because they came late\n"
+	"  records_by_type           object: type name -> count (every type)\n"
+	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, sampler_late\n"
+	"  threads                   array of {pid, tid, name, events, lost}, by pid then tid\n"
+	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
+	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
+	"                            span_max_ns, counter_min, counter_max, counter_last}, by name;\n"
+	"                            counter_* are null without counters\n"
+	"  spans_unmatched_end       span_end records with no open span of that name\n"
+	"  spans_open_at_end         spans never ended\n"
+	"  allocs, alloc_bytes       allocation records and their bytes\n"
+	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
+	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order\n"
+	"  live_end_bytes            allocated and not freed at the end\n"
+	"  frees_unknown             frees of addresses not allocated in the trace\n"
+	"  live_approximate          true when too many live allocations to track exactly\n"
+	"  rss_peak_bytes            exact peak RSS of the program (see above)\n"
+	"  rss_peak_source           string: exit | sampled | none\n"
+	"  rss_peak_sampled_bytes    largest sample\n"
+	"  rss_sampled_min_bytes     smallest sample\n"
+	"  rss_sampled_last_bytes    latest sample\n"
+	"  rss_samples               number of samples\n"
+	"  buffers_resident_peak_bytes  largest trace-buffer share seen (samples and exit)\n"
+	"  exit_maxrss_bytes         ru_maxrss at exit, buffers included (null: no exit record)\n"
+	"  exit_status               wait status of the program (null: no exit record)\n"
+	"  rss_spark_bytes           array: max sample per 1/60 of the duration (empty: none)\n"
+	"  notes                     array of {t_ns (from the start), text}\n"
+	"  truncated                 true when the file has no valid footer (read up to its\n"
+	"                            last whole chunk)\n"
+	"  footer_damaged            true when a footer was there but failed its checks\n"
+	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n";
+
+static const char *dump__clock_name(uint32_t c)
+{
+	return c == 1 ? "clock_gettime" : c == 2 ? "tsc" : "unknown";
+}
+
+static void dump__key(const char *k, bool *first)
+{
+	if (!*first)
+		dump_char(',');
+	*first = false;
+	dump_char('"');
+	dump_str(k);
+	dump_str("\":");
+}
+
+static void dump__kv_u64(const char *k, uint64_t v, bool *first)
+{
+	dump__key(k, first);
+	dump_u64(v);
+}
+
+static void dump__kv_bool(const char *k, bool v, bool *first)
+{
+	dump__key(k, first);
+	dump_str(v ? "true" : "false");
+}
+
+static void dump__kv_str(const char *k, const char *v, bool *first)
+{
+	dump__key(k, first);
+	dump_json_str(v, strlen(v));
+}
+
+static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s)
+{
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(r, &st);
+	bool first = true;
+	char ver[32];
+	snprintf(ver, sizeof(ver), "%u.%u", h->version_major, h->version_minor);
+	dump_char('{');
+	dump__kv_str("format_version", ver, &first);
+	dump__key("command", &first);
+	dump_char('[');
+	{
+		size_t len = h->cmdline_len;
+		if (len && h->cmdline[len - 1] == 0)
+			len--;
+		size_t i = 0, n = 0;
+		while (i < len) {
+			size_t j = i;
+			while (j < len && h->cmdline[j])
+				j++;
+			if (n++)
+				dump_char(',');
+			dump_json_str(h->cmdline + i, j - i);
+			i = j + 1;
+		}
+	}
+	dump_char(']');
+	dump__kv_u64("pid", h->pid, &first);
+	dump__kv_str("host", h->host, &first);
+	dump__kv_str("tool_version", h->tool_version, &first);
+	dump__kv_u64("start_realtime_ns", h->start_realtime_ns, &first);
+	dump__kv_str("clock_source", dump__clock_name(h->clock_source), &first);
+	dump__kv_u64("rss_interval_ns", h->rss_interval_ns, &first);
+	dump__kv_str("rss_source", trcfile_rss_source_name(h->rss_source), &first);
+	dump__kv_u64("duration_ns", s->duration_ns, &first);
+	dump__kv_u64("records", s->records, &first);
+	dump__kv_u64("events_recorded", s->events_recorded, &first);
+	dump__kv_u64("events_lost", s->events_lost, &first);
+	dump__kv_u64("rss_ticks_skipped", s->rss_ticks_skipped, &first);
+	dump__key("records_by_type", &first);
+	{
+		bool f2 = true;
+		dump_char('{');
+		for (uint32_t t = 1; t < TRC_REC_TYPE_COUNT; t++)
+			dump__kv_u64(trcfile_type_name(t), s->per_type[t], &f2);
+		dump_char('}');
+	}
+	dump__key("lost_by_reason", &first);
+	{
+		bool f2 = true;
+		dump_char('{');
+		for (uint32_t k = TRC_LOST_RING_FULL; k <= TRC_LOST_SAMPLER_LATE; k++)
+			dump__kv_u64(trcfile_lost_reason_name(k), s->lost_per_reason[k], &f2);
+		dump_char('}');
+	}
+	dump__key("threads", &first);
+	dump_char('[');
+	for (size_t i = 0; i < s->n_threads; i++) {
+		const struct trcfile_summary_thread *t = &s->threads[i];
+		bool f2 = true;
+		if (i)
+			dump_char(',');
+		dump_char('{');
+		dump__kv_u64("pid", t->pid, &f2);
+		dump__kv_u64("tid", t->tid, &f2);
+		dump__kv_str("name", t->name, &f2);
+		dump__kv_u64("events", t->events, &f2);
+		dump__kv_u64("lost", t->lost, &f2);
+		dump_char('}');
+	}
+	dump_char(']');
+	dump__key("names", &first);
+	dump_char('[');
+	for (size_t i = 0; i < s->n_names; i++) {
+		const struct trcfile_summary_name *n = &s->names[i];
+		bool f2 = true;
+		if (i)
+			dump_char(',');
+		dump_char('{');
+		dump__kv_str("name", n->name, &f2);
+		dump__kv_u64("begins", n->begins, &f2);
+		dump__kv_u64("ends", n->ends, &f2);
+		dump__kv_u64("instants", n->instants, &f2);
+		dump__kv_u64("counters", n->counters, &f2);
+		dump__kv_u64("spans", n->spans, &f2);
+		dump__kv_u64("span_total_ns", n->span_total_ns, &f2);
+		dump__kv_u64("span_mean_ns", n->spans ? n->span_total_ns / n->spans : 0, &f2);
+		dump__kv_u64("span_p50_ns", n->span_p50_ns, &f2);
+		dump__kv_u64("span_p99_ns", n->span_p99_ns, &f2);
+		dump__kv_u64("span_max_ns", n->span_max_ns, &f2);
+		const char *ck[3] = {"counter_min", "counter_max", "counter_last"};
+		int64_t cv[3] = {n->counter_min, n->counter_max, n->counter_last};
+		for (int k = 0; k < 3; k++) {
+			dump__key(ck[k], &f2);
+			if (n->counters)
+				dump_i64(cv[k]);
+			else
+				dump_str("null");
+		}
+		dump_char('}');
+	}
+	dump_char(']');
+	dump__kv_u64("spans_unmatched_end", s->spans_unmatched_end, &first);
+	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
+	dump__kv_u64("allocs", s->allocs, &first);
+	dump__kv_u64("alloc_bytes", s->alloc_bytes, &first);
+	dump__kv_u64("frees", s->frees, &first);
+	dump__kv_u64("free_bytes", s->free_bytes, &first);
+	dump__kv_u64("live_peak_bytes", s->live_peak_bytes, &first);
+	dump__kv_u64("live_end_bytes", s->live_end_bytes, &first);
+	dump__kv_u64("frees_unknown", s->frees_unknown, &first);
+	dump__kv_bool("live_approximate", s->live_approximate, &first);
+	dump__kv_u64("rss_peak_bytes", s->rss_peak_bytes, &first);
+	dump__kv_str("rss_peak_source",
+		     s->rss_peak_source == TRCFILE_RSS_PEAK_EXIT      ? "exit"
+		     : s->rss_peak_source == TRCFILE_RSS_PEAK_SAMPLED ? "sampled"
+								      : "none",
+		     &first);
+	dump__kv_u64("rss_peak_sampled_bytes", s->rss_peak_sampled_bytes, &first);
+	dump__kv_u64("rss_sampled_min_bytes", s->rss_sampled_min_bytes, &first);
+	dump__kv_u64("rss_sampled_last_bytes", s->rss_sampled_last_bytes, &first);
+	dump__kv_u64("rss_samples", s->rss_samples, &first);
+	dump__kv_u64("buffers_resident_peak_bytes", s->buffers_resident_peak_bytes, &first);
+	dump__key("exit_maxrss_bytes", &first);
+	if (s->has_exit)
+		dump_u64(s->rss_exit_maxrss_bytes);
+	else
+		dump_str("null");
+	dump__key("exit_status", &first);
+	if (s->has_exit)
+		dump_i64(s->exit_status);
+	else
+		dump_str("null");
+	dump__key("rss_spark_bytes", &first);
+	dump_char('[');
+	for (unsigned i = 0; i < s->n_spark; i++) {
+		if (i)
+			dump_char(',');
+		dump_u64(s->spark_bytes[i]);
+	}
+	dump_char(']');
+	dump__key("notes", &first);
+	dump_char('[');
+	for (size_t i = 0; i < s->n_notes; i++) {
+		bool f2 = true;
+		if (i)
+			dump_char(',');
+		dump_char('{');
+		dump__key("t_ns", &f2);
+		dump_i64((int64_t)(s->notes[i].ts_ns - s->start_ns));
+		dump__kv_str("text", s->notes[i].text, &f2);
+		dump_char('}');
+	}
+	dump_char(']');
+	dump__kv_bool("truncated", s->truncated, &first);
+	dump__kv_bool("footer_damaged", st.footer_damaged, &first);
+	dump__kv_u64("chunks", st.chunks, &first);
+	dump__kv_u64("bytes_ignored", st.bytes_ignored, &first);
+	dump_str("}\n");
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static void dump__sparkline(const struct trcfile_summary *s)
+{
+	static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+					    "\u2585", "\u2586", "\u2587", "\u2588"};
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (unsigned i = 0; i < s->n_spark; i++) {
+		if (s->spark_bytes[i] < lo)
+			lo = s->spark_bytes[i];
+		if (s->spark_bytes[i] > hi)
+			hi = s->spark_bytes[i];
+	}
+	for (unsigned i = 0; i < s->n_spark; i++) {
+		unsigned k = hi > lo ? (unsigned)((s->spark_bytes[i] - lo) * 7 / (hi - lo)) : 0;
+		dump_str(bars[k]);
+	}
+	char a[32], b[32];
+	dump_printf("  (%s .. %s)\n", dump_fmt_bytes(a, sizeof(a), lo),
+		    dump_fmt_bytes(b, sizeof(b), hi));
+}
+
+static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s)
+{
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(r, &st);
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+
+	dump_str("command:   ");
+	dump_cmdline(h->cmdline, h->cmdline_len);
+	dump_printf("\npid:       %u\n", h->pid);
+	if (h->host[0])
+		dump_printf("host:      %s\n", h->host);
+	if (h->start_realtime_ns) {
+		time_t t = (time_t)(h->start_realtime_ns / 1000000000u);
+		struct tm tm;
+		char when[64];
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		dump_printf("started:   %s\n", when);
+	}
+	dump_printf("duration:  %s\n", dump_fmt_ns(b1, sizeof(b1), s->duration_ns));
+	dump_printf("file:      format %u.%u, %" PRIu64 " chunks, %s, clock %s", h->version_major,
+		    h->version_minor, st.chunks, dump_fmt_bytes(b1, sizeof(b1), st.file_bytes),
+		    dump__clock_name(h->clock_source));
+	if (h->tool_version[0])
+		dump_printf(", written by %s", h->tool_version);
+	dump_char('\n');
+	if (s->truncated)
+		dump_printf("TRUNCATED: %s; read up to the last whole chunk (%" PRIu64
+			    " records), %" PRIu64 " bytes ignored\n",
+			    st.footer_damaged ? "damaged footer" : "no footer (recorder killed?)",
+			    st.records, st.bytes_ignored);
+	if (s->has_exit) {
+		int stt = s->exit_status;
+		if ((stt & 0x7f) == 0)
+			dump_printf("exit:      exited with status %d\n", (stt >> 8) & 0xff);
+		else
+			dump_printf("exit:      killed by signal %d\n", stt & 0x7f);
+	}
+
+	uint64_t emitted = s->events_recorded + s->events_lost;
+	dump_printf("\nevents:    %" PRIu64 " recorded, %" PRIu64 " lost", s->events_recorded,
+		    s->events_lost);
+	if (s->events_lost)
+		dump_printf(" (%.3f%% of %" PRIu64 " emitted)",
+			    100.0 * (double)s->events_lost / (double)emitted, emitted);
+	dump_char('\n');
+	if (s->events_lost) {
+		dump_str("  lost by reason:");
+		for (uint32_t k = TRC_LOST_RING_FULL; k <= TRC_LOST_OVERSIZED; k++)
+			if (s->lost_per_reason[k])
+				dump_printf(" %s %" PRIu64, trcfile_lost_reason_name(k),
+					    s->lost_per_reason[k]);
+		dump_char('\n');
+	}
+	if (s->rss_ticks_skipped)
+		dump_printf("  RSS sampler ticks skipped (late): %" PRIu64 "\n",
+			    s->rss_ticks_skipped);
+
+	dump_str("\nrecords by type:\n");
+	for (uint32_t t = 1; t < TRC_REC_TYPE_COUNT; t++)
+		if (s->per_type[t])
+			dump_printf("  %-12s %12" PRIu64 "\n", trcfile_type_name(t), s->per_type[t]);
+
+	if (s->n_threads) {
+		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s\n", "pid", "tid", "name", "events",
+			    "lost");
+		for (size_t i = 0; i < s->n_threads; i++) {
+			const struct trcfile_summary_thread *t = &s->threads[i];
+			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 "\n", t->pid, t->tid,
+				    t->name[0] ? t->name : "-", t->events, t->lost);
+		}
+	}
+
+	bool any_span = false, any_value = false;
+	for (size_t i = 0; i < s->n_names; i++) {
+		any_span |= s->names[i].begins || s->names[i].ends;
+		any_value |= s->names[i].instants || s->names[i].counters;
+	}
+	if (any_span) {
+		dump_printf("\nspans:\n  %-24s %10s %12s %12s %12s %12s %12s\n", "name", "count", "total",
+			    "mean", "p50", "p99", "max");
+		for (size_t i = 0; i < s->n_names; i++) {
+			const struct trcfile_summary_name *n = &s->names[i];
+			if (!n->begins && !n->ends)
+				continue;
+			dump_printf("  %-24s %10" PRIu64 " %12s %12s %12s %12s %12s\n", n->name,
+				    n->spans, dump_fmt_ns(b1, sizeof(b1), n->span_total_ns),
+				    dump_fmt_ns(b2, sizeof(b2),
+						n->spans ? n->span_total_ns / n->spans : 0),
+				    dump_fmt_ns(b3, sizeof(b3), n->span_p50_ns),
+				    dump_fmt_ns(b4, sizeof(b4), n->span_p99_ns),
+				    dump_fmt_ns(b5, sizeof(b5), n->span_max_ns));
+		}
+		if (s->spans_unmatched_end || s->spans_open_at_end)
+			dump_printf("  (%" PRIu64 " ends without a begin, %" PRIu64
+				    " spans still open at the end)\n",
+				    s->spans_unmatched_end, s->spans_open_at_end);
+	}
+	if (any_value) {
+		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",
+			    "instants", "counters", "min", "max", "last");
+		for (size_t i = 0; i < s->n_names; i++) {
+			const struct trcfile_summary_name *n = &s->names[i];
+			if (!n->instants && !n->counters)
+				continue;
+			if (n->counters)
+				dump_printf("  %-24s %10" PRIu64 " %10" PRIu64 " %14" PRId64
+					    " %14" PRId64 " %14" PRId64 "\n",
+					    n->name, n->instants, n->counters, n->counter_min,
+					    n->counter_max, n->counter_last);
+			else
+				dump_printf("  %-24s %10" PRIu64 " %10" PRIu64 "\n", n->name,
+					    n->instants, n->counters);
+		}
+	}
+
+	if (s->allocs || s->frees) {
+		dump_printf("\nallocations: %" PRIu64 " allocs (%s), %" PRIu64
+			    " frees (%s), peak live %s, live at end %s%s\n",
+			    s->allocs, dump_fmt_bytes(b1, sizeof(b1), s->alloc_bytes), s->frees,
+			    dump_fmt_bytes(b2, sizeof(b2), s->free_bytes),
+			    dump_fmt_bytes(b3, sizeof(b3), s->live_peak_bytes),
+			    dump_fmt_bytes(b4, sizeof(b4), s->live_end_bytes),
+			    s->live_approximate ? " (approximate: too many live allocations)" : "");
+		if (s->frees_unknown)
+			dump_printf("  %" PRIu64 " frees of addresses allocated before tracing\n",
+				    s->frees_unknown);
+	}
+
+	dump_str("\nRSS of the program (trace buffers excluded):\n");
+	switch (s->rss_peak_source) {
+	case TRCFILE_RSS_PEAK_EXIT:
+		dump_printf("  peak:      %s exact (ru_maxrss %s at exit minus %s of trace buffers)\n",
+			    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes),
+			    dump_fmt_bytes(b2, sizeof(b2), s->rss_exit_maxrss_bytes),
+			    dump_fmt_bytes(b3, sizeof(b3), s->rss_exit_buffers_bytes));
+		break;
+	case TRCFILE_RSS_PEAK_SAMPLED:
+		dump_printf("  peak:      %s, from the samples (no exit record: the exact peak is "
+			    "unknown)\n",
+			    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
+		break;
+	default:
+		dump_str("  peak:      unknown (no exit record and no samples)\n");
+	}
+	if (s->rss_samples) {
+		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " samples",
+			    dump_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
+			    dump_fmt_bytes(b2, sizeof(b2), s->rss_peak_sampled_bytes),
+			    dump_fmt_bytes(b3, sizeof(b3), s->rss_sampled_last_bytes), s->rss_samples);
+		if (h->rss_interval_ns)
+			dump_printf(" every %s (%s)", dump_fmt_ns(b4, sizeof(b4), h->rss_interval_ns),
+				    trcfile_rss_source_name(h->rss_source));
+		dump_char('\n');
+		dump_str("  over time: ");
+		dump__sparkline(s);
+	} else {
+		dump_printf("  sampled:   no samples%s\n",
+			    h->rss_interval_ns ? "" : " (sampling was off)");
+	}
+	dump_printf("  buffers:   %s resident at most (excluded above)\n",
+		    dump_fmt_bytes(b6, sizeof(b6), s->buffers_resident_peak_bytes));
+
+	if (s->n_notes) {
+		dump_str("\nnotes:\n");
+		for (size_t i = 0; i < s->n_notes; i++) {
+			dump_str("  +");
+			dump_seconds((int64_t)(s->notes[i].ts_ns - s->start_ns));
+			dump_str(" s  ");
+			dump_str(s->notes[i].text);
+			dump_char('\n');
+		}
+		if (s->notes_dropped)
+			dump_printf("  (%" PRIu64 " more notes not shown)\n", s->notes_dropped);
+	}
+}
+
+int dump_summary_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(dump__summary_help, stdout);
+			return DUMP_EXIT_OK;
+		default:
+			fputs("usage: trace-dump summary [--json] FILE (see --help)\n", stderr);
+			return DUMP_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fputs("usage: trace-dump summary [--json] FILE (see --help)\n", stderr);
+		return DUMP_EXIT_USAGE;
+	}
+	const char *path = argv[optind];
+	struct trcfile_reader *r = dump_open(path, false);
+	if (!r)
+		return DUMP_EXIT_FAIL;
+	struct trcfile_summary s;
+	int err = trcfile_summary_compute(r, &s);
+	if (err) {
+		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		trcfile_reader_close(r);
+		return DUMP_EXIT_FAIL;
+	}
+	if (json)
+		dump__json(r, &s);
+	else
+		dump__text(r, &s);
+	trcfile_summary_free(&s);
+	trcfile_reader_close(r);
+	return DUMP_EXIT_OK;
+}
