@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir_bench[PATH_MAX], trace_run[PATH_MAX], trace_dump[PATH_MAX], work[PATH_MAX];
+static char dir_bench[PATH_MAX], trace_run[PATH_MAX + 32], trace_dump[PATH_MAX + 32], work[PATH_MAX + 32];
 
 struct e2e_result {
 	bool ok;
@@ -100,7 +100,7 @@ static double tv_s(struct timeval tv)
 static struct e2e_result run_once(int threads, double rate_per_thread, double seconds)
 {
 	struct e2e_result r = {0};
-	char trace[PATH_MAX], out[PATH_MAX], err[PATH_MAX], rate[32], thr[8], secs[32];
+	char trace[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32], rate[32], thr[8], secs[32];
 	snprintf(trace, sizeof(trace), "%s/e2e-%d.trc", dir_bench, (int)getpid());
 	snprintf(out, sizeof(out), "%s/e2e-%d.out", dir_bench, (int)getpid());
 	snprintf(err, sizeof(err), "%s/e2e-%d.err", dir_bench, (int)getpid());

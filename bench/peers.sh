@@ -203,10 +203,17 @@ emit() {
 		n=$(wc -w <<<"${VALS[$k]}")
 		if [ "$n" -gt 1 ]; then line+=" ${k}_min=$(num "$lo") ${k}_max=$(num "$hi")"; fi
 	done
-	local kv
+	local kv figures=${#KEYS[@]}
 	for kv in "$@"; do
-		[ -n "${kv#*=}" ] && line+=" ${kv%%=*}=$(num "${kv#*=}")"
+		if [ -n "${kv#*=}" ]; then
+			line+=" ${kv%%=*}=$(num "${kv#*=}")"
+			figures=$((figures + 1))
+		fi
 	done
+	if [ "$figures" = 0 ]; then
+		note "$case" "no figure could be measured"
+		return
+	fi
 	echo "$line" >>"$body"
 	echo "$line"
 }
@@ -604,6 +611,10 @@ calls_case() {
 calls_case
 
 # ---- workload 4: the seed problem, from the rss benchmark ----------------------------------------
+rss_eps() { # file case: events_per_s of that case's SUMMARY line
+	grep -E "^SUMMARY bench=rss case=$2( |$)" "$1" | tail -n 1 |
+		sed -n 's/.*[[:space:]]events_per_s=\([^[:space:]]*\).*/\1/p'
+}
 seed_case() {
 	local src=$seed_from rss_cmd
 	if [ -n "$src" ] && grep -q '^SUMMARY bench=rss ' "$src" 2>/dev/null; then
@@ -636,9 +647,9 @@ seed_case() {
 		return
 	fi
 	local eps_in eps_oob eps_none
-	eps_none=$(sed -n 's/^SUMMARY bench=rss case=none .*[[:space:]]events_per_s=\([^[:space:]]*\).*/\1/p' "$src" | tail -n 1)
-	eps_in=$(sed -n 's/^SUMMARY bench=rss case=inband .*[[:space:]]events_per_s=\([^[:space:]]*\).*/\1/p' "$src" | tail -n 1)
-	eps_oob=$(sed -n 's/^SUMMARY bench=rss case=oob .*[[:space:]]events_per_s=\([^[:space:]]*\).*/\1/p' "$src" | tail -n 1)
+	eps_none=$(rss_eps "$src" none)
+	eps_in=$(rss_eps "$src" inband)
+	eps_oob=$(rss_eps "$src" oob)
 	reset_case
 	emit seed none_events_per_s="$eps_none" inband_events_per_s="$eps_in" \
 		oob_events_per_s="$eps_oob" ratio_oob_vs_inband="$(div "$eps_oob" "$eps_in")" \
@@ -661,7 +672,6 @@ if [ $render = 1 ]; then
 	mkdir -p "$rep"
 	rm -f "$rep"/*
 	cp "$summary" "$rep/peers-summary.txt"
-	python3 bench/report.py machine >"$rep/machine.txt"
 	python3 bench/report.py render "$rep" >/dev/null && log "report: $rep/report.md"
 fi
 exit 0

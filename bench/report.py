@@ -390,13 +390,17 @@ def find(records, bench, case, key):
 # Each chart: title, unit, and bars (label, bench, case, key). A bar is drawn only when its
 # figure is in this run; a chart with no bar is left out.
 CHARTS = [
-    ("ns per event, one thread (lower is better)", "ns", [
+    ("ns per event, one thread, 10M-event loop (lower is better)", "ns", [
         ("bare loop: TSC + store", "peers", "events-1t", "bare_ns_per_event"),
         ("trc (trace-run)", "peers", "events-1t", "trc_ns_per_event"),
         ("LTTng-UST", "peers", "events-1t", "lttng_ns_per_event"),
-        ("bare loop (bench=producer)", "producer", "enabled", "bare_ns"),
-        ("trc enabled (bench=producer)", "producer", "enabled", "ns_per_event"),
-        ("trc no session (bench=producer)", "producer", "disabled", "ns_per_call"),
+    ]),
+    ("ns per event, micro-benchmarks (lower is better)", "ns", [
+        ("bare loop: TSC + store", "producer", "enabled", "bare_ns"),
+        ("trc, live session", "producer", "enabled", "ns_per_event"),
+        ("trc, no session", "producer", "disabled", "ns_per_call"),
+        ("bare loop (bench=ring)", "ring", "push", "bare_ns_per_record"),
+        ("ring push (bench=ring)", "ring", "push", "ns_per_record"),
     ]),
     ("ns per event, two threads (lower is better)", "ns", [
         ("bare loop: TSC + store", "peers", "events-2t", "bare_ns_per_event"),

@@ -256,8 +256,12 @@ static void *sampler__main(void *arg)
 			uint64_t late = (now - next) / interval + 1;
 			next += late * interval;
 			sampler__stat_add(&s->st_skipped_ticks, late);
-			for (size_t i = 0; i < s->n_targets; i++)
-				s->targets[i].skipped_pending += (uint32_t)late;
+			for (size_t i = 0; i < s->n_targets; i++) {
+				/* Saturates: after a suspend of years, "very many" is enough. */
+				uint64_t sum = s->targets[i].skipped_pending + late;
+				s->targets[i].skipped_pending =
+					sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+			}
 		}
 		deadline = next;
 		if (sampler__wait(s, deadline))

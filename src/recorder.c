@@ -68,6 +68,9 @@ struct recorder {
 	struct trcfile_stream *rss_stream;  /* created on the first sample */
 	struct trcfile_stream *meta_stream; /* the recorder's own: exit record and notes */
 
+	/* Drain-thread counters, published to the atomics below once per drain pass: a locked
+	 * add per record would cost more than the rest of the drain. */
+	uint64_t events_local, lost_local;
 	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers;
 	/* Highest trace-buffer residency seen in the program: what its ru_maxrss is corrected
 	 * by (the buffers only shrink when threads exit and their rings are freed, so the peak
@@ -94,6 +97,8 @@ static uint32_t recorder__hash(uint64_t key)
 
 static struct recorder__stream_slot *recorder__map_find(struct recorder *r, uint64_t key)
 {
+	if (!r->map_cap)
+		return NULL;
 	uint32_t mask = r->map_cap - 1;
 	for (uint32_t i = recorder__hash(key) & mask;; i = (i + 1) & mask) {
 		struct recorder__stream_slot *s = &r->map[i];
@@ -186,9 +191,9 @@ static int recorder__on_record(void *arg, const struct session_stream *st,
 	if (err)
 		return err;
 	if (recorder__is_event(rec->type))
-		atomic_fetch_add_explicit(&r->events, 1, memory_order_relaxed);
+		r->events_local++;
 	else if (rec->type == TRC_REC_LOST)
-		atomic_fetch_add_explicit(&r->lost, rec->lost.count, memory_order_relaxed);
+		r->lost_local += rec->lost.count;
 	return 0;
 }
 
@@ -308,6 +313,8 @@ static long recorder__drain_once(struct recorder *r)
 	struct session_sink sink = sink_template;
 	sink.arg = r;
 	long n = session_drain(r->cfg.session, &sink);
+	atomic_store_explicit(&r->events, r->events_local, memory_order_relaxed);
+	atomic_store_explicit(&r->lost, r->lost_local, memory_order_relaxed);
 	if (n < 0)
 		return n;
 	long m = recorder__drain_sampler(r);

@@ -75,7 +75,8 @@ static void trc__retire_stale_slots(void)
 	for (uint32_t i = 0; i < trc__rt.max_slots; i++) {
 		struct trc_slot *s = trc__slot(i);
 		uint64_t w = atomic_load_explicit(&s->state, memory_order_acquire);
-		if (TRC_SLOT_STATE(w) != TRC_SLOT_CLAIMED || s->pid != (uint32_t)trc__rt.pid)
+		if (TRC_SLOT_STATE(w) != TRC_SLOT_CLAIMED ||
+		    __atomic_load_n(&s->pid, __ATOMIC_RELAXED) != (uint32_t)trc__rt.pid)
 			continue;
 		/* Release: pairs with the recorder's acquire load of the state; the dead image's
 		 * ring writes were published already. A failed CAS means the recorder moved it. */

@@ -100,8 +100,9 @@ static int trc__claim(struct trc__thread *t)
 			    &s->state, &w, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMING),
 			    memory_order_acquire, memory_order_relaxed))
 			continue;
-		s->pid = (uint32_t)trc__rt.pid;
-		s->tid = tid;
+		/* Relaxed atomics: session_buffers_resident_bytes reads pid at any time. */
+		__atomic_store_n(&s->pid, (uint32_t)trc__rt.pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
 		if (t->named)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else

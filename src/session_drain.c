@@ -281,8 +281,8 @@ static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, (off_t)s->ring_bytes))
 		(void)madvise(session__ring(s, i), s->ring_bytes, MADV_REMOVE);
 	(void)ring_ctl_init(&sl->ctl, s->ring_bytes, 0);
-	sl->pid = 0;
-	sl->tid = 0;
+	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELAXED);
 	memset(sl->name, 0, sizeof(sl->name));
 	/* Pairs with the producer's acquire load of the state before its CAS: the ring_ctl
 	 * above is initialised before anyone can claim the slot. */
@@ -329,7 +329,8 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 			return 0;
 		if (st == TRC_SLOT_CLAIMING) {
 			/* A claimer that died half-way leaves its tid behind, or nothing. */
-			if (reap && session__thread_gone(sl->pid, sl->tid))
+			if (reap && session__thread_gone(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED),
+							 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)))
 				session__free_slot(s, i, gen);
 			return 0;
 		}

@@ -402,7 +402,62 @@ static void trcfile__other(struct trcfile__sum *m, const struct trc_record *rec,
 	}
 }
 
-/* One stream, chunk by chunk, decoding in place. */
+/* Any record, the slow way (also the hot types when they arrive near a chunk's end). */
+static void trcfile__sum_generic(struct trcfile__sum *m, const struct trc_record *rec,
+				 struct trcfile_summary_thread *th, uint64_t *last_rss_ts)
+{
+	struct trcfile__idstat *st;
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+		st = trcfile__idstat(m, rec->span.name_id);
+		if (!st)
+			return;
+		st->begins++;
+		trcfile__span_begin(m, rec->span.name_id, rec->ts_ns);
+		break;
+	case TRC_REC_SPAN_END:
+		st = trcfile__idstat(m, rec->span.name_id);
+		if (!st)
+			return;
+		st->ends++;
+		trcfile__span_end(m, st, rec->span.name_id, rec->ts_ns);
+		break;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		st = trcfile__idstat(m, rec->value.name_id);
+		if (!st)
+			return;
+		if (rec->type == TRC_REC_INSTANT) {
+			st->instants++;
+			break;
+		}
+		st->counters++;
+		if (rec->value.value < st->counter_min)
+			st->counter_min = rec->value.value;
+		if (rec->value.value > st->counter_max)
+			st->counter_max = rec->value.value;
+		if (rec->ts_ns >= st->counter_last_ts) {
+			st->counter_last_ts = rec->ts_ns;
+			st->counter_last = rec->value.value;
+		}
+		break;
+	case TRC_REC_ALLOC:
+		m->s->alloc_bytes += rec->alloc.size;
+		break;
+	case TRC_REC_FREE:
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		break;
+	default:
+		trcfile__other(m, rec, th, last_rss_ts);
+	}
+}
+
+/* One stream, chunk by chunk. The loop decodes the hot types (span begin/end, counter,
+ * instant) itself with everything in locals: the aggregation's stores are uint64_t, which
+ * may alias any size_t or uint64_t field the compiler would otherwise reload per record.
+ * Everything else, and any record within TRCFILE__FAST_MARGIN of the chunk's end, goes
+ * through the checked decoder and trcfile__sum_generic. */
 static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *last_rss_ts)
 {
 	struct trcfile_summary *s = m->s;
@@ -417,110 +472,185 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 	if (!c)
 		return m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 	m->stack_n = 0;
-	uint64_t per_type[TRC_REC_TYPE_COUNT] = {0};
+	uint64_t per_type[32] = {0};
 	uint64_t first = UINT64_MAX, last = 0;
+	const uint32_t *dense = m->dense;
 	int rc;
 	while (!m->err && (rc = trcfile__cursor_load_next(c)) == 1) {
 		const uint8_t *p = c->p, *end = c->pend;
-		struct trcfile__coder *co = &c->coder;
+		const uint8_t *fast_end =
+			end - p > (ptrdiff_t)TRCFILE__FAST_MARGIN ? end - TRCFILE__FAST_MARGIN : p;
+		uint64_t ts = c->coder.ts;
 		uint32_t left = c->left;
+		struct trcfile__frame *stk = m->stack;
+		size_t sn = m->stack_n, scap = m->stack_cap;
+		struct trcfile__idstat *ids = m->ids;
 		while (left) {
-			struct trc_record rec;
-			if (trcfile__unlikely(trcfile__decode(&p, end, co, &rec) != 0))
-				break;
-			left--;
-			per_type[rec.type]++;
-			switch (rec.type) {
-			case TRC_REC_SPAN_BEGIN: {
-				struct trcfile__idstat *st = trcfile__idstat(m, rec.span.name_id);
-				if (trcfile__unlikely(!st))
-					goto out;
-				st->begins++;
-				if (trcfile__likely(m->stack_n < m->stack_cap))
-					m->stack[m->stack_n++] =
-						(struct trcfile__frame){rec.span.name_id, rec.ts_ns};
-				else
-					trcfile__span_begin(m, rec.span.name_id, rec.ts_ns);
-				break;
-			}
-			case TRC_REC_SPAN_END: {
-				struct trcfile__idstat *st = trcfile__idstat(m, rec.span.name_id);
-				if (trcfile__unlikely(!st))
-					goto out;
-				st->ends++;
-				if (trcfile__likely(m->stack_n &&
-						    m->stack[m->stack_n - 1].name_id ==
-							    rec.span.name_id)) {
-					uint64_t b = m->stack[--m->stack_n].ts;
-					uint64_t d = rec.ts_ns >= b ? rec.ts_ns - b : 0;
-					st->spans++;
-					st->span_total_ns += d;
-					if (d > st->span_max_ns)
-						st->span_max_ns = d;
-					unsigned g, sub;
-					trcfile__hist_bucket(d, &g, &sub);
-					if (trcfile__likely(st->hist.group[g] != NULL))
-						st->hist.group[g][sub]++;
-					else if (trcfile__hist_add(&st->hist, d, 1))
-						m->err = trcfile__fail(m->r, -ENOMEM,
-								       "out of memory");
+			uint64_t d, a, v;
+			uint32_t ix;
+			struct trcfile__idstat *st;
+			if (trcfile__unlikely(p >= fast_end))
+				goto generic;
+			uint8_t t0 = *p;
+			switch (t0) {
+			case TRC_REC_SPAN_BEGIN:
+				p = trcfile__get_varint_fast(p + 1, &d);
+				if (trcfile__unlikely(!p))
+					goto bad;
+				p = trcfile__get_varint_fast(p, &a);
+				if (trcfile__unlikely(!p || a > UINT32_MAX))
+					goto bad;
+				ts += d;
+				if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+					st = &ids[ix - 1];
 				} else {
-					trcfile__span_end(m, st, rec.span.name_id, rec.ts_ns);
+					st = trcfile__idstat_slow(m, (uint32_t)a);
+					if (!st)
+						goto out;
+					ids = m->ids;
+				}
+				st->begins++;
+				if (trcfile__likely(sn < scap)) {
+					stk[sn].name_id = (uint32_t)a;
+					stk[sn].ts = ts;
+					sn++;
+				} else {
+					m->stack_n = sn;
+					trcfile__span_begin(m, (uint32_t)a, ts);
+					stk = m->stack;
+					sn = m->stack_n;
+					scap = m->stack_cap;
 				}
 				break;
-			}
+			case TRC_REC_SPAN_END:
+				p = trcfile__get_varint_fast(p + 1, &d);
+				if (trcfile__unlikely(!p))
+					goto bad;
+				p = trcfile__get_varint_fast(p, &a);
+				if (trcfile__unlikely(!p || a > UINT32_MAX))
+					goto bad;
+				ts += d;
+				if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+					st = &ids[ix - 1];
+				} else {
+					st = trcfile__idstat_slow(m, (uint32_t)a);
+					if (!st)
+						goto out;
+					ids = m->ids;
+				}
+				st->ends++;
+				if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
+					uint64_t b = stk[--sn].ts;
+					uint64_t dur = ts - b; /* ts only grew since: deltas >= 0 here */
+					st->spans++;
+					st->span_total_ns += dur;
+					if (dur > st->span_max_ns)
+						st->span_max_ns = dur;
+					unsigned g, sub;
+					trcfile__hist_bucket(dur, &g, &sub);
+					uint64_t *grp = st->hist.group[g];
+					if (trcfile__likely(grp != NULL))
+						grp[sub]++;
+					else if (trcfile__hist_add(&st->hist, dur, 1))
+						m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
+				} else {
+					m->stack_n = sn;
+					trcfile__span_end(m, st, (uint32_t)a, ts);
+					sn = m->stack_n;
+				}
+				break;
+			case TRC_REC_COUNTER:
 			case TRC_REC_INSTANT:
-			case TRC_REC_COUNTER: {
-				struct trcfile__idstat *st = trcfile__idstat(m, rec.value.name_id);
-				if (trcfile__unlikely(!st))
-					goto out;
-				if (rec.type == TRC_REC_INSTANT) {
+				p = trcfile__get_varint_fast(p + 1, &d);
+				if (trcfile__unlikely(!p))
+					goto bad;
+				p = trcfile__get_varint_fast(p, &a);
+				if (trcfile__unlikely(!p || a > UINT32_MAX))
+					goto bad;
+				p = trcfile__get_varint_fast(p, &v);
+				if (trcfile__unlikely(!p))
+					goto bad;
+				ts += d;
+				if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+					st = &ids[ix - 1];
+				} else {
+					st = trcfile__idstat_slow(m, (uint32_t)a);
+					if (!st)
+						goto out;
+					ids = m->ids;
+				}
+				if (t0 == TRC_REC_INSTANT) {
 					st->instants++;
-					break;
+				} else {
+					int64_t val = trcfile__unzigzag(v);
+					st->counters++;
+					if (val < st->counter_min)
+						st->counter_min = val;
+					if (val > st->counter_max)
+						st->counter_max = val;
+					if (ts >= st->counter_last_ts) {
+						st->counter_last_ts = ts;
+						st->counter_last = val;
+					}
 				}
-				st->counters++;
-				int64_t v = rec.value.value;
-				if (v < st->counter_min)
-					st->counter_min = v;
-				if (v > st->counter_max)
-					st->counter_max = v;
-				if (rec.ts_ns >= st->counter_last_ts) {
-					st->counter_last_ts = rec.ts_ns;
-					st->counter_last = v;
-				}
-				break;
-			}
-			case TRC_REC_ALLOC:
-				s->alloc_bytes += rec.alloc.size;
-				break;
-			case TRC_REC_FREE:
-			case TRC_REC_FUNC_ENTER:
-			case TRC_REC_FUNC_EXIT:
 				break;
 			default:
-				trcfile__other(m, &rec, th, last_rss_ts);
+				goto generic;
+			}
+			per_type[t0]++;
+			left--;
+			if (trcfile__unlikely(ts < first))
+				first = ts;
+			continue;
+		generic:
+			/* Out of the fast path: the locals go back to their homes first. */
+			{
+				struct trc_record rec;
+				if (ts > last)
+					last = ts;
+				c->coder.ts = ts;
+				m->stack_n = sn;
+				if (trcfile__decode(&p, end, &c->coder, &rec) != 0)
+					goto bad;
+				ts = rec.ts_ns;
+				per_type[rec.type]++;
+				left--;
+				trcfile__sum_generic(m, &rec, th, last_rss_ts);
 				if (m->err)
 					goto out;
+				if (ts < first)
+					first = ts;
+				if (ts > last)
+					last = ts;
+				stk = m->stack;
+				sn = m->stack_n;
+				scap = m->stack_cap;
+				ids = m->ids;
 			}
-			if (rec.ts_ns > last)
-				last = rec.ts_ns;
-			if (rec.ts_ns < first)
-				first = rec.ts_ns;
 		}
+		if (ts > last)
+			last = ts;
 		c->p = p;
-		if (left) {
-			/* Same message as the cursor's own decoder. */
-			c->left = left;
+		c->coder.ts = ts;
+		c->left = 0;
+		m->stack_n = sn;
+		rc = trcfile__cursor_chunk_done(c);
+		if (rc)
+			break;
+		continue;
+	bad:
+		/* Let the cursor's own decoder say where (same message as every reader). */
+		c->p = p;
+		c->coder.ts = ts;
+		c->left = left;
+		m->stack_n = sn;
+		{
 			struct trc_record dummy;
 			rc = trcfile_cursor_next(c, &dummy);
 			if (rc >= 0)
 				rc = trcfile__fail(m->r, -EBADMSG, "damaged chunk");
-			break;
 		}
-		c->left = 0;
-		rc = trcfile__cursor_chunk_done(c);
-		if (rc)
-			break;
+		break;
 	}
 out:
 	trcfile_cursor_free(c);

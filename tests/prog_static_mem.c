@@ -12,6 +12,13 @@ int main(int argc, char **argv)
 	if (!p)
 		return 1;
 	memset(p, 1, mib << 20);
+	/* read it back through a volatile pointer, so the compiler cannot drop the pages */
+	volatile char *vp = p;
+	long sum = 0;
+	for (size_t off = 0; off < (mib << 20); off += 4096)
+		sum += vp[off];
+	if (sum == 42)
+		return 3;
 	struct timespec ts = {hold_ms / 1000, (hold_ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
 	free(p);

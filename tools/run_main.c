@@ -261,7 +261,7 @@ int main(int argc, char **argv)
 	uint32_t cmdline_len = 0;
 	char *cmdline = run__join_argv(opt.argv, &cmdline_len);
 	struct utsname un;
-	char host[256] = "unknown";
+	char host[512] = "unknown";
 	if (uname(&un) == 0)
 		snprintf(host, sizeof(host), "%s %s %s %s", un.nodename, un.sysname, un.release,
 			 un.machine);

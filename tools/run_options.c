@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,11 +110,14 @@ static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
-static int run__usage_error(const char *fmt, const char *value, const char *range)
+__attribute__((format(printf, 1, 2))) static int run__usage_error(const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(stderr, "trace-run: ");
-	fprintf(stderr, fmt, value, range);
+	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, " (see trace-run --help)\n");
+	va_end(ap);
 	return RUN_EXIT_USAGE;
 }
 
@@ -173,13 +177,13 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		switch (c) {
 		case 'o':
 			if (!*optarg)
-				return run__usage_error("empty output file name%s%s", "", "");
+				return run__usage_error("empty output file name");
 			o->output = optarg;
 			break;
 		case OPT_RSS_INTERVAL:
 			if (duration_parse_ns(optarg, DURATION_MIN_NS, DURATION_MAX_NS,
 					      &o->rss_interval_ns, msg, sizeof(msg)))
-				return run__usage_error("--rss-interval: %s%s", msg, "");
+				return run__usage_error("--rss-interval: %s", msg);
 			break;
 		case OPT_RSS_SOURCE:
 			if (rss_source_parse(optarg, &o->rss_source))
@@ -246,9 +250,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			puts(RUN_VERSION);
 			return -1;
 		case ':':
-			return run__usage_error("option %s needs a value%s", argv[optind - 1], "");
+			return run__usage_error("option %s needs a value", argv[optind - 1]);
 		default:
-			return run__usage_error("unknown option '%s'%s", argv[optind - 1], "");
+			return run__usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {

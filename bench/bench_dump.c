@@ -1,0 +1,383 @@
+/* bench_dump.c - bench=dump: how fast trace-dump reads a large trace, and how small it is.
+ *
+ * What it measures: a trace of >= 100 million records (--quick: 5 million) from several
+ * thread streams (nested spans with jittered durations, counters doing random walks,
+ * realistic gaps between events) is written once with the file writer into build/bench/;
+ * then the built trace-dump runs on it `--runs` times per case, output to /dev/null:
+ *   case=summary  trace-dump summary FILE   (per-stream pass, no merge)
+ *   case=chrome   trace-dump chrome FILE    (full merge and JSON formatting)
+ * Per case: events_per_s (events / wall time of the process, median, min, max over the
+ * runs), bytes_per_event (file size / events), peak_rss_bytes (trace-dump's ru_maxrss from
+ * wait4, median). Ratios against a baseline measured in the same run: the time `cat FILE >
+ * /dev/null` takes (reading the bytes alone) and a decompression-only pass over every chunk
+ * with zstd (the floor any reader of this format pays), as x_read and x_decode.
+ * Targets (issue 4): summary >= 100 M events/s on one core, <= 3 bytes per event, peak
+ * memory < 64 MiB whatever the trace size.
+ *
+ * Paths: trace-dump is found next to this program (../bin/trace-dump); the trace goes to
+ * build/bench/bench_dump.<pid>.trc beside it and is deleted at exit (--keep keeps it, to
+ * profile trace-dump on it).
+ * Threads: the generator appends from one thread (like the recorder's drain thread); the
+ * writer compresses on 2 threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trcfile.h"
+
+#define BENCH_STREAMS 4
+#define BENCH_NAMES 24
+
+static char bench_trace[PATH_MAX + 64];
+
+static uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t bench_rng(uint64_t *s)
+{
+	/* xorshift64*: deterministic, fast, good enough for jitter. */
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* A gap of roughly `mean` ns with a long tail (sum of two uniforms plus rare outliers). */
+static uint64_t bench_gap(uint64_t *s, uint64_t mean)
+{
+	uint64_t r = bench_rng(s);
+	uint64_t g = (r % mean) + ((r >> 20) % mean) / 2 + 5;
+	if ((r >> 40 & 255) == 0)
+		g += mean * 20;
+	return g;
+}
+
+struct bench_thread {
+	struct trcfile_stream *s;
+	uint64_t rng, ts, emitted;
+	int64_t counter;
+	/* state of the nested-span program */
+	unsigned phase, inner_left;
+	uint32_t inner_name, outer_name;
+};
+
+/* Appends the next record of thread t (its own little state machine). */
+static int bench_step(struct bench_thread *t)
+{
+	struct trc_record r = {0};
+	uint64_t x = bench_rng(&t->rng);
+	switch (t->phase) {
+	case 0: /* begin a request */
+		t->ts += bench_gap(&t->rng, 400);
+		r.type = TRC_REC_SPAN_BEGIN;
+		t->outer_name = 1 + (uint32_t)(x % 4);
+		r.span.name_id = t->outer_name;
+		t->inner_left = 2 + (unsigned)(x >> 8) % 5;
+		t->phase = 1;
+		break;
+	case 1: /* inner span begin, or a counter, or end the request */
+		if (!t->inner_left) {
+			t->ts += bench_gap(&t->rng, 100);
+			r.type = TRC_REC_SPAN_END;
+			r.span.name_id = t->outer_name;
+			t->phase = 0;
+			break;
+		}
+		if ((x & 3) == 0) {
+			t->ts += bench_gap(&t->rng, 60);
+			r.type = TRC_REC_COUNTER;
+			r.value.name_id = 20 + (uint32_t)(x >> 4) % 4;
+			t->counter += (int64_t)((x >> 16) % 9) - 4;
+			r.value.value = t->counter;
+			break;
+		}
+		t->ts += bench_gap(&t->rng, 80);
+		r.type = TRC_REC_SPAN_BEGIN;
+		t->inner_name = 5 + (uint32_t)(x >> 4) % 15;
+		r.span.name_id = t->inner_name;
+		t->phase = 2;
+		break;
+	default: /* inner span end */
+		t->ts += bench_gap(&t->rng, 300);
+		r.type = TRC_REC_SPAN_END;
+		r.span.name_id = t->inner_name;
+		t->inner_left--;
+		t->phase = 1;
+		break;
+	}
+	r.ts_ns = t->ts;
+	t->emitted++;
+	return trcfile_stream_append(t->s, &r);
+}
+
+/* Writes the trace; returns the number of events. */
+static uint64_t bench_generate(uint64_t records, double *secs)
+{
+	static const char *const names[BENCH_NAMES] = {
+		"", "request.get", "request.put", "request.list", "request.delete",
+		"parse", "lookup", "hash", "compress", "encode", "decode", "alloc_pages",
+		"io.read", "io.write", "lock.wait", "sched", "gc", "flush", "merge", "sort",
+		"queue.depth", "bytes.in", "bytes.out", "connections"};
+	static const char cmd[] = "bench_workload\0--threads\0004";
+	struct trcfile_header_info h = {
+		.cmdline = cmd,
+		.cmdline_len = sizeof(cmd),
+		.pid = 1000,
+		.start_mono_ns = 1000000000ull,
+		.start_realtime_ns = 1700000000000000000ull,
+		.clock_source = 1,
+		.host = "bench",
+		.tool_version = "bench_dump",
+	};
+	struct trcfile_writer_opts o = {
+		.compress_threads = 2,
+		.flags = TRCFILE_WRITER_NO_FSYNC,
+	};
+	int err = 0;
+	uint64_t t0 = bench_now_ns();
+	struct trcfile_writer *w = trcfile_writer_open(bench_trace, &h, &o, &err);
+	if (!w) {
+		fprintf(stderr, "bench_dump: cannot create %s: %s\n", bench_trace, strerror(-err));
+		exit(1);
+	}
+	struct trcfile_stream *meta = trcfile_stream_open(w, TRCFILE_STREAM_META, 1000, 0);
+	for (uint32_t i = 1; i < BENCH_NAMES; i++) {
+		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = h.start_mono_ns};
+		r.name.id = i;
+		r.name.str = names[i];
+		r.name.len = (uint32_t)strlen(names[i]);
+		trcfile_stream_append(meta, &r);
+	}
+	struct bench_thread th[BENCH_STREAMS];
+	for (unsigned i = 0; i < BENCH_STREAMS; i++) {
+		memset(&th[i], 0, sizeof(th[i]));
+		th[i].s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1000, 1001 + i);
+		th[i].rng = 0x9e3779b97f4a7c15ull * (i + 1);
+		th[i].ts = h.start_mono_ns + 1000 * i;
+		char tn[32];
+		int n = snprintf(tn, sizeof(tn), "worker-%u", i);
+		struct trc_record r = {.type = TRC_REC_THREAD, .ts_ns = h.start_mono_ns};
+		r.thread.pid = 1000;
+		r.thread.tid = 1001 + i;
+		r.thread.name = tn;
+		r.thread.name_len = (uint32_t)n;
+		trcfile_stream_append(meta, &r);
+	}
+	/* Round-robin in small batches, the way a drain thread empties rings. */
+	uint64_t per = records / BENCH_STREAMS;
+	for (uint64_t done = 0; done < per;) {
+		uint64_t batch = per - done < 256 ? per - done : 256;
+		for (unsigned i = 0; i < BENCH_STREAMS; i++)
+			for (uint64_t k = 0; k < batch; k++)
+				if ((err = bench_step(&th[i])) != 0) {
+					fprintf(stderr, "bench_dump: append: %s\n", strerror(-err));
+					exit(1);
+				}
+		done += batch;
+	}
+	err = trcfile_writer_close(w);
+	if (err) {
+		fprintf(stderr, "bench_dump: writing %s: %s\n", bench_trace, strerror(-err));
+		exit(1);
+	}
+	*secs = (double)(bench_now_ns() - t0) / 1e9;
+	return per * BENCH_STREAMS;
+}
+
+/* Runs argv with stdout to /dev/null; returns wall ns, *maxrss_bytes from wait4. */
+static uint64_t bench_run(char *const argv[], uint64_t *maxrss_bytes)
+{
+	uint64_t t0 = bench_now_ns();
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("bench_dump: fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status = 0;
+	struct rusage ru;
+	if (wait4(pid, &status, 0, &ru) < 0) {
+		perror("bench_dump: wait4");
+		exit(1);
+	}
+	uint64_t dt = bench_now_ns() - t0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "bench_dump: %s %s failed (status 0x%x)\n", argv[0], argv[1], status);
+		exit(1);
+	}
+	*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	return dt;
+}
+
+static int bench_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t bench_median(uint64_t *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), bench_cmp_u64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Decompression-only pass (the floor for any reader): ns. */
+static uint64_t bench_zstd_floor(void)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	if (trcfile_reader_open(bench_trace, &r, msg, sizeof(msg))) {
+		fprintf(stderr, "bench_dump: %s\n", msg);
+		exit(1);
+	}
+	/* The cheapest full pass the API offers: batches of decoded records per stream. */
+	static struct trc_record batch[1024];
+	uint64_t t0 = bench_now_ns(), n = 0;
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		int k;
+		while ((k = trcfile_cursor_read(c, batch, 1024)) > 0)
+			n += (uint64_t)k;
+		trcfile_cursor_free(c);
+	}
+	uint64_t dt = bench_now_ns() - t0;
+	trcfile_reader_close(r);
+	(void)n;
+	return dt;
+}
+
+static bool bench_keep;
+
+static void bench_cleanup(void)
+{
+	if (bench_trace[0] && !bench_keep)
+		unlink(bench_trace);
+}
+
+static void bench_on_signal(int sig)
+{
+	bench_cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int main(int argc, char **argv)
+{
+	bool quick = false;
+	unsigned runs = 5;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			quick = true;
+		} else if (!strcmp(argv[i], "--keep")) {
+			bench_keep = true;
+		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+			runs = (unsigned)atoi(argv[++i]);
+			if (runs < 1 || runs > 1000) {
+				fprintf(stderr, "bench_dump: --runs must be 1..1000\n");
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "usage: bench_dump [--quick] [--runs N] [--keep]\n");
+			return 2;
+		}
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		perror("bench_dump: /proc/self/exe");
+		return 1;
+	}
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	char dump[PATH_MAX + 32];
+	snprintf(dump, sizeof(dump), "%s/../bin/trace-dump", self);
+	if (access(dump, X_OK) != 0) {
+		fprintf(stderr, "bench_dump: %s not built\n", dump);
+		return 1;
+	}
+	snprintf(bench_trace, sizeof(bench_trace), "%s/bench_dump.%d.trc", self, (int)getpid());
+	atexit(bench_cleanup);
+	signal(SIGINT, bench_on_signal);
+	signal(SIGTERM, bench_on_signal);
+
+	uint64_t records = quick ? 5000000ull : 100000000ull;
+	double gen_s = 0;
+	uint64_t events = bench_generate(records, &gen_s);
+	struct stat st;
+	if (stat(bench_trace, &st) != 0) {
+		perror("bench_dump: stat");
+		return 1;
+	}
+	double bpe = (double)st.st_size / (double)events;
+	printf("bench=dump: %" PRIu64 " events in %d streams, %.1f MB on disk (%.2f bytes/event), "
+	       "written in %.2f s (%.1f M records/s through the writer)\n",
+	       events, BENCH_STREAMS, (double)st.st_size / 1e6, bpe, gen_s,
+	       (double)events / gen_s / 1e6);
+
+	/* Baselines in this run: reading the bytes, and the decode floor. */
+	uint64_t *t = calloc(runs, sizeof(uint64_t)), *m = calloc(runs, sizeof(uint64_t));
+	uint64_t rss_dummy = 0;
+	char *cat_argv[] = {(char *)"/bin/cat", bench_trace, NULL};
+	for (unsigned i = 0; i < runs; i++)
+		t[i] = bench_run(cat_argv, &rss_dummy);
+	uint64_t read_ns = bench_median(t, runs);
+	for (unsigned i = 0; i < runs; i++)
+		t[i] = bench_zstd_floor();
+	uint64_t floor_ns = bench_median(t, runs);
+	printf("baselines (median of %u): cat %.3f s, decode-only pass %.3f s (%.1f M events/s)\n",
+	       runs, (double)read_ns / 1e9, (double)floor_ns / 1e9,
+	       (double)events / ((double)floor_ns / 1e9) / 1e6);
+
+	printf("\n%-8s %14s %14s %14s %10s %14s %8s %8s\n", "case", "M events/s", "min", "max",
+	       "B/event", "peak RSS MiB", "x_read", "x_decode");
+	const char *cases[2] = {"summary", "chrome"};
+	for (unsigned c = 0; c < 2; c++) {
+		char *argv_d[] = {dump, (char *)cases[c], bench_trace, NULL};
+		for (unsigned i = 0; i < runs; i++)
+			t[i] = bench_run(argv_d, &m[i]);
+		uint64_t lo = UINT64_MAX, hi = 0;
+		for (unsigned i = 0; i < runs; i++) {
+			lo = t[i] < lo ? t[i] : lo;
+			hi = t[i] > hi ? t[i] : hi;
+		}
+		uint64_t med = bench_median(t, runs);
+		uint64_t rss = bench_median(m, runs);
+		double eps = (double)events / ((double)med / 1e9);
+		double eps_min = (double)events / ((double)hi / 1e9);
+		double eps_max = (double)events / ((double)lo / 1e9);
+		printf("%-8s %14.1f %14.1f %14.1f %10.2f %14.1f %8.2f %8.2f\n", cases[c], eps / 1e6,
+		       eps_min / 1e6, eps_max / 1e6, bpe, (double)rss / 1048576.0,
+		       (double)med / (double)read_ns, (double)med / (double)floor_ns);
+		printf("SUMMARY bench=dump case=%s events=%" PRIu64 " runs=%u events_per_s=%.0f "
+		       "events_per_s_min=%.0f events_per_s_max=%.0f bytes_per_event=%.3f "
+		       "peak_rss_bytes=%" PRIu64 " wall_ns=%" PRIu64 " x_read=%.2f x_decode=%.2f\n",
+		       cases[c], events, runs, eps, eps_min, eps_max, bpe, rss, med,
+		       (double)med / (double)read_ns, (double)med / (double)floor_ns);
+	}
+	free(t);
+	free(m);
+	return 0;
+}
