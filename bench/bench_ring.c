@@ -25,9 +25,9 @@
 
 #include "ring.h"
 
-#define BATCH 1024u                 /* records per timed batch */
+#define BATCH 1024u /* records per timed batch */
 #define PUSH_RING_BYTES (64u << 10) /* holds a batch (32 KiB of records) with room to spare */
-#define SPSC_RING_BYTES (1u << 20)
+#define SPSC_RING_BYTES (4u << 20)
 /* The spsc consumer drains once this much is waiting (or the poll interval passed): reading
  * right behind the producer would bounce write_pos and half-written data lines between the
  * cores on every record, which slows both sides; a recorder drains in chunks. */
@@ -42,7 +42,7 @@ struct event {
 
 struct opts {
 	int runs;
-	uint32_t batches;      /* per push run */
+	uint32_t batches; /* per push run */
 	uint64_t spsc_records; /* per spsc run */
 };
 

@@ -88,7 +88,7 @@ fi
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$(dirname "$here")" || exit 1
 out=build/bench
-mkdir -p "$out"
+mkdir -p "$out/peers"
 summary=$out/peers-summary.txt
 body=$(mktemp "${TMPDIR:-/tmp}/trc-peers-body.XXXXXX") || exit 1
 work=$(mktemp -d "${TMPDIR:-/tmp}/trc-peers.XXXXXX") || exit 1
@@ -234,9 +234,11 @@ timed() {
 kv() { # file key: value of key=value in a work_loop result line
 	sed -n "s/.*[[:space:]]$2=\([^[:space:]]*\).*/\1/p" "$1" | tail -n 1
 }
-json() { # file key: a top-level number of a JSON object
+json() { # file key: a number of a JSON object; key may be a dotted path (records_by_type.instant)
 	python3 -c 'import json,sys
-v = json.load(open(sys.argv[1])).get(sys.argv[2])
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
 if isinstance(v, bool): v = int(v)
 if isinstance(v, (int, float)): print(v)' "$1" "$2" 2>/dev/null
 }
@@ -348,10 +350,10 @@ lttng_record() {
 	fi
 }
 
-# One trc recording of the loop: fills T_NS, T_EMITTED, T_REC, T_LOST, T_BYTES, T_READ_S.
+# One trc recording of the loop: fills T_NS, T_EMITTED, T_REC, T_ALL, T_LOST, T_BYTES, T_READ_S.
 trc_record() {
 	local threads=$1 f=$work/events.trc
-	T_NS='' T_EMITTED='' T_REC='' T_LOST='' T_BYTES='' T_READ_S=''
+	T_NS='' T_EMITTED='' T_REC='' T_ALL='' T_LOST='' T_BYTES='' T_READ_S=''
 	rm -f "$f"
 	timed "$work/t.out" "$TRACE_RUN" -o "$f" -- build/bench/work_events "$events" "$threads"
 	local rc=$?
@@ -367,7 +369,10 @@ trc_record() {
 		return 1
 	fi
 	T_READ_S=$ELAPSED_S
-	T_REC=$(json "$work/d.json" events_recorded)
+	# the loop's events are the instants; events_recorded also counts the thread and process
+	# records trace-run adds
+	T_REC=$(json "$work/d.json" records_by_type.instant)
+	T_ALL=$(json "$work/d.json" events_recorded)
 	T_LOST=$(json "$work/d.json" events_lost)
 	rm -f "$f"
 	if [ -z "$T_NS" ] || [ -z "$T_REC" ]; then
@@ -401,10 +406,13 @@ events_case() {
 			if trc_record "$threads"; then
 				add trc_ns_per_event "$T_NS"
 				add trc_events_recorded "$T_REC"
+				add trc_records_all "$T_ALL"
 				add trc_events_lost "$T_LOST"
+				# emitted = recorded + lost must hold exactly: anything else is a trc bug
+				add trc_events_unaccounted "$((T_EMITTED - T_REC - T_LOST))"
 				add trc_lost_pct "$(awk -v l="$T_LOST" -v e="$T_EMITTED" 'BEGIN { if (e > 0) printf "%.4f", 100 * l / e }')"
 				add trc_bytes_per_event "$(div "$T_BYTES" "$T_REC")"
-				add trc_read_events_per_s "$(div "$T_REC" "$T_READ_S")"
+				add trc_read_events_per_s "$(div "$T_ALL" "$T_READ_S")"
 			else
 				trc_fail=$((trc_fail + 1))
 				[ $trc_fail = 1 ] && note "$case" "trc run $r failed: $TRC_FAIL"
@@ -452,9 +460,19 @@ heaptrack_peak_rss() {
 		printf "%.0f\n", n * m }' "$1"
 }
 
+# The project's own workload when it is built, else the copy in bench/peers/.
 MALLOC_CMD=()
 if [ -x build/bench/work_malloc ]; then
 	MALLOC_CMD=(build/bench/work_malloc)
+elif cc -std=gnu17 -O2 -g bench/peers/peer_malloc.c -o "$out/peers/peer_malloc" \
+	2>"$work/pm.err"; then
+	MALLOC_CMD=("$out/peers/peer_malloc")
+	[ $quick = 1 ] && MALLOC_CMD+=(500000 64)
+	note malloc "build/bench/work_malloc is not built: bench/peers/peer_malloc.c used instead"
+else
+	note malloc "build/bench/work_malloc is not built and bench/peers/peer_malloc.c did not build: $(why "$work/pm.err")"
+fi
+if [ ${#MALLOC_CMD[@]} -gt 0 ]; then
 	[ $quick = 1 ] && [ -n "${PEERS_MALLOC_QUICK_ARGS:-}" ] && read -r -a extra <<<"$PEERS_MALLOC_QUICK_ARGS" && MALLOC_CMD+=("${extra[@]}")
 	[ $quick = 0 ] && [ -n "${PEERS_MALLOC_ARGS:-}" ] && read -r -a extra <<<"$PEERS_MALLOC_ARGS" && MALLOC_CMD+=("${extra[@]}")
 fi
@@ -462,10 +480,7 @@ fi
 malloc_case() {
 	local case=malloc r
 	reset_case
-	if [ ${#MALLOC_CMD[@]} = 0 ]; then
-		note "$case" "build/bench/work_malloc is not built: no allocation workload"
-		return
-	fi
+	[ ${#MALLOC_CMD[@]} -gt 0 ] || return
 	local ht_ok=1 ht_why=
 	have heaptrack && have heaptrack_print || { ht_ok=0; ht_why="heaptrack is not installed"; }
 	[ $ht_ok = 1 ] || note heaptrack "$ht_why: no heaptrack figures"
@@ -543,24 +558,43 @@ uftrace_events() {
 		END { if (calls > 0) print 2 * calls }'
 }
 
+# The project's own workload (plain, _finst and _pg builds) when it is built, else the copy in
+# bench/peers/ built the same three ways. Sets CALLS_PROG ("" when neither is there).
+calls_prog() {
+	CALLS_PROG=build/bench/work_calls
+	[ -x $CALLS_PROG ] && [ -x ${CALLS_PROG}_finst ] && [ -x ${CALLS_PROG}_pg ] && return
+	CALLS_PROG=$out/peers/peer_calls
+	local flags=(-std=gnu17 -O2 -g)
+	if cc "${flags[@]}" bench/peers/peer_calls.c -o "$CALLS_PROG" 2>"$work/pc.err" &&
+		cc "${flags[@]}" -finstrument-functions bench/peers/peer_calls.c \
+			-o "${CALLS_PROG}_finst" 2>>"$work/pc.err" &&
+		cc "${flags[@]}" -pg bench/peers/peer_calls.c -o "${CALLS_PROG}_pg" 2>>"$work/pc.err"; then
+		note calls "build/bench/work_calls{,_finst,_pg} are not built: bench/peers/peer_calls.c used instead"
+	else
+		note calls "build/bench/work_calls is not built and bench/peers/peer_calls.c did not build: $(why "$work/pc.err")"
+		CALLS_PROG=
+	fi
+}
+
 calls_case() {
 	local case=calls r
 	reset_case
-	local p=build/bench/work_calls
-	if [ ! -x $p ] || [ ! -x ${p}_finst ] || [ ! -x ${p}_pg ]; then
-		note "$case" "build/bench/work_calls{,_finst,_pg} are not built: no function-call workload"
-		return
-	fi
+	calls_prog
+	local p=$CALLS_PROG
+	[ -n "$p" ] || return
+	[ $quick = 1 ] && [ ${#CALLS_ARGS[@]} = 0 ] && [ "$p" = "$out/peers/peer_calls" ] &&
+		CALLS_ARGS=(3000000)
 	local uf_ok=1
 	have uftrace || { uf_ok=0; note uftrace "uftrace is not installed: no uftrace figures"; }
 	log "$case: $p ${CALLS_ARGS[*]}, $runs runs"
-	cmd "$case" "$p ${CALLS_ARGS[*]}   (untraced, plain build)"
-	[ $trc_ok = 1 ] && cmd "$case" "$TRACE_RUN -o FILE -- ${p}_finst ${CALLS_ARGS[*]}; $TRACE_DUMP summary --json FILE"
-	[ $uf_ok = 1 ] && cmd "$case" "uftrace record -d DIR ${p}_pg ${CALLS_ARGS[*]}; uftrace report -d DIR -f call"
+	local a=${CALLS_ARGS[*]:+ ${CALLS_ARGS[*]}}
+	cmd "$case" "$p$a   (untraced, plain build)"
+	[ $trc_ok = 1 ] && cmd "$case" "$TRACE_RUN -o FILE -- ${p}_finst$a; $TRACE_DUMP summary --json FILE"
+	[ $uf_ok = 1 ] && cmd "$case" "uftrace record -d DIR ${p}_pg$a; uftrace report -d DIR -f call"
 	local fails=0
 	for r in $(seq "$runs"); do
 		local base=
-		if timed "$work/c.out" $p "${CALLS_ARGS[@]}"; then
+		if timed "$work/c.out" "$p" "${CALLS_ARGS[@]}"; then
 			base=$ELAPSED_S
 			add untraced_wall_s "$base"
 		else
@@ -569,7 +603,7 @@ calls_case() {
 		fi
 		if [ $trc_ok = 1 ]; then
 			rm -f "$work/c.trc"
-			if timed "$work/ct.out" "$TRACE_RUN" -o "$work/c.trc" -- ${p}_finst "${CALLS_ARGS[@]}" &&
+			if timed "$work/ct.out" "$TRACE_RUN" -o "$work/c.trc" -- "${p}_finst" "${CALLS_ARGS[@]}" &&
 				"$TRACE_DUMP" summary --json "$work/c.trc" >"$work/c.json" 2>"$work/c.json.err"; then
 				local ev bytes
 				ev=$(json "$work/c.json" events_recorded)
@@ -588,7 +622,7 @@ calls_case() {
 		fi
 		if [ $uf_ok = 1 ]; then
 			rm -rf "$work/uft"
-			if timed "$work/cu.out" uftrace record -d "$work/uft" ${p}_pg "${CALLS_ARGS[@]}"; then
+			if timed "$work/cu.out" uftrace record -d "$work/uft" "${p}_pg" "${CALLS_ARGS[@]}"; then
 				local ev bytes
 				add uftrace_wall_s "$ELAPSED_S"
 				add uftrace_slowdown "$(div "$ELAPSED_S" "$base")"

@@ -172,7 +172,7 @@ def fmt(v):
     if v == 0:
         return "0"
     a = abs(v)
-    if a >= 100000:
+    if a >= 10000:
         return "{:,.0f}".format(v)
     if a >= 100:
         return "{:.1f}".format(v).rstrip("0").rstrip(".")
@@ -350,6 +350,9 @@ def render_markdown(d, summary, runs, machine, peers, svg_written):
 def render_peers(peers):
     md = ["## Peers: the same workloads through the tools people use today", ""]
     ph = peers["header"]
+    if ph.get("status", "ran") != "ran":
+        md += ["Not measured in this run (%s): %s." % (ph.get("status"), ph.get("reason", "?")),
+               ""]
     if ph.get("started"):
         md += ["Measured by `bench/peers.sh` (started %s, finished %s, mode %s)." % (
             ph.get("started"), ph.get("finished", "?"), ph.get("mode", "?")), ""]
@@ -387,13 +390,23 @@ def find(records, bench, case, key):
     return None
 
 
-# Each chart: title, unit, and bars (label, bench, case, key). A bar is drawn only when its
-# figure is in this run; a chart with no bar is left out.
+# Each chart: title, unit, and bars (label, bench, case, key[, note_key, note_format]). A bar
+# is drawn only when its figure is in this run; a chart with no bar is left out. The note, when
+# its key is there, is added to the label (e.g. how much a tracer lost while being timed).
 CHARTS = [
-    ("ns per event, one thread, 10M-event loop (lower is better)", "ns", [
+    ("ns per event, one thread, tight event loop (lower is better)", "ns", [
         ("bare loop: TSC + store", "peers", "events-1t", "bare_ns_per_event"),
-        ("trc (trace-run)", "peers", "events-1t", "trc_ns_per_event"),
-        ("LTTng-UST", "peers", "events-1t", "lttng_ns_per_event"),
+        ("trc (trace-run)", "peers", "events-1t", "trc_ns_per_event",
+         "trc_lost_pct", "%s %% lost"),
+        ("LTTng-UST", "peers", "events-1t", "lttng_ns_per_event",
+         "lttng_lost_pct", "%s %% lost"),
+    ]),
+    ("ns per event, two threads, tight event loop (lower is better)", "ns", [
+        ("bare loop: TSC + store", "peers", "events-2t", "bare_ns_per_event"),
+        ("trc (trace-run)", "peers", "events-2t", "trc_ns_per_event",
+         "trc_lost_pct", "%s %% lost"),
+        ("LTTng-UST", "peers", "events-2t", "lttng_ns_per_event",
+         "lttng_lost_pct", "%s %% lost"),
     ]),
     ("ns per event, micro-benchmarks (lower is better)", "ns", [
         ("bare loop: TSC + store", "producer", "enabled", "bare_ns"),
@@ -401,11 +414,6 @@ CHARTS = [
         ("trc, no session", "producer", "disabled", "ns_per_call"),
         ("bare loop (bench=ring)", "ring", "push", "bare_ns_per_record"),
         ("ring push (bench=ring)", "ring", "push", "ns_per_record"),
-    ]),
-    ("ns per event, two threads (lower is better)", "ns", [
-        ("bare loop: TSC + store", "peers", "events-2t", "bare_ns_per_event"),
-        ("trc (trace-run)", "peers", "events-2t", "trc_ns_per_event"),
-        ("LTTng-UST", "peers", "events-2t", "lttng_ns_per_event"),
     ]),
     ("slowdown of the malloc workload, x untraced (lower is better)", "x", [
         ("trc (trace-run)", "peers", "malloc", "trc_slowdown"),
@@ -415,6 +423,7 @@ CHARTS = [
     ("slowdown of the call-heavy workload, x untraced (lower is better)", "x", [
         ("trc -finstrument-functions", "peers", "calls", "trc_slowdown"),
         ("uftrace -pg", "peers", "calls", "uftrace_slowdown"),
+        ("trc (bench=preload)", "preload", "calls", "ratio"),
     ]),
     ("events per second with RSS read in-band vs out-of-band (higher is better)", "ev/s", [
         ("no RSS", "rss", "none", "events_per_s"),
@@ -438,9 +447,17 @@ def chart_panels(records):
     """The CHARTS that have figures in this run: (title, unit, [(label, (med, lo, hi), src)])."""
     panels = []
     for title, unit, bars in CHARTS:
-        got = [(label, find(records, b, c, k), "bench=%s case=%s %s" % (b, c, k))
-               for label, b, c, k in bars]
-        got = [g for g in got if g[1] is not None]
+        got = []
+        for bar in bars:
+            label, b, c, k = bar[:4]
+            v = find(records, b, c, k)
+            if v is None:
+                continue
+            if len(bar) > 4:
+                note = find(records, b, c, bar[4])
+                if note is not None:
+                    label = "%s, %s" % (label, bar[5] % fmt(note[0]))
+            got.append((label, v, "bench=%s case=%s %s" % (b, c, k)))
         if got:
             panels.append((title, unit, got))
     return panels

@@ -127,11 +127,23 @@ elif [ "${BENCH_PEERS:-1}" != 0 ]; then
 		[ "$mode" = quick ] && peer_args+=(--quick)
 		[ -n "${BENCH_RUNS:-}" ] && peer_args+=(--runs "$BENCH_RUNS")
 		echo "run.sh: bench/peers.sh ${peer_args[*]}" >&2
-		bench/peers.sh "${peer_args[@]}" >"$out/out/peers.log" 2>&1 ||
+		bench/peers.sh "${peer_args[@]}" >"$out/out/peers.log" 2>&1
+		prc=$?
+		if [ $prc -ne 0 ] || [ ! -s "$out/peers-summary.txt" ]; then
 			echo "run.sh: bench/peers.sh failed, see $out/out/peers.log" >&2
+			printf '# status=failed\treason=bench/peers.sh exited %s (log: %s)\tcommand=bench/peers.sh %s\n' \
+				"$prc" "$out/out/peers.log" "${peer_args[*]}" >"$out/peers-summary.txt"
+		fi
 	else
 		echo "run.sh: peers: no peer tool is installed (make bench-peers installs them)" >&2
+		printf '# status=not run\treason=%s\tcommand=bench/peers.sh\n' \
+			"none of lttng, babeltrace2, heaptrack, uftrace is installed (make bench-peers installs them)" \
+			>"$out/peers-summary.txt"
 	fi
+fi
+
+if [ "$mode" != smoke ] && [ "${BENCH_PEERS:-1}" = 0 ]; then
+	printf '# status=skipped\treason=BENCH_PEERS=0\tcommand=bench/peers.sh\n' >"$out/peers-summary.txt"
 fi
 
 if [ "$mode" = smoke ]; then

@@ -31,6 +31,8 @@
  *   ring_consumer_attach          C       any producer operation      no      no
  *   ring_batch_begin/next/release C       any producer operation      no      no
  *   ring_consumer_dropped         C       any producer operation      no      no
+ *   ring_consumer_pending_bytes   C       any producer operation      no      no
+ *   ring_touched_bytes            any     anything (relaxed read)     no      no
  *
  * Memory ordering: the producer publishes records with a release store of write_pos, which
  * the consumer's acquire load in ring_batch_begin pairs with. The consumer frees space with a
@@ -92,7 +94,10 @@ struct ring_ctl {
 	uint64_t reserved[6];
 };
 
-/* The producer's private handle: lives in the producer thread (TLS, stack, heap). */
+/* The producer's private handle: lives in the producer thread (TLS, stack, heap).
+ * A caller with its own inline fast path (src/rt_*) may write records in the same layout,
+ * advance `write` itself and publish it with a release store of ctl->write_pos; the ring's
+ * functions then work from that `write` (limit is only a hint they recompute when behind). */
 struct ring_producer {
 	uint64_t write; /* private copy of ctl->write_pos (includes an unpublished pad) */
 	/* Reservations whose end stays at or below limit fit without looking at anything else:
@@ -102,11 +107,11 @@ struct ring_producer {
 	uint8_t *data;
 	uint64_t mask;
 	struct ring_ctl *ctl;
-	uint32_t pending;     /* bytes (header included) of the reserved, uncommitted record */
-	int last_error;       /* 0, -ENOBUFS (full) or -EMSGSIZE (never fits) of the last drop */
+	uint32_t pending; /* bytes (header included) of the reserved, uncommitted record */
+	int last_error; /* 0, -ENOBUFS (full) or -EMSGSIZE (never fits) of the last drop */
 	uint64_t capacity;
 	uint64_t cached_read; /* last read_pos seen; refreshed only when the ring looks full */
-	uint64_t dropped;     /* private copy of ctl->dropped */
+	uint64_t dropped; /* private copy of ctl->dropped */
 };
 
 /* The consumer's private handle: lives in the consumer thread. */
@@ -115,9 +120,9 @@ struct ring_consumer {
 	const uint8_t *data;
 	uint64_t capacity;
 	uint64_t mask;
-	uint64_t read;         /* authoritative read position; ctl->read_pos is a copy for P */
+	uint64_t read; /* authoritative read position; ctl->read_pos is a copy for P */
 	uint64_t last_dropped; /* last dropped count seen, to check it never goes back */
-	int error;             /* sticky: once corrupt, every call returns it */
+	int error; /* sticky: once corrupt, every call returns it */
 };
 
 /* A snapshot of the records published at ring_batch_begin time. */
@@ -188,8 +193,10 @@ static inline void *ring_reserve_sp(struct ring_producer *p, uint32_t tag, uint3
 	uint64_t w = p->write;
 
 	/* limit - w is in [0, capacity]: bytes free before the end of data and before the
-	 * consumer's (cached) read position, whichever comes first. */
-	if (ring__likely(total <= p->limit - w)) {
+	 * consumer's (cached) read position, whichever comes first. Signed, so a write that was
+	 * advanced past limit by the caller's own fast path (see struct ring_producer) reads as
+	 * negative and goes to the slow path, which recomputes limit. */
+	if (ring__likely((int64_t)(p->limit - w) >= (int64_t)total)) {
 		struct ring__hdr *hdr = (struct ring__hdr *)(void *)(p->data + (w & p->mask));
 		hdr->len = (uint32_t)total;
 		hdr->tag = tag;

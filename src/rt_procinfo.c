@@ -38,7 +38,7 @@ static ssize_t trc__read_full(int fd, char *buf, size_t len)
 	return (ssize_t)got;
 }
 
-static void trc__emit_process(struct ring_producer *p, unsigned mode)
+static void trc__emit_process(struct trc__thread *t, unsigned mode)
 {
 	char cmd[TRC_CMDLINE_MAX];
 	uint32_t len = 0;
@@ -48,7 +48,8 @@ static void trc__emit_process(struct ring_producer *p, unsigned mode)
 		close(fd);
 		len = n > 0 ? (uint32_t)n : 0;
 	}
-	uint64_t *r = ring_reserve_sp(p, TRC_TAG(12u, 0), 24 + len);
+	struct ring_producer *p = &trc__ring_prod;
+	uint64_t *r = trc__reserve(t, TRC_TAG(12u, 0), 24 + len);
 	if (!r)
 		return;
 	r[0] = trc__now(mode);
@@ -73,7 +74,7 @@ static uint64_t trc__hex(const char **s)
 }
 
 /* One line of /proc/self/maps: "start-end perms offset dev inode   path". */
-static void trc__emit_module_line(struct ring_producer *p, unsigned mode, const char *line,
+static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const char *line,
 				  size_t len)
 {
 	const char *s = line, *end = line + len;
@@ -97,7 +98,8 @@ static void trc__emit_module_line(struct ring_producer *p, unsigned mode, const 
 	if (s >= end || (*s != '/' && *s != '['))
 		return;
 	uint32_t plen = (uint32_t)(end - s);
-	uint64_t *r = ring_reserve_sp(p, TRC_TAG(14u, 0), 40 + plen);
+	struct ring_producer *p = &trc__ring_prod;
+	uint64_t *r = trc__reserve(t, TRC_TAG(14u, 0), 40 + plen);
 	if (!r)
 		return;
 	r[0] = trc__now(mode);
@@ -109,7 +111,7 @@ static void trc__emit_module_line(struct ring_producer *p, unsigned mode, const 
 	ring_commit_sp(p);
 }
 
-static void trc__emit_modules(struct ring_producer *p, unsigned mode)
+static void trc__emit_modules(struct trc__thread *t, unsigned mode)
 {
 	char buf[8192];
 	size_t have = 0;
@@ -131,7 +133,7 @@ static void trc__emit_modules(struct ring_producer *p, unsigned mode)
 				break;
 			size_t l = (size_t)(nl - (buf + pos));
 			if (!skipping)
-				trc__emit_module_line(p, mode, buf + pos, l);
+				trc__emit_module_line(t, mode, buf + pos, l);
 			skipping = false;
 			pos += l + 1;
 		}
@@ -147,8 +149,8 @@ static void trc__emit_modules(struct ring_producer *p, unsigned mode)
 
 void trc__emit_process_info(struct trc__thread *t, unsigned mode)
 {
-	struct ring_producer *p = trc__prod_sync(t);
-	trc__emit_process(p, mode);
-	trc__emit_modules(p, mode);
+	(void)trc__prod_sync(t);
+	trc__emit_process(t, mode);
+	trc__emit_modules(t, mode);
 	trc__prod_publish(t);
 }

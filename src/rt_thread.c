@@ -43,18 +43,52 @@ static void trc__drop_ring(struct trc__thread *t)
 {
 	t->data = NULL;
 	t->write_pos = NULL;
-	t->write = t->limit = t->mask = 0;
+	t->write = t->limit = t->mask = t->faulted = 0;
 	memset(&trc__ring_prod, 0, sizeof(trc__ring_prod));
 }
 
-static void trc__fault_in(uint8_t *p, uint64_t len)
+/* Faults [t->faulted, want) of the ring in and publishes the new resident size. The madvise
+ * maps the pages in one syscall; the touch per page pays the hypervisor's first-touch cost here
+ * rather than on the hot path (session_layout.h "Residency"). Older kernels without
+ * MADV_POPULATE_WRITE: the touches fault the pages in. The range is ours and unpublished. */
+static void trc__fault_to(struct trc__thread *t, uint64_t want)
 {
-	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+	uint64_t cap = trc__rt.ring_bytes;
+	if (want > cap)
+		want = cap;
+	if (want <= t->faulted)
 		return;
-	/* Older kernels: touch each page. The ring is ours and unpublished, so writing the
-	 * zero it already holds is harmless. */
+	uint8_t *p = t->data + t->faulted;
+	uint64_t len = want - t->faulted;
+	(void)madvise(p, len, MADV_POPULATE_WRITE);
 	for (uint64_t off = 0; off < len; off += TRC_REGION_PAGE)
-		__atomic_store_n(p + off, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(p + off, __atomic_load_n(p + off, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	t->faulted = want;
+	atomic_store_explicit(&trc__slot(t->slot)->resident_bytes, want, memory_order_relaxed);
+}
+
+void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes)
+{
+	struct ring_producer *p = &trc__ring_prod;
+	uint64_t cap = trc__rt.ring_bytes;
+	if (t->faulted < cap) {
+		uint64_t total = ring_record_bytes(payload_bytes);
+		uint64_t w = p->write;
+		/* A record that would wrap pads to the end of data: then all of it is needed. */
+		uint64_t need = (w & p->mask) + total > cap ? cap : w + total;
+		if (need > t->faulted) {
+			/* Doubling keeps the slow-path visits few; the cap bounds one visit's stall
+			 * (~2 ms here for 256 KiB) and what a thread holds beyond what it wrote. */
+			uint64_t grow = t->faulted < TRC_RING_FAULT_MAX_CHUNK
+						? t->faulted * 2
+						: t->faulted + TRC_RING_FAULT_MAX_CHUNK;
+			uint64_t need_pages = (need + TRC_REGION_PAGE - 1) &
+					      ~(uint64_t)(TRC_REGION_PAGE - 1);
+			trc__fault_to(t, need_pages > grow ? need_pages : grow);
+		}
+	}
+	return ring_reserve_sp(p, tag, payload_bytes);
 }
 
 static void trc__kernel_name(char out[TRC_THREAD_NAME_BYTES])
@@ -70,7 +104,7 @@ static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 {
 	struct trc_slot *s = trc__slot(t->slot);
 	struct ring_producer *p = trc__prod_sync(t);
-	uint64_t *r = ring_reserve_sp(p, TRC_TAG(11u, 0), 16 + TRC_THREAD_NAME_BYTES);
+	uint64_t *r = trc__reserve(t, TRC_TAG(11u, 0), 16 + TRC_THREAD_NAME_BYTES);
 	if (r) {
 		r[0] = trc__now(mode);
 		r[1] = (uint64_t)s->pid | ((uint64_t)s->tid << 32);
@@ -107,7 +141,6 @@ static int trc__claim(struct trc__thread *t)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else
 			trc__kernel_name(s->name);
-		trc__fault_in(trc__ring_data(i), trc__rt.ring_bytes);
 		if (ring_producer_attach(&trc__ring_prod, &s->ctl, trc__ring_data(i),
 					 trc__rt.ring_bytes) != 0) {
 			/* Cannot happen with a validated header; give the slot back as retired so
@@ -120,6 +153,9 @@ static int trc__claim(struct trc__thread *t)
 		t->data = trc__ring_data(i);
 		t->mask = trc__rt.ring_bytes - 1;
 		t->write_pos = (uint64_t *)(void *)&s->ctl.write_pos;
+		t->slot = i;
+		t->faulted = 0;
+		trc__fault_to(t, TRC_RING_PREFAULT_BYTES);
 		trc__prod_publish(t);
 		/* Pairs with the recorder's acquire load of the state: pid, tid and name are
 		 * written. */
@@ -141,7 +177,7 @@ static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, u
 			   uint64_t a, uint64_t b)
 {
 	struct ring_producer *p = trc__prod_sync(t);
-	uint64_t *r = ring_reserve_sp(p, tag, 8u + 8u * nwords);
+	uint64_t *r = trc__reserve(t, tag, 8u + 8u * nwords);
 	if (r) {
 		r[0] = trc__now(mode);
 		if (nwords > 0)

@@ -186,13 +186,14 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 	for (uint32_t i = 0; i < s->max_slots; i++) {
 		struct trc_slot *sl = session__slot(s, i);
 		uint32_t st = TRC_SLOT_STATE(atomic_load_explicit(&sl->state, memory_order_relaxed));
-		/* A claimer faults the whole ring in; the recorder punches it out when it frees the
-		 * slot (session_layout.h "Residency"). */
+		/* The claimer publishes what it faulted in; the recorder punches it out when it
+		 * frees the slot (session_layout.h "Residency"). */
 		if (st == TRC_SLOT_FREE || st > TRC_SLOT_RETIRED)
 			continue;
 		uint32_t owner = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+		uint64_t n = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
 		if (pid == 0 || owner == (uint32_t)pid)
-			rings += s->ring_bytes;
+			rings += n < s->ring_bytes ? n : s->ring_bytes;
 	}
 	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
 	if (used > s->max_procs)

@@ -281,6 +281,7 @@ static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, (off_t)s->ring_bytes))
 		(void)madvise(session__ring(s, i), s->ring_bytes, MADV_REMOVE);
 	(void)ring_ctl_init(&sl->ctl, s->ring_bytes, 0);
+	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELAXED);
 	memset(sl->name, 0, sizeof(sl->name));
@@ -322,7 +323,10 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 	uint32_t st = TRC_SLOT_STATE(w), gen = TRC_SLOT_GEN(w);
 	int rc;
 
-	if (st > TRC_SLOT_RETIRED || (ds->active && gen != ds->gen))
+	/* Only the recorder bumps the generation or frees: anything else under an open stream is
+	 * a scribble. */
+	if (st > TRC_SLOT_RETIRED ||
+	    (ds->active && (gen != ds->gen || st == TRC_SLOT_FREE || st == TRC_SLOT_CLAIMING)))
 		return ds->active ? session__corrupt(c, ds, "bad slot state") : 0;
 	if (!ds->active && !ds->corrupt) {
 		if (st == TRC_SLOT_FREE)

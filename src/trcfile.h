@@ -183,6 +183,9 @@ struct trcfile_reader_stats {
 	uint64_t records;
 	uint64_t bytes_recovered; /* header + whole chunks found */
 	uint64_t bytes_ignored;   /* after the last whole chunk when truncated */
+	uint64_t chunks_missing;  /* sequence numbers absent before a stream's last chunk
+				   * (chunks lost in the middle, e.g. a write error while
+				   * later ones were already on disk) */
 	bool truncated;           /* no (valid) footer: read up to the last whole chunk */
 	bool footer_damaged;      /* a footer was there but failed its checks (then scanned) */
 };

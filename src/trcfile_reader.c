@@ -261,6 +261,12 @@ static int trcfile__finish_index(struct trcfile_reader *r)
 	if (k != r->n_chunks)
 		return trcfile__fail(r, -EBADMSG, "chunk of an unknown stream in the index");
 	r->stats.chunks = r->n_chunks;
+	r->stats.chunks_missing = 0;
+	for (unsigned s = 0; s < r->n_streams; s++) {
+		size_t a = r->stream_chunk0[s], b = r->stream_chunk0[s + 1];
+		if (b > a)
+			r->stats.chunks_missing += (uint64_t)r->chunks[b - 1].seq + 1 - (b - a);
+	}
 	r->stats.records = 0;
 	for (size_t i = 0; i < r->n_chunks; i++)
 		r->stats.records += r->chunks[i].count;

@@ -485,12 +485,14 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 		struct trcfile__frame *stk = m->stack;
 		size_t sn = m->stack_n, scap = m->stack_cap;
 		struct trcfile__idstat *ids = m->ids;
+		const uint8_t *rec_start = p; /* where the record being decoded starts */
 		while (left) {
 			uint64_t d, a, v;
 			uint32_t ix;
 			struct trcfile__idstat *st;
 			if (trcfile__unlikely(p >= fast_end))
 				goto generic;
+			rec_start = p;
 			uint8_t t0 = *p;
 			switch (t0) {
 			case TRC_REC_SPAN_BEGIN:
@@ -610,6 +612,7 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 					last = ts;
 				c->coder.ts = ts;
 				m->stack_n = sn;
+				rec_start = p;
 				if (trcfile__decode(&p, end, &c->coder, &rec) != 0)
 					goto bad;
 				ts = rec.ts_ns;
@@ -640,7 +643,7 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 		continue;
 	bad:
 		/* Let the cursor's own decoder say where (same message as every reader). */
-		c->p = p;
+		c->p = rec_start;
 		c->coder.ts = ts;
 		c->left = left;
 		m->stack_n = sn;

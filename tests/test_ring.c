@@ -208,9 +208,8 @@ static void run_schedule(uint64_t cap, uint64_t start_pos, uint64_t seed, int st
 	uint64_t s = seed;
 	for (int i = 0; i < steps; i++) {
 		if (rng_below(&s, 100) < push_pct) {
-			uint32_t pl = min_payload +
-				      (uint32_t)rng_below(&s, (uint64_t)max_payload - min_payload + 1);
-			push_checked(&t, &m, pl);
+			uint64_t span = (uint64_t)max_payload - min_payload + 1;
+			push_checked(&t, &m, min_payload + (uint32_t)rng_below(&s, span));
 		} else {
 			consume_checked(&t, &m, rng_below(&s, m.q_len + 2));
 		}
@@ -484,9 +483,11 @@ Test(ring, touched_bytes)
 
 Test(ring, bad_capacities_rejected)
 {
-	static const uint64_t bad[] = {0,   1,    8,    32,   63,   65,          96,
-				       100, 1000, 4095, 4097, 1ull << 32, 3ull << 20,
-				       RING_MAX_CAPACITY * 2, UINT64_MAX};
+	/* Too small, not a power of two, too large. */
+	/* clang-format off */
+	static const uint64_t bad[] = {0, 1, 8, 32, 63, 65, 96, 100, 1000, 4095, 4097, 3ull << 20,
+				       1ull << 32, RING_MAX_CAPACITY * 2, UINT64_MAX};
+	/* clang-format on */
 	struct ring_ctl *ctl = aligned_alloc(RING_CACHELINE, sizeof(*ctl));
 	uint8_t data[64];
 	cr_assert(ctl);
@@ -551,11 +552,12 @@ static int drain_hostile(struct tring *t, uint64_t *s, bool scribble)
 			return rc;
 		last = rc;
 		if (scribble) {
-			/* The other process keeps writing garbage: sometimes plausible positions. */
+			/* The other side keeps scribbling, sometimes plausibly. */
 			uint64_t x = rng_next(s);
 			switch (x % 4) {
 			case 0:
-				atomic_store(&t->ctl->write_pos, t->c.read + (rng_next(s) % (t->cap + 16)));
+				atomic_store(&t->ctl->write_pos,
+					     t->c.read + (rng_next(s) % (t->cap + 16)));
 				break;
 			case 1:
 				atomic_store(&t->ctl->write_pos,
@@ -595,7 +597,8 @@ Test(ring, corruption_random_bytes_many_seeds)
 		fill_random(t.data, cap, &s);
 		unsigned mode = (unsigned)(seed % 4);
 		if (mode >= 1) {
-			/* Plausible positions, so the consumer gets past attach and reads headers. */
+			/* Plausible positions, so the consumer gets past attach and reads headers.
+			 */
 			uint64_t rd = rng_next(&s) & ~7ull;
 			atomic_store(&t.ctl->read_pos, rd);
 			atomic_store(&t.ctl->write_pos, rd + 8 * rng_below(&s, cap / 8 + 1));
@@ -608,7 +611,8 @@ Test(ring, corruption_random_bytes_many_seeds)
 				uint32_t len = (uint32_t)(8 * rng_below(&s, 6));
 				if (mode == 3 && rng_below(&s, 8) == 0)
 					len = (uint32_t)rng_next(&s);
-				uint32_t tag = rng_below(&s, 4) ? (uint32_t)rng_next(&s) : RING_TAG_PAD;
+				uint32_t tag =
+					rng_below(&s, 4) ? (uint32_t)rng_next(&s) : RING_TAG_PAD;
 				memcpy(t.data + off, &len, 4);
 				memcpy(t.data + off + 4, &tag, 4);
 			}
@@ -862,4 +866,56 @@ Test(ring, producer_stays_in_bounds_whatever_read_pos_says)
 		cr_assert_eq(data[cap + i], 0xee, "producer wrote past the end of data");
 	free(data);
 	free(ctl);
+}
+
+/* Writes a record by hand, as the runtime's own inline fast path does (same layout), and
+ * advances p->write past the ring's knowledge. Publishes it. */
+static void external_record(struct tring *t, uint32_t tag, uint32_t payload)
+{
+	uint64_t len = ring_record_bytes(payload);
+	uint64_t w = t->p.write;
+	uint8_t *h = t->data + (w & (t->cap - 1));
+	uint32_t hdr[2] = {(uint32_t)len, tag};
+	memcpy(h, hdr, sizeof(hdr));
+	memset(h + RING_HDR_BYTES, 0x3c, len - RING_HDR_BYTES);
+	t->p.write = w + len;
+	atomic_store_explicit(&t->ctl->write_pos, t->p.write, memory_order_release);
+}
+
+Test(ring, write_advanced_outside_the_ring)
+{
+	/* The runtime writes some records itself and advances p->write (src/rt_internal.h). The
+	 * ring's fast-path limit then lags; a write past it must send the next reserve to the
+	 * slow path, never let it write over unread records or past the end of data. */
+	struct tring t;
+	tring_open(&t, 256, 0);
+	for (uint32_t i = 0; i < 8; i++)
+		cr_assert_eq(ring_push_sp(&t.p, i, zeros, 24), 0);
+	struct ring_batch b;
+	struct ring_record r;
+	cr_assert_eq(ring_batch_begin(&t.c, &b), 0);
+	while (ring_batch_next(&t.c, &b, &r) == 1)
+		;
+	ring_batch_release(&t.c, &b);
+	/* Read is at 256 now; the producer handle still believes the lap ends at 256. */
+	external_record(&t, 100, 24);
+	external_record(&t, 101, 24); /* write = 320, beyond the ring's limit */
+	/* 208 bytes do not fit: 192 of padding to the end plus the record exceed the 192 free. */
+	cr_assert_null(ring_reserve_sp(&t.p, 102, 200));
+	cr_assert_eq(t.p.last_error, -ENOBUFS);
+	/* A record that fits goes right after the external ones. */
+	void *dst = ring_reserve_sp(&t.p, 103, 24);
+	cr_assert_eq((uint8_t *)dst, t.data + 64 + RING_HDR_BYTES);
+	memset(dst, 0x3c, 24);
+	ring_commit_sp(&t.p);
+	cr_assert_eq(ring_batch_begin(&t.c, &b), 0);
+	uint32_t want[] = {100, 101, 103};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(ring_batch_next(&t.c, &b, &r), 1);
+		cr_assert_eq(r.tag, want[i]);
+		cr_assert_eq(((const uint8_t *)r.payload)[23], 0x3c);
+	}
+	cr_assert_eq(ring_batch_next(&t.c, &b, &r), 0);
+	ring_batch_release(&t.c, &b);
+	tring_close(&t);
 }

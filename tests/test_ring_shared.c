@@ -127,7 +127,7 @@ struct checker {
 	struct ring_consumer c;
 	uint64_t received;
 	uint64_t next_seq; /* lowest sequence number still allowed */
-	uint64_t gaps;     /* sequence numbers skipped, i.e. records the producer dropped */
+	uint64_t gaps; /* sequence numbers skipped, i.e. records the producer dropped */
 };
 
 /* Drains what is published now. Returns records received. */

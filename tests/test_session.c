@@ -417,14 +417,33 @@ static void *hold_slot(void *p)
 	return NULL;
 }
 
+static void check_resident(struct trc_session *s, uint64_t want)
+{
+	uint64_t ours = session_buffers_resident_bytes(s, getpid());
+	uint64_t kernel = mapping_rss(trc__rt.base);
+	cr_assert_eq(ours, want, "session says %lu, expected %lu", (unsigned long)ours,
+		     (unsigned long)want);
+	cr_assert_eq(kernel, want, "kernel says %lu, expected %lu", (unsigned long)kernel,
+		     (unsigned long)want);
+}
+
 Test(session, resident_bytes_match_the_kernel_exactly)
 {
-	enum { RING = 256 << 10 };
+	enum { RING = 256 << 10, HEAD = TRC_RING_PREFAULT_BYTES };
 	struct trc_session *s = start(8, RING);
 	/* Attached, nothing claimed: the metadata only. */
-	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), s->rings_off);
-	cr_assert_eq(mapping_rss(trc__rt.base), s->rings_off);
-	TRC_INSTANT("main", 1);
+	check_resident(s, s->rings_off);
+	TRC_INSTANT("main", 1); /* claim: the head of the ring */
+	check_resident(s, s->rings_off + HEAD);
+	struct ts_collect c = {0};
+	/* Write past the head: the faulted part doubles, never more. */
+	for (int i = 0; i < 4000; i++) /* 24 bytes each: ~96 KB */
+		TRC_COUNTER("grow", i);
+	check_resident(s, s->rings_off + 2 * HEAD);
+	ts_drain_idle(s, &c);
+	for (int i = 0; i < 8000; i++) /* past 256 KB in all: the whole ring, then wrapping */
+		TRC_COUNTER("grow", i);
+	check_resident(s, s->rings_off + RING);
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, 3);
 	pthread_t th[2];
@@ -432,21 +451,17 @@ Test(session, resident_bytes_match_the_kernel_exactly)
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, hold_slot, &a);
 	pthread_barrier_wait(&bar);
-	uint64_t want = s->rings_off + 3ull * RING;
-	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), want);
-	cr_assert_eq(mapping_rss(trc__rt.base), want, "kernel says %lu, we say %lu",
-		     (unsigned long)mapping_rss(trc__rt.base), (unsigned long)want);
+	check_resident(s, s->rings_off + RING + 2 * HEAD);
 	cr_assert_eq(session_buffers_resident_bytes(s, getpid() + 100000), 0);
-	cr_assert_eq(session_buffers_resident_bytes(s, 0), want);
+	cr_assert_eq(session_buffers_resident_bytes(s, 0), s->rings_off + RING + 2 * HEAD);
 	pthread_barrier_wait(&bar);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	struct ts_collect c = {0};
 	ts_drain_idle(s, &c);
 	/* The two exited threads' rings were punched out when their slots were freed. */
-	want = s->rings_off + 1ull * RING;
-	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), want);
-	cr_assert_eq(mapping_rss(trc__rt.base), want);
+	check_resident(s, s->rings_off + RING);
+	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert_eq(c.by_type[TRC_REC_COUNTER], 12000);
 	ts_collect_free(&c);
 	session_destroy(s);
 }

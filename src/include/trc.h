@@ -28,9 +28,11 @@
  *   An event is a thread-local load, an rdtsc (or clock_gettime when the recorder found no
  *   invariant TSC), 16 or 24 bytes stored into the ring and one release store: no syscall, no
  *   lock, no allocation (bench=producer case=enabled; close to a bare rdtsc plus store).
- *   Slow, out-of-line cases: a thread's first event claims a ring slot and faults the ring in
- *   (one madvise, then no page fault on the hot path); a call site's first event interns its name
- *   (lock-free); a full ring drops the event.
+ *   Slow, out-of-line cases: a thread's first event claims a ring slot and faults the first
+ *   64 KiB of its ring in (~0.1 ms); while the ring's first lap goes on, it faults the next chunk
+ *   in ahead of the writer now and then (the first lap costs ~3x a steady event here: a fresh
+ *   page costs ~6 us on this VM), so the hot path itself never page-faults; a call site's first
+ *   event interns its name (lock-free); a full ring drops the event.
  *
  * THREADS
  *   Every call is safe from any thread, and from a signal handler (an event from a handler that
@@ -114,6 +116,7 @@ struct trc__thread {
 	uint8_t named;  /* name[] holds a trc_thread_name */
 	uint32_t slot;
 	uint64_t freed_seen;
+	uint64_t faulted; /* bytes of the ring faulted in (from its start; grows by doubling) */
 	char name[16];
 };
 

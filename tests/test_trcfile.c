@@ -1,0 +1,763 @@
+/* test_trcfile.c - the trace file round trip: writer, reader, cursors, merge, seek, summary.
+ *
+ * Every test writes with the real writer (its compression pipeline included) and reads back
+ * with the real reader, then compares with the plan it wrote, record by record and field by
+ * field. Hostile input lives in test_trcfile_hostile.c.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include "test_trcfile_util.h"
+
+static const struct trcfile_writer_opts tu_small_chunks = {
+	.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+	.compress_threads = 2,
+	.max_chunks_in_flight = 3,
+	.flags = TRCFILE_WRITER_NO_FSYNC,
+};
+
+static struct trcfile_reader *tu_open(const char *path)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[512] = "";
+	int err = trcfile_reader_open(path, &r, msg, sizeof(msg));
+	cr_assert_eq(err, 0, "reader_open: %d %s", err, msg);
+	return r;
+}
+
+/* Checks that the merged iteration returns exactly the expected order. */
+static void tu_check_merged(struct trcfile_reader *r, const struct tu_plan *p)
+{
+	size_t n = 0;
+	struct tu_ref *want = tu_expected_order(p, &n);
+	struct trcfile_iter *it = trcfile_iter_new(r);
+	cr_assert_not_null(it);
+	struct trc_record rec;
+	unsigned s;
+	size_t k = 0;
+	int rc;
+	while ((rc = trcfile_iter_next(it, &rec, &s)) == 1) {
+		/* plain ifs: a passing cr_assert per record costs more than the read */
+		if (k >= n)
+			cr_assert_fail("more records than written");
+		const struct trc_record *w = &p->streams[want[k].stream].recs[want[k].pos];
+		if (s != want[k].stream)
+			cr_assert_fail("record %zu: stream %u, want %u", k, s, want[k].stream);
+		if (!tu_rec_eq(&rec, w))
+			cr_assert_fail("record %zu (type %u ts %lu) differs", k, rec.type,
+				       (unsigned long)rec.ts_ns);
+		k++;
+	}
+	cr_assert_eq(rc, 0, "iteration error: %s", trcfile_reader_errmsg(r));
+	cr_assert_eq(k, n, "read %zu records, wrote %zu", k, n);
+	trcfile_iter_free(it);
+	free(want);
+}
+
+/* Checks each stream alone with both cursor calls. */
+static void tu_check_streams(struct trcfile_reader *r, const struct tu_plan *p)
+{
+	cr_assert_eq(trcfile_reader_stream_count(r), p->n);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, (unsigned)i);
+		const struct tu_stream *ps = &p->streams[i];
+		cr_assert_eq(si->id, i);
+		cr_assert_eq(si->kind, ps->kind);
+		cr_assert_eq(si->pid, ps->pid);
+		cr_assert_eq(si->tid, ps->tid);
+		cr_assert_eq(si->records, ps->n);
+		struct trcfile_cursor *c = trcfile_cursor_new(r, (unsigned)i);
+		struct trc_record rec;
+		size_t k = 0;
+		int rc;
+		while ((rc = trcfile_cursor_next(c, &rec)) == 1) {
+			if (k >= ps->n || !tu_rec_eq(&rec, &ps->recs[k]))
+				cr_assert_fail("stream %zu record %zu differs", i, k);
+			k++;
+		}
+		cr_assert_eq(rc, 0, "%s", trcfile_reader_errmsg(r));
+		cr_assert_eq(k, ps->n);
+		trcfile_cursor_free(c);
+
+		c = trcfile_cursor_new(r, (unsigned)i);
+		struct trc_record batch[37];
+		k = 0;
+		while ((rc = trcfile_cursor_read(c, batch, 37)) > 0)
+			for (int j = 0; j < rc; j++, k++)
+				if (k >= ps->n || !tu_rec_eq(&batch[j], &ps->recs[k]))
+					cr_assert_fail("batch: stream %zu record %zu", i, k);
+		cr_assert_eq(rc, 0);
+		cr_assert_eq(k, ps->n);
+		trcfile_cursor_free(c);
+	}
+}
+
+Test(trcfile, every_record_type_round_trips)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	/* Extremes the encoding must carry exactly. */
+	struct tu_stream *x = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, UINT32_MAX, UINT32_MAX - 1);
+	struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = 2000000000ull};
+	r.value.name_id = UINT32_MAX;
+	r.value.value = INT64_MIN;
+	tu_add(x, &r);
+	r.value.value = INT64_MAX;
+	tu_add(x, &r);
+	r = (struct trc_record){.type = TRC_REC_ALLOC, .ts_ns = 2000000001ull};
+	r.alloc.addr = UINT64_MAX;
+	r.alloc.size = UINT64_MAX;
+	tu_add(x, &r);
+	r = (struct trc_record){.type = TRC_REC_FREE, .ts_ns = 2000000001ull};
+	r.alloc.addr = 0;
+	tu_add(x, &r);
+	r = (struct trc_record){.type = TRC_REC_FUNC_ENTER, .ts_ns = 2000000002ull};
+	r.func.addr = 0;
+	r.func.call_site = UINT64_MAX;
+	tu_add(x, &r);
+	r = (struct trc_record){.type = TRC_REC_EXIT, .ts_ns = UINT64_MAX};
+	r.exit.status = INT32_MIN;
+	tu_add(x, &r);
+	r = (struct trc_record){.type = TRC_REC_NOTE, .ts_ns = UINT64_MAX};
+	r.note.text = "";
+	r.note.len = 0;
+	tu_add(x, &r);
+
+	cr_assert_eq(tu_write_plan(path, &p, &tu_small_chunks, 3), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	cr_assert_not(trcfile_reader_truncated(rd));
+	const struct trcfile_header *h = trcfile_reader_header(rd);
+	struct trcfile_header_info hi = tu_header();
+	cr_assert_eq(h->version_major, TRCFILE_VERSION_MAJOR);
+	cr_assert_eq(h->pid, hi.pid);
+	cr_assert_eq(h->start_mono_ns, hi.start_mono_ns);
+	cr_assert_eq(h->start_realtime_ns, hi.start_realtime_ns);
+	cr_assert_eq(h->rss_interval_ns, hi.rss_interval_ns);
+	cr_assert_eq(h->rss_source, hi.rss_source);
+	cr_assert_eq(h->buffer_bytes, hi.buffer_bytes);
+	cr_assert_eq(h->chunk_bytes, TRCFILE_MIN_CHUNK_BYTES);
+	cr_assert_eq(h->cmdline_len, hi.cmdline_len);
+	cr_assert_eq(memcmp(h->cmdline, hi.cmdline, hi.cmdline_len), 0);
+	cr_assert_str_eq(h->host, hi.host);
+	cr_assert_str_eq(h->tool_version, hi.tool_version);
+
+	tu_check_streams(rd, &p);
+	tu_check_merged(rd, &p);
+
+	uint32_t len = 0;
+	cr_assert_str_eq(trcfile_reader_name(rd, 3, &len), "compute");
+	cr_assert_eq(len, 7);
+	cr_assert_null(trcfile_reader_name(rd, 99, NULL));
+	cr_assert_str_eq(trcfile_reader_thread_name(rd, 4242, 4243, NULL), "worker \"1\"");
+	cr_assert_null(trcfile_reader_thread_name(rd, 4242, 1, NULL));
+	cr_assert_not_null(trcfile_reader_process_cmdline(rd, 4242, &len));
+	cr_assert_eq(len, sizeof(tu_proc_cmd));
+	const struct trcfile_module *m = trcfile_reader_module(rd, 4242, 0x401136);
+	cr_assert_not_null(m);
+	cr_assert_str_eq(m->path, "/usr/bin/prog");
+	cr_assert_null(trcfile_reader_module(rd, 4242, 0x500000));
+	cr_assert_null(trcfile_reader_module(rd, 1, 0x401136));
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* Many streams written from several threads at once, small chunks, two compressors: chunks
+ * of a stream reach the file out of order relative to other streams. */
+struct tu_thread_arg {
+	struct trcfile_stream **streams;
+	const struct tu_plan *plan;
+	size_t first, n;
+};
+
+static void *tu_append_thread(void *arg)
+{
+	struct tu_thread_arg *a = arg;
+	for (size_t round = 0;; round++) {
+		bool more = false;
+		for (size_t i = a->first; i < a->first + a->n; i++) {
+			const struct tu_stream *s = &a->plan->streams[i];
+			for (size_t k = round * 50; k < (round + 1) * 50 && k < s->n; k++)
+				if (trcfile_stream_append(a->streams[i], &s->recs[k]) != 0)
+					return (void *)1;
+			more |= (round + 1) * 50 < s->n;
+		}
+		if (!more)
+			return NULL;
+	}
+}
+
+Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	enum { STREAMS = 48, THREADS = 4 };
+	uint64_t seed = 12345;
+	for (int i = 0; i < STREAMS; i++) {
+		struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 100, 200 + i);
+		uint64_t t = 1000 + (uint64_t)i % 5; /* equal start times: ties across streams */
+		size_t n = 500 + (size_t)(i * 37) % 1500;
+		for (size_t k = 0; k < n; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			struct trc_record r = {.ts_ns = t};
+			switch ((seed >> 33) % 4) {
+			case 0:
+				r.type = TRC_REC_SPAN_BEGIN;
+				r.span.name_id = (uint32_t)(seed >> 40) % 9;
+				break;
+			case 1:
+				r.type = TRC_REC_COUNTER;
+				r.value.name_id = 3;
+				r.value.value = (int64_t)(seed >> 20) - (1ll << 43);
+				break;
+			case 2:
+				r.type = TRC_REC_ALLOC;
+				r.alloc.addr = 0x7f0000000000ull + ((seed >> 16) & 0xffff0);
+				r.alloc.size = (seed >> 50) + 1;
+				break;
+			default:
+				r.type = TRC_REC_FUNC_EXIT;
+				r.func.addr = 0x400000 + ((seed >> 30) & 0xfff);
+				r.func.call_site = r.func.addr + 17;
+			}
+			tu_add(s, &r);
+			t += (seed >> 59) ? (seed >> 50) % 700 : 0; /* some zero deltas */
+		}
+	}
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &tu_small_chunks, &err);
+	cr_assert_not_null(w);
+	struct trcfile_stream *streams[STREAMS];
+	for (int i = 0; i < STREAMS; i++)
+		streams[i] = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 100, 200 + i);
+	pthread_t th[THREADS];
+	struct tu_thread_arg args[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		args[i] = (struct tu_thread_arg){streams, &p, (size_t)i * (STREAMS / THREADS),
+						 STREAMS / THREADS};
+		cr_assert_eq(pthread_create(&th[i], NULL, tu_append_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		void *ret;
+		pthread_join(th[i], &ret);
+		cr_assert_null(ret, "append failed");
+	}
+	cr_assert_gt(trcfile_writer_bytes_written(w), 0);
+	cr_assert_eq(trcfile_writer_close(w), 0);
+
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(rd, &st);
+	cr_assert_gt(st.chunks, STREAMS, "small chunks expected, got %lu", (unsigned long)st.chunks);
+	cr_assert_eq(st.records, tu_plan_records(&p));
+	tu_check_streams(rd, &p);
+	tu_check_merged(rd, &p);
+
+	/* Seek: the suffix of the merged order from t, for several t. */
+	size_t n = 0;
+	struct tu_ref *want = tu_expected_order(&p, &n);
+	struct trcfile_iter *it = trcfile_iter_new(rd);
+	uint64_t seeks[] = {0, 1000, 1003, want[n / 3].ts, want[n / 2].ts + 1, want[n - 1].ts,
+			    want[n - 1].ts + 1};
+	for (size_t q = 0; q < sizeof(seeks) / sizeof(seeks[0]); q++) {
+		cr_assert_eq(trcfile_iter_seek(it, seeks[q]), 0);
+		size_t k = 0;
+		while (k < n && want[k].ts < seeks[q])
+			k++;
+		struct trc_record rec;
+		unsigned s;
+		int rc;
+		while ((rc = trcfile_iter_next(it, &rec, &s)) == 1) {
+			if (k >= n || s != want[k].stream ||
+			    !tu_rec_eq(&rec, &p.streams[s].recs[want[k].pos]))
+				cr_assert_fail("seek %zu: record %zu differs", q, k);
+			k++;
+		}
+		cr_assert_eq(rc, 0);
+		cr_assert_eq(k, n, "seek %lu: ended at %zu of %zu", (unsigned long)seeks[q], k, n);
+	}
+	trcfile_iter_free(it);
+	free(want);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile, footer_and_scan_give_the_same_index)
+{
+	const char *dir = tu_tmpdir();
+	char path[300], cut[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	snprintf(cut, sizeof(cut), "%s/cut.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	cr_assert_eq(tu_write_plan(path, &p, &tu_small_chunks, 1), 0);
+	size_t len;
+	uint8_t *buf = tu_read_file(path, &len);
+	/* Drop the trailer's magic: the reader must scan and find every chunk. */
+	buf[len - 1] ^= 0xff;
+	tu_write_file(cut, buf, len);
+	struct trcfile_reader *rd = tu_open(cut);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(rd, &st);
+	cr_assert(st.truncated);
+	cr_assert_not(st.footer_damaged);
+	cr_assert_eq(st.records, tu_plan_records(&p));
+	tu_check_streams(rd, &p);
+	tu_check_merged(rd, &p);
+	trcfile_reader_close(rd);
+	free(buf);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile, empty_trace_and_empty_streams)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, NULL, &err);
+	cr_assert_not_null(w);
+	cr_assert_not_null(trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2));
+	cr_assert_null(trcfile_stream_open(w, (enum trcfile_stream_kind)9, 1, 2));
+	cr_assert_eq(trcfile_writer_close(w), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	cr_assert_not(trcfile_reader_truncated(rd));
+	cr_assert_eq(trcfile_reader_stream_count(rd), 1);
+	cr_assert_eq(trcfile_reader_stream(rd, 0)->records, 0);
+	cr_assert_null(trcfile_reader_stream(rd, 1));
+	struct trcfile_iter *it = trcfile_iter_new(rd);
+	struct trc_record rec;
+	cr_assert_eq(trcfile_iter_next(it, &rec, NULL), 0);
+	cr_assert_eq(trcfile_iter_seek(it, 5), 0);
+	cr_assert_eq(trcfile_iter_next(it, &rec, NULL), 0);
+	trcfile_iter_free(it);
+	struct trcfile_summary s;
+	cr_assert_eq(trcfile_summary_compute(rd, &s), 0);
+	cr_assert_eq(s.records, 0);
+	cr_assert_eq(s.rss_peak_source, TRCFILE_RSS_PEAK_NONE);
+	trcfile_summary_free(&s);
+	trcfile_reader_close(rd);
+	trcfile_writer_close(NULL);
+	trcfile_reader_close(NULL);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile, bad_records_are_refused_and_do_not_poison_the_stream)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, NULL, &err);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_META, 1, 0);
+	struct trc_record r = {.type = 0, .ts_ns = 5};
+	cr_assert_eq(trcfile_stream_append(s, &r), -EINVAL);
+	r.type = TRC_REC_TYPE_COUNT;
+	cr_assert_eq(trcfile_stream_append(s, &r), -EINVAL);
+	r.type = TRC_REC_NOTE;
+	r.note.text = NULL;
+	r.note.len = 3;
+	cr_assert_eq(trcfile_stream_append(s, &r), -EINVAL);
+	char *big = malloc(TRCFILE_MAX_STRING_BYTES + 1);
+	memset(big, 'x', TRCFILE_MAX_STRING_BYTES + 1);
+	r.note.text = big;
+	r.note.len = TRCFILE_MAX_STRING_BYTES + 1;
+	cr_assert_eq(trcfile_stream_append(s, &r), -EINVAL);
+	/* The largest string allowed gets a chunk of its own, bigger than the chunk size. */
+	r.note.len = TRCFILE_MAX_STRING_BYTES;
+	cr_assert_eq(trcfile_stream_append(s, &r), 0);
+	r.note.text = "after";
+	r.note.len = 5;
+	r.ts_ns = 6;
+	cr_assert_eq(trcfile_stream_append(s, &r), 0);
+	cr_assert_eq(trcfile_writer_error(w), 0);
+	cr_assert_eq(trcfile_writer_close(w), 0);
+
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_cursor *c = trcfile_cursor_new(rd, 0);
+	struct trc_record rec;
+	cr_assert_eq(trcfile_cursor_next(c, &rec), 1);
+	cr_assert_eq(rec.note.len, TRCFILE_MAX_STRING_BYTES);
+	cr_assert_eq(memcmp(rec.note.text, big, TRCFILE_MAX_STRING_BYTES), 0);
+	cr_assert_eq(trcfile_cursor_next(c, &rec), 1);
+	cr_assert(tu_str_eq(rec.note.text, rec.note.len, "after", 5));
+	cr_assert_eq(trcfile_cursor_next(c, &rec), 0);
+	trcfile_cursor_free(c);
+	trcfile_reader_close(rd);
+	free(big);
+
+	/* Bad header info. */
+	h.cmdline = NULL;
+	cr_assert_null(trcfile_writer_open(path, &h, NULL, &err));
+	cr_assert_eq(err, -EINVAL);
+	cr_assert_null(trcfile_writer_open("/nonexistent-dir/x.trc", &h, NULL, &err));
+	h = tu_header();
+	cr_assert_null(trcfile_writer_open("/nonexistent-dir/x.trc", &h, NULL, &err));
+	cr_assert_eq(err, -ENOENT);
+	tu_rm_rf(dir);
+}
+
+/* A write error (file size limit reached) becomes the sticky error; the chunks written
+ * before stay readable and the file reads as truncated. */
+Test(trcfile, write_error_is_sticky_and_keeps_written_chunks)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	signal(SIGXFSZ, SIG_IGN);
+	struct rlimit rl = {.rlim_cur = 64 << 10, .rlim_max = RLIM_INFINITY};
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &tu_small_chunks, &err);
+	cr_assert_not_null(w);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2);
+	uint64_t seed = 99, appended = 0;
+	err = 0;
+	/* Random values: incompressible enough to pass 64 KiB quickly. */
+	for (int i = 0; i < 2000000 && !err; i++) {
+		seed = seed * 6364136223846793005ull + 1;
+		struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = (uint64_t)i * 10};
+		r.value.name_id = 1;
+		r.value.value = (int64_t)seed;
+		err = trcfile_stream_append(s, &r);
+		if (!err)
+			appended++;
+	}
+	cr_assert_eq(err, -EFBIG, "got %d", err);
+	cr_assert_eq(trcfile_writer_error(w), -EFBIG);
+	cr_assert_eq(trcfile_writer_close(w), -EFBIG);
+	rl.rlim_cur = RLIM_INFINITY;
+	setrlimit(RLIMIT_FSIZE, &rl);
+
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(rd, &st);
+	cr_assert(st.truncated);
+	cr_assert_gt(st.records, 0);
+	cr_assert_leq(st.records, appended);
+	cr_assert_leq(st.file_bytes, 64 << 10);
+	/* Every recovered record is the one written at its place (two compressors: a chunk
+	 * may be missing before the last one, and the reader says how many). */
+	uint64_t *vals = malloc(appended * sizeof(*vals));
+	seed = 99;
+	for (uint64_t i = 0; i < appended; i++) {
+		seed = seed * 6364136223846793005ull + 1;
+		vals[i] = seed;
+	}
+	struct trcfile_cursor *c = trcfile_cursor_new(rd, 0);
+	struct trc_record rec;
+	uint64_t k = 0, prev = 0;
+	int rc;
+	while ((rc = trcfile_cursor_next(c, &rec)) == 1) {
+		uint64_t i = rec.ts_ns / 10;
+		cr_assert_eq(rec.ts_ns % 10, 0);
+		cr_assert_lt(i, appended);
+		cr_assert(k == 0 || i > prev);
+		cr_assert_eq(rec.value.value, (int64_t)vals[i]);
+		prev = i;
+		k++;
+	}
+	free(vals);
+	cr_assert_eq(rc, 0, "%s", trcfile_reader_errmsg(rd));
+	cr_assert_eq(k, st.records);
+	if (k == prev + 1)
+		cr_assert_eq(st.chunks_missing, 0);
+	else
+		cr_assert_gt(st.chunks_missing, 0);
+	trcfile_cursor_free(c);
+	trcfile_reader_close(rd);
+	tu_rm_rf(dir);
+}
+
+/* One chunk in flight, one compressor: every append that fills a chunk waits for the
+ * writer; nothing deadlocks and nothing is lost. */
+Test(trcfile, back_pressure_with_one_chunk_in_flight)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	for (int i = 0; i < 3; i++) {
+		struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 10 + i);
+		for (int k = 0; k < 20000; k++) {
+			struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = (uint64_t)k * 3 + i};
+			r.value.name_id = (uint32_t)k % 100;
+			r.value.value = k;
+			tu_add(s, &r);
+		}
+	}
+	struct trcfile_writer_opts o = {.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+					.compress_threads = 1,
+					.max_chunks_in_flight = 1,
+					.zstd_level = 1,
+					.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(path, &p, &o, 1000), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	tu_check_merged(rd, &p);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile, flush_ends_a_chunk_and_the_stream_continues)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, NULL, &err);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2);
+	cr_assert_eq(trcfile_stream_flush(s), 0); /* nothing open: a no-op */
+	for (int i = 0; i < 10; i++) {
+		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = (uint64_t)i};
+		cr_assert_eq(trcfile_stream_append(s, &r), 0);
+		if (i % 3 == 2)
+			cr_assert_eq(trcfile_stream_flush(s), 0);
+	}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	cr_assert_eq(trcfile_reader_stream(rd, 0)->chunks, 4);
+	cr_assert_eq(trcfile_reader_stream(rd, 0)->records, 10);
+	trcfile_reader_close(rd);
+	tu_rm_rf(dir);
+}
+
+/* Timestamps that go backwards within a stream are kept exactly. */
+Test(trcfile, decreasing_times_round_trip)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_META, 1, 0);
+	uint64_t ts[] = {500, 100, UINT64_MAX, 0, 7, 7, 6};
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = ts[i]};
+		r.lost.count = i;
+		r.lost.reason = 1;
+		tu_add(s, &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 100), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	tu_check_streams(rd, &p);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* ---- summary ------------------------------------------------------------------------- */
+
+Test(trcfile, summary_of_the_small_trace)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	cr_assert_eq(tu_write_plan(path, &p, &tu_small_chunks, 2), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_summary s;
+	cr_assert_eq(trcfile_summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	cr_assert_eq(s.records, tu_plan_records(&p));
+	/* thread a: 1+3*4+1+2+1+1+1 = 19 events; b: 4 events + 1 lost record */
+	cr_assert_eq(s.events_recorded, 19 + 4);
+	cr_assert_eq(s.events_lost, 7);
+	cr_assert_eq(s.rss_ticks_skipped, 2);
+	cr_assert_eq(s.lost_per_reason[TRC_LOST_RING_FULL], 7);
+	cr_assert_eq(s.per_type[TRC_REC_SPAN_BEGIN], 6);
+	cr_assert_eq(s.per_type[TRC_REC_NAME], 5);
+	cr_assert_eq(s.start_ns, 1000000000ull);
+	cr_assert_eq(s.duration_ns, 5000, "duration %lu first %lu last %lu", (unsigned long)s.duration_ns, (unsigned long)s.first_ts_ns, (unsigned long)s.last_ts_ns);
+	cr_assert_eq(s.n_threads, 2);
+	cr_assert_eq(s.threads[0].tid, 4242);
+	cr_assert_str_eq(s.threads[0].name, "main");
+	cr_assert_eq(s.threads[0].events, 19);
+	cr_assert_eq(s.threads[0].lost, 0);
+	cr_assert_str_eq(s.threads[1].name, "worker \"1\"");
+	cr_assert_eq(s.threads[1].events, 4);
+	cr_assert_eq(s.threads[1].lost, 7);
+	/* names sorted: compute main parse queue ready */
+	cr_assert_eq(s.n_names, 5);
+	cr_assert_str_eq(s.names[0].name, "compute");
+	cr_assert_eq(s.names[0].begins, 2);
+	cr_assert_eq(s.names[0].spans, 1);
+	cr_assert_eq(s.names[0].span_total_ns, 2000);
+	cr_assert_str_eq(s.names[1].name, "main");
+	cr_assert_eq(s.names[1].spans, 1);
+	cr_assert_eq(s.names[1].span_max_ns, 3035);
+	cr_assert_str_eq(s.names[2].name, "parse");
+	cr_assert_eq(s.names[2].spans, 3);
+	cr_assert_eq(s.names[2].span_total_ns, 250 + 450 + 650);
+	cr_assert_eq(s.names[2].span_max_ns, 650);
+	cr_assert_eq(s.names[2].span_p50_ns, 452, "p50 %lu", (unsigned long)s.names[2].span_p50_ns);
+	cr_assert_eq(s.names[2].span_p99_ns, 648); /* middle of the 640..655 bucket */
+	cr_assert_str_eq(s.names[3].name, "queue");
+	cr_assert_eq(s.names[3].counters, 3);
+	cr_assert_eq(s.names[3].counter_min, -4);
+	cr_assert_eq(s.names[3].counter_max, 10);
+	cr_assert_eq(s.names[3].counter_last, -4);
+	cr_assert_str_eq(s.names[4].name, "ready");
+	cr_assert_eq(s.names[4].instants, 1);
+	cr_assert_eq(s.spans_open_at_end, 1);
+	cr_assert_eq(s.spans_unmatched_end, 0);
+	/* allocations: 64+128+256 by a, 4096 by b; a frees 0x..1100 (128), b frees 0x..1000 (64) */
+	cr_assert_eq(s.allocs, 4);
+	cr_assert_eq(s.alloc_bytes, 64 + 128 + 256 + 4096);
+	cr_assert_eq(s.frees, 2);
+	cr_assert_eq(s.free_bytes, 128 + 64);
+	cr_assert_eq(s.live_peak_bytes, 128 + 256 + 4096);
+	cr_assert_eq(s.live_end_bytes, 256 + 4096);
+	cr_assert_eq(s.frees_unknown, 0);
+	/* RSS: exact from the exit record, buffers excluded */
+	cr_assert_eq(s.rss_peak_source, TRCFILE_RSS_PEAK_EXIT);
+	cr_assert_eq(s.rss_peak_bytes, 10u << 20);
+	cr_assert_eq(s.rss_samples, 5);
+	cr_assert_eq(s.rss_peak_sampled_bytes, 9u << 20);
+	cr_assert_eq(s.rss_sampled_min_bytes, 3u << 20);
+	cr_assert_eq(s.rss_sampled_last_bytes, 6u << 20);
+	cr_assert_eq(s.buffers_resident_peak_bytes, 128u << 10);
+	cr_assert_eq(s.n_spark, TRCFILE_SPARK_COLUMNS);
+	cr_assert_eq(s.spark_bytes[0], 3u << 20);
+	cr_assert_eq(s.spark_bytes[TRCFILE_SPARK_COLUMNS - 1], 6u << 20);
+	cr_assert(s.has_exit);
+	cr_assert_eq(s.exit_status, 3 << 8);
+	cr_assert_eq(s.n_notes, 1);
+	cr_assert_str_eq(s.notes[0].text, "recorder: all good");
+	cr_assert_not(s.truncated);
+	trcfile_summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile, summary_falls_back_to_samples_without_exit)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *rss = tu_plan_stream(&p, TRCFILE_STREAM_RSS, 4242, 0);
+	for (int i = 0; i < 4; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = 1000000000ull + (uint64_t)i};
+		r.rss.pid = i == 2 ? 777 : 4242; /* another pid: not the program's figure */
+		r.rss.rss_bytes = (uint64_t)(i + 1) << 20;
+		r.rss.buffers_bytes = i == 3 ? 8u << 20 : 1u << 10; /* more than rss: clamps */
+		tu_add(rss, &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_summary s;
+	cr_assert_eq(trcfile_summary_compute(rd, &s), 0);
+	cr_assert_eq(s.rss_peak_source, TRCFILE_RSS_PEAK_SAMPLED);
+	cr_assert_eq(s.rss_samples, 3);
+	cr_assert_eq(s.rss_peak_sampled_bytes, (2u << 20) - 1024);
+	cr_assert_eq(s.rss_peak_bytes, (2u << 20) - 1024);
+	cr_assert_eq(s.rss_sampled_min_bytes, 0);
+	cr_assert_eq(s.rss_sampled_last_bytes, 0);
+	cr_assert_eq(s.buffers_resident_peak_bytes, 8u << 20);
+	cr_assert_not(s.has_exit);
+	trcfile_summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* Percentiles stay within the histogram's 1/32 relative resolution on a wide spread. */
+Test(trcfile, summary_percentiles_are_close)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 1);
+	uint64_t t = 0;
+	for (uint64_t i = 1; i <= 1000; i++) {
+		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = t};
+		r.span.name_id = 1;
+		tu_add(s, &r);
+		t += i * i; /* durations 1 .. 1e6 */
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t};
+		r.span.name_id = 1;
+		tu_add(s, &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 100), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_summary sm;
+	cr_assert_eq(trcfile_summary_compute(rd, &sm), 0);
+	cr_assert_eq(sm.n_names, 1);
+	cr_assert_str_eq(sm.names[0].name, "#1");
+	double p50 = (double)sm.names[0].span_p50_ns, p99 = (double)sm.names[0].span_p99_ns;
+	cr_assert(p50 >= 250000 * 0.96 && p50 <= 250000 * 1.04, "p50 %f", p50);
+	cr_assert(p99 >= 980100 * 0.96 && p99 <= 980100 * 1.04, "p99 %f", p99);
+	cr_assert_eq(sm.names[0].span_max_ns, 1000000);
+	trcfile_summary_free(&sm);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* ---- live-allocation map ------------------------------------------------------------------ */
+
+Test(trcfile, allocmap_matches_a_reference_under_churn)
+{
+	enum { N = 4096 };
+	static uint64_t ref_size[N];
+	static bool ref_live[N];
+	struct trcfile_allocmap *m = trcfile_allocmap_new(1u << 20);
+	cr_assert_not_null(m);
+	uint64_t seed = 7;
+	for (int i = 0; i < 200000; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned k = (unsigned)(seed >> 40) % N;
+		uint64_t addr = (uint64_t)k * 0x1000 * 37; /* many collisions in a small table */
+		uint64_t size;
+		if ((seed >> 20) & 1) {
+			uint64_t old = 99;
+			cr_assert_eq(trcfile_allocmap_put(m, addr, seed >> 50, &old), 0);
+			cr_assert_eq(old, ref_live[k] ? ref_size[k] : 0);
+			ref_live[k] = true;
+			ref_size[k] = seed >> 50;
+		} else {
+			bool had = trcfile_allocmap_take(m, addr, &size);
+			cr_assert_eq(had, ref_live[k]);
+			if (had)
+				cr_assert_eq(size, ref_size[k]);
+			ref_live[k] = false;
+		}
+	}
+	trcfile_allocmap_free(m);
+
+	m = trcfile_allocmap_new(2);
+	cr_assert_eq(trcfile_allocmap_put(m, 1, 1, NULL), 0);
+	cr_assert_eq(trcfile_allocmap_put(m, 2, 1, NULL), 0);
+	cr_assert_eq(trcfile_allocmap_put(m, 3, 1, NULL), -ENOSPC);
+	cr_assert_eq(trcfile_allocmap_put(m, 2, 5, NULL), 0); /* replacing is always possible */
+	trcfile_allocmap_free(m);
+	trcfile_allocmap_free(NULL);
+}
+
+Test(trcfile, type_and_reason_names)
+{
+	cr_assert_str_eq(trcfile_type_name(TRC_REC_SPAN_BEGIN), "span_begin");
+	cr_assert_str_eq(trcfile_type_name(TRC_REC_EXIT), "exit");
+	cr_assert_str_eq(trcfile_type_name(999), "unknown");
+	cr_assert(trcfile_type_is_event(TRC_REC_FUNC_EXIT));
+	cr_assert_not(trcfile_type_is_event(TRC_REC_RSS));
+	cr_assert_not(trcfile_type_is_event(TRC_REC_LOST));
+	cr_assert_str_eq(trcfile_rss_source_name(TRC_RSS_SMAPS_ROLLUP), "smaps_rollup");
+	cr_assert_str_eq(trcfile_lost_reason_name(TRC_LOST_SAMPLER_LATE), "sampler_late");
+}

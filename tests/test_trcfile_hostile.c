@@ -1,0 +1,649 @@
+/* test_trcfile_hostile.c - the reader on damaged and hostile files (also run under ASan+UBSan).
+ *
+ * Every case must end in either a clear error (non-empty message, negative errno) or a
+ * truncated-but-correct result: each stream read back is exactly a prefix of what was
+ * written. Never a crash, a hang, or an allocation the file's size does not justify.
+ *   - truncation at every offset of a many-chunk trace (chunk boundaries and inside chunks,
+ *     headers, footer, trailer);
+ *   - one flipped byte at many offsets;
+ *   - wrong magic, newer and older versions, big-endian mark, absurd header fields;
+ *   - forged chunks with valid checksums and bad contents (overlong varints, strings past
+ *     the chunk, wrong counts, huge sizes), forged footers;
+ *   - a file whose chunks would need gigabytes to merge.
+ */
+#include <criterion/criterion.h>
+#include <zstd.h>
+
+#include "test_trcfile_util.h"
+#include "trcfile_codec.h"
+
+static const struct trcfile_writer_opts hz_opts = {
+	.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+	.compress_threads = 1, /* chunks reach the file in stream order: prefixes stay exact */
+	.flags = TRCFILE_WRITER_NO_FSYNC,
+};
+
+/* The small plan plus two busy streams so the file has many chunks. */
+static void hz_plan(struct tu_plan *p)
+{
+	tu_small_plan(p);
+	uint64_t seed = 5;
+	for (int i = 0; i < 2; i++) {
+		struct tu_stream *s = tu_plan_stream(p, TRCFILE_STREAM_THREAD, 4242, 5000 + i);
+		uint64_t t = 1000000000ull;
+		/* ~9 raw bytes a record, compressible: many 4 KiB chunks in a small file */
+		for (int k = 0; k < 2500; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = t += seed >> 59};
+			r.value.name_id = 5;
+			r.value.value = (1ll << 50) + (int64_t)(seed >> 60);
+			tu_add(s, &r);
+		}
+	}
+}
+
+struct hz_file {
+	uint8_t *buf;
+	size_t len;
+	struct tu_plan plan;
+	uint32_t header_bytes;
+	/* chunk extents, from a walk of the chunk headers */
+	size_t n_chunks;
+	uint64_t off[256], end[256];
+	uint32_t count[256];
+	uint64_t data_end; /* footer offset */
+};
+
+static void hz_make(struct hz_file *f)
+{
+	memset(f, 0, sizeof(*f));
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	hz_plan(&f->plan);
+	cr_assert_eq(tu_write_plan(path, &f->plan, &hz_opts, 100), 0);
+	f->buf = tu_read_file(path, &f->len);
+	tu_rm_rf(dir);
+	f->header_bytes = trcfile__get32(f->buf + 16);
+	uint64_t off = f->header_bytes;
+	f->data_end = trcfile__get64(f->buf + f->len - TRCFILE__TRAILER_BYTES);
+	while (off < f->data_end) {
+		cr_assert_lt(f->n_chunks, 256);
+		cr_assert_eq(trcfile__get32(f->buf + off), TRCFILE__CHUNK_MAGIC);
+		f->off[f->n_chunks] = off;
+		f->count[f->n_chunks] = trcfile__get32(f->buf + off + 40);
+		off += TRCFILE__CHUNK_HDR_BYTES + trcfile__get32(f->buf + off + 48);
+		f->end[f->n_chunks++] = off;
+	}
+	cr_assert_eq(off, f->data_end);
+	cr_assert_gt(f->n_chunks, 10, "want many chunks, got %zu", f->n_chunks);
+}
+
+/* Offsets worth every byte: the file header, each chunk header and the first bytes of its
+ * frame (zstd's frame header), the footer and trailer. Elsewhere (inside compressed frames,
+ * where one checksum covers every byte alike) every `stride`-th offset. */
+static bool hz_interesting(const struct hz_file *f, size_t off, size_t stride)
+{
+	if (off <= f->header_bytes + 2 || off + 2 >= f->data_end)
+		return true;
+	for (size_t i = 0; i < f->n_chunks; i++)
+		if (off + 2 >= f->off[i] && off <= f->off[i] + TRCFILE__CHUNK_HDR_BYTES + 8)
+			return true;
+	return off % stride == 0;
+}
+
+static void hz_free(struct hz_file *f)
+{
+	free(f->buf);
+	tu_plan_free(&f->plan);
+}
+
+/* Reads everything (merged, per stream, summary). Returns -1 when the file was refused or
+ * reading failed with an error; else the number of records, after checking each stream is a
+ * prefix of the plan. */
+static long hz_read_all(const uint8_t *buf, size_t len, const struct tu_plan *plan,
+			struct trcfile_reader_stats *st)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[512] = "";
+	int err = trcfile_reader_open_mem(buf, len, &r, msg, sizeof(msg));
+	if (err) {
+		cr_assert_lt(err, 0);
+		cr_assert_null(r);
+		cr_assert_neq(msg[0], 0, "an error without a message");
+		return -1;
+	}
+	trcfile_reader_get_stats(r, st);
+	long total = 0;
+	bool failed = false;
+	/* Per stream: an exact prefix of what was written to the stream with that id. */
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r) && !failed; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		cr_assert_lt(si->id, plan->n, "stream id %u was never written", si->id);
+		const struct tu_stream *ps = &plan->streams[si->id];
+		cr_assert_eq(si->kind, ps->kind);
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		struct trc_record rec;
+		size_t k = 0;
+		int rc;
+		while ((rc = trcfile_cursor_next(c, &rec)) == 1) {
+			/* plain ifs: a passing cr_assert per record costs more than the read */
+			if (k >= ps->n || !tu_rec_eq(&rec, &ps->recs[k]))
+				cr_assert_fail("stream %u record %zu differs", si->id, k);
+			k++;
+		}
+		if (rc < 0) {
+			cr_assert_neq(trcfile_reader_errmsg(r)[0], 0);
+			failed = true;
+		}
+		cr_assert_eq(si->records >= k, true);
+		total += (long)k;
+		trcfile_cursor_free(c);
+	}
+	/* The merge and the summary must agree or fail cleanly too. */
+	struct trcfile_iter *it = trcfile_iter_new(r);
+	cr_assert_not_null(it);
+	struct trc_record rec;
+	long merged = 0;
+	uint64_t prev = 0;
+	int rc;
+	while ((rc = trcfile_iter_next(it, &rec, NULL)) == 1) {
+		if (rec.ts_ns < prev)
+			cr_assert_fail("merge out of order");
+		prev = rec.ts_ns;
+		merged++;
+	}
+	trcfile_iter_free(it);
+	if (!failed) {
+		cr_assert_eq(rc, 0, "%s", trcfile_reader_errmsg(r));
+		cr_assert_eq(merged, total);
+	}
+	struct trcfile_summary sm;
+	err = trcfile_summary_compute(r, &sm);
+	if (!err) {
+		cr_assert_not(failed, "summary succeeded where the cursors failed");
+		cr_assert_eq(sm.records, (uint64_t)total);
+		trcfile_summary_free(&sm);
+	}
+	trcfile_reader_close(r);
+	return failed ? -1 : total;
+}
+
+Test(trcfile_hostile, truncation_at_every_offset)
+{
+	struct hz_file f;
+	hz_make(&f);
+	long full = (long)tu_plan_records(&f.plan);
+	size_t tried = 0;
+	for (size_t cut = 0; cut <= f.len; cut++) {
+		if (!hz_interesting(&f, cut, 11))
+			continue;
+		tried++;
+		/* A copy of exactly cut bytes, so ASan sees any read past the end. */
+		uint8_t *b = malloc(cut ? cut : 1);
+		memcpy(b, f.buf, cut);
+		struct trcfile_reader_stats st;
+		long n = hz_read_all(b, cut, &f.plan, &st);
+		free(b);
+		if (cut < f.header_bytes) {
+			cr_assert_eq(n, -1, "cut %zu inside the header was accepted", cut);
+			continue;
+		}
+		cr_assert_geq(n, 0, "cut %zu: whole chunks are readable", cut);
+		long want = 0;
+		for (size_t i = 0; i < f.n_chunks; i++)
+			if (f.end[i] <= cut)
+				want += f.count[i];
+		cr_assert_eq(n, want, "cut %zu: read %ld records, %ld in whole chunks", cut, n, want);
+		if (cut == f.len) {
+			cr_assert_not(st.truncated);
+			cr_assert_eq(n, full);
+		} else {
+			cr_assert(st.truncated, "cut %zu not reported truncated", cut);
+			cr_assert_eq(st.bytes_recovered + st.bytes_ignored, cut);
+		}
+	}
+	cr_assert_gt(tried, f.n_chunks * 70);
+	hz_free(&f);
+}
+
+Test(trcfile_hostile, flipped_bytes)
+{
+	struct hz_file f;
+	hz_make(&f);
+	uint8_t *b = malloc(f.len);
+	size_t accepted = 0, refused = 0;
+	for (size_t off = 0; off < f.len; off++) {
+		if (!hz_interesting(&f, off, 7))
+			continue;
+		memcpy(b, f.buf, f.len);
+		b[off] ^= (uint8_t)(1u << (off % 8));
+		struct trcfile_reader_stats st;
+		long n = hz_read_all(b, f.len, &f.plan, &st);
+		if (n < 0)
+			refused++;
+		else
+			accepted++;
+	}
+	cr_assert_gt(refused, 0);
+	cr_assert_gt(accepted, 0);
+	free(b);
+	hz_free(&f);
+}
+
+/* ---- forged files ----------------------------------------------------------------------- */
+
+static void hz_fix_header_crc(uint8_t *b)
+{
+	uint32_t hb = trcfile__get32(b + 16);
+	trcfile__put32(b + hb - 4, trcfile__crc32c(0, b, hb - 4));
+}
+
+static int hz_open_msg(const uint8_t *b, size_t len, char *msg, size_t n)
+{
+	struct trcfile_reader *r = NULL;
+	int err = trcfile_reader_open_mem(b, len, &r, msg, n);
+	trcfile_reader_close(r);
+	return err;
+}
+
+Test(trcfile_hostile, header_checks_and_versions)
+{
+	struct hz_file f;
+	hz_make(&f);
+	uint8_t *b = malloc(f.len);
+	char msg[512];
+
+	memcpy(b, f.buf, f.len);
+	b[1] = 'X';
+	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EBADMSG);
+	cr_assert(strstr(msg, "magic"), "%s", msg);
+
+	memcpy(b, f.buf, f.len);
+	trcfile__put16(b + 8, TRCFILE_VERSION_MAJOR + 1);
+	hz_fix_header_crc(b);
+	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EPROTONOSUPPORT);
+	cr_assert(strstr(msg, "newer"), "%s", msg);
+	cr_assert(strstr(msg, "2.0"), "%s", msg);
+
+	memcpy(b, f.buf, f.len);
+	trcfile__put16(b + 8, 0);
+	hz_fix_header_crc(b);
+	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EBADMSG);
+
+	/* A newer minor version is read. */
+	memcpy(b, f.buf, f.len);
+	trcfile__put16(b + 10, TRCFILE_VERSION_MINOR + 7);
+	hz_fix_header_crc(b);
+	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), 0, "%s", msg);
+
+	memcpy(b, f.buf, f.len);
+	trcfile__put32(b + 12, 0x04030201);
+	hz_fix_header_crc(b);
+	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EBADMSG);
+	cr_assert(strstr(msg, "big-endian"), "%s", msg);
+
+	/* Absurd sizes with valid checksums. */
+	static const struct {
+		unsigned off;
+		uint32_t v;
+	} bad[] = {
+		{16, 0xffffffffu}, {16, 99}, {68, 0}, {68, 0xffffffffu}, {80, 0xffffffffu},
+		{84, 0xfffffff0u}, {88, TRCFILE_MAX_STRING_BYTES + 1},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(b, f.buf, f.len);
+		trcfile__put32(b + bad[i].off, bad[i].v);
+		if (bad[i].off != 16)
+			hz_fix_header_crc(b);
+		int err = hz_open_msg(b, f.len, msg, sizeof(msg));
+		cr_assert_eq(err, -EBADMSG, "field at %u = %u: %d", bad[i].off, bad[i].v, err);
+		cr_assert_neq(msg[0], 0);
+	}
+
+	/* Too small, empty, not a file. */
+	cr_assert_eq(hz_open_msg(f.buf, 10, msg, sizeof(msg)), -EBADMSG);
+	cr_assert(strstr(msg, "too small"), "%s", msg);
+	cr_assert_eq(hz_open_msg(NULL, 0, msg, sizeof(msg)), -EBADMSG);
+	struct trcfile_reader *r = NULL;
+	cr_assert_eq(trcfile_reader_open("/nonexistent/x.trc", &r, msg, sizeof(msg)), -ENOENT);
+	cr_assert(strstr(msg, "/nonexistent/x.trc"), "%s", msg);
+	cr_assert_eq(trcfile_reader_open("/", &r, msg, sizeof(msg)), -EINVAL);
+	free(b);
+	hz_free(&f);
+}
+
+/* Rewrites chunk i's header with field at `off` = v and a valid checksum, and the footer
+ * entry accordingly when fix_footer, so only deeper checks can catch it. */
+static void hz_forge_chunk_field(uint8_t *b, const struct hz_file *f, size_t i, unsigned off,
+				 uint32_t v)
+{
+	uint8_t *h = b + f->off[i];
+	trcfile__put32(h + off, v);
+	trcfile__put32(h + 60, trcfile__crc32c(0, h, 60));
+}
+
+Test(trcfile_hostile, forged_chunk_headers)
+{
+	struct hz_file f;
+	hz_make(&f);
+	uint8_t *b = malloc(f.len);
+	struct trcfile_reader_stats st;
+	/* Fields a valid checksum does not make true: count, raw and compressed sizes, kind,
+	 * reserved bits. With the footer intact the index disagrees (error when the chunk is
+	 * read); without it the scan stops there (truncated, earlier chunks intact). */
+	static const struct {
+		unsigned off;
+		uint32_t v;
+		bool footer_only; /* a plausible value: only the index can tell it is wrong */
+	} bad[] = {
+		{40, 0xffffffffu, false}, {40, 0, false},    {40, 1, false},  {44, 0xffffffffu, false},
+		{44, 3, false},		  {48, 0xffffffffu, false}, {48, 1, false}, {12, 7, false},
+		{52, 1, false},		  {56, 9, false},	    {8, 1000, true}, {4, 77, true},
+	};
+	size_t i = f.n_chunks / 2;
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		memcpy(b, f.buf, f.len);
+		hz_forge_chunk_field(b, &f, i, bad[k].off, bad[k].v);
+		long n = hz_read_all(b, f.len, &f.plan, &st);
+		cr_assert(n < (long)tu_plan_records(&f.plan), "field %u = %u went unnoticed",
+			  bad[k].off, bad[k].v);
+		if (bad[k].footer_only)
+			continue;
+		/* no footer: scan mode */
+		long n2 = hz_read_all(b, f.data_end, &f.plan, &st);
+		if (n2 >= 0) {
+			cr_assert(st.truncated);
+			long want = 0;
+			for (size_t j = 0; j < i; j++)
+				want += f.count[j];
+			cr_assert_geq(n2, want, "field %u = %u: lost chunks before it", bad[k].off,
+				      bad[k].v);
+		}
+	}
+	free(b);
+	hz_free(&f);
+}
+
+Test(trcfile_hostile, forged_footers)
+{
+	struct hz_file f;
+	hz_make(&f);
+	uint8_t *b = malloc(f.len);
+	struct trcfile_reader_stats st;
+	long full = (long)tu_plan_records(&f.plan);
+	uint64_t foff = f.data_end;
+	size_t fbytes = f.len - TRCFILE__TRAILER_BYTES - foff;
+	uint32_t n_streams = trcfile__get32(f.buf + foff + 4);
+	uint8_t *chunks0 = NULL;
+	/* Each forgery gets valid footer and trailer checksums: the consistency checks must
+	 * catch it, and the reader falls back to the scan (everything still readable). */
+	for (int k = 0; k < 9; k++) {
+		memcpy(b, f.buf, f.len);
+		uint8_t *ft = b + foff;
+		chunks0 = ft + TRCFILE__FOOTER_FIXED_BYTES + n_streams * TRCFILE__FOOTER_STREAM_BYTES;
+		switch (k) {
+		case 0:
+			trcfile__put64(ft + 8, 0xffffffffffffull); /* chunk count */
+			break;
+		case 1:
+			trcfile__put32(ft + 4, 0xffffffu); /* stream count */
+			break;
+		case 2:
+			trcfile__put64(chunks0, f.len * 4); /* offset past the end */
+			break;
+		case 3:
+			trcfile__put64(chunks0, 3); /* offset inside the header */
+			break;
+		case 4:
+			trcfile__put64(chunks0 + 48, trcfile__get64(chunks0)); /* overlap */
+			break;
+		case 5:
+			trcfile__put32(chunks0 + 8, 999); /* unknown stream */
+			break;
+		case 6:
+			trcfile__put32(chunks0 + 32, trcfile__get32(chunks0 + 32) + 1); /* totals */
+			break;
+		case 7: /* duplicate seq */
+			trcfile__put32(chunks0 + 12, trcfile__get32(chunks0 + 48 + 12));
+			trcfile__put32(chunks0 + 8, trcfile__get32(chunks0 + 48 + 8));
+			break;
+		case 8:
+			trcfile__put32(ft + TRCFILE__FOOTER_FIXED_BYTES + 4, 0); /* stream kind */
+			break;
+		}
+		uint8_t *t = b + f.len - TRCFILE__TRAILER_BYTES;
+		trcfile__put32(t + 16, trcfile__crc32c(0, ft, fbytes));
+		trcfile__put32(t + 20, trcfile__crc32c(0, t, 20));
+		long n = hz_read_all(b, f.len, &f.plan, &st);
+		cr_assert_eq(n, full, "forgery %d: %ld of %ld records", k, n, full);
+		cr_assert(st.footer_damaged, "forgery %d not noticed", k);
+		cr_assert(st.truncated);
+	}
+	/* A trailer pointing anywhere. */
+	static const uint64_t offs[] = {0, 1, UINT64_MAX, UINT64_MAX - 31};
+	for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+		memcpy(b, f.buf, f.len);
+		uint8_t *t = b + f.len - TRCFILE__TRAILER_BYTES;
+		trcfile__put64(t, offs[k]);
+		trcfile__put64(t + 8, UINT64_MAX - offs[k]);
+		trcfile__put32(t + 20, trcfile__crc32c(0, t, 20));
+		cr_assert_eq(hz_read_all(b, f.len, &f.plan, &st), full);
+		cr_assert(st.footer_damaged);
+	}
+	free(b);
+	hz_free(&f);
+}
+
+/* ---- forged chunk contents (valid frames, bad records) -------------------------------------- */
+
+/* A file of one header and one chunk of stream 0 (thread) holding `raw`, no footer. */
+static uint8_t *hz_one_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uint64_t first,
+			     uint64_t last, size_t *len)
+{
+	struct trcfile_header_info h = tu_header();
+	size_t hb = trcfile__header_bytes(&h, (uint32_t)strlen(h.host), (uint32_t)strlen(h.tool_version));
+	size_t cap = hb + TRCFILE__CHUNK_HDR_BYTES + ZSTD_compressBound(raw_len);
+	uint8_t *b = calloc(1, cap);
+	trcfile__header_put(b, hb, &h, TRCFILE_MIN_CHUNK_BYTES, (uint32_t)strlen(h.host),
+			    (uint32_t)strlen(h.tool_version));
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	size_t n = ZSTD_compress2(cc, b + hb + TRCFILE__CHUNK_HDR_BYTES, cap - hb - 64, raw, raw_len);
+	cr_assert_not(ZSTD_isError(n));
+	ZSTD_freeCCtx(cc);
+	struct trcfile__chunk_hdr ch = {.stream_id = 0,
+					.seq = 0,
+					.kind = TRCFILE_STREAM_THREAD,
+					.pid = 1,
+					.tid = 2,
+					.first_ts = first,
+					.last_ts = last,
+					.count = count,
+					.raw_bytes = (uint32_t)raw_len,
+					.comp_bytes = (uint32_t)n};
+	trcfile__chunk_hdr_put(b + hb, &ch);
+	*len = hb + TRCFILE__CHUNK_HDR_BYTES + n;
+	return b;
+}
+
+static int hz_read_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uint64_t last,
+			 char *msg, size_t msg_len)
+{
+	size_t len;
+	uint8_t *b = hz_one_chunk(raw, raw_len, count, 100, last, &len);
+	struct trcfile_reader *r = NULL;
+	int err = trcfile_reader_open_mem(b, len, &r, msg, msg_len);
+	if (!err) {
+		struct trcfile_cursor *c = trcfile_cursor_new(r, 0);
+		struct trc_record rec;
+		while ((err = trcfile_cursor_next(c, &rec)) == 1)
+			;
+		snprintf(msg, msg_len, "%s", trcfile_reader_errmsg(r));
+		trcfile_cursor_free(c);
+		/* the summary's own decoder must agree */
+		struct trcfile_summary s;
+		int err2 = trcfile_summary_compute(r, &s);
+		if (!err2)
+			trcfile_summary_free(&s);
+		cr_assert_eq(err2 < 0, err < 0, "summary and cursor disagree: %d %d", err2, err);
+		trcfile_reader_close(r);
+	}
+	free(b);
+	return err;
+}
+
+Test(trcfile_hostile, forged_records)
+{
+	char msg[512];
+	/* Valid: span_begin delta 0 name 1; span_end delta 5 name 1. */
+	uint8_t ok[] = {1, 0, 1, 2, 5, 1};
+	cr_assert_eq(hz_read_chunk(ok, sizeof(ok), 2, 105, msg, sizeof(msg)), 0, "%s", msg);
+	/* Wrong last time, wrong counts. */
+	cr_assert_eq(hz_read_chunk(ok, sizeof(ok), 2, 106, msg, sizeof(msg)), -EBADMSG);
+	cr_assert(strstr(msg, "last record"), "%s", msg);
+	cr_assert_eq(hz_read_chunk(ok, sizeof(ok), 1, 100, msg, sizeof(msg)), -EBADMSG);
+	cr_assert_eq(hz_read_chunk(ok, sizeof(ok), 3, 105, msg, sizeof(msg)), -EBADMSG);
+
+	struct {
+		uint8_t raw[40];
+		size_t len;
+		uint32_t count;
+	} bad[] = {
+		/* overlong varint (11 bytes) */
+		{{1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1}, 13, 1},
+		/* 10th byte above 1: does not fit 64 bits */
+		{{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 1}, 12, 1},
+		/* name id above 32 bits */
+		{{1, 0, 0x80, 0x80, 0x80, 0x80, 0x10}, 7, 1},
+		/* unknown types, reserved bits */
+		{{0, 0, 0, 0}, 4, 2},
+		{{17, 0, 0, 0}, 4, 2},
+		{{0x21, 0, 1, 0}, 4, 2},
+		/* a string longer than the chunk, and longer than allowed */
+		{{TRC_REC_NOTE, 0, 0x20, 'a', 'b'}, 5, 1},
+		{{TRC_REC_NOTE, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'}, 8, 1},
+		/* a record cut short */
+		{{TRC_REC_RSS, 0, 1, 1, 1, 1}, 6, 1},
+		/* exit status out of 32 bits */
+		{{TRC_REC_EXIT, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0}, 10, 1},
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		int err = hz_read_chunk(bad[k].raw, bad[k].len, bad[k].count, 100, msg, sizeof(msg));
+		cr_assert_eq(err, -EBADMSG, "case %zu: %d", k, err);
+		cr_assert(strstr(msg, "damaged chunk"), "case %zu: %s", k, msg);
+	}
+
+	/* The same records long enough for the summary's fast path (>= 160 bytes left). */
+	uint8_t big[400];
+	size_t n = 0;
+	big[n++] = TRC_REC_SPAN_END;
+	big[n++] = 1;
+	for (int i = 0; i < 10; i++)
+		big[n++] = 0x80; /* overlong name id, first, so the fast path meets it */
+	big[n++] = 1;
+	for (int i = 0; i < 100; i++) {
+		big[n++] = TRC_REC_SPAN_BEGIN;
+		big[n++] = 1;
+		big[n++] = 3;
+	}
+	cr_assert_eq(hz_read_chunk(big, n, 101, 201, msg, sizeof(msg)), -EBADMSG);
+	cr_assert(strstr(msg, "bad record at byte 0"), "%s", msg);
+	/* and the same chunk made valid reads */
+	big[2] = 3;
+	memmove(big + 3, big + 12, n - 12);
+	n -= 9;
+	cr_assert_eq(hz_read_chunk(big, n, 101, 201, msg, sizeof(msg)), 0, "%s", msg);
+}
+
+/* Chunks that decompress to the most the header allows, in many streams: a merge would need
+ * gigabytes, and is refused with a message instead of allocating. */
+Test(trcfile_hostile, merge_memory_is_bounded)
+{
+	enum { STREAMS = 160 };
+	size_t raw_len = TRCFILE_MAX_CHUNK_BYTES;
+	uint8_t *raw = calloc(1, raw_len);
+	for (size_t i = 0; i + 3 <= raw_len; i += 3) {
+		raw[i] = TRC_REC_SPAN_BEGIN; /* delta 0, name 0 */
+	}
+	size_t records = raw_len / 3;
+	cr_assert_eq(raw_len % 3, 1);
+	raw[raw_len - 1] = 0;
+	/* The last byte must belong to a record: make the last one a 4-byte span_begin with a
+	 * two-byte name id. */
+	raw[raw_len - 4] = TRC_REC_SPAN_BEGIN;
+	raw[raw_len - 3] = 0;
+	raw[raw_len - 2] = 0x80;
+	raw[raw_len - 1] = 0x00;
+	size_t fcap = ZSTD_compressBound(raw_len);
+	uint8_t *frame = malloc(fcap);
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	size_t flen = ZSTD_compress2(cc, frame, fcap, raw, raw_len);
+	cr_assert_not(ZSTD_isError(flen));
+	ZSTD_freeCCtx(cc);
+	free(raw);
+
+	struct trcfile_header_info h = tu_header();
+	uint32_t hl = (uint32_t)strlen(h.host), tl = (uint32_t)strlen(h.tool_version);
+	size_t hb = trcfile__header_bytes(&h, hl, tl);
+	size_t len = hb + STREAMS * (TRCFILE__CHUNK_HDR_BYTES + flen);
+	uint8_t *b = calloc(1, len);
+	trcfile__header_put(b, hb, &h, TRCFILE_MAX_CHUNK_BYTES, hl, tl);
+	size_t off = hb;
+	for (uint32_t s = 0; s < STREAMS; s++) {
+		struct trcfile__chunk_hdr ch = {.stream_id = s,
+						.kind = TRCFILE_STREAM_THREAD,
+						.pid = 1,
+						.tid = s,
+						.first_ts = 0,
+						.last_ts = 0,
+						.count = (uint32_t)records,
+						.raw_bytes = (uint32_t)raw_len,
+						.comp_bytes = (uint32_t)flen};
+		trcfile__chunk_hdr_put(b + off, &ch);
+		memcpy(b + off + TRCFILE__CHUNK_HDR_BYTES, frame, flen);
+		off += TRCFILE__CHUNK_HDR_BYTES + flen;
+	}
+	free(frame);
+	struct trcfile_reader *r = NULL;
+	char msg[512];
+	cr_assert_eq(trcfile_reader_open_mem(b, len, &r, msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(trcfile_reader_stream_count(r), STREAMS);
+	cr_assert_null(trcfile_iter_new(r));
+	cr_assert(strstr(trcfile_reader_errmsg(r), "merging"), "%s", trcfile_reader_errmsg(r));
+	/* One stream at a time is fine: 16 MiB. */
+	struct trcfile_cursor *c = trcfile_cursor_new(r, 7);
+	struct trc_record rec;
+	size_t k = 0;
+	int rc;
+	while ((rc = trcfile_cursor_next(c, &rec)) == 1)
+		k++;
+	cr_assert_eq(rc, 0, "%s", trcfile_reader_errmsg(r));
+	cr_assert_eq(k, records);
+	trcfile_cursor_free(c);
+	trcfile_reader_close(r);
+	free(b);
+}
+
+/* Random garbage after a valid header: the scan stops at once, nothing crashes. */
+Test(trcfile_hostile, garbage_after_the_header)
+{
+	struct hz_file f;
+	hz_make(&f);
+	uint64_t seed = 3;
+	uint8_t *b = malloc(f.len);
+	for (int round = 0; round < 200; round++) {
+		memcpy(b, f.buf, f.len);
+		for (size_t i = f.header_bytes; i < f.len; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			b[i] = (uint8_t)(seed >> 56);
+		}
+		struct trcfile_reader_stats st;
+		long n = hz_read_all(b, f.len, &f.plan, &st);
+		cr_assert_eq(n, 0);
+		cr_assert(st.truncated);
+	}
+	free(b);
+	hz_free(&f);
+}
