@@ -3,8 +3,9 @@
  * This program is a mini recorder: it creates a session, spawns the workload with the session
  * fd inherited and LD_PRELOAD=libtrc-preload.so (found at ../lib next to this program), and
  * drains the session in a loop (back to back while there is data, else every 100 us; its sink
- * counts records) until the child exits, then drains what is left. The baseline is the same workload spawned bare (no session,
- * no preload), alternating with the recorded run, so both see the same machine.
+ * counts records) until the child exits, then drains what is left. The baseline is the same
+ * workload spawned bare (no session, no preload), alternating with the recorded run, so both see
+ * the same machine.
  *
  * case=malloc  work_malloc OPS 0 (OPS = 20M, --quick 2M): malloc/free of mixed sizes (no
  *              peak phase: its page faults would cost both runs alike and dilute the ratio).
@@ -131,8 +132,10 @@ static struct run run_one(char *const argv[], struct trc_session *s)
 
 static int bench_case(const char *name, char *const bare_argv[], char *const rec_argv[], int runs)
 {
-	double *bw = calloc((size_t)runs, sizeof(double)), *rw = calloc((size_t)runs, sizeof(double));
-	double *ra = calloc((size_t)runs, sizeof(double)), *la = calloc((size_t)runs, sizeof(double));
+	double *bw = calloc((size_t)runs, sizeof(double)),
+	       *rw = calloc((size_t)runs, sizeof(double));
+	double *ra = calloc((size_t)runs, sizeof(double)),
+	       *la = calloc((size_t)runs, sizeof(double));
 	uint64_t ev_total = 0, lost_total = 0;
 	for (int r = 0; r < runs; r++) {
 		struct session_config cfg = {.max_slots = 16, .ring_bytes = 16u << 20};
@@ -148,9 +151,11 @@ static int bench_case(const char *name, char *const bare_argv[], char *const rec
 		uint32_t attached = session_processes_attached(s);
 		session_destroy(s);
 		if (!b.ok || !t.ok || attached != 1 || events == 0) {
-			fprintf(stderr, "bench_preload: case %s: run %d failed (bare ok %d, recorded ok %d, "
-				"attached %u, events %lu)\n", name, r, b.ok, t.ok, attached,
-				(unsigned long)events);
+			fprintf(stderr,
+				"bench_preload: case %s: run %d failed (bare ok %d, recorded ok "
+				"%d, "
+				"attached %u, events %lu)\n",
+				name, r, b.ok, t.ok, attached, (unsigned long)events);
 			return 1;
 		}
 		ev_total += events;
@@ -167,15 +172,16 @@ static int bench_case(const char *name, char *const bare_argv[], char *const rec
 	printf("  %-30s %10.4f %10.4f %10.4f\n", "bare wall, s", sb.med, sb.min, sb.max);
 	printf("  %-30s %10.4f %10.4f %10.4f\n", "recorded wall, s", sr.med, sr.min, sr.max);
 	printf("  %-30s %10.3f %10.3f %10.3f\n", "ratio", sx.med, sx.min, sx.max);
-	printf("  %-30s %10.3f %10.3f %10.3f\n", "loop ratio (no start-up)", sl.med, sl.min, sl.max);
+	printf("  %-30s %10.3f %10.3f %10.3f\n", "loop ratio (no start-up)", sl.med, sl.min,
+	       sl.max);
 	printf("  events per recorded run %lu, lost %lu\n", (unsigned long)(ev_total / runs),
 	       (unsigned long)(lost_total / runs));
 	printf("SUMMARY bench=preload case=%s ratio=%.3f ratio_min=%.3f ratio_max=%.3f "
 	       "bare_wall_s=%.4f bare_wall_s_min=%.4f bare_wall_s_max=%.4f recorded_wall_s=%.4f "
 	       "recorded_wall_s_min=%.4f recorded_wall_s_max=%.4f loop_ratio=%.3f "
 	       "events=%lu lost=%lu runs=%d\n",
-	       name, sx.med, sx.min, sx.max, sb.med, sb.min, sb.max, sr.med, sr.min, sr.max,
-	       sl.med, (unsigned long)(ev_total / runs), (unsigned long)(lost_total / runs), runs);
+	       name, sx.med, sx.min, sx.max, sb.med, sb.min, sb.max, sr.med, sr.min, sr.max, sl.med,
+	       (unsigned long)(ev_total / runs), (unsigned long)(lost_total / runs), runs);
 	fflush(stdout);
 	free(bw);
 	free(rw);

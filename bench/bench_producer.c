@@ -5,12 +5,11 @@
  *                (baseline_loop_ns) measured in the same run.
  * case=enabled   a live session created in this process (the library supports being its own
  *                recorder): TRC_BEGIN in a loop, 16-byte records; ns_per_event, against bare_ns,
- *                a loop storing the same 16 bytes (header + rdtsc) into an array of the ring's size,
- *                measured in the same run; ratio = ns_per_event / bare_ns (target <= 1.25).
- *                The ring (64 MiB) holds a whole timed batch; it is drained between batches
- *                (untimed), so nothing is lost and the drain does not compete for the core.
- *                lost is reported and must be 0. first_lap_ns: the first lap through a fresh
- *                ring, which also faults it in (session_layout.h "Residency"), timed apart.
+ *                a loop storing the same 16 bytes (header + rdtsc) into an array of the ring's
+ * size, measured in the same run; ratio = ns_per_event / bare_ns (target <= 1.25). The ring (64
+ * MiB) holds a whole timed batch; it is drained between batches (untimed), so nothing is lost and
+ * the drain does not compete for the core. lost is reported and must be 0. first_lap_ns: the first
+ * lap through a fresh ring, which also faults it in (session_layout.h "Residency"), timed apart.
  * Noise: this machine has 2 cores shared with other work, and a preemption inside a timed
  * batch inflates it by milliseconds. So a run times many short batches (~0.3 ms), alternating
  * the measured loop with its baseline, and takes each one's median over its batches; the
@@ -142,8 +141,8 @@ int main(int argc, char **argv)
 	if (runs < 1 || runs > 1000)
 		runs = 7;
 	enum { MAX_BATCHES = 200 };
-	long n_disabled = 500000;          /* per batch */
-	long batch = 25000;                /* events per batch: 400 KB of ring */
+	long n_disabled = 500000; /* per batch */
+	long batch = 25000; /* events per batch: 400 KB of ring */
 	int batches = quick ? 30 : MAX_BATCHES;
 	double bt_a[MAX_BATCHES], bt_b[MAX_BATCHES];
 
@@ -153,8 +152,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_producer: a session is attached already\n");
 		return 1;
 	}
-	double *dis = calloc((size_t)runs, sizeof(double)), *base = calloc((size_t)runs, sizeof(double));
-	double *en = calloc((size_t)runs, sizeof(double)), *bare = calloc((size_t)runs, sizeof(double));
+	double *dis = calloc((size_t)runs, sizeof(double)),
+	       *base = calloc((size_t)runs, sizeof(double));
+	double *en = calloc((size_t)runs, sizeof(double)),
+	       *bare = calloc((size_t)runs, sizeof(double));
 	double *ratio = calloc((size_t)runs, sizeof(double));
 	for (int r = 0; r < runs; r++) {
 		for (int b = 0; b < batches; b++) {
@@ -183,8 +184,8 @@ int main(int argc, char **argv)
 	struct session_clock_info ci;
 	session_clock_info(s, &ci);
 	uint64_t arr_bytes = 64ull << 20;
-	uint64_t *arr = mmap(NULL, arr_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-			     MAP_POPULATE, -1, 0);
+	uint64_t *arr = mmap(NULL, arr_bytes, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (arr == MAP_FAILED)
 		return 1;
 	TRC_BEGIN("bench.enabled"); /* claim the slot */

@@ -20,6 +20,8 @@
 #   seed     the rss benchmark's none / inband / oob lines (RSS read on every event against
 #            the out-of-band sampler): taken from --seed-from FILE (run.sh passes the output of
 #            the bench_rss it ran in this run), else measured here with build/bench/bench_rss.
+# Sizes: EVENTS 10M (--quick 1M); malloc OPS PEAK_MIB 10000000 128 (--quick 1000000 64, or
+# $PEERS_MALLOC_ARGS); calls 12000000 (--quick 3000000, or $PEERS_CALLS_ARGS).
 # Output: build/bench/peers-summary.txt (SUMMARY bench=peers case=... lines, CMD lines with
 # the commands behind each case, NOTE lines for each peer that could not run and why), and,
 # unless --no-report, a peers-only report in build/bench/peers-report/report.md. bench/run.sh
@@ -113,7 +115,7 @@ cleanup() {
 			kill -0 "$sessiond_pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		kill -9 "$sessiond_pid" 2>/dev/null
+		kill -0 "$sessiond_pid" 2>/dev/null && kill -9 "$sessiond_pid" 2>/dev/null
 	fi
 	rm -rf "$work" "$body"
 }
@@ -188,8 +190,8 @@ div() { # a b: a/b, nothing when either is missing or b is zero
 	[ -n "${1:-}" ] && [ -n "${2:-}" ] || return 0
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b != 0) printf "%.6g\n", a / b }'
 }
-# Print the case's SUMMARY line: every key as median with _min/_max (when it varied over
-# several runs), then the extra key=value pairs given (ratios of medians, settings).
+# Print the case's SUMMARY line: every key as its median, with _min/_max when it was measured
+# more than once, then the extra key=value pairs given (ratios of medians, settings).
 emit() {
 	local case=$1
 	shift
@@ -241,6 +243,16 @@ for k in sys.argv[2].split("."):
     v = v.get(k) if isinstance(v, dict) else None
 if isinstance(v, bool): v = int(v)
 if isinstance(v, (int, float)): print(v)' "$1" "$2" 2>/dev/null
+}
+json_sum() { # file key...: the sum of several numbers of a JSON object, nothing if one is missing
+	local f=$1 k v sum=0
+	shift
+	for k in "$@"; do
+		v=$(json "$f" "$k")
+		[ -n "$v" ] || return 0
+		sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { printf "%.0f", a + b }')
+	done
+	echo "$sum"
 }
 fsize() { stat -c %s "$1" 2>/dev/null; }
 dsize() { du -sb "$1" 2>/dev/null | awk '{ print $1 }'; }
@@ -298,7 +310,7 @@ elif ! pkg-config --exists lttng-ust 2>/dev/null; then
 else
 	mkdir -p "$out/peers"
 	read -r -a ust_libs <<<"$(pkg-config --libs lttng-ust)"
-	if ! cc -std=gnu17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Ibench -Ibench/peers \
+	if ! cc -std=gnu17 -O2 -g -Wall -Wextra -Ibench -Ibench/peers \
 		bench/peers/lttng_events.c -o "$LTTNG_EVENTS" "${ust_libs[@]}" \
 		-lpthread 2>"$work/lttng-build.err"; then
 		lttng_why="building bench/peers/lttng_events.c failed: $(why "$work/lttng-build.err")"
@@ -467,14 +479,15 @@ if [ -x build/bench/work_malloc ]; then
 elif cc -std=gnu17 -O2 -g bench/peers/peer_malloc.c -o "$out/peers/peer_malloc" \
 	2>"$work/pm.err"; then
 	MALLOC_CMD=("$out/peers/peer_malloc")
-	[ $quick = 1 ] && MALLOC_CMD+=(500000 64)
 	note malloc "build/bench/work_malloc is not built: bench/peers/peer_malloc.c used instead"
 else
 	note malloc "build/bench/work_malloc is not built and bench/peers/peer_malloc.c did not build: $(why "$work/pm.err")"
 fi
 if [ ${#MALLOC_CMD[@]} -gt 0 ]; then
-	[ $quick = 1 ] && [ -n "${PEERS_MALLOC_QUICK_ARGS:-}" ] && read -r -a extra <<<"$PEERS_MALLOC_QUICK_ARGS" && MALLOC_CMD+=("${extra[@]}")
-	[ $quick = 0 ] && [ -n "${PEERS_MALLOC_ARGS:-}" ] && read -r -a extra <<<"$PEERS_MALLOC_ARGS" && MALLOC_CMD+=("${extra[@]}")
+	# OPS PEAK_MIB (both programs take the same arguments)
+	if [ $quick = 1 ]; then margs=${PEERS_MALLOC_ARGS:-1000000 64}; else margs=${PEERS_MALLOC_ARGS:-10000000 128}; fi
+	read -r -a extra <<<"$margs"
+	MALLOC_CMD+=("${extra[@]}")
 fi
 
 malloc_case() {
@@ -509,7 +522,8 @@ malloc_case() {
 				add trc_wall_s "$ELAPSED_S"
 				add trc_slowdown "$(div "$ELAPSED_S" "$base")"
 				add trc_bytes "$(fsize "$work/m.trc")"
-				add trc_events_recorded "$(json "$work/m.json" events_recorded)"
+				# the workload's events are its allocation and free records
+				add trc_events_recorded "$(json_sum "$work/m.json" records_by_type.alloc records_by_type.free)"
 				add trc_events_lost "$(json "$work/m.json" events_lost)"
 				add trc_rss_peak_bytes "$peak"
 				add trc_rss_peak_vs_time "$(div "$peak" "$base_rss")"
@@ -547,8 +561,9 @@ malloc_case
 
 # ---- workload 3: function-call-heavy program -----------------------------------------------------
 CALLS_ARGS=()
-[ $quick = 1 ] && [ -n "${PEERS_CALLS_QUICK_ARGS:-}" ] && read -r -a CALLS_ARGS <<<"$PEERS_CALLS_QUICK_ARGS"
-[ $quick = 0 ] && [ -n "${PEERS_CALLS_ARGS:-}" ] && read -r -a CALLS_ARGS <<<"$PEERS_CALLS_ARGS"
+# CALLS (work_calls and peer_calls take the same argument)
+if [ $quick = 1 ]; then cargs=${PEERS_CALLS_ARGS:-3000000}; else cargs=${PEERS_CALLS_ARGS:-12000000}; fi
+read -r -a CALLS_ARGS <<<"$cargs"
 
 # uftrace's function count: the sum of the Calls column of `uftrace report`, two records
 # (entry and exit) per call.
@@ -582,8 +597,6 @@ calls_case() {
 	calls_prog
 	local p=$CALLS_PROG
 	[ -n "$p" ] || return
-	[ $quick = 1 ] && [ ${#CALLS_ARGS[@]} = 0 ] && [ "$p" = "$out/peers/peer_calls" ] &&
-		CALLS_ARGS=(3000000)
 	local uf_ok=1
 	have uftrace || { uf_ok=0; note uftrace "uftrace is not installed: no uftrace figures"; }
 	log "$case: $p ${CALLS_ARGS[*]}, $runs runs"
@@ -606,7 +619,8 @@ calls_case() {
 			if timed "$work/ct.out" "$TRACE_RUN" -o "$work/c.trc" -- "${p}_finst" "${CALLS_ARGS[@]}" &&
 				"$TRACE_DUMP" summary --json "$work/c.trc" >"$work/c.json" 2>"$work/c.json.err"; then
 				local ev bytes
-				ev=$(json "$work/c.json" events_recorded)
+				# the workload's events are its function entry and exit records
+				ev=$(json_sum "$work/c.json" records_by_type.func_enter records_by_type.func_exit)
 				bytes=$(fsize "$work/c.trc")
 				add trc_wall_s "$ELAPSED_S"
 				add trc_slowdown "$(div "$ELAPSED_S" "$base")"
@@ -652,7 +666,8 @@ rss_eps() { # file case: events_per_s of that case's SUMMARY line
 seed_case() {
 	local src=$seed_from rss_cmd
 	if [ -n "$src" ] && grep -q '^SUMMARY bench=rss ' "$src" 2>/dev/null; then
-		cmd seed "$(awk -F'\t' '$1 == "rss" { print $5 }' "$out/runs.txt" 2>/dev/null |
+		# runs.raw: what bench/run.sh ran so far in this run
+		cmd seed "$(awk -F'\t' '$1 == "rss" { print $5 }' "$out/runs.raw" 2>/dev/null |
 			tail -n 1)   (run by bench/run.sh in this run)"
 	else
 		if [ ! -x build/bench/bench_rss ]; then

@@ -38,13 +38,14 @@
  * the consumer's acquire load in ring_batch_begin pairs with. The consumer frees space with a
  * release store of read_pos, which the producer's acquire load in the full path pairs with
  * (so the producer never overwrites bytes the consumer is still reading). The dropped count
- * is stored with release and loaded with acquire, so a consumer that sees a count also sees
- * every record committed before the last of those drops.
+ * is stored with release and loaded with acquire, so a consumer that reads the count and then
+ * begins a batch gets every record committed before the last of those drops.
  *
  * Trust: the consumer treats the control block and data as untrusted (another process may
  * scribble on them). It keeps its own copy of the capacity and read position, validates
  * every header it reads, and reports anything impossible as -EPROTO (sticky), never by
- * crashing, looping or reading out of bounds. The producer trusts its memory.
+ * crashing, looping or reading out of bounds. The producer trusts the consumer, yet clamps
+ * what it derives from read_pos, so it never writes outside data whatever read_pos says.
  *
  * When full, the producer drops the record and counts it in a producer-owned counter that
  * the consumer reads (so emitted = consumed + dropped, exactly). It never blocks, spins,

@@ -71,8 +71,8 @@ uint64_t trc_clock_hz(const struct trc_clock_conv *c);
 static inline uint64_t trc_clock_to_ns(const struct trc_clock_conv *c, uint64_t ticks)
 {
 	if (ticks >= c->tick0)
-		return c->ns0 +
-		       (uint64_t)(((unsigned __int128)(ticks - c->tick0) * c->mult) >> TRC_CLOCK_SHIFT);
+		return c->ns0 + (uint64_t)(((unsigned __int128)(ticks - c->tick0) * c->mult) >>
+					   TRC_CLOCK_SHIFT);
 	uint64_t back =
 		(uint64_t)(((unsigned __int128)(c->tick0 - ticks) * c->mult) >> TRC_CLOCK_SHIFT);
 	return back > c->ns0 ? 0 : c->ns0 - back;

@@ -54,8 +54,9 @@ static void trc__register_process(void)
 	/* An older entry with our pid is the image exec replaced (or a dead process whose pid
 	 * was reused): it no longer maps anything. */
 	for (uint32_t i = 0; i < idx && i < trc__rt.max_procs; i++) {
-		struct trc_proc *old = (struct trc_proc *)(void *)(trc__rt.base + trc__rt.procs_off +
-								   (uint64_t)i * sizeof(*old));
+		struct trc_proc *old =
+			(struct trc_proc *)(void *)(trc__rt.base + trc__rt.procs_off +
+						    (uint64_t)i * sizeof(*old));
 		if (atomic_load_explicit(&old->pid, memory_order_relaxed) == (uint32_t)trc__rt.pid)
 			atomic_store_explicit(&old->dead, 1, memory_order_relaxed);
 	}

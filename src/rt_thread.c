@@ -3,8 +3,9 @@
  * giving the slot back when the thread exits.
  *
  * Claim: scan the slot table for a FREE slot and CAS its state word (generation kept) to
- * CLAIMING, fill pid/tid/name, fault the ring in (session_layout.h "Residency"), attach the
- * producer, publish CLAIMED (release). The first thread of a process to claim also writes the
+ * CLAIMING, fill pid/tid/name, attach the producer, fault the head of the ring in (the rest
+ * follows in chunks ahead of the writer: trc__reserve, session_layout.h "Residency"), publish
+ * CLAIMED (release). The first thread of a process to claim also writes the
  * PROCESS and MODULE records. Every claim writes a THREAD record. When no slot is free the
  * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
  * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
@@ -83,8 +84,8 @@ void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes)
 			uint64_t grow = t->faulted < TRC_RING_FAULT_MAX_CHUNK
 						? t->faulted * 2
 						: t->faulted + TRC_RING_FAULT_MAX_CHUNK;
-			uint64_t need_pages = (need + TRC_REGION_PAGE - 1) &
-					      ~(uint64_t)(TRC_REGION_PAGE - 1);
+			uint64_t need_pages =
+				(need + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
 			trc__fault_to(t, need_pages > grow ? need_pages : grow);
 		}
 	}
@@ -161,7 +162,6 @@ static int trc__claim(struct trc__thread *t)
 		 * written. */
 		atomic_store_explicit(&s->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMED),
 				      memory_order_release);
-		t->slot = i;
 		t->parked = 0;
 		if (trc__rt.key_ok)
 			pthread_setspecific(trc__rt.key, (void *)1);
@@ -190,8 +190,7 @@ static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, u
 	trc__prod_publish(t);
 }
 
-void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a,
-		    uint64_t b)
+void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 {
 	trc__emit_ring(t, trc__mode_load(), tag, nwords, a, b);
 }

@@ -41,9 +41,9 @@
 #define SESSION_META_KEY 1u
 
 struct session_config {
-	uint32_t max_slots;     /* 0 = default (256) */
-	uint64_t ring_bytes;    /* per-thread ring, power of two >= 4096; 0 = default 4 MiB */
-	uint32_t strtab_bytes;  /* 0 = default (256 KiB) */
+	uint32_t max_slots; /* 0 = default (256) */
+	uint64_t ring_bytes; /* per-thread ring, power of two >= 4096; 0 = default 4 MiB */
+	uint32_t strtab_bytes; /* 0 = default (256 KiB) */
 	bool force_clock_gettime; /* also forced by the environment variable TRC_CLOCK=gettime */
 };
 
@@ -58,7 +58,7 @@ struct trc_session *session_create(const struct session_config *cfg, int *err);
 int session_fd(const struct trc_session *s);
 
 struct session_stream {
-	uint64_t key;  /* unique for the session's lifetime */
+	uint64_t key; /* unique for the session's lifetime */
 	uint32_t kind; /* SESSION_STREAM_THREAD or SESSION_STREAM_META (trcfile's values) */
 	uint32_t pid, tid;
 };
@@ -93,7 +93,7 @@ uint32_t session_processes_attached(const struct trc_session *s);
 #define SESSION_CLOCK_TSC 2u
 struct session_clock_info {
 	uint32_t clock_source; /* SESSION_CLOCK_* */
-	uint64_t tsc_hz;       /* current estimate; 0 with clock_gettime */
+	uint64_t tsc_hz; /* current estimate; 0 with clock_gettime */
 };
 void session_clock_info(const struct trc_session *s, struct session_clock_info *out);
 

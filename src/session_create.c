@@ -185,7 +185,8 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 	uint64_t rings = 0, procs = 0;
 	for (uint32_t i = 0; i < s->max_slots; i++) {
 		struct trc_slot *sl = session__slot(s, i);
-		uint32_t st = TRC_SLOT_STATE(atomic_load_explicit(&sl->state, memory_order_relaxed));
+		uint32_t st =
+			TRC_SLOT_STATE(atomic_load_explicit(&sl->state, memory_order_relaxed));
 		/* The claimer publishes what it faulted in; the recorder punches it out when it
 		 * frees the slot (session_layout.h "Residency"). */
 		if (st == TRC_SLOT_FREE || st > TRC_SLOT_RETIRED)

@@ -82,8 +82,8 @@ static int session__note(struct session__ctx *c, const char *text)
 	return session__emit(c, &c->s->meta, &r);
 }
 
-static int session__lost(struct session__ctx *c, const struct session_stream *st,
-			 uint64_t ts_ns, uint64_t count, uint32_t reason)
+static int session__lost(struct session__ctx *c, const struct session_stream *st, uint64_t ts_ns,
+			 uint64_t count, uint32_t reason)
 {
 	struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = ts_ns};
 	r.lost.count = count;
@@ -143,10 +143,10 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	memcpy(v, rr->payload, pb < sizeof(v) ? pb : sizeof(v));
 	uint32_t type = TRC_TAG_TYPE(rr->tag), id = TRC_TAG_ID(rr->tag);
 	static const uint8_t need[TRC_REC_TYPE_COUNT] = {
-		[TRC_REC_SPAN_BEGIN] = 8, [TRC_REC_SPAN_END] = 8,    [TRC_REC_INSTANT] = 16,
-		[TRC_REC_COUNTER] = 16,   [TRC_REC_ALLOC] = 24,       [TRC_REC_FREE] = 16,
+		[TRC_REC_SPAN_BEGIN] = 8,  [TRC_REC_SPAN_END] = 8,   [TRC_REC_INSTANT] = 16,
+		[TRC_REC_COUNTER] = 16,	   [TRC_REC_ALLOC] = 24,     [TRC_REC_FREE] = 16,
 		[TRC_REC_FUNC_ENTER] = 24, [TRC_REC_FUNC_EXIT] = 24, [TRC_REC_THREAD] = 32,
-		[TRC_REC_PROCESS] = 24,   [TRC_REC_MODULE] = 40,
+		[TRC_REC_PROCESS] = 24,	   [TRC_REC_MODULE] = 40,
 	};
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
@@ -333,8 +333,9 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 			return 0;
 		if (st == TRC_SLOT_CLAIMING) {
 			/* A claimer that died half-way leaves its tid behind, or nothing. */
-			if (reap && session__thread_gone(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED),
-							 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)))
+			if (reap &&
+			    session__thread_gone(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED),
+						 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)))
 				session__free_slot(s, i, gen);
 			return 0;
 		}
@@ -404,7 +405,8 @@ static void session__reap_procs(struct trc_session *s)
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
 		uint32_t pid = atomic_load_explicit(&pe->pid, memory_order_acquire);
-		if (!pid || pid > INT32_MAX || atomic_load_explicit(&pe->dead, memory_order_relaxed))
+		if (!pid || pid > INT32_MAX ||
+		    atomic_load_explicit(&pe->dead, memory_order_relaxed))
 			continue;
 		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 			atomic_store_explicit(&pe->dead, 1, memory_order_relaxed);
@@ -416,7 +418,8 @@ long session_drain(struct trc_session *s, const struct session_sink *sink)
 	struct session__ctx c = {.s = s, .sink = sink, .now_ns = trc_clock_mono_ns()};
 	session__refit(s, c.now_ns);
 	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
-	bool reap = c.now_ns - s->last_reap_ns >= SESSION_REAP_NS || no_slot != s->reap_no_slot_seen;
+	bool reap =
+		c.now_ns - s->last_reap_ns >= SESSION_REAP_NS || no_slot != s->reap_no_slot_seen;
 	for (uint32_t i = 0; i < s->max_slots; i++) {
 		int rc = session__drain_slot(&c, i, reap);
 		if (rc)

@@ -19,9 +19,9 @@
 
 /* The drain's view of one slot. (drain) */
 struct session_slot {
-	uint32_t gen;      /* generation of the open stream */
-	uint8_t active;    /* a stream is open on this slot */
-	uint8_t corrupt;   /* its stream ended on corruption; free the slot once the thread is gone */
+	uint32_t gen; /* generation of the open stream */
+	uint8_t active; /* a stream is open on this slot */
+	uint8_t corrupt; /* its stream ended on corruption; free the slot once the thread is gone */
 	struct session_stream st;
 	struct ring_consumer cons;
 	uint64_t dropped_reported;

@@ -95,15 +95,15 @@
 #define TRC_NAME_ID_BITS 24u
 #define TRC_NAME_ID_MAX ((1u << TRC_NAME_ID_BITS) - 1u)
 #define TRC_STRTAB_READY 0x80000000u
-#define TRC_STRTAB_MAX_LEN 1024u           /* longer names are cut */
+#define TRC_STRTAB_MAX_LEN 1024u /* longer names are cut */
 #define TRC_STRTAB_MAX_BYTES (8ull * TRC_NAME_ID_MAX)
-#define TRC_CMDLINE_MAX 4096u              /* PROCESS record: command line cut here */
+#define TRC_CMDLINE_MAX 4096u /* PROCESS record: command line cut here */
 #define TRC_RING_PREFAULT_BYTES (64u << 10) /* faulted in at claim; then doubling */
 #define TRC_RING_FAULT_MAX_CHUNK (256u << 10) /* ... by at most this much at a time */
 
 /* Ring tag <-> (type, name id). */
 #define TRC_TAG(type, id) ((uint32_t)(type) | ((uint32_t)(id) << 8))
-#define TRC_TAG_TYPE(tag) ((tag) & 0xffu)
+#define TRC_TAG_TYPE(tag) ((tag)&0xffu)
 #define TRC_TAG_ID(tag) ((tag) >> 8)
 
 struct trc_region_hdr {
@@ -111,31 +111,31 @@ struct trc_region_hdr {
 	 * sees it. */
 	_Atomic uint64_t magic;
 	uint32_t version;
-	uint32_t hdr_bytes;        /* sizeof(struct trc_region_hdr) */
-	uint64_t region_bytes;     /* total size of the memfd */
+	uint32_t hdr_bytes; /* sizeof(struct trc_region_hdr) */
+	uint64_t region_bytes; /* total size of the memfd */
 	uint32_t max_slots;
-	uint32_t slot_bytes;       /* sizeof(struct trc_slot) */
+	uint32_t slot_bytes; /* sizeof(struct trc_slot) */
 	uint32_t max_procs;
-	uint32_t proc_bytes;       /* sizeof(struct trc_proc) */
+	uint32_t proc_bytes; /* sizeof(struct trc_proc) */
 	uint64_t procs_off;
 	uint64_t slots_off;
 	uint64_t strtab_off;
 	uint64_t strtab_bytes;
-	uint64_t rings_off;        /* == meta bytes: every attached process maps [0, rings_off) */
-	uint64_t ring_bytes;       /* data bytes per ring, power of two, multiple of the page */
-	uint32_t clock_mode;       /* TRC_CLOCK_* : what producers stamp with */
+	uint64_t rings_off; /* == meta bytes: every attached process maps [0, rings_off) */
+	uint64_t ring_bytes; /* data bytes per ring, power of two, multiple of the page */
+	uint32_t clock_mode; /* TRC_CLOCK_* : what producers stamp with */
 	uint32_t reserved0;
-	uint64_t tsc_hz;           /* informational; the recorder converts with its own copy */
+	uint64_t tsc_hz; /* informational; the recorder converts with its own copy */
 
 	/* Shared counters (producers and recorder, relaxed: accounting only). */
-	_Alignas(64) _Atomic uint64_t lost_no_slot;   /* events dropped: every slot taken */
+	_Alignas(64) _Atomic uint64_t lost_no_slot; /* events dropped: every slot taken */
 	_Atomic uint64_t lost_reentrant; /* events dropped: a signal handler interrupted an
 					  * emit or slot claim on the same thread */
 	_Atomic uint32_t procs_attached; /* attaches so far (fork children and exec images too) */
-	_Atomic uint32_t procs_used;     /* entries of the process table taken (may exceed max) */
-	_Atomic uint64_t strtab_used;    /* bytes of the string table reserved */
-	_Atomic uint64_t slots_freed;    /* bumped by the recorder on every free: a producer that
-					  * found no slot rescans only when this moved */
+	_Atomic uint32_t procs_used; /* entries of the process table taken (may exceed max) */
+	_Atomic uint64_t strtab_used; /* bytes of the string table reserved */
+	_Atomic uint64_t slots_freed; /* bumped by the recorder on every free: a producer that
+				       * found no slot rescans only when this moved */
 };
 
 struct trc_proc {
@@ -147,7 +147,7 @@ struct trc_proc {
 
 struct trc_slot {
 	_Alignas(64) _Atomic uint64_t state; /* TRC_SLOT_WORD(gen, state) */
-	uint32_t pid;                         /* written while CLAIMING */
+	uint32_t pid; /* written while CLAIMING */
 	uint32_t tid;
 	char name[TRC_THREAD_NAME_BYTES];
 	_Atomic uint64_t resident_bytes; /* ring bytes the claimer has faulted in */

@@ -226,7 +226,8 @@ static const char *trcfile__ref_check(const struct trcfile_reader *r,
  * that seqs are distinct. Streams must be sorted by id already. */
 static int trcfile__finish_index(struct trcfile_reader *r)
 {
-	qsort(r->chunks, r->n_chunks, sizeof(*r->chunks), trcfile__cmp_ref_stream);
+	if (r->n_chunks)
+		qsort(r->chunks, r->n_chunks, sizeof(*r->chunks), trcfile__cmp_ref_stream);
 	r->stream_chunk0 = calloc(r->n_streams + 1, sizeof(*r->stream_chunk0));
 	if (!r->stream_chunk0)
 		return trcfile__fail(r, -ENOMEM, "out of memory");

@@ -21,7 +21,7 @@
 
 static char sandbox[64];
 
-static void sh(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void sh(const char *fmt, ...)
 {
 	char cmd[4096];
 	va_list ap;

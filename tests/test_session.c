@@ -65,7 +65,8 @@ Test(session, records_round_trip_with_names_and_time)
 			cr_assert_geq(x->r.ts_ns, prev, "time goes forward in a stream");
 			prev = x->r.ts_ns;
 			/* the NAME came first */
-			uint32_t id = t <= TRC_REC_SPAN_END ? x->r.span.name_id : x->r.value.name_id;
+			uint32_t id =
+				t <= TRC_REC_SPAN_END ? x->r.span.name_id : x->r.value.name_id;
 			int named = 0;
 			for (size_t j = 0; j < i; j++)
 				if (c.v[j].r.type == TRC_REC_NAME && c.v[j].r.name.id == id)
@@ -394,7 +395,8 @@ static uint64_t mapping_rss(const void *addr)
 	uint64_t rss = UINT64_MAX;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long start, end;
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
 			in = start == (uintptr_t)addr;
 			continue;
 		}
@@ -582,8 +584,8 @@ Test(session, config_is_validated)
 
 static void check_clock(bool force_gettime)
 {
-	struct session_config cfg = {.max_slots = 2, .ring_bytes = 16 << 10,
-				     .force_clock_gettime = force_gettime};
+	struct session_config cfg = {
+		.max_slots = 2, .ring_bytes = 16 << 10, .force_clock_gettime = force_gettime};
 	int rc;
 	struct trc_session *s = ts_start(&cfg, &rc);
 	cr_assert_eq(rc, 0);
@@ -665,4 +667,72 @@ Test(clock, conversion_is_exact_for_known_rates)
 	struct trc_clock_conv early = {.tick0 = 1000000000000ull, .ns0 = 10, .mult = c.mult};
 	cr_assert_eq(trc_clock_to_ns(&early, 0), 0, "clamped, no wrap below zero");
 	cr_assert_eq(trc_clock_fit(&c, &b, &a), -EINVAL);
+}
+
+Test(session, string_table_full_falls_back_and_says_so)
+{
+	struct session_config cfg = {.max_slots = 2, .ring_bytes = 16 << 10, .strtab_bytes = 4096};
+	int rc;
+	struct trc_session *s = ts_start(&cfg, &rc);
+	cr_assert_eq(rc, 0);
+	char name[64];
+	uint32_t last = 0, id3 = 0;
+	int full_at = -1;
+	for (int i = 0; i < 400 && full_at < 0; i++) {
+		snprintf(name, sizeof(name), "name-number-%d", i);
+		uint32_t id = trc__intern(name);
+		if (id == 1u)
+			full_at = i;
+		else
+			cr_assert_gt(id, last, "ids grow with the table");
+		if (i == 3)
+			id3 = id;
+		last = id;
+	}
+	cr_assert_gt(full_at, 50, "a 4 KiB table holds dozens of names (%d)", full_at);
+	cr_assert_eq(trc__intern("name-number-3"), id3, "dedup: same id again");
+	TRC_INSTANT("late-name", 5); /* interned after the table filled: id 1 */
+	struct ts_collect c = {0};
+	ts_drain_idle(s, &c);
+	int saw = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_INSTANT) {
+			cr_assert_eq(c.v[i].r.value.name_id, 1u);
+			cr_assert_str_eq(ts_name_of(&c, 1u), "(string table full)");
+			saw = 1;
+		}
+	cr_assert(saw);
+	cr_assert_eq(c.by_type[TRC_REC_NOTE], 1, "the recorder says the table is full");
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+static int stop_after;
+
+static int stopping_record(void *arg, const struct session_stream *st, const struct trc_record *r)
+{
+	ts__record(arg, st, r);
+	return --stop_after == 0 ? 77 : 0;
+}
+
+Test(session, sink_error_stops_the_drain_and_nothing_is_lost)
+{
+	struct trc_session *s = start(4, 64 << 10);
+	for (int i = 0; i < 100; i++)
+		TRC_COUNTER("n", i);
+	struct ts_collect c = {0};
+	struct session_sink k = {.arg = &c, .record = stopping_record, .stream_end = ts__end};
+	stop_after = 10;
+	cr_assert_eq(session_drain(s, &k), 77);
+	size_t first = c.n;
+	cr_assert_eq(first, 10);
+	ts_drain_idle(s, &c);
+	/* Every counter exactly once, in order, across the two drains. */
+	int next = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_COUNTER)
+			cr_assert_eq(c.v[i].r.value.value, next++);
+	cr_assert_eq(next, 100);
+	ts_collect_free(&c);
+	session_destroy(s);
 }

@@ -50,12 +50,28 @@ static int ts__record(void *arg, const struct session_stream *st, const struct t
 	const char *s = NULL;
 	uint32_t len = 0;
 	switch (r->type) {
-	case TRC_REC_NAME: s = r->name.str; len = r->name.len; break;
-	case TRC_REC_THREAD: s = r->thread.name; len = r->thread.name_len; break;
-	case TRC_REC_PROCESS: s = r->process.cmdline; len = r->process.cmdline_len; break;
-	case TRC_REC_MODULE: s = r->module.path; len = r->module.path_len; break;
-	case TRC_REC_NOTE: s = r->note.text; len = r->note.len; break;
-	default: break;
+	case TRC_REC_NAME:
+		s = r->name.str;
+		len = r->name.len;
+		break;
+	case TRC_REC_THREAD:
+		s = r->thread.name;
+		len = r->thread.name_len;
+		break;
+	case TRC_REC_PROCESS:
+		s = r->process.cmdline;
+		len = r->process.cmdline_len;
+		break;
+	case TRC_REC_MODULE:
+		s = r->module.path;
+		len = r->module.path_len;
+		break;
+	case TRC_REC_NOTE:
+		s = r->note.text;
+		len = r->note.len;
+		break;
+	default:
+		break;
 	}
 	if (len >= sizeof(x->str))
 		len = sizeof(x->str) - 1;
@@ -157,7 +173,8 @@ static inline void ts_sleep_ms(long ms)
  * /dev/null), stdout to out_path (or /dev/null); drains the session into c until the child
  * exits, then drains until idle. Returns the wait status, or -1. */
 static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, char *const argv[],
-				const char *const *env_add, const char *in_path, const char *out_path)
+				const char *const *env_add, const char *in_path,
+				const char *out_path)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -166,7 +183,8 @@ static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, cha
 		for (const char *const *e = env_add; e && *e; e++)
 			putenv((char *)*e);
 		int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-		int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int out =
+			open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (in < 0 || out < 0)
 			_exit(126);
 		dup2(in, 0);

@@ -761,3 +761,72 @@ Test(trcfile, type_and_reason_names)
 	cr_assert_str_eq(trcfile_rss_source_name(TRC_RSS_SMAPS_ROLLUP), "smaps_rollup");
 	cr_assert_str_eq(trcfile_lost_reason_name(TRC_LOST_SAMPLER_LATE), "sampler_late");
 }
+
+/* ---- the fuzzer's seed corpus (tests/corpus/reader/) ------------------------------------- */
+
+/* The seeds are small valid traces; with TRC_WRITE_CORPUS=1 this test (re)writes them, else
+ * it checks that each one still opens and reads without error (a format change must come
+ * with new seeds). */
+Test(trcfile, fuzz_seed_corpus)
+{
+	const char *dir = "tests/corpus/reader";
+	const char *wr = getenv("TRC_WRITE_CORPUS");
+	bool write = wr && *wr && strcmp(wr, "0");
+	const char *tmp = tu_tmpdir();
+	char path[400];
+	struct tu_plan p = {0};
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	static const char *const seeds[] = {"small.trc", "chunks.trc", "truncated.trc",
+					    "empty.trc"};
+	if (write) {
+		mkdir("tests/corpus", 0755);
+		mkdir(dir, 0755);
+		tu_small_plan(&p);
+		snprintf(path, sizeof(path), "%s/small.trc", dir);
+		cr_assert_eq(tu_write_plan(path, &p, &o, 3), 0);
+		size_t len;
+		uint8_t *b = tu_read_file(path, &len);
+		snprintf(path, sizeof(path), "%s/truncated.trc", dir);
+		tu_write_file(path, b, len - 32);
+		free(b);
+		tu_plan_free(&p);
+
+		/* Many tiny chunks: flush every few records. */
+		snprintf(path, sizeof(path), "%s/chunks.trc", dir);
+		struct trcfile_header_info h = tu_header();
+		int err = 0;
+		struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
+		struct trcfile_stream *s[3];
+		for (int i = 0; i < 3; i++)
+			s[i] = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, (uint32_t)i);
+		for (int k = 0; k < 60; k++) {
+			struct trc_record r = {.type = (uint32_t)(1 + k % 8), .ts_ns = 100 + k * 7};
+			r.alloc.addr = 0x1000 + (uint64_t)k * 16;
+			r.alloc.size = (uint64_t)k;
+			cr_assert_eq(trcfile_stream_append(s[k % 3], &r), 0);
+			if (k % 5 == 4)
+				trcfile_stream_flush(s[k % 3]);
+		}
+		cr_assert_eq(trcfile_writer_close(w), 0);
+
+		snprintf(path, sizeof(path), "%s/empty.trc", dir);
+		w = trcfile_writer_open(path, &h, &o, &err);
+		cr_assert_eq(trcfile_writer_close(w), 0);
+	}
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, seeds[i]);
+		struct trcfile_reader *r = NULL;
+		char msg[256];
+		cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s: %s", path, msg);
+		struct trcfile_iter *it = trcfile_iter_new(r);
+		struct trc_record rec;
+		int rc;
+		while ((rc = trcfile_iter_next(it, &rec, NULL)) == 1)
+			;
+		cr_assert_eq(rc, 0, "%s: %s", path, trcfile_reader_errmsg(r));
+		cr_assert_eq(trcfile_reader_truncated(r), strcmp(seeds[i], "truncated.trc") == 0);
+		trcfile_iter_free(it);
+		trcfile_reader_close(r);
+	}
+	tu_rm_rf(tmp);
+}

@@ -77,7 +77,8 @@ static const char dump__summary_help[] =
 	"  truncated                 true when the file has no valid footer (read up to its\n"
 	"                            last whole chunk)\n"
 	"  footer_damaged            true when a footer was there but failed its checks\n"
-	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n";
+	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n"
+	"  chunks_missing            chunks absent before the last chunk of their stream\n";
 
 static const char *dump__clock_name(uint32_t c)
 {
@@ -270,6 +271,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump__kv_bool("truncated", s->truncated, &first);
 	dump__kv_bool("footer_damaged", st.footer_damaged, &first);
 	dump__kv_u64("chunks", st.chunks, &first);
+	dump__kv_u64("chunks_missing", st.chunks_missing, &first);
 	dump__kv_u64("bytes_ignored", st.bytes_ignored, &first);
 	dump_str("}\n");
 }
@@ -317,8 +319,8 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("started:   %s\n", when);
 	}
 	dump_printf("duration:  %s\n", dump_fmt_ns(b1, sizeof(b1), s->duration_ns));
-	dump_printf("file:      format %u.%u, %" PRIu64 " chunks, %s, clock %s", h->version_major,
-		    h->version_minor, st.chunks, dump_fmt_bytes(b1, sizeof(b1), st.file_bytes),
+	dump_printf("file:      format %u.%u, %" PRIu64 " records in %" PRIu64 " chunks, clock %s",
+		    h->version_major, h->version_minor, st.records, st.chunks,
 		    dump__clock_name(h->clock_source));
 	if (h->tool_version[0])
 		dump_printf(", written by %s", h->tool_version);
@@ -328,6 +330,10 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 			    " records), %" PRIu64 " bytes ignored\n",
 			    st.footer_damaged ? "damaged footer" : "no footer (recorder killed?)",
 			    st.records, st.bytes_ignored);
+	if (st.chunks_missing)
+		dump_printf("MISSING:   %" PRIu64 " chunks lost before the last ones of their "
+			    "streams (a write error?)\n",
+			    st.chunks_missing);
 	if (s->has_exit) {
 		int stt = s->exit_status;
 		if ((stt & 0x7f) == 0)

@@ -17,6 +17,7 @@
 
 static void lttng_events__instant(unsigned thread_idx, uint64_t first, uint64_t n)
 {
+	(void)thread_idx;
 	for (uint64_t i = 0; i < n; i++)
 		lttng_ust_tracepoint(trc_bench, instant, (int64_t)(first + i));
 }

@@ -15,13 +15,19 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* noinline and noclone: each call stays a real, instrumented call under every build */
-__attribute__((noinline, noclone)) static uint64_t inner(uint64_t x)
+/* noinline and (gcc) noclone: each call stays a real, instrumented call under every build */
+#if defined(__clang__)
+#define PEER_CALL __attribute__((noinline))
+#else
+#define PEER_CALL __attribute__((noinline, noclone))
+#endif
+
+PEER_CALL static uint64_t inner(uint64_t x)
 {
 	return (x * 0x9e3779b97f4a7c15u) ^ (x >> 7);
 }
 
-__attribute__((noinline, noclone)) static uint64_t outer(uint64_t x)
+PEER_CALL static uint64_t outer(uint64_t x)
 {
 	return inner(x) + inner(x + 1);
 }

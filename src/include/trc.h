@@ -102,18 +102,18 @@ extern unsigned trc__mode;
  * src/rt_thread.c) is brought in step whenever the slow path runs. Records follow the ring's
  * format (ringbuf/ring.h): an 8-byte header {u32 len, u32 tag}, then the payload. */
 struct trc__thread {
-	uint8_t *data;       /* ring data; NULL when the thread holds no ring */
-	uint64_t mask;       /* capacity - 1 */
-	uint64_t write;      /* next write position (free-running) */
-	uint64_t limit;      /* a record ending at or below this fits: no wrap, no overwrite */
+	uint8_t *data; /* ring data; NULL when the thread holds no ring */
+	uint64_t mask; /* capacity - 1 */
+	uint64_t write; /* next write position (free-running) */
+	uint64_t limit; /* a record ending at or below this fits: no wrap, no overwrite */
 	uint64_t *write_pos; /* the ring's shared write position (struct ring_ctl) */
 	/* 1 when the thread holds a ring and is not inside an emit: the only flag the fast path
 	 * tests. Cleared around each emit, so a signal handler that interrupts one sees 0 and goes
 	 * to the slow path, which counts its event as lost instead of corrupting the ring. */
 	volatile uint8_t ok;
-	uint8_t busy;   /* inside a slow path (claim, naming) */
+	uint8_t busy; /* inside a slow path (claim, naming) */
 	uint8_t parked; /* no free slot last time: retry when the recorder frees one */
-	uint8_t named;  /* name[] holds a trc_thread_name */
+	uint8_t named; /* name[] holds a trc_thread_name */
 	uint32_t slot;
 	uint64_t freed_seen;
 	uint64_t faulted; /* bytes of the ring faulted in (from its start; grows by doubling) */
@@ -124,8 +124,7 @@ extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-e
 
 /* Out of line (src/rt_thread.c, src/rt_strtab.c). */
 void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
-void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a,
-		    uint64_t b);
+void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 uint32_t trc__site_intern(uint32_t *site, const char *name);
 void trc__thread_name(const char *name);
 
@@ -189,22 +188,22 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 /* The call site's name id, interned on first use. The acquire load pairs with the release
  * store in trc__site_intern, so the string-table entry is complete before any record that
  * carries the id is published. */
-#define TRC__SITE(name)                                                                   \
-	__extension__({                                                                   \
-		static uint32_t trc__site_id;                                             \
-		uint32_t trc__id = __atomic_load_n(&trc__site_id, __ATOMIC_ACQUIRE);     \
-		if (TRC__UNLIKELY(!trc__id))                                              \
-			trc__id = trc__site_intern(&trc__site_id, (name));               \
-		trc__id;                                                                  \
+#define TRC__SITE(name)                                                              \
+	__extension__({                                                              \
+		static uint32_t trc__site_id;                                        \
+		uint32_t trc__id = __atomic_load_n(&trc__site_id, __ATOMIC_ACQUIRE); \
+		if (TRC__UNLIKELY(!trc__id))                                         \
+			trc__id = trc__site_intern(&trc__site_id, (name));           \
+		trc__id;                                                             \
 	})
 
 /* value is evaluated only with a session; name only the first time the call site runs. */
-#define TRC__NAMED(type, name, nwords, value)                                              \
-	do {                                                                               \
-		unsigned trc__m = trc__mode_load();                                        \
-		if (trc__m)                                                                \
-			trc__emit(trc__m, (type) | (TRC__SITE(name) << 8), (nwords),       \
-				  TRC__VAL(value), 0);                                      \
+#define TRC__NAMED(type, name, nwords, value)                                        \
+	do {                                                                         \
+		unsigned trc__m = trc__mode_load();                                  \
+		if (trc__m)                                                          \
+			trc__emit(trc__m, (type) | (TRC__SITE(name) << 8), (nwords), \
+				  TRC__VAL(value), 0);                               \
 	} while (0)
 #define TRC__VAL(v) ((uint64_t)(int64_t)(v))
 
@@ -215,15 +214,15 @@ static inline void trc__scope_end(uint32_t *tag)
 		trc__emit(m, (*tag & ~0xffu) | 2u, 0, 0, 0);
 }
 
-#define TRC__SCOPE(name, var)                                                              \
-	__attribute__((cleanup(trc__scope_end), unused)) uint32_t var = __extension__({    \
-		uint32_t trc__tag = 0;                                                     \
-		unsigned trc__m = trc__mode_load();                                        \
-		if (trc__m) {                                                              \
-			trc__tag = 1u | (TRC__SITE(name) << 8);                            \
-			trc__emit(trc__m, trc__tag, 0, 0, 0);                              \
-		}                                                                          \
-		trc__tag;                                                                  \
+#define TRC__SCOPE(name, var)                                                           \
+	__attribute__((cleanup(trc__scope_end), unused)) uint32_t var = __extension__({ \
+		uint32_t trc__tag = 0;                                                  \
+		unsigned trc__m = trc__mode_load();                                     \
+		if (trc__m) {                                                           \
+			trc__tag = 1u | (TRC__SITE(name) << 8);                         \
+			trc__emit(trc__m, trc__tag, 0, 0, 0);                           \
+		}                                                                       \
+		trc__tag;                                                               \
 	})
 
 static inline void trc_thread_name(const char *name)

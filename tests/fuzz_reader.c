@@ -1,0 +1,148 @@
+/* fuzz_reader.c - libFuzzer target over the trace reader (`make fuzz`).
+ *
+ * Each input is read three ways, so mutations get past the checksums that would otherwise
+ * stop almost all of them at the door:
+ *   1. as it is (what trace-dump meets);
+ *   2. with every checksum recomputed (header, each chunk header found by walking the
+ *      chunks, footer and trailer): the structural checks behind them get fuzzed;
+ *   3. as the raw records of one chunk, wrapped in a valid file (header, chunk header, zstd
+ *      frame with checksum): the record decoders (the cursor's and the summary's) get fuzzed.
+ * Each read walks everything the way trace-dump does: the merged iteration with a seek, each
+ * stream's cursor in batches, the summary and the metadata lookups. The reader must give an
+ * error or records for any input; ASan/UBSan (the fuzz build) catch the rest.
+ * Seed corpus: tests/corpus/reader/ (small valid traces, a truncated one, an empty one),
+ * written by test_trcfile's fuzz_seed_corpus test when TRC_WRITE_CORPUS=1.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "trcfile.h"
+#include "trcfile_codec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_read(const uint8_t *data, size_t size)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	if (trcfile_reader_open_mem(data, size, &r, msg, sizeof(msg)) != 0)
+		return;
+	struct trc_record rec;
+	unsigned sidx;
+	uint64_t last = 0;
+	struct trcfile_iter *it = trcfile_iter_new(r);
+	if (it) {
+		int n = 0;
+		while (trcfile_iter_next(it, &rec, &sidx) == 1 && n++ < 1000000) {
+			last = rec.ts_ns;
+			/* Touch the strings: ASan checks they lie inside the chunk buffer. */
+			volatile char sink = 0;
+			if (rec.type == TRC_REC_NOTE && rec.note.len)
+				sink = rec.note.text[rec.note.len - 1];
+			if (rec.type == TRC_REC_NAME && rec.name.len)
+				sink = rec.name.str[rec.name.len - 1];
+			(void)sink;
+		}
+		trcfile_iter_seek(it, last / 2);
+		while (trcfile_iter_next(it, &rec, &sidx) == 1)
+			;
+		trcfile_iter_free(it);
+	}
+	struct trc_record batch[64];
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		if (!c)
+			break;
+		while (trcfile_cursor_read(c, batch, 64) > 0)
+			;
+		trcfile_cursor_free(c);
+	}
+	struct trcfile_summary sm;
+	if (trcfile_summary_compute(r, &sm) == 0)
+		trcfile_summary_free(&sm);
+	trcfile_reader_name(r, 1, NULL);
+	trcfile_reader_module(r, trcfile_reader_header(r)->pid, 0x401000);
+	trcfile_reader_close(r);
+}
+
+/* Recomputes every checksum a walk of the structure can find. */
+static void fuzz_fix_checksums(uint8_t *b, size_t size)
+{
+	if (size < TRCFILE__HDR_FIXED_BYTES + 4)
+		return;
+	uint32_t hb = trcfile__get32(b + 16);
+	if (hb < TRCFILE__HDR_FIXED_BYTES + 4 || hb > size)
+		return;
+	trcfile__put32(b + hb - 4, trcfile__crc32c(0, b, hb - 4));
+	uint64_t off = hb;
+	for (int n = 0; n < 100000 && size - off >= TRCFILE__CHUNK_HDR_BYTES; n++) {
+		uint8_t *c = b + off;
+		if (trcfile__get32(c) != TRCFILE__CHUNK_MAGIC)
+			break;
+		trcfile__put32(c + 60, trcfile__crc32c(0, c, 60));
+		off += TRCFILE__CHUNK_HDR_BYTES + (uint64_t)trcfile__get32(c + 48);
+		if (off > size)
+			break;
+	}
+	if (size < hb + TRCFILE__TRAILER_BYTES)
+		return;
+	uint8_t *t = b + size - TRCFILE__TRAILER_BYTES;
+	uint64_t foff = trcfile__get64(t), fbytes = trcfile__get64(t + 8);
+	if (foff <= size && fbytes <= size - foff)
+		trcfile__put32(t + 16, trcfile__crc32c(0, b + foff, (size_t)fbytes));
+	trcfile__put32(t + 20, trcfile__crc32c(0, t, 20));
+}
+
+/* A valid file around one chunk whose raw records are the input. */
+static void fuzz_wrapped_chunk(const uint8_t *raw, size_t raw_len)
+{
+	if (raw_len < 2 || raw_len > (64u << 10))
+		return;
+	static const char host[] = "fuzz";
+	struct trcfile_header_info h = {.cmdline = "x", .cmdline_len = 1, .pid = 1, .host = host};
+	size_t hb = trcfile__header_bytes(&h, 4, 0);
+	size_t cap = hb + TRCFILE__CHUNK_HDR_BYTES + ZSTD_compressBound(raw_len);
+	uint8_t *b = calloc(1, cap);
+	if (!b)
+		return;
+	trcfile__header_put(b, hb, &h, TRCFILE_MAX_CHUNK_BYTES, 4, 0);
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1);
+	size_t n = ZSTD_compress2(cc, b + hb + TRCFILE__CHUNK_HDR_BYTES,
+				  cap - hb - TRCFILE__CHUNK_HDR_BYTES, raw, raw_len);
+	ZSTD_freeCCtx(cc);
+	if (!ZSTD_isError(n)) {
+		/* count and last time from the first bytes, so both right and wrong values occur */
+		uint32_t count = raw[0] ? raw[0] : (uint32_t)(raw_len / 2);
+		struct trcfile__chunk_hdr ch = {.kind = TRCFILE_STREAM_THREAD,
+						.pid = 1,
+						.tid = 1,
+						.first_ts = 1000,
+						.last_ts = 1000 + raw[1],
+						.count = count,
+						.raw_bytes = (uint32_t)raw_len,
+						.comp_bytes = (uint32_t)n};
+		trcfile__chunk_hdr_put(b + hb, &ch);
+		fuzz_read(b, hb + TRCFILE__CHUNK_HDR_BYTES + n);
+	}
+	free(b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fuzz_read(data, size);
+	uint8_t *copy = malloc(size ? size : 1);
+	if (copy) {
+		memcpy(copy, data, size);
+		fuzz_fix_checksums(copy, size);
+		fuzz_read(copy, size);
+		free(copy);
+	}
+	fuzz_wrapped_chunk(data, size);
+	return 0;
+}

@@ -1,0 +1,509 @@
+/* test_dump.c - trace-dump, the built command, on traces made with the writer.
+ *
+ * Golden outputs (tests/golden/) for summary (text and --json) and events on the small fixed
+ * trace of test_trcfile_util.h; chrome checked by Python's json module (a strict parser)
+ * plus balance and content checks; rss CSV; filters; help and usage errors; bad and
+ * truncated files; output errors (closed pipe, full disk).
+ *
+ * The binary is $TRC_BUILD/bin/trace-dump (make test sets TRC_BUILD to build or
+ * build/asan), default build/bin/trace-dump. TRC_UPDATE_GOLDEN=1 rewrites the golden files
+ * instead of comparing (then review the diff).
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "test_trcfile_util.h"
+
+struct td_run {
+	int status; /* exit status, or 128 + signal */
+	char *out, *err;
+	size_t out_len;
+};
+
+static const char *td_dump(void)
+{
+	static char path[512];
+	const char *b = getenv("TRC_BUILD");
+	snprintf(path, sizeof(path), "%s/bin/trace-dump", b && *b ? b : "build");
+	cr_assert_eq(access(path, X_OK), 0, "%s not built", path);
+	return path;
+}
+
+static char *td_slurp(const char *path, size_t *len)
+{
+	size_t n = 0;
+	uint8_t *b = tu_read_file(path, &n);
+	char *s = realloc(b, n + 1);
+	s[n] = 0;
+	if (len)
+		*len = n;
+	return s;
+}
+
+/* Runs trace-dump with args; stdout to out_path (or a file in dir), stderr captured. */
+static struct td_run td_run_to(const char *dir, const char *out_path, const char *const *args)
+{
+	char outf[400], errf[400];
+	snprintf(outf, sizeof(outf), "%s/stdout", dir);
+	snprintf(errf, sizeof(errf), "%s/stderr", dir);
+	const char *argv[32];
+	int n = 0;
+	argv[n++] = td_dump();
+	for (; args[n - 1] && n < 31; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open(out_path ? out_path : outf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0)
+			_exit(99);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], (char **)argv);
+		_exit(98);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	struct td_run r = {0};
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = out_path ? strdup("") : td_slurp(outf, &r.out_len);
+	r.err = td_slurp(errf, NULL);
+	return r;
+}
+
+static struct td_run td_run(const char *dir, const char *const *args)
+{
+	return td_run_to(dir, NULL, args);
+}
+
+static void td_free(struct td_run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* The small fixed trace, written into dir/small.trc. */
+static void td_small(const char *dir, char *path, size_t len)
+{
+	snprintf(path, len, "%s/small.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(path, &p, &o, 3), 0);
+	tu_plan_free(&p);
+}
+
+static void td_golden(const char *name, const char *got, size_t len)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "tests/golden/%s", name);
+	const char *upd = getenv("TRC_UPDATE_GOLDEN");
+	if (upd && *upd && strcmp(upd, "0")) {
+		tu_write_file(path, got, len);
+		return;
+	}
+	size_t wlen = 0;
+	char *want = td_slurp(path, &wlen);
+	if (wlen != len || memcmp(want, got, len) != 0) {
+		/* Show the first differing line. */
+		size_t i = 0, line = 1, ls = 0;
+		while (i < len && i < wlen && got[i] == want[i]) {
+			if (got[i] == '\n') {
+				line++;
+				ls = i + 1;
+			}
+			i++;
+		}
+		cr_assert_fail("%s differs from the golden file at line %zu:\n got: %.120s\nwant: "
+			       "%.120s\n(TRC_UPDATE_GOLDEN=1 rewrites it)",
+			       path, line, got + ls, want + (ls < wlen ? ls : wlen));
+	}
+	free(want);
+}
+
+Test(dump, golden_summary_text)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	struct td_run r = td_run(dir, (const char *const[]){"summary", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_empty(r.err);
+	td_golden("summary.txt", r.out, r.out_len);
+	td_free(&r);
+	/* summary is the default command */
+	r = td_run(dir, (const char *const[]){trc, NULL});
+	cr_assert_eq(r.status, 0);
+	td_golden("summary.txt", r.out, r.out_len);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+Test(dump, golden_summary_json)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	struct td_run r = td_run(dir, (const char *const[]){"summary", "--json", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	td_golden("summary.json", r.out, r.out_len);
+	/* The documented keys with the values the small trace must give. */
+	static const char *const want[] = {
+		"\"duration_ns\":5000,",	   "\"events_recorded\":23,",
+		"\"events_lost\":7,",		   "\"rss_peak_bytes\":10485760,",
+		"\"rss_peak_sampled_bytes\":9437184,", "\"rss_samples\":5,",
+		"\"buffers_resident_peak_bytes\":131072,", "\"truncated\":false,",
+		"{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7}",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert(strstr(r.out, want[i]), "missing %s in %s", want[i], r.out);
+	td_free(&r);
+	/* A strict parser accepts it. */
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd),
+		 "%s summary --json '%s' | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		 "assert d[\"threads\"][0][\"name\"]==\"main\"; assert d[\"command\"][2]==\"arg "
+		 "with space\"'",
+		 td_dump(), trc);
+	cr_assert_eq(system(cmd), 0);
+	tu_rm_rf(dir);
+}
+
+Test(dump, golden_events)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	struct td_run r = td_run(dir, (const char *const[]){"events", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	td_golden("events.txt", r.out, r.out_len);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+static size_t td_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+Test(dump, events_filters)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	struct td_run r = td_run(dir, (const char *const[]){"events", "--thread", "4243", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(td_lines(r.out), 5, "%s", r.out);
+	cr_assert(strstr(r.out, "0.000003100 4242/4243 span_end name=\"compute\"\n"), "%s", r.out);
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){"events", "--thread", "4242/4242", "--thread",
+					      "1/4243", trc, NULL});
+	cr_assert_eq(r.status, 0);
+	cr_assert_eq(td_lines(r.out), 19);
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){"events", "--name", "parse", trc, NULL});
+	cr_assert_eq(td_lines(r.out), 6, "%s", r.out);
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){"events", "--from", "2us", "--to", "3.03us", trc,
+					      NULL});
+	cr_assert_eq(r.status, 0);
+	cr_assert(strncmp(r.out, "0.000002000 ", 12) == 0, "%s", r.out);
+	cr_assert(strstr(r.out, "0.000003025 4242/4242 func_exit"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "0.000003032"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "0.000001"), "%s", r.out);
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){"events", "--from", "1h", trc, NULL});
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--from"), "%s", r.err);
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){"events", "--thread", "x/1", trc, NULL});
+	cr_assert_eq(r.status, 2);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+Test(dump, rss_csv)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	struct td_run r = td_run(dir, (const char *const[]){"rss", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(td_lines(r.out), 6, "%s", r.out);
+	cr_assert(strncmp(r.out,
+			  "time_ns,pid,program_bytes,rss_bytes,buffers_bytes,source,hwm_bytes,"
+			  "anon_bytes,file_bytes,shmem_bytes,rss_exact_bytes,pss_bytes,stretched,"
+			  "read_ns\n0,4242,3145728,3211264,65536,status,9437184,1572864,1572864,65536,,"
+			  ",0,1500\n",
+			  strlen("time_ns,pid,program_bytes,rss_bytes,buffers_bytes,source,hwm_bytes,"
+				 "anon_bytes,file_bytes,shmem_bytes,rss_exact_bytes,pss_bytes,"
+				 "stretched,read_ns\n0,4242,3145728,3211264,65536,status,9437184,"
+				 "1572864,1572864,65536,,,0,1500\n")) == 0,
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "\n4000,4242,6291456,"), "%s", r.out);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+/* Python checks the chrome output: strict JSON, B/E balanced per thread, names, counters. */
+static const char td_chrome_check[] =
+	"import json,sys,collections\n"
+	"d=json.load(open(sys.argv[1]))\n"
+	"ev=d['traceEvents']\n"
+	"depth=collections.Counter()\n"
+	"for e in ev:\n"
+	"  assert isinstance(e['ts'] if e['ph']!='M' else 0,(int,float)), e\n"
+	"  k=(e['pid'],e['tid'])\n"
+	"  if e['ph']=='B': depth[k]+=1\n"
+	"  if e['ph']=='E':\n"
+	"    depth[k]-=1\n"
+	"    assert depth[k]>=0, e\n"
+	"assert all(v==0 for v in depth.values()), depth\n"
+	"ph=collections.Counter(e['ph'] for e in ev)\n"
+	"names=[e['args']['name'] for e in ev if e['ph']=='M']\n"
+	"assert 'main' in names and 'worker \"1\"' in names and 'prog --flag arg with space' in "
+	"names, names\n"
+	"rss=[e for e in ev if e['ph']=='C' and e['name']=='RSS']\n"
+	"assert len(rss)==5 and rss[0]['args']['program_bytes']==3145728, rss\n"
+	"heap=[e['args']['bytes'] for e in ev if e['ph']=='C' and e['name']=='heap live bytes']\n"
+	"assert max(heap)==4480 and heap[-1]==4352, heap\n"
+	"unf=[e for e in ev if e['ph']=='E' and e.get('args',{}).get('unfinished')]\n"
+	"assert len(unf)==1 and unf[0]['tid']==4242 and unf[0]['ts']==5.0, unf\n"
+	"fn=[e for e in ev if e['ph']=='B' and e['name']=='prog+0x2136']\n"
+	"assert len(fn)==1, [e['name'] for e in ev if e['ph']=='B']\n"
+	"parse=[e for e in ev if e['ph']=='B' and e['name']=='parse']\n"
+	"assert [e['ts'] for e in parse]==[1.1,1.46,2.02], parse\n"
+	"assert d['otherData']['spans_closed_at_end']==1\n"
+	"print('ok', len(ev))\n";
+
+Test(dump, chrome_is_strict_json_and_balanced)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], json[300], py[300];
+	td_small(dir, trc, sizeof(trc));
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	snprintf(py, sizeof(py), "%s/check.py", dir);
+	struct td_run r = td_run_to(dir, json, (const char *const[]){"chrome", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	td_free(&r);
+	tu_write_file(py, td_chrome_check, strlen(td_chrome_check));
+	char cmd[1000];
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(sys.stdin)' < '%s'",
+		 json);
+	cr_assert_eq(system(cmd), 0, "python3 json.load refused the output");
+	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' > '%s/py.out' 2>&1", py, json, dir);
+	int rc = system(cmd);
+	if (rc != 0) {
+		char p2[400];
+		snprintf(p2, sizeof(p2), "%s/py.out", dir);
+		char *o = td_slurp(p2, NULL);
+		cr_assert_fail("chrome check failed:\n%s", o);
+	}
+	tu_rm_rf(dir);
+}
+
+/* Names with quotes, control bytes and invalid UTF-8 still give strict JSON. */
+Test(dump, chrome_and_json_escape_hostile_strings)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], json[300];
+	snprintf(trc, sizeof(trc), "%s/esc.trc", dir);
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	static const char nasty[] = "a\"b\\c\n\td\x01\x7f\xff\xc3\xa9\xe2\x82\xac\xed\xa0\x80z\0y";
+	struct tu_plan p = {0};
+	struct tu_stream *m = tu_plan_stream(&p, TRCFILE_STREAM_META, 1, 0);
+	struct trc_record rec = {.type = TRC_REC_NAME, .ts_ns = 10};
+	rec.name.id = 1;
+	rec.name.str = nasty;
+	rec.name.len = sizeof(nasty) - 1;
+	tu_add(m, &rec);
+	rec = (struct trc_record){.type = TRC_REC_THREAD, .ts_ns = 10};
+	rec.thread.pid = 1;
+	rec.thread.tid = 2;
+	rec.thread.name = nasty;
+	rec.thread.name_len = sizeof(nasty) - 1;
+	tu_add(m, &rec);
+	rec = (struct trc_record){.type = TRC_REC_NOTE, .ts_ns = 11};
+	rec.note.text = nasty;
+	rec.note.len = sizeof(nasty) - 1;
+	tu_add(m, &rec);
+	struct tu_stream *t = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 2);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = 12};
+	rec.span.name_id = 1;
+	tu_add(t, &rec);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 13};
+	rec.span.name_id = 1;
+	tu_add(t, &rec);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 14}; /* unmatched */
+	rec.span.name_id = 77;
+	tu_add(t, &rec);
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	struct td_run r = td_run_to(dir, json, (const char *const[]){"chrome", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	td_free(&r);
+	char cmd[1000];
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		 "assert d[\"otherData\"][\"spans_unmatched_end\"]==1; "
+		 "n=[e[\"name\"] for e in d[\"traceEvents\"] if e[\"ph\"]==\"B\"][0]; "
+		 "assert n.startswith(\"a\\\"b\\\\c\\n\\td\\x01\\x7f\\xff\\u00e9\\u20ac\"), repr(n)' "
+		 "< '%s'",
+		 json);
+	cr_assert_eq(system(cmd), 0, "bad escaping");
+	snprintf(json, sizeof(json), "%s/sum.json", dir);
+	r = td_run_to(dir, json, (const char *const[]){"summary", "--json", trc, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	td_free(&r);
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(sys.stdin)' < '%s'",
+		 json);
+	cr_assert_eq(system(cmd), 0, "summary --json is not strict JSON");
+	r = td_run(dir, (const char *const[]){"events", trc, NULL});
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "name=\"a\\\"b\\\\c\\n\\td\\x01\\x7f"), "%s", r.out);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+Test(dump, help_and_usage)
+{
+	const char *dir = tu_tmpdir();
+	static const char *const cmds[] = {"summary", "events", "rss", "chrome"};
+	for (size_t i = 0; i < 4; i++) {
+		struct td_run r = td_run(dir, (const char *const[]){cmds[i], "--help", NULL});
+		cr_assert_eq(r.status, 0);
+		cr_assert(strstr(r.out, "usage: trace-dump"), "%s", r.out);
+		td_free(&r);
+		r = td_run(dir, (const char *const[]){cmds[i], "--bogus", "x", NULL});
+		cr_assert_eq(r.status, 2, "%s --bogus: %d", cmds[i], r.status);
+		td_free(&r);
+		r = td_run(dir, (const char *const[]){cmds[i], NULL});
+		cr_assert_eq(r.status, 2, "%s without FILE: %d", cmds[i], r.status);
+		td_free(&r);
+	}
+	struct td_run r = td_run(dir, (const char *const[]){"--help", NULL});
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "chrome"));
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){NULL});
+	cr_assert_eq(r.status, 2);
+	td_free(&r);
+	/* The documented JSON keys are in summary --help. */
+	r = td_run(dir, (const char *const[]){"summary", "--help", NULL});
+	static const char *const keys[] = {"duration_ns", "events_recorded", "events_lost",
+					   "threads", "rss_peak_bytes", "rss_peak_sampled_bytes",
+					   "rss_samples", "buffers_resident_peak_bytes",
+					   "truncated"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cr_assert(strstr(r.out, keys[i]), "%s undocumented", keys[i]);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+Test(dump, bad_files_fail_with_a_message)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], bad[300];
+	td_small(dir, trc, sizeof(trc));
+	snprintf(bad, sizeof(bad), "%s/bad.trc", dir);
+	tu_write_file(bad, "hello, I am not a trace file at all, not even close.......", 56);
+	static const char *const cmds[] = {"summary", "events", "rss", "chrome"};
+	for (size_t i = 0; i < 4; i++) {
+		struct td_run r = td_run(dir, (const char *const[]){cmds[i], bad, NULL});
+		cr_assert_eq(r.status, 1);
+		cr_assert(strstr(r.err, "trace-dump: "), "%s", r.err);
+		cr_assert(strstr(r.err, "bad.trc"), "%s", r.err);
+		td_free(&r);
+	}
+	struct td_run r = td_run(dir, (const char *const[]){"summary", "/nonexistent.trc", NULL});
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "No such file"), "%s", r.err);
+	td_free(&r);
+	/* A newer major version says so. */
+	size_t len;
+	uint8_t *b = tu_read_file(trc, &len);
+	b[8] = TRCFILE_VERSION_MAJOR + 1;
+	tu_write_file(bad, b, len);
+	r = td_run(dir, (const char *const[]){"summary", bad, NULL});
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "newer"), "%s", r.err);
+	td_free(&r);
+	/* A damaged chunk: a clear error naming it, status 1. */
+	free(b);
+	b = tu_read_file(trc, &len); /* a fresh copy */
+	uint32_t hb = (uint32_t)b[16] | (uint32_t)b[17] << 8;
+	b[hb + 64 + 20] ^= 0x55; /* inside the first chunk's frame */
+	tu_write_file(bad, b, len);
+	r = td_run(dir, (const char *const[]){"events", bad, NULL});
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "damaged chunk"), "%s", r.err);
+	td_free(&r);
+	free(b);
+	tu_rm_rf(dir);
+}
+
+Test(dump, truncated_file_is_read_and_reported)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], cut[300];
+	td_small(dir, trc, sizeof(trc));
+	snprintf(cut, sizeof(cut), "%s/cut.trc", dir);
+	size_t len;
+	uint8_t *b = tu_read_file(trc, &len);
+	tu_write_file(cut, b, len - 40); /* no trailer */
+	free(b);
+	struct td_run r = td_run(dir, (const char *const[]){"summary", "--json", cut, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "\"truncated\":true"), "%s", r.out);
+	cr_assert(strstr(r.out, "\"events_recorded\":23,"), "%s", r.out);
+	cr_assert(strstr(r.err, "truncated"), "%s", r.err);
+	td_free(&r);
+	r = td_run(dir, (const char *const[]){"summary", cut, NULL});
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "TRUNCATED"), "%s", r.out);
+	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+Test(dump, output_errors)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	/* Full disk: one line on stderr, status 1. */
+	struct td_run r = td_run_to(dir, "/dev/full", (const char *const[]){"events", trc, NULL});
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "No space left"), "%s", r.err);
+	td_free(&r);
+	/* Closed pipe: quiet, status 141, whatever SIGPIPE's disposition. */
+	for (int ign = 0; ign < 2; ign++) {
+		int fds[2];
+		cr_assert_eq(pipe(fds), 0);
+		close(fds[0]);
+		char errf[400];
+		snprintf(errf, sizeof(errf), "%s/stderr", dir);
+		pid_t pid = fork();
+		if (pid == 0) {
+			signal(SIGPIPE, ign ? SIG_IGN : SIG_DFL);
+			int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			dup2(fds[1], 1);
+			dup2(e, 2);
+			execl(td_dump(), td_dump(), "chrome", trc, (char *)NULL);
+			_exit(98);
+		}
+		close(fds[1]);
+		int st;
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 141, "status 0x%x", st);
+		char *err = td_slurp(errf, NULL);
+		cr_assert_str_empty(err);
+		free(err);
+	}
+	tu_rm_rf(dir);
+}
