@@ -104,7 +104,7 @@ void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t tota
 	return hdr + 1;
 }
 
-static int ring__corrupt(struct ring_consumer *c)
+int ring__corrupt(struct ring_consumer *c)
 {
 	c->error = -EPROTO;
 	return -EPROTO;
@@ -145,41 +145,6 @@ int ring_batch_begin(struct ring_consumer *c, struct ring_batch *b)
 		return ring__corrupt(c);
 	b->end = w;
 	return 0;
-}
-
-int ring_batch_next(struct ring_consumer *c, struct ring_batch *b, struct ring_record *r)
-{
-	for (;;) {
-		if (c->error)
-			return c->error;
-		uint64_t avail = b->end - b->pos;
-		if (avail == 0)
-			return 0;
-		/* b->pos is a multiple of 8 (see the invariants above); a hand-made batch that
-		 * breaks that is refused rather than read across the end of data. */
-		if (avail < RING_HDR_BYTES || avail > c->capacity || (b->pos & 7u))
-			return ring__corrupt(c);
-		uint64_t off = b->pos & c->mask;
-		/* Read the header once: the other side may change it under us, and the fence keeps
-		 * the compiler from fetching it again after the checks. */
-		struct ring__hdr hdr;
-		memcpy(&hdr, c->data + off, sizeof(hdr));
-		atomic_signal_fence(memory_order_seq_cst);
-		uint64_t len = hdr.len;
-		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > c->capacity)
-			return ring__corrupt(c);
-		b->pos += len;
-		if (hdr.tag == RING_TAG_PAD) {
-			/* Padding exists only to skip to the end of data. */
-			if (off + len != c->capacity)
-				return ring__corrupt(c);
-			continue;
-		}
-		r->tag = hdr.tag;
-		r->payload_bytes = (uint32_t)(len - RING_HDR_BYTES);
-		r->payload = c->data + off + RING_HDR_BYTES;
-		return 1;
-	}
 }
 
 void ring_batch_release(struct ring_consumer *c, const struct ring_batch *b)

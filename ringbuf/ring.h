@@ -241,7 +241,50 @@ int ring_batch_begin(struct ring_consumer *c, struct ring_batch *b);
 
 /* Hands out the next record of the batch, skipping padding. Returns 1 with *r filled, 0 at the
  * end of the batch, or -EPROTO when the ring is corrupt (the consumer stays in error). C only. */
-int ring_batch_next(struct ring_consumer *c, struct ring_batch *b, struct ring_record *r);
+/* Marks the consumer corrupt (sticky) and returns -EPROTO. Out of line: the rare path. */
+int ring__corrupt(struct ring_consumer *c);
+
+static inline int ring_batch_next(struct ring_consumer *c, struct ring_batch *b,
+				  struct ring_record *r)
+{
+	/* Defined on every return, so inlined callers see no maybe-uninitialized path. */
+	*r = (struct ring_record){0, 0, NULL};
+	for (;;) {
+		if (c->error)
+			return c->error;
+		uint64_t avail = b->end - b->pos;
+		if (avail == 0)
+			return 0;
+		/* b->pos is a multiple of 8 (see the invariants above); a hand-made batch that
+		 * breaks that is refused rather than read across the end of data. */
+		if (avail < RING_HDR_BYTES || avail > c->capacity || (b->pos & 7u))
+			return ring__corrupt(c);
+		uint64_t off = b->pos & c->mask;
+		/* The producer wrote these lines on another core: ask for the ones a few records
+		 * ahead now, so their transfer overlaps the decoding of this one. */
+		__builtin_prefetch(c->data + ((off + 256) & c->mask));
+		/* Read the header once: the other side may change it under us, and the fence keeps
+		 * the compiler from fetching it again after the checks. */
+		struct ring__hdr hdr;
+		memcpy(&hdr, c->data + off, sizeof(hdr));
+		atomic_signal_fence(memory_order_seq_cst);
+		uint64_t len = hdr.len;
+		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > c->capacity)
+			return ring__corrupt(c);
+		b->pos += len;
+		if (hdr.tag == RING_TAG_PAD) {
+			/* Padding exists only to skip to the end of data. */
+			if (off + len != c->capacity)
+				return ring__corrupt(c);
+			continue;
+		}
+		r->tag = hdr.tag;
+		r->payload_bytes = (uint32_t)(len - RING_HDR_BYTES);
+		r->payload = c->data + off + RING_HDR_BYTES;
+		return 1;
+	}
+}
+
 
 /* Gives the space of every record handed out by this batch back to the producer (one release
  * store). Records' payload pointers are invalid afterwards. C only. */

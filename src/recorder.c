@@ -269,7 +269,7 @@ static long recorder__drain_sampler(struct recorder *r)
 	if (!r->sring_ctl)
 		return 0;
 	struct ring_batch b;
-	struct ring_record rec;
+	struct ring_record rec = {0};
 	long n = 0;
 	int err = ring_batch_begin(&r->sring, &b);
 	while (!err && (err = ring_batch_next(&r->sring, &b, &rec)) == 1) {

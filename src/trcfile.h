@@ -275,7 +275,8 @@ struct trcfile_summary_thread {
 };
 
 struct trcfile_summary_name {
-	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record */
+	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record,
+			   * "(other names)" for ids past the summary's table bound */
 	uint64_t begins, ends, instants, counters;
 	/* span durations (matched begin/end of the same stream), ns */
 	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;
@@ -313,6 +314,7 @@ struct trcfile_summary {
 	uint64_t notes_dropped;
 
 	uint64_t spans_unmatched_end, spans_open_at_end;
+	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;
 	uint64_t live_peak_bytes, live_end_bytes;

@@ -27,8 +27,8 @@
 #include "trcfile_reader_priv.h"
 
 /* Bounds on what metadata tables may hold (hostile META streams). */
-#define TRCFILE__META_MAX_ENTRIES (8u << 20)
-#define TRCFILE__META_MAX_BYTES (256ull << 20)
+#define TRCFILE__META_MAX_ENTRIES (1u << 20)
+#define TRCFILE__META_MAX_BYTES (64ull << 20)
 
 int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
 {

@@ -30,10 +30,18 @@
 #define TRCFILE__DENSE_IDS 65536u
 #define TRCFILE__STACK_MAX (1u << 20)
 #define TRCFILE__NOTES_MAX 1000u
-#define TRCFILE__LIVE_MAX_ENTRIES (4u << 20)
-#define TRCFILE__NAME_IDS_MAX (4u << 20)
+/* Bounds on what hostile input can make the summary hold (a real program stays far below):
+ * distinct name ids (beyond: counted together as "(other names)"), threads, live
+ * allocations (beyond: live bytes approximate), histogram memory (beyond: percentiles from
+ * the spans that fitted). */
+#define TRCFILE__NAME_IDS_MAX (256u << 10)
+#define TRCFILE__THREADS_MAX (1u << 20)
+#define TRCFILE__LIVE_MAX_ENTRIES (1u << 20)
+#define TRCFILE__HIST_BUDGET_BYTES (32u << 20)
+#define TRCFILE__OTHER_NAMES "(other names)"
 
 struct trcfile__hist {
+	uint64_t n; /* values counted */
 	uint64_t *group[TRCFILE__HIST_GROUPS];
 };
 
@@ -43,7 +51,7 @@ struct trcfile__idstat {
 	uint64_t spans, span_total_ns, span_max_ns;
 	int64_t counter_min, counter_max, counter_last;
 	uint64_t counter_last_ts;
-	struct trcfile__hist hist;
+	struct trcfile__hist *hist; /* NULL until the first span ends */
 };
 
 struct trcfile__frame {
@@ -58,6 +66,9 @@ struct trcfile__sum {
 	size_t n_ids, cap_ids;
 	uint32_t *dense; /* id -> index + 1 for small ids */
 	struct trcfile__map id_map;
+	struct trcfile__idstat other; /* ids beyond TRCFILE__NAME_IDS_MAX */
+	bool other_used;
+	uint64_t hist_budget; /* bytes histograms may still take */
 	struct trcfile__map thread_map; /* pid<<32|tid -> index in s->threads */
 	size_t cap_threads;
 	struct trcfile__frame *stack;
@@ -94,23 +105,46 @@ static uint64_t trcfile__hist_value(unsigned g, unsigned sub)
 	return lo + ((1ull << (e - 5)) >> 1);
 }
 
-static int trcfile__hist_add(struct trcfile__hist *h, uint64_t v, uint64_t n)
+/* Counts v in st's histogram, allocating what it needs within the budget (past it the
+ * value is left out and the percentiles say so). 0 or -ENOMEM. */
+static int trcfile__hist_add(struct trcfile__sum *m, struct trcfile__idstat *st, uint64_t v)
 {
 	unsigned g, sub;
 	trcfile__hist_bucket(v, &g, &sub);
-	if (trcfile__unlikely(!h->group[g])) {
+	struct trcfile__hist *h = st->hist;
+	size_t need = (h ? 0 : sizeof(*h)) + (h && h->group[g] ? 0 : TRCFILE__HIST_SUB * 8);
+	if (need > m->hist_budget) {
+		m->s->percentiles_approximate = true;
+		return 0;
+	}
+	if (!h) {
+		h = st->hist = calloc(1, sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+	}
+	if (!h->group[g]) {
 		h->group[g] = calloc(TRCFILE__HIST_SUB, sizeof(uint64_t));
 		if (!h->group[g])
 			return -ENOMEM;
 	}
-	h->group[g][sub] += n;
+	m->hist_budget -= need;
+	h->group[g][sub]++;
+	h->n++;
 	return 0;
+}
+
+static void trcfile__hist_free_groups(struct trcfile__hist *h)
+{
+	for (unsigned g = 0; g < TRCFILE__HIST_GROUPS; g++)
+		free(h->group[g]);
 }
 
 static void trcfile__hist_free(struct trcfile__hist *h)
 {
-	for (unsigned g = 0; g < TRCFILE__HIST_GROUPS; g++)
-		free(h->group[g]);
+	if (!h)
+		return;
+	trcfile__hist_free_groups(h);
+	free(h);
 }
 
 static int trcfile__hist_merge(struct trcfile__hist *dst, const struct trcfile__hist *src)
@@ -126,13 +160,14 @@ static int trcfile__hist_merge(struct trcfile__hist *dst, const struct trcfile__
 		for (unsigned i = 0; i < TRCFILE__HIST_SUB; i++)
 			dst->group[g][i] += src->group[g][i];
 	}
+	dst->n += src->n;
 	return 0;
 }
 
-/* Value at rank ceil(q * n) (1-based), clamped to max. */
-static uint64_t trcfile__hist_quantile(const struct trcfile__hist *h, uint64_t n, double q,
-				       uint64_t max)
+/* Value at rank ceil(q * n) (1-based) of the n values counted, clamped to max. */
+static uint64_t trcfile__hist_quantile(const struct trcfile__hist *h, double q, uint64_t max)
 {
+	uint64_t n = h->n;
 	if (!n)
 		return 0;
 	uint64_t rank = (uint64_t)(q * (double)n);
@@ -171,11 +206,12 @@ static struct trcfile__idstat *trcfile__idstat_slow(struct trcfile__sum *m, uint
 		m->cap_ids = cap;
 	}
 	int err = trcfile__map_put(&m->id_map, id, m->n_ids, NULL, NULL);
-	if (err) {
-		m->err = trcfile__fail(m->r, err == -ENOSPC ? -EFBIG : err,
-				       "more than %u distinct name ids", TRCFILE__NAME_IDS_MAX);
-		return NULL;
+	if (err == -ENOSPC) {
+		m->other_used = true;
+		return &m->other;
 	}
+	if (err)
+		goto nomem;
 	struct trcfile__idstat *st = &m->ids[m->n_ids];
 	memset(st, 0, sizeof(*st));
 	st->id = id;
@@ -269,7 +305,7 @@ static void trcfile__span_end(struct trcfile__sum *m, struct trcfile__idstat *st
 	st->span_total_ns += d;
 	if (d > st->span_max_ns)
 		st->span_max_ns = d;
-	if (trcfile__hist_add(&st->hist, d, 1))
+	if (trcfile__hist_add(m, st, d))
 		m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 }
 
@@ -550,11 +586,15 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 						st->span_max_ns = dur;
 					unsigned g, sub;
 					trcfile__hist_bucket(dur, &g, &sub);
-					uint64_t *grp = st->hist.group[g];
-					if (trcfile__likely(grp != NULL))
+					struct trcfile__hist *h = st->hist;
+					uint64_t *grp;
+					if (trcfile__likely(h && (grp = h->group[g]) != NULL)) {
 						grp[sub]++;
-					else if (trcfile__hist_add(&st->hist, dur, 1))
-						m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
+						h->n++;
+					} else if (trcfile__hist_add(m, st, dur)) {
+						m->err = trcfile__fail(m->r, -ENOMEM,
+								       "out of memory");
+					}
 				} else {
 					m->stack_n = sn;
 					trcfile__span_end(m, st, (uint32_t)a, ts);
@@ -772,33 +812,37 @@ static int trcfile__cmp_thread(const void *a, const void *b)
 static int trcfile__sum_names(struct trcfile__sum *m)
 {
 	struct trcfile_summary *s = m->s;
-	if (!m->n_ids)
+	size_t n = m->n_ids + (m->other_used ? 1 : 0);
+	if (!n)
 		return 0;
-	struct trcfile__byname *v = calloc(m->n_ids, sizeof(*v));
-	char (*fallback)[16] = calloc(m->n_ids, sizeof(*fallback));
-	s->names = calloc(m->n_ids, sizeof(*s->names));
+	struct trcfile__byname *v = calloc(n, sizeof(*v));
+	char (*fallback)[16] = calloc(n, sizeof(*fallback));
+	s->names = calloc(n, sizeof(*s->names));
 	if (!v || !fallback || !s->names) {
 		free(v);
 		free(fallback);
 		return m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < m->n_ids; i++) {
-		const char *n = trcfile_reader_name(m->r, m->ids[i].id, NULL);
-		if (!n) {
+		const char *name = trcfile_reader_name(m->r, m->ids[i].id, NULL);
+		if (!name) {
 			snprintf(fallback[i], sizeof(fallback[i]), "#%u", m->ids[i].id);
-			n = fallback[i];
+			name = fallback[i];
 		}
-		v[i] = (struct trcfile__byname){n, &m->ids[i]};
+		v[i] = (struct trcfile__byname){name, &m->ids[i]};
 	}
-	qsort(v, m->n_ids, sizeof(*v), trcfile__cmp_byname);
-	for (size_t i = 0; i < m->n_ids && !m->err;) {
+	/* Ids past the table's bound, all together (hostile or broken input only). */
+	if (m->other_used)
+		v[m->n_ids] = (struct trcfile__byname){TRCFILE__OTHER_NAMES, &m->other};
+	qsort(v, n, sizeof(*v), trcfile__cmp_byname);
+	for (size_t i = 0; i < n && !m->err;) {
 		size_t j = i;
 		struct trcfile_summary_name *out = &s->names[s->n_names];
-		struct trcfile__hist h = {{0}};
+		struct trcfile__hist h = {0};
 		uint64_t last_ts = 0;
 		bool have_counter = false;
 		memset(out, 0, sizeof(*out));
-		for (; j < m->n_ids && strcmp(v[j].name, v[i].name) == 0; j++) {
+		for (; j < n && strcmp(v[j].name, v[i].name) == 0; j++) {
 			const struct trcfile__idstat *st = v[j].st;
 			out->begins += st->begins;
 			out->ends += st->ends;
@@ -819,12 +863,12 @@ static int trcfile__sum_names(struct trcfile__sum *m)
 				}
 				have_counter = true;
 			}
-			if (trcfile__hist_merge(&h, &st->hist))
+			if (st->hist && trcfile__hist_merge(&h, st->hist))
 				m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 		}
-		out->span_p50_ns = trcfile__hist_quantile(&h, out->spans, 0.50, out->span_max_ns);
-		out->span_p99_ns = trcfile__hist_quantile(&h, out->spans, 0.99, out->span_max_ns);
-		trcfile__hist_free(&h);
+		out->span_p50_ns = trcfile__hist_quantile(&h, 0.50, out->span_max_ns);
+		out->span_p99_ns = trcfile__hist_quantile(&h, 0.99, out->span_max_ns);
+		trcfile__hist_free_groups(&h);
 		out->name = strdup(v[i].name);
 		if (!out->name)
 			m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
@@ -866,7 +910,10 @@ int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s)
 	memset(s, 0, sizeof(*s));
 	struct trcfile__sum m = {.r = r, .s = s, .root_pid = r->hdr.pid};
 	trcfile__map_init(&m.id_map, TRCFILE__NAME_IDS_MAX);
-	trcfile__map_init(&m.thread_map, 1u << 24);
+	trcfile__map_init(&m.thread_map, TRCFILE__THREADS_MAX);
+	m.hist_budget = TRCFILE__HIST_BUDGET_BYTES;
+	m.other.counter_min = INT64_MAX;
+	m.other.counter_max = INT64_MIN;
 	m.dense = calloc(TRCFILE__DENSE_IDS, sizeof(*m.dense));
 	if (!m.dense) {
 		m.err = trcfile__fail(r, -ENOMEM, "out of memory");
@@ -930,7 +977,8 @@ int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s)
 	s->truncated = r->stats.truncated;
 out:
 	for (size_t i = 0; i < m.n_ids; i++)
-		trcfile__hist_free(&m.ids[i].hist);
+		trcfile__hist_free(m.ids[i].hist);
+	trcfile__hist_free(m.other.hist);
 	free(m.ids);
 	free(m.dense);
 	free(m.stack);

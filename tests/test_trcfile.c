@@ -830,3 +830,49 @@ Test(trcfile, fuzz_seed_corpus)
 	}
 	tu_rm_rf(tmp);
 }
+
+/* Hostile numbers of distinct name ids and durations stay within the summary's bounds: ids
+ * past the table are counted together, histograms past their budget are marked. */
+Test(trcfile, summary_memory_is_bounded)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct trcfile_header_info h = tu_header();
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC, .zstd_level = 1};
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 1);
+	const uint32_t ids = 300000;
+	uint64_t t = 0;
+	for (uint32_t i = 0; i < ids; i++) {
+		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = t};
+		r.span.name_id = i;
+		cr_assert_eq(trcfile_stream_append(s, &r), 0);
+		/* durations spread over many histogram groups */
+		t += 1ull << (i % 40);
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t};
+		r.span.name_id = i;
+		cr_assert_eq(trcfile_stream_append(s, &r), 0);
+	}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_summary sm;
+	cr_assert_eq(trcfile_summary_compute(rd, &sm), 0, "%s", trcfile_reader_errmsg(rd));
+	cr_assert_eq(sm.events_recorded, 2 * ids);
+	cr_assert(sm.percentiles_approximate);
+	const struct trcfile_summary_name *other = NULL;
+	uint64_t spans = 0;
+	for (size_t i = 0; i < sm.n_names; i++) {
+		spans += sm.names[i].spans;
+		if (!strcmp(sm.names[i].name, "(other names)"))
+			other = &sm.names[i];
+	}
+	cr_assert_not_null(other);
+	cr_assert_lt(sm.n_names, ids);
+	cr_assert_gt(other->spans, 0);
+	cr_assert_eq(spans, ids, "every span is counted somewhere");
+	trcfile_summary_free(&sm);
+	trcfile_reader_close(rd);
+	tu_rm_rf(dir);
+}

@@ -44,7 +44,7 @@ static const char dump__chrome_help[] =
 	"\n"
 	"  -h, --help  this text\n";
 
-#define DUMP__LIVE_MAX_ENTRIES (4u << 20)
+#define DUMP__LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__MAX_PIDS 4096
 
 struct dump__chrome {

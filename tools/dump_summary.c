@@ -57,6 +57,7 @@ static const char dump__summary_help[] =
 	"                            counter_* are null without counters\n"
 	"  spans_unmatched_end       span_end records with no open span of that name\n"
 	"  spans_open_at_end         spans never ended\n"
+	"  percentiles_approximate   true when histogram memory ran out (some spans left out)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
 	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order\n"
@@ -218,6 +219,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump_char(']');
 	dump__kv_u64("spans_unmatched_end", s->spans_unmatched_end, &first);
 	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
+	dump__kv_bool("percentiles_approximate", s->percentiles_approximate, &first);
 	dump__kv_u64("allocs", s->allocs, &first);
 	dump__kv_u64("alloc_bytes", s->alloc_bytes, &first);
 	dump__kv_u64("frees", s->frees, &first);
@@ -396,6 +398,8 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 				    dump_fmt_ns(b4, sizeof(b4), n->span_p99_ns),
 				    dump_fmt_ns(b5, sizeof(b5), n->span_max_ns));
 		}
+		if (s->percentiles_approximate)
+			dump_str("  (p50/p99 from part of the spans: too many distinct durations)\n");
 		if (s->spans_unmatched_end || s->spans_open_at_end)
 			dump_printf("  (%" PRIu64 " ends without a begin, %" PRIu64
 				    " spans still open at the end)\n",

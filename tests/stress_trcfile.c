@@ -1,0 +1,246 @@
+/* stress_trcfile.c - the file writer's pipeline under concurrency (plain and TSan).
+ *
+ * Several appending threads, each with its own streams (the writer's contract: one thread per
+ * stream), small chunks, two compressor threads and few chunks in flight so back-pressure
+ * engages constantly; flushes at random; a watcher thread polls trcfile_writer_error and
+ * trcfile_writer_bytes_written throughout; one more thread opens streams while the others
+ * append. Then the file is read back: every stream must hold exactly what was appended, in
+ * order, and the merge must be in time order.
+ *
+ * STRESS_SCALE (env, default 1) multiplies the record count. Prints one line of figures;
+ * exits 1 on any failure.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trcfile.h"
+
+#define THREADS 4
+#define STREAMS_PER_THREAD 3
+#define LATE_STREAMS 8
+
+static unsigned long records_per_stream = 60000;
+static struct trcfile_writer *writer;
+static atomic_bool done;
+static atomic_int failures;
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "stress_trcfile: " __VA_ARGS__);                                   \
+		fputc('\n', stderr);                                                               \
+		atomic_fetch_add(&failures, 1);                                                    \
+	} while (0)
+
+/* Record k of stream s: derived from (s, k) alone so the check needs no copy. */
+static void make_record(unsigned s, unsigned long k, struct trc_record *r)
+{
+	uint64_t x = (uint64_t)s * 0x9e3779b97f4a7c15ull ^ (uint64_t)k * 0xbf58476d1ce4e5b9ull;
+	memset(r, 0, sizeof(*r));
+	r->ts_ns = 1000 + (uint64_t)k * 16 + s % 16;
+	switch (k % 3) {
+	case 0:
+		r->type = TRC_REC_SPAN_BEGIN;
+		r->span.name_id = (uint32_t)(x % 50);
+		break;
+	case 1:
+		r->type = TRC_REC_COUNTER;
+		r->value.name_id = s;
+		r->value.value = (int64_t)(x >> 3);
+		break;
+	default:
+		r->type = TRC_REC_ALLOC;
+		r->alloc.addr = x & ~15ull;
+		r->alloc.size = x >> 52;
+	}
+}
+
+struct app_arg {
+	unsigned first; /* first stream number */
+	struct trcfile_stream *s[STREAMS_PER_THREAD];
+};
+
+static void *appender(void *p)
+{
+	struct app_arg *a = p;
+	uint64_t rnd = a->first + 1;
+	for (unsigned long k = 0; k < records_per_stream; k++) {
+		for (unsigned i = 0; i < STREAMS_PER_THREAD; i++) {
+			struct trc_record r;
+			make_record(a->first + i, k, &r);
+			int err = trcfile_stream_append(a->s[i], &r);
+			if (err) {
+				FAIL("append: %s", strerror(-err));
+				return NULL;
+			}
+			rnd = rnd * 6364136223846793005ull + 1;
+			if ((rnd >> 50) == 0 && trcfile_stream_flush(a->s[i]) != 0)
+				FAIL("flush failed");
+		}
+	}
+	return NULL;
+}
+
+static void *watcher(void *p)
+{
+	(void)p;
+	uint64_t last = 0;
+	while (!atomic_load(&done)) {
+		if (trcfile_writer_error(writer))
+			FAIL("writer error %d", trcfile_writer_error(writer));
+		uint64_t b = trcfile_writer_bytes_written(writer);
+		if (b < last)
+			FAIL("bytes_written went back");
+		last = b;
+		usleep(100);
+	}
+	return NULL;
+}
+
+/* Opens streams while the others append, and writes a few records to each. */
+static void *late_opener(void *p)
+{
+	(void)p;
+	for (unsigned i = 0; i < LATE_STREAMS; i++) {
+		unsigned s = THREADS * STREAMS_PER_THREAD + i;
+		struct trcfile_stream *st = trcfile_stream_open(writer, TRCFILE_STREAM_META, 7, s);
+		if (!st) {
+			FAIL("late stream_open");
+			return NULL;
+		}
+		for (unsigned long k = 0; k < 100; k++) {
+			struct trc_record r;
+			make_record(s, k, &r);
+			if (trcfile_stream_append(st, &r) != 0)
+				FAIL("late append");
+		}
+	}
+	return NULL;
+}
+
+static bool same(const struct trc_record *a, const struct trc_record *b)
+{
+	if (a->type != b->type || a->ts_ns != b->ts_ns)
+		return false;
+	switch (a->type) {
+	case TRC_REC_SPAN_BEGIN:
+		return a->span.name_id == b->span.name_id;
+	case TRC_REC_COUNTER:
+		return a->value.name_id == b->value.name_id && a->value.value == b->value.value;
+	default:
+		return a->alloc.addr == b->alloc.addr && a->alloc.size == b->alloc.size;
+	}
+}
+
+int main(void)
+{
+	const char *sc = getenv("STRESS_SCALE");
+	if (sc) {
+		long v = atol(sc);
+		if (v < 1 || v > 10000) {
+			fprintf(stderr, "stress_trcfile: bad STRESS_SCALE '%s'\n", sc);
+			return 2;
+		}
+		records_per_stream *= (unsigned long)v;
+	}
+	char path[] = "/tmp/stress_trcfile.XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		perror("mkstemp");
+		return 1;
+	}
+	struct trcfile_header_info h = {.cmdline = "stress", .cmdline_len = 6, .pid = 7};
+	struct trcfile_writer_opts o = {.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+					.compress_threads = 2,
+					.max_chunks_in_flight = 3,
+					.zstd_level = 1,
+					.flags = TRCFILE_WRITER_NO_FSYNC};
+	int err = 0;
+	writer = trcfile_writer_open_fd(fd, &h, &o, &err);
+	if (!writer) {
+		fprintf(stderr, "stress_trcfile: writer_open: %s\n", strerror(-err));
+		unlink(path);
+		return 1;
+	}
+	struct app_arg args[THREADS];
+	for (unsigned t = 0; t < THREADS; t++) {
+		args[t].first = t * STREAMS_PER_THREAD;
+		for (unsigned i = 0; i < STREAMS_PER_THREAD; i++)
+			args[t].s[i] = trcfile_stream_open(writer, TRCFILE_STREAM_THREAD, 7,
+							   args[t].first + i);
+	}
+	pthread_t th[THREADS], w, late;
+	pthread_create(&w, NULL, watcher, NULL);
+	for (unsigned t = 0; t < THREADS; t++)
+		pthread_create(&th[t], NULL, appender, &args[t]);
+	pthread_create(&late, NULL, late_opener, NULL);
+	for (unsigned t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	pthread_join(late, NULL);
+	atomic_store(&done, true);
+	pthread_join(w, NULL);
+	err = trcfile_writer_close(writer);
+	if (err)
+		FAIL("close: %s", strerror(-err));
+
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	if (trcfile_reader_open(path, &r, msg, sizeof(msg)) != 0) {
+		FAIL("reader: %s", msg);
+		unlink(path);
+		return 1;
+	}
+	unlink(path);
+	unsigned ns = trcfile_reader_stream_count(r);
+	if (ns != THREADS * STREAMS_PER_THREAD + LATE_STREAMS)
+		FAIL("%u streams", ns);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(r, &st);
+	if (st.truncated)
+		FAIL("truncated");
+	/* Each stream: exactly what was appended. Streams are identified by their tid. */
+	for (unsigned i = 0; i < ns; i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, i);
+		unsigned s = si->tid;
+		unsigned long want = s < THREADS * STREAMS_PER_THREAD ? records_per_stream : 100;
+		struct trcfile_cursor *c = trcfile_cursor_new(r, i);
+		struct trc_record rec, exp;
+		unsigned long k = 0;
+		int rc;
+		while ((rc = trcfile_cursor_next(c, &rec)) == 1) {
+			make_record(s, k, &exp);
+			if (k >= want || !same(&rec, &exp)) {
+				FAIL("stream %u record %lu differs", s, k);
+				break;
+			}
+			k++;
+		}
+		if (rc < 0)
+			FAIL("stream %u: %s", s, trcfile_reader_errmsg(r));
+		if (k != want)
+			FAIL("stream %u: %lu records, want %lu", s, k, want);
+		trcfile_cursor_free(c);
+	}
+	struct trcfile_iter *it = trcfile_iter_new(r);
+	struct trc_record rec;
+	uint64_t prev = 0, n = 0;
+	int rc;
+	while ((rc = trcfile_iter_next(it, &rec, NULL)) == 1) {
+		if (rec.ts_ns < prev)
+			FAIL("merge out of order at %lu", (unsigned long)n);
+		prev = rec.ts_ns;
+		n++;
+	}
+	if (rc != 0 || n != st.records)
+		FAIL("merge: rc %d, %lu of %lu records", rc, (unsigned long)n,
+		     (unsigned long)st.records);
+	trcfile_iter_free(it);
+	printf("stress_trcfile: %lu records in %lu chunks, %u streams, %d failures\n",
+	       (unsigned long)st.records, (unsigned long)st.chunks, ns, atomic_load(&failures));
+	trcfile_reader_close(r);
+	return atomic_load(&failures) ? 1 : 0;
+}
