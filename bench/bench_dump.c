@@ -18,7 +18,8 @@
  *
  * Paths: trace-dump is found next to this program (../bin/trace-dump); the trace goes to
  * build/bench/bench_dump.<pid>.trc beside it and is deleted at exit (--keep keeps it, to
- * profile trace-dump on it).
+ * profile trace-dump on it). --level N writes with zstd level N instead of the writer's
+ * default.
  * Threads: the generator appends from one thread (like the recorder's drain thread); the
  * writer compresses on 2 threads.
  */
@@ -42,6 +43,7 @@
 #define BENCH_NAMES 24
 
 static char bench_trace[PATH_MAX + 64];
+static int bench_level; /* zstd level of the writer; 0 = its default */
 
 static uint64_t bench_now_ns(void)
 {
@@ -132,11 +134,30 @@ static int bench_step(struct bench_thread *t)
 /* Writes the trace; returns the number of events. */
 static uint64_t bench_generate(uint64_t records, double *secs)
 {
-	static const char *const names[BENCH_NAMES] = {
-		"", "request.get", "request.put", "request.list", "request.delete",
-		"parse", "lookup", "hash", "compress", "encode", "decode", "alloc_pages",
-		"io.read", "io.write", "lock.wait", "sched", "gc", "flush", "merge", "sort",
-		"queue.depth", "bytes.in", "bytes.out", "connections"};
+	static const char *const names[BENCH_NAMES] = {"",
+						       "request.get",
+						       "request.put",
+						       "request.list",
+						       "request.delete",
+						       "parse",
+						       "lookup",
+						       "hash",
+						       "compress",
+						       "encode",
+						       "decode",
+						       "alloc_pages",
+						       "io.read",
+						       "io.write",
+						       "lock.wait",
+						       "sched",
+						       "gc",
+						       "flush",
+						       "merge",
+						       "sort",
+						       "queue.depth",
+						       "bytes.in",
+						       "bytes.out",
+						       "connections"};
 	static const char cmd[] = "bench_workload\0--threads\0004";
 	struct trcfile_header_info h = {
 		.cmdline = cmd,
@@ -150,6 +171,7 @@ static uint64_t bench_generate(uint64_t records, double *secs)
 	};
 	struct trcfile_writer_opts o = {
 		.compress_threads = 2,
+		.zstd_level = bench_level,
 		.flags = TRCFILE_WRITER_NO_FSYNC,
 	};
 	int err = 0;
@@ -228,7 +250,8 @@ static uint64_t bench_run(char *const argv[], uint64_t *maxrss_bytes, uint64_t *
 	}
 	uint64_t dt = bench_now_ns() - t0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "bench_dump: %s %s failed (status 0x%x)\n", argv[0], argv[1], status);
+		fprintf(stderr, "bench_dump: %s %s failed (status 0x%x)\n", argv[0], argv[1],
+			status);
 		exit(1);
 	}
 	*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
@@ -296,6 +319,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			quick = true;
+		} else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
+			bench_level = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--keep")) {
 			bench_keep = true;
 		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
@@ -305,7 +330,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else {
-			fprintf(stderr, "usage: bench_dump [--quick] [--runs N] [--keep]\n");
+			fprintf(stderr,
+				"usage: bench_dump [--quick] [--runs N] [--level ZSTD_LEVEL] "
+				"[--keep]\n");
 			return 2;
 		}
 	}

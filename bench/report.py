@@ -437,7 +437,7 @@ CHARTS = [
     ]),
 ]
 
-SVG_W = 900
+SVG_W = 960
 LABEL_W = 290
 BAR_H = 22
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948"]

@@ -1,7 +1,8 @@
 /* work_paced.c - a workload for bench=e2e, runnable by hand:
  *   work_paced THREADS RATE_PER_THREAD SECONDS
  * Each thread emits span begin/end events at RATE_PER_THREAD events per second (RATE 0: as
- * fast as it can) for SECONDS, pacing itself against CLOCK_MONOTONIC every 256 events.
+ * fast as it can) for SECONDS, pacing itself against CLOCK_MONOTONIC every 256 events and
+ * sleeping (not spinning) when it is more than 200 us ahead.
  * Prints "emitted N cpu_s X" (its own CPU time, so a harness can tell the recorder's CPU from
  * the program's). */
 #include <pthread.h>
@@ -39,8 +40,16 @@ static void *worker(void *arg)
 		if (t >= end)
 			break;
 		if (rate > 0) {
-			/* ahead of schedule: wait (busy, the point is a steady event rate) */
+			/* Ahead of schedule: sleep off most of the lead (a real program at this rate
+			 * does other work, it does not spin; spinning would steal the recorder's
+			 * core on a 2-core machine), then spin the last few microseconds. */
 			double due = t0 + (double)n / rate;
+			if (due - t > 200e-6) {
+				double nap = due - t - 50e-6;
+				struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
+				nanosleep(&ts, NULL);
+				t = now_s();
+			}
 			while (due > t && t < end)
 				t = now_s();
 		}

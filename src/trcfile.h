@@ -61,29 +61,29 @@
 
 enum trcfile_stream_kind {
 	TRCFILE_STREAM_THREAD = 1, /* one thread's events */
-	TRCFILE_STREAM_RSS = 2,    /* the sampler's RSS series */
-	TRCFILE_STREAM_META = 3    /* names, threads, processes, modules, notes, exits */
+	TRCFILE_STREAM_RSS = 2, /* the sampler's RSS series */
+	TRCFILE_STREAM_META = 3 /* names, threads, processes, modules, notes, exits */
 };
 
 /* What the recorder knows at start; written in the file header. Strings are copied. */
 struct trcfile_header_info {
 	const char *cmdline;
 	uint32_t cmdline_len; /* argv joined by NUL bytes */
-	uint32_t pid;         /* the traced program's pid */
+	uint32_t pid; /* the traced program's pid */
 	uint64_t start_mono_ns, start_realtime_ns;
 	uint32_t clock_source; /* 1 = clock_gettime, 2 = TSC (converted) */
-	uint64_t tsc_hz;       /* 0 when not TSC */
+	uint64_t tsc_hz; /* 0 when not TSC */
 	uint64_t rss_interval_ns;
-	uint32_t rss_source;   /* enum trc_rss_source; 0 interval = sampling off */
+	uint32_t rss_source; /* enum trc_rss_source; 0 interval = sampling off */
 	uint64_t buffer_bytes; /* per-thread ring size */
-	const char *host;      /* uname nodename + sysname/release; NULL = "" */
+	const char *host; /* uname nodename + sysname/release; NULL = "" */
 	const char *tool_version; /* NULL = "" */
 };
 
 /* Bits of trcfile_writer_opts.flags. */
 #define TRCFILE_WRITER_NO_FSYNC (1u << 0) /* skip the fsync at close (tests, benchmarks) */
 
-/* Zero fields take the defaults: zstd level 3, 1 compressor thread, 1 MiB chunks,
+/* Zero fields take the defaults: zstd level 1, 1 compressor thread, 1 MiB chunks,
  * 2 x compress_threads + 2 chunks in flight. chunk_bytes is clamped to
  * [TRCFILE_MIN_CHUNK_BYTES, TRCFILE_MAX_CHUNK_BYTES]. */
 struct trcfile_writer_opts {
@@ -170,10 +170,10 @@ struct trcfile_stream_info {
 	uint32_t id;
 	uint32_t kind; /* enum trcfile_stream_kind */
 	uint32_t pid, tid;
-	uint64_t records;            /* sum of its chunks' record counts */
+	uint64_t records; /* sum of its chunks' record counts */
 	uint32_t chunks;
 	uint64_t first_ts_ns, last_ts_ns; /* of its first and last chunk; 0 when no chunk */
-	uint64_t max_chunk_raw_bytes;    /* buffer one cursor over it needs */
+	uint64_t max_chunk_raw_bytes; /* buffer one cursor over it needs */
 };
 
 /* What was read and what was not. */
@@ -182,12 +182,12 @@ struct trcfile_reader_stats {
 	uint64_t chunks;
 	uint64_t records;
 	uint64_t bytes_recovered; /* header + whole chunks found */
-	uint64_t bytes_ignored;   /* after the last whole chunk when truncated */
-	uint64_t chunks_missing;  /* sequence numbers absent before a stream's last chunk
-				   * (chunks lost in the middle, e.g. a write error while
-				   * later ones were already on disk) */
-	bool truncated;           /* no (valid) footer: read up to the last whole chunk */
-	bool footer_damaged;      /* a footer was there but failed its checks (then scanned) */
+	uint64_t bytes_ignored; /* after the last whole chunk when truncated */
+	uint64_t chunks_missing; /* sequence numbers absent before a stream's last chunk
+				  * (chunks lost in the middle, e.g. a write error while
+				  * later ones were already on disk) */
+	bool truncated; /* no (valid) footer: read up to the last whole chunk */
+	bool footer_damaged; /* a footer was there but failed its checks (then scanned) */
 };
 
 /* Opens a trace. On failure returns -errno (-EBADMSG bad or damaged file, -EPROTONOSUPPORT
@@ -289,17 +289,17 @@ struct trcfile_summary_note {
 };
 
 enum trcfile_rss_peak_source {
-	TRCFILE_RSS_PEAK_NONE = 0,    /* no EXIT record and no sample */
-	TRCFILE_RSS_PEAK_EXIT = 1,    /* exact: ru_maxrss at exit minus buffers */
-	TRCFILE_RSS_PEAK_SAMPLED = 2  /* fallback: the largest sample */
+	TRCFILE_RSS_PEAK_NONE = 0, /* no EXIT record and no sample */
+	TRCFILE_RSS_PEAK_EXIT = 1, /* exact: ru_maxrss at exit minus buffers */
+	TRCFILE_RSS_PEAK_SAMPLED = 2 /* fallback: the largest sample */
 };
 
 #define TRCFILE_SPARK_COLUMNS 60
 
 struct trcfile_summary {
 	uint64_t first_ts_ns, last_ts_ns; /* over all records; 0 when none */
-	uint64_t start_ns;                /* header start_mono_ns, or first_ts_ns if unset */
-	uint64_t duration_ns;             /* last_ts_ns - start_ns */
+	uint64_t start_ns; /* header start_mono_ns, or first_ts_ns if unset */
+	uint64_t duration_ns; /* last_ts_ns - start_ns */
 	uint64_t records;
 	uint64_t events_recorded, events_lost, rss_ticks_skipped;
 	uint64_t per_type[TRC_REC_TYPE_COUNT];
@@ -318,8 +318,8 @@ struct trcfile_summary {
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;
 	uint64_t live_peak_bytes, live_end_bytes;
-	uint64_t frees_unknown;  /* free of an address not allocated in the trace */
-	bool live_approximate;   /* the live-allocation table hit its cap */
+	uint64_t frees_unknown; /* free of an address not allocated in the trace */
+	bool live_approximate; /* the live-allocation table hit its cap */
 
 	/* RSS of the traced program (header pid), trace buffers excluded everywhere. */
 	uint64_t rss_peak_bytes;

@@ -12,15 +12,18 @@
 
 /* Table for the reflected Castagnoli polynomial 0x82f63b78, generated at compile time by the
  * macro below so there is no init-order question. */
-#define TRCFILE__C(c) (((c) & 1) ? (((c) >> 1) ^ 0x82f63b78u) : ((c) >> 1))
-#define TRCFILE__C8(c) TRCFILE__C(TRCFILE__C(TRCFILE__C(TRCFILE__C( \
-	TRCFILE__C(TRCFILE__C(TRCFILE__C(TRCFILE__C((uint32_t)(c)))))))))
-#define TRCFILE__R4(i) TRCFILE__C8(i), TRCFILE__C8((i) + 1), TRCFILE__C8((i) + 2), TRCFILE__C8((i) + 3)
-#define TRCFILE__R16(i) TRCFILE__R4(i), TRCFILE__R4((i) + 4), TRCFILE__R4((i) + 8), TRCFILE__R4((i) + 12)
-#define TRCFILE__R64(i) TRCFILE__R16(i), TRCFILE__R16((i) + 16), TRCFILE__R16((i) + 32), \
-	TRCFILE__R16((i) + 48)
+#define TRCFILE__C(c) (((c)&1) ? (((c) >> 1) ^ 0x82f63b78u) : ((c) >> 1))
+#define TRCFILE__C8(c)                    \
+	TRCFILE__C(TRCFILE__C(TRCFILE__C( \
+		TRCFILE__C(TRCFILE__C(TRCFILE__C(TRCFILE__C(TRCFILE__C((uint32_t)(c)))))))))
+#define TRCFILE__R4(i) \
+	TRCFILE__C8(i), TRCFILE__C8((i) + 1), TRCFILE__C8((i) + 2), TRCFILE__C8((i) + 3)
+#define TRCFILE__R16(i) \
+	TRCFILE__R4(i), TRCFILE__R4((i) + 4), TRCFILE__R4((i) + 8), TRCFILE__R4((i) + 12)
+#define TRCFILE__R64(i) \
+	TRCFILE__R16(i), TRCFILE__R16((i) + 16), TRCFILE__R16((i) + 32), TRCFILE__R16((i) + 48)
 static const uint32_t trcfile__crc_table[256] = {TRCFILE__R64(0), TRCFILE__R64(64),
-						  TRCFILE__R64(128), TRCFILE__R64(192)};
+						 TRCFILE__R64(128), TRCFILE__R64(192)};
 
 uint32_t trcfile__crc32c(uint32_t crc, const void *buf, size_t len)
 {
@@ -108,7 +111,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		break;
 	case TRC_REC_ALLOC:
 	case TRC_REC_FREE:
-		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(r->alloc.addr - c->alloc_addr)));
+		p = trcfile__put_varint(p,
+					trcfile__zigzag((int64_t)(r->alloc.addr - c->alloc_addr)));
 		c->alloc_addr = r->alloc.addr;
 		if (r->type == TRC_REC_ALLOC)
 			p = trcfile__put_varint(p, r->alloc.size);
@@ -116,8 +120,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
 		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(r->func.addr - c->func_addr)));
-		p = trcfile__put_varint(p,
-					trcfile__zigzag((int64_t)(r->func.call_site - r->func.addr)));
+		p = trcfile__put_varint(
+			p, trcfile__zigzag((int64_t)(r->func.call_site - r->func.addr)));
 		c->func_addr = r->func.addr;
 		break;
 	case TRC_REC_RSS:

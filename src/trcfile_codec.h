@@ -174,9 +174,9 @@ static inline const uint8_t *trcfile__get_varint_fast(const uint8_t *p, uint64_t
 
 /* Per-chunk coding state: deltas restart at every chunk so a chunk decodes alone. */
 struct trcfile__coder {
-	uint64_t ts;        /* previous record's time (the chunk's first_ts at the start) */
+	uint64_t ts; /* previous record's time (the chunk's first_ts at the start) */
 	uint64_t alloc_addr; /* previous ALLOC/FREE address */
-	uint64_t func_addr;  /* previous FUNC_ENTER/EXIT address */
+	uint64_t func_addr; /* previous FUNC_ENTER/EXIT address */
 };
 
 static inline void trcfile__coder_reset(struct trcfile__coder *c, uint64_t first_ts)
@@ -201,8 +201,8 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 
 /* The decoder for hot loops: the common event types inline, everything else out of line.
  * Same contract as trcfile__decode_slow. */
-static inline int trcfile__decode(const uint8_t **pp, const uint8_t *end,
-				  struct trcfile__coder *c, struct trc_record *r)
+static inline int trcfile__decode(const uint8_t **pp, const uint8_t *end, struct trcfile__coder *c,
+				  struct trc_record *r)
 {
 	const uint8_t *p = *pp;
 	if (trcfile__unlikely(end - p < (ptrdiff_t)TRCFILE__FAST_MARGIN))

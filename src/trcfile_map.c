@@ -74,8 +74,7 @@ uint64_t *trcfile__map_get(const struct trcfile__map *m, uint64_t key)
 	return NULL;
 }
 
-int trcfile__map_put(struct trcfile__map *m, uint64_t key, uint64_t val, uint64_t *old,
-		     bool *had)
+int trcfile__map_put(struct trcfile__map *m, uint64_t key, uint64_t val, uint64_t *old, bool *had)
 {
 	uint64_t *v = trcfile__map_get(m, key);
 	if (v) {

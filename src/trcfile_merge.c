@@ -68,10 +68,11 @@ struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const boo
 		if (!include || include[s])
 			worst += r->streams[s].max_chunk_raw_bytes;
 	if (worst > TRCFILE__MERGE_MAX_BUFFER_BYTES) {
-		trcfile__fail(r, -EFBIG,
-			      "merging %u streams would need %llu MiB of chunk buffers (limit %llu)",
-			      r->n_streams, (unsigned long long)(worst >> 20),
-			      TRCFILE__MERGE_MAX_BUFFER_BYTES >> 20);
+		trcfile__fail(
+			r, -EFBIG,
+			"merging %u streams would need %llu MiB of chunk buffers (limit %llu)",
+			r->n_streams, (unsigned long long)(worst >> 20),
+			TRCFILE__MERGE_MAX_BUFFER_BYTES >> 20);
 		return NULL;
 	}
 	struct trcfile_iter *it = calloc(1, sizeof(*it));

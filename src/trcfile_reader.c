@@ -47,8 +47,9 @@ const char *trcfile_reader_errmsg(const struct trcfile_reader *r)
 const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err)
 {
 	if (off > r->size || len > r->size - off) {
-		*err = trcfile__fail(r, -EBADMSG, "read of %zu bytes at offset %llu is past the end "
-						  "of the file (%llu bytes)",
+		*err = trcfile__fail(r, -EBADMSG,
+				     "read of %zu bytes at offset %llu is past the end "
+				     "of the file (%llu bytes)",
 				     len, (unsigned long long)off, (unsigned long long)r->size);
 		return NULL;
 	}
@@ -75,7 +76,8 @@ const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t l
 			return NULL;
 		}
 		if (n == 0) {
-			*err = trcfile__fail(r, -EBADMSG, "file shrank while being read (offset %llu)",
+			*err = trcfile__fail(r, -EBADMSG,
+					     "file shrank while being read (offset %llu)",
 					     (unsigned long long)(off + done));
 			return NULL;
 		}
@@ -100,17 +102,19 @@ static int trcfile__parse_header(struct trcfile_reader *r)
 		return trcfile__fail(r, -EBADMSG, "not a trc trace (bad magic)");
 	uint16_t major = trcfile__get16(p + 8), minor = trcfile__get16(p + 10);
 	if (major > TRCFILE_VERSION_MAJOR)
-		return trcfile__fail(r, -EPROTONOSUPPORT,
-				     "trace format version %u.%u is newer than this reader supports "
-				     "(%u.x): use a newer trace-dump",
-				     major, minor, TRCFILE_VERSION_MAJOR);
+		return trcfile__fail(
+			r, -EPROTONOSUPPORT,
+			"trace format version %u.%u is newer than this reader supports "
+			"(%u.x): use a newer trace-dump",
+			major, minor, TRCFILE_VERSION_MAJOR);
 	if (major < 1)
 		return trcfile__fail(r, -EBADMSG, "unknown trace format version %u.%u", major,
 				     minor);
 	uint32_t mark = trcfile__get32(p + 12);
 	if (mark == 0x04030201u)
-		return trcfile__fail(r, -EBADMSG,
-				     "trace was written big-endian, which this reader does not support");
+		return trcfile__fail(
+			r, -EBADMSG,
+			"trace was written big-endian, which this reader does not support");
 	if (mark != TRCFILE__ENDIAN_MARK)
 		return trcfile__fail(r, -EBADMSG, "bad endianness mark 0x%08x (damaged header)",
 				     mark);
@@ -245,9 +249,10 @@ static int trcfile__finish_index(struct trcfile_reader *r)
 		for (; k < r->n_chunks && r->chunks[k].stream_id == si->id; k++) {
 			struct trcfile__chunk_ref *c = &r->chunks[k];
 			if (k > r->stream_chunk0[s] && c[-1].seq == c->seq)
-				return trcfile__fail(r, -EBADMSG,
-						     "stream %u has two chunks with sequence number %u",
-						     si->id, c->seq);
+				return trcfile__fail(
+					r, -EBADMSG,
+					"stream %u has two chunks with sequence number %u", si->id,
+					c->seq);
 			c->stream_idx = s;
 			if (!si->chunks)
 				si->first_ts_ns = c->first_ts;
@@ -282,8 +287,8 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	uint64_t size = r->size;
 	if (size < (uint64_t)r->header_bytes + TRCFILE__FOOTER_FIXED_BYTES + TRCFILE__TRAILER_BYTES)
 		return trcfile__fail(r, 1, "no footer");
-	const uint8_t *t = trcfile__read_at(r, size - TRCFILE__TRAILER_BYTES,
-					    TRCFILE__TRAILER_BYTES, &err);
+	const uint8_t *t =
+		trcfile__read_at(r, size - TRCFILE__TRAILER_BYTES, TRCFILE__TRAILER_BYTES, &err);
 	if (!t)
 		return err;
 	if (memcmp(t + 24, TRCFILE__TRAILER_MAGIC, 8) != 0)
@@ -306,7 +311,8 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	if (trcfile__get32(f) != TRCFILE__FOOTER_MAGIC)
 		return trcfile__fail(r, 1, "bad footer magic");
 	uint64_t ns = trcfile__get32(f + 4), nc = trcfile__get64(f + 8);
-	if (nc > fbytes / TRCFILE__FOOTER_CHUNK_BYTES || ns > fbytes / TRCFILE__FOOTER_STREAM_BYTES ||
+	if (nc > fbytes / TRCFILE__FOOTER_CHUNK_BYTES ||
+	    ns > fbytes / TRCFILE__FOOTER_STREAM_BYTES ||
 	    TRCFILE__FOOTER_FIXED_BYTES + ns * TRCFILE__FOOTER_STREAM_BYTES +
 			    nc * TRCFILE__FOOTER_CHUNK_BYTES !=
 		    fbytes)
@@ -357,7 +363,8 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 		qsort(r->chunks, r->n_chunks, sizeof(*r->chunks), trcfile__cmp_ref_offset);
 		for (size_t i = 1; i < r->n_chunks && !why; i++) {
 			const struct trcfile__chunk_ref *a = &r->chunks[i - 1];
-			if (a->offset + TRCFILE__CHUNK_HDR_BYTES + a->comp_bytes > r->chunks[i].offset)
+			if (a->offset + TRCFILE__CHUNK_HDR_BYTES + a->comp_bytes >
+			    r->chunks[i].offset)
 				why = "overlapping chunks in the index";
 		}
 	}
@@ -570,7 +577,8 @@ static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map
 	if (err) {
 		free(copy);
 		return trcfile__fail(r, err == -ENOSPC ? -EFBIG : err,
-				     "metadata tables exceed %u entries", TRCFILE__META_MAX_ENTRIES);
+				     "metadata tables exceed %u entries",
+				     TRCFILE__META_MAX_ENTRIES);
 	}
 	(*arr)[*n] = (struct trcfile__string){copy, len, a, b};
 	(*n)++;
@@ -635,18 +643,18 @@ static int trcfile__load_meta(struct trcfile_reader *r)
 							 rec.name.str, rec.name.len);
 				break;
 			case TRC_REC_THREAD:
-				err = trcfile__table_put(
-					r, &r->thread_map, &r->threads, &r->n_threads,
-					&r->cap_threads,
-					(uint64_t)rec.thread.pid << 32 | rec.thread.tid,
-					rec.thread.pid, rec.thread.tid, rec.thread.name,
-					rec.thread.name_len);
+				err = trcfile__table_put(r, &r->thread_map, &r->threads,
+							 &r->n_threads, &r->cap_threads,
+							 (uint64_t)rec.thread.pid << 32 |
+								 rec.thread.tid,
+							 rec.thread.pid, rec.thread.tid,
+							 rec.thread.name, rec.thread.name_len);
 				break;
 			case TRC_REC_PROCESS:
-				err = trcfile__table_put(r, &r->proc_map, &r->procs, &r->n_procs,
-							 &r->cap_procs, rec.process.pid,
-							 rec.process.pid, rec.process.ppid,
-							 rec.process.cmdline, rec.process.cmdline_len);
+				err = trcfile__table_put(
+					r, &r->proc_map, &r->procs, &r->n_procs, &r->cap_procs,
+					rec.process.pid, rec.process.pid, rec.process.ppid,
+					rec.process.cmdline, rec.process.cmdline_len);
 				break;
 			case TRC_REC_MODULE:
 				err = trcfile__module_add(r, &rec);

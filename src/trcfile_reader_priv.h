@@ -38,8 +38,7 @@ void trcfile__map_init(struct trcfile__map *m, size_t max_n);
 void trcfile__map_destroy(struct trcfile__map *m);
 /* Inserts or replaces. 0, -ENOSPC (max_n reached) or -ENOMEM. *old (may be NULL) receives
  * the replaced value and *had whether there was one. */
-int trcfile__map_put(struct trcfile__map *m, uint64_t key, uint64_t val, uint64_t *old,
-		     bool *had);
+int trcfile__map_put(struct trcfile__map *m, uint64_t key, uint64_t val, uint64_t *old, bool *had);
 /* Pointer to the value, or NULL. Valid until the next put/del. */
 uint64_t *trcfile__map_get(const struct trcfile__map *m, uint64_t key);
 bool trcfile__map_del(struct trcfile__map *m, uint64_t key, uint64_t *val);
@@ -134,7 +133,7 @@ struct trcfile_cursor {
 	struct trcfile_reader *r;
 	unsigned stream;
 	size_t next, end; /* next chunk to load, one past the stream's last */
-	size_t cur;       /* chunk being decoded (valid when left or loaded) */
+	size_t cur; /* chunk being decoded (valid when left or loaded) */
 	uint8_t *raw;
 	size_t raw_cap;
 	const uint8_t *p, *pend;

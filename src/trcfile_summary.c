@@ -39,9 +39,11 @@
 #define TRCFILE__LIVE_MAX_ENTRIES (1u << 20)
 #define TRCFILE__HIST_BUDGET_BYTES (32u << 20)
 #define TRCFILE__OTHER_NAMES "(other names)"
+/* Strings the summary keeps are cut to these (a record may carry 4 MiB). */
+#define TRCFILE__THREAD_NAME_MAX 256u
+#define TRCFILE__NOTE_MAX 4096u
 
 struct trcfile__hist {
-	uint64_t n; /* values counted */
 	uint64_t *group[TRCFILE__HIST_GROUPS];
 };
 
@@ -52,6 +54,10 @@ struct trcfile__idstat {
 	int64_t counter_min, counter_max, counter_last;
 	uint64_t counter_last_ts;
 	struct trcfile__hist *hist; /* NULL until the first span ends */
+	/* The group the last duration fell in: most durations of a name share a few groups,
+	 * and this saves the fast loop a dependent load through hist. */
+	uint64_t *hot_grp;
+	unsigned hot_g;
 };
 
 struct trcfile__frame {
@@ -129,7 +135,8 @@ static int trcfile__hist_add(struct trcfile__sum *m, struct trcfile__idstat *st,
 	}
 	m->hist_budget -= need;
 	h->group[g][sub]++;
-	h->n++;
+	st->hot_g = g;
+	st->hot_grp = h->group[g];
 	return 0;
 }
 
@@ -160,14 +167,16 @@ static int trcfile__hist_merge(struct trcfile__hist *dst, const struct trcfile__
 		for (unsigned i = 0; i < TRCFILE__HIST_SUB; i++)
 			dst->group[g][i] += src->group[g][i];
 	}
-	dst->n += src->n;
 	return 0;
 }
 
 /* Value at rank ceil(q * n) (1-based) of the n values counted, clamped to max. */
 static uint64_t trcfile__hist_quantile(const struct trcfile__hist *h, double q, uint64_t max)
 {
-	uint64_t n = h->n;
+	uint64_t n = 0;
+	for (unsigned g = 0; g < TRCFILE__HIST_GROUPS; g++)
+		for (unsigned i = 0; h->group[g] && i < TRCFILE__HIST_SUB; i++)
+			n += h->group[g][i];
 	if (!n)
 		return 0;
 	uint64_t rank = (uint64_t)(q * (double)n);
@@ -233,6 +242,17 @@ static inline struct trcfile__idstat *trcfile__idstat(struct trcfile__sum *m, ui
 	return trcfile__idstat_slow(m, id);
 }
 
+static char *trcfile__strndup(const char *s, uint32_t len)
+{
+	char *c = malloc((size_t)len + 1);
+	if (c) {
+		if (len)
+			memcpy(c, s, len);
+		c[len] = 0;
+	}
+	return c;
+}
+
 static struct trcfile_summary_thread *trcfile__thread(struct trcfile__sum *m, uint32_t pid,
 						      uint32_t tid)
 {
@@ -260,7 +280,10 @@ static struct trcfile_summary_thread *trcfile__thread(struct trcfile__sum *m, ui
 	t->tid = tid;
 	uint32_t len = 0;
 	const char *name = trcfile_reader_thread_name(m->r, pid, tid, &len);
-	t->name = strdup(name ? name : "");
+	if (!name)
+		name = "";
+	t->name = trcfile__strndup(name,
+				   len < TRCFILE__THREAD_NAME_MAX ? len : TRCFILE__THREAD_NAME_MAX);
 	if (!t->name) {
 		s->n_threads--;
 		trcfile__map_del(&m->thread_map, key, NULL);
@@ -270,17 +293,6 @@ static struct trcfile_summary_thread *trcfile__thread(struct trcfile__sum *m, ui
 nomem:
 	m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 	return NULL;
-}
-
-static char *trcfile__strndup(const char *s, uint32_t len)
-{
-	char *c = malloc((size_t)len + 1);
-	if (c) {
-		if (len)
-			memcpy(c, s, len);
-		c[len] = 0;
-	}
-	return c;
 }
 
 /* ---- the per-record work ---------------------------------------------------------------- */
@@ -372,7 +384,8 @@ static void trcfile__note(struct trcfile__sum *m, const struct trc_record *rec)
 		s->notes = p;
 		m->cap_notes = cap;
 	}
-	char *text = trcfile__strndup(rec->note.text, rec->note.len);
+	uint32_t len = rec->note.len < TRCFILE__NOTE_MAX ? rec->note.len : TRCFILE__NOTE_MAX;
+	char *text = trcfile__strndup(rec->note.text, len);
 	if (!text)
 		goto nomem;
 	s->notes[s->n_notes++] = (struct trcfile_summary_note){rec->ts_ns, text};
@@ -393,7 +406,8 @@ static void trcfile__other(struct trcfile__sum *m, const struct trc_record *rec,
 		    (!m->root_pid || !rec->rss.pid || rec->rss.pid == m->root_pid)) {
 			*last_rss_ts = rec->ts_ns;
 			uint64_t b = rec->rss.buffers_bytes;
-			s->rss_sampled_last_bytes = rec->rss.rss_bytes > b ? rec->rss.rss_bytes - b : 0;
+			s->rss_sampled_last_bytes =
+				rec->rss.rss_bytes > b ? rec->rss.rss_bytes - b : 0;
 		}
 		break;
 	case TRC_REC_LOST:
@@ -408,10 +422,14 @@ static void trcfile__other(struct trcfile__sum *m, const struct trc_record *rec,
 		}
 		break;
 	case TRC_REC_THREAD: {
-		struct trcfile_summary_thread *t = trcfile__thread(m, rec->thread.pid, rec->thread.tid);
+		struct trcfile_summary_thread *t =
+			trcfile__thread(m, rec->thread.pid, rec->thread.tid);
 		if (!t)
 			return;
-		char *name = trcfile__strndup(rec->thread.name, rec->thread.name_len);
+		uint32_t len = rec->thread.name_len;
+		char *name = trcfile__strndup(rec->thread.name, len < TRCFILE__THREAD_NAME_MAX
+									? len
+									: TRCFILE__THREAD_NAME_MAX);
 		if (!name) {
 			m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 			return;
@@ -435,6 +453,25 @@ static void trcfile__other(struct trcfile__sum *m, const struct trc_record *rec,
 				s->buffers_resident_peak_bytes = rec->exit.buffers_bytes;
 		}
 		break;
+	}
+}
+
+/* The types the fast loop decodes itself; their counts live in the per-id stats. */
+static bool trcfile__hot_type(unsigned t)
+{
+	return t == TRC_REC_SPAN_BEGIN || t == TRC_REC_SPAN_END || t == TRC_REC_INSTANT ||
+	       t == TRC_REC_COUNTER;
+}
+
+static void trcfile__sum_hot_types(struct trcfile__sum *m)
+{
+	uint64_t *pt = m->s->per_type;
+	for (size_t i = 0; i <= m->n_ids; i++) {
+		const struct trcfile__idstat *st = i < m->n_ids ? &m->ids[i] : &m->other;
+		pt[TRC_REC_SPAN_BEGIN] += st->begins;
+		pt[TRC_REC_SPAN_END] += st->ends;
+		pt[TRC_REC_INSTANT] += st->instants;
+		pt[TRC_REC_COUNTER] += st->counters;
 	}
 }
 
@@ -508,7 +545,10 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 	if (!c)
 		return m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 	m->stack_n = 0;
+	/* Types seen by the generic path only: the hot types are counted per name id, and
+	 * their totals come from there (trcfile__sum_hot_types). */
 	uint64_t per_type[32] = {0};
+	uint64_t decoded = 0; /* records of the stream, from the chunk counts */
 	uint64_t first = UINT64_MAX, last = 0;
 	const uint32_t *dense = m->dense;
 	int rc;
@@ -518,6 +558,12 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 			end - p > (ptrdiff_t)TRCFILE__FAST_MARGIN ? end - TRCFILE__FAST_MARGIN : p;
 		uint64_t ts = c->coder.ts;
 		uint32_t left = c->left;
+		decoded += left;
+		/* The fast path only adds to ts, so the chunk's smallest time in it is where it
+		 * starts: first_ts (the first record's time, delta 0) or right after a generic
+		 * record, which updates first itself. */
+		if (ts < first)
+			first = ts;
 		struct trcfile__frame *stk = m->stack;
 		size_t sn = m->stack_n, scap = m->stack_cap;
 		struct trcfile__idstat *ids = m->ids;
@@ -539,7 +585,8 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 				if (trcfile__unlikely(!p || a > UINT32_MAX))
 					goto bad;
 				ts += d;
-				if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+				if (trcfile__likely(a < TRCFILE__DENSE_IDS &&
+						    (ix = dense[a]) != 0)) {
 					st = &ids[ix - 1];
 				} else {
 					st = trcfile__idstat_slow(m, (uint32_t)a);
@@ -568,7 +615,8 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 				if (trcfile__unlikely(!p || a > UINT32_MAX))
 					goto bad;
 				ts += d;
-				if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+				if (trcfile__likely(a < TRCFILE__DENSE_IDS &&
+						    (ix = dense[a]) != 0)) {
 					st = &ids[ix - 1];
 				} else {
 					st = trcfile__idstat_slow(m, (uint32_t)a);
@@ -579,18 +627,20 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 				st->ends++;
 				if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
 					uint64_t b = stk[--sn].ts;
-					uint64_t dur = ts - b; /* ts only grew since: deltas >= 0 here */
+					uint64_t dur =
+						ts - b; /* ts only grew since: deltas >= 0 here */
 					st->spans++;
 					st->span_total_ns += dur;
 					if (dur > st->span_max_ns)
 						st->span_max_ns = dur;
 					unsigned g, sub;
 					trcfile__hist_bucket(dur, &g, &sub);
-					struct trcfile__hist *h = st->hist;
-					uint64_t *grp;
-					if (trcfile__likely(h && (grp = h->group[g]) != NULL)) {
-						grp[sub]++;
-						h->n++;
+					if (trcfile__likely(g == st->hot_g && st->hot_grp)) {
+						st->hot_grp[sub]++;
+					} else if (st->hist && st->hist->group[g]) {
+						st->hot_g = g;
+						st->hot_grp = st->hist->group[g];
+						st->hot_grp[sub]++;
 					} else if (trcfile__hist_add(m, st, dur)) {
 						m->err = trcfile__fail(m->r, -ENOMEM,
 								       "out of memory");
@@ -613,7 +663,8 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 				if (trcfile__unlikely(!p))
 					goto bad;
 				ts += d;
-				if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+				if (trcfile__likely(a < TRCFILE__DENSE_IDS &&
+						    (ix = dense[a]) != 0)) {
 					st = &ids[ix - 1];
 				} else {
 					st = trcfile__idstat_slow(m, (uint32_t)a);
@@ -639,10 +690,7 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 			default:
 				goto generic;
 			}
-			per_type[t0]++;
 			left--;
-			if (trcfile__unlikely(ts < first))
-				first = ts;
 			continue;
 		generic:
 			/* Out of the fast path: the locals go back to their homes first. */
@@ -702,13 +750,14 @@ out:
 	if (rc < 0)
 		return m->err = rc;
 	s->spans_open_at_end += m->stack_n;
-	uint64_t events = 0;
+	uint64_t events = decoded;
 	for (unsigned t = 0; t < TRC_REC_TYPE_COUNT; t++) {
-		s->per_type[t] += per_type[t];
-		s->records += per_type[t];
-		if (trcfile_type_is_event(t))
-			events += per_type[t];
+		if (!trcfile__hot_type(t))
+			s->per_type[t] += per_type[t];
+		if (!trcfile_type_is_event(t))
+			events -= per_type[t];
 	}
+	s->records += decoded;
 	s->events_recorded += events;
 	s->allocs += per_type[TRC_REC_ALLOC];
 	s->frees += per_type[TRC_REC_FREE];
@@ -816,7 +865,7 @@ static int trcfile__sum_names(struct trcfile__sum *m)
 	if (!n)
 		return 0;
 	struct trcfile__byname *v = calloc(n, sizeof(*v));
-	char (*fallback)[16] = calloc(n, sizeof(*fallback));
+	char(*fallback)[16] = calloc(n, sizeof(*fallback));
 	s->names = calloc(n, sizeof(*s->names));
 	if (!v || !fallback || !s->names) {
 		free(v);
@@ -941,6 +990,8 @@ int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s)
 	uint64_t last_rss_ts = 0;
 	for (unsigned i = 0; i < r->n_streams && !m.err; i++)
 		trcfile__sum_stream(&m, i, &last_rss_ts);
+	if (!m.err)
+		trcfile__sum_hot_types(&m);
 	if (!m.err && s->allocs + s->frees)
 		trcfile__sum_live(&m);
 	if (!m.err)

@@ -45,7 +45,9 @@
 
 #include "trcfile_codec.h"
 
-#define TRCFILE__DEFAULT_LEVEL 3
+/* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
+ * (fewer literals to decode), for ~0.2 more bytes per event (bench_dump --level). */
+#define TRCFILE__DEFAULT_LEVEL 1
 #define TRCFILE__MAX_THREADS 64u
 
 struct trcfile__wchunk {
@@ -66,9 +68,9 @@ struct trcfile__index_entry {
 struct trcfile_stream {
 	struct trcfile_writer *w;
 	uint32_t id, kind, pid, tid;
-	uint32_t seq;      /* next chunk's sequence number */
-	uint32_t chunks;   /* chunks submitted */
-	uint64_t records;  /* records appended */
+	uint32_t seq; /* next chunk's sequence number */
+	uint32_t chunks; /* chunks submitted */
+	uint64_t records; /* records appended */
 	struct trcfile__wchunk *cur;
 	struct trcfile__coder coder;
 };
@@ -515,8 +517,8 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 		w->chunk_bytes = TRCFILE_MIN_CHUNK_BYTES;
 	if (w->chunk_bytes > TRCFILE_MAX_CHUNK_BYTES)
 		w->chunk_bytes = TRCFILE_MAX_CHUNK_BYTES;
-	unsigned in_flight = opts.max_chunks_in_flight ? opts.max_chunks_in_flight
-						       : 2 * w->n_compress + 2;
+	unsigned in_flight =
+		opts.max_chunks_in_flight ? opts.max_chunks_in_flight : 2 * w->n_compress + 2;
 	w->flags = opts.flags;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->pool_lock, NULL);

@@ -29,11 +29,11 @@ static struct trcfile_writer *writer;
 static atomic_bool done;
 static atomic_int failures;
 
-#define FAIL(...)                                                                                  \
-	do {                                                                                       \
-		fprintf(stderr, "stress_trcfile: " __VA_ARGS__);                                   \
-		fputc('\n', stderr);                                                               \
-		atomic_fetch_add(&failures, 1);                                                    \
+#define FAIL(...)                                                \
+	do {                                                     \
+		fprintf(stderr, "stress_trcfile: " __VA_ARGS__); \
+		fputc('\n', stderr);                             \
+		atomic_fetch_add(&failures, 1);                  \
 	} while (0)
 
 /* Record k of stream s: derived from (s, k) alone so the check needs no copy. */

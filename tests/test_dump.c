@@ -152,10 +152,14 @@ Test(dump, golden_summary_json)
 	td_golden("summary.json", r.out, r.out_len);
 	/* The documented keys with the values the small trace must give. */
 	static const char *const want[] = {
-		"\"duration_ns\":5000,",	   "\"events_recorded\":23,",
-		"\"events_lost\":7,",		   "\"rss_peak_bytes\":10485760,",
-		"\"rss_peak_sampled_bytes\":9437184,", "\"rss_samples\":5,",
-		"\"buffers_resident_peak_bytes\":131072,", "\"truncated\":false,",
+		"\"duration_ns\":5000,",
+		"\"events_recorded\":23,",
+		"\"events_lost\":7,",
+		"\"rss_peak_bytes\":10485760,",
+		"\"rss_peak_sampled_bytes\":9437184,",
+		"\"rss_samples\":5,",
+		"\"buffers_resident_peak_bytes\":131072,",
+		"\"truncated\":false,",
 		"{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7}",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -197,7 +201,8 @@ Test(dump, events_filters)
 	const char *dir = tu_tmpdir();
 	char trc[300];
 	td_small(dir, trc, sizeof(trc));
-	struct td_run r = td_run(dir, (const char *const[]){"events", "--thread", "4243", trc, NULL});
+	struct td_run r =
+		td_run(dir, (const char *const[]){"events", "--thread", "4243", trc, NULL});
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_eq(td_lines(r.out), 5, "%s", r.out);
 	cr_assert(strstr(r.out, "0.000003100 4242/4243 span_end name=\"compute\"\n"), "%s", r.out);
@@ -210,8 +215,8 @@ Test(dump, events_filters)
 	r = td_run(dir, (const char *const[]){"events", "--name", "parse", trc, NULL});
 	cr_assert_eq(td_lines(r.out), 6, "%s", r.out);
 	td_free(&r);
-	r = td_run(dir, (const char *const[]){"events", "--from", "2us", "--to", "3.03us", trc,
-					      NULL});
+	r = td_run(dir,
+		   (const char *const[]){"events", "--from", "2us", "--to", "3.03us", trc, NULL});
 	cr_assert_eq(r.status, 0);
 	cr_assert(strncmp(r.out, "0.000002000 ", 12) == 0, "%s", r.out);
 	cr_assert(strstr(r.out, "0.000003025 4242/4242 func_exit"), "%s", r.out);
@@ -236,16 +241,18 @@ Test(dump, rss_csv)
 	struct td_run r = td_run(dir, (const char *const[]){"rss", trc, NULL});
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_eq(td_lines(r.out), 6, "%s", r.out);
-	cr_assert(strncmp(r.out,
-			  "time_ns,pid,program_bytes,rss_bytes,buffers_bytes,source,hwm_bytes,"
-			  "anon_bytes,file_bytes,shmem_bytes,rss_exact_bytes,pss_bytes,stretched,"
-			  "read_ns\n0,4242,3145728,3211264,65536,status,9437184,1572864,1572864,65536,,"
-			  ",0,1500\n",
-			  strlen("time_ns,pid,program_bytes,rss_bytes,buffers_bytes,source,hwm_bytes,"
-				 "anon_bytes,file_bytes,shmem_bytes,rss_exact_bytes,pss_bytes,"
-				 "stretched,read_ns\n0,4242,3145728,3211264,65536,status,9437184,"
-				 "1572864,1572864,65536,,,0,1500\n")) == 0,
-		  "%s", r.out);
+	cr_assert(
+		strncmp(r.out,
+			"time_ns,pid,program_bytes,rss_bytes,buffers_bytes,source,hwm_bytes,"
+			"anon_bytes,file_bytes,shmem_bytes,rss_exact_bytes,pss_bytes,stretched,"
+			"read_ns\n0,4242,3145728,3211264,65536,status,9437184,1572864,1572864,"
+			"65536,,"
+			",0,1500\n",
+			strlen("time_ns,pid,program_bytes,rss_bytes,buffers_bytes,source,hwm_bytes,"
+			       "anon_bytes,file_bytes,shmem_bytes,rss_exact_bytes,pss_bytes,"
+			       "stretched,read_ns\n0,4242,3145728,3211264,65536,status,9437184,"
+			       "1572864,1572864,65536,,,0,1500\n")) == 0,
+		"%s", r.out);
 	cr_assert(strstr(r.out, "\n4000,4242,6291456,"), "%s", r.out);
 	td_free(&r);
 	tu_rm_rf(dir);
@@ -353,7 +360,8 @@ Test(dump, chrome_and_json_escape_hostile_strings)
 		 "python3 -c 'import json,sys; d=json.load(sys.stdin); "
 		 "assert d[\"otherData\"][\"spans_unmatched_end\"]==1; "
 		 "n=[e[\"name\"] for e in d[\"traceEvents\"] if e[\"ph\"]==\"B\"][0]; "
-		 "assert n.startswith(\"a\\\"b\\\\c\\n\\td\\x01\\x7f\\xff\\u00e9\\u20ac\"), repr(n)' "
+		 "assert n.startswith(\"a\\\"b\\\\c\\n\\td\\x01\\x7f\\xff\\u00e9\\u20ac\"), "
+		 "repr(n)' "
 		 "< '%s'",
 		 json);
 	cr_assert_eq(system(cmd), 0, "bad escaping");
@@ -396,9 +404,10 @@ Test(dump, help_and_usage)
 	td_free(&r);
 	/* The documented JSON keys are in summary --help. */
 	r = td_run(dir, (const char *const[]){"summary", "--help", NULL});
-	static const char *const keys[] = {"duration_ns", "events_recorded", "events_lost",
-					   "threads", "rss_peak_bytes", "rss_peak_sampled_bytes",
-					   "rss_samples", "buffers_resident_peak_bytes",
+	static const char *const keys[] = {"duration_ns",    "events_recorded",
+					   "events_lost",    "threads",
+					   "rss_peak_bytes", "rss_peak_sampled_bytes",
+					   "rss_samples",    "buffers_resident_peak_bytes",
 					   "truncated"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cr_assert(strstr(r.out, keys[i]), "%s undocumented", keys[i]);

@@ -256,7 +256,8 @@ Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
 	struct trcfile_reader *rd = tu_open(path);
 	struct trcfile_reader_stats st;
 	trcfile_reader_get_stats(rd, &st);
-	cr_assert_gt(st.chunks, STREAMS, "small chunks expected, got %lu", (unsigned long)st.chunks);
+	cr_assert_gt(st.chunks, STREAMS, "small chunks expected, got %lu",
+		     (unsigned long)st.chunks);
 	cr_assert_eq(st.records, tu_plan_records(&p));
 	tu_check_streams(rd, &p);
 	tu_check_merged(rd, &p);
@@ -265,7 +266,12 @@ Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
 	size_t n = 0;
 	struct tu_ref *want = tu_expected_order(&p, &n);
 	struct trcfile_iter *it = trcfile_iter_new(rd);
-	uint64_t seeks[] = {0, 1000, 1003, want[n / 3].ts, want[n / 2].ts + 1, want[n - 1].ts,
+	uint64_t seeks[] = {0,
+			    1000,
+			    1003,
+			    want[n / 3].ts,
+			    want[n / 2].ts + 1,
+			    want[n - 1].ts,
 			    want[n - 1].ts + 1};
 	for (size_t q = 0; q < sizeof(seeks) / sizeof(seeks[0]); q++) {
 		cr_assert_eq(trcfile_iter_seek(it, seeks[q]), 0);
@@ -493,7 +499,8 @@ Test(trcfile, back_pressure_with_one_chunk_in_flight)
 	for (int i = 0; i < 3; i++) {
 		struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 10 + i);
 		for (int k = 0; k < 20000; k++) {
-			struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = (uint64_t)k * 3 + i};
+			struct trc_record r = {.type = TRC_REC_INSTANT,
+					       .ts_ns = (uint64_t)k * 3 + i};
 			r.value.name_id = (uint32_t)k % 100;
 			r.value.value = k;
 			tu_add(s, &r);
@@ -581,7 +588,9 @@ Test(trcfile, summary_of_the_small_trace)
 	cr_assert_eq(s.per_type[TRC_REC_SPAN_BEGIN], 6);
 	cr_assert_eq(s.per_type[TRC_REC_NAME], 5);
 	cr_assert_eq(s.start_ns, 1000000000ull);
-	cr_assert_eq(s.duration_ns, 5000, "duration %lu first %lu last %lu", (unsigned long)s.duration_ns, (unsigned long)s.first_ts_ns, (unsigned long)s.last_ts_ns);
+	cr_assert_eq(s.duration_ns, 5000, "duration %lu first %lu last %lu",
+		     (unsigned long)s.duration_ns, (unsigned long)s.first_ts_ns,
+		     (unsigned long)s.last_ts_ns);
 	cr_assert_eq(s.n_threads, 2);
 	cr_assert_eq(s.threads[0].tid, 4242);
 	cr_assert_str_eq(s.threads[0].name, "main");
@@ -817,7 +826,8 @@ Test(trcfile, fuzz_seed_corpus)
 		snprintf(path, sizeof(path), "%s/%s", dir, seeds[i]);
 		struct trcfile_reader *r = NULL;
 		char msg[256];
-		cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s: %s", path, msg);
+		cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s: %s", path,
+			     msg);
 		struct trcfile_iter *it = trcfile_iter_new(r);
 		struct trc_record rec;
 		int rc;

@@ -194,7 +194,8 @@ Test(trcfile_hostile, truncation_at_every_offset)
 		for (size_t i = 0; i < f.n_chunks; i++)
 			if (f.end[i] <= cut)
 				want += f.count[i];
-		cr_assert_eq(n, want, "cut %zu: read %ld records, %ld in whole chunks", cut, n, want);
+		cr_assert_eq(n, want, "cut %zu: read %ld records, %ld in whole chunks", cut, n,
+			     want);
 		if (cut == f.len) {
 			cr_assert_not(st.truncated);
 			cr_assert_eq(n, full);
@@ -288,8 +289,13 @@ Test(trcfile_hostile, header_checks_and_versions)
 		unsigned off;
 		uint32_t v;
 	} bad[] = {
-		{16, 0xffffffffu}, {16, 99}, {68, 0}, {68, 0xffffffffu}, {80, 0xffffffffu},
-		{84, 0xfffffff0u}, {88, TRCFILE_MAX_STRING_BYTES + 1},
+		{16, 0xffffffffu},
+		{16, 99},
+		{68, 0},
+		{68, 0xffffffffu},
+		{80, 0xffffffffu},
+		{84, 0xfffffff0u},
+		{88, TRCFILE_MAX_STRING_BYTES + 1},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memcpy(b, f.buf, f.len);
@@ -337,9 +343,10 @@ Test(trcfile_hostile, forged_chunk_headers)
 		uint32_t v;
 		bool footer_only; /* a plausible value: only the index can tell it is wrong */
 	} bad[] = {
-		{40, 0xffffffffu, false}, {40, 0, false},    {40, 1, false},  {44, 0xffffffffu, false},
-		{44, 3, false},		  {48, 0xffffffffu, false}, {48, 1, false}, {12, 7, false},
-		{52, 1, false},		  {56, 9, false},	    {8, 1000, true}, {4, 77, true},
+		{40, 0xffffffffu, false}, {40, 0, false},  {40, 1, false},
+		{44, 0xffffffffu, false}, {44, 3, false},  {48, 0xffffffffu, false},
+		{48, 1, false},		  {12, 7, false},  {52, 1, false},
+		{56, 9, false},		  {8, 1000, true}, {4, 77, true},
 	};
 	size_t i = f.n_chunks / 2;
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
@@ -381,7 +388,8 @@ Test(trcfile_hostile, forged_footers)
 	for (int k = 0; k < 9; k++) {
 		memcpy(b, f.buf, f.len);
 		uint8_t *ft = b + foff;
-		chunks0 = ft + TRCFILE__FOOTER_FIXED_BYTES + n_streams * TRCFILE__FOOTER_STREAM_BYTES;
+		chunks0 =
+			ft + TRCFILE__FOOTER_FIXED_BYTES + n_streams * TRCFILE__FOOTER_STREAM_BYTES;
 		switch (k) {
 		case 0:
 			trcfile__put64(ft + 8, 0xffffffffffffull); /* chunk count */
@@ -442,14 +450,16 @@ static uint8_t *hz_one_chunk(const uint8_t *raw, size_t raw_len, uint32_t count,
 			     uint64_t last, size_t *len)
 {
 	struct trcfile_header_info h = tu_header();
-	size_t hb = trcfile__header_bytes(&h, (uint32_t)strlen(h.host), (uint32_t)strlen(h.tool_version));
+	size_t hb = trcfile__header_bytes(&h, (uint32_t)strlen(h.host),
+					  (uint32_t)strlen(h.tool_version));
 	size_t cap = hb + TRCFILE__CHUNK_HDR_BYTES + ZSTD_compressBound(raw_len);
 	uint8_t *b = calloc(1, cap);
 	trcfile__header_put(b, hb, &h, TRCFILE_MIN_CHUNK_BYTES, (uint32_t)strlen(h.host),
 			    (uint32_t)strlen(h.tool_version));
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	size_t n = ZSTD_compress2(cc, b + hb + TRCFILE__CHUNK_HDR_BYTES, cap - hb - 64, raw, raw_len);
+	size_t n =
+		ZSTD_compress2(cc, b + hb + TRCFILE__CHUNK_HDR_BYTES, cap - hb - 64, raw, raw_len);
 	cr_assert_not(ZSTD_isError(n));
 	ZSTD_freeCCtx(cc);
 	struct trcfile__chunk_hdr ch = {.stream_id = 0,
@@ -529,7 +539,8 @@ Test(trcfile_hostile, forged_records)
 		{{TRC_REC_EXIT, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0}, 10, 1},
 	};
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-		int err = hz_read_chunk(bad[k].raw, bad[k].len, bad[k].count, 100, msg, sizeof(msg));
+		int err =
+			hz_read_chunk(bad[k].raw, bad[k].len, bad[k].count, 100, msg, sizeof(msg));
 		cr_assert_eq(err, -EBADMSG, "case %zu: %d", k, err);
 		cr_assert(strstr(msg, "damaged chunk"), "case %zu: %s", k, msg);
 	}

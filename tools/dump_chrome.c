@@ -349,8 +349,9 @@ int dump_chrome_main(int argc, char **argv)
 	c->live = trcfile_allocmap_new(DUMP__LIVE_MAX_ENTRIES);
 	it = trcfile_iter_new(r);
 	if (!c->depth || !c->live || !it) {
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
-									: "out of memory");
+		dump_error("%s: %s", path,
+			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+						       : "out of memory");
 		goto out;
 	}
 	dump_str("{\"traceEvents\":[\n");
@@ -391,11 +392,11 @@ int dump_chrome_main(int argc, char **argv)
 			dump_json_str("", 0);
 		}
 	}
-	dump_printf(",\"format_version\":\"%u.%u\",\"truncated\":%s,\"spans_closed_at_end\":%" PRIu64
-		    ",\"spans_unmatched_end\":%" PRIu64 ",\"heap_approximate\":%s}}\n",
-		    h->version_major, h->version_minor,
-		    trcfile_reader_truncated(r) ? "true" : "false", c->closed_at_end,
-		    c->unmatched_end, c->live_approximate ? "true" : "false");
+	dump_printf(
+		",\"format_version\":\"%u.%u\",\"truncated\":%s,\"spans_closed_at_end\":%" PRIu64
+		",\"spans_unmatched_end\":%" PRIu64 ",\"heap_approximate\":%s}}\n",
+		h->version_major, h->version_minor, trcfile_reader_truncated(r) ? "true" : "false",
+		c->closed_at_end, c->unmatched_end, c->live_approximate ? "true" : "false");
 	rc = DUMP_EXIT_OK;
 out:
 	trcfile_iter_free(it);

@@ -262,7 +262,7 @@ int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"thread", required_argument, NULL, 't'}, {"name", required_argument, NULL, 'n'},
-		{"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 'T'},
+		{"from", required_argument, NULL, 'f'},	  {"to", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
 	};
 	struct dump__thread_filter threads[DUMP__MAX_THREADS];
@@ -290,8 +290,9 @@ int dump_events_main(int argc, char **argv)
 		case 'f':
 		case 'T':
 			if (dump_parse_duration(optarg, c == 'f' ? &from : &to)) {
-				dump_error("--%s: expected a duration such as 1.5s or 200ms, got '%s'",
-					   c == 'f' ? "from" : "to", optarg);
+				dump_error(
+					"--%s: expected a duration such as 1.5s or 200ms, got '%s'",
+					c == 'f' ? "from" : "to", optarg);
 				return DUMP_EXIT_USAGE;
 			}
 			has_from |= c == 'f';
@@ -332,8 +333,9 @@ int dump_events_main(int argc, char **argv)
 	struct trcfile_iter *it = trcfile_iter_new_subset(r, include);
 	free(include);
 	if (!it) {
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
-									: "out of memory");
+		dump_error("%s: %s", path,
+			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+						       : "out of memory");
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}

@@ -352,14 +352,16 @@ struct trcfile_reader *dump_open(const char *path, bool quiet)
 		trcfile_reader_get_stats(r, &st);
 		dump_error("warning: %s is truncated (%s): read %" PRIu64 " chunks, %" PRIu64
 			   " records; %" PRIu64 " bytes at the end ignored",
-			   path, st.footer_damaged ? "damaged footer" : "no footer, recorder killed?",
+			   path,
+			   st.footer_damaged ? "damaged footer" : "no footer, recorder killed?",
 			   st.chunks, st.records, st.bytes_ignored);
 	}
 	if (!quiet) {
 		struct trcfile_reader_stats st;
 		trcfile_reader_get_stats(r, &st);
 		if (st.chunks_missing)
-			dump_error("warning: %s: %" PRIu64 " chunks missing in the middle of streams",
+			dump_error("warning: %s: %" PRIu64
+				   " chunks missing in the middle of streams",
 				   path, st.chunks_missing);
 	}
 	return r;

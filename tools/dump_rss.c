@@ -71,8 +71,9 @@ int dump_rss_main(int argc, char **argv)
 	struct trcfile_iter *it = trcfile_iter_new_subset(r, include);
 	free(include);
 	if (!it) {
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
-									: "out of memory");
+		dump_error("%s: %s", path,
+			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+						       : "out of memory");
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}

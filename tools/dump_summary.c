@@ -53,7 +53,8 @@ static const char dump__summary_help[] =
 	"  threads                   array of {pid, tid, name, events, lost}, by pid then tid\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
-	"                            span_max_ns, counter_min, counter_max, counter_last}, by name;\n"
+	"                            span_max_ns, counter_min, counter_max, counter_last}, by "
+	"name;\n"
 	"                            counter_* are null without counters\n"
 	"  spans_unmatched_end       span_end records with no open span of that name\n"
 	"  spans_open_at_end         spans never ended\n"
@@ -366,15 +367,16 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump_str("\nrecords by type:\n");
 	for (uint32_t t = 1; t < TRC_REC_TYPE_COUNT; t++)
 		if (s->per_type[t])
-			dump_printf("  %-12s %12" PRIu64 "\n", trcfile_type_name(t), s->per_type[t]);
+			dump_printf("  %-12s %12" PRIu64 "\n", trcfile_type_name(t),
+				    s->per_type[t]);
 
 	if (s->n_threads) {
-		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s\n", "pid", "tid", "name", "events",
-			    "lost");
+		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s\n", "pid", "tid", "name",
+			    "events", "lost");
 		for (size_t i = 0; i < s->n_threads; i++) {
 			const struct trcfile_summary_thread *t = &s->threads[i];
-			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 "\n", t->pid, t->tid,
-				    t->name[0] ? t->name : "-", t->events, t->lost);
+			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 "\n", t->pid,
+				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost);
 		}
 	}
 
@@ -384,8 +386,8 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		any_value |= s->names[i].instants || s->names[i].counters;
 	}
 	if (any_span) {
-		dump_printf("\nspans:\n  %-24s %10s %12s %12s %12s %12s %12s\n", "name", "count", "total",
-			    "mean", "p50", "p99", "max");
+		dump_printf("\nspans:\n  %-24s %10s %12s %12s %12s %12s %12s\n", "name", "count",
+			    "total", "mean", "p50", "p99", "max");
 		for (size_t i = 0; i < s->n_names; i++) {
 			const struct trcfile_summary_name *n = &s->names[i];
 			if (!n->begins && !n->ends)
@@ -399,7 +401,8 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 				    dump_fmt_ns(b5, sizeof(b5), n->span_max_ns));
 		}
 		if (s->percentiles_approximate)
-			dump_str("  (p50/p99 from part of the spans: too many distinct durations)\n");
+			dump_str("  (p50/p99 from part of the spans: too many distinct "
+				 "durations)\n");
 		if (s->spans_unmatched_end || s->spans_open_at_end)
 			dump_printf("  (%" PRIu64 " ends without a begin, %" PRIu64
 				    " spans still open at the end)\n",
@@ -439,10 +442,11 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
 	switch (s->rss_peak_source) {
 	case TRCFILE_RSS_PEAK_EXIT:
-		dump_printf("  peak:      %s exact (ru_maxrss %s at exit minus %s of trace buffers)\n",
-			    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes),
-			    dump_fmt_bytes(b2, sizeof(b2), s->rss_exit_maxrss_bytes),
-			    dump_fmt_bytes(b3, sizeof(b3), s->rss_exit_buffers_bytes));
+		dump_printf(
+			"  peak:      %s exact (ru_maxrss %s at exit minus %s of trace buffers)\n",
+			dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes),
+			dump_fmt_bytes(b2, sizeof(b2), s->rss_exit_maxrss_bytes),
+			dump_fmt_bytes(b3, sizeof(b3), s->rss_exit_buffers_bytes));
 		break;
 	case TRCFILE_RSS_PEAK_SAMPLED:
 		dump_printf("  peak:      %s, from the samples (no exit record: the exact peak is "
@@ -456,9 +460,11 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " samples",
 			    dump_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
 			    dump_fmt_bytes(b2, sizeof(b2), s->rss_peak_sampled_bytes),
-			    dump_fmt_bytes(b3, sizeof(b3), s->rss_sampled_last_bytes), s->rss_samples);
+			    dump_fmt_bytes(b3, sizeof(b3), s->rss_sampled_last_bytes),
+			    s->rss_samples);
 		if (h->rss_interval_ns)
-			dump_printf(" every %s (%s)", dump_fmt_ns(b4, sizeof(b4), h->rss_interval_ns),
+			dump_printf(" every %s (%s)",
+				    dump_fmt_ns(b4, sizeof(b4), h->rss_interval_ns),
 				    trcfile_rss_source_name(h->rss_source));
 		dump_char('\n');
 		dump_str("  over time: ");
