@@ -438,6 +438,16 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 		r->sampler = sampler_start(&sc, err);
 		if (!r->sampler)
 			goto fail_free;
+		/* Wait (briefly) for the first sample, so that even a program that ends at once
+		 * has one: the caller lets it run only after we return. */
+		for (int i = 0; i < 1000; i++) {
+			struct sampler_stats sst;
+			sampler_get_stats(r->sampler, &sst);
+			if (sst.samples || sst.process_gone)
+				break;
+			struct timespec nap = {0, 200000};
+			nanosleep(&nap, NULL);
+		}
 	}
 
 	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =

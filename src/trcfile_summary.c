@@ -526,11 +526,152 @@ static void trcfile__sum_generic(struct trcfile__sum *m, const struct trc_record
 	}
 }
 
-/* One stream, chunk by chunk. The loop decodes the hot types (span begin/end, counter,
- * instant) itself with everything in locals: the aggregation's stores are uint64_t, which
- * may alias any size_t or uint64_t field the compiler would otherwise reload per record.
- * Everything else, and any record within TRCFILE__FAST_MARGIN of the chunk's end, goes
- * through the checked decoder and trcfile__sum_generic. */
+/* Where the fast loop is in a chunk. */
+struct trcfile__run {
+	const uint8_t *p; /* next record */
+	const uint8_t *fast_end; /* records starting before this have TRCFILE__FAST_MARGIN bytes */
+	uint64_t ts; /* time of the previous record */
+	uint32_t left; /* records not decoded yet */
+};
+
+/* The hot loop: span begin/end, counter and instant records, decoded and aggregated with
+ * everything in locals (the aggregation's stores are uint64_t, which may alias any size_t or
+ * uint64_t field the compiler would otherwise reload per record; and a function of its own
+ * keeps the register allocator's job small). Stops at the first record it does not handle
+ * (another type, or too near the chunk's end): 0 with run->p on that record; -EBADMSG with
+ * run->p on a damaged record; -ENOMEM etc. with m->err set. */
+static int trcfile__fast_run(struct trcfile__sum *m, struct trcfile__run *run)
+{
+	const uint8_t *p = run->p;
+	const uint8_t *const fast_end = run->fast_end;
+	uint64_t ts = run->ts;
+	uint32_t left = run->left;
+	struct trcfile__frame *stk = m->stack;
+	size_t sn = m->stack_n, scap = m->stack_cap;
+	struct trcfile__idstat *ids = m->ids;
+	const uint32_t *const dense = m->dense;
+	int rc = 0;
+	while (left && p < fast_end) {
+		const uint8_t *q = p;
+		uint64_t d, a, v;
+		uint32_t ix;
+		struct trcfile__idstat *st;
+		const uint8_t t0 = *q;
+		if (t0 == TRC_REC_SPAN_BEGIN || t0 == TRC_REC_SPAN_END) {
+			q = trcfile__get_varint_fast(q + 1, &d);
+			if (trcfile__unlikely(!q))
+				goto bad;
+			q = trcfile__get_varint_fast(q, &a);
+			if (trcfile__unlikely(!q || a > UINT32_MAX))
+				goto bad;
+			if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+				st = &ids[ix - 1];
+			} else {
+				st = trcfile__idstat_slow(m, (uint32_t)a);
+				if (!st)
+					goto fail;
+				ids = m->ids;
+			}
+			ts += d;
+			if (t0 == TRC_REC_SPAN_BEGIN) {
+				st->begins++;
+				if (trcfile__likely(sn < scap)) {
+					stk[sn].name_id = (uint32_t)a;
+					stk[sn].ts = ts;
+					sn++;
+				} else {
+					m->stack_n = sn;
+					trcfile__span_begin(m, (uint32_t)a, ts);
+					stk = m->stack;
+					sn = m->stack_n;
+					scap = m->stack_cap;
+				}
+			} else {
+				st->ends++;
+				if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
+					/* ts only grew since the begin: deltas are >= 0 here */
+					uint64_t dur = ts - stk[--sn].ts;
+					st->spans++;
+					st->span_total_ns += dur;
+					if (dur > st->span_max_ns)
+						st->span_max_ns = dur;
+					unsigned g, sub;
+					trcfile__hist_bucket(dur, &g, &sub);
+					if (trcfile__likely(g == st->hot_g && st->hot_grp)) {
+						st->hot_grp[sub]++;
+					} else if (st->hist && st->hist->group[g]) {
+						st->hot_g = g;
+						st->hot_grp = st->hist->group[g];
+						st->hot_grp[sub]++;
+					} else if (trcfile__hist_add(m, st, dur)) {
+						m->err = trcfile__fail(m->r, -ENOMEM,
+								       "out of memory");
+						goto fail;
+					}
+				} else {
+					m->stack_n = sn;
+					trcfile__span_end(m, st, (uint32_t)a, ts);
+					sn = m->stack_n;
+					if (m->err)
+						goto fail;
+				}
+			}
+		} else if (t0 == TRC_REC_COUNTER || t0 == TRC_REC_INSTANT) {
+			q = trcfile__get_varint_fast(q + 1, &d);
+			if (trcfile__unlikely(!q))
+				goto bad;
+			q = trcfile__get_varint_fast(q, &a);
+			if (trcfile__unlikely(!q || a > UINT32_MAX))
+				goto bad;
+			q = trcfile__get_varint_fast(q, &v);
+			if (trcfile__unlikely(!q))
+				goto bad;
+			if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+				st = &ids[ix - 1];
+			} else {
+				st = trcfile__idstat_slow(m, (uint32_t)a);
+				if (!st)
+					goto fail;
+				ids = m->ids;
+			}
+			ts += d;
+			if (t0 == TRC_REC_INSTANT) {
+				st->instants++;
+			} else {
+				int64_t val = trcfile__unzigzag(v);
+				st->counters++;
+				if (val < st->counter_min)
+					st->counter_min = val;
+				if (val > st->counter_max)
+					st->counter_max = val;
+				if (ts >= st->counter_last_ts) {
+					st->counter_last_ts = ts;
+					st->counter_last = val;
+				}
+			}
+		} else {
+			break; /* not ours: the generic path takes it */
+		}
+		p = q;
+		left--;
+	}
+	goto out;
+bad:
+	rc = -EBADMSG;
+	goto out;
+fail:
+	rc = m->err ? m->err : -ENOMEM;
+out:
+	run->p = p;
+	run->ts = ts;
+	run->left = left;
+	m->stack_n = sn;
+	return rc;
+}
+
+/* One stream, chunk by chunk: the fast loop for runs of hot records, the checked decoder and
+ * trcfile__sum_generic for everything else (other types, the last TRCFILE__FAST_MARGIN bytes
+ * of a chunk). */
 static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *last_rss_ts)
 {
 	struct trcfile_summary *s = m->s;
@@ -550,191 +691,65 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 	uint64_t per_type[32] = {0};
 	uint64_t decoded = 0; /* records of the stream, from the chunk counts */
 	uint64_t first = UINT64_MAX, last = 0;
-	const uint32_t *dense = m->dense;
 	int rc;
 	while (!m->err && (rc = trcfile__cursor_load_next(c)) == 1) {
-		const uint8_t *p = c->p, *end = c->pend;
-		const uint8_t *fast_end =
-			end - p > (ptrdiff_t)TRCFILE__FAST_MARGIN ? end - TRCFILE__FAST_MARGIN : p;
-		uint64_t ts = c->coder.ts;
-		uint32_t left = c->left;
-		decoded += left;
-		/* The fast path only adds to ts, so the chunk's smallest time in it is where it
+		const uint8_t *end = c->pend;
+		struct trcfile__run run = {
+			.p = c->p,
+			.fast_end = end - c->p > (ptrdiff_t)TRCFILE__FAST_MARGIN
+					    ? end - TRCFILE__FAST_MARGIN
+					    : c->p,
+			.ts = c->coder.ts,
+			.left = c->left,
+		};
+		decoded += run.left;
+		/* The fast loop only adds to ts, so the chunk's smallest time in it is where it
 		 * starts: first_ts (the first record's time, delta 0) or right after a generic
 		 * record, which updates first itself. */
-		if (ts < first)
-			first = ts;
-		struct trcfile__frame *stk = m->stack;
-		size_t sn = m->stack_n, scap = m->stack_cap;
-		struct trcfile__idstat *ids = m->ids;
-		const uint8_t *rec_start = p; /* where the record being decoded starts */
-		while (left) {
-			uint64_t d, a, v;
-			uint32_t ix;
-			struct trcfile__idstat *st;
-			if (trcfile__unlikely(p >= fast_end))
-				goto generic;
-			rec_start = p;
-			uint8_t t0 = *p;
-			switch (t0) {
-			case TRC_REC_SPAN_BEGIN:
-				p = trcfile__get_varint_fast(p + 1, &d);
-				if (trcfile__unlikely(!p))
-					goto bad;
-				p = trcfile__get_varint_fast(p, &a);
-				if (trcfile__unlikely(!p || a > UINT32_MAX))
-					goto bad;
-				ts += d;
-				if (trcfile__likely(a < TRCFILE__DENSE_IDS &&
-						    (ix = dense[a]) != 0)) {
-					st = &ids[ix - 1];
-				} else {
-					st = trcfile__idstat_slow(m, (uint32_t)a);
-					if (!st)
-						goto out;
-					ids = m->ids;
-				}
-				st->begins++;
-				if (trcfile__likely(sn < scap)) {
-					stk[sn].name_id = (uint32_t)a;
-					stk[sn].ts = ts;
-					sn++;
-				} else {
-					m->stack_n = sn;
-					trcfile__span_begin(m, (uint32_t)a, ts);
-					stk = m->stack;
-					sn = m->stack_n;
-					scap = m->stack_cap;
-				}
+		if (run.ts < first)
+			first = run.ts;
+		while (run.left) {
+			rc = trcfile__fast_run(m, &run);
+			if (rc == -EBADMSG)
+				goto bad;
+			if (rc)
+				goto out;
+			if (!run.left)
 				break;
-			case TRC_REC_SPAN_END:
-				p = trcfile__get_varint_fast(p + 1, &d);
-				if (trcfile__unlikely(!p))
-					goto bad;
-				p = trcfile__get_varint_fast(p, &a);
-				if (trcfile__unlikely(!p || a > UINT32_MAX))
-					goto bad;
-				ts += d;
-				if (trcfile__likely(a < TRCFILE__DENSE_IDS &&
-						    (ix = dense[a]) != 0)) {
-					st = &ids[ix - 1];
-				} else {
-					st = trcfile__idstat_slow(m, (uint32_t)a);
-					if (!st)
-						goto out;
-					ids = m->ids;
-				}
-				st->ends++;
-				if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
-					uint64_t b = stk[--sn].ts;
-					uint64_t dur =
-						ts - b; /* ts only grew since: deltas >= 0 here */
-					st->spans++;
-					st->span_total_ns += dur;
-					if (dur > st->span_max_ns)
-						st->span_max_ns = dur;
-					unsigned g, sub;
-					trcfile__hist_bucket(dur, &g, &sub);
-					if (trcfile__likely(g == st->hot_g && st->hot_grp)) {
-						st->hot_grp[sub]++;
-					} else if (st->hist && st->hist->group[g]) {
-						st->hot_g = g;
-						st->hot_grp = st->hist->group[g];
-						st->hot_grp[sub]++;
-					} else if (trcfile__hist_add(m, st, dur)) {
-						m->err = trcfile__fail(m->r, -ENOMEM,
-								       "out of memory");
-					}
-				} else {
-					m->stack_n = sn;
-					trcfile__span_end(m, st, (uint32_t)a, ts);
-					sn = m->stack_n;
-				}
-				break;
-			case TRC_REC_COUNTER:
-			case TRC_REC_INSTANT:
-				p = trcfile__get_varint_fast(p + 1, &d);
-				if (trcfile__unlikely(!p))
-					goto bad;
-				p = trcfile__get_varint_fast(p, &a);
-				if (trcfile__unlikely(!p || a > UINT32_MAX))
-					goto bad;
-				p = trcfile__get_varint_fast(p, &v);
-				if (trcfile__unlikely(!p))
-					goto bad;
-				ts += d;
-				if (trcfile__likely(a < TRCFILE__DENSE_IDS &&
-						    (ix = dense[a]) != 0)) {
-					st = &ids[ix - 1];
-				} else {
-					st = trcfile__idstat_slow(m, (uint32_t)a);
-					if (!st)
-						goto out;
-					ids = m->ids;
-				}
-				if (t0 == TRC_REC_INSTANT) {
-					st->instants++;
-				} else {
-					int64_t val = trcfile__unzigzag(v);
-					st->counters++;
-					if (val < st->counter_min)
-						st->counter_min = val;
-					if (val > st->counter_max)
-						st->counter_max = val;
-					if (ts >= st->counter_last_ts) {
-						st->counter_last_ts = ts;
-						st->counter_last = val;
-					}
-				}
-				break;
-			default:
-				goto generic;
-			}
-			left--;
-			continue;
-		generic:
-			/* Out of the fast path: the locals go back to their homes first. */
-			{
-				struct trc_record rec;
-				if (ts > last)
-					last = ts;
-				c->coder.ts = ts;
-				m->stack_n = sn;
-				rec_start = p;
-				if (trcfile__decode(&p, end, &c->coder, &rec) != 0)
-					goto bad;
-				ts = rec.ts_ns;
-				per_type[rec.type]++;
-				left--;
-				trcfile__sum_generic(m, &rec, th, last_rss_ts);
-				if (m->err)
-					goto out;
-				if (ts < first)
-					first = ts;
-				if (ts > last)
-					last = ts;
-				stk = m->stack;
-				sn = m->stack_n;
-				scap = m->stack_cap;
-				ids = m->ids;
-			}
+			/* One record the slow way. */
+			struct trc_record rec;
+			if (run.ts > last)
+				last = run.ts;
+			c->coder.ts = run.ts;
+			const uint8_t *q = run.p;
+			if (trcfile__decode(&q, end, &c->coder, &rec) != 0)
+				goto bad;
+			run.p = q;
+			run.ts = rec.ts_ns;
+			run.left--;
+			per_type[rec.type]++;
+			trcfile__sum_generic(m, &rec, th, last_rss_ts);
+			if (m->err)
+				goto out;
+			if (run.ts < first)
+				first = run.ts;
+			if (run.ts > last)
+				last = run.ts;
 		}
-		if (ts > last)
-			last = ts;
-		c->p = p;
-		c->coder.ts = ts;
+		if (run.ts > last)
+			last = run.ts;
+		c->p = run.p;
+		c->coder.ts = run.ts;
 		c->left = 0;
-		m->stack_n = sn;
 		rc = trcfile__cursor_chunk_done(c);
 		if (rc)
 			break;
 		continue;
 	bad:
 		/* Let the cursor's own decoder say where (same message as every reader). */
-		c->p = rec_start;
-		c->coder.ts = ts;
-		c->left = left;
-		m->stack_n = sn;
+		c->p = run.p;
+		c->coder.ts = run.ts;
+		c->left = run.left;
 		{
 			struct trc_record dummy;
 			rc = trcfile_cursor_next(c, &dummy);
