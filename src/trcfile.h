@@ -213,9 +213,10 @@ unsigned trcfile_reader_stream_count(const struct trcfile_reader *r);
 const struct trcfile_stream_info *trcfile_reader_stream(const struct trcfile_reader *r,
 							unsigned idx);
 
-/* Metadata lookups (from the META streams). Strings are owned by the reader, NUL-terminated
- * (len excludes the NUL); NULL when unknown. When an id or thread was defined twice the last
- * definition in time wins. */
+/* Metadata lookups (from the META streams only: records elsewhere, e.g. THREAD records at
+ * the start of a thread's stream, are seen by iteration, and the summary takes them from any
+ * stream). Strings are owned by the reader, NUL-terminated (len excludes the NUL); NULL when
+ * unknown. When an id or thread was defined twice the last definition in time wins. */
 const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uint32_t *len);
 const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t pid, uint32_t tid,
 				       uint32_t *len);

@@ -3,9 +3,13 @@
  * Purpose: counts per type, name and thread, lost records, span durations, allocation totals
  * and the RSS figures, computed without the merge: every figure here except live allocation
  * bytes is a sum or extreme that does not depend on the order across streams, so each
- * stream is walked alone, chunk by chunk, with the inline decoder (the fast path that makes
- * the summary run at memory speed). Live bytes need the global time order when allocations
- * and frees come from several streams; that second, merged pass runs only for such traces.
+ * stream is walked alone, chunk by chunk, by a decode-and-count loop of its own for the hot
+ * types (trcfile__fast_run). Live bytes need the global time order (a thread may free what
+ * another allocated): a second, merged pass runs when the trace has allocations.
+ *
+ * Memory is bounded whatever the file says: distinct name ids, threads, live allocations,
+ * histogram bytes and kept strings all have caps (past them figures are merged or marked
+ * approximate, never dropped silently).
  *
  * Span durations: a begin is matched with the next end of the same name on the same stream
  * (a stack per stream, innermost first). Percentiles come from a log-linear histogram per

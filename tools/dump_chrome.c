@@ -303,11 +303,10 @@ static void dump__prologue(struct dump__chrome *c)
 			continue;
 		uint32_t len = 0;
 		const char *name = trcfile_reader_thread_name(c->r, si->pid, si->tid, &len);
-		char b[32];
-		if (!name) {
-			len = (uint32_t)snprintf(b, sizeof(b), "thread %u", si->tid);
-			name = b;
-		}
+		/* Unknown here: the THREAD record in the thread's own stream names it when the
+		 * merge reaches it (viewers show "Thread TID" until then). */
+		if (!name)
+			continue;
 		dump__meta(c, "thread_name", si->pid, si->tid, name, len, false);
 	}
 }
