@@ -104,7 +104,7 @@ LIBS := $(LIBTRC_SO) $(LIBTRC_A) $(CORE_A) $(if $(PRELOAD_SRCS),$(PRELOAD_SO))
 INTERNAL_LIBS := $(CORE_A) $(LIBTRC_A)
 RPATH = -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-run-suites \
+.PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-run-suites fuzz-brief \
 	test-run-stress asan tsan fuzz stress bench bench-quick bench-peers demo format clean install
 
 all: deps
@@ -260,7 +260,17 @@ test-run-stress: $(STRESS)
 
 test-plain: test-run-suites test-run-stress bench-smoke
 
-test-asan: test-run-suites
+test-asan: test-run-suites fuzz-brief
+
+# The reader's fuzz target for a few seconds per test run, so it cannot rot (make fuzz runs it
+# for longer).
+fuzz-brief: $(FUZZERS)
+	@for f in $(FUZZERS); do \
+		n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+		echo "== $$f (brief)"; \
+		$$f -max_total_time=$${FUZZ_BRIEF_SECONDS:-15} -rss_limit_mb=2048 -print_final_stats=0 \
+			build/fuzz/corpus-$$n tests/corpus/$${n#fuzz_} 2>&1 | tail -3 || exit 1; \
+	done
 
 test-tsan: test-run-stress
 

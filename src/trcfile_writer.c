@@ -38,6 +38,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <urcu/wfcqueue.h>
@@ -241,14 +243,52 @@ static int trcfile__compress(struct trcfile_writer *w, ZSTD_CCtx *cctx, struct t
 	return 0;
 }
 
+/* Lowers the calling thread's priority when the writer runs in the background (Linux: nice
+ * is per thread). Failure is harmless: the thread keeps its priority. */
+static void trcfile__maybe_background(const struct trcfile_writer *w)
+{
+	if (w->flags & TRCFILE_WRITER_BACKGROUND) {
+		pid_t tid = (pid_t)syscall(SYS_gettid);
+		errno = 0;
+		int cur = getpriority(PRIO_PROCESS, (id_t)tid);
+		if (errno == 0)
+			setpriority(PRIO_PROCESS, (id_t)tid, cur + 10 > 19 ? 19 : cur + 10);
+	}
+}
+
+/* Compresses one chunk-sized buffer of varied bytes once, so the context's work space is
+ * allocated and faulted in before real chunks arrive (TRCFILE_WRITER_PREFAULT). */
+static void trcfile__prewarm_cctx(const struct trcfile_writer *w, ZSTD_CCtx *cctx)
+{
+	size_t n = w->chunk_bytes;
+	uint8_t *in = malloc(n);
+	size_t cap = ZSTD_compressBound(n);
+	uint8_t *out = malloc(cap);
+	if (in && out) {
+		uint32_t x = 2463534242u;
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			in[i] = (uint8_t)(x & 0x0f); /* low entropy, like encoded records */
+		}
+		(void)ZSTD_compress2(cctx, out, cap, in, n);
+	}
+	free(in);
+	free(out);
+}
+
 static void *trcfile__compress_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
+	trcfile__maybe_background(w);
 	ZSTD_CCtx *cctx = ZSTD_createCCtx();
 	if (cctx) {
 		ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, w->zstd_level);
 		ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
 		ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+		if (w->flags & TRCFILE_WRITER_PREFAULT)
+			trcfile__prewarm_cctx(w, cctx);
 	} else {
 		trcfile__set_error(w, -ENOMEM);
 	}
@@ -321,6 +361,7 @@ static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchun
 static void *trcfile__writer_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
+	trcfile__maybe_background(w);
 	for (;;) {
 		trcfile__sem_wait(&w->wq_sem);
 		/* One consumer: the unlocked dequeue is enough (wfcqueue table, [3] alone). */
@@ -542,6 +583,27 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 		goto fail_w;
 	w->offset = hbytes;
 	atomic_store_explicit(&w->bytes_written, hbytes, memory_order_relaxed);
+
+	if (w->flags & TRCFILE_WRITER_PREFAULT) {
+		/* Every chunk the pipeline can hold at once, plus a few open ones, fully touched. */
+		struct trcfile__wchunk *warm[40];
+		unsigned n_warm = in_flight + 3 < 40 ? in_flight + 3 : 40, got = 0;
+		for (; got < n_warm; got++) {
+			warm[got] = trcfile__chunk_get(w, 0);
+			if (!warm[got])
+				break;
+			memset(warm[got]->raw, 0, warm[got]->raw_cap);
+			size_t bound = ZSTD_compressBound(warm[got]->raw_cap) + TRCFILE__CHUNK_HDR_BYTES;
+			uint8_t *out = malloc(bound);
+			if (out) {
+				memset(out, 0, bound);
+				warm[got]->out = out;
+				warm[got]->out_cap = bound;
+			}
+		}
+		while (got)
+			trcfile__chunk_put(w, warm[--got]);
+	}
 
 	if (pthread_create(&w->writer_tid, NULL, trcfile__writer_main, w) != 0) {
 		e = -EAGAIN;

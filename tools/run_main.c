@@ -284,6 +284,7 @@ int main(int argc, char **argv)
 	struct trcfile_writer_opts wopts = {
 		.zstd_level = opt.zstd_level,
 		.compress_threads = opt.compress_threads,
+		.flags = TRCFILE_WRITER_BACKGROUND | TRCFILE_WRITER_PREFAULT,
 	};
 	int exit_code = RUN_EXIT_RECORDER_FAILED;
 	struct trcfile_writer *writer = NULL;
