@@ -268,8 +268,10 @@ fuzz-brief: $(FUZZERS)
 	@for f in $(FUZZERS); do \
 		n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
 		echo "== $$f (brief)"; \
-		$$f -max_total_time=$${FUZZ_BRIEF_SECONDS:-15} -rss_limit_mb=2048 -print_final_stats=0 \
-			build/fuzz/corpus-$$n tests/corpus/$${n#fuzz_} 2>&1 | tail -3 || exit 1; \
+		$$f -max_total_time=$${FUZZ_BRIEF_SECONDS:-15} -rss_limit_mb=2048 \
+			build/fuzz/corpus-$$n tests/corpus/$${n#fuzz_} >build/fuzz/$$n.log 2>&1 \
+			|| { cat build/fuzz/$$n.log; echo "FAIL: $$f"; exit 1; }; \
+		tail -1 build/fuzz/$$n.log; \
 	done
 
 test-tsan: test-run-stress
