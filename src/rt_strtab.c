@@ -10,7 +10,9 @@
  * When the table is full the name gets id 1, the recorder's "table full" entry.
  *
  * Cache: open addressing over (hash << 32 | id) words in .bss (no malloc: the preload library
- * may be hooking it). A lost race inserts a duplicate string, which the trace allows. A fork
+ * may be hooking it). Two threads interning the same new name at once race for the same cache
+ * word; the loser adopts the winner's id (its own entry stays in the table, unused), so a
+ * process has one id per name unless the cache is full; the trace allows duplicates. A fork
  * child inherits the cache, and the ids stay valid because the region is shared; exec starts
  * a new one. Full cache: names are still interned, just not shared.
  */
@@ -88,11 +90,17 @@ uint32_t trc__intern(const char *s)
 	for (uint32_t k = 0, j = free_at; k < TRC__CACHE_PROBES;
 	     k++, j = (j + 1) & (TRC__CACHE_SLOTS - 1)) {
 		uint64_t expect = 0;
-		/* Release: a thread that finds this word sees the entry published. */
+		/* Release: a thread that finds this word sees the entry published. Acquire on
+		 * failure: the winner's entry is published before its word. */
 		if (atomic_compare_exchange_strong_explicit(&trc__cache[j], &expect, want,
 							    memory_order_release,
-							    memory_order_relaxed))
+							    memory_order_acquire))
 			break;
+		/* Lost the slot to a thread that interned the same name at the same time (same
+		 * hash, same probe sequence): use its id, so one process has one id per name and
+		 * a span's BEGIN and END sites agree. Our entry stays in the table, unused. */
+		if ((uint32_t)(expect >> 32) == h && trc__entry_equals((uint32_t)expect, s, len))
+			return (uint32_t)expect;
 	}
 	return id;
 }

@@ -33,6 +33,7 @@
 #define TRCFILE__HIST_SUB 32
 #define TRCFILE__DENSE_IDS 65536u
 #define TRCFILE__STACK_MAX (1u << 20)
+#define TRCFILE__MATCH_DEPTH 4096u
 #define TRCFILE__NOTES_MAX 1000u
 /* Bounds on what hostile input can make the summary hold (a real program stays far below):
  * distinct name ids (beyond: counted together as "(other names)"), threads, live
@@ -304,11 +305,14 @@ nomem:
 static void trcfile__span_end(struct trcfile__sum *m, struct trcfile__idstat *st, uint32_t id,
 			      uint64_t ts)
 {
-	/* Innermost open span of that name; usually the top. */
+	/* Innermost open span of that name; usually the top. The search stops TRCFILE__MATCH_DEPTH
+	 * frames down, so a stream of ends that match nothing (their begins were lost) cannot
+	 * cost a scan of a deep stack each. */
 	size_t i = m->stack_n;
-	while (i > 0 && m->stack[i - 1].name_id != id)
+	size_t lowest = m->stack_n > TRCFILE__MATCH_DEPTH ? m->stack_n - TRCFILE__MATCH_DEPTH : 0;
+	while (i > lowest && m->stack[i - 1].name_id != id)
 		i--;
-	if (!i) {
+	if (i == lowest) {
 		m->s->spans_unmatched_end++;
 		return;
 	}
@@ -329,10 +333,13 @@ static void trcfile__span_begin(struct trcfile__sum *m, uint32_t id, uint64_t ts
 {
 	if (m->stack_n == m->stack_cap) {
 		if (m->stack_cap >= TRCFILE__STACK_MAX) {
-			/* Nesting this deep is not a program's: forget the outermost. */
-			memmove(m->stack, m->stack + 1, (m->stack_n - 1) * sizeof(*m->stack));
-			m->stack_n--;
-			m->s->spans_open_at_end++;
+			/* Nesting this deep is not a program's (begins whose ends were lost, or a
+			 * name with two ids): forget the outer half at once, so a stream of
+			 * unmatched begins costs O(1) each, not a memmove of the whole stack. */
+			size_t drop = m->stack_n / 2;
+			memmove(m->stack, m->stack + drop, (m->stack_n - drop) * sizeof(*m->stack));
+			m->stack_n -= drop;
+			m->s->spans_open_at_end += drop;
 		} else {
 			size_t cap = m->stack_cap ? 2 * m->stack_cap : 64;
 			void *p = realloc(m->stack, cap * sizeof(*m->stack));
