@@ -271,7 +271,7 @@ int main(int argc, char **argv)
 	}
 	double seconds = quick ? 0.5 : 10.0;
 	printf("bench=e2e: trace-run -- work_paced THREADS RATE SECONDS, default settings "
-	       "(4 MiB rings, zstd level 1), %d runs of %.0f s\n",
+	       "(16 MiB rings, zstd level 1), %d runs of %.0f s\n",
 	       runs, seconds);
 	paced_case("1thread", 1, runs, seconds, quick);
 	paced_case("2threads", 2, runs, seconds, quick);

@@ -12,7 +12,7 @@
  * Idle policy: the drain thread waits on the eventfd with a timeout that grows from 1 ms to
  * DRAIN_IDLE_MAX_NS while rings are empty and drops back to zero while they yield records, so
  * an idle program costs a few hundred wake-ups per second and a busy one is drained without
- * sleeping. With the default 4 MiB rings and 16-byte records, DRAIN_IDLE_MAX_NS leaves room for
+ * sleeping. With the default 16 MiB rings and 16-byte records, DRAIN_IDLE_MAX_NS leaves room for
  * bursts of over 100 million events per second.
  */
 #include "recorder.h"
@@ -34,6 +34,7 @@
 
 #define DRAIN_IDLE_MIN_NS 500000ull  /* 0.5 ms */
 #define DRAIN_IDLE_MAX_NS 2000000ull /* 2 ms */
+#define DRAIN_BUSY_NAP_NS 20000ull     /* 20 us */
 #define SAMPLER_RING_BYTES (256u * 1024u)
 #define STREAM_MAP_MIN 64u
 /* Open chunks are ended at least this often, so a recorder killed with SIGKILL loses at most
@@ -365,15 +366,24 @@ static void *recorder__drain_main(void *arg)
 			recorder__set_error(r, (int)n);
 			break;
 		}
-		if (n > 0) {
+		uint64_t nap_ns;
+		if (n > 4096) {
+			/* Busy: a very short sleep instead of none. Each wake-up lets the scheduler
+			 * put this thread on an idle CPU; a thread that never sleeps stays queued
+			 * behind the traced program on a shared core (for tens of ms here) and its
+			 * rings overflow meanwhile. */
 			idle_ns = DRAIN_IDLE_MIN_NS;
-			if (n > 4096)
-				continue;
-		} else if (idle_ns < DRAIN_IDLE_MAX_NS) {
-			idle_ns *= 2;
+			nap_ns = DRAIN_BUSY_NAP_NS;
+		} else if (n > 0) {
+			idle_ns = DRAIN_IDLE_MIN_NS;
+			nap_ns = idle_ns;
+		} else {
+			if (idle_ns < DRAIN_IDLE_MAX_NS)
+				idle_ns *= 2;
+			nap_ns = idle_ns;
 		}
 		struct pollfd pfd = {.fd = r->wake_fd, .events = POLLIN};
-		struct timespec to = {.tv_sec = 0, .tv_nsec = (long)idle_ns};
+		struct timespec to = {.tv_sec = 0, .tv_nsec = (long)nap_ns};
 		ppoll(&pfd, 1, &to, NULL);
 	}
 	return NULL;

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -243,17 +244,23 @@ static int trcfile__compress(struct trcfile_writer *w, ZSTD_CCtx *cctx, struct t
 	return 0;
 }
 
-/* Lowers the calling thread's priority when the writer runs in the background (Linux: nice
- * is per thread). Failure is harmless: the thread keeps its priority. */
+/* Puts the calling thread in the background when the writer runs so (Linux, per thread):
+ * SCHED_IDLE first, because the scheduler then counts a CPU that runs only this thread as idle
+ * when it places a waking thread, so the recorder's drain thread lands there instead of
+ * sharing a core with the traced program; nice +10 where SCHED_IDLE is refused. Failure is
+ * harmless: the thread keeps its priority. */
 static void trcfile__maybe_background(const struct trcfile_writer *w)
 {
-	if (w->flags & TRCFILE_WRITER_BACKGROUND) {
-		pid_t tid = (pid_t)syscall(SYS_gettid);
-		errno = 0;
-		int cur = getpriority(PRIO_PROCESS, (id_t)tid);
-		if (errno == 0)
-			setpriority(PRIO_PROCESS, (id_t)tid, cur + 10 > 19 ? 19 : cur + 10);
-	}
+	if (!(w->flags & TRCFILE_WRITER_BACKGROUND))
+		return;
+	struct sched_param sp = {.sched_priority = 0};
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0)
+		return;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	errno = 0;
+	int cur = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (errno == 0)
+		setpriority(PRIO_PROCESS, (id_t)tid, cur + 10 > 19 ? 19 : cur + 10);
 }
 
 /* Compresses one chunk-sized buffer of varied bytes once, so the context's work space is
