@@ -1,8 +1,8 @@
 /* work_paced.c - a workload for bench=e2e, runnable by hand:
  *   work_paced THREADS RATE_PER_THREAD SECONDS
  * Each thread emits span begin/end events at RATE_PER_THREAD events per second (RATE 0: as
- * fast as it can) for SECONDS, pacing itself against CLOCK_MONOTONIC every 256 events and
- * sleeping (not spinning) when it is more than 200 us ahead.
+ * fast as it can) for SECONDS, in batches of about 0.5 ms worth of events, sleeping off its
+ * lead after each batch (spinning only for the last few microseconds).
  * Prints "emitted N cpu_s X" (its own CPU time, so a harness can tell the recorder's CPU from
  * the program's). */
 #include <pthread.h>
@@ -29,23 +29,27 @@ static void *worker(void *arg)
 	long *count = arg;
 	double t0 = now_s();
 	double end = t0 + seconds;
+	/* Emit in batches of about half a millisecond's worth, then sleep off the lead: a real
+	 * program at this rate does other work between events, it does not spin, and a spinning
+	 * producer would steal the recorder's core on a small machine. */
+	long batch = rate > 0 ? (long)(rate / 2000.0) : 4096;
+	if (batch < 256)
+		batch = 256;
+	batch &= ~1L;
 	long n = 0;
 	for (;;) {
-		for (int i = 0; i < 128; i++) {
+		for (long i = 0; i < batch; i += 2) {
 			TRC_BEGIN("paced");
 			TRC_END("paced");
 		}
-		n += 256;
+		n += batch;
 		double t = now_s();
 		if (t >= end)
 			break;
 		if (rate > 0) {
-			/* Ahead of schedule: sleep off most of the lead (a real program at this rate
-			 * does other work, it does not spin; spinning would steal the recorder's
-			 * core on a 2-core machine), then spin the last few microseconds. */
 			double due = t0 + (double)n / rate;
-			if (due - t > 200e-6) {
-				double nap = due - t - 50e-6;
+			if (due - t > 100e-6) {
+				double nap = due - t - 50e-6; /* timer slack is about 50 us */
 				struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
 				nanosleep(&ts, NULL);
 				t = now_s();

@@ -82,11 +82,11 @@ struct trcfile_header_info {
 
 /* Bits of trcfile_writer_opts.flags. */
 #define TRCFILE_WRITER_NO_FSYNC (1u << 0) /* skip the fsync at close (tests, benchmarks) */
-/* Run the compressor and writer threads in the background (SCHED_IDLE, or nice +10 where that
- * is refused): on a machine with few cores the appending thread (the recorder's drain) is the
- * one whose latency decides whether rings overflow, while compression only has to keep up on
+/* Run the compressor and writer threads in the background (nice +10): on a machine with few
+ * cores the appending thread (the recorder's drain) is the one whose latency decides whether
+ * rings overflow, while compression only has to keep up on
  * average (the in-flight bound gives back-pressure). On a saturated machine the background
- * threads get little CPU, the pipeline fills, and the drain waits: rings then drop (counted). */
+ * threads get less CPU, the pipeline fills, and the drain waits: rings then drop (counted). */
 #define TRCFILE_WRITER_BACKGROUND (1u << 1)
 /* Fault in the chunk buffers and the compressors' work space at open, so the first seconds of
  * appending do not pay a page fault per 4 KiB (about 6 us each on this VM: with 1 MiB chunks

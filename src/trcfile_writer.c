@@ -34,7 +34,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -244,17 +243,14 @@ static int trcfile__compress(struct trcfile_writer *w, ZSTD_CCtx *cctx, struct t
 	return 0;
 }
 
-/* Puts the calling thread in the background when the writer runs so (Linux, per thread):
- * SCHED_IDLE first, because the scheduler then counts a CPU that runs only this thread as idle
- * when it places a waking thread, so the recorder's drain thread lands there instead of
- * sharing a core with the traced program; nice +10 where SCHED_IDLE is refused. Failure is
+/* Lowers the calling thread's priority when the writer runs in the background (nice +10;
+ * Linux: nice is per thread). Not SCHED_IDLE: on a machine the traced program saturates, an
+ * idle-class compressor gets next to no CPU, the pipeline fills and the drain stalls, so
+ * the rings overflow; at nice +10 it still gets about a tenth of a contended core. Failure is
  * harmless: the thread keeps its priority. */
 static void trcfile__maybe_background(const struct trcfile_writer *w)
 {
 	if (!(w->flags & TRCFILE_WRITER_BACKGROUND))
-		return;
-	struct sched_param sp = {.sched_priority = 0};
-	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0)
 		return;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	errno = 0;
