@@ -65,11 +65,16 @@ Test(e2e_trace, rss_samples_at_the_requested_rate, .timeout = 60)
 	e2e_free(&r);
 	char *json = e2e_summary_json(dir, out);
 	int64_t samples = e2e_json_int(json, "rss_samples");
+	int64_t skipped = e2e_json_int(json, "rss_ticks_skipped");
 	int64_t duration_ns = e2e_json_int(json, "duration_ns");
 	double expected = (double)duration_ns / 50e6;
-	cr_expect(samples >= expected - 1.0 && samples <= expected + 1.5,
-		  "%" PRId64 " samples over %.3f s at 20 Hz (expected %.1f)", samples,
-		  (double)duration_ns / 1e9, expected);
+	/* duration_ns runs from the header's start to the exit record, which the recorder writes
+	 * after its last drain: up to one interval at each end has no sample. Ticks skipped on a
+	 * loaded machine are counted in the trace, so they are added back. */
+	cr_expect(samples + skipped >= expected - 2.0 && samples <= expected + 1.5,
+		  "%" PRId64 " samples (+%" PRId64 " skipped) over %.3f s at 20 Hz (expected %.1f)",
+		  samples, skipped, (double)duration_ns / 1e9, expected);
+	cr_expect_geq(samples, (int64_t)(expected * 0.8), "far too few samples: %" PRId64, samples);
 	free(json);
 	e2e_rm_rf(dir);
 }
