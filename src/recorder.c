@@ -215,6 +215,14 @@ static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 
 /* ---- sampler ring ------------------------------------------------------------------------- */
 
+/* CLOCK_MONOTONIC in ns: the trace's clock domain. Any thread. */
+static uint64_t recorder__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void recorder__note_buffers(struct recorder *r, uint64_t bytes)
 {
 	uint64_t cur = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
@@ -289,10 +297,7 @@ static long recorder__drain_sampler(struct recorder *r)
 	int derr;
 	uint64_t dropped = ring_consumer_dropped(&r->sring, &derr);
 	if (dropped > r->sampler_dropped_seen && r->rss_stream) {
-		struct trc_record lost = {.type = TRC_REC_LOST};
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		lost.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		struct trc_record lost = {.type = TRC_REC_LOST, .ts_ns = recorder__now_ns()};
 		lost.lost.count = dropped - r->sampler_dropped_seen;
 		lost.lost.reason = TRC_LOST_RING_FULL;
 		r->sampler_dropped_seen = dropped;
@@ -323,13 +328,6 @@ static long recorder__drain_once(struct recorder *r)
 		return m;
 	recorder__note_buffers(r, session_buffers_resident_bytes(r->cfg.session, r->cfg.pid));
 	return n + m;
-}
-
-static uint64_t recorder__now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Ends every open chunk, so what was drained reaches the file. Drain thread only. */
@@ -519,9 +517,7 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		}
 	}
 
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now_ns = recorder__now_ns();
 
 	if (session_processes_attached(r->cfg.session) == 0)
 		recorder__note(r, now_ns,
