@@ -1,11 +1,12 @@
 # One non-recursive Makefile for the whole tree.
 #
-# Folders and what they build (file-name prefixes decide, so adding a file needs no edit here):
-#   ringbuf/*.c, src/rt_*.c      -> build/lib/libtrc.so, libtrc.a   (runs inside traced programs)
-#   src/preload_*.c              -> build/lib/libtrc-preload.so     (LD_PRELOAD hooks, uses libtrc.so)
-#   sampler/*.c, other src/*.c   -> build/lib/libtrc-core.a         (recorder, file format, reader)
-#   tools/run_*.c                -> build/bin/trace-run
-#   tools/dump_*.c               -> build/bin/trace-dump
+# Parts (folders) and what they build; adding a file to a folder needs no edit here:
+#   ringbuf/, src/runtime/          -> build/lib/libtrc.so, libtrc.a   (runs inside traced programs)
+#   src/preload/                    -> build/lib/libtrc-preload.so     (LD_PRELOAD hooks, uses libtrc.so)
+#   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/
+#                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis)
+#   tools/run_*.c, tools/cli_*.c    -> build/bin/trace-run
+#   tools/dump_*.c, tools/cli_*.c   -> build/bin/trace-dump
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
 #   tests/prog_*.c               -> build/tests/prog_*   programs the end-to-end tests trace
@@ -14,9 +15,13 @@
 #   bench/bench_*.c              -> build/bench/bench_*  benchmark programs
 #   bench/work_*.c               -> build/bench/work_*   workloads (plain, and *_finst / *_pg builds)
 #
+# The dependency rule (README "Architecture") is enforced here: each part is compiled with the
+# include paths of the parts it may use and no others, so a wrong #include does not compile.
+#
 # Variants: `make asan` / `make tsan` build the same tree under build/asan or build/tsan with
 # clang; `make test` runs the plain suites, then the ASan+UBSan suites, then the TSan stress
-# programs. V=1 prints full commands; CI=1 (set by CI) turns warnings into errors.
+# programs. V=1 prints full commands; CI=1 (set by CI) turns warnings into errors. CFLAGS,
+# CPPFLAGS and LDFLAGS given on the command line are added to the build's own flags.
 
 SAN ?=
 ifeq ($(SAN),)
@@ -53,23 +58,69 @@ SAN_FLAGS_asan := -fsanitize=address,undefined -fno-sanitize-recover=undefined -
 SAN_FLAGS_tsan := -fsanitize=thread -fno-omit-frame-pointer
 SAN_FLAGS := $(SAN_FLAGS_$(SAN))
 
-CPPFLAGS := -Iringbuf -Isampler -Isrc -Isrc/include -D_GNU_SOURCE
-CFLAGS := -std=gnu17 $(OPT) -g -fPIC $(WARN) $(SAN_FLAGS) $(DEP_CFLAGS) -MMD -MP
-LDFLAGS := $(SAN_FLAGS)
+# The build's own flags; the user's CPPFLAGS/CFLAGS/LDFLAGS come after them.
+BASE_CPPFLAGS := -D_GNU_SOURCE
+BASE_CFLAGS := -std=gnu17 $(OPT) -g -fPIC $(WARN) $(DEP_CFLAGS) -MMD -MP
+COMPILE_FLAGS = $(BASE_CPPFLAGS) $(PART_INC) $(CPPFLAGS) $(BASE_CFLAGS) $(PART_CFLAGS) $(CFLAGS)
+LINK_FLAGS = $(SAN_FLAGS) $(LDFLAGS)
 LDLIBS := -lpthread -lm
 
-# ---- sources ---------------------------------------------------------------------------------
-RT_SRCS := $(wildcard ringbuf/*.c) $(wildcard src/rt_*.c)
-PRELOAD_SRCS := $(wildcard src/preload_*.c)
-CORE_SRCS := $(wildcard sampler/*.c) $(filter-out src/rt_% src/preload_%,$(wildcard src/*.c))
-RUN_SRCS := $(wildcard tools/run_*.c)
-DUMP_SRCS := $(wildcard tools/dump_*.c)
+# ---- parts and the include paths each may use ---------------------------------------------------
+# wire.h (src/include/trc/) is a leaf every part may include; trc.h is the public API.
+INC_public := -Isrc/include
+INC_ringbuf := -Iringbuf
+INC_sampler := -Isampler $(INC_ringbuf) $(INC_public)
+INC_runtime := -Isrc/runtime -Isrc/session $(INC_ringbuf) $(INC_public)
+INC_preload := $(INC_public)
+INC_trcfile := -Isrc/trcfile $(INC_public)
+INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
+INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
+INC_analysis := -Isrc/analysis $(INC_trcfile)
+# The commands see the library's headers only (not ringbuf/ or sampler/).
+INC_run := -Itools -Isrc/recorder -Isrc/session $(INC_trcfile)
+INC_dump := -Itools $(INC_analysis)
+INC_cli := -Itools $(INC_public)
+# Tests and benchmarks look inside every part.
+INC_all := -Itools -Isrc/analysis -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
+	$(INC_sampler)
+
+RINGBUF_SRCS := $(wildcard ringbuf/*.c)
+RUNTIME_SRCS := $(wildcard src/runtime/*.c)
+RT_SRCS := $(RINGBUF_SRCS) $(RUNTIME_SRCS)
+PRELOAD_SRCS := $(wildcard src/preload/*.c)
+SAMPLER_SRCS := $(wildcard sampler/*.c)
+SESSION_SRCS := $(wildcard src/session/*.c)
+RECORDER_SRCS := $(wildcard src/recorder/*.c)
+TRCFILE_SRCS := $(wildcard src/trcfile/*.c)
+ANALYSIS_SRCS := $(wildcard src/analysis/*.c)
+CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS)
+CLI_SRCS := $(wildcard tools/cli_*.c)
+RUN_SRCS := $(wildcard tools/run_*.c) $(CLI_SRCS)
+DUMP_SRCS := $(wildcard tools/dump_*.c) $(CLI_SRCS)
 TEST_SRCS := $(wildcard tests/test_*.c)
 STRESS_SRCS := $(wildcard tests/stress_*.c)
 PROG_SRCS := $(wildcard tests/prog_*.c)
 FUZZ_SRCS := $(wildcard tests/fuzz_*.c)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 WORK_SRCS := $(wildcard bench/work_*.c)
+
+# Pattern-specific include paths, for the sanitizer-free .so objects too.
+define part_inc
+$(B)/obj/$(1)%.o $(B)/obj-so/$(1)%.o: PART_INC = $(2)
+endef
+$(eval $(call part_inc,ringbuf/,$(INC_ringbuf)))
+$(eval $(call part_inc,sampler/,$(INC_sampler)))
+$(eval $(call part_inc,src/runtime/,$(INC_runtime)))
+$(eval $(call part_inc,src/preload/,$(INC_preload)))
+$(eval $(call part_inc,src/session/,$(INC_session)))
+$(eval $(call part_inc,src/recorder/,$(INC_recorder)))
+$(eval $(call part_inc,src/trcfile/,$(INC_trcfile)))
+$(eval $(call part_inc,src/analysis/,$(INC_analysis)))
+$(eval $(call part_inc,tools/run_,$(INC_run)))
+$(eval $(call part_inc,tools/dump_,$(INC_dump)))
+$(eval $(call part_inc,tools/cli_,$(INC_cli)))
+$(eval $(call part_inc,tests/,$(INC_all)))
+$(eval $(call part_inc,bench/,$(INC_all)))
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 # The shared libraries run inside programs we do not build (sh, sort, python3): in sanitizer
@@ -96,8 +147,8 @@ WORKS := $(patsubst bench/%.c,$(B)/bench/%,$(WORK_SRCS)) \
 	$(patsubst bench/%.c,$(B)/bench/%_finst,$(WORK_SRCS)) \
 	$(patsubst bench/%.c,$(B)/bench/%_pg,$(WORK_SRCS))
 
-TOOLS := $(if $(RUN_SRCS),$(TRACE_RUN)) $(if $(DUMP_SRCS),$(TRACE_DUMP))
-LIBS := $(LIBTRC_SO) $(LIBTRC_A) $(CORE_A) $(if $(PRELOAD_SRCS),$(PRELOAD_SO))
+TOOLS := $(TRACE_RUN) $(TRACE_DUMP)
+LIBS := $(LIBTRC_SO) $(LIBTRC_A) $(CORE_A) $(PRELOAD_SO)
 
 # Static link of the internal libraries into tools, tests and benches: no rpath games, and the
 # sanitizer variants get instrumented copies. Traced programs (prog_*, work_*) link libtrc.so.
@@ -105,7 +156,7 @@ INTERNAL_LIBS := $(CORE_A) $(LIBTRC_A)
 RPATH = -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-run-suites fuzz-brief \
-	test-run-stress asan tsan fuzz stress bench bench-quick bench-peers demo format clean install
+	test-run-stress asan tsan fuzz stress bench bench-quick bench-peers demo format clean install help
 
 all: deps
 	$(Q)$(MAKE) --no-print-directory build-all
@@ -121,11 +172,11 @@ tests: $(TESTS) $(STRESS) $(PROGS) $(TOOLS) $(LIBS)
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(CFLAGS_$(<D)) -c $< -o $@
+	$(Q)$(CC) $(COMPILE_FLAGS) $(SAN_FLAGS) -c $< -o $@
 
 # tests use Criterion's macros, which trip -Wmissing-prototypes
-CFLAGS_tests := $(CRIT_CFLAGS) -Wno-missing-prototypes
-CFLAGS_bench := -Wno-missing-prototypes
+$(B)/obj/tests/%.o: PART_CFLAGS = $(CRIT_CFLAGS) -Wno-missing-prototypes
+$(B)/obj/bench/%.o: PART_CFLAGS = -Wno-missing-prototypes
 
 # ---- libraries ---------------------------------------------------------------------------------
 $(LIBTRC_A): $(call obj,$(RT_SRCS))
@@ -136,18 +187,23 @@ $(LIBTRC_A): $(call obj,$(RT_SRCS))
 $(B)/obj-so/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $< (no sanitizer)")
-	$(Q)$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS),$(CFLAGS)) -c $< -o $@
+	$(Q)$(CC) $(COMPILE_FLAGS) -c $< -o $@
 
-$(LIBTRC_SO): $(call soobj,$(RT_SRCS))
+# Each shared library exports exactly the symbols its version script lists (the public API and
+# what trc.h's inline fast path calls; the hooks for the preload library); the rest of the
+# runtime, ringbuf included, stays inside. tests/test_exports.c checks the lists.
+$(LIBTRC_SO): $(call soobj,$(RT_SRCS)) src/runtime/libtrc.map
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -Wl,-soname,libtrc.so -Wl,-z,nodelete $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) -shared -Wl,-soname,libtrc.so -Wl,-z,nodelete \
+		-Wl,--version-script=src/runtime/libtrc.map $(filter %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(PRELOAD_SO): $(call soobj,$(PRELOAD_SRCS)) $(LIBTRC_SO)
+$(PRELOAD_SO): $(call soobj,$(PRELOAD_SRCS)) $(LIBTRC_SO) src/preload/preload.map
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -Wl,-soname,libtrc-preload.so $(call soobj,$(PRELOAD_SRCS)) \
-		-L$(B)/lib -ltrc -Wl,-rpath,'$$ORIGIN' -o $@ $(LDLIBS) -ldl
+	$(Q)$(CC) -shared -Wl,-soname,libtrc-preload.so -Wl,--version-script=src/preload/preload.map \
+		$(call soobj,$(PRELOAD_SRCS)) -L$(B)/lib -ltrc -Wl,-rpath,'$$ORIGIN' -o $@ \
+		$(LDFLAGS) $(LDLIBS) -ldl
 
 $(CORE_A): $(call obj,$(CORE_SRCS))
 	@mkdir -p $(@D)
@@ -158,63 +214,68 @@ $(CORE_A): $(call obj,$(CORE_SRCS))
 $(TRACE_RUN): $(call obj,$(RUN_SRCS)) $(INTERNAL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $(call obj,$(RUN_SRCS)) $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $(call obj,$(RUN_SRCS)) $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
 
 $(TRACE_DUMP): $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
 
 # ---- tests -------------------------------------------------------------------------------------
-$(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS)
+# Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly.
+CLI_OBJS = $(call obj,$(CLI_SRCS))
+
+$(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS) $(CLI_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $< $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $< $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) $(LDLIBS)
 
 $(B)/tests/stress_%: $(B)/obj/tests/stress_%.o $(INTERNAL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $< $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $< $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
 
-$(B)/obj/tests/prog_finst_%.o: CFLAGS += -finstrument-functions
+$(B)/obj/tests/prog_finst_%.o: PART_CFLAGS = -finstrument-functions
 # A statically linked program: the preload library cannot enter it (trace-run still records
 # its lifetime and RSS).
 $(B)/tests/prog_static_%: $(B)/obj/tests/prog_static_%.o
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@ (static)")
-	$(Q)$(CC) $(filter-out $(SAN_FLAGS),$(LDFLAGS)) -static $< -o $@ $(LDLIBS)
-$(B)/obj/tests/prog_static_%.o: CFLAGS := $(filter-out $(SAN_FLAGS),$(CFLAGS))
+	$(Q)$(CC) $(LDFLAGS) -static $< -o $@ $(LDLIBS)
+$(B)/obj/tests/prog_static_%.o: SAN_FLAGS :=
 $(B)/tests/prog_%: $(B)/obj/tests/prog_%.o $(LIBTRC_SO)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $< -L$(B)/lib -ltrc -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
 $(B)/fuzz/fuzz_%: tests/fuzz_%.c $(call obj,$(CORE_SRCS)) $(call obj,$(RT_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(CPPFLAGS) -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined $(DEP_CFLAGS) \
+	$(Q)clang $(BASE_CPPFLAGS) $(INC_all) $(CPPFLAGS) -std=gnu17 -g -O1 \
+		-fsanitize=fuzzer,address,undefined $(DEP_CFLAGS) $(CFLAGS) \
 		$< $(filter %.c,$(CORE_SRCS) $(RT_SRCS)) -o $@ $(DEP_LIBS) $(LDLIBS)
 
 # ---- benchmarks --------------------------------------------------------------------------------
 $(B)/bench/bench_%: $(B)/obj/bench/bench_%.o $(INTERNAL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $< $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $< $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
 
+# Workloads are built as a user builds a program against the public header and libtrc.so.
 $(B)/bench/work_%_finst: bench/work_%.c $(LIBTRC_SO)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -std=gnu17 -O2 -g -finstrument-functions $< -L$(B)/lib -ltrc \
-		-Wl,-rpath,'$$ORIGIN/../lib' -o $@ $(LDLIBS)
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(INC_public) $(CPPFLAGS) -std=gnu17 -O2 -g -finstrument-functions \
+		$(CFLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(B)/bench/work_%_pg: bench/work_%.c $(LIBTRC_SO)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -std=gnu17 -O2 -g -pg $< -L$(B)/lib -ltrc \
-		-Wl,-rpath,'$$ORIGIN/../lib' -o $@ $(LDLIBS)
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(INC_public) $(CPPFLAGS) -std=gnu17 -O2 -g -pg \
+		$(CFLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $< -L$(B)/lib -ltrc -Wl,-rpath,'$$ORIGIN/../lib' -o $@ $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
 # ---- dependencies from Debian ------------------------------------------------------------------
 DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3
@@ -319,11 +380,14 @@ demo: deps
 # ---- housekeeping ------------------------------------------------------------------------------
 PREFIX ?= /usr/local
 install: build-all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/trc
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIBTRC_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBTRC_SO) $(PRELOAD_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 src/include/trc.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 src/include/trc/wire.h $(DESTDIR)$(PREFIX)/include/trc/
+	sed 's|@PREFIX@|$(PREFIX)|g' src/runtime/trc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/trc.pc
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

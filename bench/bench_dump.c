@@ -181,7 +181,7 @@ static uint64_t bench_generate(uint64_t records, double *secs)
 		fprintf(stderr, "bench_dump: cannot create %s: %s\n", bench_trace, strerror(-err));
 		exit(1);
 	}
-	struct trcfile_stream *meta = trcfile_stream_open(w, TRCFILE_STREAM_META, 1000, 0);
+	struct trcfile_stream *meta = trcfile_stream_open(w, TRC_STREAM_META, 1000, 0);
 	for (uint32_t i = 1; i < BENCH_NAMES; i++) {
 		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = h.start_mono_ns};
 		r.name.id = i;
@@ -192,7 +192,7 @@ static uint64_t bench_generate(uint64_t records, double *secs)
 	struct bench_thread th[BENCH_STREAMS];
 	for (unsigned i = 0; i < BENCH_STREAMS; i++) {
 		memset(&th[i], 0, sizeof(th[i]));
-		th[i].s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1000, 1001 + i);
+		th[i].s = trcfile_stream_open(w, TRC_STREAM_THREAD, 1000, 1001 + i);
 		th[i].rng = 0x9e3779b97f4a7c15ull * (i + 1);
 		th[i].ts = h.start_mono_ns + 1000 * i;
 		char tn[32];

@@ -94,10 +94,10 @@ static struct run run_one(char *const argv[], struct trc_session *s)
 			fcntl(fd, F_SETFD, 0); /* the child's copy must survive exec */
 			char num[16];
 			snprintf(num, sizeof(num), "%d", fd);
-			setenv(SESSION_ENV_FD, num, 1);
+			setenv(TRC_SESSION_FD_ENV, num, 1);
 			setenv("LD_PRELOAD", preload, 1);
 		} else {
-			unsetenv(SESSION_ENV_FD);
+			unsetenv(TRC_SESSION_FD_ENV);
 		}
 		execv(argv[0], argv);
 		_exit(127);

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	double bt_a[MAX_BATCHES], bt_b[MAX_BATCHES];
 
 	/* disabled: the library is linked, no session. */
-	unsetenv(SESSION_ENV_FD);
+	unsetenv(TRC_SESSION_FD_ENV);
 	if (trc_enabled()) {
 		fprintf(stderr, "bench_producer: a session is attached already\n");
 		return 1;
@@ -176,7 +176,7 @@ int main(int argc, char **argv)
 	}
 	char num[16];
 	snprintf(num, sizeof(num), "%d", session_fd(s));
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	if (trc_attach() != 0) {
 		fprintf(stderr, "bench_producer: trc_attach failed\n");
 		return 1;
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 		     sb = stats(bare, runs), sr = stats(ratio, runs);
 
 	printf("bench=producer  runs=%d%s  clock=%s\n", runs, quick ? " (quick)" : "",
-	       ci.clock_source == SESSION_CLOCK_TSC ? "tsc" : "clock_gettime");
+	       ci.clock_source == TRC_CLOCK_TSC ? "tsc" : "clock_gettime");
 	printf("%-34s %10s %10s %10s\n", "case", "median", "min", "max");
 	printf("%-34s %10.3f %10.3f %10.3f\n", "disabled: ns per call", sd.med, sd.min, sd.max);
 	printf("%-34s %10.3f %10.3f %10.3f\n", "  empty loop, ns per iteration", sb0.med, sb0.min,
@@ -235,7 +235,7 @@ int main(int argc, char **argv)
 	       "events_per_run=%ld clock=%s\n",
 	       se.med, se.min, se.max, sb.med, sb.min, sb.max, sr.med, sr.min, sr.max, first_lap,
 	       (unsigned long)lost, runs, batch * batches,
-	       ci.clock_source == SESSION_CLOCK_TSC ? "tsc" : "gettime");
+	       ci.clock_source == TRC_CLOCK_TSC ? "tsc" : "gettime");
 	session_destroy(s);
 	return drained == emitted && lost == 0 ? 0 : 1;
 }

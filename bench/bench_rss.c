@@ -39,6 +39,7 @@
 #include "ring.h"
 #include "rss_parse.h"
 #include "sampler.h"
+#include "trcfile.h" /* trcfile_rss_source_name */
 
 #define MS 1000000ull
 #define CHILD_MIB 100
@@ -214,7 +215,7 @@ static double run_loop(struct loop_env *env, enum loop_case which, uint64_t dura
 			.pids = &env->pid,
 			.n_pids = 1,
 			.interval_ns = 100 * MS,
-			.source = RSS_SOURCE_STATM,
+			.source = TRC_RSS_STATM,
 			.ring_ctl = env->sctl,
 			.ring_data = env->sdata,
 			.ring_capacity = SAMPLER_RING_BYTES,
@@ -290,7 +291,7 @@ struct cost_run {
 	uint64_t stretched;
 };
 
-static struct cost_run run_cost(struct loop_env *env, enum rss_source src, uint64_t interval_ns,
+static struct cost_run run_cost(struct loop_env *env, enum trc_rss_source src, uint64_t interval_ns,
 				uint64_t duration_ns)
 {
 	struct sampler_config cfg = {
@@ -329,8 +330,8 @@ static struct cost_run run_cost(struct loop_env *env, enum rss_source src, uint6
 
 static void bench_cost(struct loop_env *env, const struct opts *o)
 {
-	static const enum rss_source sources[] = {RSS_SOURCE_STATM, RSS_SOURCE_STATUS,
-						  RSS_SOURCE_SMAPS_ROLLUP, RSS_SOURCE_BOTH};
+	static const enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS,
+						  TRC_RSS_SMAPS_ROLLUP, TRC_RSS_BOTH};
 	static const unsigned rates_hz[] = {10, 1000};
 	double base_cpu[2] = {0, 0};
 
@@ -355,7 +356,7 @@ static void bench_cost(struct loop_env *env, const struct opts *o)
 			if (si == 0)
 				base_cpu[ri] = sc.median;
 			double ratio = base_cpu[ri] > 0 ? sc.median / base_cpu[ri] : 0;
-			const char *name = rss_source_name(sources[si]);
+			const char *name = trcfile_rss_source_name(sources[si]);
 			char rate[16];
 			snprintf(rate, sizeof(rate), rates_hz[ri] >= 1000 ? "%ukhz" : "%uhz",
 				 rates_hz[ri] >= 1000 ? rates_hz[ri] / 1000 : rates_hz[ri]);
@@ -386,7 +387,7 @@ static void bench_stop(struct loop_env *env, const struct opts *o)
 			.pids = &env->pid,
 			.n_pids = 1,
 			.interval_ns = 10000 * MS,
-			.source = RSS_SOURCE_STATM,
+			.source = TRC_RSS_STATM,
 			.ring_ctl = env->sctl,
 			.ring_data = env->sdata,
 			.ring_capacity = SAMPLER_RING_BYTES,

@@ -15,9 +15,9 @@
  *
  * Threads: none of their own; callable from any thread.
  *
- * Dependency rule: sampler/ uses libc, pthreads and ringbuf/ only, so this header defines
- * its own source enum and flag bits; they have the same values as enum trc_rss_source and
- * TRC_RSS_* in src/record.h, so the recorder copies them across unchanged.
+ * Dependency rule: sampler/ uses libc, pthreads, ringbuf/ and the dependency-free
+ * src/include/trc/wire.h, where the sources (enum trc_rss_source) and the sample flags
+ * (TRC_RSS_*) are defined once for the sampler, the recorder and the file.
  */
 #ifndef TRC_RSS_PARSE_H
 #define TRC_RSS_PARSE_H
@@ -25,20 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Which /proc file(s) a sample reads. Same values as enum trc_rss_source. */
-enum rss_source {
-	RSS_SOURCE_STATM = 1, /* resident pages: fast (one pread, ~1.5 us), the default */
-	RSS_SOURCE_STATUS = 2, /* VmRSS, VmHWM and the RssAnon/RssFile/RssShmem split */
-	RSS_SOURCE_SMAPS_ROLLUP = 3, /* exact Rss and Pss: walks every mapping, ~13 us per MiB */
-	RSS_SOURCE_BOTH = 4 /* statm and smaps_rollup in the same sample */
-};
-
-/* Bits of rss_figures.flags and rss_sample.flags. Same values as TRC_RSS_* in src/record.h. */
-#define RSS_FLAG_HAS_HWM (1u << 0) /* hwm_bytes is valid */
-#define RSS_FLAG_HAS_SPLIT (1u << 1) /* anon/file/shmem_bytes are valid */
-#define RSS_FLAG_HAS_EXACT (1u << 2) /* rss_exact_bytes and pss_bytes are valid */
-#define RSS_FLAG_STRETCHED (1u << 3) /* the interval was stretched because reading was slow */
-#define RSS_FLAG_FINAL (1u << 4) /* last sample: the process was gone after it */
+#include "trc/wire.h" /* enum trc_rss_source, TRC_RSS_* flags */
 
 /* /proc/PID/statm: "size resident shared text lib data dt\n", in pages. */
 struct rss_statm {

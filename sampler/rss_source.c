@@ -27,7 +27,7 @@ static const char *const rss__file_names[RSS__NFILES] = {"statm", "status", "sma
 
 struct rss_reader {
 	pid_t pid;
-	enum rss_source source;
+	enum trc_rss_source source;
 	uint64_t page_bytes;
 	int fd[RSS__NFILES]; /* -1 for files this source does not read */
 	char *buf;
@@ -47,7 +47,7 @@ static int rss__open_file(pid_t pid, enum rss__file f)
 	return fd;
 }
 
-struct rss_reader *rss_reader_open(pid_t pid, enum rss_source source, int *err)
+struct rss_reader *rss_reader_open(pid_t pid, enum trc_rss_source source, int *err)
 {
 	struct rss_reader *r;
 	bool want[RSS__NFILES] = {false};
@@ -55,16 +55,16 @@ struct rss_reader *rss_reader_open(pid_t pid, enum rss_source source, int *err)
 	int e = 0;
 
 	switch (source) {
-	case RSS_SOURCE_STATM:
+	case TRC_RSS_STATM:
 		want[RSS__STATM] = true;
 		break;
-	case RSS_SOURCE_STATUS:
+	case TRC_RSS_STATUS:
 		want[RSS__STATUS] = true;
 		break;
-	case RSS_SOURCE_SMAPS_ROLLUP:
+	case TRC_RSS_SMAPS_ROLLUP:
 		want[RSS__ROLLUP] = true;
 		break;
-	case RSS_SOURCE_BOTH:
+	case TRC_RSS_BOTH:
 		want[RSS__STATM] = want[RSS__ROLLUP] = true;
 		break;
 	default:
@@ -180,7 +180,7 @@ static int rss__read_status(struct rss_reader *r, struct rss_figures *fig)
 	fig->anon_bytes = st.anon_bytes;
 	fig->file_bytes = st.file_bytes;
 	fig->shmem_bytes = st.shmem_bytes;
-	fig->flags |= RSS_FLAG_HAS_HWM | RSS_FLAG_HAS_SPLIT;
+	fig->flags |= TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT;
 	return 0;
 }
 
@@ -210,7 +210,7 @@ static int rss__read_rollup(struct rss_reader *r, struct rss_figures *fig)
 		return err;
 	fig->rss_exact_bytes = ro.rss_bytes;
 	fig->pss_bytes = ro.pss_bytes;
-	fig->flags |= RSS_FLAG_HAS_EXACT;
+	fig->flags |= TRC_RSS_HAS_EXACT;
 	return 0;
 }
 
@@ -222,17 +222,17 @@ int rss_reader_read(struct rss_reader *r, struct rss_figures *out)
 	if (!r || !out)
 		return -EINVAL;
 	switch (r->source) {
-	case RSS_SOURCE_STATM:
+	case TRC_RSS_STATM:
 		err = rss__read_statm(r, &fig);
 		break;
-	case RSS_SOURCE_STATUS:
+	case TRC_RSS_STATUS:
 		err = rss__read_status(r, &fig);
 		break;
-	case RSS_SOURCE_SMAPS_ROLLUP:
+	case TRC_RSS_SMAPS_ROLLUP:
 		err = rss__read_rollup(r, &fig);
 		fig.rss_bytes = fig.rss_exact_bytes;
 		break;
-	case RSS_SOURCE_BOTH:
+	case TRC_RSS_BOTH:
 		err = rss__read_statm(r, &fig);
 		if (!err)
 			err = rss__read_rollup(r, &fig);

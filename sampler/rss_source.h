@@ -40,7 +40,7 @@ struct rss_reader;
 
 /* Opens the file(s) of `source` for pid. Returns the reader, or NULL with *err = -ESRCH (no
  * such process), -EINVAL (bad pid or source), -EACCES, -ENOMEM, -EMFILE... Any thread. */
-struct rss_reader *rss_reader_open(pid_t pid, enum rss_source source, int *err);
+struct rss_reader *rss_reader_open(pid_t pid, enum trc_rss_source source, int *err);
 
 /* Reads the figures: one pread per file (plus, once in the reader's life, one more when the
  * text outgrows the buffer, or a reopen after exec). Returns 0, -ESRCH when the process is

@@ -47,7 +47,7 @@ struct sampler__target {
 struct sampler {
 	/* Set by O before the thread starts, read-only afterwards. */
 	uint64_t interval_ns;
-	enum rss_source source;
+	enum trc_rss_source source;
 	uint64_t (*buffers_resident_bytes)(void *arg, pid_t pid);
 	void *buffers_arg;
 	int notify_fd;
@@ -191,7 +191,7 @@ static void sampler__push_samples(struct sampler *s, uint64_t interval_ns)
 		t->skipped_pending = 0;
 		t->sample.interval_ns = interval_ns;
 		if (stretched) {
-			t->sample.flags |= RSS_FLAG_STRETCHED;
+			t->sample.flags |= TRC_RSS_STRETCHED;
 			sampler__stat_add(&s->st_stretched, 1);
 		}
 		if (ring_push_sp(&s->ring, SAMPLER_TAG_SAMPLE, &t->sample, sizeof(t->sample)) != 0)
@@ -293,9 +293,9 @@ static int sampler__check_config(const struct sampler_config *cfg)
 	for (size_t i = 0; i < cfg->n_pids; i++)
 		if (cfg->pids[i] <= 0)
 			return -EINVAL;
-	if (cfg->interval_ns < DURATION_MIN_NS || cfg->interval_ns > DURATION_MAX_NS)
+	if (cfg->interval_ns < TRC_RSS_INTERVAL_MIN_NS || cfg->interval_ns > TRC_RSS_INTERVAL_MAX_NS)
 		return -EINVAL;
-	if (cfg->source < RSS_SOURCE_STATM || cfg->source > RSS_SOURCE_BOTH)
+	if (cfg->source < TRC_RSS_STATM || cfg->source > TRC_RSS_BOTH)
 		return -EINVAL;
 	if (!cfg->ring_ctl || !cfg->ring_data || !ring_capacity_valid(cfg->ring_capacity) ||
 	    ring_max_payload(cfg->ring_capacity) < sizeof(struct rss_sample))

@@ -17,13 +17,13 @@
  *     cheapest of the last SAMPLER_READ_WINDOW reads (the source's cost, not one preemption on
  *     a loaded machine) exceeds interval_ns / 10, the interval in force becomes the smallest
  *     multiple of interval_ns that is at least ten times that read (samples stay on the grid),
- *     the sample carries RSS_FLAG_STRETCHED and interval_ns says which interval is in force.
+ *     the sample carries TRC_RSS_STRETCHED and interval_ns says which interval is in force.
  *     smaps_rollup of a 1 GiB process takes ~13 ms, so at 10 Hz it is sampled every 200 ms.
  *
  * Process gone: when a read says the process is gone (ESRCH, or a zombie's empty figures:
  * never recorded as a 0-byte sample), that pid is dropped and the last sample stands; when
  * every pid is gone the thread ends quietly (stats.process_gone) and sampler_stop still has to
- * be called. A sample already pushed cannot be flagged afterwards, so RSS_FLAG_FINAL is never
+ * be called. A sample already pushed cannot be flagged afterwards, so TRC_RSS_FINAL is never
  * set by the sampler; a consumer that wants it sets it on the last sample of a pid when it
  * sees that pid's SAMPLER_TAG_GONE record (pushed only if cfg.push_gone_record is set).
  * Other read errors (malformed text, EACCES) are counted (read_errors) and the tick skipped;
@@ -65,7 +65,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "duration.h"
 #include "ring.h"
 #include "rss_parse.h"
 
@@ -80,7 +79,7 @@
 struct rss_sample {
 	uint64_t ts_ns; /* CLOCK_MONOTONIC when the read started */
 	uint32_t pid;
-	uint32_t source; /* enum rss_source */
+	uint32_t source; /* enum trc_rss_source */
 	uint32_t flags; /* RSS_FLAG_* */
 	uint32_t skipped_ticks; /* ticks skipped (late) since the previous sample of this pid */
 	uint64_t rss_bytes; /* as the source reports it, trace buffers included */
@@ -105,8 +104,8 @@ struct rss_gone {
 struct sampler_config {
 	const pid_t *pids; /* today exactly 1; any number up to SAMPLER_MAX_PIDS works */
 	size_t n_pids;
-	uint64_t interval_ns; /* in [DURATION_MIN_NS, DURATION_MAX_NS], see duration_parse_ns */
-	enum rss_source source;
+	uint64_t interval_ns; /* in [TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS], wire.h */
+	enum trc_rss_source source;
 	/* Trace buffers resident in the process, from the recorder (no syscall). May be NULL.
 	 * Called in the sampler thread once per sample; must not block. */
 	uint64_t (*buffers_resident_bytes)(void *arg, pid_t pid);

@@ -119,7 +119,7 @@ static void fuzz_wrapped_chunk(const uint8_t *raw, size_t raw_len)
 	if (!ZSTD_isError(n)) {
 		/* count and last time from the first bytes, so both right and wrong values occur */
 		uint32_t count = raw[0] ? raw[0] : (uint32_t)(raw_len / 2);
-		struct trcfile__chunk_hdr ch = {.kind = TRCFILE_STREAM_THREAD,
+		struct trcfile__chunk_hdr ch = {.kind = TRC_STREAM_THREAD,
 						.pid = 1,
 						.tid = 1,
 						.first_ts = 1000,

@@ -81,7 +81,7 @@ int main(void)
 	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", fd);
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	if (trc_attach())
 		FAIL("trc_attach");
 
@@ -101,7 +101,7 @@ int main(void)
 		.pid = getpid(),
 		.rss_enabled = true,
 		.rss_interval_ns = 5000000,
-		.rss_source = RSS_SOURCE_STATM,
+		.rss_source = TRC_RSS_STATM,
 	};
 	struct recorder *rec = recorder_start(&rc, &err);
 	if (!rec)

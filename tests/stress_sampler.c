@@ -50,6 +50,7 @@
 
 #include "ring.h"
 #include "sampler.h"
+#include "trcfile.h" /* trcfile_rss_source_name */
 
 #if defined(__SANITIZE_THREAD__)
 #define STRESS_TSAN 1
@@ -83,7 +84,7 @@ struct cycle {
 	pid_t pids[STRESS_MAX_PIDS];
 	uint64_t min_rss_bytes[STRESS_MAX_PIDS];
 	size_t n_pids;
-	enum rss_source source;
+	enum trc_rss_source source;
 	uint64_t interval_ns;
 	uint64_t start_ns; /* CLOCK_MONOTONIC before sampler_start */
 	bool push_gone;
@@ -202,14 +203,14 @@ static void check_gone(struct stress *st, const struct ring_record *r)
 }
 
 /* The flags a source must set (and the only HAS_* ones it may set). */
-static uint32_t flags_of(enum rss_source s)
+static uint32_t flags_of(enum trc_rss_source s)
 {
 	switch (s) {
-	case RSS_SOURCE_STATUS:
-		return RSS_FLAG_HAS_HWM | RSS_FLAG_HAS_SPLIT;
-	case RSS_SOURCE_SMAPS_ROLLUP:
-	case RSS_SOURCE_BOTH:
-		return RSS_FLAG_HAS_EXACT;
+	case TRC_RSS_STATUS:
+		return TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT;
+	case TRC_RSS_SMAPS_ROLLUP:
+	case TRC_RSS_BOTH:
+		return TRC_RSS_HAS_EXACT;
 	default:
 		return 0;
 	}
@@ -218,7 +219,7 @@ static uint32_t flags_of(enum rss_source s)
 static void check_sample(struct stress *st, const struct ring_record *r)
 {
 	const struct cycle *c = &st->cyc;
-	const uint32_t has_mask = RSS_FLAG_HAS_HWM | RSS_FLAG_HAS_SPLIT | RSS_FLAG_HAS_EXACT;
+	const uint32_t has_mask = TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT | TRC_RSS_HAS_EXACT;
 	struct rss_sample s;
 	struct pid_seen *ps;
 	int i;
@@ -233,7 +234,7 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 	if (ps->gone)
 		fail("sample for pid %u after its GONE record", s.pid);
 	if (s.source != (uint32_t)c->source)
-		fail("sample source %u, configured %s", s.source, rss_source_name(c->source));
+		fail("sample source %u, configured %s", s.source, trcfile_rss_source_name(c->source));
 	if (s.ts_ns < c->start_ns || s.ts_ns > now_ns())
 		fail("pid %u: sample stamped outside its cycle", s.pid);
 	if (s.ts_ns < ps->last_ts_ns)
@@ -243,21 +244,21 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 		fail("pid %u: rss_bytes %llu, expected at least %llu", s.pid,
 		     (unsigned long long)s.rss_bytes, (unsigned long long)c->min_rss_bytes[i]);
 	if ((s.flags & has_mask) != flags_of(c->source) ||
-	    (s.flags & ~(has_mask | RSS_FLAG_STRETCHED)))
-		fail("pid %u: flags %#x for source %s", s.pid, s.flags, rss_source_name(c->source));
+	    (s.flags & ~(has_mask | TRC_RSS_STRETCHED)))
+		fail("pid %u: flags %#x for source %s", s.pid, s.flags, trcfile_rss_source_name(c->source));
 	if (s.interval_ns < c->interval_ns || s.interval_ns % c->interval_ns ||
-	    !(s.flags & RSS_FLAG_STRETCHED) != (s.interval_ns == c->interval_ns))
+	    !(s.flags & TRC_RSS_STRETCHED) != (s.interval_ns == c->interval_ns))
 		fail("pid %u: interval %llu (stretched flag %d) for configured %llu", s.pid,
-		     (unsigned long long)s.interval_ns, !!(s.flags & RSS_FLAG_STRETCHED),
+		     (unsigned long long)s.interval_ns, !!(s.flags & TRC_RSS_STRETCHED),
 		     (unsigned long long)c->interval_ns);
-	if (c->source == RSS_SOURCE_STATUS &&
+	if (c->source == TRC_RSS_STATUS &&
 	    (s.hwm_bytes < s.rss_bytes ||
 	     s.anon_bytes + s.file_bytes + s.shmem_bytes != s.rss_bytes))
 		fail("pid %u: status figures disagree: rss %llu hwm %llu anon+file+shmem %llu",
 		     s.pid, (unsigned long long)s.rss_bytes, (unsigned long long)s.hwm_bytes,
 		     (unsigned long long)(s.anon_bytes + s.file_bytes + s.shmem_bytes));
-	if ((c->source == RSS_SOURCE_SMAPS_ROLLUP && s.rss_bytes != s.rss_exact_bytes) ||
-	    ((s.flags & RSS_FLAG_HAS_EXACT) &&
+	if ((c->source == TRC_RSS_SMAPS_ROLLUP && s.rss_bytes != s.rss_exact_bytes) ||
+	    ((s.flags & TRC_RSS_HAS_EXACT) &&
 	     (s.rss_exact_bytes == 0 || s.pss_bytes == 0 || s.pss_bytes > s.rss_exact_bytes)))
 		fail("pid %u: smaps_rollup figures wrong: rss %llu exact %llu pss %llu", s.pid,
 		     (unsigned long long)s.rss_bytes, (unsigned long long)s.rss_exact_bytes,
@@ -424,7 +425,7 @@ static struct cycle_run cycle_start(struct stress *st, struct figures *f, bool e
 	};
 	run.s = sampler_start(&cfg, &err);
 	if (!run.s)
-		fail("sampler_start (%zu pids, %s): %s", c->n_pids, rss_source_name(c->source),
+		fail("sampler_start (%zu pids, %s): %s", c->n_pids, trcfile_rss_source_name(c->source),
 		     strerror(-err));
 	f->starts++;
 	pthread_mutex_lock(&st->lock);
@@ -470,14 +471,14 @@ static void self_only(struct stress *st)
 /* Phase 1: short cycles on this process. */
 static void phase_cycles(struct stress *st, struct figures *f, unsigned n)
 {
-	static const enum rss_source rare[] = {RSS_SOURCE_STATUS, RSS_SOURCE_SMAPS_ROLLUP,
-					       RSS_SOURCE_BOTH};
+	static const enum trc_rss_source rare[] = {TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
+					       TRC_RSS_BOTH};
 	for (unsigned k = 0; k < n; k++) {
 		struct cycle *c = &st->cyc;
 		struct sampler_stats snap;
 
 		self_only(st);
-		c->source = k % 4 == 3 ? rare[(k / 4) % 3] : RSS_SOURCE_STATM;
+		c->source = k % 4 == 3 ? rare[(k / 4) % 3] : TRC_RSS_STATM;
 		c->interval_ns = rnd_range(1, 5) * MS;
 		c->buffers_cb = k % 2;
 		uint64_t run_ns = rnd_range(1 * MS, 5 * MS);
@@ -588,8 +589,8 @@ static void wait_gone(struct sampler *s, struct figures *f, pid_t pid, struct sa
 /* Phase 2: a child dies while sampled. */
 static void phase_deaths(struct stress *st, struct figures *f, unsigned n)
 {
-	static const enum rss_source srcs[] = {RSS_SOURCE_STATM, RSS_SOURCE_STATUS,
-					       RSS_SOURCE_SMAPS_ROLLUP, RSS_SOURCE_BOTH};
+	static const enum trc_rss_source srcs[] = {TRC_RSS_STATM, TRC_RSS_STATUS,
+					       TRC_RSS_SMAPS_ROLLUP, TRC_RSS_BOTH};
 	for (unsigned k = 0; k < n; k++) {
 		struct cycle *c = &st->cyc;
 		struct sampler_stats fin = {0};
@@ -636,7 +637,7 @@ static void phase_deaths(struct stress *st, struct figures *f, unsigned n)
 		if (waited) {
 			if (fin.read_errors || fin.last_error)
 				fail("death %u (%s): %llu read errors, last %d", k,
-				     rss_source_name(c->source),
+				     trcfile_rss_source_name(c->source),
 				     (unsigned long long)fin.read_errors, fin.last_error);
 			if (pushed != fin.samples)
 				fail("death %u: stats say %llu samples, %llu pushed", k,
@@ -661,7 +662,7 @@ static void phase_multi(struct stress *st, struct figures *f, unsigned n)
 			c->min_rss_bytes[i] = STRESS_TOUCH_BYTES / 2;
 		}
 		c->n_pids = STRESS_MAX_PIDS;
-		c->source = (enum rss_source)(RSS_SOURCE_STATM + (int)(k % 4));
+		c->source = (enum trc_rss_source)(TRC_RSS_STATM + (int)(k % 4));
 		c->interval_ns = rnd_range(1, 5) * MS;
 		c->push_gone = kill_one;
 		c->buffers_cb = k % 3 != 0;
@@ -695,7 +696,7 @@ static void phase_multi(struct stress *st, struct figures *f, unsigned n)
 		for (size_t i = 0; i < STRESS_MAX_PIDS && !dropped; i++)
 			if (!st->seen[i].samples)
 				fail("multi %u (%s): no sample of pid %d", k,
-				     rss_source_name(c->source), (int)c->pids[i]);
+				     trcfile_rss_source_name(c->source), (int)c->pids[i]);
 		for (size_t i = 1; i < STRESS_MAX_PIDS - (kill_one ? 1 : 0); i++) {
 			kill(c->pids[i], SIGKILL);
 			child_reap(c->pids[i]);

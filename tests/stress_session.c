@@ -108,7 +108,7 @@ int main(void)
 		fail("session_create", err, 0);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", session_fd(s));
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	if (trc_attach() != 0)
 		fail("trc_attach", 0, 0);
 	uint64_t meta_bytes = session_buffers_resident_bytes(s, 0); /* attached, no ring yet */

@@ -107,7 +107,7 @@ static void *late_opener(void *p)
 	(void)p;
 	for (unsigned i = 0; i < LATE_STREAMS; i++) {
 		unsigned s = THREADS * STREAMS_PER_THREAD + i;
-		struct trcfile_stream *st = trcfile_stream_open(writer, TRCFILE_STREAM_META, 7, s);
+		struct trcfile_stream *st = trcfile_stream_open(writer, TRC_STREAM_META, 7, s);
 		if (!st) {
 			FAIL("late stream_open");
 			return NULL;
@@ -170,7 +170,7 @@ int main(void)
 	for (unsigned t = 0; t < THREADS; t++) {
 		args[t].first = t * STREAMS_PER_THREAD;
 		for (unsigned i = 0; i < STREAMS_PER_THREAD; i++)
-			args[t].s[i] = trcfile_stream_open(writer, TRCFILE_STREAM_THREAD, 7,
+			args[t].s[i] = trcfile_stream_open(writer, TRC_STREAM_THREAD, 7,
 							   args[t].first + i);
 	}
 	pthread_t th[THREADS], w, late;

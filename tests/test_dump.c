@@ -324,7 +324,7 @@ Test(dump, chrome_and_json_escape_hostile_strings)
 	snprintf(json, sizeof(json), "%s/out.json", dir);
 	static const char nasty[] = "a\"b\\c\n\td\x01\x7f\xff\xc3\xa9\xe2\x82\xac\xed\xa0\x80z\0y";
 	struct tu_plan p = {0};
-	struct tu_stream *m = tu_plan_stream(&p, TRCFILE_STREAM_META, 1, 0);
+	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 1, 0);
 	struct trc_record rec = {.type = TRC_REC_NAME, .ts_ns = 10};
 	rec.name.id = 1;
 	rec.name.str = nasty;
@@ -340,7 +340,7 @@ Test(dump, chrome_and_json_escape_hostile_strings)
 	rec.note.text = nasty;
 	rec.note.len = sizeof(nasty) - 1;
 	tu_add(m, &rec);
-	struct tu_stream *t = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 2);
+	struct tu_stream *t = tu_plan_stream(&p, TRC_STREAM_THREAD, 1, 2);
 	rec = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = 12};
 	rec.span.name_id = 1;
 	tu_add(t, &rec);

@@ -9,13 +9,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "duration.h"
+#include "cli_duration.h"
+#include "trcfile.h" /* trcfile_rss_source_parse, _name */
 
 static uint64_t parse_ok(const char *text)
 {
 	uint64_t ns = 0;
 	char msg[256] = "untouched";
-	int err = duration_parse_ns(text, DURATION_MIN_NS, DURATION_MAX_NS, &ns, msg, sizeof(msg));
+	int err = duration_parse_ns(text, TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS, &ns, msg, sizeof(msg));
 	cr_assert_eq(err, 0, "'%s' rejected: %s", text, msg);
 	cr_expect_eq(msg[0], '\0', "'%s': message on success: %s", text, msg);
 	return ns;
@@ -26,7 +27,7 @@ static void parse_bad(const char *text, int err, const char *shown)
 {
 	uint64_t ns = 777;
 	char msg[256] = "";
-	int got = duration_parse_ns(text, DURATION_MIN_NS, DURATION_MAX_NS, &ns, msg, sizeof(msg));
+	int got = duration_parse_ns(text, TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS, &ns, msg, sizeof(msg));
 	cr_expect_eq(got, err, "'%s': got %d, want %d (%s)", text ? text : "(null)", got, err, msg);
 	cr_expect_eq(ns, 777, "'%s': output written on error", text ? text : "(null)");
 	cr_expect_neq(strstr(msg, shown), NULL, "message does not quote '%s': %s", shown, msg);
@@ -40,8 +41,8 @@ Test(duration, accepts_units_exactly)
 	cr_expect_eq(parse_ok("2s"), 2000000000ull);
 	cr_expect_eq(parse_ok("250000us"), 250000000ull);
 	cr_expect_eq(parse_ok("1500000ns"), 1500000ull);
-	cr_expect_eq(parse_ok("1ms"), DURATION_MIN_NS);
-	cr_expect_eq(parse_ok("3600s"), DURATION_MAX_NS);
+	cr_expect_eq(parse_ok("1ms"), TRC_RSS_INTERVAL_MIN_NS);
+	cr_expect_eq(parse_ok("3600s"), TRC_RSS_INTERVAL_MAX_NS);
 	cr_expect_eq(parse_ok("0.001s"), 1000000ull);
 	/* Decimal, not binary floating point: 0.1 s is exactly 10^8 ns. */
 	cr_expect_eq(parse_ok("0.1s"), 100000000ull);
@@ -130,16 +131,16 @@ Test(duration, null_and_hostile_text)
 	parse_bad("1\x1b[2Jms", -EINVAL, "'1?[2Jms'");
 	memset(long_text, '7', sizeof(long_text) - 3);
 	strcpy(long_text + sizeof(long_text) - 3, "q");
-	cr_assert_eq(duration_parse_ns(long_text, DURATION_MIN_NS, DURATION_MAX_NS, &ns, msg,
+	cr_assert_eq(duration_parse_ns(long_text, TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS, &ns, msg,
 				       sizeof(msg)),
 		     -EINVAL);
 	cr_expect_neq(strstr(msg, "...'"), NULL, "%s", msg);
 	cr_expect_lt(strlen(msg), sizeof(msg));
 	/* A small buffer is filled and terminated; no buffer at all is fine too. */
-	cr_assert_eq(duration_parse_ns("x", DURATION_MIN_NS, DURATION_MAX_NS, &ns, msg, 8),
+	cr_assert_eq(duration_parse_ns("x", TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS, &ns, msg, 8),
 		     -EINVAL);
 	cr_expect_eq(strlen(msg), 7);
-	cr_expect_eq(duration_parse_ns("x", DURATION_MIN_NS, DURATION_MAX_NS, &ns, NULL, 0),
+	cr_expect_eq(duration_parse_ns("x", TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS, &ns, NULL, 0),
 		     -EINVAL);
 }
 
@@ -163,7 +164,7 @@ Test(duration, format)
 {
 	char buf[32];
 	cr_expect_str_eq(duration_format_ns(1000000, buf, sizeof(buf)), "1ms");
-	cr_expect_str_eq(duration_format_ns(DURATION_MAX_NS, buf, sizeof(buf)), "3600s");
+	cr_expect_str_eq(duration_format_ns(TRC_RSS_INTERVAL_MAX_NS, buf, sizeof(buf)), "3600s");
 	cr_expect_str_eq(duration_format_ns(1500000, buf, sizeof(buf)), "1500us");
 	cr_expect_str_eq(duration_format_ns(7, buf, sizeof(buf)), "7ns");
 	cr_expect_str_eq(duration_format_ns(0, buf, sizeof(buf)), "0s");
@@ -173,33 +174,33 @@ Test(rss_source, parse_and_name)
 {
 	static const struct {
 		const char *name;
-		enum rss_source src;
+		enum trc_rss_source src;
 	} good[] = {
-		{"statm", RSS_SOURCE_STATM},
-		{"status", RSS_SOURCE_STATUS},
-		{"smaps_rollup", RSS_SOURCE_SMAPS_ROLLUP},
-		{"both", RSS_SOURCE_BOTH},
+		{"statm", TRC_RSS_STATM},
+		{"status", TRC_RSS_STATUS},
+		{"smaps_rollup", TRC_RSS_SMAPS_ROLLUP},
+		{"both", TRC_RSS_BOTH},
 	};
-	static const char *const bad[] = {"", "STATM", "stat", "statm ", "smaps", "all", "0"};
-	enum rss_source s;
+	static const char *const bad[] = {"", "STATM", "stat", "statm ", "smaps", "all", "0", "none"};
+	enum trc_rss_source s;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		s = (enum rss_source)0;
-		cr_expect_eq(rss_source_parse(good[i].name, &s), 0, "%s", good[i].name);
+		s = (enum trc_rss_source)0;
+		cr_expect_eq(trcfile_rss_source_parse(good[i].name, &s), 0, "%s", good[i].name);
 		cr_expect_eq(s, good[i].src, "%s", good[i].name);
-		cr_expect_str_eq(rss_source_name(good[i].src), good[i].name);
+		cr_expect_str_eq(trcfile_rss_source_name(good[i].src), good[i].name);
 	}
-	/* The numeric values are those of enum trc_rss_source in src/record.h. */
-	cr_expect_eq(RSS_SOURCE_STATM, 1);
-	cr_expect_eq(RSS_SOURCE_STATUS, 2);
-	cr_expect_eq(RSS_SOURCE_SMAPS_ROLLUP, 3);
-	cr_expect_eq(RSS_SOURCE_BOTH, 4);
+	/* The values are on disk (file header, RSS records): wire.h must never change them. */
+	cr_expect_eq(TRC_RSS_STATM, 1);
+	cr_expect_eq(TRC_RSS_STATUS, 2);
+	cr_expect_eq(TRC_RSS_SMAPS_ROLLUP, 3);
+	cr_expect_eq(TRC_RSS_BOTH, 4);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		s = RSS_SOURCE_STATM;
-		cr_expect_eq(rss_source_parse(bad[i], &s), -EINVAL, "'%s'", bad[i]);
-		cr_expect_eq(s, RSS_SOURCE_STATM);
+		s = TRC_RSS_STATM;
+		cr_expect_eq(trcfile_rss_source_parse(bad[i], &s), -EINVAL, "'%s'", bad[i]);
+		cr_expect_eq(s, TRC_RSS_STATM);
 	}
-	cr_expect_eq(rss_source_parse(NULL, &s), -EINVAL);
-	cr_expect_str_eq(rss_source_name((enum rss_source)0), "invalid");
-	cr_expect_str_eq(rss_source_name((enum rss_source)5), "invalid");
+	cr_expect_eq(trcfile_rss_source_parse(NULL, &s), -EINVAL);
+	cr_expect_str_eq(trcfile_rss_source_name(0), "none");
+	cr_expect_str_eq(trcfile_rss_source_name(5), "unknown");
 }

@@ -47,7 +47,7 @@ static struct trc_session *new_session(uint32_t slots, uint64_t ring)
 	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", fd);
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	return s;
 }
 
@@ -81,11 +81,11 @@ static void assert_same_files(const char *a, const char *b)
 static void run_both(char *const argv[], const char *in, int want, struct trc_session *s,
 		     struct ts_collect *c)
 {
-	unsetenv(SESSION_ENV_FD);
+	unsetenv(TRC_SESSION_FD_ENV);
 	int st_bare = ts_run_traced(NULL, NULL, argv, NULL, in, path_a);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", session_fd(s));
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	const char *env[] = {preload_env, NULL};
 	int st = ts_run_traced(s, c, argv, env, in, path_b);
 	cr_assert(WIFEXITED(st_bare) && WEXITSTATUS(st_bare) == want, "bare status %x", st_bare);
@@ -170,7 +170,7 @@ Test(preload, no_session_changes_nothing, .init = setup, .fini = teardown)
 	for (int i = 0; i < 1000; i++)
 		fprintf(f, "%d\n", (i * 7919) % 1000);
 	fclose(f);
-	unsetenv(SESSION_ENV_FD);
+	unsetenv(TRC_SESSION_FD_ENV);
 	char *argv[] = {"sort", "-n", NULL};
 	int st_bare = ts_run_traced(NULL, NULL, argv, NULL, path_in, path_a);
 	const char *env[] = {preload_env, NULL};

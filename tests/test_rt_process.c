@@ -25,7 +25,7 @@ static struct trc_session *new_session(void)
 	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", fd);
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	return s;
 }
 
@@ -160,14 +160,14 @@ Test(rt_process, no_session_same_output_and_status, .init = setup)
 	char out1[] = "/tmp/trc-test-rt-XXXXXX", out2[] = "/tmp/trc-test-rt-XXXXXX";
 	close(mkstemp(out1));
 	close(mkstemp(out2));
-	unsetenv(SESSION_ENV_FD);
+	unsetenv(TRC_SESSION_FD_ENV);
 	int st1 = ts_run_traced(NULL, NULL, argv, NULL, NULL, out1);
 	char a[4096];
 	strcpy(a, read_file(out1));
 	/* A stale variable naming an fd that is not a session changes nothing either. */
-	setenv(SESSION_ENV_FD, "1", 1);
+	setenv(TRC_SESSION_FD_ENV, "1", 1);
 	int st2 = ts_run_traced(NULL, NULL, argv, NULL, NULL, out2);
-	unsetenv(SESSION_ENV_FD);
+	unsetenv(TRC_SESSION_FD_ENV);
 	cr_assert_eq(st1, 0);
 	cr_assert_eq(st2, 0);
 	cr_assert_str_eq(a, "emitted 3000\n");

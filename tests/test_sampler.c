@@ -27,6 +27,7 @@
 
 #include "ring.h"
 #include "sampler.h"
+#include "trcfile.h" /* trcfile_rss_source_name */
 
 #define MS 1000000ull
 #define MIB (1ull << 20)
@@ -186,7 +187,7 @@ static void rig_drain(struct rig *r)
 }
 
 static struct sampler_config rig_config(struct rig *r, const pid_t *pids, size_t n_pids,
-					uint64_t interval_ns, enum rss_source source)
+					uint64_t interval_ns, enum trc_rss_source source)
 {
 	return (struct sampler_config){
 		.pids = pids,
@@ -244,7 +245,7 @@ Test(sampler, timing_10hz_over_2s, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 16);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 100 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 100 * MS, TRC_RSS_STATM);
 	struct sampler_stats st;
 	struct sampler *s;
 	uint64_t t_start;
@@ -270,9 +271,9 @@ Test(sampler, timing_10hz_over_2s, .timeout = 20)
 		const struct rss_sample *x = &r->samples[k];
 		uint64_t since = x->ts_ns - r->samples[0].ts_ns;
 		cr_expect_eq(x->pid, (uint32_t)c.pid);
-		cr_expect_eq(x->source, RSS_SOURCE_STATM);
+		cr_expect_eq(x->source, TRC_RSS_STATM);
 		cr_expect_eq(x->interval_ns, 100 * MS);
-		cr_expect_eq(x->flags & RSS_FLAG_STRETCHED, 0);
+		cr_expect_eq(x->flags & TRC_RSS_STRETCHED, 0);
 		cr_expect_eq(x->skipped_ticks, 0);
 		cr_expect_gt(x->rss_bytes, 0);
 		cr_expect_gt(x->read_ns, 0);
@@ -295,7 +296,7 @@ Test(sampler, stop_is_immediate_at_60s_interval, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 12);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 60000 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 60000 * MS, TRC_RSS_STATM);
 	uint64_t worst = 0;
 
 	for (int i = 0; i < 5; i++) {
@@ -319,7 +320,7 @@ Test(sampler, stop_right_after_start, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 12);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 60000 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 60000 * MS, TRC_RSS_STATM);
 
 	/* A stop that lands before the thread reaches ppoll must still end it at once. */
 	for (int i = 0; i < 20; i++) {
@@ -348,7 +349,7 @@ Test(sampler, late_ticks_are_skipped_and_counted, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 14);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 100 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 100 * MS, TRC_RSS_STATM);
 	struct sampler_stats st;
 	struct sampler *s;
 	size_t late_sample = 0;
@@ -392,8 +393,8 @@ Test(sampler, injected_start_failure_leaves_nothing, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 12);
-	enum rss_source sources[] = {RSS_SOURCE_STATM, RSS_SOURCE_STATUS, RSS_SOURCE_SMAPS_ROLLUP,
-				     RSS_SOURCE_BOTH};
+	enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
+				     TRC_RSS_BOTH};
 	int fds_before = count_fds();
 
 	for (size_t i = 0; i < 4; i++) {
@@ -424,7 +425,7 @@ Test(sampler, bad_configs_are_rejected, .timeout = 20)
 
 #define EXPECT_FAIL(mutate, want)                                           \
 	do {                                                                \
-		cfg = rig_config(r, &c.pid, 1, 100 * MS, RSS_SOURCE_STATM); \
+		cfg = rig_config(r, &c.pid, 1, 100 * MS, TRC_RSS_STATM); \
 		mutate;                                                     \
 		err = 0;                                                    \
 		cr_expect_null(sampler_start(&cfg, &err), #mutate);         \
@@ -435,10 +436,10 @@ Test(sampler, bad_configs_are_rejected, .timeout = 20)
 	EXPECT_FAIL(cfg.pids = NULL, -EINVAL);
 	EXPECT_FAIL(cfg.n_pids = SAMPLER_MAX_PIDS + 1, -EINVAL);
 	EXPECT_FAIL(cfg.interval_ns = 0, -EINVAL);
-	EXPECT_FAIL(cfg.interval_ns = DURATION_MIN_NS - 1, -EINVAL);
-	EXPECT_FAIL(cfg.interval_ns = DURATION_MAX_NS + 1, -EINVAL);
-	EXPECT_FAIL(cfg.source = (enum rss_source)0, -EINVAL);
-	EXPECT_FAIL(cfg.source = (enum rss_source)5, -EINVAL);
+	EXPECT_FAIL(cfg.interval_ns = TRC_RSS_INTERVAL_MIN_NS - 1, -EINVAL);
+	EXPECT_FAIL(cfg.interval_ns = TRC_RSS_INTERVAL_MAX_NS + 1, -EINVAL);
+	EXPECT_FAIL(cfg.source = (enum trc_rss_source)0, -EINVAL);
+	EXPECT_FAIL(cfg.source = (enum trc_rss_source)5, -EINVAL);
 	EXPECT_FAIL(cfg.ring_ctl = NULL, -EINVAL);
 	EXPECT_FAIL(cfg.ring_capacity = 1000, -EINVAL);
 	EXPECT_FAIL((cfg.ring_ctl = tiny->ctl, cfg.ring_data = tiny->data,
@@ -449,13 +450,13 @@ Test(sampler, bad_configs_are_rejected, .timeout = 20)
 	EXPECT_FAIL(cfg.pids = &none, -ESRCH);
 	/* The second pid fails after the first one's files were opened: all closed again. */
 	EXPECT_FAIL((cfg.pids = two, cfg.n_pids = 2), -ESRCH);
-	EXPECT_FAIL((cfg.pids = two, cfg.n_pids = 2, cfg.source = RSS_SOURCE_BOTH), -ESRCH);
+	EXPECT_FAIL((cfg.pids = two, cfg.n_pids = 2, cfg.source = TRC_RSS_BOTH), -ESRCH);
 #undef EXPECT_FAIL
 	cr_expect_eq(count_fds(), fds_before, "fds leaked by rejected configs");
 	cr_expect_null(sampler_start(NULL, &err));
 	cr_expect_eq(err, -EINVAL);
 	/* A real eventfd is accepted. */
-	cfg = rig_config(r, &c.pid, 1, 100 * MS, RSS_SOURCE_STATM);
+	cfg = rig_config(r, &c.pid, 1, 100 * MS, TRC_RSS_STATM);
 	cfg.notify_fd = efd;
 	sampler_stop(start_ok(&cfg));
 	cr_expect_eq(count_fds(), fds_before, "fds leaked by start and stop");
@@ -468,7 +469,7 @@ Test(sampler, bad_configs_are_rejected, .timeout = 20)
 
 /* ---- the process goes away ------------------------------------------------------------- */
 
-static void exits_mid_run(enum rss_source source, bool reap)
+static void exits_mid_run(enum trc_rss_source source, bool reap)
 {
 	struct child c = child_start(4, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 16);
@@ -498,13 +499,13 @@ static void exits_mid_run(enum rss_source source, bool reap)
 
 	cr_expect(st.process_gone);
 	cr_expect_eq(st.read_errors, 0, "gone is not an error (last %d)", st.last_error);
-	cr_assert_gt(r->n, 3, "%s: %zu samples", rss_source_name(source), r->n);
+	cr_assert_gt(r->n, 3, "%s: %zu samples", trcfile_rss_source_name(source), r->n);
 	cr_expect_eq(st.samples, r->n);
 	for (size_t k = 0; k < r->n; k++) {
 		cr_expect_gt(r->samples[k].rss_bytes, 4 * MIB, "%s: sample %zu reads %llu",
-			     rss_source_name(source), k,
+			     trcfile_rss_source_name(source), k,
 			     (unsigned long long)r->samples[k].rss_bytes);
-		if (source == RSS_SOURCE_SMAPS_ROLLUP || source == RSS_SOURCE_BOTH)
+		if (source == TRC_RSS_SMAPS_ROLLUP || source == TRC_RSS_BOTH)
 			cr_expect_gt(r->samples[k].pss_bytes, 0);
 	}
 	cr_assert_eq(r->n_gone, 1);
@@ -523,23 +524,23 @@ static void exits_mid_run(enum rss_source source, bool reap)
 
 Test(sampler, process_exits_mid_run_reaped, .timeout = 30)
 {
-	exits_mid_run(RSS_SOURCE_STATM, true);
-	exits_mid_run(RSS_SOURCE_SMAPS_ROLLUP, true);
+	exits_mid_run(TRC_RSS_STATM, true);
+	exits_mid_run(TRC_RSS_SMAPS_ROLLUP, true);
 }
 
 Test(sampler, process_exits_mid_run_zombie, .timeout = 30)
 {
-	exits_mid_run(RSS_SOURCE_STATM, false);
-	exits_mid_run(RSS_SOURCE_STATUS, false);
-	exits_mid_run(RSS_SOURCE_SMAPS_ROLLUP, false);
-	exits_mid_run(RSS_SOURCE_BOTH, false);
+	exits_mid_run(TRC_RSS_STATM, false);
+	exits_mid_run(TRC_RSS_STATUS, false);
+	exits_mid_run(TRC_RSS_SMAPS_ROLLUP, false);
+	exits_mid_run(TRC_RSS_BOTH, false);
 }
 
 Test(sampler, gone_record_is_opt_in, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 14);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 5 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 5 * MS, TRC_RSS_STATM);
 	struct sampler *s = start_ok(&cfg);
 
 	wait_samples(s, 1, 5000 * MS);
@@ -557,7 +558,7 @@ Test(sampler, gone_record_is_opt_in, .timeout = 20)
 /* ---- figures --------------------------------------------------------------------------- */
 
 /* Runs a sampler until it has taken 3 samples and returns the last one. */
-static struct rss_sample sample_now(pid_t pid, enum rss_source source)
+static struct rss_sample sample_now(pid_t pid, enum trc_rss_source source)
 {
 	struct rig *r = rig_new(1 << 14);
 	struct sampler_config cfg = rig_config(r, &pid, 1, 5 * MS, source);
@@ -573,23 +574,23 @@ static struct rss_sample sample_now(pid_t pid, enum rss_source source)
 	return last;
 }
 
-static void expect_grown(const char *what, enum rss_source src, uint64_t before, uint64_t after,
+static void expect_grown(const char *what, enum trc_rss_source src, uint64_t before, uint64_t after,
 			 uint64_t mib)
 {
 	int64_t delta = (int64_t)(after - before);
 	/* The mapping itself is exact; allow the page tables (0.2 %), a few libc pages, and
 	 * sanitizer runtime noise in the ASan tier. */
 	cr_expect_geq(delta, (int64_t)((mib - 1) * MIB), "%s %s grew %lld bytes, want ~%llu MiB",
-		      rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
+		      trcfile_rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
 	cr_expect_leq(delta, (int64_t)((mib + 4) * MIB), "%s %s grew %lld bytes, want ~%llu MiB",
-		      rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
+		      trcfile_rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
 }
 
 Test(sampler, each_source_sees_known_growth, .timeout = 30)
 {
 	const uint64_t mib = 48;
-	enum rss_source sources[] = {RSS_SOURCE_STATM, RSS_SOURCE_STATUS, RSS_SOURCE_SMAPS_ROLLUP,
-				     RSS_SOURCE_BOTH};
+	enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
+				     TRC_RSS_BOTH};
 	struct rss_sample before[4], after[4];
 	struct child c = child_start((unsigned)mib, "staged", "base\n");
 
@@ -601,27 +602,27 @@ Test(sampler, each_source_sees_known_growth, .timeout = 30)
 		after[i] = sample_now(c.pid, sources[i]);
 
 	for (int i = 0; i < 4; i++) {
-		enum rss_source src = sources[i];
+		enum trc_rss_source src = sources[i];
 		const struct rss_sample *b = &before[i], *a = &after[i];
 		cr_expect_eq(a->source, (uint32_t)src);
 		expect_grown("rss", src, b->rss_bytes, a->rss_bytes, mib);
 		switch (src) {
-		case RSS_SOURCE_STATM:
-			cr_expect_eq(a->flags & (RSS_FLAG_HAS_HWM | RSS_FLAG_HAS_SPLIT |
-						 RSS_FLAG_HAS_EXACT),
+		case TRC_RSS_STATM:
+			cr_expect_eq(a->flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT |
+						 TRC_RSS_HAS_EXACT),
 				     0);
 			break;
-		case RSS_SOURCE_STATUS:
-			cr_expect_eq(a->flags & (RSS_FLAG_HAS_HWM | RSS_FLAG_HAS_SPLIT),
-				     RSS_FLAG_HAS_HWM | RSS_FLAG_HAS_SPLIT);
+		case TRC_RSS_STATUS:
+			cr_expect_eq(a->flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT),
+				     TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT);
 			expect_grown("anon", src, b->anon_bytes, a->anon_bytes, mib);
 			expect_grown("hwm", src, b->hwm_bytes, a->hwm_bytes, mib);
 			cr_expect_eq(a->anon_bytes + a->file_bytes + a->shmem_bytes, a->rss_bytes);
 			cr_expect_geq(a->hwm_bytes, a->rss_bytes);
 			break;
-		case RSS_SOURCE_SMAPS_ROLLUP:
-		case RSS_SOURCE_BOTH:
-			cr_expect(a->flags & RSS_FLAG_HAS_EXACT);
+		case TRC_RSS_SMAPS_ROLLUP:
+		case TRC_RSS_BOTH:
+			cr_expect(a->flags & TRC_RSS_HAS_EXACT);
 			expect_grown("exact", src, b->rss_exact_bytes, a->rss_exact_bytes, mib);
 			expect_grown("pss", src, b->pss_bytes, a->pss_bytes, mib);
 			cr_expect_leq(a->pss_bytes, a->rss_exact_bytes);
@@ -655,7 +656,7 @@ Test(sampler, buffers_callback_is_carried, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 14);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 5 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 5 * MS, TRC_RSS_STATM);
 	struct cb_log log = {.want_pid = c.pid};
 	struct sampler *s;
 
@@ -677,7 +678,7 @@ Test(sampler, buffers_callback_is_carried, .timeout = 20)
 Test(sampler, no_callback_means_zero_buffers, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
-	struct rss_sample x = sample_now(c.pid, RSS_SOURCE_STATM);
+	struct rss_sample x = sample_now(c.pid, TRC_RSS_STATM);
 	cr_expect_eq(x.buffers_bytes, 0);
 	child_end(&c);
 }
@@ -690,7 +691,7 @@ Test(sampler, slow_source_stretches_its_interval, .timeout = 30)
 	 * 1 ms interval; statm on the same process stays far below it. */
 	struct child c = child_start(128, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 16);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 1 * MS, RSS_SOURCE_SMAPS_ROLLUP);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 1 * MS, TRC_RSS_SMAPS_ROLLUP);
 	struct sampler_stats st;
 	struct sampler *s = start_ok(&cfg);
 
@@ -704,7 +705,7 @@ Test(sampler, slow_source_stretches_its_interval, .timeout = 30)
 	/* Once three reads are known to be slow, every sample is stretched. */
 	for (size_t k = SAMPLER_READ_WINDOW - 1; k < r->n; k++) {
 		const struct rss_sample *x = &r->samples[k];
-		cr_expect(x->flags & RSS_FLAG_STRETCHED, "sample %zu not stretched", k);
+		cr_expect(x->flags & TRC_RSS_STRETCHED, "sample %zu not stretched", k);
 		cr_expect_gt(x->interval_ns, 1 * MS);
 		cr_expect_eq(x->interval_ns % (1 * MS), 0, "off the grid: %llu",
 			     (unsigned long long)x->interval_ns);
@@ -724,7 +725,7 @@ Test(sampler, slow_source_stretches_its_interval, .timeout = 30)
 
 	/* The fast source on the same process, same interval: not stretched. */
 	r = rig_new(1 << 16);
-	cfg = rig_config(r, &c.pid, 1, 10 * MS, RSS_SOURCE_STATM);
+	cfg = rig_config(r, &c.pid, 1, 10 * MS, TRC_RSS_STATM);
 	s = start_ok(&cfg);
 	wait_samples(s, 10, 5000 * MS);
 	sampler_get_stats(s, &st);
@@ -738,7 +739,7 @@ Test(sampler, notify_fd_is_written_each_tick, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 14);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 5 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 5 * MS, TRC_RSS_STATM);
 	struct sampler_stats st;
 	uint64_t count = 0;
 	int efd = eventfd(0, EFD_CLOEXEC);
@@ -764,7 +765,7 @@ Test(sampler, several_pids_one_series_each, .timeout = 20)
 	struct child b = child_start(2, "wait", "ready\n");
 	pid_t pids[2] = {a.pid, b.pid};
 	struct rig *r = rig_new(1 << 16);
-	struct sampler_config cfg = rig_config(r, pids, 2, 10 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, pids, 2, 10 * MS, TRC_RSS_STATM);
 	struct sampler_stats st;
 	struct sampler *s;
 	size_t na = 0, nb = 0;
@@ -813,7 +814,7 @@ Test(sampler, full_ring_drops_and_counts, .timeout = 20)
 	struct child c = child_start(0, "wait", "ready\n");
 	/* 512 bytes hold four 112-byte records; nobody drains. */
 	struct rig *r = rig_new(512);
-	struct sampler_config cfg = rig_config(r, &c.pid, 1, 1 * MS, RSS_SOURCE_STATM);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, 1 * MS, TRC_RSS_STATM);
 	struct sampler_stats st;
 	uint64_t ticks = 0;
 	int efd = eventfd(0, EFD_CLOEXEC);

@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 
 #include "clock.h"
-#include "rt_internal.h"
+#include "runtime.h"
 #include "session_internal.h"
 #include "test_session_util.h"
 
@@ -56,7 +56,7 @@ Test(session, records_round_trip_with_names_and_time)
 		struct ts_rec *x = &c.v[i];
 		uint32_t t = x->r.type;
 		if (t >= TRC_REC_SPAN_BEGIN && t <= TRC_REC_COUNTER) {
-			cr_assert_eq(x->st.kind, SESSION_STREAM_THREAD);
+			cr_assert_eq(x->st.kind, TRC_STREAM_THREAD);
 			cr_assert_eq(x->st.pid, (uint32_t)getpid());
 			cr_assert_eq(x->st.tid, (uint32_t)gettid());
 			/* ts within [t0, t1] (TSC conversion error is far below this slack) */
@@ -86,7 +86,7 @@ Test(session, records_round_trip_with_names_and_time)
 			cr_assert_eq(x->r.value.value, -42);
 		}
 		if (t == TRC_REC_PROCESS) {
-			cr_assert_eq(x->st.kind, SESSION_STREAM_META);
+			cr_assert_eq(x->st.kind, TRC_STREAM_META);
 			cr_assert_eq(x->r.process.pid, (uint32_t)getpid());
 			cr_assert_eq(x->r.process.ppid, (uint32_t)getppid());
 			cr_assert_gt(x->r.process.cmdline_len, 0);
@@ -269,7 +269,7 @@ Test(session, slots_exhausted_counts_lost_exactly)
 	/* NO_SLOT losses are on the meta stream. */
 	for (size_t i = 0; i < c.n; i++)
 		if (c.v[i].r.type == TRC_REC_LOST && c.v[i].r.lost.reason == TRC_LOST_NO_SLOT)
-			cr_assert_eq(c.v[i].st.kind, SESSION_STREAM_META);
+			cr_assert_eq(c.v[i].st.kind, TRC_STREAM_META);
 	ts_collect_free(&c);
 	session_destroy(s);
 }
@@ -524,7 +524,7 @@ Test(session, fork_child_writes_its_own_rings)
 
 Test(session, no_session_means_no_state_and_no_records)
 {
-	unsetenv(SESSION_ENV_FD);
+	unsetenv(TRC_SESSION_FD_ENV);
 	cr_assert_eq(trc_attach(), -ENOENT);
 	cr_assert(!trc_enabled());
 	TRC_BEGIN("x");
@@ -541,21 +541,21 @@ Test(session, no_session_means_no_state_and_no_records)
 
 Test(session, attach_refuses_fds_that_are_not_a_session)
 {
-	setenv(SESSION_ENV_FD, "abc", 1);
+	setenv(TRC_SESSION_FD_ENV, "abc", 1);
 	cr_assert_eq(trc_attach(), -EINVAL);
-	setenv(SESSION_ENV_FD, "987", 1);
+	setenv(TRC_SESSION_FD_ENV, "987", 1);
 	cr_assert_eq(trc_attach(), -EBADF);
 	int fd = open("/dev/null", O_RDONLY);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", fd);
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	cr_assert_eq(trc_attach(), -EINVAL);
 	/* A sealed memfd with the wrong magic. */
 	int m = memfd_create("x", MFD_ALLOW_SEALING);
 	cr_assert_eq(ftruncate(m, 1 << 20), 0);
 	fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
 	snprintf(num, sizeof(num), "%d", m);
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	cr_assert_eq(trc_attach(), -EPROTO);
 	cr_assert(!trc_enabled());
 	TRC_INSTANT("nothing", 1);
@@ -592,10 +592,10 @@ static void check_clock(bool force_gettime)
 	struct session_clock_info ci;
 	session_clock_info(s, &ci);
 	if (force_gettime || !trc_clock_tsc_invariant()) {
-		cr_assert_eq(ci.clock_source, SESSION_CLOCK_GETTIME);
+		cr_assert_eq(ci.clock_source, TRC_CLOCK_GETTIME);
 		cr_assert_eq(trc__mode, 1u);
 	} else {
-		cr_assert_eq(ci.clock_source, SESSION_CLOCK_TSC);
+		cr_assert_eq(ci.clock_source, TRC_CLOCK_TSC);
 		cr_assert_eq(trc__mode, 2u);
 		cr_assert(ci.tsc_hz > 100000000ull && ci.tsc_hz < 10000000000ull);
 	}
@@ -646,7 +646,7 @@ Test(session, env_forces_clock_gettime)
 	struct trc_session *s = session_create(NULL, &err);
 	struct session_clock_info ci;
 	session_clock_info(s, &ci);
-	cr_assert_eq(ci.clock_source, SESSION_CLOCK_GETTIME);
+	cr_assert_eq(ci.clock_source, TRC_CLOCK_GETTIME);
 	cr_assert_eq(ci.tsc_hz, 0);
 	session_destroy(s);
 }

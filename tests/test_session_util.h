@@ -125,7 +125,7 @@ static inline struct trc_session *ts_start(const struct session_config *cfg, int
 	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
 	char num[16];
 	snprintf(num, sizeof(num), "%d", fd);
-	setenv(SESSION_ENV_FD, num, 1);
+	setenv(TRC_SESSION_FD_ENV, num, 1);
 	int rc = trc_attach();
 	if (attach_rc)
 		*attach_rc = rc;

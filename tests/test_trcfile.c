@@ -102,7 +102,7 @@ Test(trcfile, every_record_type_round_trips)
 	struct tu_plan p = {0};
 	tu_small_plan(&p);
 	/* Extremes the encoding must carry exactly. */
-	struct tu_stream *x = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, UINT32_MAX, UINT32_MAX - 1);
+	struct tu_stream *x = tu_plan_stream(&p, TRC_STREAM_THREAD, UINT32_MAX, UINT32_MAX - 1);
 	struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = 2000000000ull};
 	r.value.name_id = UINT32_MAX;
 	r.value.value = INT64_MIN;
@@ -201,7 +201,7 @@ Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
 	enum { STREAMS = 48, THREADS = 4 };
 	uint64_t seed = 12345;
 	for (int i = 0; i < STREAMS; i++) {
-		struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 100, 200 + i);
+		struct tu_stream *s = tu_plan_stream(&p, TRC_STREAM_THREAD, 100, 200 + i);
 		uint64_t t = 1000 + (uint64_t)i % 5; /* equal start times: ties across streams */
 		size_t n = 500 + (size_t)(i * 37) % 1500;
 		for (size_t k = 0; k < n; k++) {
@@ -237,7 +237,7 @@ Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
 	cr_assert_not_null(w);
 	struct trcfile_stream *streams[STREAMS];
 	for (int i = 0; i < STREAMS; i++)
-		streams[i] = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 100, 200 + i);
+		streams[i] = trcfile_stream_open(w, TRC_STREAM_THREAD, 100, 200 + i);
 	pthread_t th[THREADS];
 	struct tu_thread_arg args[THREADS];
 	for (int i = 0; i < THREADS; i++) {
@@ -334,8 +334,8 @@ Test(trcfile, empty_trace_and_empty_streams)
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, NULL, &err);
 	cr_assert_not_null(w);
-	cr_assert_not_null(trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2));
-	cr_assert_null(trcfile_stream_open(w, (enum trcfile_stream_kind)9, 1, 2));
+	cr_assert_not_null(trcfile_stream_open(w, TRC_STREAM_THREAD, 1, 2));
+	cr_assert_null(trcfile_stream_open(w, (enum trc_stream_kind)9, 1, 2));
 	cr_assert_eq(trcfile_writer_close(w), 0);
 	struct trcfile_reader *rd = tu_open(path);
 	cr_assert_not(trcfile_reader_truncated(rd));
@@ -367,7 +367,7 @@ Test(trcfile, bad_records_are_refused_and_do_not_poison_the_stream)
 	struct trcfile_header_info h = tu_header();
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, NULL, &err);
-	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_META, 1, 0);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_META, 1, 0);
 	struct trc_record r = {.type = 0, .ts_ns = 5};
 	cr_assert_eq(trcfile_stream_append(s, &r), -EINVAL);
 	r.type = TRC_REC_TYPE_COUNT;
@@ -429,7 +429,7 @@ Test(trcfile, write_error_is_sticky_and_keeps_written_chunks)
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, &tu_small_chunks, &err);
 	cr_assert_not_null(w);
-	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, 2);
 	uint64_t seed = 99, appended = 0;
 	err = 0;
 	/* Random values: incompressible enough to pass 64 KiB quickly. */
@@ -497,7 +497,7 @@ Test(trcfile, back_pressure_with_one_chunk_in_flight)
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	struct tu_plan p = {0};
 	for (int i = 0; i < 3; i++) {
-		struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 10 + i);
+		struct tu_stream *s = tu_plan_stream(&p, TRC_STREAM_THREAD, 1, 10 + i);
 		for (int k = 0; k < 20000; k++) {
 			struct trc_record r = {.type = TRC_REC_INSTANT,
 					       .ts_ns = (uint64_t)k * 3 + i};
@@ -527,7 +527,7 @@ Test(trcfile, flush_ends_a_chunk_and_the_stream_continues)
 	struct trcfile_header_info h = tu_header();
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, NULL, &err);
-	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, 2);
 	cr_assert_eq(trcfile_stream_flush(s), 0); /* nothing open: a no-op */
 	for (int i = 0; i < 10; i++) {
 		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = (uint64_t)i};
@@ -550,7 +550,7 @@ Test(trcfile, decreasing_times_round_trip)
 	char path[300];
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	struct tu_plan p = {0};
-	struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_META, 1, 0);
+	struct tu_stream *s = tu_plan_stream(&p, TRC_STREAM_META, 1, 0);
 	uint64_t ts[] = {500, 100, UINT64_MAX, 0, 7, 7, 6};
 	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
 		struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = ts[i]};
@@ -659,7 +659,7 @@ Test(trcfile, summary_falls_back_to_samples_without_exit)
 	char path[300];
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	struct tu_plan p = {0};
-	struct tu_stream *rss = tu_plan_stream(&p, TRCFILE_STREAM_RSS, 4242, 0);
+	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
 	for (int i = 0; i < 4; i++) {
 		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = 1000000000ull + (uint64_t)i};
 		r.rss.pid = i == 2 ? 777 : 4242; /* another pid: not the program's figure */
@@ -692,7 +692,7 @@ Test(trcfile, summary_percentiles_are_close)
 	char path[300];
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	struct tu_plan p = {0};
-	struct tu_stream *s = tu_plan_stream(&p, TRCFILE_STREAM_THREAD, 1, 1);
+	struct tu_stream *s = tu_plan_stream(&p, TRC_STREAM_THREAD, 1, 1);
 	uint64_t t = 0;
 	for (uint64_t i = 1; i <= 1000; i++) {
 		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = t};
@@ -764,9 +764,9 @@ Test(trcfile, type_and_reason_names)
 	cr_assert_str_eq(trcfile_type_name(TRC_REC_SPAN_BEGIN), "span_begin");
 	cr_assert_str_eq(trcfile_type_name(TRC_REC_EXIT), "exit");
 	cr_assert_str_eq(trcfile_type_name(999), "unknown");
-	cr_assert(trcfile_type_is_event(TRC_REC_FUNC_EXIT));
-	cr_assert_not(trcfile_type_is_event(TRC_REC_RSS));
-	cr_assert_not(trcfile_type_is_event(TRC_REC_LOST));
+	cr_assert(trc_rec_is_event(TRC_REC_FUNC_EXIT));
+	cr_assert_not(trc_rec_is_event(TRC_REC_RSS));
+	cr_assert_not(trc_rec_is_event(TRC_REC_LOST));
 	cr_assert_str_eq(trcfile_rss_source_name(TRC_RSS_SMAPS_ROLLUP), "smaps_rollup");
 	cr_assert_str_eq(trcfile_lost_reason_name(TRC_LOST_SAMPLER_LATE), "sampler_late");
 }
@@ -807,7 +807,7 @@ Test(trcfile, fuzz_seed_corpus)
 		struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
 		struct trcfile_stream *s[3];
 		for (int i = 0; i < 3; i++)
-			s[i] = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, (uint32_t)i);
+			s[i] = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, (uint32_t)i);
 		for (int k = 0; k < 60; k++) {
 			struct trc_record r = {.type = (uint32_t)(1 + k % 8), .ts_ns = 100 + k * 7};
 			r.alloc.addr = 0x1000 + (uint64_t)k * 16;
@@ -852,7 +852,7 @@ Test(trcfile, summary_memory_is_bounded)
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC, .zstd_level = 1};
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
-	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 1);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, 1);
 	const uint32_t ids = 300000;
 	uint64_t t = 0;
 	for (uint32_t i = 0; i < ids; i++) {
@@ -899,8 +899,8 @@ Test(trcfile, unmatched_spans_keep_the_summary_linear, .timeout = 30)
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, &tu_small_chunks, &err);
 	cr_assert_not_null(w);
-	struct trcfile_stream *m = trcfile_stream_open(w, TRCFILE_STREAM_META, 1, 0);
-	struct trcfile_stream *s = trcfile_stream_open(w, TRCFILE_STREAM_THREAD, 1, 2);
+	struct trcfile_stream *m = trcfile_stream_open(w, TRC_STREAM_META, 1, 0);
+	struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, 2);
 	for (uint32_t id = 1; id <= 2; id++) {
 		struct trc_record n = {.type = TRC_REC_NAME, .ts_ns = 0};
 		n.name.id = id;

@@ -29,7 +29,7 @@ static void hz_plan(struct tu_plan *p)
 	tu_small_plan(p);
 	uint64_t seed = 5;
 	for (int i = 0; i < 2; i++) {
-		struct tu_stream *s = tu_plan_stream(p, TRCFILE_STREAM_THREAD, 4242, 5000 + i);
+		struct tu_stream *s = tu_plan_stream(p, TRC_STREAM_THREAD, 4242, 5000 + i);
 		uint64_t t = 1000000000ull;
 		/* ~9 raw bytes a record, compressible: many 4 KiB chunks in a small file */
 		for (int k = 0; k < 2500; k++) {
@@ -464,7 +464,7 @@ static uint8_t *hz_one_chunk(const uint8_t *raw, size_t raw_len, uint32_t count,
 	ZSTD_freeCCtx(cc);
 	struct trcfile__chunk_hdr ch = {.stream_id = 0,
 					.seq = 0,
-					.kind = TRCFILE_STREAM_THREAD,
+					.kind = TRC_STREAM_THREAD,
 					.pid = 1,
 					.tid = 2,
 					.first_ts = first,
@@ -604,7 +604,7 @@ Test(trcfile_hostile, merge_memory_is_bounded)
 	size_t off = hb;
 	for (uint32_t s = 0; s < STREAMS; s++) {
 		struct trcfile__chunk_hdr ch = {.stream_id = s,
-						.kind = TRCFILE_STREAM_THREAD,
+						.kind = TRC_STREAM_THREAD,
 						.pid = 1,
 						.tid = s,
 						.first_ts = 0,

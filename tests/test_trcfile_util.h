@@ -23,7 +23,7 @@
 #include "trcfile.h"
 
 struct tu_stream {
-	enum trcfile_stream_kind kind;
+	enum trc_stream_kind kind;
 	uint32_t pid, tid;
 	struct trc_record *recs;
 	size_t n, cap;
@@ -35,7 +35,7 @@ struct tu_plan {
 };
 
 /* Adds a stream. The pointer is valid until the next tu_plan_stream (the array grows). */
-static inline struct tu_stream *tu_plan_stream(struct tu_plan *p, enum trcfile_stream_kind kind,
+static inline struct tu_stream *tu_plan_stream(struct tu_plan *p, enum trc_stream_kind kind,
 					       uint32_t pid, uint32_t tid)
 {
 	p->streams = realloc(p->streams, (p->n + 1) * sizeof(*p->streams));
@@ -280,10 +280,10 @@ static inline void tu_small_plan(struct tu_plan *p)
 	struct trc_record r;
 	/* Streams first: tu_plan_stream may move the array, so pointers are taken after. */
 	size_t base = p->n;
-	tu_plan_stream(p, TRCFILE_STREAM_META, 4242, 0);
-	tu_plan_stream(p, TRCFILE_STREAM_THREAD, 4242, 4242);
-	tu_plan_stream(p, TRCFILE_STREAM_THREAD, 4242, 4243);
-	tu_plan_stream(p, TRCFILE_STREAM_RSS, 4242, 0);
+	tu_plan_stream(p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 4242, 4243);
+	tu_plan_stream(p, TRC_STREAM_RSS, 4242, 0);
 	struct tu_stream *meta = &p->streams[base], *a = &p->streams[base + 1],
 			 *b = &p->streams[base + 2], *rss = &p->streams[base + 3];
 	static const char *const names[] = {"", "main", "parse", "compute", "ready", "queue"};

@@ -187,7 +187,7 @@ static void dump__alloc(struct dump__chrome *c, uint32_t pid, uint32_t tid,
 static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc_record *rec)
 {
 	const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, sidx);
-	uint32_t pid = si->pid, tid = si->kind == TRCFILE_STREAM_THREAD ? si->tid : 0;
+	uint32_t pid = si->pid, tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
 	if (rec->ts_ns > c->last_ts)
 		c->last_ts = rec->ts_ns;
 	switch (rec->type) {
@@ -299,7 +299,7 @@ static void dump__prologue(struct dump__chrome *c)
 	}
 	for (unsigned s = 0; s < ns; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
-		if (si->kind != TRCFILE_STREAM_THREAD)
+		if (si->kind != TRC_STREAM_THREAD)
 			continue;
 		uint32_t len = 0;
 		const char *name = trcfile_reader_thread_name(c->r, si->pid, si->tid, &len);
@@ -368,7 +368,7 @@ int dump_chrome_main(int argc, char **argv)
 	}
 	for (unsigned s = 0; s < ns; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
-		uint32_t tid = si->kind == TRCFILE_STREAM_THREAD ? si->tid : 0;
+		uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
 		for (; c->depth[s]; c->depth[s]--) {
 			dump__ev(c, 'E', si->pid, tid, c->last_ts);
 			dump_str(",\"args\":{\"unfinished\":true}}");

@@ -128,12 +128,12 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 	dump_seconds((int64_t)(rec->ts_ns - start));
 	dump_char(' ');
 	switch (si->kind) {
-	case TRCFILE_STREAM_THREAD:
+	case TRC_STREAM_THREAD:
 		dump_u64(si->pid);
 		dump_char('/');
 		dump_u64(si->tid);
 		break;
-	case TRCFILE_STREAM_RSS:
+	case TRC_STREAM_RSS:
 		dump_str("rss");
 		break;
 	default:
@@ -323,7 +323,7 @@ int dump_events_main(int argc, char **argv)
 	for (unsigned s = 0; s < ns; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
 		include[s] = n_threads == 0;
-		for (unsigned k = 0; k < n_threads && si->kind == TRCFILE_STREAM_THREAD; k++)
+		for (unsigned k = 0; k < n_threads && si->kind == TRC_STREAM_THREAD; k++)
 			if (si->tid == threads[k].tid &&
 			    (!threads[k].has_pid || si->pid == threads[k].pid))
 				include[s] = true;

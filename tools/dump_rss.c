@@ -67,7 +67,7 @@ int dump_rss_main(int argc, char **argv)
 		return DUMP_EXIT_FAIL;
 	}
 	for (unsigned s = 0; s < ns; s++)
-		include[s] = trcfile_reader_stream(r, s)->kind != TRCFILE_STREAM_THREAD;
+		include[s] = trcfile_reader_stream(r, s)->kind != TRC_STREAM_THREAD;
 	struct trcfile_iter *it = trcfile_iter_new_subset(r, include);
 	free(include);
 	if (!it) {

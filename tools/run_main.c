@@ -244,7 +244,7 @@ int main(int argc, char **argv)
 	}
 
 	struct run_child child = {.pid = -1, .go_fd = -1, .err_fd = -1};
-	rc = run_spawn_prepare(&child, opt.argv, session_fd(session), SESSION_ENV_FD, preload,
+	rc = run_spawn_prepare(&child, opt.argv, session_fd(session), TRC_SESSION_FD_ENV, preload,
 			       &child_mask);
 	if (rc) {
 		fprintf(stderr, "trace-run: cannot start %s: %s\n", opt.argv[0], strerror(-rc));

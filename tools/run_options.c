@@ -1,6 +1,7 @@
 /* run_options.c - trace-run's command line. Every bad value is a usage error (exit 2) with a
  * one-line message naming it; nothing is started before the whole line is valid. */
 #include "run_options.h"
+#include "trcfile.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -165,7 +166,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 	*o = (struct run_options){
 		.rss_enabled = true,
 		.rss_interval_ns = 100000000ull,
-		.rss_source = RSS_SOURCE_STATM,
+		.rss_source = TRC_RSS_STATM,
 		.buffer_bytes = RUN_DEFAULT_BUFFER,
 		.max_threads = RUN_DEFAULT_THREADS,
 		.zstd_level = 1,
@@ -188,12 +189,12 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			o->output = optarg;
 			break;
 		case OPT_RSS_INTERVAL:
-			if (duration_parse_ns(optarg, DURATION_MIN_NS, DURATION_MAX_NS,
+			if (duration_parse_ns(optarg, TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS,
 					      &o->rss_interval_ns, msg, sizeof(msg)))
 				return run__usage_error("--rss-interval: %s", msg);
 			break;
 		case OPT_RSS_SOURCE:
-			if (rss_source_parse(optarg, &o->rss_source))
+			if (trcfile_rss_source_parse(optarg, &o->rss_source))
 				return run__usage_error("--rss-source: unknown source '%s' (expected %s)",
 							optarg, "statm, status, smaps_rollup or both");
 			break;

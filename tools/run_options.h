@@ -5,8 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "duration.h"
-#include "sampler.h"
+#include "cli_duration.h"
 
 #define RUN_EXIT_RECORDER_FAILED 1
 #define RUN_EXIT_USAGE 2
@@ -19,7 +18,7 @@ struct run_options {
 	const char *output;      /* NULL: <command>.<pid>.trc */
 	bool rss_enabled;
 	uint64_t rss_interval_ns;
-	enum rss_source rss_source;
+	enum trc_rss_source rss_source;
 	uint64_t buffer_bytes;   /* per-thread ring */
 	uint32_t max_threads;    /* ring slots in the session */
 	int zstd_level;

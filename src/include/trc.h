@@ -57,6 +57,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "trc/wire.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -79,10 +81,10 @@ int trc_attach(void);
 
 /* ---- the macros ---------------------------------------------------------------------------- */
 
-#define TRC_BEGIN(name) TRC__NAMED(1u, name, 0, 0)
-#define TRC_END(name) TRC__NAMED(2u, name, 0, 0)
-#define TRC_INSTANT(name, value) TRC__NAMED(3u, name, 1, value)
-#define TRC_COUNTER(name, value) TRC__NAMED(4u, name, 1, value)
+#define TRC_BEGIN(name) TRC__NAMED(TRC_REC_SPAN_BEGIN, name, 0, 0)
+#define TRC_END(name) TRC__NAMED(TRC_REC_SPAN_END, name, 0, 0)
+#define TRC_INSTANT(name, value) TRC__NAMED(TRC_REC_INSTANT, name, 1, value)
+#define TRC_COUNTER(name, value) TRC__NAMED(TRC_REC_COUNTER, name, 1, value)
 #define TRC_SCOPE(name) TRC__SCOPE(name, TRC__CAT(trc__scope_, __COUNTER__))
 
 /* ---- private: everything below is the inline fast path, not API ----------------------------- */
@@ -93,7 +95,7 @@ int trc_attach(void);
 #define TRC__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TRC__BARRIER() __asm__ volatile("" ::: "memory")
 
-/* 0: no session; 1: session, stamp with clock_gettime; 2: session, stamp with rdtsc.
+/* 0: no session; TRC_CLOCK_GETTIME or TRC_CLOCK_TSC: session, stamp with that clock.
  * Written once when the process attaches (before it emits), read relaxed by every call. */
 extern unsigned trc__mode;
 
@@ -141,15 +143,13 @@ static inline int trc_enabled(void)
 static inline uint64_t trc__now(unsigned mode)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	if (TRC__LIKELY(mode == 2u)) {
+	if (TRC__LIKELY(mode == TRC_CLOCK_TSC)) {
 		uint32_t lo, hi;
 		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 		return ((uint64_t)hi << 32) | lo;
 	}
 #endif
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return trc_mono_ns();
 }
 
 /* Stores one record {header, ts, a?, b?} (nwords = 0..2 after the timestamp) into the calling
@@ -202,7 +202,7 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 	do {                                                                         \
 		unsigned trc__m = trc__mode_load();                                  \
 		if (trc__m)                                                          \
-			trc__emit(trc__m, (type) | (TRC__SITE(name) << 8), (nwords), \
+			trc__emit(trc__m, TRC_TAG((type), TRC__SITE(name)), (nwords),  \
 				  TRC__VAL(value), 0);                               \
 	} while (0)
 #define TRC__VAL(v) ((uint64_t)(int64_t)(v))
@@ -211,7 +211,7 @@ static inline void trc__scope_end(uint32_t *tag)
 {
 	unsigned m = trc__mode_load();
 	if (*tag && m)
-		trc__emit(m, (*tag & ~0xffu) | 2u, 0, 0, 0);
+		trc__emit(m, TRC_TAG(TRC_REC_SPAN_END, TRC_TAG_ID(*tag)), 0, 0, 0);
 }
 
 #define TRC__SCOPE(name, var)                                                           \
@@ -219,7 +219,7 @@ static inline void trc__scope_end(uint32_t *tag)
 		uint32_t trc__tag = 0;                                                  \
 		unsigned trc__m = trc__mode_load();                                     \
 		if (trc__m) {                                                           \
-			trc__tag = 1u | (TRC__SITE(name) << 8);                         \
+			trc__tag = TRC_TAG(TRC_REC_SPAN_BEGIN, TRC__SITE(name));          \
 			trc__emit(trc__m, trc__tag, 0, 0, 0);                           \
 		}                                                                       \
 		trc__tag;                                                               \

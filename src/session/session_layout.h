@@ -72,14 +72,11 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "trc/wire.h"
 
 #define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
 #define TRC_REGION_VERSION 1u
 #define TRC_REGION_PAGE 4096u
-
-/* clock_mode */
-#define TRC_CLOCK_GETTIME 1u
-#define TRC_CLOCK_TSC 2u
 
 /* slot states (low half of the state word) */
 #define TRC_SLOT_FREE 0u
@@ -91,20 +88,12 @@
 #define TRC_SLOT_GEN(w) ((uint32_t)((w) >> 32))
 #define TRC_SLOT_WORD(gen, state) (((uint64_t)(gen) << 32) | (uint64_t)(state))
 
-#define TRC_THREAD_NAME_BYTES 16u
-#define TRC_NAME_ID_BITS 24u
-#define TRC_NAME_ID_MAX ((1u << TRC_NAME_ID_BITS) - 1u)
 #define TRC_STRTAB_READY 0x80000000u
 #define TRC_STRTAB_MAX_LEN 1024u /* longer names are cut */
 #define TRC_STRTAB_MAX_BYTES (8ull * TRC_NAME_ID_MAX)
 #define TRC_CMDLINE_MAX 4096u /* PROCESS record: command line cut here */
 #define TRC_RING_PREFAULT_BYTES (64u << 10) /* faulted in at claim; then doubling */
 #define TRC_RING_FAULT_MAX_CHUNK (256u << 10) /* ... by at most this much at a time */
-
-/* Ring tag <-> (type, name id). */
-#define TRC_TAG(type, id) ((uint32_t)(type) | ((uint32_t)(id) << 8))
-#define TRC_TAG_TYPE(tag) ((tag)&0xffu)
-#define TRC_TAG_ID(tag) ((tag) >> 8)
 
 struct trc_region_hdr {
 	/* Written last by the recorder (release); a process attaches only after an acquire load

@@ -23,10 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rss_parse.h" /* enum rss_source */
+#include "trc/wire.h" /* enum trc_rss_source */
 
-#define DURATION_MIN_NS 1000000ull /* 1 ms floor: faster sampling is a busy loop */
-#define DURATION_MAX_NS 3600000000000ull /* 1 hour */
 
 /* Parses text into *out_ns. Returns 0, or -EINVAL / -ERANGE with a one-line message naming
  * the value and the accepted range written into msg (msg_len bytes, always NUL-terminated;
@@ -37,12 +35,5 @@ int duration_parse_ns(const char *text, uint64_t min_ns, uint64_t max_ns, uint64
 /* Writes ns in the largest unit that shows it exactly ("100ms", "3600s", "1500ns") into buf.
  * Returns buf. */
 char *duration_format_ns(uint64_t ns, char *buf, size_t buf_len);
-
-/* Parses a source name: "statm", "status", "smaps_rollup", "both" (exact, case-sensitive).
- * Returns 0 or -EINVAL. */
-int rss_source_parse(const char *text, enum rss_source *out);
-
-/* The name of a source as rss_source_parse accepts it, or "invalid". Never NULL. */
-const char *rss_source_name(enum rss_source s);
 
 #endif /* TRC_DURATION_H */

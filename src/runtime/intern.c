@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "rt_internal.h"
+#include "runtime.h"
 
 #define TRC__CACHE_SLOTS 4096u /* power of two */
 #define TRC__CACHE_PROBES 16u

@@ -365,7 +365,7 @@ int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const
 	h->raw_bytes = trcfile__get32(p + 44);
 	h->comp_bytes = trcfile__get32(p + 48);
 	h->flags = trcfile__get32(p + 52);
-	if (h->kind < TRCFILE_STREAM_THREAD || h->kind > TRCFILE_STREAM_META) {
+	if (h->kind < TRC_STREAM_THREAD || h->kind > TRC_STREAM_META) {
 		*why = "unknown stream kind";
 		return -EBADMSG;
 	}

@@ -12,7 +12,7 @@
  * and notes, and joins the threads; the caller then closes the writer.
  *
  * Threads:
- *   recorder_start, recorder_finish, recorder_abort   the caller's thread (trace-run's main)
+ *   recorder_start, recorder_finish                   the caller's thread (trace-run's main)
  *   recorder_get_stats                                any thread, any time between start and
  *                                                     finish (relaxed counters)
  * None of them blocks for long: finish waits for one last drain pass and the thread joins.
@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sampler.h"
+#include "trc/wire.h" /* enum trc_rss_source */
 
 struct trc_session;
 struct trcfile_writer;
@@ -36,7 +36,7 @@ struct recorder_config {
 	pid_t pid;                     /* the program trace-run started */
 	bool rss_enabled;
 	uint64_t rss_interval_ns;
-	enum rss_source rss_source;
+	enum trc_rss_source rss_source;
 	/* Test hook, passed to the sampler (NULL: pthread_create). Also used for the drain
 	 * thread, so a test can make either fail. */
 	int (*create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

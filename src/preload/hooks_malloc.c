@@ -45,14 +45,14 @@ static inline void preload__alloc(void *p, size_t n)
 {
 	unsigned m = trc__mode_load();
 	if (m && p)
-		trc__emit(m, 5u, 2, (uint64_t)(uintptr_t)p, n);
+		trc__emit(m, TRC_REC_ALLOC, 2, (uint64_t)(uintptr_t)p, n);
 }
 
 static inline void preload__free(void *p)
 {
 	unsigned m = trc__mode_load();
 	if (m && p)
-		trc__emit(m, 6u, 1, (uint64_t)(uintptr_t)p, 0);
+		trc__emit(m, TRC_REC_FREE, 1, (uint64_t)(uintptr_t)p, 0);
 }
 
 PRELOAD_API void *malloc(size_t n)

@@ -1,10 +1,13 @@
-/* trcfile_types.c - names of record types, RSS sources and lost reasons, for trace-dump.
+/* trcfile_types.c - names of record types, RSS sources and lost reasons (wire.h values).
  *
  * Purpose: one table so every output (summary, events, chrome, JSON keys) spells a type the
  * same way. These spellings are part of trace-dump's documented output: do not rename.
  *
  * Threads: constant data only.
  */
+#include <errno.h>
+#include <string.h>
+
 #include "trcfile.h"
 
 static const char *const trcfile__type_names[TRC_REC_TYPE_COUNT] = {
@@ -24,26 +27,32 @@ const char *trcfile_type_name(uint32_t type)
 	return type < TRC_REC_TYPE_COUNT ? trcfile__type_names[type] : "unknown";
 }
 
-bool trcfile_type_is_event(uint32_t type)
-{
-	return type >= TRC_REC_SPAN_BEGIN && type <= TRC_REC_FUNC_EXIT;
-}
+/* Indexed by enum trc_rss_source; 0 is "sampling off". */
+static const char *const trcfile__rss_source_names[] = {
+	[0] = "none",
+	[TRC_RSS_STATM] = "statm",
+	[TRC_RSS_STATUS] = "status",
+	[TRC_RSS_SMAPS_ROLLUP] = "smaps_rollup",
+	[TRC_RSS_BOTH] = "both",
+};
+#define TRCFILE__N_RSS_SOURCES (sizeof(trcfile__rss_source_names) / sizeof(trcfile__rss_source_names[0]))
 
 const char *trcfile_rss_source_name(uint32_t source)
 {
-	switch (source) {
-	case 0:
-		return "none";
-	case TRC_RSS_STATM:
-		return "statm";
-	case TRC_RSS_STATUS:
-		return "status";
-	case TRC_RSS_SMAPS_ROLLUP:
-		return "smaps_rollup";
-	case TRC_RSS_BOTH:
-		return "both";
+	return source < TRCFILE__N_RSS_SOURCES ? trcfile__rss_source_names[source] : "unknown";
+}
+
+int trcfile_rss_source_parse(const char *text, enum trc_rss_source *out)
+{
+	if (!text || !out)
+		return -EINVAL;
+	for (uint32_t i = TRC_RSS_STATM; i < TRCFILE__N_RSS_SOURCES; i++) {
+		if (strcmp(text, trcfile__rss_source_names[i]) == 0) {
+			*out = (enum trc_rss_source)i;
+			return 0;
+		}
 	}
-	return "unknown";
+	return -EINVAL;
 }
 
 const char *trcfile_lost_reason_name(uint32_t reason)
@@ -59,6 +68,8 @@ const char *trcfile_lost_reason_name(uint32_t reason)
 		return "oversized";
 	case TRC_LOST_SAMPLER_LATE:
 		return "sampler_late";
+	case TRC_LOST_REENTRANT:
+		return "reentrant";
 	}
 	return "unknown";
 }

@@ -1,7 +1,7 @@
 /* session.h - the recorder's side of the session region: create it, drain it.
  *
  * trace-run creates a session before it spawns the program, passes session_fd() to the child
- * (clearing O_CLOEXEC on the child's copy) with its number in SESSION_ENV_FD, and calls
+ * (clearing O_CLOEXEC on the child's copy) with its number in TRC_SESSION_FD_ENV, and calls
  * session_drain from its drain thread until the program has exited, then once more.
  * The region layout and its invariants are in session_layout.h; the producer side is libtrc
  * (src/rt_*.c, src/include/trc.h).
@@ -34,10 +34,6 @@
 
 #include "record.h"
 
-#define SESSION_ENV_FD "TRC_SESSION_FD"
-
-#define SESSION_STREAM_THREAD 1u
-#define SESSION_STREAM_META 3u
 #define SESSION_META_KEY 1u
 
 struct session_config {
@@ -59,7 +55,7 @@ int session_fd(const struct trc_session *s);
 
 struct session_stream {
 	uint64_t key; /* unique for the session's lifetime */
-	uint32_t kind; /* SESSION_STREAM_THREAD or SESSION_STREAM_META (trcfile's values) */
+	uint32_t kind; /* TRC_STREAM_THREAD or TRC_STREAM_META (trcfile's values) */
 	uint32_t pid, tid;
 };
 
@@ -89,10 +85,8 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
  * static or setuid). Any thread. */
 uint32_t session_processes_attached(const struct trc_session *s);
 
-#define SESSION_CLOCK_GETTIME 1u
-#define SESSION_CLOCK_TSC 2u
 struct session_clock_info {
-	uint32_t clock_source; /* SESSION_CLOCK_* */
+	uint32_t clock_source; /* TRC_CLOCK_* */
 	uint64_t tsc_hz; /* current estimate; 0 with clock_gettime */
 };
 void session_clock_info(const struct trc_session *s, struct session_clock_info *out);

@@ -29,6 +29,7 @@
 
 #include "record.h"
 #include "ring.h"
+#include "sampler.h"
 #include "session.h"
 #include "trcfile.h"
 
@@ -162,7 +163,7 @@ static struct trcfile_stream *recorder__stream_for(struct recorder *r,
 	if (slot) {
 		s = slot->stream;
 	} else {
-		s = trcfile_stream_open(r->cfg.writer, (enum trcfile_stream_kind)st->kind, st->pid,
+		s = trcfile_stream_open(r->cfg.writer, (enum trc_stream_kind)st->kind, st->pid,
 					st->tid);
 		if (!s)
 			return NULL;
@@ -176,11 +177,6 @@ static struct trcfile_stream *recorder__stream_for(struct recorder *r,
 
 /* ---- session sink ------------------------------------------------------------------------ */
 
-static bool recorder__is_event(uint32_t type)
-{
-	return type >= TRC_REC_SPAN_BEGIN && type <= TRC_REC_FUNC_EXIT;
-}
-
 static int recorder__on_record(void *arg, const struct session_stream *st,
 			       const struct trc_record *rec)
 {
@@ -191,7 +187,7 @@ static int recorder__on_record(void *arg, const struct session_stream *st,
 	int err = trcfile_stream_append(s, rec);
 	if (err)
 		return err;
-	if (recorder__is_event(rec->type))
+	if (trc_rec_is_event(rec->type))
 		r->events_local++;
 	else if (rec->type == TRC_REC_LOST)
 		r->lost_local += rec->lost.count;
@@ -244,7 +240,7 @@ static uint64_t recorder__buffers_of(void *arg, pid_t pid)
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
 {
 	if (!r->rss_stream) {
-		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRCFILE_STREAM_RSS, smp->pid, 0);
+		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS, smp->pid, 0);
 		if (!r->rss_stream)
 			return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
 	}
@@ -414,7 +410,7 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 		*err = -errno;
 		goto fail_free;
 	}
-	r->meta_stream = trcfile_stream_open(cfg->writer, TRCFILE_STREAM_META, (uint32_t)cfg->pid, 0);
+	r->meta_stream = trcfile_stream_open(cfg->writer, TRC_STREAM_META, (uint32_t)cfg->pid, 0);
 	if (!r->meta_stream) {
 		*err = trcfile_writer_error(cfg->writer) ?: -ENOMEM;
 		goto fail_free;

@@ -59,19 +59,13 @@
 #define TRCFILE_DEFAULT_CHUNK_BYTES (1u << 20)
 #define TRCFILE_MAX_RECORD_BYTES (TRCFILE_MAX_STRING_BYTES + 256u)
 
-enum trcfile_stream_kind {
-	TRCFILE_STREAM_THREAD = 1, /* one thread's events */
-	TRCFILE_STREAM_RSS = 2, /* the sampler's RSS series */
-	TRCFILE_STREAM_META = 3 /* names, threads, processes, modules, notes, exits */
-};
-
 /* What the recorder knows at start; written in the file header. Strings are copied. */
 struct trcfile_header_info {
 	const char *cmdline;
 	uint32_t cmdline_len; /* argv joined by NUL bytes */
 	uint32_t pid; /* the traced program's pid */
 	uint64_t start_mono_ns, start_realtime_ns;
-	uint32_t clock_source; /* 1 = clock_gettime, 2 = TSC (converted) */
+	uint32_t clock_source; /* TRC_CLOCK_* (TSC ticks were converted to ns) */
 	uint64_t tsc_hz; /* 0 when not TSC */
 	uint64_t rss_interval_ns;
 	uint32_t rss_source; /* enum trc_rss_source; 0 interval = sampling off */
@@ -122,7 +116,7 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 /* A new stream (one thread, the RSS series, or metadata); ids are given in call order from 0.
  * Any thread, not concurrently with trcfile_writer_close. NULL on out of memory (or after
  * close started). The writer owns the stream: trcfile_writer_close frees it. */
-struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trcfile_stream_kind k,
+struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trc_stream_kind k,
 					   uint32_t pid, uint32_t tid);
 
 /* The stream's id in the file (its index in the reader's stream list when no stream is empty). */
@@ -179,7 +173,7 @@ struct trcfile_header {
  * index in that list is what iterators report. */
 struct trcfile_stream_info {
 	uint32_t id;
-	uint32_t kind; /* enum trcfile_stream_kind */
+	uint32_t kind; /* enum trc_stream_kind */
 	uint32_t pid, tid;
 	uint64_t records; /* sum of its chunks' record counts */
 	uint32_t chunks;
@@ -373,9 +367,9 @@ void trcfile_allocmap_free(struct trcfile_allocmap *m);
 const char *trcfile_type_name(uint32_t type);
 /* Name of an RSS source ("statm"...), "none" for 0, "unknown" otherwise. */
 const char *trcfile_rss_source_name(uint32_t source);
+/* The inverse for a source's name as a user types it ("statm"...; not "none"): 0 or -EINVAL. */
+int trcfile_rss_source_parse(const char *text, enum trc_rss_source *out);
 /* Name of a lost reason ("ring_full"...), "unknown" otherwise. */
 const char *trcfile_lost_reason_name(uint32_t reason);
-/* True for the event types (not metadata). */
-bool trcfile_type_is_event(uint32_t type);
 
 #endif /* TRC_TRCFILE_H */

@@ -400,10 +400,10 @@ static void *trcfile__writer_main(void *arg)
 
 /* ---- streams ------------------------------------------------------------------------- */
 
-struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trcfile_stream_kind k,
+struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trc_stream_kind k,
 					   uint32_t pid, uint32_t tid)
 {
-	if (!w || k < TRCFILE_STREAM_THREAD || k > TRCFILE_STREAM_META)
+	if (!w || k < TRC_STREAM_THREAD || k > TRC_STREAM_META)
 		return NULL;
 	struct trcfile_stream *s = calloc(1, sizeof(*s));
 	if (!s)

@@ -331,7 +331,7 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	memset(ds, 0, sizeof(*ds));
 	ds->gen = gen;
 	ds->st.key = s->next_key++;
-	ds->st.kind = SESSION_STREAM_THREAD;
+	ds->st.kind = TRC_STREAM_THREAD;
 	ds->st.pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
 	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
 	ds->last_ts_ns = c->now_ns;

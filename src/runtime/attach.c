@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rt_internal.h"
+#include "runtime.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -144,7 +144,7 @@ int trc_attach(void)
 {
 	if (trc__mode_load())
 		return 0;
-	const char *env = getenv("TRC_SESSION_FD");
+	const char *env = getenv(TRC_SESSION_FD_ENV);
 	if (!env)
 		return -ENOENT;
 	int fd = trc__parse_fd(env);
@@ -205,7 +205,8 @@ int trc_attach(void)
 	trc__register_process();
 	/* Release: a thread that sees the mode also sees trc__rt (the program's own threads are
 	 * started after this anyway). */
-	__atomic_store_n(&trc__mode, h->clock_mode == TRC_CLOCK_TSC ? 2u : 1u, __ATOMIC_RELEASE);
+	__atomic_store_n(&trc__mode, h->clock_mode == TRC_CLOCK_TSC ? TRC_CLOCK_TSC : TRC_CLOCK_GETTIME,
+			 __ATOMIC_RELEASE);
 	return 0;
 unmap:
 	munmap(base, size);

@@ -26,7 +26,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "rt_internal.h"
+#include "runtime.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -105,7 +105,7 @@ static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 {
 	struct trc_slot *s = trc__slot(t->slot);
 	struct ring_producer *p = trc__prod_sync(t);
-	uint64_t *r = trc__reserve(t, TRC_TAG(11u, 0), 16 + TRC_THREAD_NAME_BYTES);
+	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), 16 + TRC_THREAD_NAME_BYTES);
 	if (r) {
 		r[0] = trc__now(mode);
 		r[1] = (uint64_t)s->pid | ((uint64_t)s->tid << 32);

@@ -22,12 +22,12 @@ PRELOAD_HOOK void __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	unsigned m = trc__mode_load();
 	if (m)
-		trc__emit(m, 7u, 2, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)call_site);
+		trc__emit(m, TRC_REC_FUNC_ENTER, 2, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)call_site);
 }
 
 PRELOAD_HOOK void __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	unsigned m = trc__mode_load();
 	if (m)
-		trc__emit(m, 8u, 2, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)call_site);
+		trc__emit(m, TRC_REC_FUNC_EXIT, 2, (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)call_site);
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rt_internal.h"
+#include "runtime.h"
 
 static int trc__open_proc(const char *path)
 {
@@ -49,7 +49,7 @@ static void trc__emit_process(struct trc__thread *t, unsigned mode)
 		len = n > 0 ? (uint32_t)n : 0;
 	}
 	struct ring_producer *p = &trc__ring_prod;
-	uint64_t *r = trc__reserve(t, TRC_TAG(12u, 0), 24 + len);
+	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), 24 + len);
 	if (!r)
 		return;
 	r[0] = trc__now(mode);
@@ -99,7 +99,7 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 		return;
 	uint32_t plen = (uint32_t)(end - s);
 	struct ring_producer *p = &trc__ring_prod;
-	uint64_t *r = trc__reserve(t, TRC_TAG(14u, 0), 40 + plen);
+	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), 40 + plen);
 	if (!r)
 		return;
 	r[0] = trc__now(mode);

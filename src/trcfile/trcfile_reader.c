@@ -338,7 +338,7 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 		si->tid = trcfile__get32(p + 12);
 		want_chunks[i] = trcfile__get32(p + 16);
 		want_records[i] = trcfile__get64(p + 24);
-		if (si->kind < TRCFILE_STREAM_THREAD || si->kind > TRCFILE_STREAM_META)
+		if (si->kind < TRC_STREAM_THREAD || si->kind > TRC_STREAM_META)
 			why = "unknown stream kind in the footer";
 		else if (i > 0 && si->id <= si[-1].id)
 			why = "footer streams not in increasing id order";
@@ -628,7 +628,7 @@ static int trcfile__cmp_module(const void *a, const void *b)
 static int trcfile__load_meta(struct trcfile_reader *r)
 {
 	for (unsigned s = 0; s < r->n_streams; s++) {
-		if (r->streams[s].kind != TRCFILE_STREAM_META)
+		if (r->streams[s].kind != TRC_STREAM_META)
 			continue;
 		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
 		if (!c)

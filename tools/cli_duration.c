@@ -6,7 +6,7 @@
  *
  * Threads: none; no state.
  */
-#include "duration.h"
+#include "cli_duration.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -171,31 +171,4 @@ int duration_parse_ns(const char *text, uint64_t min_ns, uint64_t max_ns, uint64
 		return duration__fail(-ERANGE, text, "too large", min_ns, max_ns, msg, msg_len);
 	*out_ns = ns;
 	return 0;
-}
-
-static const char *const rss__source_names[] = {
-	[RSS_SOURCE_STATM] = "statm",
-	[RSS_SOURCE_STATUS] = "status",
-	[RSS_SOURCE_SMAPS_ROLLUP] = "smaps_rollup",
-	[RSS_SOURCE_BOTH] = "both",
-};
-
-int rss_source_parse(const char *text, enum rss_source *out)
-{
-	if (!text || !out)
-		return -EINVAL;
-	for (size_t i = 1; i < sizeof(rss__source_names) / sizeof(rss__source_names[0]); i++) {
-		if (strcmp(text, rss__source_names[i]) == 0) {
-			*out = (enum rss_source)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-const char *rss_source_name(enum rss_source s)
-{
-	if ((size_t)s >= 1 && (size_t)s < sizeof(rss__source_names) / sizeof(rss__source_names[0]))
-		return rss__source_names[s];
-	return "invalid";
 }

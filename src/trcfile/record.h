@@ -18,51 +18,7 @@
 
 #include <stdint.h>
 
-enum trc_rec_type {
-	TRC_REC_INVALID = 0,
-	TRC_REC_SPAN_BEGIN = 1, /* span: name_id */
-	TRC_REC_SPAN_END = 2,   /* span: name_id */
-	TRC_REC_INSTANT = 3,    /* value: name_id, value */
-	TRC_REC_COUNTER = 4,    /* value: name_id, value */
-	TRC_REC_ALLOC = 5,      /* alloc: addr, size */
-	TRC_REC_FREE = 6,       /* alloc: addr (size 0) */
-	TRC_REC_FUNC_ENTER = 7, /* func: addr, call_site */
-	TRC_REC_FUNC_EXIT = 8,  /* func: addr, call_site */
-	TRC_REC_RSS = 9,        /* rss: one sample of the sampler */
-	TRC_REC_LOST = 10,      /* lost: count records lost since the previous LOST of the stream */
-	TRC_REC_THREAD = 11,    /* thread: pid, tid, name (a thread started or was renamed) */
-	TRC_REC_PROCESS = 12,   /* process: pid, ppid, command line (a process attached) */
-	TRC_REC_NAME = 13,      /* name: id -> string */
-	TRC_REC_MODULE = 14,    /* module: a mapped executable file, for symbolizing addresses */
-	TRC_REC_NOTE = 15,      /* note: a line of text from the recorder (e.g. why no events) */
-	TRC_REC_EXIT = 16,      /* exit: a process ended (pid, status as from wait) */
-	TRC_REC_TYPE_COUNT
-};
-
-/* Why records were lost (TRC_REC_LOST.reason). */
-enum trc_lost_reason {
-	TRC_LOST_RING_FULL = 1,   /* the thread's ring was full */
-	TRC_LOST_NO_SLOT = 2,     /* every ring slot of the session was taken */
-	TRC_LOST_CORRUPT = 3,     /* the ring was corrupt; count is what could be accounted */
-	TRC_LOST_OVERSIZED = 4,   /* a record larger than the ring */
-	TRC_LOST_SAMPLER_LATE = 5, /* sampler ticks skipped because a tick came late */
-	TRC_LOST_REENTRANT = 6     /* a signal handler's event interrupted one of its thread */
-};
-
-/* RSS source of a sample (TRC_REC_RSS.source). */
-enum trc_rss_source {
-	TRC_RSS_STATM = 1,
-	TRC_RSS_STATUS = 2,
-	TRC_RSS_SMAPS_ROLLUP = 3,
-	TRC_RSS_BOTH = 4 /* statm and smaps_rollup in one sample */
-};
-
-/* Bits of TRC_REC_RSS.flags. */
-#define TRC_RSS_HAS_HWM (1u << 0)      /* hwm_bytes is valid */
-#define TRC_RSS_HAS_SPLIT (1u << 1)    /* anon/file/shmem are valid */
-#define TRC_RSS_HAS_EXACT (1u << 2)    /* rss_exact_bytes and pss_bytes are valid */
-#define TRC_RSS_STRETCHED (1u << 3)    /* the interval was stretched: the source was slow */
-#define TRC_RSS_FINAL (1u << 4)        /* last sample: the process was gone after it */
+#include "trc/wire.h"
 
 struct trc_record {
 	uint32_t type; /* enum trc_rec_type */

@@ -42,7 +42,7 @@ static int session__config(const struct session_config *cfg, uint32_t *slots, ui
 
 static bool session__want_tsc(const struct session_config *cfg)
 {
-	const char *env = getenv("TRC_CLOCK");
+	const char *env = getenv(TRC_CLOCK_ENV);
 	if ((cfg && cfg->force_clock_gettime) || (env && strcmp(env, "gettime") == 0))
 		return false;
 	return trc_clock_tsc_invariant();
@@ -146,7 +146,7 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	session__init_region(s);
 	s->next_key = SESSION_META_KEY + 1;
 	s->meta.key = SESSION_META_KEY;
-	s->meta.kind = SESSION_STREAM_META;
+	s->meta.kind = TRC_STREAM_META;
 	s->last_reap_ns = trc_clock_mono_ns();
 	/* Publishes the region: pairs with the acquire load of magic in trc_attach. */
 	atomic_store_explicit(&s->hdr->magic, TRC_REGION_MAGIC, memory_order_release);
@@ -173,7 +173,7 @@ uint32_t session_processes_attached(const struct trc_session *s)
 void session_clock_info(const struct trc_session *s, struct session_clock_info *out)
 {
 	out->clock_source =
-		s->clock_mode == TRC_CLOCK_TSC ? SESSION_CLOCK_TSC : SESSION_CLOCK_GETTIME;
+		s->clock_mode;
 	out->tsc_hz = s->clock_mode == TRC_CLOCK_TSC
 			      ? atomic_load_explicit(&((struct trc_session *)s)->tsc_hz,
 						     memory_order_relaxed)

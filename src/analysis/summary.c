@@ -688,7 +688,7 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 	struct trcfile_summary *s = m->s;
 	const struct trcfile_stream_info *si = &m->r->streams[sidx];
 	struct trcfile_summary_thread *th = NULL;
-	if (si->kind == TRCFILE_STREAM_THREAD && si->records) {
+	if (si->kind == TRC_STREAM_THREAD && si->records) {
 		th = trcfile__thread(m, si->pid, si->tid);
 		if (!th)
 			return m->err;
@@ -780,7 +780,7 @@ out:
 	for (unsigned t = 0; t < TRC_REC_TYPE_COUNT; t++) {
 		if (!trcfile__hot_type(t))
 			s->per_type[t] += per_type[t];
-		if (!trcfile_type_is_event(t))
+		if (!trc_rec_is_event(t))
 			events -= per_type[t];
 	}
 	s->records += decoded;
