@@ -34,9 +34,7 @@ static char dir[PATH_MAX], preload[PATH_MAX + 64];
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return trc_mono_ns();
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -58,9 +58,7 @@ struct opts {
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return trc_mono_ns();
 }
 
 static void sleep_ns(uint64_t ns)
@@ -237,7 +235,7 @@ static double run_loop(struct loop_env *env, enum loop_case which, uint64_t dura
 			struct event ev;
 			struct timespec ts;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ev.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			ev.ts_ns = trc_timespec_ns(&ts);
 			ev.seq = n;
 			if (which == CASE_INBAND || (which == CASE_INBAND_1000 && n % 1000 == 0))
 				rss = inband_rss(env);

@@ -145,7 +145,7 @@ static ssize_t rss__pread_all(struct rss_reader *r, enum rss__file f)
 	}
 }
 
-static int rss__read_statm(struct rss_reader *r, struct rss_figures *fig)
+static int rss__read_statm(struct rss_reader *r, struct trc_rss_figures *fig)
 {
 	struct rss_statm st;
 	ssize_t n = rss__pread_all(r, RSS__STATM);
@@ -164,7 +164,7 @@ static int rss__read_statm(struct rss_reader *r, struct rss_figures *fig)
 	return 0;
 }
 
-static int rss__read_status(struct rss_reader *r, struct rss_figures *fig)
+static int rss__read_status(struct rss_reader *r, struct trc_rss_figures *fig)
 {
 	struct rss_status st;
 	ssize_t n = rss__pread_all(r, RSS__STATUS);
@@ -184,7 +184,7 @@ static int rss__read_status(struct rss_reader *r, struct rss_figures *fig)
 	return 0;
 }
 
-static int rss__read_rollup(struct rss_reader *r, struct rss_figures *fig)
+static int rss__read_rollup(struct rss_reader *r, struct trc_rss_figures *fig)
 {
 	struct rss_rollup ro;
 	ssize_t n = rss__pread_all(r, RSS__ROLLUP);
@@ -214,9 +214,9 @@ static int rss__read_rollup(struct rss_reader *r, struct rss_figures *fig)
 	return 0;
 }
 
-int rss_reader_read(struct rss_reader *r, struct rss_figures *out)
+int rss_reader_read(struct rss_reader *r, struct trc_rss_figures *out)
 {
-	struct rss_figures fig = {0};
+	struct trc_rss_figures fig = {0};
 	int err = 0;
 
 	if (!r || !out)

@@ -23,19 +23,6 @@
 
 #include "rss_parse.h"
 
-/* The figures of one read. Which of them are valid is in flags (RSS_FLAG_HAS_*); rss_bytes
- * is always valid: statm's resident size, status's VmRSS, or smaps_rollup's Rss alone. */
-struct rss_figures {
-	uint32_t flags;
-	uint64_t rss_bytes;
-	uint64_t hwm_bytes;
-	uint64_t anon_bytes;
-	uint64_t file_bytes;
-	uint64_t shmem_bytes;
-	uint64_t rss_exact_bytes;
-	uint64_t pss_bytes;
-};
-
 struct rss_reader;
 
 /* Opens the file(s) of `source` for pid. Returns the reader, or NULL with *err = -ESRCH (no
@@ -46,7 +33,7 @@ struct rss_reader *rss_reader_open(pid_t pid, enum trc_rss_source source, int *e
  * text outgrows the buffer, or a reopen after exec). Returns 0, -ESRCH when the process is
  * gone, a parse error of rss_parse.h (-EINVAL, -ENODATA, -ERANGE) or a read error (-errno).
  * *out is written only on success. Blocks only as long as the kernel takes to print the file. */
-int rss_reader_read(struct rss_reader *r, struct rss_figures *out);
+int rss_reader_read(struct rss_reader *r, struct trc_rss_figures *out);
 
 /* Closes the files and frees the reader. Accepts NULL. */
 void rss_reader_close(struct rss_reader *r);

@@ -81,13 +81,6 @@ struct sampler {
 	atomic_bool st_process_gone;
 };
 
-static uint64_t sampler__now_ns(clockid_t clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Relaxed add of a counter only S writes: a load and a store, no locked instruction. */
 static void sampler__stat_add(_Atomic uint64_t *stat, uint64_t n)
 {
@@ -114,10 +107,10 @@ static void sampler__drop_target(struct sampler *s, struct sampler__target *t, i
 /* Reads one pid and gathers its sample. Returns the wall time the read took. S only. */
 static uint64_t sampler__read_target(struct sampler *s, struct sampler__target *t)
 {
-	struct rss_figures fig;
-	uint64_t t0 = sampler__now_ns(CLOCK_MONOTONIC);
+	struct trc_rss_figures fig;
+	uint64_t t0 = trc_clock_ns(CLOCK_MONOTONIC);
 	int err = rss_reader_read(t->reader, &fig);
-	uint64_t t1 = sampler__now_ns(CLOCK_MONOTONIC);
+	uint64_t t1 = trc_clock_ns(CLOCK_MONOTONIC);
 	uint64_t read_ns = t1 - t0;
 
 	sampler__stat_add(&s->st_read_ns_total, read_ns);
@@ -136,24 +129,17 @@ static uint64_t sampler__read_target(struct sampler *s, struct sampler__target *
 		return read_ns;
 	}
 	t->consecutive_errors = 0;
+	fig.source = (uint32_t)s->source;
+	fig.pid = (uint32_t)t->pid;
+	fig.read_ns = read_ns;
 	t->sample = (struct rss_sample){
 		.ts_ns = t0,
-		.pid = (uint32_t)t->pid,
-		.source = (uint32_t)s->source,
-		.flags = fig.flags,
+		.fig = fig,
 		.skipped_ticks = t->skipped_pending,
-		.rss_bytes = fig.rss_bytes,
-		.hwm_bytes = fig.hwm_bytes,
-		.anon_bytes = fig.anon_bytes,
-		.file_bytes = fig.file_bytes,
-		.shmem_bytes = fig.shmem_bytes,
-		.rss_exact_bytes = fig.rss_exact_bytes,
-		.pss_bytes = fig.pss_bytes,
-		.read_ns = read_ns,
 	};
 	/* Outside the timed read: the callback is the recorder's cost, not the source's. */
 	if (s->buffers_resident_bytes)
-		t->sample.buffers_bytes = s->buffers_resident_bytes(s->buffers_arg, t->pid);
+		t->sample.fig.buffers_bytes = s->buffers_resident_bytes(s->buffers_arg, t->pid);
 	t->has_sample = true;
 	return read_ns;
 }
@@ -191,7 +177,7 @@ static void sampler__push_samples(struct sampler *s, uint64_t interval_ns)
 		t->skipped_pending = 0;
 		t->sample.interval_ns = interval_ns;
 		if (stretched) {
-			t->sample.flags |= TRC_RSS_STRETCHED;
+			t->sample.fig.flags |= TRC_RSS_STRETCHED;
 			sampler__stat_add(&s->st_stretched, 1);
 		}
 		if (ring_push_sp(&s->ring, SAMPLER_TAG_SAMPLE, &t->sample, sizeof(t->sample)) != 0)
@@ -210,7 +196,7 @@ static bool sampler__wait(struct sampler *s, uint64_t deadline_ns)
 		/* Pairs with the release store in sampler_stop. */
 		if (atomic_load_explicit(&s->stop, memory_order_acquire))
 			return true;
-		uint64_t now = sampler__now_ns(CLOCK_MONOTONIC);
+		uint64_t now = trc_clock_ns(CLOCK_MONOTONIC);
 		if (now >= deadline_ns)
 			return false;
 		uint64_t left = deadline_ns - now;
@@ -226,7 +212,7 @@ static bool sampler__wait(struct sampler *s, uint64_t deadline_ns)
 static void *sampler__main(void *arg)
 {
 	struct sampler *s = arg;
-	uint64_t deadline = sampler__now_ns(CLOCK_MONOTONIC);
+	uint64_t deadline = trc_clock_ns(CLOCK_MONOTONIC);
 	const uint64_t one = 1;
 
 	pthread_setname_np(pthread_self(), "trc-sampler");
@@ -241,7 +227,7 @@ static void *sampler__main(void *arg)
 		if (s->notify_fd >= 0 && write(s->notify_fd, &one, sizeof(one)) < 0) {
 			/* A full or closed notify fd only costs the consumer a wake-up. */
 		}
-		atomic_store_explicit(&s->st_cpu_ns, sampler__now_ns(CLOCK_THREAD_CPUTIME_ID),
+		atomic_store_explicit(&s->st_cpu_ns, trc_clock_ns(CLOCK_THREAD_CPUTIME_ID),
 				      memory_order_relaxed);
 		if (s->n_live == 0) {
 			/* Pairs with the acquire load in sampler_get_stats. */
@@ -251,7 +237,7 @@ static void *sampler__main(void *arg)
 
 		/* The next tick is the first deadline still ahead; those passed are skipped. */
 		next = deadline + interval;
-		now = sampler__now_ns(CLOCK_MONOTONIC);
+		now = trc_clock_ns(CLOCK_MONOTONIC);
 		if (now >= next) {
 			uint64_t late = (now - next) / interval + 1;
 			next += late * interval;
@@ -267,7 +253,7 @@ static void *sampler__main(void *arg)
 		if (sampler__wait(s, deadline))
 			break;
 	}
-	atomic_store_explicit(&s->st_cpu_ns, sampler__now_ns(CLOCK_THREAD_CPUTIME_ID),
+	atomic_store_explicit(&s->st_cpu_ns, trc_clock_ns(CLOCK_THREAD_CPUTIME_ID),
 			      memory_order_relaxed);
 	return NULL;
 }

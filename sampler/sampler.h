@@ -78,19 +78,8 @@
 /* The payload the sampler pushes into its ring (tag SAMPLER_TAG_SAMPLE). */
 struct rss_sample {
 	uint64_t ts_ns; /* CLOCK_MONOTONIC when the read started */
-	uint32_t pid;
-	uint32_t source; /* enum trc_rss_source */
-	uint32_t flags; /* RSS_FLAG_* */
+	struct trc_rss_figures fig; /* buffers_bytes from the callback (0 without one) */
 	uint32_t skipped_ticks; /* ticks skipped (late) since the previous sample of this pid */
-	uint64_t rss_bytes; /* as the source reports it, trace buffers included */
-	uint64_t buffers_bytes; /* trace buffers resident in the process (callback; 0 without) */
-	uint64_t hwm_bytes; /* VmHWM (status) */
-	uint64_t anon_bytes; /* RssAnon (status) */
-	uint64_t file_bytes; /* RssFile (status) */
-	uint64_t shmem_bytes; /* RssShmem (status) */
-	uint64_t rss_exact_bytes; /* Rss of smaps_rollup */
-	uint64_t pss_bytes; /* Pss of smaps_rollup */
-	uint64_t read_ns; /* how long reading the source took (wall time) */
 	uint64_t interval_ns; /* interval in force after this sample (> configured: stretched) */
 };
 

@@ -135,9 +135,7 @@ __attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return trc_mono_ns();
 }
 
 static void sleep_ns(uint64_t ns)
@@ -227,54 +225,54 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 	if (r->payload_bytes != ((sizeof(s) + 7) & ~(size_t)7))
 		fail("sample record of %u bytes, expected %zu", r->payload_bytes, sizeof(s));
 	memcpy(&s, r->payload, sizeof(s));
-	i = pid_index(c, s.pid);
+	i = pid_index(c, s.fig.pid);
 	if (i < 0)
-		fail("sample for pid %u, not sampled in this cycle", s.pid);
+		fail("sample for pid %u, not sampled in this cycle", s.fig.pid);
 	ps = &st->seen[i];
 	if (ps->gone)
-		fail("sample for pid %u after its GONE record", s.pid);
-	if (s.source != (uint32_t)c->source)
-		fail("sample source %u, configured %s", s.source, trcfile_rss_source_name(c->source));
+		fail("sample for pid %u after its GONE record", s.fig.pid);
+	if (s.fig.source != (uint32_t)c->source)
+		fail("sample source %u, configured %s", s.fig.source, trcfile_rss_source_name(c->source));
 	if (s.ts_ns < c->start_ns || s.ts_ns > now_ns())
-		fail("pid %u: sample stamped outside its cycle", s.pid);
+		fail("pid %u: sample stamped outside its cycle", s.fig.pid);
 	if (s.ts_ns < ps->last_ts_ns)
-		fail("pid %u: timestamps go back (%llu after %llu)", s.pid,
+		fail("pid %u: timestamps go back (%llu after %llu)", s.fig.pid,
 		     (unsigned long long)s.ts_ns, (unsigned long long)ps->last_ts_ns);
-	if (s.rss_bytes == 0 || s.rss_bytes < c->min_rss_bytes[i])
-		fail("pid %u: rss_bytes %llu, expected at least %llu", s.pid,
-		     (unsigned long long)s.rss_bytes, (unsigned long long)c->min_rss_bytes[i]);
-	if ((s.flags & has_mask) != flags_of(c->source) ||
-	    (s.flags & ~(has_mask | TRC_RSS_STRETCHED)))
-		fail("pid %u: flags %#x for source %s", s.pid, s.flags, trcfile_rss_source_name(c->source));
+	if (s.fig.rss_bytes == 0 || s.fig.rss_bytes < c->min_rss_bytes[i])
+		fail("pid %u: rss_bytes %llu, expected at least %llu", s.fig.pid,
+		     (unsigned long long)s.fig.rss_bytes, (unsigned long long)c->min_rss_bytes[i]);
+	if ((s.fig.flags & has_mask) != flags_of(c->source) ||
+	    (s.fig.flags & ~(has_mask | TRC_RSS_STRETCHED)))
+		fail("pid %u: flags %#x for source %s", s.fig.pid, s.fig.flags, trcfile_rss_source_name(c->source));
 	if (s.interval_ns < c->interval_ns || s.interval_ns % c->interval_ns ||
-	    !(s.flags & TRC_RSS_STRETCHED) != (s.interval_ns == c->interval_ns))
-		fail("pid %u: interval %llu (stretched flag %d) for configured %llu", s.pid,
-		     (unsigned long long)s.interval_ns, !!(s.flags & TRC_RSS_STRETCHED),
+	    !(s.fig.flags & TRC_RSS_STRETCHED) != (s.interval_ns == c->interval_ns))
+		fail("pid %u: interval %llu (stretched flag %d) for configured %llu", s.fig.pid,
+		     (unsigned long long)s.interval_ns, !!(s.fig.flags & TRC_RSS_STRETCHED),
 		     (unsigned long long)c->interval_ns);
 	if (c->source == TRC_RSS_STATUS &&
-	    (s.hwm_bytes < s.rss_bytes ||
-	     s.anon_bytes + s.file_bytes + s.shmem_bytes != s.rss_bytes))
+	    (s.fig.hwm_bytes < s.fig.rss_bytes ||
+	     s.fig.anon_bytes + s.fig.file_bytes + s.fig.shmem_bytes != s.fig.rss_bytes))
 		fail("pid %u: status figures disagree: rss %llu hwm %llu anon+file+shmem %llu",
-		     s.pid, (unsigned long long)s.rss_bytes, (unsigned long long)s.hwm_bytes,
-		     (unsigned long long)(s.anon_bytes + s.file_bytes + s.shmem_bytes));
-	if ((c->source == TRC_RSS_SMAPS_ROLLUP && s.rss_bytes != s.rss_exact_bytes) ||
-	    ((s.flags & TRC_RSS_HAS_EXACT) &&
-	     (s.rss_exact_bytes == 0 || s.pss_bytes == 0 || s.pss_bytes > s.rss_exact_bytes)))
-		fail("pid %u: smaps_rollup figures wrong: rss %llu exact %llu pss %llu", s.pid,
-		     (unsigned long long)s.rss_bytes, (unsigned long long)s.rss_exact_bytes,
-		     (unsigned long long)s.pss_bytes);
+		     s.fig.pid, (unsigned long long)s.fig.rss_bytes, (unsigned long long)s.fig.hwm_bytes,
+		     (unsigned long long)(s.fig.anon_bytes + s.fig.file_bytes + s.fig.shmem_bytes));
+	if ((c->source == TRC_RSS_SMAPS_ROLLUP && s.fig.rss_bytes != s.fig.rss_exact_bytes) ||
+	    ((s.fig.flags & TRC_RSS_HAS_EXACT) &&
+	     (s.fig.rss_exact_bytes == 0 || s.fig.pss_bytes == 0 || s.fig.pss_bytes > s.fig.rss_exact_bytes)))
+		fail("pid %u: smaps_rollup figures wrong: rss %llu exact %llu pss %llu", s.fig.pid,
+		     (unsigned long long)s.fig.rss_bytes, (unsigned long long)s.fig.rss_exact_bytes,
+		     (unsigned long long)s.fig.pss_bytes);
 	uint64_t want_buf =
-		c->buffers_cb ? buffers_of((void *)STRESS_BUFFERS_SALT, (pid_t)s.pid) : 0;
-	if (s.buffers_bytes != want_buf)
-		fail("pid %u: buffers_bytes %llu, callback said %llu", s.pid,
-		     (unsigned long long)s.buffers_bytes, (unsigned long long)want_buf);
+		c->buffers_cb ? buffers_of((void *)STRESS_BUFFERS_SALT, (pid_t)s.fig.pid) : 0;
+	if (s.fig.buffers_bytes != want_buf)
+		fail("pid %u: buffers_bytes %llu, callback said %llu", s.fig.pid,
+		     (unsigned long long)s.fig.buffers_bytes, (unsigned long long)want_buf);
 	/* The grid: a sample is never early. Its deadline is the previous one plus the interval
 	 * in force times (1 + ticks skipped); a tick lost to a read error is not counted, so
 	 * grid_ns is a lower bound. */
 	if (ps->samples)
 		ps->grid_ns += ps->last_interval_ns * (1 + (uint64_t)s.skipped_ticks);
 	if (s.ts_ns < c->start_ns + ps->grid_ns)
-		fail("pid %u: sample %llu taken %llu ns before its tick", s.pid,
+		fail("pid %u: sample %llu taken %llu ns before its tick", s.fig.pid,
 		     (unsigned long long)ps->samples,
 		     (unsigned long long)(c->start_ns + ps->grid_ns - s.ts_ns));
 	ps->samples++;

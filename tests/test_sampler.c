@@ -37,9 +37,7 @@
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return trc_mono_ns();
 }
 
 static void sleep_ns(uint64_t ns)
@@ -270,13 +268,13 @@ Test(sampler, timing_10hz_over_2s, .timeout = 20)
 	for (size_t k = 0; k < r->n; k++) {
 		const struct rss_sample *x = &r->samples[k];
 		uint64_t since = x->ts_ns - r->samples[0].ts_ns;
-		cr_expect_eq(x->pid, (uint32_t)c.pid);
-		cr_expect_eq(x->source, TRC_RSS_STATM);
+		cr_expect_eq(x->fig.pid, (uint32_t)c.pid);
+		cr_expect_eq(x->fig.source, TRC_RSS_STATM);
 		cr_expect_eq(x->interval_ns, 100 * MS);
-		cr_expect_eq(x->flags & TRC_RSS_STRETCHED, 0);
+		cr_expect_eq(x->fig.flags & TRC_RSS_STRETCHED, 0);
 		cr_expect_eq(x->skipped_ticks, 0);
-		cr_expect_gt(x->rss_bytes, 0);
-		cr_expect_gt(x->read_ns, 0);
+		cr_expect_gt(x->fig.rss_bytes, 0);
+		cr_expect_gt(x->fig.read_ns, 0);
 		if (k == 0)
 			continue;
 		cr_expect_gt(x->ts_ns, r->samples[k - 1].ts_ns, "sample %zu not after %zu", k,
@@ -502,11 +500,11 @@ static void exits_mid_run(enum trc_rss_source source, bool reap)
 	cr_assert_gt(r->n, 3, "%s: %zu samples", trcfile_rss_source_name(source), r->n);
 	cr_expect_eq(st.samples, r->n);
 	for (size_t k = 0; k < r->n; k++) {
-		cr_expect_gt(r->samples[k].rss_bytes, 4 * MIB, "%s: sample %zu reads %llu",
+		cr_expect_gt(r->samples[k].fig.rss_bytes, 4 * MIB, "%s: sample %zu reads %llu",
 			     trcfile_rss_source_name(source), k,
-			     (unsigned long long)r->samples[k].rss_bytes);
+			     (unsigned long long)r->samples[k].fig.rss_bytes);
 		if (source == TRC_RSS_SMAPS_ROLLUP || source == TRC_RSS_BOTH)
-			cr_expect_gt(r->samples[k].pss_bytes, 0);
+			cr_expect_gt(r->samples[k].fig.pss_bytes, 0);
 	}
 	cr_assert_eq(r->n_gone, 1);
 	cr_expect_eq(r->gone[0].pid, (uint32_t)c.pid);
@@ -604,33 +602,33 @@ Test(sampler, each_source_sees_known_growth, .timeout = 30)
 	for (int i = 0; i < 4; i++) {
 		enum trc_rss_source src = sources[i];
 		const struct rss_sample *b = &before[i], *a = &after[i];
-		cr_expect_eq(a->source, (uint32_t)src);
-		expect_grown("rss", src, b->rss_bytes, a->rss_bytes, mib);
+		cr_expect_eq(a->fig.source, (uint32_t)src);
+		expect_grown("rss", src, b->fig.rss_bytes, a->fig.rss_bytes, mib);
 		switch (src) {
 		case TRC_RSS_STATM:
-			cr_expect_eq(a->flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT |
+			cr_expect_eq(a->fig.flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT |
 						 TRC_RSS_HAS_EXACT),
 				     0);
 			break;
 		case TRC_RSS_STATUS:
-			cr_expect_eq(a->flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT),
+			cr_expect_eq(a->fig.flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT),
 				     TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT);
-			expect_grown("anon", src, b->anon_bytes, a->anon_bytes, mib);
-			expect_grown("hwm", src, b->hwm_bytes, a->hwm_bytes, mib);
-			cr_expect_eq(a->anon_bytes + a->file_bytes + a->shmem_bytes, a->rss_bytes);
-			cr_expect_geq(a->hwm_bytes, a->rss_bytes);
+			expect_grown("anon", src, b->fig.anon_bytes, a->fig.anon_bytes, mib);
+			expect_grown("hwm", src, b->fig.hwm_bytes, a->fig.hwm_bytes, mib);
+			cr_expect_eq(a->fig.anon_bytes + a->fig.file_bytes + a->fig.shmem_bytes, a->fig.rss_bytes);
+			cr_expect_geq(a->fig.hwm_bytes, a->fig.rss_bytes);
 			break;
 		case TRC_RSS_SMAPS_ROLLUP:
 		case TRC_RSS_BOTH:
-			cr_expect(a->flags & TRC_RSS_HAS_EXACT);
-			expect_grown("exact", src, b->rss_exact_bytes, a->rss_exact_bytes, mib);
-			expect_grown("pss", src, b->pss_bytes, a->pss_bytes, mib);
-			cr_expect_leq(a->pss_bytes, a->rss_exact_bytes);
+			cr_expect(a->fig.flags & TRC_RSS_HAS_EXACT);
+			expect_grown("exact", src, b->fig.rss_exact_bytes, a->fig.rss_exact_bytes, mib);
+			expect_grown("pss", src, b->fig.pss_bytes, a->fig.pss_bytes, mib);
+			cr_expect_leq(a->fig.pss_bytes, a->fig.rss_exact_bytes);
 			/* The child is idle: statm and the rollup agree (exactly, on this kernel).
 			 */
-			cr_expect_leq(a->rss_bytes > a->rss_exact_bytes
-					      ? a->rss_bytes - a->rss_exact_bytes
-					      : a->rss_exact_bytes - a->rss_bytes,
+			cr_expect_leq(a->fig.rss_bytes > a->fig.rss_exact_bytes
+					      ? a->fig.rss_bytes - a->fig.rss_exact_bytes
+					      : a->fig.rss_exact_bytes - a->fig.rss_bytes,
 				      MIB);
 			break;
 		}
@@ -670,7 +668,7 @@ Test(sampler, buffers_callback_is_carried, .timeout = 20)
 	cr_expect_eq(atomic_load(&log.wrong_pid), 0);
 	cr_expect_eq((size_t)atomic_load(&log.calls), r->n, "one call per sample");
 	for (size_t k = 0; k < r->n; k++)
-		cr_expect_eq(r->samples[k].buffers_bytes, 4096ull * k + 12345, "sample %zu", k);
+		cr_expect_eq(r->samples[k].fig.buffers_bytes, 4096ull * k + 12345, "sample %zu", k);
 	rig_free(r);
 	child_end(&c);
 }
@@ -679,7 +677,7 @@ Test(sampler, no_callback_means_zero_buffers, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rss_sample x = sample_now(c.pid, TRC_RSS_STATM);
-	cr_expect_eq(x.buffers_bytes, 0);
+	cr_expect_eq(x.fig.buffers_bytes, 0);
 	child_end(&c);
 }
 
@@ -705,7 +703,7 @@ Test(sampler, slow_source_stretches_its_interval, .timeout = 30)
 	/* Once three reads are known to be slow, every sample is stretched. */
 	for (size_t k = SAMPLER_READ_WINDOW - 1; k < r->n; k++) {
 		const struct rss_sample *x = &r->samples[k];
-		cr_expect(x->flags & TRC_RSS_STRETCHED, "sample %zu not stretched", k);
+		cr_expect(x->fig.flags & TRC_RSS_STRETCHED, "sample %zu not stretched", k);
 		cr_expect_gt(x->interval_ns, 1 * MS);
 		cr_expect_eq(x->interval_ns % (1 * MS), 0, "off the grid: %llu",
 			     (unsigned long long)x->interval_ns);
@@ -788,15 +786,15 @@ Test(sampler, several_pids_one_series_each, .timeout = 20)
 	rig_drain(r);
 
 	for (size_t k = 0; k < r->n; k++) {
-		if (r->samples[k].pid == (uint32_t)a.pid) {
+		if (r->samples[k].fig.pid == (uint32_t)a.pid) {
 			na++;
-			cr_expect_gt(r->samples[k].rss_bytes, 8 * MIB);
+			cr_expect_gt(r->samples[k].fig.rss_bytes, 8 * MIB);
 		} else {
-			cr_assert_eq(r->samples[k].pid, (uint32_t)b.pid);
+			cr_assert_eq(r->samples[k].fig.pid, (uint32_t)b.pid);
 			nb++;
 			last_b = r->samples[k].ts_ns;
-			cr_expect_gt(r->samples[k].rss_bytes, 2 * MIB);
-			cr_expect_lt(r->samples[k].rss_bytes, 8 * MIB);
+			cr_expect_gt(r->samples[k].fig.rss_bytes, 2 * MIB);
+			cr_expect_lt(r->samples[k].fig.rss_bytes, 8 * MIB);
 		}
 	}
 	cr_expect_gt(nb, 3);

@@ -27,7 +27,7 @@ static struct trc_session *start(uint32_t slots, uint64_t ring)
 Test(session, records_round_trip_with_names_and_time)
 {
 	struct trc_session *s = start(8, 64 << 10);
-	uint64_t t0 = trc_clock_mono_ns();
+	uint64_t t0 = trc_mono_ns();
 	TRC_BEGIN("outer");
 	TRC_INSTANT("inst", -42);
 	TRC_COUNTER("queue", 7);
@@ -36,7 +36,7 @@ Test(session, records_round_trip_with_names_and_time)
 		TRC_COUNTER("queue", 8);
 	}
 	TRC_END("outer");
-	uint64_t t1 = trc_clock_mono_ns();
+	uint64_t t1 = trc_mono_ns();
 
 	struct ts_collect c = {0};
 	cr_assert_geq(ts_drain_idle(s, &c), 8);
@@ -604,9 +604,9 @@ static void check_clock(bool force_gettime)
 	 * CLOCK_MONOTONIC readings around it. */
 	uint64_t lo[20], hi[20];
 	for (int i = 0; i < 20; i++) {
-		lo[i] = trc_clock_mono_ns();
+		lo[i] = trc_mono_ns();
 		TRC_INSTANT("t", i);
-		hi[i] = trc_clock_mono_ns();
+		hi[i] = trc_mono_ns();
 		ts_sleep_ms(25);
 		struct session_sink k = ts_sink(&c);
 		session_drain(s, &k);

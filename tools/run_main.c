@@ -39,13 +39,6 @@
 
 #define RUN_TOOL_VERSION "trace-run 0.1.0"
 
-static uint64_t run__clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void run__human_bytes(uint64_t b, char *buf, size_t len)
 {
 	if (b >= (1ull << 30))
@@ -137,7 +130,7 @@ static void run__progress(struct recorder *rec, uint64_t *last_events, uint64_t 
 {
 	struct recorder_stats st;
 	recorder_get_stats(rec, &st);
-	uint64_t now = run__clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = trc_clock_ns(CLOCK_MONOTONIC);
 	double dt = (double)(now - *last_ns) / 1e9;
 	double rate = dt > 0 ? (double)(st.events - *last_events) / dt : 0;
 	*last_events = st.events;
@@ -154,7 +147,7 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 			    struct run_wait *w)
 {
 	int interrupts = 0;
-	uint64_t last_events = 0, last_ns = run__clock_ns(CLOCK_MONOTONIC);
+	uint64_t last_events = 0, last_ns = trc_clock_ns(CLOCK_MONOTONIC);
 
 	while (!w->reaped) {
 		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
@@ -271,8 +264,8 @@ int main(int argc, char **argv)
 		.cmdline = cmdline,
 		.cmdline_len = cmdline_len,
 		.pid = (uint32_t)child.pid,
-		.start_mono_ns = run__clock_ns(CLOCK_MONOTONIC),
-		.start_realtime_ns = run__clock_ns(CLOCK_REALTIME),
+		.start_mono_ns = trc_clock_ns(CLOCK_MONOTONIC),
+		.start_realtime_ns = trc_clock_ns(CLOCK_REALTIME),
 		.clock_source = ci.clock_source,
 		.tsc_hz = ci.tsc_hz,
 		.rss_interval_ns = opt.rss_enabled ? opt.rss_interval_ns : 0,

@@ -211,14 +211,6 @@ static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 
 /* ---- sampler ring ------------------------------------------------------------------------- */
 
-/* CLOCK_MONOTONIC in ns: the trace's clock domain. Any thread. */
-static uint64_t recorder__now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void recorder__note_buffers(struct recorder *r, uint64_t bytes)
 {
 	uint64_t cur = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
@@ -240,31 +232,20 @@ static uint64_t recorder__buffers_of(void *arg, pid_t pid)
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
 {
 	if (!r->rss_stream) {
-		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS, smp->pid, 0);
+		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS, smp->fig.pid, 0);
 		if (!r->rss_stream)
 			return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
 	}
 	struct trc_record rec = {.type = TRC_REC_RSS, .ts_ns = smp->ts_ns};
-	rec.rss.source = smp->source;
-	rec.rss.flags = smp->flags;
-	rec.rss.pid = smp->pid;
-	rec.rss.rss_bytes = smp->rss_bytes;
-	rec.rss.buffers_bytes = smp->buffers_bytes;
-	rec.rss.hwm_bytes = smp->hwm_bytes;
-	rec.rss.anon_bytes = smp->anon_bytes;
-	rec.rss.file_bytes = smp->file_bytes;
-	rec.rss.shmem_bytes = smp->shmem_bytes;
-	rec.rss.rss_exact_bytes = smp->rss_exact_bytes;
-	rec.rss.pss_bytes = smp->pss_bytes;
-	rec.rss.read_ns = smp->read_ns;
+	rec.rss = smp->fig;
 	int err = trcfile_stream_append(r->rss_stream, &rec);
 	if (err)
 		return err;
-	uint64_t prog = smp->rss_bytes > smp->buffers_bytes ? smp->rss_bytes - smp->buffers_bytes
-							    : 0;
+	const struct trc_rss_figures *f = &smp->fig;
+	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;
 	atomic_fetch_add_explicit(&r->rss_samples, 1, memory_order_relaxed);
 	atomic_store_explicit(&r->last_rss, prog, memory_order_relaxed);
-	atomic_store_explicit(&r->last_buffers, smp->buffers_bytes, memory_order_relaxed);
+	atomic_store_explicit(&r->last_buffers, f->buffers_bytes, memory_order_relaxed);
 	return 0;
 }
 
@@ -293,7 +274,7 @@ static long recorder__drain_sampler(struct recorder *r)
 	int derr;
 	uint64_t dropped = ring_consumer_dropped(&r->sring, &derr);
 	if (dropped > r->sampler_dropped_seen && r->rss_stream) {
-		struct trc_record lost = {.type = TRC_REC_LOST, .ts_ns = recorder__now_ns()};
+		struct trc_record lost = {.type = TRC_REC_LOST, .ts_ns = trc_mono_ns()};
 		lost.lost.count = dropped - r->sampler_dropped_seen;
 		lost.lost.reason = TRC_LOST_RING_FULL;
 		r->sampler_dropped_seen = dropped;
@@ -344,15 +325,15 @@ static void *recorder__drain_main(void *arg)
 {
 	struct recorder *r = arg;
 	uint64_t idle_ns = DRAIN_IDLE_MIN_NS;
-	uint64_t next_flush_ns = recorder__now_ns() + FLUSH_EVERY_NS;
+	uint64_t next_flush_ns = trc_mono_ns() + FLUSH_EVERY_NS;
 
 	while (!atomic_load_explicit(&r->stop, memory_order_acquire)) {
 		long n = recorder__drain_once(r);
-		if (n >= 0 && recorder__now_ns() >= next_flush_ns) {
+		if (n >= 0 && trc_mono_ns() >= next_flush_ns) {
 			int err = recorder__flush_all(r);
 			if (err)
 				n = err;
-			next_flush_ns = recorder__now_ns() + FLUSH_EVERY_NS;
+			next_flush_ns = trc_mono_ns() + FLUSH_EVERY_NS;
 		}
 		if (n < 0) {
 			/* The writer failed (disk full...): keep the program running, stop recording;
@@ -513,7 +494,7 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		}
 	}
 
-	uint64_t now_ns = recorder__now_ns();
+	uint64_t now_ns = trc_mono_ns();
 
 	if (session_processes_attached(r->cfg.session) == 0)
 		recorder__note(r, now_ns,

@@ -23,13 +23,6 @@ bool trc_clock_tsc_invariant(void)
 #endif
 }
 
-uint64_t trc_clock_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void trc_clock_read_pair(struct trc_clock_pair *out)
 {
 	uint64_t best_gap = UINT64_MAX;
@@ -37,7 +30,7 @@ void trc_clock_read_pair(struct trc_clock_pair *out)
 	 * keep the tightest of a few (a preemption or vDSO retry shows up as a wide gap). */
 	for (int i = 0; i < 7; i++) {
 		uint64_t t0 = trc_clock_rdtsc();
-		uint64_t ns = trc_clock_mono_ns();
+		uint64_t ns = trc_mono_ns();
 		uint64_t t1 = trc_clock_rdtsc();
 		if (t1 - t0 < best_gap) {
 			best_gap = t1 - t0;

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "trc/wire.h" /* trc_mono_ns: the clock this converts to */
+
 #define TRC_CLOCK_SHIFT 32u
 
 /* A linear map from ticks to CLOCK_MONOTONIC ns, anchored at (tick0, ns0). */
@@ -49,9 +51,6 @@ static inline uint64_t trc_clock_rdtsc(void)
 
 /* True when the CPU says its TSC is invariant (and this is x86). */
 bool trc_clock_tsc_invariant(void);
-
-/* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
-uint64_t trc_clock_mono_ns(void);
 
 /* A (tsc, ns) pair read as close together as this machine allows (best of a few tries). */
 void trc_clock_read_pair(struct trc_clock_pair *out);

@@ -147,7 +147,7 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->next_key = SESSION_META_KEY + 1;
 	s->meta.key = SESSION_META_KEY;
 	s->meta.kind = TRC_STREAM_META;
-	s->last_reap_ns = trc_clock_mono_ns();
+	s->last_reap_ns = trc_mono_ns();
 	/* Publishes the region: pairs with the acquire load of magic in trc_attach. */
 	atomic_store_explicit(&s->hdr->magic, TRC_REGION_MAGIC, memory_order_release);
 	return s;

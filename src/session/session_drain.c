@@ -444,7 +444,7 @@ static void session__reap_procs(struct trc_session *s)
 
 long session_drain(struct trc_session *s, const struct session_sink *sink)
 {
-	struct session__ctx c = {.s = s, .sink = sink, .now_ns = trc_clock_mono_ns()};
+	struct session__ctx c = {.s = s, .sink = sink, .now_ns = trc_mono_ns()};
 	session__refit(s, c.now_ns);
 	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
 	bool reap =

@@ -39,20 +39,7 @@ struct trc_record {
 			uint64_t addr;
 			uint64_t call_site;
 		} func;
-		struct {
-			uint32_t source; /* enum trc_rss_source */
-			uint32_t flags;  /* TRC_RSS_* */
-			uint32_t pid;
-			uint64_t rss_bytes;       /* as the source reports it, buffers included */
-			uint64_t buffers_bytes;   /* trace buffers resident in the process */
-			uint64_t hwm_bytes;       /* VmHWM (status) */
-			uint64_t anon_bytes;      /* RssAnon (status) */
-			uint64_t file_bytes;      /* RssFile (status) */
-			uint64_t shmem_bytes;     /* RssShmem (status) */
-			uint64_t rss_exact_bytes; /* Rss of smaps_rollup */
-			uint64_t pss_bytes;       /* Pss of smaps_rollup */
-			uint64_t read_ns;         /* how long reading the source took */
-		} rss;
+		struct trc_rss_figures rss; /* one sample of the sampler */
 		struct {
 			uint64_t count;
 			uint32_t reason; /* enum trc_lost_reason */

@@ -83,6 +83,25 @@ enum trc_rss_source {
 #define TRC_RSS_FINAL (1u << 4)     /* last sample: the process was gone after it */
 #define TRC_RSS_FLAGS_ALL 0x1fu
 
+/* The figures of one RSS sample: what the sampler reads, and what an RSS record carries (in
+ * this order on disk, FORMAT.md record type 9). Which are valid is in flags; rss_bytes always
+ * is. Every byte count is as the source reports it, trace buffers included; buffers_bytes is
+ * their share, so the program's own figure is rss_bytes - buffers_bytes. */
+struct trc_rss_figures {
+	uint32_t source;          /* enum trc_rss_source */
+	uint32_t flags;           /* TRC_RSS_* */
+	uint32_t pid;
+	uint64_t rss_bytes;       /* statm's resident size, status's VmRSS, or smaps_rollup's Rss */
+	uint64_t buffers_bytes;   /* trace buffers resident in the process */
+	uint64_t hwm_bytes;       /* VmHWM (status) */
+	uint64_t anon_bytes;      /* RssAnon (status) */
+	uint64_t file_bytes;      /* RssFile (status) */
+	uint64_t shmem_bytes;     /* RssShmem (status) */
+	uint64_t rss_exact_bytes; /* Rss of smaps_rollup */
+	uint64_t pss_bytes;       /* Pss of smaps_rollup */
+	uint64_t read_ns;         /* how long reading the source took (wall time) */
+};
+
 /* The sampling interval's range (the file header's rss_interval_ns when sampling is on): below
  * 1 ms sampling is a busy loop, above an hour it says nothing about a run. */
 #define TRC_RSS_INTERVAL_MIN_NS 1000000ull
@@ -93,18 +112,24 @@ enum trc_rss_source {
 #define TRC_CLOCK_GETTIME 1u /* CLOCK_MONOTONIC ns from clock_gettime */
 #define TRC_CLOCK_TSC 2u     /* TSC ticks, converted to CLOCK_MONOTONIC ns by the recorder */
 
-/* The trace's one clock domain: CLOCK_MONOTONIC in nanoseconds. Every part reads "now" in that
- * domain through these two (the vDSO: no syscall). */
+/* The trace's one clock domain: CLOCK_MONOTONIC in nanoseconds. Every part reads "now" through
+ * these (the vDSO: no syscall), so the conversion is written once. */
 static inline uint64_t trc_timespec_ns(const struct timespec *ts)
 {
 	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
 }
 
-static inline uint64_t trc_mono_ns(void)
+/* Any clock in ns (CLOCK_REALTIME for the header's anchor, CPU-time clocks for costs). */
+static inline uint64_t trc_clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return trc_timespec_ns(&ts);
+}
+
+static inline uint64_t trc_mono_ns(void)
+{
+	return trc_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- streams of a trace file ---------------------------------------------------------------- */
