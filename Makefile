@@ -389,6 +389,23 @@ install: build-all
 	install -m 644 src/include/trc/wire.h $(DESTDIR)$(PREFIX)/include/trc/
 	sed 's|@PREFIX@|$(PREFIX)|g' src/runtime/trc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/trc.pc
 
+help:
+	@echo "make demo        build (installing missing Debian packages), record tests/prog_demo.c, print its summary"
+	@echo "make test        the whole suite: plain tier, ASan+UBSan tier (with a brief fuzz run), TSan stress"
+	@echo "make all         build everything under build/ (libs, commands, tests, benchmarks)"
+	@echo "make libs|tools  build/lib/libtrc.so libtrc.a libtrc-preload.so libtrc-core.a | build/bin/trace-run trace-dump"
+	@echo "make asan|tsan   the same tree under build/asan or build/tsan (clang)"
+	@echo "make stress      the TSan stress programs at ten times the scale"
+	@echo "make fuzz        the reader's fuzz target, FUZZ_SECONDS=60 per target"
+	@echo "make bench       every benchmark, report in build/bench/ (about ten minutes); bench-quick: a minute"
+	@echo "make bench-peers the same workloads through LTTng-UST, uftrace and heaptrack"
+	@echo "make install     PREFIX=/usr/local: commands, libraries, trc.h, trc/wire.h, trc.pc"
+	@echo "make format      clang-format every tracked .c and .h"
+	@echo "make deps        install the Debian packages the build needs (as root)"
+	@echo "Parts: ringbuf/ sampler/ src/{include,runtime,preload,session,recorder,trcfile,analysis}/ tools/"
+	@echo "       tests/ bench/ (see README.md, Architecture). V=1 full commands, CI=1 -Werror;"
+	@echo "       CFLAGS/CPPFLAGS/LDFLAGS on the command line are added to the build's own."
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 

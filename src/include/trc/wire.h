@@ -40,6 +40,11 @@ enum trc_rec_type {
 	TRC_REC_TYPE_COUNT
 };
 
+#ifndef __cplusplus
+_Static_assert(TRC_REC_TYPE_COUNT <= 32, "a type fits in bits 0-4 of a file record's first byte");
+_Static_assert(TRC_REC_TYPE_COUNT <= 256, "a type fits in the low byte of a ring tag");
+#endif
+
 /* The event types (what a program emits, as opposed to metadata and samples) are the
  * contiguous range SPAN_BEGIN..FUNC_EXIT. The file decoder's fast path relies on it too. */
 static inline int trc_rec_is_event(uint32_t type)
