@@ -124,7 +124,7 @@ static void td_golden(const char *name, const char *got, size_t len)
 	free(want);
 }
 
-Test(dump, golden_summary_text)
+Test(dump, golden_summary_text, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -142,7 +142,7 @@ Test(dump, golden_summary_text)
 	tu_rm_rf(dir);
 }
 
-Test(dump, golden_summary_json)
+Test(dump, golden_summary_json, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -176,7 +176,7 @@ Test(dump, golden_summary_json)
 	tu_rm_rf(dir);
 }
 
-Test(dump, golden_events)
+Test(dump, golden_events, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -196,7 +196,7 @@ static size_t td_lines(const char *s)
 	return n;
 }
 
-Test(dump, events_filters)
+Test(dump, events_filters, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -233,7 +233,7 @@ Test(dump, events_filters)
 	tu_rm_rf(dir);
 }
 
-Test(dump, rss_csv)
+Test(dump, rss_csv, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -289,7 +289,7 @@ static const char td_chrome_check[] =
 	"assert d['otherData']['spans_closed_at_end']==1\n"
 	"print('ok', len(ev))\n";
 
-Test(dump, chrome_is_strict_json_and_balanced)
+Test(dump, chrome_is_strict_json_and_balanced, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], json[300], py[300];
@@ -316,7 +316,7 @@ Test(dump, chrome_is_strict_json_and_balanced)
 }
 
 /* Names with quotes, control bytes and invalid UTF-8 still give strict JSON. */
-Test(dump, chrome_and_json_escape_hostile_strings)
+Test(dump, chrome_and_json_escape_hostile_strings, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], json[300];
@@ -379,7 +379,7 @@ Test(dump, chrome_and_json_escape_hostile_strings)
 	tu_rm_rf(dir);
 }
 
-Test(dump, help_and_usage)
+Test(dump, help_and_usage, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	static const char *const cmds[] = {"summary", "events", "rss", "chrome"};
@@ -415,7 +415,7 @@ Test(dump, help_and_usage)
 	tu_rm_rf(dir);
 }
 
-Test(dump, bad_files_fail_with_a_message)
+Test(dump, bad_files_fail_with_a_message, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], bad[300];
@@ -457,7 +457,7 @@ Test(dump, bad_files_fail_with_a_message)
 	tu_rm_rf(dir);
 }
 
-Test(dump, truncated_file_is_read_and_reported)
+Test(dump, truncated_file_is_read_and_reported, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], cut[300];
@@ -480,7 +480,7 @@ Test(dump, truncated_file_is_read_and_reported)
 	tu_rm_rf(dir);
 }
 
-Test(dump, output_errors)
+Test(dump, output_errors, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
