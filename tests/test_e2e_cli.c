@@ -44,8 +44,9 @@ Test(e2e_cli, bad_values_are_usage_errors, .timeout = 60)
 		struct e2e_run r = e2e_runv(dir, cases[i].argv);
 		cr_expect_eq(r.exit_code, 2, "%s: exit %d, stderr: %s", cases[i].what, r.exit_code,
 			     r.err);
-		cr_expect(strstr(r.err, cases[i].named) != NULL, "%s: message does not name '%s': %s",
-			  cases[i].what, cases[i].named, r.err);
+		cr_expect(strstr(r.err, cases[i].named) != NULL,
+			  "%s: message does not name '%s': %s", cases[i].what, cases[i].named,
+			  r.err);
 		char *nl = strchr(r.err, '\n');
 		cr_expect(nl && nl[1] == '\0', "%s: not one line: %s", cases[i].what, r.err);
 		e2e_free(&r);
@@ -61,11 +62,64 @@ Test(e2e_cli, help_and_version, .timeout = 30)
 	struct e2e_run r = e2e_run(dir, TR, "--help", NULL);
 	cr_expect_eq(r.exit_code, 0);
 	cr_expect(strstr(r.out, "--rss-interval") && strstr(r.out, "--buffer-size"));
+	cr_expect(strstr(r.out, "1ms to 1h") && strstr(r.out, "ns, us, ms, s, m or h"), "%s",
+		  r.out);
+	cr_expect_str_empty(r.err);
+	/* It fits a terminal of 80 columns. */
+	for (const char *l = r.out; *l; l = strchr(l, '\n') + 1)
+		cr_expect_leq(strchr(l, '\n') - l, 80, "too wide: %.*s", (int)(strchr(l, '\n') - l),
+			      l);
 	e2e_free(&r);
 	r = e2e_run(dir, TR, "--version", NULL);
 	cr_expect_eq(r.exit_code, 0);
 	cr_expect(strstr(r.out, "trace-run") != NULL);
 	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* A usage error of trace-run: exit 2, exactly this one line on stderr, nothing run. */
+static void expect_usage_line(const char *dir, char *const argv[], const char *want)
+{
+	struct e2e_run r = e2e_runv_in(dir, dir, argv);
+	cr_expect_eq(r.exit_code, 2, "%s: exit %d, stderr: %s", argv[1], r.exit_code, r.err);
+	cr_expect_str_eq(r.err, want);
+	cr_expect_str_empty(r.out);
+	e2e_free(&r);
+}
+
+Test(e2e_cli, rss_interval_takes_the_one_duration_rule, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	expect_usage_line(
+		dir, (char *[]){(char *)TR, "--rss-interval", "100", "true", NULL},
+		"trace-run: --rss-interval: \"100\" has no unit; write 100ms or 100s (see "
+		"trace-run --help)\n");
+	expect_usage_line(
+		dir, (char *[]){(char *)TR, "--rss-interval=0", "true", NULL},
+		"trace-run: --rss-interval: \"0\" has no unit; accepted: 1ms to 1h, with a "
+		"unit (ns, us, ms, s, m, h) (see trace-run --help)\n");
+	expect_usage_line(
+		dir, (char *[]){(char *)TR, "--rss-interval", "2h", "true", NULL},
+		"trace-run: --rss-interval: invalid duration \"2h\": too large; accepted: "
+		"1ms to 1h, with a unit (ns, us, ms, s, m, h) (see trace-run --help)\n");
+	/* --help says up to 1h: 1h and minutes are accepted, exactly. */
+	static const struct {
+		const char *text;
+		const char *ns;
+	} ok[] = {{"1h", "3600000000000"}, {"0.5m", "30000000000"}, {"0.25s", "250000000"}};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct e2e_run r = e2e_run(dir, TR, "-q", "--rss-interval", ok[i].text, "-o", out,
+					   "--", "/bin/true", NULL);
+		cr_expect_eq(r.exit_code, 0, "%s: %s", ok[i].text, r.err);
+		e2e_free(&r);
+		char *json = e2e_summary_json(dir, out);
+		char want[64];
+		snprintf(want, sizeof(want), "\"rss_interval_ns\":%s,", ok[i].ns);
+		cr_expect(strstr(json, want), "%s: %s", ok[i].text, json);
+		free(json);
+	}
 	e2e_rm_rf(dir);
 }
 
