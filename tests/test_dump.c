@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "cli_version.h"
 #include "test_trcfile_util.h"
 
 struct td_run {
@@ -233,6 +234,28 @@ Test(dump, events_filters, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* trace-dump's usage errors are one line, exactly; stdout stays empty. */
+static void td_expect_usage(const char *dir, const char *const *args, const char *want_err)
+{
+	struct td_run r = td_run(dir, args);
+	cr_expect_eq(r.status, 2, "%s: status %d, stderr: %s", args[0], r.status, r.err);
+	cr_expect_str_eq(r.err, want_err);
+	cr_expect_str_empty(r.out, "%s", r.out);
+	td_free(&r);
+}
+
+/* Runs args, which must succeed; returns its stdout (free it); *err gets its stderr. */
+static char *td_ok(const char *dir, const char *const *args, char **err)
+{
+	struct td_run r = td_run(dir, args);
+	cr_assert_eq(r.status, 0, "%s: status %d, stderr: %s", args[0], r.status, r.err);
+	if (err)
+		*err = r.err;
+	else
+		free(r.err);
+	return r.out;
+}
+
 Test(dump, rss_csv, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
@@ -412,6 +435,65 @@ Test(dump, help_and_usage, .timeout = 60)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cr_assert(strstr(r.out, keys[i]), "%s undocumented", keys[i]);
 	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+Test(dump, unknown_command_help_and_version, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	/* A typo is not the FILE of summary: unknown command, the closest suggested. */
+	td_expect_usage(dir, (const char *const[]){"sumary", trc, NULL},
+			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
+			"trace-dump help)\n");
+	td_expect_usage(dir, (const char *const[]){"evnets", trc, NULL},
+			"trace-dump: unknown command \"evnets\"; did you mean \"events\"? (see "
+			"trace-dump help)\n");
+	td_expect_usage(dir, (const char *const[]){"chrom", trc, NULL},
+			"trace-dump: unknown command \"chrom\"; did you mean \"chrome\"? (see "
+			"trace-dump help)\n");
+	td_expect_usage(dir, (const char *const[]){"frobnicate", trc, NULL},
+			"trace-dump: unknown command \"frobnicate\" (and no such file); the "
+			"commands are summary, events, rss, chrome and help\n");
+	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
+			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
+			"trace-dump help)\n");
+	/* A name that looks like a file is read as one: summary of it. */
+	struct td_run r = td_run(dir, (const char *const[]){"missing.trc", NULL});
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "trace-dump: missing.trc: No such file"), "%s", r.err);
+	td_free(&r);
+	/* help lists every command; help COMMAND is COMMAND --help. */
+	static const char *const cmds[] = {"summary", "events", "rss", "chrome", "help"};
+	char *help = td_ok(dir, (const char *const[]){"help", NULL}, NULL);
+	char *dash_help = td_ok(dir, (const char *const[]){"--help", NULL}, NULL);
+	cr_expect_str_eq(help, dash_help);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char line[32];
+		snprintf(line, sizeof(line), "\n  %-8s ", cmds[i]);
+		cr_expect(strstr(help, line), "help does not list %s:\n%s", cmds[i], help);
+	}
+	free(help);
+	free(dash_help);
+	for (size_t i = 0; i < 4; i++) {
+		char *a = td_ok(dir, (const char *const[]){"help", cmds[i], NULL}, NULL);
+		char *b = td_ok(dir, (const char *const[]){cmds[i], "--help", NULL}, NULL);
+		cr_expect_str_eq(a, b);
+		cr_expect(strncmp(a, "usage: trace-dump ", 18) == 0, "%s", a);
+		free(a);
+		free(b);
+	}
+	td_expect_usage(dir, (const char *const[]){"help", "sumary", NULL},
+			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
+			"trace-dump help)\n");
+	/* The version the tools share. */
+	char *v = td_ok(dir, (const char *const[]){"--version", NULL}, NULL);
+	cr_expect_str_eq(v, "trace-dump " CLI_VERSION "\n");
+	free(v);
+	v = td_ok(dir, (const char *const[]){"-V", NULL}, NULL);
+	cr_expect_str_eq(v, "trace-dump " CLI_VERSION "\n");
+	free(v);
 	tu_rm_rf(dir);
 }
 

@@ -2,9 +2,11 @@
  * binary: usage errors (exit 2, one line naming the value), the command's own status,
  * 128+N after a signal, 127/126 when the command cannot run, an unwritable output (exit 1,
  * and the command never ran), signals forwarded to the program. */
+#include "cli_version.h"
 #include "e2e_util.h"
 
 #define TR e2e_path("bin/trace-run")
+#define TD e2e_path("bin/trace-dump")
 
 static void expect_usage_error(const char *what, char *const argv[])
 {
@@ -70,10 +72,26 @@ Test(e2e_cli, help_and_version, .timeout = 30)
 		cr_expect_leq(strchr(l, '\n') - l, 80, "too wide: %.*s", (int)(strchr(l, '\n') - l),
 			      l);
 	e2e_free(&r);
+	/* The version both tools share, and the one trace-run writes into the header. */
 	r = e2e_run(dir, TR, "--version", NULL);
 	cr_expect_eq(r.exit_code, 0);
-	cr_expect(strstr(r.out, "trace-run") != NULL);
+	cr_expect_str_eq(r.out, "trace-run " CLI_VERSION "\n");
 	e2e_free(&r);
+	r = e2e_run(dir, TR, "-V", NULL);
+	cr_expect_str_eq(r.out, "trace-run " CLI_VERSION "\n");
+	e2e_free(&r);
+	r = e2e_run(dir, TD, "--version", NULL);
+	cr_expect_eq(r.exit_code, 0);
+	cr_expect_str_eq(r.out, "trace-dump " CLI_VERSION "\n");
+	e2e_free(&r);
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	r = e2e_run(dir, TR, "-q", "-o", out, "--", "/bin/true", NULL);
+	cr_expect_eq(r.exit_code, 0, "%s", r.err);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect(strstr(json, "\"tool_version\":\"trace-run " CLI_VERSION "\""), "%s", json);
+	free(json);
 	e2e_rm_rf(dir);
 }
 

@@ -31,13 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_version.h"
 #include "recorder.h"
 #include "run_options.h"
 #include "run_spawn.h"
 #include "session.h"
 #include "trcfile.h"
-
-#define RUN_TOOL_VERSION "trace-run 0.1.0"
 
 static uint64_t run__clock_ns(clockid_t id)
 {
@@ -179,7 +178,8 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 			kill(pid, (int)si.ssi_signo);
 		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
 			if (++interrupts >= 2) {
-				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the trace now\n");
+				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the "
+						"trace now\n");
 				kill(pid, SIGKILL);
 				run__try_reap(pid, w, 0);
 			}
@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 		.rss_source = opt.rss_enabled ? (uint32_t)opt.rss_source : 0,
 		.buffer_bytes = opt.buffer_bytes,
 		.host = host,
-		.tool_version = RUN_TOOL_VERSION,
+		.tool_version = "trace-run " CLI_VERSION,
 	};
 	struct trcfile_writer_opts wopts = {
 		.zstd_level = opt.zstd_level,
@@ -339,8 +339,9 @@ int main(int argc, char **argv)
 	int rerr = recorder_finish(rec, &ex, &st);
 	int cerr = trcfile_writer_close(writer);
 	if (rerr || cerr) {
-		fprintf(stderr, "trace-run: writing %s failed: %s; the trace holds what was written "
-				"before\n",
+		fprintf(stderr,
+			"trace-run: writing %s failed: %s; the trace holds what was written "
+			"before\n",
 			output, strerror(-(rerr ? rerr : cerr)));
 		exit_code = RUN_EXIT_RECORDER_FAILED;
 		goto out;

@@ -1,6 +1,7 @@
 /* run_options.c - trace-run's command line. Every bad value is a usage error (exit 2) with a
  * one-line message naming it; nothing is started before the whole line is valid. */
 #include "run_options.h"
+#include "cli_version.h"
 #include "trcfile.h"
 
 #include <errno.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUN_VERSION "trace-run 0.1.0"
 /* 16 MiB: at 30 million events a second (16 bytes each) a ring holds 35 ms, enough to ride out
  * the tens of milliseconds a scheduler can leave the recorder's drain thread sharing a core
  * with the traced program on a small machine (measured on 2 cores: 4 MiB rings lost events in
@@ -82,13 +82,16 @@ int run_parse_size(const char *text, uint64_t *out)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K':
+	case 'k':
+	case 'K':
 		shift = 10;
 		break;
-	case 'm': case 'M':
+	case 'm':
+	case 'M':
 		shift = 20;
 		break;
-	case 'g': case 'G':
+	case 'g':
+	case 'G':
 		shift = 30;
 		break;
 	default:
@@ -109,8 +112,7 @@ int run_parse_size(const char *text, uint64_t *out)
 	return 0;
 }
 
-static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi,
-			   unsigned long *out)
+static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi, unsigned long *out)
 {
 	if (!text || !*text || *text == '-' || *text == '+')
 		return -EINVAL;
@@ -196,45 +198,49 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			o->output = optarg;
 			break;
 		case OPT_RSS_INTERVAL:
-			if (duration_parse_ns(optarg, TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS,
-					      &o->rss_interval_ns, msg, sizeof(msg)))
+			if (duration_parse_ns(optarg, TRC_RSS_INTERVAL_MIN_NS,
+					      TRC_RSS_INTERVAL_MAX_NS, &o->rss_interval_ns, msg,
+					      sizeof(msg)))
 				return run__usage_error("--rss-interval: %s", msg);
 			break;
 		case OPT_RSS_SOURCE:
 			if (trcfile_rss_source_parse(optarg, &o->rss_source))
-				return run__usage_error("--rss-source: unknown source '%s' (expected %s)",
-							optarg, "statm, status, smaps_rollup or both");
+				return run__usage_error(
+					"--rss-source: unknown source '%s' (expected %s)", optarg,
+					"statm, status, smaps_rollup or both");
 			break;
 		case OPT_NO_RSS:
 			o->rss_enabled = false;
 			break;
 		case OPT_BUFFER_SIZE: {
 			uint64_t b;
-			if (run_parse_size(optarg, &b) || b < RUN_MIN_BUFFER || b > RUN_MAX_BUFFER ||
-			    (b & (b - 1)))
-				return run__usage_error("--buffer-size: invalid size '%s' (expected %s)",
-							optarg, "a power of two from 64K to 1G, e.g. 4M");
+			if (run_parse_size(optarg, &b) || b < RUN_MIN_BUFFER ||
+			    b > RUN_MAX_BUFFER || (b & (b - 1)))
+				return run__usage_error(
+					"--buffer-size: invalid size '%s' (expected %s)", optarg,
+					"a power of two from 64K to 1G, e.g. 4M");
 			o->buffer_bytes = b;
 			break;
 		}
 		case OPT_MAX_THREADS:
 			if (run__parse_uint(optarg, 1, RUN_MAX_THREADS, &n))
-				return run__usage_error("--max-threads: invalid value '%s' (expected %s)",
-							optarg, "1 to 4096");
+				return run__usage_error(
+					"--max-threads: invalid value '%s' (expected %s)", optarg,
+					"1 to 4096");
 			o->max_threads = (uint32_t)n;
 			break;
 		case OPT_ZSTD_LEVEL:
 			if (run__parse_uint(optarg, 1, 19, &n))
 				return run__usage_error(
-					"--compression-level: invalid level '%s' (expected %s)", optarg,
-					"1 to 19");
+					"--compression-level: invalid level '%s' (expected %s)",
+					optarg, "1 to 19");
 			o->zstd_level = (int)n;
 			break;
 		case OPT_COMPRESS_THREADS:
 			if (run__parse_uint(optarg, 1, 64, &n))
 				return run__usage_error(
-					"--compress-threads: invalid value '%s' (expected %s)", optarg,
-					"1 to 64");
+					"--compress-threads: invalid value '%s' (expected %s)",
+					optarg, "1 to 64");
 			o->compress_threads = (unsigned)n;
 			break;
 		case OPT_CLOCK:
@@ -262,7 +268,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			fputs(run__usage, stdout);
 			return -1;
 		case 'V':
-			puts(RUN_VERSION);
+			puts("trace-run " CLI_VERSION);
 			return -1;
 		case ':':
 			return run__usage_error("option %s needs a value", argv[optind - 1]);
