@@ -497,6 +497,61 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* Option errors name the command they belong to, in one line. */
+Test(dump, option_errors_name_their_command, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], want[1000];
+	td_small(dir, trc, sizeof(trc));
+	static const char *const cmds[] = {"summary", "events", "rss", "chrome"};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: unknown option \"--bogus\" (see trace-dump %s --help)\n",
+			 cmds[i], cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], "--bogus", trc, NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: unknown option \"-x\" (see trace-dump %s --help)\n",
+			 cmds[i], cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], trc, "-x", NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: option \"--help\" takes no value (see trace-dump %s "
+			 "--help)\n",
+			 cmds[i], cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], "--help=yes", trc, NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: no FILE given (see trace-dump %s --help)\n", cmds[i],
+			 cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: one FILE expected, got 2: \"%s\", \"%s\" (see trace-dump "
+			 "%s --help)\n",
+			 cmds[i], trc, trc, cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], trc, trc, NULL}, want);
+	}
+	/* The default command is summary, and says so. */
+	td_expect_usage(dir, (const char *const[]){"--bogus", trc, NULL},
+			"trace-dump summary: unknown option \"--bogus\" (see trace-dump summary "
+			"--help)\n");
+	td_expect_usage(dir, (const char *const[]){"summary", "--json=1", trc, NULL},
+			"trace-dump summary: option \"--json\" takes no value (see trace-dump "
+			"summary --help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", trc, "--thread", NULL},
+		"trace-dump events: option \"--thread\" needs a value (see trace-dump events "
+		"--help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--thread", "x/1", trc, NULL},
+			"trace-dump events: --thread: expected TID or PID/TID, got \"x/1\" (see "
+			"trace-dump events --help)\n");
+	/* "--" is the end of the options, not a value. */
+	td_expect_usage(dir, (const char *const[]){"events", "--name", "--", trc, NULL},
+			"trace-dump events: option \"--name\" needs a value, got \"--\" (see "
+			"trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--from=--", trc, NULL},
+			"trace-dump events: option \"--from\" needs a value, got \"--\" (see "
+			"trace-dump events --help)\n");
+	tu_rm_rf(dir);
+}
+
 Test(dump, bad_files_fail_with_a_message, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();

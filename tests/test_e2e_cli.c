@@ -141,6 +141,42 @@ Test(e2e_cli, rss_interval_takes_the_one_duration_rule, .timeout = 60)
 	e2e_rm_rf(dir);
 }
 
+Test(e2e_cli, option_errors_are_one_exact_line, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	/* "--" ends the options: it is never an option's value (no file named "--"). */
+	expect_usage_line(dir, (char *[]){(char *)TR, "-o", "--", "/bin/true", NULL},
+			  "trace-run: option \"-o\" needs a value, got \"--\" (see trace-run "
+			  "--help)\n");
+	expect_usage_line(dir, (char *[]){(char *)TR, "--output", "--", "/bin/true", NULL},
+			  "trace-run: option \"--output\" needs a value, got \"--\" (see trace-run "
+			  "--help)\n");
+	expect_usage_line(dir, (char *[]){(char *)TR, "-q", "--output=--", "/bin/true", NULL},
+			  "trace-run: option \"--output\" needs a value, got \"--\" (see trace-run "
+			  "--help)\n");
+	expect_usage_line(dir, (char *[]){(char *)TR, "--rss-source", "--", "/bin/true", NULL},
+			  "trace-run: option \"--rss-source\" needs a value, got \"--\" (see "
+			  "trace-run --help)\n");
+	struct stat st;
+	char dashes[300];
+	snprintf(dashes, sizeof(dashes), "%s/--", dir);
+	cr_expect_neq(stat(dashes, &st), 0, "a file named \"--\" was written");
+	/* Nothing at all after it. */
+	expect_usage_line(dir, (char *[]){(char *)TR, "-o", NULL},
+			  "trace-run: option \"-o\" needs a value (see trace-run --help)\n");
+	expect_usage_line(dir, (char *[]){(char *)TR, "--rss-interval", NULL},
+			  "trace-run: option \"--rss-interval\" needs a value (see trace-run "
+			  "--help)\n");
+	/* Unknown options, as typed. */
+	expect_usage_line(dir, (char *[]){(char *)TR, "--frobnicate", "true", NULL},
+			  "trace-run: unknown option \"--frobnicate\" (see trace-run --help)\n");
+	expect_usage_line(dir, (char *[]){(char *)TR, "-qx", "true", NULL},
+			  "trace-run: unknown option \"-x\" (see trace-run --help)\n");
+	expect_usage_line(dir, (char *[]){(char *)TR, "--quiet=yes", "true", NULL},
+			  "trace-run: option \"--quiet\" takes no value (see trace-run --help)\n");
+	e2e_rm_rf(dir);
+}
+
 Test(e2e_cli, exit_status_is_the_commands, .timeout = 60)
 {
 	const char *dir = e2e_tmpdir();

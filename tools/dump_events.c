@@ -251,13 +251,6 @@ static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_
 	return n && !strcmp(n, name);
 }
 
-static void dump__events_usage(void)
-{
-	fputs("usage: trace-dump events [--thread [PID/]TID] [--name NAME] [--from T] [--to T] "
-	      "FILE (see --help)\n",
-	      stderr);
-}
-
 int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -270,18 +263,21 @@ int dump_events_main(int argc, char **argv)
 	const char *name = NULL;
 	uint64_t from = 0, to = UINT64_MAX;
 	bool has_from = false;
+	const char *cmd = argv[0];
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (dump_value_missing(cmd, argv))
+			return DUMP_EXIT_USAGE;
 		switch (c) {
 		case 't':
-			if (n_threads == DUMP__MAX_THREADS) {
-				dump_error("at most %d --thread options", DUMP__MAX_THREADS);
-				return DUMP_EXIT_USAGE;
-			}
-			if (dump__parse_thread(optarg, &threads[n_threads])) {
-				dump_error("--thread: expected TID or PID/TID, got '%s'", optarg);
-				return DUMP_EXIT_USAGE;
-			}
+			if (n_threads == DUMP__MAX_THREADS)
+				return dump_usage_error(cmd, "at most %d --thread options",
+							DUMP__MAX_THREADS);
+			if (dump__parse_thread(optarg, &threads[n_threads]))
+				return dump_usage_error(
+					cmd, "--thread: expected TID or PID/TID, got \"%s\"",
+					optarg);
 			n_threads++;
 			break;
 		case 'n':
@@ -289,27 +285,23 @@ int dump_events_main(int argc, char **argv)
 			break;
 		case 'f':
 		case 'T':
-			if (dump_parse_duration(optarg, c == 'f' ? &from : &to)) {
-				dump_error(
-					"--%s: expected a duration such as 1.5s or 200ms, got '%s'",
-					c == 'f' ? "from" : "to", optarg);
-				return DUMP_EXIT_USAGE;
-			}
+			if (dump_parse_duration(optarg, c == 'f' ? &from : &to))
+				return dump_usage_error(cmd,
+							"--%s: expected a duration such as 1.5s or "
+							"200ms, got \"%s\"",
+							c == 'f' ? "from" : "to", optarg);
 			has_from |= c == 'f';
 			break;
 		case 'h':
 			fputs(dump__events_help, stdout);
 			return DUMP_EXIT_OK;
 		default:
-			dump__events_usage();
-			return DUMP_EXIT_USAGE;
+			return dump_refused_option(cmd, c, argv, opts);
 		}
 	}
-	if (optind != argc - 1) {
-		dump__events_usage();
+	const char *path = dump_file_operand(cmd, argc, argv);
+	if (!path)
 		return DUMP_EXIT_USAGE;
-	}
-	const char *path = argv[optind];
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;

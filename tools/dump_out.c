@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "cli_usage.h"
 #include "dump_common.h"
 
 struct dump_out dump_out = {.fd = STDOUT_FILENO};
@@ -330,6 +331,54 @@ int dump_parse_duration(const char *s, uint64_t *ns)
 		return -EINVAL;
 	*ns = (uint64_t)(r + 0.5);
 	return 0;
+}
+
+/* ---- usage errors ------------------------------------------------------------------------ */
+
+/* "trace-dump CMD" for the messages. */
+static const char *dump__prog(const char *cmd, char *buf, size_t len)
+{
+	snprintf(buf, len, "trace-dump %.40s", cmd);
+	return buf;
+}
+
+int dump_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char prog[64], msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_usage_error(dump__prog(cmd, prog, sizeof(prog)), "%s", msg);
+	return DUMP_EXIT_USAGE;
+}
+
+int dump_refused_option(const char *cmd, int c, char **argv, const struct option *opts)
+{
+	char msg[320];
+	cli_refused_option(c, argv, opts, msg, sizeof(msg));
+	return dump_usage_error(cmd, "%s", msg);
+}
+
+bool dump_value_missing(const char *cmd, char **argv)
+{
+	char msg[320];
+	if (!cli_value_missing(optarg, argv, msg, sizeof(msg)))
+		return false;
+	dump_usage_error(cmd, "%s", msg);
+	return true;
+}
+
+const char *dump_file_operand(const char *cmd, int argc, char **argv)
+{
+	if (optind == argc - 1)
+		return argv[optind];
+	if (optind >= argc)
+		dump_usage_error(cmd, "no FILE given");
+	else
+		dump_usage_error(cmd, "one FILE expected, got %d: \"%s\", \"%s\"%s", argc - optind,
+				 argv[optind], argv[optind + 1], argc - optind > 2 ? "..." : "");
+	return NULL;
 }
 
 /* ---- shared reader helpers -------------------------------------------------------------- */

@@ -499,7 +499,8 @@ int dump_summary_main(int argc, char **argv)
 	};
 	bool json = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -508,15 +509,12 @@ int dump_summary_main(int argc, char **argv)
 			fputs(dump__summary_help, stdout);
 			return DUMP_EXIT_OK;
 		default:
-			fputs("usage: trace-dump summary [--json] FILE (see --help)\n", stderr);
-			return DUMP_EXIT_USAGE;
+			return dump_refused_option(argv[0], c, argv, opts);
 		}
 	}
-	if (optind != argc - 1) {
-		fputs("usage: trace-dump summary [--json] FILE (see --help)\n", stderr);
+	const char *path = dump_file_operand(argv[0], argc, argv);
+	if (!path)
 		return DUMP_EXIT_USAGE;
-	}
-	const char *path = argv[optind];
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;

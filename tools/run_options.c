@@ -1,13 +1,13 @@
 /* run_options.c - trace-run's command line. Every bad value is a usage error (exit 2) with a
  * one-line message naming it; nothing is started before the whole line is valid. */
 #include "run_options.h"
+#include "cli_usage.h"
 #include "cli_version.h"
 #include "trcfile.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,16 +127,7 @@ static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
-__attribute__((format(printf, 1, 2))) static int run__usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "trace-run: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see trace-run --help)\n");
-	va_end(ap);
-	return RUN_EXIT_USAGE;
-}
+#define run__usage_error(...) cli_usage_error("trace-run", __VA_ARGS__)
 
 enum {
 	OPT_RSS_INTERVAL = 256,
@@ -184,13 +175,15 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		.clock = RUN_CLOCK_AUTO,
 		.preload = true,
 	};
-	char msg[256];
+	char msg[320];
 	unsigned long n;
 	int c;
 
 	opterr = 0;
 	/* "+" stops at the first non-option: the command's own options are its own. */
 	while ((c = getopt_long(argc, argv, "+:o:qhV", longopts, NULL)) != -1) {
+		if (cli_value_missing(optarg, argv, msg, sizeof(msg)))
+			return run__usage_error("%s", msg);
 		switch (c) {
 		case 'o':
 			if (!*optarg)
@@ -206,7 +199,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		case OPT_RSS_SOURCE:
 			if (trcfile_rss_source_parse(optarg, &o->rss_source))
 				return run__usage_error(
-					"--rss-source: unknown source '%s' (expected %s)", optarg,
+					"--rss-source: unknown source \"%s\" (expected %s)", optarg,
 					"statm, status, smaps_rollup or both");
 			break;
 		case OPT_NO_RSS:
@@ -217,7 +210,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			if (run_parse_size(optarg, &b) || b < RUN_MIN_BUFFER ||
 			    b > RUN_MAX_BUFFER || (b & (b - 1)))
 				return run__usage_error(
-					"--buffer-size: invalid size '%s' (expected %s)", optarg,
+					"--buffer-size: invalid size \"%s\" (expected %s)", optarg,
 					"a power of two from 64K to 1G, e.g. 4M");
 			o->buffer_bytes = b;
 			break;
@@ -225,21 +218,21 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		case OPT_MAX_THREADS:
 			if (run__parse_uint(optarg, 1, RUN_MAX_THREADS, &n))
 				return run__usage_error(
-					"--max-threads: invalid value '%s' (expected %s)", optarg,
+					"--max-threads: invalid value \"%s\" (expected %s)", optarg,
 					"1 to 4096");
 			o->max_threads = (uint32_t)n;
 			break;
 		case OPT_ZSTD_LEVEL:
 			if (run__parse_uint(optarg, 1, 19, &n))
 				return run__usage_error(
-					"--compression-level: invalid level '%s' (expected %s)",
+					"--compression-level: invalid level \"%s\" (expected %s)",
 					optarg, "1 to 19");
 			o->zstd_level = (int)n;
 			break;
 		case OPT_COMPRESS_THREADS:
 			if (run__parse_uint(optarg, 1, 64, &n))
 				return run__usage_error(
-					"--compress-threads: invalid value '%s' (expected %s)",
+					"--compress-threads: invalid value \"%s\" (expected %s)",
 					optarg, "1 to 64");
 			o->compress_threads = (unsigned)n;
 			break;
@@ -249,8 +242,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			else if (!strcmp(optarg, "gettime"))
 				o->clock = RUN_CLOCK_GETTIME;
 			else
-				return run__usage_error("--clock: unknown clock '%s' (expected %s)",
-							optarg, "auto or gettime");
+				return run__usage_error(
+					"--clock: unknown clock \"%s\" (expected %s)", optarg,
+					"auto or gettime");
 			break;
 		case OPT_NO_PRELOAD:
 			o->preload = false;
@@ -270,17 +264,14 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		case 'V':
 			puts("trace-run " CLI_VERSION);
 			return -1;
-		case ':':
-			return run__usage_error("option %s needs a value", argv[optind - 1]);
-		default:
-			return run__usage_error("unknown option '%s'", argv[optind - 1]);
+		default: /* '?' or ':' */
+			cli_refused_option(c, argv, longopts, msg, sizeof(msg));
+			return run__usage_error("%s", msg);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "trace-run: no command given (usage: trace-run [OPTIONS] [--] "
-				"COMMAND [ARG...])\n");
-		return RUN_EXIT_USAGE;
-	}
+	if (optind >= argc)
+		return run__usage_error("no command given (usage: trace-run [OPTIONS] [--] COMMAND "
+					"[ARG...])");
 	o->argv = argv + optind;
 	o->argc = argc - optind;
 	return 0;
