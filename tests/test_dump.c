@@ -224,7 +224,7 @@ Test(dump, events_filters, .timeout = 60)
 	cr_assert_null(strstr(r.out, "0.000003032"), "%s", r.out);
 	cr_assert_null(strstr(r.out, "0.000001"), "%s", r.out);
 	td_free(&r);
-	r = td_run(dir, (const char *const[]){"events", "--from", "1h", trc, NULL});
+	r = td_run(dir, (const char *const[]){"events", "--from", "1d", trc, NULL});
 	cr_assert_eq(r.status, 2);
 	cr_assert(strstr(r.err, "--from"), "%s", r.err);
 	td_free(&r);
@@ -254,6 +254,48 @@ static char *td_ok(const char *dir, const char *const *args, char **err)
 	else
 		free(r.err);
 	return r.out;
+}
+
+Test(dump, events_durations_need_a_unit, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	td_expect_usage(dir, (const char *const[]){"events", "--from", "100", trc, NULL},
+			"trace-dump events: --from: \"100\" has no unit; write 100ns, 100us, 100ms "
+			"or 100s (see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--to", "0.5", trc, NULL},
+			"trace-dump events: --to: \"0.5\" has no unit; write 0.5us, 0.5ms or 0.5s "
+			"(see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--to=3", trc, NULL},
+			"trace-dump events: --to: \"3\" has no unit; write 3ns, 3us, 3ms or 3s "
+			"(see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--from", "-1us", trc, NULL},
+			"trace-dump events: --from: invalid duration \"-1us\": negative; accepted: "
+			"0s to 5124095h, with a unit (ns, us, ms, s, m, h) (see trace-dump events "
+			"--help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--from", "1.5ps", trc, NULL},
+		"trace-dump events: --from: invalid duration \"1.5ps\": unknown unit; "
+		"accepted: 0s to 5124095h, with a unit (ns, us, ms, s, m, h) (see trace-dump "
+		"events --help)\n");
+	/* Exact decimal: 3.025us is 3025 ns, not 3024.999... */
+	char *all = td_ok(dir, (const char *const[]){"events", trc, NULL}, NULL);
+	char *out =
+		td_ok(dir, (const char *const[]){"events", "--from", "3.025us", trc, NULL}, NULL);
+	cr_expect(strncmp(out, "0.000003025 4242/4242 func_exit", 31) == 0, "%s", out);
+	free(out);
+	/* Minutes and hours: --to 1h and --to 0.5m hold the whole (5 us) trace. */
+	out = td_ok(dir, (const char *const[]){"events", "--to", "1h", trc, NULL}, NULL);
+	cr_expect_str_eq(out, all);
+	free(out);
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--from", "0ns", "--to", "0.5m", trc, NULL},
+		    NULL);
+	cr_expect_str_eq(out, all);
+	free(out);
+	free(all);
+	tu_rm_rf(dir);
 }
 
 Test(dump, rss_csv, .timeout = 60)

@@ -92,9 +92,10 @@ void dump_cmdline(const char *s, size_t len);
 const char *dump_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns);
 
-/* Parses a duration ("10", "10ns", "1.5us", "20ms", "2s"; a bare number is nanoseconds).
- * Returns 0 or -EINVAL. */
-int dump_parse_duration(const char *s, uint64_t *ns);
+/* The longest time from the start of recording --from and --to accept: the largest whole
+ * number of hours a 64-bit nanosecond count holds (about 584 years), so the accepted range
+ * reads "0s to 5124095h". */
+#define DUMP_TIME_MAX_NS (5124095ull * 3600ull * 1000000000ull)
 
 /* Usage errors of a subcommand (cmd is its name, argv[0]): one line on stderr,
  * "trace-dump CMD: MESSAGE (see trace-dump CMD --help)", and DUMP_EXIT_USAGE returned. */

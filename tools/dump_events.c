@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli_duration.h"
 #include "dump_common.h"
 
 static const char dump__events_help[] =
@@ -29,8 +30,9 @@ static const char dump__events_help[] =
 	"\n"
 	"  --thread [PID/]TID  only that thread's stream (repeat for several)\n"
 	"  --name NAME         only spans, instants and counters named NAME\n"
-	"  --from T, --to T    only records in [T, T] from the start; T is a duration with a\n"
-	"                      unit: ns, us, ms, s (a bare number is ns), e.g. 1.5s, 200ms\n"
+	"  --from T, --to T    only records from T to T (both included), counted from the\n"
+	"                      start of recording; T is a duration with a unit: ns, us, ms,\n"
+	"                      s, m or h, e.g. 1.5s, 200ms (a bare number is an error)\n"
 	"  -h, --help          this text\n";
 
 #define DUMP__MAX_THREADS 64
@@ -264,6 +266,7 @@ int dump_events_main(int argc, char **argv)
 	uint64_t from = 0, to = UINT64_MAX;
 	bool has_from = false;
 	const char *cmd = argv[0];
+	char msg[320];
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -285,11 +288,10 @@ int dump_events_main(int argc, char **argv)
 			break;
 		case 'f':
 		case 'T':
-			if (dump_parse_duration(optarg, c == 'f' ? &from : &to))
-				return dump_usage_error(cmd,
-							"--%s: expected a duration such as 1.5s or "
-							"200ms, got \"%s\"",
-							c == 'f' ? "from" : "to", optarg);
+			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, c == 'f' ? &from : &to,
+					      msg, sizeof(msg)))
+				return dump_usage_error(cmd, "--%s: %s", c == 'f' ? "from" : "to",
+							msg);
 			has_from |= c == 'f';
 			break;
 		case 'h':
@@ -331,7 +333,7 @@ int dump_events_main(int argc, char **argv)
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}
-	uint64_t t_from = start + from;
+	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
 	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
 	if (has_from)
 		err = trcfile_iter_seek(it, t_from);

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,33 +303,6 @@ const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns)
 	else
 		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
 	return buf;
-}
-
-int dump_parse_duration(const char *s, uint64_t *ns)
-{
-	if (!s || !*s)
-		return -EINVAL;
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	double scale;
-	if (!*end || !strcmp(end, "ns"))
-		scale = 1;
-	else if (!strcmp(end, "us"))
-		scale = 1e3;
-	else if (!strcmp(end, "ms"))
-		scale = 1e6;
-	else if (!strcmp(end, "s"))
-		scale = 1e9;
-	else
-		return -EINVAL;
-	double r = v * scale;
-	if (r >= 18446744073709551615.0)
-		return -EINVAL;
-	*ns = (uint64_t)(r + 0.5);
-	return 0;
 }
 
 /* ---- usage errors ------------------------------------------------------------------------ */
