@@ -298,6 +298,42 @@ Test(dump, events_durations_need_a_unit, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+Test(dump, events_name_accumulates, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	char *parse =
+		td_ok(dir, (const char *const[]){"events", "--name", "parse", trc, NULL}, NULL);
+	char *queue =
+		td_ok(dir, (const char *const[]){"events", "--name", "queue", trc, NULL}, NULL);
+	char *both = td_ok(
+		dir,
+		(const char *const[]){"events", "--name", "parse", "--name", "queue", trc, NULL},
+		NULL);
+	cr_expect_eq(td_lines(parse), 6, "%s", parse);
+	cr_expect_eq(td_lines(queue), 3, "%s", queue);
+	/* Every line of each, in time order: the union. */
+	cr_expect_eq(td_lines(both), 9, "%s", both);
+	for (const char *l = parse; *l; l = strchr(l, '\n') + 1) {
+		char line[200];
+		snprintf(line, sizeof(line), "%.*s", (int)(strchr(l, '\n') - l + 1), l);
+		cr_expect(strstr(both, line), "missing %s", line);
+	}
+	cr_expect(strstr(both, "counter name=\"queue\" value=-4\n"), "%s", both);
+	/* The same name twice is the name once. */
+	char *twice = td_ok(
+		dir,
+		(const char *const[]){"events", "--name", "parse", "--name", "parse", trc, NULL},
+		NULL);
+	cr_expect_str_eq(twice, parse);
+	free(parse);
+	free(queue);
+	free(both);
+	free(twice);
+	tu_rm_rf(dir);
+}
+
 Test(dump, rss_csv, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();

@@ -19,7 +19,8 @@
 #include "dump_common.h"
 
 static const char dump__events_help[] =
-	"usage: trace-dump events [--thread [PID/]TID] [--name NAME] [--from T] [--to T] FILE\n"
+	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
+	"                         FILE\n"
 	"\n"
 	"Every record of every stream in one time order (ties: stream order), one per line:\n"
 	"  SECONDS STREAM TYPE FIELDS\n"
@@ -29,13 +30,12 @@ static const char dump__events_help[] =
 	"module note exit; FIELDS are key=value pairs (strings quoted, C escapes).\n"
 	"\n"
 	"  --thread [PID/]TID  only that thread's stream (repeat for several)\n"
-	"  --name NAME         only spans, instants and counters named NAME\n"
+	"  --name NAME         only spans, instants and counters named NAME (repeat for\n"
+	"                      several)\n"
 	"  --from T, --to T    only records from T to T (both included), counted from the\n"
 	"                      start of recording; T is a duration with a unit: ns, us, ms,\n"
 	"                      s, m or h, e.g. 1.5s, 200ms (a bare number is an error)\n"
 	"  -h, --help          this text\n";
-
-#define DUMP__MAX_THREADS 64
 
 struct dump__thread_filter {
 	bool has_pid;
@@ -234,7 +234,7 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 }
 
 static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_record *rec,
-			       const char *name)
+			       char **names, unsigned n_names)
 {
 	uint32_t id;
 	switch (rec->type) {
@@ -250,7 +250,12 @@ static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_
 		return false;
 	}
 	const char *n = trcfile_reader_name(r, id, NULL);
-	return n && !strcmp(n, name);
+	if (!n)
+		return false;
+	for (unsigned k = 0; k < n_names; k++)
+		if (!strcmp(n, names[k]))
+			return true;
+	return false;
 }
 
 int dump_events_main(int argc, char **argv)
@@ -260,59 +265,72 @@ int dump_events_main(int argc, char **argv)
 		{"from", required_argument, NULL, 'f'},	  {"to", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
 	};
-	struct dump__thread_filter threads[DUMP__MAX_THREADS];
-	unsigned n_threads = 0;
-	const char *name = NULL;
-	uint64_t from = 0, to = UINT64_MAX;
-	bool has_from = false;
 	const char *cmd = argv[0];
+	/* Each --thread or --name takes at least one argument: argc bounds their number. */
+	struct dump__thread_filter *threads = calloc((size_t)argc, sizeof(*threads));
+	char **names = calloc((size_t)argc, sizeof(char *));
+	bool *include = NULL;
+	unsigned n_threads = 0, n_names = 0;
+	const char *from_arg = NULL, *path;
+	uint64_t from = 0, to = UINT64_MAX;
+	struct trcfile_reader *r = NULL;
+	struct trcfile_iter *it = NULL;
 	char msg[320];
-	int c;
+	int c, rc = DUMP_EXIT_USAGE;
+
+	if (!threads || !names) {
+		dump_error("out of memory");
+		rc = DUMP_EXIT_FAIL;
+		goto out;
+	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (dump_value_missing(cmd, argv))
-			return DUMP_EXIT_USAGE;
+			goto out;
 		switch (c) {
 		case 't':
-			if (n_threads == DUMP__MAX_THREADS)
-				return dump_usage_error(cmd, "at most %d --thread options",
-							DUMP__MAX_THREADS);
-			if (dump__parse_thread(optarg, &threads[n_threads]))
-				return dump_usage_error(
-					cmd, "--thread: expected TID or PID/TID, got \"%s\"",
-					optarg);
+			if (dump__parse_thread(optarg, &threads[n_threads])) {
+				dump_usage_error(cmd,
+						 "--thread: expected TID or PID/TID, got \"%s\"",
+						 optarg);
+				goto out;
+			}
 			n_threads++;
 			break;
 		case 'n':
-			name = optarg;
+			names[n_names++] = optarg;
 			break;
 		case 'f':
 		case 'T':
 			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, c == 'f' ? &from : &to,
-					      msg, sizeof(msg)))
-				return dump_usage_error(cmd, "--%s: %s", c == 'f' ? "from" : "to",
-							msg);
-			has_from |= c == 'f';
+					      msg, sizeof(msg))) {
+				dump_usage_error(cmd, "--%s: %s", c == 'f' ? "from" : "to", msg);
+				goto out;
+			}
+			if (c == 'f')
+				from_arg = optarg;
 			break;
 		case 'h':
 			fputs(dump__events_help, stdout);
-			return DUMP_EXIT_OK;
+			rc = DUMP_EXIT_OK;
+			goto out;
 		default:
-			return dump_refused_option(cmd, c, argv, opts);
+			dump_refused_option(cmd, c, argv, opts);
+			goto out;
 		}
 	}
-	const char *path = dump_file_operand(cmd, argc, argv);
+	path = dump_file_operand(cmd, argc, argv);
 	if (!path)
-		return DUMP_EXIT_USAGE;
-	struct trcfile_reader *r = dump_open(path, false);
+		goto out;
+	rc = DUMP_EXIT_FAIL;
+	r = dump_open(path, false);
 	if (!r)
-		return DUMP_EXIT_FAIL;
+		goto out;
 	unsigned ns = trcfile_reader_stream_count(r);
-	bool *include = calloc(ns ? ns : 1, sizeof(bool));
+	include = calloc(ns ? ns : 1, sizeof(bool));
 	if (!include) {
 		dump_error("out of memory");
-		trcfile_reader_close(r);
-		return DUMP_EXIT_FAIL;
+		goto out;
 	}
 	for (unsigned s = 0; s < ns; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
@@ -323,19 +341,17 @@ int dump_events_main(int argc, char **argv)
 				include[s] = true;
 	}
 	uint64_t start = dump_start_ns(r);
-	int rc = DUMP_EXIT_OK, err = 0;
-	struct trcfile_iter *it = trcfile_iter_new_subset(r, include);
-	free(include);
+	it = trcfile_iter_new_subset(r, include);
 	if (!it) {
 		dump_error("%s: %s", path,
 			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
 						       : "out of memory");
-		trcfile_reader_close(r);
-		return DUMP_EXIT_FAIL;
+		goto out;
 	}
 	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
 	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
-	if (has_from)
+	int err = 0;
+	if (from_arg)
 		err = trcfile_iter_seek(it, t_from);
 	struct trc_record rec;
 	unsigned sidx;
@@ -347,18 +363,23 @@ int dump_events_main(int argc, char **argv)
 		}
 		if (rec.ts_ns > t_to)
 			break;
-		if (has_from && rec.ts_ns < t_from)
+		if (from_arg && rec.ts_ns < t_from)
 			continue;
-		if (name && !dump__name_matches(r, &rec, name))
+		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
 		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start);
 	}
+	dump_flush();
 	if (err < 0) {
-		dump_flush();
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
-		rc = DUMP_EXIT_FAIL;
+		goto out;
 	}
+	rc = DUMP_EXIT_OK;
+out:
 	trcfile_iter_free(it);
 	trcfile_reader_close(r);
+	free(include);
+	free(names);
+	free(threads);
 	return rc;
 }
