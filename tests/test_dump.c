@@ -298,6 +298,35 @@ Test(dump, events_durations_need_a_unit, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+Test(dump, events_reversed_range_is_a_usage_error, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--from", "20ms", "--to", "10ms", trc, NULL},
+		"trace-dump events: --from 20ms is after --to 10ms: the range is empty (see "
+		"trace-dump events --help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--to", "1us", "--from", "1001ns", trc, NULL},
+		"trace-dump events: --from 1001ns is after --to 1us: the range is empty (see "
+		"trace-dump events --help)\n");
+	/* A one-instant range is not reversed: the records at exactly 2us. */
+	char *err;
+	char *out = td_ok(
+		dir, (const char *const[]){"events", "--from", "2us", "--to", "2000ns", trc, NULL},
+		&err);
+	cr_expect_str_eq(out,
+			 "0.000002000 rss rss pid=4242 program_bytes=9437184 rss_bytes=9502720 "
+			 "buffers_bytes=65536 source=status hwm_bytes=9437184 "
+			 "anon_bytes=4718592 file_bytes=4718592 shmem_bytes=65536 "
+			 "read_ns=1502\n");
+	cr_expect_str_empty(err);
+	free(out);
+	free(err);
+	tu_rm_rf(dir);
+}
+
 Test(dump, events_name_accumulates, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();

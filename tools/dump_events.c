@@ -271,7 +271,7 @@ int dump_events_main(int argc, char **argv)
 	char **names = calloc((size_t)argc, sizeof(char *));
 	bool *include = NULL;
 	unsigned n_threads = 0, n_names = 0;
-	const char *from_arg = NULL, *path;
+	const char *from_arg = NULL, *to_arg = NULL, *path;
 	uint64_t from = 0, to = UINT64_MAX;
 	struct trcfile_reader *r = NULL;
 	struct trcfile_iter *it = NULL;
@@ -309,6 +309,8 @@ int dump_events_main(int argc, char **argv)
 			}
 			if (c == 'f')
 				from_arg = optarg;
+			else
+				to_arg = optarg;
 			break;
 		case 'h':
 			fputs(dump__events_help, stdout);
@@ -318,6 +320,11 @@ int dump_events_main(int argc, char **argv)
 			dump_refused_option(cmd, c, argv, opts);
 			goto out;
 		}
+	}
+	if (from_arg && to_arg && from > to) {
+		dump_usage_error(cmd, "--from %s is after --to %s: the range is empty", from_arg,
+				 to_arg);
+		goto out;
 	}
 	path = dump_file_operand(cmd, argc, argv);
 	if (!path)
