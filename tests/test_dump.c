@@ -327,6 +327,88 @@ Test(dump, events_reversed_range_is_a_usage_error, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+Test(dump, events_that_match_nothing_say_so, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], want[800];
+	char *err, *out;
+	td_small(dir, trc, sizeof(trc));
+
+	/* A --thread of no thread in the file: nothing printed, one line, exit 0. */
+	out = td_ok(dir, (const char *const[]){"events", "--thread", "1", trc, NULL}, &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no thread in %s matches --thread 1 (its threads: 4242/4242, "
+		 "4242/4243)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* One of several matching nothing is worth the same line; the others still print. */
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--thread", "4243", "--thread", "4242/99",
+					  "--thread", "7", trc, NULL},
+		    &err);
+	cr_expect_eq(td_lines(out), 5, "%s", out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no thread in %s matches --thread 4242/99 or --thread 7 (its "
+		 "threads: 4242/4242, 4242/4243)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* A name no record has. */
+	out = td_ok(dir, (const char *const[]){"events", "--name", "nosuch", trc, NULL}, &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want), "trace-dump events: no record in %s matches --name nosuch\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* A range past the end says where the records are, in the form --from takes. */
+	out = td_ok(dir, (const char *const[]){"events", "--from", "1h", trc, NULL}, &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no record in %s matches --from 1h (its records lie between "
+		 "0s and 0.000005s)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--name", "parse", "--from", "3.1us", "--to",
+					  "1h", trc, NULL},
+		    &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no record in %s matches --name parse, --from 3.1us, --to 1h "
+		 "(its records lie between 0s and 0.000005s)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* Every filter given is named, --thread too. */
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--thread", "4243", "--name", "main", "--name",
+					  "ready", trc, NULL},
+		    &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no record in %s matches --thread 4243, --name main or --name "
+		 "ready\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* What matches prints quietly. */
+	out = td_ok(dir, (const char *const[]){"events", "--thread", "4243", trc, NULL}, &err);
+	cr_expect_eq(td_lines(out), 5);
+	cr_expect_str_empty(err);
+	free(out);
+	free(err);
+	tu_rm_rf(dir);
+}
+
 Test(dump, events_name_accumulates, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();

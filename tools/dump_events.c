@@ -12,6 +12,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,7 +36,10 @@ static const char dump__events_help[] =
 	"  --from T, --to T    only records from T to T (both included), counted from the\n"
 	"                      start of recording; T is a duration with a unit: ns, us, ms,\n"
 	"                      s, m or h, e.g. 1.5s, 200ms (a bare number is an error)\n"
-	"  -h, --help          this text\n";
+	"  -h, --help          this text\n"
+	"\n"
+	"When nothing matches (a --thread of no thread in the file, a range or name that holds\n"
+	"no record), trace-dump says so on stderr and exits 0.\n";
 
 struct dump__thread_filter {
 	bool has_pid;
@@ -258,6 +262,108 @@ static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_
 	return false;
 }
 
+/* "1.5s", "0.0000031s", "0s": ns from the start, exact, in the form --from and --to take. */
+static const char *dump__fmt_offset(uint64_t ns, char *buf, size_t len)
+{
+	unsigned long long whole = ns / 1000000000u, frac = ns % 1000000000u;
+	if (!frac) {
+		snprintf(buf, len, "%llus", whole);
+		return buf;
+	}
+	int digits = 9;
+	while (frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	snprintf(buf, len, "%llu.%0*llus", whole, digits, frac);
+	return buf;
+}
+
+/* Appends to buf (at *n, len bytes) as much of the text as fits. */
+__attribute__((format(printf, 4, 5))) static void dump__append(char *buf, size_t len, size_t *n,
+							       const char *fmt, ...)
+{
+	va_list ap;
+	if (*n >= len)
+		return;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*n = *n + (size_t)k < len ? *n + (size_t)k : len;
+}
+
+/* One line on stderr when a --thread names no thread of the file: which, and the threads
+ * there are (the first few). */
+static void dump__say_unmatched_threads(const struct trcfile_reader *r, const char *path,
+					char **thread_args, const bool *matched, unsigned n_threads)
+{
+	char line[600];
+	size_t n = 0;
+	unsigned shown = 0, total = 0;
+	dump__append(line, sizeof(line), &n, "no thread in %s matches", path);
+	for (unsigned k = 0, j = 0; k < n_threads; k++)
+		if (!matched[k])
+			dump__append(line, sizeof(line), &n, "%s --thread %s", j++ ? " or" : "",
+				     thread_args[k]);
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (si->kind != TRC_STREAM_THREAD)
+			continue;
+		if (total++ < 8)
+			dump__append(line, sizeof(line), &n, "%s%u/%u",
+				     shown++ ? ", " : " (its threads: ", si->pid, si->tid);
+	}
+	if (total > shown)
+		dump__append(line, sizeof(line), &n, ", and %u more", total - shown);
+	dump__append(line, sizeof(line), &n, "%s", total ? ")" : " (it has no thread streams)");
+	fprintf(stderr, "trace-dump events: %s\n", line);
+}
+
+/* One line on stderr when no record matched: the filters, and when a range was given, the
+ * times the selected streams' records lie between. */
+static void dump__say_nothing_matched(const struct trcfile_reader *r, const char *path,
+				      const bool *include, char **thread_args, unsigned n_threads,
+				      char **names, unsigned n_names, const char *from_arg,
+				      const char *to_arg, uint64_t start)
+{
+	char line[600], a[40], b[40];
+	size_t n = 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	if (!n_threads && !n_names && !from_arg && !to_arg) {
+		fprintf(stderr, "trace-dump events: %s holds no record\n", path);
+		return;
+	}
+	/* The filters as given: alternatives joined by "or", different filters by ",". */
+	const char *sep = "";
+	dump__append(line, sizeof(line), &n, "no record in %s matches", path);
+	for (unsigned k = 0; k < n_threads; k++, sep = ",")
+		dump__append(line, sizeof(line), &n, "%s --thread %s", k ? " or" : sep,
+			     thread_args[k]);
+	for (unsigned k = 0; k < n_names; k++, sep = ",")
+		dump__append(line, sizeof(line), &n, "%s --name %s", k ? " or" : sep, names[k]);
+	if (from_arg) {
+		dump__append(line, sizeof(line), &n, "%s --from %s", sep, from_arg);
+		sep = ",";
+	}
+	if (to_arg)
+		dump__append(line, sizeof(line), &n, "%s --to %s", sep, to_arg);
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (!include[s] || !si->chunks)
+			continue;
+		if (si->first_ts_ns < lo)
+			lo = si->first_ts_ns;
+		if (si->last_ts_ns > hi)
+			hi = si->last_ts_ns;
+	}
+	if ((from_arg || to_arg) && lo <= hi)
+		dump__append(line, sizeof(line), &n, " (its records lie between %s and %s)",
+			     dump__fmt_offset(lo > start ? lo - start : 0, a, sizeof(a)),
+			     dump__fmt_offset(hi > start ? hi - start : 0, b, sizeof(b)));
+	fprintf(stderr, "trace-dump events: %s\n", line);
+}
+
 int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -268,7 +374,9 @@ int dump_events_main(int argc, char **argv)
 	const char *cmd = argv[0];
 	/* Each --thread or --name takes at least one argument: argc bounds their number. */
 	struct dump__thread_filter *threads = calloc((size_t)argc, sizeof(*threads));
+	char **thread_args = calloc((size_t)argc, sizeof(char *));
 	char **names = calloc((size_t)argc, sizeof(char *));
+	bool *matched = calloc((size_t)argc, sizeof(bool));
 	bool *include = NULL;
 	unsigned n_threads = 0, n_names = 0;
 	const char *from_arg = NULL, *to_arg = NULL, *path;
@@ -278,7 +386,7 @@ int dump_events_main(int argc, char **argv)
 	char msg[320];
 	int c, rc = DUMP_EXIT_USAGE;
 
-	if (!threads || !names) {
+	if (!threads || !thread_args || !names || !matched) {
 		dump_error("out of memory");
 		rc = DUMP_EXIT_FAIL;
 		goto out;
@@ -295,7 +403,7 @@ int dump_events_main(int argc, char **argv)
 						 optarg);
 				goto out;
 			}
-			n_threads++;
+			thread_args[n_threads++] = optarg;
 			break;
 		case 'n':
 			names[n_names++] = optarg;
@@ -344,8 +452,10 @@ int dump_events_main(int argc, char **argv)
 		include[s] = n_threads == 0;
 		for (unsigned k = 0; k < n_threads && si->kind == TRC_STREAM_THREAD; k++)
 			if (si->tid == threads[k].tid &&
-			    (!threads[k].has_pid || si->pid == threads[k].pid))
+			    (!threads[k].has_pid || si->pid == threads[k].pid)) {
 				include[s] = true;
+				matched[k] = true;
+			}
 	}
 	uint64_t start = dump_start_ns(r);
 	it = trcfile_iter_new_subset(r, include);
@@ -358,6 +468,7 @@ int dump_events_main(int argc, char **argv)
 	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
 	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
 	int err = 0;
+	uint64_t printed = 0;
 	if (from_arg)
 		err = trcfile_iter_seek(it, t_from);
 	struct trc_record rec;
@@ -375,6 +486,7 @@ int dump_events_main(int argc, char **argv)
 		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
 		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start);
+		printed++;
 	}
 	dump_flush();
 	if (err < 0) {
@@ -382,11 +494,21 @@ int dump_events_main(int argc, char **argv)
 		goto out;
 	}
 	rc = DUMP_EXIT_OK;
+	bool all_matched = true;
+	for (unsigned k = 0; k < n_threads; k++)
+		all_matched &= matched[k];
+	if (!all_matched)
+		dump__say_unmatched_threads(r, path, thread_args, matched, n_threads);
+	else if (!printed)
+		dump__say_nothing_matched(r, path, include, thread_args, n_threads, names, n_names,
+					  from_arg, to_arg, start);
 out:
 	trcfile_iter_free(it);
 	trcfile_reader_close(r);
 	free(include);
+	free(matched);
 	free(names);
+	free(thread_args);
 	free(threads);
 	return rc;
 }
