@@ -2,6 +2,8 @@
  * binary: usage errors (exit 2, one line naming the value), the command's own status,
  * 128+N after a signal, 127/126 when the command cannot run, an unwritable output (exit 1,
  * and the command never ran), signals forwarded to the program. */
+#include <regex.h>
+
 #include "cli_version.h"
 #include "e2e_util.h"
 
@@ -174,6 +176,69 @@ Test(e2e_cli, option_errors_are_one_exact_line, .timeout = 60)
 			  "trace-run: unknown option \"-x\" (see trace-run --help)\n");
 	expect_usage_line(dir, (char *[]){(char *)TR, "--quiet=yes", "true", NULL},
 			  "trace-run: option \"--quiet\" takes no value (see trace-run --help)\n");
+	e2e_rm_rf(dir);
+}
+
+/* The report line, matched whole: sizes vary, the words do not. */
+static void expect_report(const char *err, const char *trace, const char *events, const char *ended)
+{
+	char pat[1024];
+	regex_t re;
+	snprintf(pat, sizeof(pat),
+		 "^trace-run: %s \\([0-9.]+ (B|KiB|MiB)\\): %s, 0 lost, peak RSS [0-9.]+ "
+		 "(B|KiB|MiB|GiB) \\(trace buffers excluded\\); %s; recorder RSS [0-9.]+ MiB\n$",
+		 trace, events, ended);
+	cr_assert_eq(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0, "%s", pat);
+	cr_expect_eq(regexec(&re, err, 0, NULL, 0), 0, "report line:\n%s\ndoes not match:\n%s", err,
+		     pat);
+	regfree(&re);
+}
+
+Test(e2e_cli, report_line_says_how_the_program_ended, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r =
+		e2e_run(dir, TR, "--no-preload", "-o", out, "--", "/bin/sh", "-c", "exit 3", NULL);
+	cr_expect_eq(r.exit_code, 3);
+	expect_report(r.err, out, "0 events", "program exited with status 3");
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", "/bin/true", NULL);
+	cr_expect_eq(r.exit_code, 0);
+	expect_report(r.err, out, "0 events", "program exited with status 0");
+	e2e_free(&r);
+	/* A crash: the signal's number and name. */
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", "/bin/sh", "-c", "kill -SEGV $$",
+		    NULL);
+	cr_expect_eq(r.exit_code, 128 + SIGSEGV);
+	expect_report(r.err, out, "0 events",
+		      "program killed by signal 11 \\(Segmentation fault(, core dumped)?\\)");
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* 127 after exec is a shell's or the loader's "could not run it": not reported as a run. */
+Test(e2e_cli, exit_127_is_not_reported_as_a_run, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", "/bin/sh", "-c",
+				   "no-such-command-xyz", NULL);
+	cr_expect_eq(r.exit_code, 127, "%s", r.err);
+	const char *report = strstr(r.err, "trace-run: ");
+	cr_assert_not_null(report, "%s", r.err);
+	cr_expect_null(strstr(report, "program exited"), "%s", report);
+	expect_report(report, out, "0 events",
+		      "the command could not be run \\(exit status 127: not found, or a shared "
+		      "library it needs is missing\\)");
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", "/bin/sh", "-c", "exit 126", NULL);
+	cr_expect_eq(r.exit_code, 126, "%s", r.err);
+	expect_report(r.err, out, "0 events",
+		      "the command could not be run \\(exit status 126: not executable\\)");
+	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
 

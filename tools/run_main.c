@@ -89,6 +89,28 @@ static char *run__default_output(const char *cmd, pid_t pid)
 	return out;
 }
 
+/* How the program ended, for the report line: "program exited with status 3", "program killed
+ * by signal 11 (Segmentation fault, core dumped)". 127 and 126 are what a shell, or the dynamic
+ * loader, exit with when the command itself could not be run (not found, a shared library
+ * missing, not executable): those are not reported as if the program had run. */
+static void run__how_it_ended(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == RUN_EXIT_NOT_FOUND)
+		snprintf(buf, len,
+			 "the command could not be run (exit status 127: not found, or a "
+			 "shared library it needs is missing)");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == RUN_EXIT_CANNOT_EXECUTE)
+		snprintf(buf, len,
+			 "the command could not be run (exit status 126: not executable)");
+	else if (WIFEXITED(status))
+		snprintf(buf, len, "program exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "program killed by signal %d (%s%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(buf, len, "program ended with wait status 0x%x", (unsigned)status);
+}
+
 static int run__exit_code(int status)
 {
 	if (WIFEXITED(status))
@@ -349,7 +371,7 @@ int main(int argc, char **argv)
 	exit_code = run__exit_code(w.status);
 
 	if (!opt.quiet) {
-		char peak[32], size[32];
+		char peak[32], size[32], ended[160];
 		uint64_t buffers = st.buffers_peak_bytes;
 		uint64_t prog_peak = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
 		run__human_bytes(prog_peak, peak, sizeof(peak));
@@ -363,12 +385,11 @@ int main(int argc, char **argv)
 		run__human_bytes(fsize, size, sizeof(size));
 		struct rusage self;
 		getrusage(RUSAGE_SELF, &self);
+		run__how_it_ended(w.status, ended, sizeof(ended));
 		fprintf(stderr,
 			"trace-run: %s (%s): %" PRIu64 " events, %" PRIu64
-			" lost, peak RSS %s (trace buffers excluded); program %s; recorder RSS "
-			"%.1f MiB\n",
-			output, size, st.events, st.lost, peak,
-			WIFSIGNALED(w.status) ? strsignal(WTERMSIG(w.status)) : "exited",
+			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB\n",
+			output, size, st.events, st.lost, peak, ended,
 			(double)self.ru_maxrss / 1024.0);
 	}
 
