@@ -741,6 +741,31 @@ Test(dump, option_errors_name_their_command, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* "1 sample", "1 record in 1 chunk": counts agree in number. */
+Test(dump, summary_counts_agree_in_number, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/one.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct trc_record rec = {.type = TRC_REC_RSS, .ts_ns = 1000};
+	rec.rss.pid = 4242;
+	rec.rss.rss_bytes = 1u << 20;
+	rec.rss.source = TRC_RSS_STATM;
+	tu_add(rs, &rec);
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	char *out = td_ok(dir, (const char *const[]){"summary", trc, NULL}, NULL);
+	cr_expect(strstr(out, ", 1 record in 1 chunk, "), "%s", out);
+	cr_expect(strstr(out, "; 1 sample"), "%s", out);
+	cr_expect_null(strstr(out, " 1 records"), "%s", out);
+	cr_expect_null(strstr(out, " 1 chunks"), "%s", out);
+	cr_expect_null(strstr(out, " 1 samples"), "%s", out);
+	free(out);
+	tu_rm_rf(dir);
+}
+
 Test(dump, bad_files_fail_with_a_message, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();

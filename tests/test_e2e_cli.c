@@ -215,6 +215,16 @@ Test(e2e_cli, report_line_says_how_the_program_ended, .timeout = 60)
 	expect_report(r.err, out, "0 events",
 		      "program killed by signal 11 \\(Segmentation fault(, core dumped)?\\)");
 	e2e_free(&r);
+	/* One event is "1 event". */
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", e2e_path("tests/prog_e2e_emit"), "1",
+		    "1", NULL);
+	cr_expect_eq(r.exit_code, 0, "%s", r.err);
+	expect_report(r.err, out, "1 event", "program exited with status 0");
+	e2e_free(&r);
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", e2e_path("tests/prog_e2e_emit"), "1",
+		    "2", NULL);
+	expect_report(r.err, out, "2 events", "program exited with status 0");
+	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli_plural.h"
 #include "dump_common.h"
 
 static const char dump__chrome_help[] =
@@ -243,7 +244,8 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 	}
 	case TRC_REC_LOST: {
 		char b[96];
-		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " records (%s)", rec->lost.count,
+		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
+				 cli_plural(rec->lost.count, "record", "records"),
 				 trcfile_lost_reason_name(rec->lost.reason));
 		dump__ev(c, 'i', pid, tid, rec->ts_ns);
 		dump_str(",\"s\":\"t\",\"name\":");

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "cli_plural.h"
 #include "cli_usage.h"
 #include "dump_common.h"
 
@@ -371,19 +372,21 @@ struct trcfile_reader *dump_open(const char *path, bool quiet)
 	if (!quiet && trcfile_reader_truncated(r)) {
 		struct trcfile_reader_stats st;
 		trcfile_reader_get_stats(r, &st);
-		dump_error("warning: %s is truncated (%s): read %" PRIu64 " chunks, %" PRIu64
-			   " records; %" PRIu64 " bytes at the end ignored",
+		dump_error("warning: %s is truncated (%s): read %" PRIu64 " %s, %" PRIu64
+			   " %s; %" PRIu64 " %s at the end ignored",
 			   path,
 			   st.footer_damaged ? "damaged footer" : "no footer, recorder killed?",
-			   st.chunks, st.records, st.bytes_ignored);
+			   st.chunks, cli_plural(st.chunks, "chunk", "chunks"), st.records,
+			   cli_plural(st.records, "record", "records"), st.bytes_ignored,
+			   cli_plural(st.bytes_ignored, "byte", "bytes"));
 	}
 	if (!quiet) {
 		struct trcfile_reader_stats st;
 		trcfile_reader_get_stats(r, &st);
 		if (st.chunks_missing)
-			dump_error("warning: %s: %" PRIu64
-				   " chunks missing in the middle of streams",
-				   path, st.chunks_missing);
+			dump_error("warning: %s: %" PRIu64 " %s missing in the middle of streams",
+				   path, st.chunks_missing,
+				   cli_plural(st.chunks_missing, "chunk", "chunks"));
 	}
 	return r;
 }

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_plural.h"
 #include "cli_version.h"
 #include "recorder.h"
 #include "run_options.h"
@@ -387,10 +388,10 @@ int main(int argc, char **argv)
 		getrusage(RUSAGE_SELF, &self);
 		run__how_it_ended(w.status, ended, sizeof(ended));
 		fprintf(stderr,
-			"trace-run: %s (%s): %" PRIu64 " events, %" PRIu64
+			"trace-run: %s (%s): %" PRIu64 " %s, %" PRIu64
 			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB\n",
-			output, size, st.events, st.lost, peak, ended,
-			(double)self.ru_maxrss / 1024.0);
+			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
+			peak, ended, (double)self.ru_maxrss / 1024.0);
 	}
 
 out:
