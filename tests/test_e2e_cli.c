@@ -1,7 +1,8 @@
 /* test_e2e_cli.c - trace-run's command line, exit statuses and failure paths, on the built
  * binary: usage errors (exit 2, one line naming the value), the command's own status,
  * 128+N after a signal, 127/126 when the command cannot run, an unwritable output (exit 1,
- * and the command never ran), signals forwarded to the program. */
+ * and the command never ran), signals forwarded to the program, the report line; and the
+ * README's build line and what it builds, run as written. */
 #include <regex.h>
 
 #include "cli_version.h"
@@ -249,6 +250,65 @@ Test(e2e_cli, exit_127_is_not_reported_as_a_run, .timeout = 60)
 	expect_report(r.err, out, "0 events",
 		      "the command could not be run \\(exit status 126: not executable\\)");
 	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* The README's build line, taken from README.md itself so the two cannot drift, run as
+ * written (in a directory where src/ and build/ are this tree's) on a small program: the
+ * program must run, on its own and under trace-run, with no LD_LIBRARY_PATH. */
+Test(e2e_cli, readme_build_line_works_as_written, .timeout = 120)
+{
+	char *readme = e2e_slurp("README.md");
+	const char *start = strstr(readme, "`cc -I src/include ");
+	cr_assert_not_null(start, "README.md has no `cc -I src/include ...` build line");
+	start++;
+	const char *end = strchr(start, '`');
+	cr_assert_not_null(end);
+	char line[512];
+	snprintf(line, sizeof(line), "%.*s", (int)(end - start), start);
+	cr_assert(strstr(line, "prog.c"), "%s", line);
+	free(readme);
+
+	const char *dir = e2e_tmpdir();
+	char path[600], src[4096], build[4096];
+	cr_assert_not_null(realpath("src", src));
+	cr_assert_not_null(realpath(e2e_build(), build));
+	snprintf(path, sizeof(path), "%s/src", dir);
+	cr_assert_eq(symlink(src, path), 0);
+	snprintf(path, sizeof(path), "%s/build", dir);
+	cr_assert_eq(symlink(build, path), 0);
+	snprintf(path, sizeof(path), "%s/prog.c", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("#include <stdio.h>\n#include \"trc.h\"\nint "
+	      "main(void)\n{\n\tTRC_BEGIN(\"readme\");\n"
+	      "\tTRC_INSTANT(\"readme.hello\", 1);\n\tTRC_END(\"readme\");\n"
+	      "\tputs(\"hello from prog\");\n\treturn 0;\n}\n",
+	      f);
+	fclose(f);
+	/* The line builds (it names a.out nothing else: cc's default). */
+	unsetenv("LD_LIBRARY_PATH");
+	struct e2e_run r = e2e_runv_in(dir, dir, (char *[]){"/bin/sh", "-c", line, NULL});
+	cr_assert_eq(r.exit_code, 0, "`%s` failed (%d): %s", line, r.exit_code, r.err);
+	e2e_free(&r);
+	/* What it built runs, found from anywhere. */
+	char prog[600], out[600];
+	snprintf(prog, sizeof(prog), "%s/a.out", dir);
+	r = e2e_run(dir, prog, NULL);
+	cr_expect_eq(r.exit_code, 0, "`%s` built a program that exits %d: %s", line, r.exit_code,
+		     r.err);
+	cr_expect_str_eq(r.out, "hello from prog\n");
+	e2e_free(&r);
+	/* And under trace-run, its three events are recorded. */
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", prog, NULL);
+	cr_expect_eq(r.exit_code, 0, "%s", r.err);
+	expect_report(strstr(r.err, "trace-run: ") ? strstr(r.err, "trace-run: ") : r.err, out,
+		      "3 events", "program exited with status 0");
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), 3, "%s", json);
+	free(json);
 	e2e_rm_rf(dir);
 }
 
