@@ -155,7 +155,7 @@ LIBS := $(LIBTRC_SO) $(LIBTRC_A) $(CORE_A) $(PRELOAD_SO)
 INTERNAL_LIBS := $(CORE_A) $(LIBTRC_A)
 RPATH = -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-run-suites fuzz-brief \
+.PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-run-suites fuzz-brief test-install \
 	test-run-stress asan tsan fuzz stress bench bench-quick bench-peers demo format clean install help
 
 all: deps
@@ -319,7 +319,34 @@ test-run-stress: $(STRESS)
 		echo "== $$t"; $$t || { echo "FAIL: $$t"; fail=1; }; \
 	done; exit $$fail
 
-test-plain: test-run-suites test-run-stress bench-smoke
+test-plain: test-run-suites test-run-stress bench-smoke test-install
+
+# `make install` into a scratch prefix, then what a user does with it: pkg-config's flags for
+# trc build a program that runs (no LD_LIBRARY_PATH), and the installed trace-run records it,
+# with the installed preload library. Exits non-zero on the first step that fails.
+test-install: build-all
+	@echo "== test-install: make install PREFIX=<tmp>; pkg-config trc; build, run, trace"
+	$(Q)tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trc-install-XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
+	p="$$tmp/prefix" && fail() { echo "FAIL: test-install: $$*" >&2; exit 1; } && \
+	{ $(MAKE) --no-print-directory install PREFIX="$$p" >"$$tmp/install.log" 2>&1 || \
+		{ cat "$$tmp/install.log"; fail "make install PREFIX=$$p"; }; } && \
+	{ flags=$$(PKG_CONFIG_PATH="$$p/lib/pkgconfig" pkg-config --cflags --libs trc) || \
+		fail "pkg-config --cflags --libs trc"; } && \
+	printf '%s\n' '#include <stdio.h>' '#include "trc.h"' 'int main(void)' '{' \
+		'	TRC_BEGIN("installed");' '	TRC_END("installed");' \
+		'	puts("installed ok");' '	return 0;' '}' >"$$tmp/prog.c" && \
+	{ $(CC) "$$tmp/prog.c" -o "$$tmp/prog" $$flags || fail "cc prog.c $$flags"; } && \
+	{ out=$$(env -u LD_LIBRARY_PATH "$$tmp/prog") && [ "$$out" = "installed ok" ] || \
+		fail "the program built with $$flags does not run: $$out"; } && \
+	{ env -u LD_LIBRARY_PATH "$$p/bin/trace-run" -q --no-preload -o "$$tmp/a.trc" -- \
+		"$$tmp/prog" >/dev/null || fail "installed trace-run --no-preload"; } && \
+	{ "$$p/bin/trace-dump" summary --json "$$tmp/a.trc" | grep -q '"events_recorded":2,' || \
+		fail "the trace of the installed program does not hold its 2 events"; } && \
+	{ env -u LD_LIBRARY_PATH "$$p/bin/trace-run" -q -o "$$tmp/b.trc" -- "$$tmp/prog" \
+		>/dev/null || fail "installed trace-run"; } && \
+	{ "$$p/bin/trace-dump" summary --json "$$tmp/b.trc" | grep -q '"allocs":[1-9]' || \
+		fail "no allocation recorded: the installed preload library was not used"; } && \
+	echo "test-install: ok ($$flags)"
 
 test-asan: test-run-suites fuzz-brief
 

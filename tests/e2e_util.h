@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 struct e2e_run {
-	int status;    /* raw wait status */
+	int status; /* raw wait status */
 	int exit_code; /* WEXITSTATUS, or 128+signal */
-	char *out;     /* captured stdout, NUL-terminated */
-	char *err;     /* captured stderr */
+	char *out; /* captured stdout, NUL-terminated */
+	char *err; /* captured stderr */
 	double seconds;
 };
 
@@ -74,12 +74,17 @@ static inline const char *e2e_tmpdir(void)
 	return dir;
 }
 
-/* Starts argv with stdout/stderr captured to files in dir; returns the pid. */
-static inline pid_t e2e_start(const char *dir, char *const argv[])
+/* Starts argv with stdout/stderr captured to files in dir (an absolute path when cwd is
+ * given), in the working directory cwd (NULL: this one); returns the pid. */
+static inline pid_t e2e_start_in(const char *dir, const char *cwd, char *const argv[])
 {
-	char outp[256], errp[256];
+	char outp[256], errp[256], exe[4096];
 	snprintf(outp, sizeof(outp), "%s/stdout", dir);
 	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	/* A relative program path is relative to here, not to cwd. */
+	snprintf(exe, sizeof(exe), "%s", argv[0]);
+	if (cwd && argv[0][0] != '/')
+		cr_assert_not_null(realpath(argv[0], exe), "%s: %s", argv[0], strerror(errno));
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
@@ -89,10 +94,18 @@ static inline pid_t e2e_start(const char *dir, char *const argv[])
 		dup2(in, 0);
 		dup2(o, 1);
 		dup2(e, 2);
-		execv(argv[0], argv);
+		if (cwd && chdir(cwd) != 0)
+			_exit(98);
+		execv(exe, argv);
 		_exit(99);
 	}
 	return pid;
+}
+
+/* Starts argv with stdout/stderr captured to files in dir; returns the pid. */
+static inline pid_t e2e_start(const char *dir, char *const argv[])
+{
+	return e2e_start_in(dir, NULL, argv);
 }
 
 static inline void e2e_collect(const char *dir, pid_t pid, struct e2e_run *r, double t0)
@@ -116,6 +129,16 @@ static inline struct e2e_run e2e_runv(const char *dir, char *const argv[])
 	struct e2e_run r = {0};
 	double t0 = e2e_now();
 	pid_t pid = e2e_start(dir, argv);
+	e2e_collect(dir, pid, &r, t0);
+	return r;
+}
+
+/* Runs argv to completion in the working directory cwd. */
+static inline struct e2e_run e2e_runv_in(const char *dir, const char *cwd, char *const argv[])
+{
+	struct e2e_run r = {0};
+	double t0 = e2e_now();
+	pid_t pid = e2e_start_in(dir, cwd, argv);
 	e2e_collect(dir, pid, &r, t0);
 	return r;
 }
@@ -183,8 +206,8 @@ static inline char *e2e_summary_text(const char *dir, const char *trace, int *co
 	char sub[256];
 	snprintf(sub, sizeof(sub), "%s/dumptxt", dir);
 	mkdir(sub, 0755);
-	struct e2e_run r = e2e_run(sub, (char *)e2e_path("bin/trace-dump"), "summary",
-				   (char *)trace, NULL);
+	struct e2e_run r =
+		e2e_run(sub, (char *)e2e_path("bin/trace-dump"), "summary", (char *)trace, NULL);
 	*code = r.exit_code;
 	size_t n = strlen(r.out) + strlen(r.err) + 2;
 	char *all = malloc(n);

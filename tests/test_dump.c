@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "cli_version.h"
 #include "test_trcfile_util.h"
 
 struct td_run {
@@ -124,7 +125,7 @@ static void td_golden(const char *name, const char *got, size_t len)
 	free(want);
 }
 
-Test(dump, golden_summary_text)
+Test(dump, golden_summary_text, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -142,7 +143,7 @@ Test(dump, golden_summary_text)
 	tu_rm_rf(dir);
 }
 
-Test(dump, golden_summary_json)
+Test(dump, golden_summary_json, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -176,7 +177,7 @@ Test(dump, golden_summary_json)
 	tu_rm_rf(dir);
 }
 
-Test(dump, golden_events)
+Test(dump, golden_events, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -196,7 +197,7 @@ static size_t td_lines(const char *s)
 	return n;
 }
 
-Test(dump, events_filters)
+Test(dump, events_filters, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -223,7 +224,7 @@ Test(dump, events_filters)
 	cr_assert_null(strstr(r.out, "0.000003032"), "%s", r.out);
 	cr_assert_null(strstr(r.out, "0.000001"), "%s", r.out);
 	td_free(&r);
-	r = td_run(dir, (const char *const[]){"events", "--from", "1h", trc, NULL});
+	r = td_run(dir, (const char *const[]){"events", "--from", "1d", trc, NULL});
 	cr_assert_eq(r.status, 2);
 	cr_assert(strstr(r.err, "--from"), "%s", r.err);
 	td_free(&r);
@@ -233,7 +234,218 @@ Test(dump, events_filters)
 	tu_rm_rf(dir);
 }
 
-Test(dump, rss_csv)
+/* trace-dump's usage errors are one line, exactly; stdout stays empty. */
+static void td_expect_usage(const char *dir, const char *const *args, const char *want_err)
+{
+	struct td_run r = td_run(dir, args);
+	cr_expect_eq(r.status, 2, "%s: status %d, stderr: %s", args[0], r.status, r.err);
+	cr_expect_str_eq(r.err, want_err);
+	cr_expect_str_empty(r.out, "%s", r.out);
+	td_free(&r);
+}
+
+/* Runs args, which must succeed; returns its stdout (free it); *err gets its stderr. */
+static char *td_ok(const char *dir, const char *const *args, char **err)
+{
+	struct td_run r = td_run(dir, args);
+	cr_assert_eq(r.status, 0, "%s: status %d, stderr: %s", args[0], r.status, r.err);
+	if (err)
+		*err = r.err;
+	else
+		free(r.err);
+	return r.out;
+}
+
+Test(dump, events_durations_need_a_unit, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	td_expect_usage(dir, (const char *const[]){"events", "--from", "100", trc, NULL},
+			"trace-dump events: --from: \"100\" has no unit; write 100ns, 100us, 100ms "
+			"or 100s (see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--to", "0.5", trc, NULL},
+			"trace-dump events: --to: \"0.5\" has no unit; write 0.5us, 0.5ms or 0.5s "
+			"(see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--to=3", trc, NULL},
+			"trace-dump events: --to: \"3\" has no unit; write 3ns, 3us, 3ms or 3s "
+			"(see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--from", "-1us", trc, NULL},
+			"trace-dump events: --from: invalid duration \"-1us\": negative; accepted: "
+			"0s to 5124095h, with a unit (ns, us, ms, s, m, h) (see trace-dump events "
+			"--help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--from", "1.5ps", trc, NULL},
+		"trace-dump events: --from: invalid duration \"1.5ps\": unknown unit; "
+		"accepted: 0s to 5124095h, with a unit (ns, us, ms, s, m, h) (see trace-dump "
+		"events --help)\n");
+	/* Exact decimal: 3.025us is 3025 ns, not 3024.999... */
+	char *all = td_ok(dir, (const char *const[]){"events", trc, NULL}, NULL);
+	char *out =
+		td_ok(dir, (const char *const[]){"events", "--from", "3.025us", trc, NULL}, NULL);
+	cr_expect(strncmp(out, "0.000003025 4242/4242 func_exit", 31) == 0, "%s", out);
+	free(out);
+	/* Minutes and hours: --to 1h and --to 0.5m hold the whole (5 us) trace. */
+	out = td_ok(dir, (const char *const[]){"events", "--to", "1h", trc, NULL}, NULL);
+	cr_expect_str_eq(out, all);
+	free(out);
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--from", "0ns", "--to", "0.5m", trc, NULL},
+		    NULL);
+	cr_expect_str_eq(out, all);
+	free(out);
+	free(all);
+	tu_rm_rf(dir);
+}
+
+Test(dump, events_reversed_range_is_a_usage_error, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--from", "20ms", "--to", "10ms", trc, NULL},
+		"trace-dump events: --from 20ms is after --to 10ms: the range is empty (see "
+		"trace-dump events --help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--to", "1us", "--from", "1001ns", trc, NULL},
+		"trace-dump events: --from 1001ns is after --to 1us: the range is empty (see "
+		"trace-dump events --help)\n");
+	/* A one-instant range is not reversed: the records at exactly 2us. */
+	char *err;
+	char *out = td_ok(
+		dir, (const char *const[]){"events", "--from", "2us", "--to", "2000ns", trc, NULL},
+		&err);
+	cr_expect_str_eq(out,
+			 "0.000002000 rss rss pid=4242 program_bytes=9437184 rss_bytes=9502720 "
+			 "buffers_bytes=65536 source=status hwm_bytes=9437184 "
+			 "anon_bytes=4718592 file_bytes=4718592 shmem_bytes=65536 "
+			 "read_ns=1502\n");
+	cr_expect_str_empty(err);
+	free(out);
+	free(err);
+	tu_rm_rf(dir);
+}
+
+Test(dump, events_that_match_nothing_say_so, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], want[800];
+	char *err, *out;
+	td_small(dir, trc, sizeof(trc));
+
+	/* A --thread of no thread in the file: nothing printed, one line, exit 0. */
+	out = td_ok(dir, (const char *const[]){"events", "--thread", "1", trc, NULL}, &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no thread in %s matches --thread 1 (its threads: 4242/4242, "
+		 "4242/4243)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* One of several matching nothing is worth the same line; the others still print. */
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--thread", "4243", "--thread", "4242/99",
+					  "--thread", "7", trc, NULL},
+		    &err);
+	cr_expect_eq(td_lines(out), 5, "%s", out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no thread in %s matches --thread 4242/99 or --thread 7 (its "
+		 "threads: 4242/4242, 4242/4243)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* A name no record has. */
+	out = td_ok(dir, (const char *const[]){"events", "--name", "nosuch", trc, NULL}, &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want), "trace-dump events: no record in %s matches --name nosuch\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* A range past the end says where the records are, in the form --from takes. */
+	out = td_ok(dir, (const char *const[]){"events", "--from", "1h", trc, NULL}, &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no record in %s matches --from 1h (its records lie between "
+		 "0s and 0.000005s)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--name", "parse", "--from", "3.1us", "--to",
+					  "1h", trc, NULL},
+		    &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no record in %s matches --name parse, --from 3.1us, --to 1h "
+		 "(its records lie between 0s and 0.000005s)\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* Every filter given is named, --thread too. */
+	out = td_ok(dir,
+		    (const char *const[]){"events", "--thread", "4243", "--name", "main", "--name",
+					  "ready", trc, NULL},
+		    &err);
+	cr_expect_str_empty(out);
+	snprintf(want, sizeof(want),
+		 "trace-dump events: no record in %s matches --thread 4243, --name main or --name "
+		 "ready\n",
+		 trc);
+	cr_expect_str_eq(err, want);
+	free(out);
+	free(err);
+	/* What matches prints quietly. */
+	out = td_ok(dir, (const char *const[]){"events", "--thread", "4243", trc, NULL}, &err);
+	cr_expect_eq(td_lines(out), 5);
+	cr_expect_str_empty(err);
+	free(out);
+	free(err);
+	tu_rm_rf(dir);
+}
+
+Test(dump, events_name_accumulates, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	char *parse =
+		td_ok(dir, (const char *const[]){"events", "--name", "parse", trc, NULL}, NULL);
+	char *queue =
+		td_ok(dir, (const char *const[]){"events", "--name", "queue", trc, NULL}, NULL);
+	char *both = td_ok(
+		dir,
+		(const char *const[]){"events", "--name", "parse", "--name", "queue", trc, NULL},
+		NULL);
+	cr_expect_eq(td_lines(parse), 6, "%s", parse);
+	cr_expect_eq(td_lines(queue), 3, "%s", queue);
+	/* Every line of each, in time order: the union. */
+	cr_expect_eq(td_lines(both), 9, "%s", both);
+	for (const char *l = parse; *l; l = strchr(l, '\n') + 1) {
+		char line[200];
+		snprintf(line, sizeof(line), "%.*s", (int)(strchr(l, '\n') - l + 1), l);
+		cr_expect(strstr(both, line), "missing %s", line);
+	}
+	cr_expect(strstr(both, "counter name=\"queue\" value=-4\n"), "%s", both);
+	/* The same name twice is the name once. */
+	char *twice = td_ok(
+		dir,
+		(const char *const[]){"events", "--name", "parse", "--name", "parse", trc, NULL},
+		NULL);
+	cr_expect_str_eq(twice, parse);
+	free(parse);
+	free(queue);
+	free(both);
+	free(twice);
+	tu_rm_rf(dir);
+}
+
+Test(dump, rss_csv, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -289,7 +501,7 @@ static const char td_chrome_check[] =
 	"assert d['otherData']['spans_closed_at_end']==1\n"
 	"print('ok', len(ev))\n";
 
-Test(dump, chrome_is_strict_json_and_balanced)
+Test(dump, chrome_is_strict_json_and_balanced, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], json[300], py[300];
@@ -316,7 +528,7 @@ Test(dump, chrome_is_strict_json_and_balanced)
 }
 
 /* Names with quotes, control bytes and invalid UTF-8 still give strict JSON. */
-Test(dump, chrome_and_json_escape_hostile_strings)
+Test(dump, chrome_and_json_escape_hostile_strings, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], json[300];
@@ -379,7 +591,7 @@ Test(dump, chrome_and_json_escape_hostile_strings)
 	tu_rm_rf(dir);
 }
 
-Test(dump, help_and_usage)
+Test(dump, help_and_usage, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	static const char *const cmds[] = {"summary", "events", "rss", "chrome"};
@@ -415,7 +627,146 @@ Test(dump, help_and_usage)
 	tu_rm_rf(dir);
 }
 
-Test(dump, bad_files_fail_with_a_message)
+Test(dump, unknown_command_help_and_version, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	td_small(dir, trc, sizeof(trc));
+	/* A typo is not the FILE of summary: unknown command, the closest suggested. */
+	td_expect_usage(dir, (const char *const[]){"sumary", trc, NULL},
+			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
+			"trace-dump help)\n");
+	td_expect_usage(dir, (const char *const[]){"evnets", trc, NULL},
+			"trace-dump: unknown command \"evnets\"; did you mean \"events\"? (see "
+			"trace-dump help)\n");
+	td_expect_usage(dir, (const char *const[]){"chrom", trc, NULL},
+			"trace-dump: unknown command \"chrom\"; did you mean \"chrome\"? (see "
+			"trace-dump help)\n");
+	td_expect_usage(dir, (const char *const[]){"frobnicate", trc, NULL},
+			"trace-dump: unknown command \"frobnicate\" (and no such file); the "
+			"commands are summary, events, rss, chrome and help\n");
+	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
+			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
+			"trace-dump help)\n");
+	/* A name that looks like a file is read as one: summary of it. */
+	struct td_run r = td_run(dir, (const char *const[]){"missing.trc", NULL});
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "trace-dump: missing.trc: No such file"), "%s", r.err);
+	td_free(&r);
+	/* help lists every command; help COMMAND is COMMAND --help. */
+	static const char *const cmds[] = {"summary", "events", "rss", "chrome", "help"};
+	char *help = td_ok(dir, (const char *const[]){"help", NULL}, NULL);
+	char *dash_help = td_ok(dir, (const char *const[]){"--help", NULL}, NULL);
+	cr_expect_str_eq(help, dash_help);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char line[32];
+		snprintf(line, sizeof(line), "\n  %-8s ", cmds[i]);
+		cr_expect(strstr(help, line), "help does not list %s:\n%s", cmds[i], help);
+	}
+	free(help);
+	free(dash_help);
+	for (size_t i = 0; i < 4; i++) {
+		char *a = td_ok(dir, (const char *const[]){"help", cmds[i], NULL}, NULL);
+		char *b = td_ok(dir, (const char *const[]){cmds[i], "--help", NULL}, NULL);
+		cr_expect_str_eq(a, b);
+		cr_expect(strncmp(a, "usage: trace-dump ", 18) == 0, "%s", a);
+		free(a);
+		free(b);
+	}
+	td_expect_usage(dir, (const char *const[]){"help", "sumary", NULL},
+			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
+			"trace-dump help)\n");
+	/* The version the tools share. */
+	char *v = td_ok(dir, (const char *const[]){"--version", NULL}, NULL);
+	cr_expect_str_eq(v, "trace-dump " CLI_VERSION "\n");
+	free(v);
+	v = td_ok(dir, (const char *const[]){"-V", NULL}, NULL);
+	cr_expect_str_eq(v, "trace-dump " CLI_VERSION "\n");
+	free(v);
+	tu_rm_rf(dir);
+}
+
+/* Option errors name the command they belong to, in one line. */
+Test(dump, option_errors_name_their_command, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], want[1000];
+	td_small(dir, trc, sizeof(trc));
+	static const char *const cmds[] = {"summary", "events", "rss", "chrome"};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: unknown option \"--bogus\" (see trace-dump %s --help)\n",
+			 cmds[i], cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], "--bogus", trc, NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: unknown option \"-x\" (see trace-dump %s --help)\n",
+			 cmds[i], cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], trc, "-x", NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: option \"--help\" takes no value (see trace-dump %s "
+			 "--help)\n",
+			 cmds[i], cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], "--help=yes", trc, NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: no FILE given (see trace-dump %s --help)\n", cmds[i],
+			 cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], NULL}, want);
+		snprintf(want, sizeof(want),
+			 "trace-dump %s: one FILE expected, got 2: \"%s\", \"%s\" (see trace-dump "
+			 "%s --help)\n",
+			 cmds[i], trc, trc, cmds[i]);
+		td_expect_usage(dir, (const char *const[]){cmds[i], trc, trc, NULL}, want);
+	}
+	/* The default command is summary, and says so. */
+	td_expect_usage(dir, (const char *const[]){"--bogus", trc, NULL},
+			"trace-dump summary: unknown option \"--bogus\" (see trace-dump summary "
+			"--help)\n");
+	td_expect_usage(dir, (const char *const[]){"summary", "--json=1", trc, NULL},
+			"trace-dump summary: option \"--json\" takes no value (see trace-dump "
+			"summary --help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", trc, "--thread", NULL},
+		"trace-dump events: option \"--thread\" needs a value (see trace-dump events "
+		"--help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--thread", "x/1", trc, NULL},
+			"trace-dump events: --thread: expected TID or PID/TID, got \"x/1\" (see "
+			"trace-dump events --help)\n");
+	/* "--" is the end of the options, not a value. */
+	td_expect_usage(dir, (const char *const[]){"events", "--name", "--", trc, NULL},
+			"trace-dump events: option \"--name\" needs a value, got \"--\" (see "
+			"trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--from=--", trc, NULL},
+			"trace-dump events: option \"--from\" needs a value, got \"--\" (see "
+			"trace-dump events --help)\n");
+	tu_rm_rf(dir);
+}
+
+/* "1 sample", "1 record in 1 chunk": counts agree in number. */
+Test(dump, summary_counts_agree_in_number, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/one.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct trc_record rec = {.type = TRC_REC_RSS, .ts_ns = 1000};
+	rec.rss.pid = 4242;
+	rec.rss.rss_bytes = 1u << 20;
+	rec.rss.source = TRC_RSS_STATM;
+	tu_add(rs, &rec);
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	char *out = td_ok(dir, (const char *const[]){"summary", trc, NULL}, NULL);
+	cr_expect(strstr(out, ", 1 record in 1 chunk, "), "%s", out);
+	cr_expect(strstr(out, "; 1 sample"), "%s", out);
+	cr_expect_null(strstr(out, " 1 records"), "%s", out);
+	cr_expect_null(strstr(out, " 1 chunks"), "%s", out);
+	cr_expect_null(strstr(out, " 1 samples"), "%s", out);
+	free(out);
+	tu_rm_rf(dir);
+}
+
+Test(dump, bad_files_fail_with_a_message, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], bad[300];
@@ -457,7 +808,7 @@ Test(dump, bad_files_fail_with_a_message)
 	tu_rm_rf(dir);
 }
 
-Test(dump, truncated_file_is_read_and_reported)
+Test(dump, truncated_file_is_read_and_reported, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300], cut[300];
@@ -480,7 +831,7 @@ Test(dump, truncated_file_is_read_and_reported)
 	tu_rm_rf(dir);
 }
 
-Test(dump, output_errors)
+Test(dump, output_errors, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];

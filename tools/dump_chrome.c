@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli_plural.h"
 #include "dump_common.h"
 
 static const char dump__chrome_help[] =
@@ -243,7 +244,8 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 	}
 	case TRC_REC_LOST: {
 		char b[96];
-		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " records (%s)", rec->lost.count,
+		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
+				 cli_plural(rec->lost.count, "record", "records"),
 				 trcfile_lost_reason_name(rec->lost.reason));
 		dump__ev(c, 'i', pid, tid, rec->ts_ns);
 		dump_str(",\"s\":\"t\",\"name\":");
@@ -318,19 +320,17 @@ int dump_chrome_main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(dump__chrome_help, stdout);
 			return DUMP_EXIT_OK;
 		}
-		fputs("usage: trace-dump chrome FILE (see --help)\n", stderr);
-		return DUMP_EXIT_USAGE;
+		return dump_refused_option(argv[0], opt, argv, opts);
 	}
-	if (optind != argc - 1) {
-		fputs("usage: trace-dump chrome FILE (see --help)\n", stderr);
+	const char *path = dump_file_operand(argv[0], argc, argv);
+	if (!path)
 		return DUMP_EXIT_USAGE;
-	}
-	const char *path = argv[optind];
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;

@@ -92,9 +92,21 @@ void dump_cmdline(const char *s, size_t len);
 const char *dump_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns);
 
-/* Parses a duration ("10", "10ns", "1.5us", "20ms", "2s"; a bare number is nanoseconds).
- * Returns 0 or -EINVAL. */
-int dump_parse_duration(const char *s, uint64_t *ns);
+/* The longest time from the start of recording --from and --to accept: the largest whole
+ * number of hours a 64-bit nanosecond count holds (about 584 years), so the accepted range
+ * reads "0s to 5124095h". */
+#define DUMP_TIME_MAX_NS (5124095ull * 3600ull * 1000000000ull)
+
+/* Usage errors of a subcommand (cmd is its name, argv[0]): one line on stderr,
+ * "trace-dump CMD: MESSAGE (see trace-dump CMD --help)", and DUMP_EXIT_USAGE returned. */
+int dump_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For getopt_long's '?' and ':' (opterr = 0, ':' first in the short options). */
+struct option;
+int dump_refused_option(const char *cmd, int c, char **argv, const struct option *opts);
+/* True, after the message, when getopt_long gave an option "--" as its value. */
+bool dump_value_missing(const char *cmd, char **argv);
+/* The one FILE operand after the options (argv[optind]), or NULL after the message. */
+const char *dump_file_operand(const char *cmd, int argc, char **argv);
 
 /* Opens FILE for a subcommand; on failure prints "trace-dump: FILE: message" and returns
  * NULL. Prints a warning on stderr when the file is truncated (unless quiet). */
@@ -104,7 +116,7 @@ struct trcfile_reader *dump_open(const char *path, bool quiet);
  * or the first record when that is missing or later. */
 uint64_t dump_start_ns(const struct trcfile_reader *r);
 
-/* Prints "trace-dump: ..." on stderr. */
+/* Prints "trace-dump: ..." on stderr (file and output errors; not usage errors). */
 void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Subcommands: argv[0] is the subcommand name. Return the exit status. */

@@ -12,13 +12,16 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli_duration.h"
 #include "dump_common.h"
 
 static const char dump__events_help[] =
-	"usage: trace-dump events [--thread [PID/]TID] [--name NAME] [--from T] [--to T] FILE\n"
+	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
+	"                         FILE\n"
 	"\n"
 	"Every record of every stream in one time order (ties: stream order), one per line:\n"
 	"  SECONDS STREAM TYPE FIELDS\n"
@@ -28,12 +31,15 @@ static const char dump__events_help[] =
 	"module note exit; FIELDS are key=value pairs (strings quoted, C escapes).\n"
 	"\n"
 	"  --thread [PID/]TID  only that thread's stream (repeat for several)\n"
-	"  --name NAME         only spans, instants and counters named NAME\n"
-	"  --from T, --to T    only records in [T, T] from the start; T is a duration with a\n"
-	"                      unit: ns, us, ms, s (a bare number is ns), e.g. 1.5s, 200ms\n"
-	"  -h, --help          this text\n";
-
-#define DUMP__MAX_THREADS 64
+	"  --name NAME         only spans, instants and counters named NAME (repeat for\n"
+	"                      several)\n"
+	"  --from T, --to T    only records from T to T (both included), counted from the\n"
+	"                      start of recording; T is a duration with a unit: ns, us, ms,\n"
+	"                      s, m or h, e.g. 1.5s, 200ms (a bare number is an error)\n"
+	"  -h, --help          this text\n"
+	"\n"
+	"When nothing matches (a --thread of no thread in the file, a range or name that holds\n"
+	"no record), trace-dump says so on stderr and exits 0.\n";
 
 struct dump__thread_filter {
 	bool has_pid;
@@ -232,7 +238,7 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 }
 
 static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_record *rec,
-			       const char *name)
+			       char **names, unsigned n_names)
 {
 	uint32_t id;
 	switch (rec->type) {
@@ -248,14 +254,114 @@ static bool dump__name_matches(const struct trcfile_reader *r, const struct trc_
 		return false;
 	}
 	const char *n = trcfile_reader_name(r, id, NULL);
-	return n && !strcmp(n, name);
+	if (!n)
+		return false;
+	for (unsigned k = 0; k < n_names; k++)
+		if (!strcmp(n, names[k]))
+			return true;
+	return false;
 }
 
-static void dump__events_usage(void)
+/* "1.5s", "0.0000031s", "0s": ns from the start, exact, in the form --from and --to take. */
+static const char *dump__fmt_offset(uint64_t ns, char *buf, size_t len)
 {
-	fputs("usage: trace-dump events [--thread [PID/]TID] [--name NAME] [--from T] [--to T] "
-	      "FILE (see --help)\n",
-	      stderr);
+	unsigned long long whole = ns / 1000000000u, frac = ns % 1000000000u;
+	if (!frac) {
+		snprintf(buf, len, "%llus", whole);
+		return buf;
+	}
+	int digits = 9;
+	while (frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	snprintf(buf, len, "%llu.%0*llus", whole, digits, frac);
+	return buf;
+}
+
+/* Appends to buf (at *n, len bytes) as much of the text as fits. */
+__attribute__((format(printf, 4, 5))) static void dump__append(char *buf, size_t len, size_t *n,
+							       const char *fmt, ...)
+{
+	va_list ap;
+	if (*n >= len)
+		return;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*n = *n + (size_t)k < len ? *n + (size_t)k : len;
+}
+
+/* One line on stderr when a --thread names no thread of the file: which, and the threads
+ * there are (the first few). */
+static void dump__say_unmatched_threads(const struct trcfile_reader *r, const char *path,
+					char **thread_args, const bool *matched, unsigned n_threads)
+{
+	char line[600];
+	size_t n = 0;
+	unsigned shown = 0, total = 0;
+	dump__append(line, sizeof(line), &n, "no thread in %s matches", path);
+	for (unsigned k = 0, j = 0; k < n_threads; k++)
+		if (!matched[k])
+			dump__append(line, sizeof(line), &n, "%s --thread %s", j++ ? " or" : "",
+				     thread_args[k]);
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (si->kind != TRC_STREAM_THREAD)
+			continue;
+		if (total++ < 8)
+			dump__append(line, sizeof(line), &n, "%s%u/%u",
+				     shown++ ? ", " : " (its threads: ", si->pid, si->tid);
+	}
+	if (total > shown)
+		dump__append(line, sizeof(line), &n, ", and %u more", total - shown);
+	dump__append(line, sizeof(line), &n, "%s", total ? ")" : " (it has no thread streams)");
+	fprintf(stderr, "trace-dump events: %s\n", line);
+}
+
+/* One line on stderr when no record matched: the filters, and when a range was given, the
+ * times the selected streams' records lie between. */
+static void dump__say_nothing_matched(const struct trcfile_reader *r, const char *path,
+				      const bool *include, char **thread_args, unsigned n_threads,
+				      char **names, unsigned n_names, const char *from_arg,
+				      const char *to_arg, uint64_t start)
+{
+	char line[600], a[40], b[40];
+	size_t n = 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	if (!n_threads && !n_names && !from_arg && !to_arg) {
+		fprintf(stderr, "trace-dump events: %s holds no record\n", path);
+		return;
+	}
+	/* The filters as given: alternatives joined by "or", different filters by ",". */
+	const char *sep = "";
+	dump__append(line, sizeof(line), &n, "no record in %s matches", path);
+	for (unsigned k = 0; k < n_threads; k++, sep = ",")
+		dump__append(line, sizeof(line), &n, "%s --thread %s", k ? " or" : sep,
+			     thread_args[k]);
+	for (unsigned k = 0; k < n_names; k++, sep = ",")
+		dump__append(line, sizeof(line), &n, "%s --name %s", k ? " or" : sep, names[k]);
+	if (from_arg) {
+		dump__append(line, sizeof(line), &n, "%s --from %s", sep, from_arg);
+		sep = ",";
+	}
+	if (to_arg)
+		dump__append(line, sizeof(line), &n, "%s --to %s", sep, to_arg);
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (!include[s] || !si->chunks)
+			continue;
+		if (si->first_ts_ns < lo)
+			lo = si->first_ts_ns;
+		if (si->last_ts_ns > hi)
+			hi = si->last_ts_ns;
+	}
+	if ((from_arg || to_arg) && lo <= hi)
+		dump__append(line, sizeof(line), &n, " (its records lie between %s and %s)",
+			     dump__fmt_offset(lo > start ? lo - start : 0, a, sizeof(a)),
+			     dump__fmt_offset(hi > start ? hi - start : 0, b, sizeof(b)));
+	fprintf(stderr, "trace-dump events: %s\n", line);
 }
 
 int dump_events_main(int argc, char **argv)
@@ -265,83 +371,105 @@ int dump_events_main(int argc, char **argv)
 		{"from", required_argument, NULL, 'f'},	  {"to", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
 	};
-	struct dump__thread_filter threads[DUMP__MAX_THREADS];
-	unsigned n_threads = 0;
-	const char *name = NULL;
+	const char *cmd = argv[0];
+	/* Each --thread or --name takes at least one argument: argc bounds their number. */
+	struct dump__thread_filter *threads = calloc((size_t)argc, sizeof(*threads));
+	char **thread_args = calloc((size_t)argc, sizeof(char *));
+	char **names = calloc((size_t)argc, sizeof(char *));
+	bool *matched = calloc((size_t)argc, sizeof(bool));
+	bool *include = NULL;
+	unsigned n_threads = 0, n_names = 0;
+	const char *from_arg = NULL, *to_arg = NULL, *path;
 	uint64_t from = 0, to = UINT64_MAX;
-	bool has_from = false;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	struct trcfile_reader *r = NULL;
+	struct trcfile_iter *it = NULL;
+	char msg[320];
+	int c, rc = DUMP_EXIT_USAGE;
+
+	if (!threads || !thread_args || !names || !matched) {
+		dump_error("out of memory");
+		rc = DUMP_EXIT_FAIL;
+		goto out;
+	}
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (dump_value_missing(cmd, argv))
+			goto out;
 		switch (c) {
 		case 't':
-			if (n_threads == DUMP__MAX_THREADS) {
-				dump_error("at most %d --thread options", DUMP__MAX_THREADS);
-				return DUMP_EXIT_USAGE;
-			}
 			if (dump__parse_thread(optarg, &threads[n_threads])) {
-				dump_error("--thread: expected TID or PID/TID, got '%s'", optarg);
-				return DUMP_EXIT_USAGE;
+				dump_usage_error(cmd,
+						 "--thread: expected TID or PID/TID, got \"%s\"",
+						 optarg);
+				goto out;
 			}
-			n_threads++;
+			thread_args[n_threads++] = optarg;
 			break;
 		case 'n':
-			name = optarg;
+			names[n_names++] = optarg;
 			break;
 		case 'f':
 		case 'T':
-			if (dump_parse_duration(optarg, c == 'f' ? &from : &to)) {
-				dump_error(
-					"--%s: expected a duration such as 1.5s or 200ms, got '%s'",
-					c == 'f' ? "from" : "to", optarg);
-				return DUMP_EXIT_USAGE;
+			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, c == 'f' ? &from : &to,
+					      msg, sizeof(msg))) {
+				dump_usage_error(cmd, "--%s: %s", c == 'f' ? "from" : "to", msg);
+				goto out;
 			}
-			has_from |= c == 'f';
+			if (c == 'f')
+				from_arg = optarg;
+			else
+				to_arg = optarg;
 			break;
 		case 'h':
 			fputs(dump__events_help, stdout);
-			return DUMP_EXIT_OK;
+			rc = DUMP_EXIT_OK;
+			goto out;
 		default:
-			dump__events_usage();
-			return DUMP_EXIT_USAGE;
+			dump_refused_option(cmd, c, argv, opts);
+			goto out;
 		}
 	}
-	if (optind != argc - 1) {
-		dump__events_usage();
-		return DUMP_EXIT_USAGE;
+	if (from_arg && to_arg && from > to) {
+		dump_usage_error(cmd, "--from %s is after --to %s: the range is empty", from_arg,
+				 to_arg);
+		goto out;
 	}
-	const char *path = argv[optind];
-	struct trcfile_reader *r = dump_open(path, false);
+	path = dump_file_operand(cmd, argc, argv);
+	if (!path)
+		goto out;
+	rc = DUMP_EXIT_FAIL;
+	r = dump_open(path, false);
 	if (!r)
-		return DUMP_EXIT_FAIL;
+		goto out;
 	unsigned ns = trcfile_reader_stream_count(r);
-	bool *include = calloc(ns ? ns : 1, sizeof(bool));
+	include = calloc(ns ? ns : 1, sizeof(bool));
 	if (!include) {
 		dump_error("out of memory");
-		trcfile_reader_close(r);
-		return DUMP_EXIT_FAIL;
+		goto out;
 	}
 	for (unsigned s = 0; s < ns; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
 		include[s] = n_threads == 0;
 		for (unsigned k = 0; k < n_threads && si->kind == TRC_STREAM_THREAD; k++)
 			if (si->tid == threads[k].tid &&
-			    (!threads[k].has_pid || si->pid == threads[k].pid))
+			    (!threads[k].has_pid || si->pid == threads[k].pid)) {
 				include[s] = true;
+				matched[k] = true;
+			}
 	}
 	uint64_t start = dump_start_ns(r);
-	int rc = DUMP_EXIT_OK, err = 0;
-	struct trcfile_iter *it = trcfile_iter_new_subset(r, include);
-	free(include);
+	it = trcfile_iter_new_subset(r, include);
 	if (!it) {
 		dump_error("%s: %s", path,
 			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
 						       : "out of memory");
-		trcfile_reader_close(r);
-		return DUMP_EXIT_FAIL;
+		goto out;
 	}
-	uint64_t t_from = start + from;
+	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
 	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
-	if (has_from)
+	int err = 0;
+	uint64_t printed = 0;
+	if (from_arg)
 		err = trcfile_iter_seek(it, t_from);
 	struct trc_record rec;
 	unsigned sidx;
@@ -353,18 +481,34 @@ int dump_events_main(int argc, char **argv)
 		}
 		if (rec.ts_ns > t_to)
 			break;
-		if (has_from && rec.ts_ns < t_from)
+		if (from_arg && rec.ts_ns < t_from)
 			continue;
-		if (name && !dump__name_matches(r, &rec, name))
+		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
 		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start);
+		printed++;
 	}
+	dump_flush();
 	if (err < 0) {
-		dump_flush();
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
-		rc = DUMP_EXIT_FAIL;
+		goto out;
 	}
+	rc = DUMP_EXIT_OK;
+	bool all_matched = true;
+	for (unsigned k = 0; k < n_threads; k++)
+		all_matched &= matched[k];
+	if (!all_matched)
+		dump__say_unmatched_threads(r, path, thread_args, matched, n_threads);
+	else if (!printed)
+		dump__say_nothing_matched(r, path, include, thread_args, n_threads, names, n_names,
+					  from_arg, to_arg, start);
+out:
 	trcfile_iter_free(it);
 	trcfile_reader_close(r);
+	free(include);
+	free(matched);
+	free(names);
+	free(thread_args);
+	free(threads);
 	return rc;
 }

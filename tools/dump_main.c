@@ -1,63 +1,187 @@
 /* dump_main.c - trace-dump: answers questions about a .trc file and exports it.
  *
- * Purpose: the entry point; picks the subcommand (summary by default) and hands over. Each
- * subcommand lives in its own file (dump_summary.c, dump_events.c, dump_rss.c,
- * dump_chrome.c) with its own --help; output and its error policy are in dump_out.c.
+ * Purpose: the entry point; picks the subcommand and hands over. Each subcommand lives in its
+ * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c) with its own --help;
+ * output and its error policy are in dump_out.c.
+ *
+ * The first argument is a command, `help`, --help or --version. `trace-dump FILE` is short
+ * for `trace-dump summary FILE` when FILE is not a command word: an existing file, or a name
+ * with a '.' or '/' in it (commands have neither). Anything else is an unknown command
+ * (exit 2), with the closest command suggested: `trace-dump sumary x.trc` must not read as
+ * summary of a file named "sumary".
  *
  * Threads: single-threaded.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli_version.h"
 #include "dump_common.h"
+
+static const struct {
+	const char *name;
+	int (*main)(int, char **);
+} dump__cmds[] = {
+	{"summary", dump_summary_main},
+	{"events", dump_events_main},
+	{"rss", dump_rss_main},
+	{"chrome", dump_chrome_main},
+};
+
+#define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
 
 static void dump__usage(FILE *f)
 {
-	fputs("usage: trace-dump [summary|events|rss|chrome] [OPTIONS] FILE\n"
+	fputs("usage: trace-dump COMMAND [OPTIONS] FILE\n"
+	      "       trace-dump FILE              (the same as: trace-dump summary FILE)\n"
 	      "\n"
+	      "Commands:\n"
 	      "  summary  duration, events per type, name and thread, lost records, span\n"
-	      "           durations, allocations, RSS (exact peak and sampled) (the default)\n"
+	      "           durations, allocations, RSS (exact peak and sampled)\n"
 	      "  events   every record of every stream in one time order, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
+	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
-	      "`trace-dump COMMAND --help` describes each command and its output.\n"
+	      "  -h, --help     this text\n"
+	      "  -V, --version  the version\n"
+	      "\n"
+	      "`trace-dump COMMAND --help` describes each command, its options and its output.\n"
+	      "Durations (--from, --to) need a unit: ns, us, ms, s, m or h.\n"
 	      "Exit status: 0 done; 1 the file could not be read or the output could not be\n"
 	      "written; 2 usage error; 141 the output pipe was closed (quietly, like SIGPIPE).\n",
 	      f);
+}
+
+static int (*dump__find(const char *name))(int, char **)
+{
+	for (size_t i = 0; i < DUMP__N_CMDS; i++)
+		if (!strcmp(name, dump__cmds[i].name))
+			return dump__cmds[i].main;
+	return NULL;
+}
+
+/* Edit distance between a and b (insertions, deletions, substitutions), for suggestions;
+ * capped: anything above 3 is 4. */
+static unsigned dump__distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[16];
+
+	if (la > 15 || lb > 15)
+		return 4;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb] > 3 ? 4 : row[lb];
+}
+
+/* The command word meant, when word is one typo (or two, in a long word) away from one, or
+ * the start of one; NULL otherwise. */
+static const char *dump__closest(const char *word)
+{
+	static const char *const names[] = {"summary", "events", "rss", "chrome", "help"};
+	const char *best = NULL;
+	unsigned best_d = 3;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(word);
+		unsigned d = dump__distance(word, names[i]);
+		if (n >= 2 && !strncmp(names[i], word, n))
+			d = 1; /* a prefix: "sum", "ev" */
+		if (d > (strlen(names[i]) > 4 ? 2u : 1u))
+			continue;
+		if (d < best_d) {
+			best = names[i];
+			best_d = d;
+		}
+	}
+	return best;
+}
+
+/* True when a first argument that is not a command is meant as the FILE of summary. */
+static bool dump__is_file_arg(const char *a)
+{
+	return strchr(a, '.') || strchr(a, '/') || access(a, F_OK) == 0;
+}
+
+static int dump__unknown_command(const char *word)
+{
+	const char *near = dump__closest(word);
+	char shown[64];
+	size_t n = 0;
+
+	/* Quote it printably and briefly. */
+	for (const char *p = word; *p && n + 4 < sizeof(shown); p++)
+		shown[n++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+	if (word[n])
+		n += (size_t)snprintf(shown + n, sizeof(shown) - n, "...");
+	shown[n] = '\0';
+	if (near)
+		dump_error("unknown command \"%s\"; did you mean \"%s\"? (see trace-dump help)",
+			   shown, near);
+	else
+		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
+			   "events, rss, chrome and help",
+			   shown);
+	return DUMP_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
 	/* Write errors come back as EPIPE and are handled in dump_out.c. */
 	signal(SIGPIPE, SIG_IGN);
-	int (*cmd)(int, char **) = dump_summary_main;
-	int first = 1;
-	if (argc >= 2) {
-		const char *a = argv[1];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			dump__usage(stdout);
-			return DUMP_EXIT_OK;
-		}
-		if (!strcmp(a, "summary")) {
-			first = 1;
-		} else if (!strcmp(a, "events")) {
-			cmd = dump_events_main;
-		} else if (!strcmp(a, "rss")) {
-			cmd = dump_rss_main;
-		} else if (!strcmp(a, "chrome")) {
-			cmd = dump_chrome_main;
-		} else {
-			first = 0; /* summary with argv[1] as its first argument */
-		}
-	} else {
+	if (argc < 2) {
 		dump__usage(stderr);
 		return DUMP_EXIT_USAGE;
 	}
+	const char *a = argv[1];
+	if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
+		if (!strcmp(a, "help") && argc >= 3) {
+			/* trace-dump help COMMAND: that command's --help. */
+			int (*cmd)(int, char **) = dump__find(argv[2]);
+			if (!cmd)
+				return dump__unknown_command(argv[2]);
+			char *hargv[] = {argv[2], (char *)"--help", NULL};
+			int rc = cmd(2, hargv);
+			if (rc == DUMP_EXIT_OK)
+				dump_flush();
+			return rc;
+		}
+		dump__usage(stdout);
+		return DUMP_EXIT_OK;
+	}
+	if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+		puts("trace-dump " CLI_VERSION);
+		return DUMP_EXIT_OK;
+	}
+
+	int (*cmd)(int, char **) = dump__find(a);
+	int first = 1; /* argv[first] is the subcommand's argv[0] */
+	if (!cmd) {
+		if (a[0] != '-' && !dump__is_file_arg(a))
+			return dump__unknown_command(a);
+		/* summary with argv[1] as its first argument (a FILE, or an option: --json) */
+		cmd = dump_summary_main;
+		first = 0;
+	}
 	/* The subcommand sees its own name as argv[0]. */
-	char *name = first ? argv[1] : (char *)"summary";
-	argv[first] = name;
+	argv[first] = (char *)(first ? a : "summary");
 	int rc = cmd(argc - first, argv + first);
 	if (rc == DUMP_EXIT_OK)
 		dump_flush();

@@ -7,12 +7,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "cli_plural.h"
+#include "cli_usage.h"
 #include "dump_common.h"
 
 struct dump_out dump_out = {.fd = STDOUT_FILENO};
@@ -305,31 +306,52 @@ const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns)
 	return buf;
 }
 
-int dump_parse_duration(const char *s, uint64_t *ns)
+/* ---- usage errors ------------------------------------------------------------------------ */
+
+/* "trace-dump CMD" for the messages. */
+static const char *dump__prog(const char *cmd, char *buf, size_t len)
 {
-	if (!s || !*s)
-		return -EINVAL;
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	double scale;
-	if (!*end || !strcmp(end, "ns"))
-		scale = 1;
-	else if (!strcmp(end, "us"))
-		scale = 1e3;
-	else if (!strcmp(end, "ms"))
-		scale = 1e6;
-	else if (!strcmp(end, "s"))
-		scale = 1e9;
+	snprintf(buf, len, "trace-dump %.40s", cmd);
+	return buf;
+}
+
+int dump_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char prog[64], msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_usage_error(dump__prog(cmd, prog, sizeof(prog)), "%s", msg);
+	return DUMP_EXIT_USAGE;
+}
+
+int dump_refused_option(const char *cmd, int c, char **argv, const struct option *opts)
+{
+	char msg[320];
+	cli_refused_option(c, argv, opts, msg, sizeof(msg));
+	return dump_usage_error(cmd, "%s", msg);
+}
+
+bool dump_value_missing(const char *cmd, char **argv)
+{
+	char msg[320];
+	if (!cli_value_missing(optarg, argv, msg, sizeof(msg)))
+		return false;
+	dump_usage_error(cmd, "%s", msg);
+	return true;
+}
+
+const char *dump_file_operand(const char *cmd, int argc, char **argv)
+{
+	if (optind == argc - 1)
+		return argv[optind];
+	if (optind >= argc)
+		dump_usage_error(cmd, "no FILE given");
 	else
-		return -EINVAL;
-	double r = v * scale;
-	if (r >= 18446744073709551615.0)
-		return -EINVAL;
-	*ns = (uint64_t)(r + 0.5);
-	return 0;
+		dump_usage_error(cmd, "one FILE expected, got %d: \"%s\", \"%s\"%s", argc - optind,
+				 argv[optind], argv[optind + 1], argc - optind > 2 ? "..." : "");
+	return NULL;
 }
 
 /* ---- shared reader helpers -------------------------------------------------------------- */
@@ -350,19 +372,21 @@ struct trcfile_reader *dump_open(const char *path, bool quiet)
 	if (!quiet && trcfile_reader_truncated(r)) {
 		struct trcfile_reader_stats st;
 		trcfile_reader_get_stats(r, &st);
-		dump_error("warning: %s is truncated (%s): read %" PRIu64 " chunks, %" PRIu64
-			   " records; %" PRIu64 " bytes at the end ignored",
+		dump_error("warning: %s is truncated (%s): read %" PRIu64 " %s, %" PRIu64
+			   " %s; %" PRIu64 " %s at the end ignored",
 			   path,
 			   st.footer_damaged ? "damaged footer" : "no footer, recorder killed?",
-			   st.chunks, st.records, st.bytes_ignored);
+			   st.chunks, cli_plural(st.chunks, "chunk", "chunks"), st.records,
+			   cli_plural(st.records, "record", "records"), st.bytes_ignored,
+			   cli_plural(st.bytes_ignored, "byte", "bytes"));
 	}
 	if (!quiet) {
 		struct trcfile_reader_stats st;
 		trcfile_reader_get_stats(r, &st);
 		if (st.chunks_missing)
-			dump_error("warning: %s: %" PRIu64
-				   " chunks missing in the middle of streams",
-				   path, st.chunks_missing);
+			dump_error("warning: %s: %" PRIu64 " %s missing in the middle of streams",
+				   path, st.chunks_missing,
+				   cli_plural(st.chunks_missing, "chunk", "chunks"));
 	}
 	return r;
 }

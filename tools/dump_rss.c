@@ -43,19 +43,17 @@ int dump_rss_main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(dump__rss_help, stdout);
 			return DUMP_EXIT_OK;
 		}
-		fputs("usage: trace-dump rss FILE (see --help)\n", stderr);
-		return DUMP_EXIT_USAGE;
+		return dump_refused_option(argv[0], c, argv, opts);
 	}
-	if (optind != argc - 1) {
-		fputs("usage: trace-dump rss FILE (see --help)\n", stderr);
+	const char *path = dump_file_operand(argv[0], argc, argv);
+	if (!path)
 		return DUMP_EXIT_USAGE;
-	}
-	const char *path = argv[optind];
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;

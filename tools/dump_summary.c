@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "cli_plural.h"
 #include "dump_common.h"
 
 static const char dump__summary_help[] =
@@ -322,21 +323,23 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("started:   %s\n", when);
 	}
 	dump_printf("duration:  %s\n", dump_fmt_ns(b1, sizeof(b1), s->duration_ns));
-	dump_printf("file:      format %u.%u, %" PRIu64 " records in %" PRIu64 " chunks, clock %s",
-		    h->version_major, h->version_minor, st.records, st.chunks,
-		    dump__clock_name(h->clock_source));
+	dump_printf("file:      format %u.%u, %" PRIu64 " %s in %" PRIu64 " %s, clock %s",
+		    h->version_major, h->version_minor, st.records,
+		    cli_plural(st.records, "record", "records"), st.chunks,
+		    cli_plural(st.chunks, "chunk", "chunks"), dump__clock_name(h->clock_source));
 	if (h->tool_version[0])
 		dump_printf(", written by %s", h->tool_version);
 	dump_char('\n');
 	if (s->truncated)
 		dump_printf("TRUNCATED: %s; read up to the last whole chunk (%" PRIu64
-			    " records), %" PRIu64 " bytes ignored\n",
+			    " %s), %" PRIu64 " %s ignored\n",
 			    st.footer_damaged ? "damaged footer" : "no footer (recorder killed?)",
-			    st.records, st.bytes_ignored);
+			    st.records, cli_plural(st.records, "record", "records"),
+			    st.bytes_ignored, cli_plural(st.bytes_ignored, "byte", "bytes"));
 	if (st.chunks_missing)
-		dump_printf("MISSING:   %" PRIu64 " chunks lost before the last ones of their "
+		dump_printf("MISSING:   %" PRIu64 " %s lost before the last ones of their "
 			    "streams (a write error?)\n",
-			    st.chunks_missing);
+			    st.chunks_missing, cli_plural(st.chunks_missing, "chunk", "chunks"));
 	if (s->has_exit) {
 		int stt = s->exit_status;
 		if ((stt & 0x7f) == 0)
@@ -404,9 +407,12 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 			dump_str("  (p50/p99 from part of the spans: too many distinct "
 				 "durations)\n");
 		if (s->spans_unmatched_end || s->spans_open_at_end)
-			dump_printf("  (%" PRIu64 " ends without a begin, %" PRIu64
-				    " spans still open at the end)\n",
-				    s->spans_unmatched_end, s->spans_open_at_end);
+			dump_printf("  (%" PRIu64 " %s without a begin, %" PRIu64
+				    " %s still open at the end)\n",
+				    s->spans_unmatched_end,
+				    cli_plural(s->spans_unmatched_end, "end", "ends"),
+				    s->spans_open_at_end,
+				    cli_plural(s->spans_open_at_end, "span", "spans"));
 	}
 	if (any_value) {
 		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",
@@ -427,16 +433,19 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 	}
 
 	if (s->allocs || s->frees) {
-		dump_printf("\nallocations: %" PRIu64 " allocs (%s), %" PRIu64
-			    " frees (%s), peak live %s, live at end %s%s\n",
-			    s->allocs, dump_fmt_bytes(b1, sizeof(b1), s->alloc_bytes), s->frees,
+		dump_printf("\nallocations: %" PRIu64 " %s (%s), %" PRIu64
+			    " %s (%s), peak live %s, live at end %s%s\n",
+			    s->allocs, cli_plural(s->allocs, "alloc", "allocs"),
+			    dump_fmt_bytes(b1, sizeof(b1), s->alloc_bytes), s->frees,
+			    cli_plural(s->frees, "free", "frees"),
 			    dump_fmt_bytes(b2, sizeof(b2), s->free_bytes),
 			    dump_fmt_bytes(b3, sizeof(b3), s->live_peak_bytes),
 			    dump_fmt_bytes(b4, sizeof(b4), s->live_end_bytes),
 			    s->live_approximate ? " (approximate: too many live allocations)" : "");
 		if (s->frees_unknown)
-			dump_printf("  %" PRIu64 " frees of addresses allocated before tracing\n",
-				    s->frees_unknown);
+			dump_printf("  %" PRIu64 " %s of addresses allocated before tracing\n",
+				    s->frees_unknown,
+				    cli_plural(s->frees_unknown, "free", "frees"));
 	}
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
@@ -457,11 +466,11 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_str("  peak:      unknown (no exit record and no samples)\n");
 	}
 	if (s->rss_samples) {
-		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " samples",
+		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " %s",
 			    dump_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
 			    dump_fmt_bytes(b2, sizeof(b2), s->rss_peak_sampled_bytes),
 			    dump_fmt_bytes(b3, sizeof(b3), s->rss_sampled_last_bytes),
-			    s->rss_samples);
+			    s->rss_samples, cli_plural(s->rss_samples, "sample", "samples"));
 		if (h->rss_interval_ns)
 			dump_printf(" every %s (%s)",
 				    dump_fmt_ns(b4, sizeof(b4), h->rss_interval_ns),
@@ -486,7 +495,8 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 			dump_char('\n');
 		}
 		if (s->notes_dropped)
-			dump_printf("  (%" PRIu64 " more notes not shown)\n", s->notes_dropped);
+			dump_printf("  (%" PRIu64 " more %s not shown)\n", s->notes_dropped,
+				    cli_plural(s->notes_dropped, "note", "notes"));
 	}
 }
 
@@ -499,7 +509,8 @@ int dump_summary_main(int argc, char **argv)
 	};
 	bool json = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -508,15 +519,12 @@ int dump_summary_main(int argc, char **argv)
 			fputs(dump__summary_help, stdout);
 			return DUMP_EXIT_OK;
 		default:
-			fputs("usage: trace-dump summary [--json] FILE (see --help)\n", stderr);
-			return DUMP_EXIT_USAGE;
+			return dump_refused_option(argv[0], c, argv, opts);
 		}
 	}
-	if (optind != argc - 1) {
-		fputs("usage: trace-dump summary [--json] FILE (see --help)\n", stderr);
+	const char *path = dump_file_operand(argv[0], argc, argv);
+	if (!path)
 		return DUMP_EXIT_USAGE;
-	}
-	const char *path = argv[optind];
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;

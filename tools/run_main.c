@@ -31,13 +31,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_plural.h"
+#include "cli_version.h"
 #include "recorder.h"
 #include "run_options.h"
 #include "run_spawn.h"
 #include "session.h"
 #include "trcfile.h"
 
-#define RUN_TOOL_VERSION "trace-run 0.1.0"
 
 static void run__human_bytes(uint64_t b, char *buf, size_t len)
 {
@@ -81,6 +82,28 @@ static char *run__default_output(const char *cmd, pid_t pid)
 	if (out)
 		snprintf(out, len, "%s.%d.trc", base, (int)pid);
 	return out;
+}
+
+/* How the program ended, for the report line: "program exited with status 3", "program killed
+ * by signal 11 (Segmentation fault, core dumped)". 127 and 126 are what a shell, or the dynamic
+ * loader, exit with when the command itself could not be run (not found, a shared library
+ * missing, not executable): those are not reported as if the program had run. */
+static void run__how_it_ended(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == RUN_EXIT_NOT_FOUND)
+		snprintf(buf, len,
+			 "the command could not be run (exit status 127: not found, or a "
+			 "shared library it needs is missing)");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == RUN_EXIT_CANNOT_EXECUTE)
+		snprintf(buf, len,
+			 "the command could not be run (exit status 126: not executable)");
+	else if (WIFEXITED(status))
+		snprintf(buf, len, "program exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "program killed by signal %d (%s%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(buf, len, "program ended with wait status 0x%x", (unsigned)status);
 }
 
 static int run__exit_code(int status)
@@ -172,7 +195,8 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 			kill(pid, (int)si.ssi_signo);
 		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
 			if (++interrupts >= 2) {
-				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the trace now\n");
+				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the "
+						"trace now\n");
 				kill(pid, SIGKILL);
 				run__try_reap(pid, w, 0);
 			}
@@ -272,7 +296,7 @@ int main(int argc, char **argv)
 		.rss_source = opt.rss_enabled ? (uint32_t)opt.rss_source : 0,
 		.buffer_bytes = opt.buffer_bytes,
 		.host = host,
-		.tool_version = RUN_TOOL_VERSION,
+		.tool_version = "trace-run " CLI_VERSION,
 	};
 	struct trcfile_writer_opts wopts = {
 		.zstd_level = opt.zstd_level,
@@ -332,8 +356,9 @@ int main(int argc, char **argv)
 	int rerr = recorder_finish(rec, &ex, &st);
 	int cerr = trcfile_writer_close(writer);
 	if (rerr || cerr) {
-		fprintf(stderr, "trace-run: writing %s failed: %s; the trace holds what was written "
-				"before\n",
+		fprintf(stderr,
+			"trace-run: writing %s failed: %s; the trace holds what was written "
+			"before\n",
 			output, strerror(-(rerr ? rerr : cerr)));
 		exit_code = RUN_EXIT_RECORDER_FAILED;
 		goto out;
@@ -341,7 +366,7 @@ int main(int argc, char **argv)
 	exit_code = run__exit_code(w.status);
 
 	if (!opt.quiet) {
-		char peak[32], size[32];
+		char peak[32], size[32], ended[160];
 		uint64_t buffers = st.buffers_peak_bytes;
 		uint64_t prog_peak = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
 		run__human_bytes(prog_peak, peak, sizeof(peak));
@@ -355,13 +380,12 @@ int main(int argc, char **argv)
 		run__human_bytes(fsize, size, sizeof(size));
 		struct rusage self;
 		getrusage(RUSAGE_SELF, &self);
+		run__how_it_ended(w.status, ended, sizeof(ended));
 		fprintf(stderr,
-			"trace-run: %s (%s): %" PRIu64 " events, %" PRIu64
-			" lost, peak RSS %s (trace buffers excluded); program %s; recorder RSS "
-			"%.1f MiB\n",
-			output, size, st.events, st.lost, peak,
-			WIFSIGNALED(w.status) ? strsignal(WTERMSIG(w.status)) : "exited",
-			(double)self.ru_maxrss / 1024.0);
+			"trace-run: %s (%s): %" PRIu64 " %s, %" PRIu64
+			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB\n",
+			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
+			peak, ended, (double)self.ru_maxrss / 1024.0);
 	}
 
 out:

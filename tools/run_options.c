@@ -1,17 +1,17 @@
 /* run_options.c - trace-run's command line. Every bad value is a usage error (exit 2) with a
  * one-line message naming it; nothing is started before the whole line is valid. */
 #include "run_options.h"
+#include "cli_usage.h"
+#include "cli_version.h"
 #include "trcfile.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RUN_VERSION "trace-run 0.1.0"
 /* 16 MiB: at 30 million events a second (16 bytes each) a ring holds 35 ms, enough to ride out
  * the tens of milliseconds a scheduler can leave the recorder's drain thread sharing a core
  * with the traced program on a small machine (measured on 2 cores: 4 MiB rings lost events in
@@ -26,37 +26,44 @@
 
 static const char run__usage[] =
 	"usage: trace-run [OPTIONS] [--] COMMAND [ARG...]\n"
-	"Runs COMMAND and records its events and its memory (RSS) over time into one trace file.\n"
+	"Runs COMMAND and records its events and its memory (RSS) over time into one\n"
+	"trace file.\n"
 	"\n"
-	"  -o, --output FILE          trace file (default: <command>.<pid>.trc)\n"
+	"  -o, --output FILE         trace file (default: <command>.<pid>.trc)\n"
 	"      --rss-interval DURATION\n"
-	"                             RSS sampling interval, 1ms to 1h (default 100ms); units ns,\n"
-	"                             us, ms, s. Shorter shows brief peaks in the series but costs\n"
-	"                             more CPU in the recorder (statm: ~1.5 us a read; smaps_rollup:\n"
-	"                             ~13 us per MiB resident, and it stalls the program's page\n"
-	"                             faults while it reads). The exact peak comes from the kernel\n"
-	"                             whatever the interval.\n"
-	"      --rss-source SOURCE    statm (default, fast), status (adds VmHWM and the anon/file/\n"
-	"                             shmem split), smaps_rollup (exact Rss and Pss, slow), both\n"
-	"                             (statm and smaps_rollup, to compare them)\n"
-	"      --no-rss               do not sample RSS\n"
-	"      --buffer-size SIZE     per-thread ring, a power of two from 64K to 1G (default 16M);\n"
-	"                             faulted in as written; larger rings lose fewer events in\n"
-	"                             bursts, smaller ones cost less memory per busy thread\n"
-	"      --max-threads N        ring slots: threads recording at once (default 256)\n"
-	"      --compression-level N  zstd level 1..19 (default 1)\n"
-	"      --compress-threads N   compression threads (default 1)\n"
-	"      --clock auto|gettime   timestamps: auto uses the TSC when it is invariant\n"
-	"      --no-preload           do not put libtrc-preload.so in LD_PRELOAD (no allocation\n"
-	"                             or function events unless the program links libtrc)\n"
+	"                            RSS sampling interval, 1ms to 1h (default 100ms),\n"
+	"                            with a unit: ns, us, ms, s, m or h (a bare number\n"
+	"                            is an error). Shorter shows brief peaks in the\n"
+	"                            series but costs more CPU in the recorder (statm:\n"
+	"                            ~1.5 us a read; smaps_rollup: ~13 us per MiB\n"
+	"                            resident, and it stalls the program's page faults\n"
+	"                            while it reads). The exact peak comes from the\n"
+	"                            kernel whatever the interval.\n"
+	"      --rss-source SOURCE   statm (default, fast), status (adds VmHWM and the\n"
+	"                            anon/file/shmem split), smaps_rollup (exact Rss and\n"
+	"                            Pss, slow), both (statm and smaps_rollup, to\n"
+	"                            compare them)\n"
+	"      --no-rss              do not sample RSS\n"
+	"      --buffer-size SIZE    per-thread ring, a power of two from 64K to 1G\n"
+	"                            (default 16M); faulted in as written; larger rings\n"
+	"                            lose fewer events in bursts, smaller ones cost less\n"
+	"                            memory per busy thread\n"
+	"      --max-threads N       ring slots: threads recording at once (default 256)\n"
+	"      --compression-level N zstd level 1..19 (default 1)\n"
+	"      --compress-threads N  compression threads (default 1)\n"
+	"      --clock auto|gettime  timestamps: auto uses the TSC when it is invariant\n"
+	"      --no-preload          do not put libtrc-preload.so in LD_PRELOAD (no\n"
+	"                            allocation or function events unless the program\n"
+	"                            links libtrc)\n"
 	"      --progress, --no-progress\n"
-	"                             live progress on stderr (default: when it is a terminal)\n"
-	"  -q, --quiet                no report at the end\n"
-	"  -h, --help                 this help\n"
-	"  -V, --version              the version\n"
+	"                            live progress on stderr (default: when it is a\n"
+	"                            terminal)\n"
+	"  -q, --quiet               no report at the end\n"
+	"  -h, --help                this help\n"
+	"  -V, --version             the version\n"
 	"\n"
-	"Exit status: the command's own (128+N if it was killed by signal N); 2 usage error;\n"
-	"126 command not executable; 127 command not found; 1 the recorder failed.\n";
+	"Exit status: the command's own (128+N if it was killed by signal N); 2 usage\n"
+	"error; 126 command not executable; 127 command not found; 1 the recorder failed.\n";
 
 int run_parse_size(const char *text, uint64_t *out)
 {
@@ -75,13 +82,16 @@ int run_parse_size(const char *text, uint64_t *out)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K':
+	case 'k':
+	case 'K':
 		shift = 10;
 		break;
-	case 'm': case 'M':
+	case 'm':
+	case 'M':
 		shift = 20;
 		break;
-	case 'g': case 'G':
+	case 'g':
+	case 'G':
 		shift = 30;
 		break;
 	default:
@@ -102,8 +112,7 @@ int run_parse_size(const char *text, uint64_t *out)
 	return 0;
 }
 
-static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi,
-			   unsigned long *out)
+static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi, unsigned long *out)
 {
 	if (!text || !*text || *text == '-' || *text == '+')
 		return -EINVAL;
@@ -118,16 +127,7 @@ static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
-__attribute__((format(printf, 1, 2))) static int run__usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "trace-run: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see trace-run --help)\n");
-	va_end(ap);
-	return RUN_EXIT_USAGE;
-}
+#define run__usage_error(...) cli_usage_error("trace-run", __VA_ARGS__)
 
 enum {
 	OPT_RSS_INTERVAL = 256,
@@ -175,13 +175,15 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		.clock = RUN_CLOCK_AUTO,
 		.preload = true,
 	};
-	char msg[256];
+	char msg[320];
 	unsigned long n;
 	int c;
 
 	opterr = 0;
 	/* "+" stops at the first non-option: the command's own options are its own. */
 	while ((c = getopt_long(argc, argv, "+:o:qhV", longopts, NULL)) != -1) {
+		if (cli_value_missing(optarg, argv, msg, sizeof(msg)))
+			return run__usage_error("%s", msg);
 		switch (c) {
 		case 'o':
 			if (!*optarg)
@@ -189,45 +191,49 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			o->output = optarg;
 			break;
 		case OPT_RSS_INTERVAL:
-			if (duration_parse_ns(optarg, TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS,
-					      &o->rss_interval_ns, msg, sizeof(msg)))
+			if (duration_parse_ns(optarg, TRC_RSS_INTERVAL_MIN_NS,
+					      TRC_RSS_INTERVAL_MAX_NS, &o->rss_interval_ns, msg,
+					      sizeof(msg)))
 				return run__usage_error("--rss-interval: %s", msg);
 			break;
 		case OPT_RSS_SOURCE:
 			if (trcfile_rss_source_parse(optarg, &o->rss_source))
-				return run__usage_error("--rss-source: unknown source '%s' (expected %s)",
-							optarg, "statm, status, smaps_rollup or both");
+				return run__usage_error(
+					"--rss-source: unknown source \"%s\" (expected %s)", optarg,
+					"statm, status, smaps_rollup or both");
 			break;
 		case OPT_NO_RSS:
 			o->rss_enabled = false;
 			break;
 		case OPT_BUFFER_SIZE: {
 			uint64_t b;
-			if (run_parse_size(optarg, &b) || b < RUN_MIN_BUFFER || b > RUN_MAX_BUFFER ||
-			    (b & (b - 1)))
-				return run__usage_error("--buffer-size: invalid size '%s' (expected %s)",
-							optarg, "a power of two from 64K to 1G, e.g. 4M");
+			if (run_parse_size(optarg, &b) || b < RUN_MIN_BUFFER ||
+			    b > RUN_MAX_BUFFER || (b & (b - 1)))
+				return run__usage_error(
+					"--buffer-size: invalid size \"%s\" (expected %s)", optarg,
+					"a power of two from 64K to 1G, e.g. 4M");
 			o->buffer_bytes = b;
 			break;
 		}
 		case OPT_MAX_THREADS:
 			if (run__parse_uint(optarg, 1, RUN_MAX_THREADS, &n))
-				return run__usage_error("--max-threads: invalid value '%s' (expected %s)",
-							optarg, "1 to 4096");
+				return run__usage_error(
+					"--max-threads: invalid value \"%s\" (expected %s)", optarg,
+					"1 to 4096");
 			o->max_threads = (uint32_t)n;
 			break;
 		case OPT_ZSTD_LEVEL:
 			if (run__parse_uint(optarg, 1, 19, &n))
 				return run__usage_error(
-					"--compression-level: invalid level '%s' (expected %s)", optarg,
-					"1 to 19");
+					"--compression-level: invalid level \"%s\" (expected %s)",
+					optarg, "1 to 19");
 			o->zstd_level = (int)n;
 			break;
 		case OPT_COMPRESS_THREADS:
 			if (run__parse_uint(optarg, 1, 64, &n))
 				return run__usage_error(
-					"--compress-threads: invalid value '%s' (expected %s)", optarg,
-					"1 to 64");
+					"--compress-threads: invalid value \"%s\" (expected %s)",
+					optarg, "1 to 64");
 			o->compress_threads = (unsigned)n;
 			break;
 		case OPT_CLOCK:
@@ -236,8 +242,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			else if (!strcmp(optarg, "gettime"))
 				o->clock = RUN_CLOCK_GETTIME;
 			else
-				return run__usage_error("--clock: unknown clock '%s' (expected %s)",
-							optarg, "auto or gettime");
+				return run__usage_error(
+					"--clock: unknown clock \"%s\" (expected %s)", optarg,
+					"auto or gettime");
 			break;
 		case OPT_NO_PRELOAD:
 			o->preload = false;
@@ -255,19 +262,16 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			fputs(run__usage, stdout);
 			return -1;
 		case 'V':
-			puts(RUN_VERSION);
+			puts("trace-run " CLI_VERSION);
 			return -1;
-		case ':':
-			return run__usage_error("option %s needs a value", argv[optind - 1]);
-		default:
-			return run__usage_error("unknown option '%s'", argv[optind - 1]);
+		default: /* '?' or ':' */
+			cli_refused_option(c, argv, longopts, msg, sizeof(msg));
+			return run__usage_error("%s", msg);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "trace-run: no command given (usage: trace-run [OPTIONS] [--] "
-				"COMMAND [ARG...])\n");
-		return RUN_EXIT_USAGE;
-	}
+	if (optind >= argc)
+		return run__usage_error("no command given (usage: trace-run [OPTIONS] [--] COMMAND "
+					"[ARG...])");
 	o->argv = argv + optind;
 	o->argc = argc - optind;
 	return 0;

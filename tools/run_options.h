@@ -15,19 +15,19 @@
 enum run_clock { RUN_CLOCK_AUTO, RUN_CLOCK_GETTIME };
 
 struct run_options {
-	const char *output;      /* NULL: <command>.<pid>.trc */
+	const char *output; /* NULL: <command>.<pid>.trc */
 	bool rss_enabled;
 	uint64_t rss_interval_ns;
 	enum trc_rss_source rss_source;
-	uint64_t buffer_bytes;   /* per-thread ring */
-	uint32_t max_threads;    /* ring slots in the session */
+	uint64_t buffer_bytes; /* per-thread ring */
+	uint32_t max_threads; /* ring slots in the session */
 	int zstd_level;
 	unsigned compress_threads;
 	bool quiet;
-	int progress;            /* -1 auto (stderr is a terminal), 0 off, 1 on */
+	int progress; /* -1 auto (stderr is a terminal), 0 off, 1 on */
 	enum run_clock clock;
-	bool preload;            /* put libtrc-preload.so in LD_PRELOAD */
-	char **argv;             /* the command and its arguments, NULL-terminated */
+	bool preload; /* put libtrc-preload.so in LD_PRELOAD */
+	char **argv; /* the command and its arguments, NULL-terminated */
 	int argc;
 };
 

@@ -143,7 +143,7 @@ char *run_find_preload(void)
 		return NULL;
 	*slash = '\0';
 	static const char *const rel[] = {"/../lib/libtrc-preload.so", "/libtrc-preload.so",
-					   "/../lib/trc/libtrc-preload.so"};
+					  "/../lib/trc/libtrc-preload.so"};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		size_t len = strlen(exe) + strlen(rel[i]) + 1;
 		char *path = malloc(len);

@@ -22,7 +22,7 @@
 
 struct run_child {
 	pid_t pid;
-	int go_fd;  /* write end: one byte = exec, close = give up */
+	int go_fd; /* write end: one byte = exec, close = give up */
 	int err_fd; /* read end: exec errno, EOF = exec happened */
 };
 
