@@ -406,6 +406,8 @@ demo: deps
 
 # ---- housekeeping ------------------------------------------------------------------------------
 PREFIX ?= /usr/local
+# The version is written once, for the commands, in tools/cli_version.h.
+VERSION := $(shell sed -n 's/^\#define CLI_VERSION "\(.*\)"/\1/p' tools/cli_version.h)
 install: build-all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include/trc
@@ -414,7 +416,7 @@ install: build-all
 	install -m 755 $(LIBTRC_SO) $(PRELOAD_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 src/include/trc.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 src/include/trc/wire.h $(DESTDIR)$(PREFIX)/include/trc/
-	sed 's|@PREFIX@|$(PREFIX)|g' src/runtime/trc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/trc.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' src/runtime/trc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/trc.pc
 
 help:
 	@echo "make demo        build (installing missing Debian packages), record tests/prog_demo.c, print its summary"
