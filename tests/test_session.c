@@ -534,7 +534,7 @@ Test(session, no_session_means_no_state_and_no_records)
 	}
 	TRC_END("x");
 	trc_thread_name("t");
-	cr_assert_null(trc__self.data, "no ring was claimed");
+	cr_assert_null(trc__self.prod.data, "no ring was claimed");
 	cr_assert_eq(trc__self.ok, 0);
 	cr_assert_null(trc__rt.base);
 }
@@ -559,7 +559,7 @@ Test(session, attach_refuses_fds_that_are_not_a_session)
 	cr_assert_eq(trc_attach(), -EPROTO);
 	cr_assert(!trc_enabled());
 	TRC_INSTANT("nothing", 1);
-	cr_assert_null(trc__self.data);
+	cr_assert_null(trc__self.prod.data);
 }
 
 Test(session, config_is_validated)

@@ -48,7 +48,6 @@ static void trc__emit_process(struct trc__thread *t, unsigned mode)
 		close(fd);
 		len = n > 0 ? (uint32_t)n : 0;
 	}
-	struct ring_producer *p = &trc__ring_prod;
 	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), 24 + len);
 	if (!r)
 		return;
@@ -56,7 +55,7 @@ static void trc__emit_process(struct trc__thread *t, unsigned mode)
 	r[1] = (uint64_t)(uint32_t)trc__rt.pid | ((uint64_t)(uint32_t)getppid() << 32);
 	r[2] = len;
 	memcpy(&r[3], cmd, len);
-	ring_commit_sp(p);
+	ring_commit_sp(&t->prod);
 }
 
 static uint64_t trc__hex(const char **s)
@@ -98,7 +97,6 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 	if (s >= end || (*s != '/' && *s != '['))
 		return;
 	uint32_t plen = (uint32_t)(end - s);
-	struct ring_producer *p = &trc__ring_prod;
 	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), 40 + plen);
 	if (!r)
 		return;
@@ -108,7 +106,7 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 	r[3] = offset;
 	r[4] = plen;
 	memcpy(&r[5], s, plen);
-	ring_commit_sp(p);
+	ring_commit_sp(&t->prod);
 }
 
 static void trc__emit_modules(struct trc__thread *t, unsigned mode)
@@ -149,8 +147,6 @@ static void trc__emit_modules(struct trc__thread *t, unsigned mode)
 
 void trc__emit_process_info(struct trc__thread *t, unsigned mode)
 {
-	(void)trc__prod_sync(t);
 	trc__emit_process(t, mode);
 	trc__emit_modules(t, mode);
-	trc__prod_publish(t);
 }

@@ -62,36 +62,9 @@ static inline uint8_t *trc__ring_data(uint32_t i)
 	return trc__rt.base + trc__rt.rings_off + (uint64_t)i * trc__rt.ring_bytes;
 }
 
-/* The ring producer handle of the calling thread (rt_thread.c). Its write position lags the
- * fast path's: a slow path calls trc__prod_sync once on entry, then ring_* and trc__reserve on
- * it, then trc__prod_publish once on exit. */
-extern __thread struct ring_producer trc__ring_prod __attribute__((tls_model("initial-exec")));
-
-static inline struct ring_producer *trc__prod_sync(struct trc__thread *t)
-{
-	trc__ring_prod.write = t->write;
-	return &trc__ring_prod;
-}
-
-/* After ring_* calls: the fast path's copy of write and its no-check limit. Until the whole ring
- * is faulted in, the limit also stops at the end of the faulted part (positions start at 0, so
- * during the first lap a position is an offset), which sends the writer to the slow path to
- * fault the next chunk (session_layout.h "Residency"). */
-static inline void trc__prod_publish(struct trc__thread *t)
-{
-	struct ring_producer *p = &trc__ring_prod;
-	uint64_t w = p->write;
-	uint64_t end_of_data = w - (w & p->mask) + p->capacity;
-	uint64_t end_of_room = p->cached_read + p->capacity;
-	uint64_t lim = end_of_data < end_of_room ? end_of_data : end_of_room;
-	if (t->faulted < p->capacity && t->faulted < lim)
-		lim = t->faulted;
-	t->write = w;
-	t->limit = lim;
-}
-
-/* Reserves a record on trc__ring_prod (synced) through the ring's general path, faulting in
- * more of the ring first when the record reaches past the faulted part. Slow paths; ok == 0. */
+/* Reserves a record on t->prod through the ring's general path (ring_reserve_sp), faulting in
+ * more of the ring first when the record reaches past the faulted part (and raising the
+ * producer's limit cap to match). Commit with ring_commit_sp(&t->prod). Slow paths; ok == 0. */
 void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes);
 
 /* Maps [0, rings_off) into this process's page tables (rt_attach.c). */
