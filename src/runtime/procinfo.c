@@ -1,4 +1,4 @@
-/* rt_procinfo.c - the PROCESS and MODULE records a process writes when its first thread
+/* procinfo.c - the PROCESS and MODULE records a process writes when its first thread
  * claims a ring: pid, ppid and command line (/proc/self/cmdline), and every executable file
  * mapping (/proc/self/maps), so trace-dump can tell processes apart and name the addresses of
  * FUNC_ENTER/EXIT records.

@@ -1,4 +1,4 @@
-/* rt_thread.c - a producer thread's life: claiming a ring slot on its first event, the slow
+/* thread.c - a producer thread's life: claiming a ring slot on its first event, the slow
  * emit paths (no slot yet, ring full or wrapping, nested from a signal handler), naming, and
  * giving the slot back when the thread exits.
  *
@@ -15,9 +15,9 @@
  * emitted after that (a later destructor that frees memory) claims again and re-arms the key,
  * so glibc calls the destructor again. Threads that never run destructors (the whole process
  * exits, or execs) leave CLAIMED slots behind: the recorder frees those once it finds the
- * thread gone, and an exec'd image retires its predecessor's at attach (rt_attach.c).
+ * thread gone, and an exec'd image retires its predecessor's at attach (attach.c).
  *
- * Threads: every function runs on the thread it concerns; see rt_internal.h.
+ * Threads: every function runs on the thread it concerns; see runtime.h.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -115,7 +115,7 @@ static int trc__claim(struct trc__thread *t)
 	uint64_t freed = atomic_load_explicit(&h->slots_freed, memory_order_acquire);
 	if (t->parked && freed == t->freed_seen)
 		return -ENOSPC;
-	uint32_t n = trc__rt.max_slots;
+	uint32_t n = trc__rt.geom.max_slots;
 	uint32_t tid = (uint32_t)gettid();
 	/* Start where tid points so threads starting together rarely CAS the same slot. */
 	for (uint32_t k = 0, i = tid % n; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
@@ -137,7 +137,7 @@ static int trc__claim(struct trc__thread *t)
 		else
 			trc__kernel_name(s->name);
 		if (ring_producer_attach(&t->prod, &s->ctl, trc__ring_data(i),
-					 trc__rt.ring_bytes) != 0) {
+					 trc__rt.geom.ring_bytes) != 0) {
 			/* Cannot happen with a validated header; give the slot back as retired so
 			 * the recorder frees it. */
 			trc__drop_ring(t);

@@ -1,6 +1,9 @@
 /* session_layout.h - the shared session region: one memfd, mapped by the recorder and by every
- * traced process of the tree. Used by both sides (src/rt_*.c in the traced process,
- * src/session_*.c in the recorder); nothing in it is a pointer, only offsets.
+ * traced process of the tree. Used by both sides (src/runtime/ in the traced process,
+ * src/session/ in the recorder); nothing in it is a pointer, only offsets. Both sides view the
+ * layout through one struct trc_region_geom, planned by the recorder and validated from the
+ * header by each process that attaches (below, "geometry"); the two sides may be built by
+ * different compilers, so every struct in shared memory has its size and offsets asserted.
  *
  * Layout (every part starts on a page boundary; sizes fixed by the recorder at creation):
  *
@@ -63,13 +66,17 @@
  *   MODULE           { ts, start, end, offset, u32 path_len, u32 0, path bytes }
  * ts is in the region's clock: TSC ticks when hdr->clock_mode is TSC, else CLOCK_MONOTONIC ns.
  *
- * Concurrency: see the table in src/session.h (recorder) and src/rt_internal.h (producers).
+ * Concurrency: see the table in src/session/session.h (recorder) and src/runtime/runtime.h
+ * (producers).
  */
 #ifndef TRC_SESSION_LAYOUT_H
 #define TRC_SESSION_LAYOUT_H
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ring.h"
 #include "trc/wire.h"
@@ -77,6 +84,8 @@
 #define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
 #define TRC_REGION_VERSION 1u
 #define TRC_REGION_PAGE 4096u
+#define TRC_REGION_MAX_SLOTS 65536u
+#define TRC_REGION_MAX_PROCS (1u << 20)
 
 /* slot states (low half of the state word) */
 #define TRC_SLOT_FREE 0u
@@ -164,6 +173,174 @@ static inline uint64_t trc_strtab_entry_bytes(uint32_t len)
 static inline uint64_t trc_page_up(uint64_t n)
 {
 	return (n + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+}
+
+/* ---- geometry: both sides' view of the layout -------------------------------------------------
+ *
+ * The recorder plans a region (trc_region_plan), writes the plan into the header
+ * (trc_region_hdr_init) and keeps the plan. A process attaching reads the shared header once
+ * into a private copy (trc_region_hdr_read: a hostile process may change the header between two
+ * reads) and validates the copy into its own geometry (trc_region_geom_check). After that
+ * neither side reads the geometry from the shared header again; every address comes from
+ * the geometry through the helpers below, so it stays inside the mapping whatever the region
+ * holds. */
+
+struct trc_region_geom {
+	uint64_t region_bytes; /* size of the memfd, as mapped */
+	uint64_t procs_off;
+	uint64_t slots_off;
+	uint64_t strtab_off;
+	uint64_t strtab_bytes;
+	uint64_t rings_off; /* == meta bytes: every attached process maps [0, rings_off) */
+	uint64_t ring_bytes;
+	uint32_t max_slots;
+	uint32_t max_procs;
+	uint32_t clock_mode; /* TRC_CLOCK_* */
+};
+
+/* Lays out a region of max_slots rings of ring_bytes, a process table of max_procs and a string
+ * table of strtab_bytes (rounded up to a page), clock_mode TRC_CLOCK_GETTIME (the recorder sets
+ * the clock once it has calibrated). Returns 0, or -EINVAL when a value is out of range: slots
+ * in [1, TRC_REGION_MAX_SLOTS], procs up to TRC_REGION_MAX_PROCS, ring_bytes a power of two in
+ * [TRC_REGION_PAGE, RING_MAX_CAPACITY], strtab_bytes in [TRC_REGION_PAGE,
+ * TRC_STRTAB_MAX_BYTES] after rounding. Every plan it accepts, trc_region_geom_check accepts. */
+static inline int trc_region_plan(struct trc_region_geom *g, uint32_t max_slots, uint32_t max_procs,
+				  uint64_t ring_bytes, uint64_t strtab_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	if (max_slots == 0 || max_slots > TRC_REGION_MAX_SLOTS ||
+	    max_procs > TRC_REGION_MAX_PROCS || ring_bytes < TRC_REGION_PAGE ||
+	    !ring_capacity_valid(ring_bytes) || strtab_bytes < TRC_REGION_PAGE ||
+	    strtab_bytes > TRC_STRTAB_MAX_BYTES || trc_page_up(strtab_bytes) > TRC_STRTAB_MAX_BYTES)
+		return -EINVAL;
+	g->max_slots = max_slots;
+	g->max_procs = max_procs;
+	g->ring_bytes = ring_bytes;
+	g->strtab_bytes = trc_page_up(strtab_bytes);
+	g->procs_off = trc_page_up(sizeof(struct trc_region_hdr));
+	g->slots_off = trc_page_up(g->procs_off + (uint64_t)max_procs * sizeof(struct trc_proc));
+	g->strtab_off = trc_page_up(g->slots_off + (uint64_t)max_slots * sizeof(struct trc_slot));
+	g->rings_off = g->strtab_off + g->strtab_bytes;
+	g->region_bytes = g->rings_off + (uint64_t)max_slots * ring_bytes;
+	g->clock_mode = TRC_CLOCK_GETTIME;
+	return 0;
+}
+
+/* Writes the geometry into a fresh header: everything but the magic (published last, by the
+ * recorder), tsc_hz and the counters. Recorder, before it publishes the region. */
+static inline void trc_region_hdr_init(struct trc_region_hdr *h, const struct trc_region_geom *g)
+{
+	h->version = TRC_REGION_VERSION;
+	h->hdr_bytes = sizeof(*h);
+	h->region_bytes = g->region_bytes;
+	h->max_slots = g->max_slots;
+	h->slot_bytes = sizeof(struct trc_slot);
+	h->max_procs = g->max_procs;
+	h->proc_bytes = sizeof(struct trc_proc);
+	h->procs_off = g->procs_off;
+	h->slots_off = g->slots_off;
+	h->strtab_off = g->strtab_off;
+	h->strtab_bytes = g->strtab_bytes;
+	h->rings_off = g->rings_off;
+	h->ring_bytes = g->ring_bytes;
+	h->clock_mode = g->clock_mode;
+}
+
+/* Copies the header's fixed part (magic through tsc_hz; not the counters, which other processes
+ * change all the time) out of the shared region, reading each byte once. The caller has
+ * acquired the magic first (the copy then holds a complete layout, or whatever a hostile
+ * process wrote; trc_region_geom_check decides). */
+static inline void trc_region_hdr_read(struct trc_region_hdr *copy,
+				       const struct trc_region_hdr *shared)
+{
+	memset(copy, 0, sizeof(*copy));
+	memcpy((void *)copy, (const void *)shared, offsetof(struct trc_region_hdr, lost_no_slot));
+	/* The checks that follow must use the copy: no reading the shared header again. */
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Validates a private copy of a header (trc_region_hdr_read) for a mapping of mapped_bytes and
+ * fills *g from it. Returns 0, or -EPROTO (and *g zeroed) when the header is not a version
+ * TRC_REGION_VERSION layout of this region: wrong magic, version or struct sizes; a size that
+ * is not the mapping's; a count, ring or string table size out of range (as in
+ * trc_region_plan); an offset not on a page; the four parts out of order, overlapping or
+ * running past the end; an unknown clock (or the TSC on a machine without one). Overflow-safe:
+ * offsets are compared by difference, never summed. Any thread; no shared memory is read. */
+static inline int trc_region_geom_check(struct trc_region_geom *g, const struct trc_region_hdr *h,
+					uint64_t mapped_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	uint64_t size = h->region_bytes;
+	if (atomic_load_explicit(&h->magic, memory_order_relaxed) != TRC_REGION_MAGIC ||
+	    h->version != TRC_REGION_VERSION || h->hdr_bytes != sizeof(*h) ||
+	    h->slot_bytes != sizeof(struct trc_slot) || h->proc_bytes != sizeof(struct trc_proc) ||
+	    size != mapped_bytes)
+		return -EPROTO;
+	if (h->max_slots == 0 || h->max_slots > TRC_REGION_MAX_SLOTS ||
+	    h->max_procs > TRC_REGION_MAX_PROCS || h->ring_bytes < TRC_REGION_PAGE ||
+	    !ring_capacity_valid(h->ring_bytes) || h->strtab_bytes < TRC_REGION_PAGE ||
+	    h->strtab_bytes > TRC_STRTAB_MAX_BYTES)
+		return -EPROTO;
+	if ((h->procs_off | h->slots_off | h->strtab_off | h->rings_off) % TRC_REGION_PAGE)
+		return -EPROTO;
+	/* In order, each part after the one before, the rings last and inside the region. The
+	 * products are small (counts and sizes bounded above), so none of them overflows. */
+	if (h->procs_off < sizeof(*h) || h->slots_off < h->procs_off ||
+	    h->slots_off - h->procs_off < (uint64_t)h->max_procs * sizeof(struct trc_proc) ||
+	    h->strtab_off < h->slots_off ||
+	    h->strtab_off - h->slots_off < (uint64_t)h->max_slots * sizeof(struct trc_slot) ||
+	    h->rings_off < h->strtab_off || h->rings_off - h->strtab_off < h->strtab_bytes ||
+	    h->rings_off > size || (size - h->rings_off) / h->ring_bytes < h->max_slots)
+		return -EPROTO;
+	if (h->clock_mode != TRC_CLOCK_GETTIME && h->clock_mode != TRC_CLOCK_TSC)
+		return -EPROTO;
+#if !defined(__x86_64__) && !defined(__i386__)
+	if (h->clock_mode == TRC_CLOCK_TSC)
+		return -EPROTO;
+#endif
+	g->region_bytes = size;
+	g->procs_off = h->procs_off;
+	g->slots_off = h->slots_off;
+	g->strtab_off = h->strtab_off;
+	g->strtab_bytes = h->strtab_bytes;
+	g->rings_off = h->rings_off;
+	g->ring_bytes = h->ring_bytes;
+	g->max_slots = h->max_slots;
+	g->max_procs = h->max_procs;
+	g->clock_mode = h->clock_mode;
+	return 0;
+}
+
+/* Addresses in a region mapped at base, from a validated geometry (i below max_procs or
+ * max_slots). Any thread. */
+static inline struct trc_proc *trc_region_proc(uint8_t *base, const struct trc_region_geom *g,
+					       uint32_t i)
+{
+	return (struct trc_proc *)(void *)(base + g->procs_off +
+					   (uint64_t)i * sizeof(struct trc_proc));
+}
+
+static inline struct trc_slot *trc_region_slot(uint8_t *base, const struct trc_region_geom *g,
+					       uint32_t i)
+{
+	return (struct trc_slot *)(void *)(base + g->slots_off +
+					   (uint64_t)i * sizeof(struct trc_slot));
+}
+
+static inline uint8_t *trc_region_strtab(uint8_t *base, const struct trc_region_geom *g)
+{
+	return base + g->strtab_off;
+}
+
+/* Offset in the region of ring i's data (for calls that take a file offset). */
+static inline uint64_t trc_region_ring_off(const struct trc_region_geom *g, uint32_t i)
+{
+	return g->rings_off + (uint64_t)i * g->ring_bytes;
+}
+
+static inline uint8_t *trc_region_ring(uint8_t *base, const struct trc_region_geom *g, uint32_t i)
+{
+	return base + trc_region_ring_off(g, i);
 }
 
 #endif /* TRC_SESSION_LAYOUT_H */
