@@ -48,13 +48,15 @@ static void trc__emit_process(struct trc__thread *t, unsigned mode)
 		close(fd);
 		len = n > 0 ? (uint32_t)n : 0;
 	}
-	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), 24 + len);
+	struct trc_ring_process *r =
+		trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), (uint32_t)sizeof(*r) + len);
 	if (!r)
 		return;
-	r[0] = trc__now(mode);
-	r[1] = (uint64_t)(uint32_t)trc__rt.pid | ((uint64_t)(uint32_t)getppid() << 32);
-	r[2] = len;
-	memcpy(&r[3], cmd, len);
+	r->ts = trc__now(mode);
+	r->pid = (uint32_t)trc__rt.pid;
+	r->ppid = (uint32_t)getppid();
+	r->cmdline_len = len;
+	memcpy(r + 1, cmd, len);
 	ring_commit_sp(&t->prod);
 }
 
@@ -97,15 +99,16 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 	if (s >= end || (*s != '/' && *s != '['))
 		return;
 	uint32_t plen = (uint32_t)(end - s);
-	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), 40 + plen);
+	struct trc_ring_module *r =
+		trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), (uint32_t)sizeof(*r) + plen);
 	if (!r)
 		return;
-	r[0] = trc__now(mode);
-	r[1] = start;
-	r[2] = stop;
-	r[3] = offset;
-	r[4] = plen;
-	memcpy(&r[5], s, plen);
+	r->ts = trc__now(mode);
+	r->start = start;
+	r->end = stop;
+	r->offset = offset;
+	r->path_len = plen;
+	memcpy(r + 1, s, plen);
 	ring_commit_sp(&t->prod);
 }
 

@@ -34,6 +34,18 @@
 
 __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
 
+/* trc.h writes every event as struct trc__event {ts, a, b} cut to 8 + 8 * nwords bytes: the
+ * payloads of session_layout.h's encoding table, byte for byte. */
+_Static_assert(offsetof(struct trc__event, ts) == 0 && offsetof(struct trc__event, a) == 8 &&
+		       offsetof(struct trc__event, b) == 16,
+	       "trc__event is { ts, a, b }");
+_Static_assert(8 + 8 * 0 == sizeof(struct trc_ring_span) &&
+		       8 + 8 * 1 == sizeof(struct trc_ring_value) &&
+		       8 + 8 * 1 == sizeof(struct trc_ring_free) &&
+		       8 + 8 * 2 == sizeof(struct trc_ring_alloc) &&
+		       8 + 8 * 2 == sizeof(struct trc_ring_func),
+	       "events: { ts } + nwords words");
+
 static void trc__drop_ring(struct trc__thread *t)
 {
 	memset(&t->prod, 0, sizeof(t->prod)); /* prod.data == NULL: no ring */
@@ -100,11 +112,12 @@ static void trc__kernel_name(char out[TRC_THREAD_NAME_BYTES])
 static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 {
 	struct trc_slot *s = trc__slot(t->slot);
-	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), 16 + TRC_THREAD_NAME_BYTES);
+	struct trc_ring_thread *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), sizeof(*r));
 	if (r) {
-		r[0] = trc__now(mode);
-		r[1] = (uint64_t)s->pid | ((uint64_t)s->tid << 32);
-		memcpy(&r[2], t->named ? t->name : s->name, TRC_THREAD_NAME_BYTES);
+		r->ts = trc__now(mode);
+		r->pid = s->pid;
+		r->tid = s->tid;
+		memcpy(r->name, t->named ? t->name : s->name, sizeof(r->name));
 		ring_commit_sp(&t->prod);
 	}
 }
@@ -169,13 +182,13 @@ static int trc__claim(struct trc__thread *t)
 static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, unsigned nwords,
 			   uint64_t a, uint64_t b)
 {
-	uint64_t *r = trc__reserve(t, tag, 8u + 8u * nwords);
-	if (r) {
-		r[0] = trc__now(mode);
+	struct trc__event *e = trc__reserve(t, tag, 8u + 8u * nwords);
+	if (e) {
+		e->ts = trc__now(mode);
 		if (nwords > 0)
-			r[1] = a;
+			e->a = a;
 		if (nwords > 1)
-			r[2] = b;
+			e->b = b;
 		ring_commit_sp(&t->prod);
 	}
 	/* else dropped and counted by the ring */

@@ -131,6 +131,18 @@ static int session__name(struct session__ctx *c, uint32_t id, uint64_t ts_ns)
 	return session__emit(c, &s->meta, &r);
 }
 
+/* session__record reads payloads as little-endian words: v[1] = pid | tid << 32 (THREAD,
+ * PROCESS), v[2] = cmdline_len, v[4] = path_len, ALLOC/FREE/FUNC fields in v[1], v[2]. */
+_Static_assert(offsetof(struct trc_ring_thread, pid) == 8 &&
+		       offsetof(struct trc_ring_thread, tid) == 12 &&
+		       offsetof(struct trc_ring_process, pid) == 8 &&
+		       offsetof(struct trc_ring_process, ppid) == 12 &&
+		       offsetof(struct trc_ring_process, cmdline_len) == 2 * 8 &&
+		       offsetof(struct trc_ring_module, path_len) == 4 * 8 &&
+		       offsetof(struct trc_ring_alloc, size) == 2 * 8 &&
+		       offsetof(struct trc_ring_func, call_site) == 2 * 8,
+	       "the drain's word indexes");
+
 /* Decodes and delivers one ring record. Returns 0, the sink's nonzero value, or
  * SESSION_CORRUPT. */
 static int session__record(struct session__ctx *c, struct session_slot *ds,
@@ -169,13 +181,21 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	}
 
 	uint64_t v[5] = {0};
-	/* Copy first: the producer may change the bytes while we look at them. */
+	/* Copy first: the producer may change the bytes while we look at them. The payloads are
+	 * read as words v[i] at offset 8 * i (session_layout.h's payload structs). */
 	memcpy(v, rr->payload, pb < sizeof(v) ? pb : sizeof(v));
 	static const uint8_t need[TRC_REC_TYPE_COUNT] = {
-		[TRC_REC_SPAN_BEGIN] = 8,  [TRC_REC_SPAN_END] = 8,   [TRC_REC_INSTANT] = 16,
-		[TRC_REC_COUNTER] = 16,	   [TRC_REC_ALLOC] = 24,     [TRC_REC_FREE] = 16,
-		[TRC_REC_FUNC_ENTER] = 24, [TRC_REC_FUNC_EXIT] = 24, [TRC_REC_THREAD] = 32,
-		[TRC_REC_PROCESS] = 24,	   [TRC_REC_MODULE] = 40,
+		[TRC_REC_SPAN_BEGIN] = sizeof(struct trc_ring_span),
+		[TRC_REC_SPAN_END] = sizeof(struct trc_ring_span),
+		[TRC_REC_INSTANT] = sizeof(struct trc_ring_value),
+		[TRC_REC_COUNTER] = sizeof(struct trc_ring_value),
+		[TRC_REC_ALLOC] = sizeof(struct trc_ring_alloc),
+		[TRC_REC_FREE] = sizeof(struct trc_ring_free),
+		[TRC_REC_FUNC_ENTER] = sizeof(struct trc_ring_func),
+		[TRC_REC_FUNC_EXIT] = sizeof(struct trc_ring_func),
+		[TRC_REC_THREAD] = sizeof(struct trc_ring_thread),
+		[TRC_REC_PROCESS] = sizeof(struct trc_ring_process),
+		[TRC_REC_MODULE] = sizeof(struct trc_ring_module),
 	};
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
@@ -210,15 +230,18 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	case TRC_REC_THREAD:
 		r.thread.pid = (uint32_t)v[1];
 		r.thread.tid = (uint32_t)(v[1] >> 32);
-		memcpy(s->text, (const uint8_t *)rr->payload + 16, TRC_THREAD_NAME_BYTES);
+		memcpy(s->text,
+		       (const uint8_t *)rr->payload + offsetof(struct trc_ring_thread, name),
+		       TRC_THREAD_NAME_BYTES);
 		r.thread.name = s->text;
 		r.thread.name_len = (uint32_t)strnlen(s->text, TRC_THREAD_NAME_BYTES);
 		break;
 	case TRC_REC_PROCESS: {
 		uint64_t len = v[2];
-		if (len > pb - 24 || len > TRC_CMDLINE_MAX)
+		if (len > pb - sizeof(struct trc_ring_process) || len > TRC_CMDLINE_MAX)
 			return SESSION_CORRUPT;
-		memcpy(s->text, (const uint8_t *)rr->payload + 24, len);
+		memcpy(s->text, (const uint8_t *)rr->payload + sizeof(struct trc_ring_process),
+		       len);
 		r.process.pid = (uint32_t)v[1];
 		r.process.ppid = (uint32_t)(v[1] >> 32);
 		r.process.cmdline = s->text;
@@ -228,11 +251,11 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	}
 	case TRC_REC_MODULE: {
 		uint64_t len = v[4];
-		if (len > pb - 40)
+		if (len > pb - sizeof(struct trc_ring_module))
 			return SESSION_CORRUPT;
 		if (len > sizeof(s->text))
 			len = sizeof(s->text);
-		memcpy(s->text, (const uint8_t *)rr->payload + 40, len);
+		memcpy(s->text, (const uint8_t *)rr->payload + sizeof(struct trc_ring_module), len);
 		r.module.pid = ds->st.pid;
 		r.module.start = v[1];
 		r.module.end = v[2];

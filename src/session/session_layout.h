@@ -56,14 +56,17 @@
  *   Neither distorts the program's RSS as reported: both figures are known to the byte and
  *   subtracted. The recorder never touches ring pages before the child runs.
  *
- * Ring record encoding (the ring's u32 tag = type | name_id << 8; payload little-endian u64s):
- *   SPAN_BEGIN/END   tag name_id   { ts }                                         8 bytes
- *   INSTANT/COUNTER  tag name_id   { ts, value }                                 16 bytes
- *   ALLOC            { ts, addr, size }   FREE { ts, addr }
- *   FUNC_ENTER/EXIT  { ts, fn, call_site }
- *   THREAD           { ts, u32 pid, u32 tid, char name[16] }
- *   PROCESS          { ts, u32 pid, u32 ppid, u32 cmdline_len, u32 0, cmdline bytes }
- *   MODULE           { ts, start, end, offset, u32 path_len, u32 0, path bytes }
+ * Ring record encoding (the ring's u32 tag = type | name_id << 8; payload little-endian; each
+ * payload is a struct trc_ring_* below, its size and offsets asserted):
+ *   SPAN_BEGIN/END   tag name_id   { ts }                                      8 bytes
+ *   INSTANT/COUNTER  tag name_id   { ts, value }                              16 bytes
+ *   ALLOC            { ts, addr, size }                                       24 bytes
+ *   FREE             { ts, addr }                                             16 bytes
+ *   FUNC_ENTER/EXIT  { ts, fn, call_site }                                    24 bytes
+ *   THREAD           { ts, u32 pid, u32 tid, char name[16] }                  32 bytes
+ *   PROCESS          { ts, u32 pid, u32 ppid, u64 cmdline_len }   + cmdline   24 bytes + len
+ *   MODULE           { ts, start, end, offset, u64 path_len }     + path      40 bytes + len
+ * The events (SPAN_BEGIN..FUNC_EXIT) are written by trc.h's fast path as { ts, a?, b? }.
  * ts is in the region's clock: TSC ticks when hdr->clock_mode is TSC, else CLOCK_MONOTONIC ns.
  *
  * Concurrency: see the table in src/session/session.h (recorder) and src/runtime/runtime.h
@@ -152,6 +155,132 @@ struct trc_slot {
 	uint64_t reserved[2];
 	struct ring_ctl ctl;
 };
+
+/* ---- what both processes must agree on, whatever compiler built them ----------------------- */
+
+_Static_assert(sizeof(struct trc_region_hdr) == 192 && _Alignof(struct trc_region_hdr) == 64,
+	       "region header size");
+_Static_assert(offsetof(struct trc_region_hdr, magic) == 0 &&
+		       offsetof(struct trc_region_hdr, version) == 8 &&
+		       offsetof(struct trc_region_hdr, hdr_bytes) == 12 &&
+		       offsetof(struct trc_region_hdr, region_bytes) == 16 &&
+		       offsetof(struct trc_region_hdr, max_slots) == 24 &&
+		       offsetof(struct trc_region_hdr, slot_bytes) == 28 &&
+		       offsetof(struct trc_region_hdr, max_procs) == 32 &&
+		       offsetof(struct trc_region_hdr, proc_bytes) == 36 &&
+		       offsetof(struct trc_region_hdr, procs_off) == 40 &&
+		       offsetof(struct trc_region_hdr, slots_off) == 48 &&
+		       offsetof(struct trc_region_hdr, strtab_off) == 56 &&
+		       offsetof(struct trc_region_hdr, strtab_bytes) == 64 &&
+		       offsetof(struct trc_region_hdr, rings_off) == 72 &&
+		       offsetof(struct trc_region_hdr, ring_bytes) == 80 &&
+		       offsetof(struct trc_region_hdr, clock_mode) == 88 &&
+		       offsetof(struct trc_region_hdr, reserved0) == 92 &&
+		       offsetof(struct trc_region_hdr, tsc_hz) == 96,
+	       "region header layout (fixed part)");
+_Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
+		       offsetof(struct trc_region_hdr, lost_reentrant) == 136 &&
+		       offsetof(struct trc_region_hdr, procs_attached) == 144 &&
+		       offsetof(struct trc_region_hdr, procs_used) == 148 &&
+		       offsetof(struct trc_region_hdr, strtab_used) == 152 &&
+		       offsetof(struct trc_region_hdr, slots_freed) == 160,
+	       "region header layout (counters, on their own cache line)");
+_Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
+		       offsetof(struct trc_proc, ppid) == 4 &&
+		       offsetof(struct trc_proc, dead) == 8 &&
+		       offsetof(struct trc_proc, reserved) == 12,
+	       "process table entry layout");
+_Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64 &&
+		       offsetof(struct trc_slot, state) == 0 &&
+		       offsetof(struct trc_slot, pid) == 8 &&
+		       offsetof(struct trc_slot, tid) == 12 &&
+		       offsetof(struct trc_slot, name) == 16 &&
+		       offsetof(struct trc_slot, resident_bytes) == 32 &&
+		       offsetof(struct trc_slot, reserved) == 40 &&
+		       offsetof(struct trc_slot, ctl) == 64,
+	       "slot layout (ring_ctl's own layout: ring.h)");
+/* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
+_Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic uint64_t) == 8 &&
+		       __atomic_always_lock_free(4, 0) && __atomic_always_lock_free(8, 0),
+	       "lock-free 32- and 64-bit atomics");
+
+/* ---- ring record payloads (the encoding table above) ---------------------------------------- */
+
+struct trc_ring_span { /* SPAN_BEGIN, SPAN_END */
+	uint64_t ts;
+};
+
+struct trc_ring_value { /* INSTANT, COUNTER */
+	uint64_t ts;
+	uint64_t value;
+};
+
+struct trc_ring_alloc { /* ALLOC */
+	uint64_t ts;
+	uint64_t addr;
+	uint64_t size;
+};
+
+struct trc_ring_free { /* FREE */
+	uint64_t ts;
+	uint64_t addr;
+};
+
+struct trc_ring_func { /* FUNC_ENTER, FUNC_EXIT */
+	uint64_t ts;
+	uint64_t fn;
+	uint64_t call_site;
+};
+
+struct trc_ring_thread { /* THREAD */
+	uint64_t ts;
+	uint32_t pid;
+	uint32_t tid;
+	char name[TRC_THREAD_NAME_BYTES];
+};
+
+struct trc_ring_process { /* PROCESS, then cmdline_len bytes of command line */
+	uint64_t ts;
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t cmdline_len;
+};
+
+struct trc_ring_module { /* MODULE, then path_len bytes of path */
+	uint64_t ts;
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;
+	uint64_t path_len;
+};
+
+_Static_assert(sizeof(struct trc_ring_span) == 8 && sizeof(struct trc_ring_value) == 16 &&
+		       offsetof(struct trc_ring_value, value) == 8,
+	       "span and value payloads");
+_Static_assert(sizeof(struct trc_ring_alloc) == 24 && offsetof(struct trc_ring_alloc, addr) == 8 &&
+		       offsetof(struct trc_ring_alloc, size) == 16 &&
+		       sizeof(struct trc_ring_free) == 16 &&
+		       offsetof(struct trc_ring_free, addr) == 8,
+	       "alloc and free payloads");
+_Static_assert(sizeof(struct trc_ring_func) == 24 && offsetof(struct trc_ring_func, fn) == 8 &&
+		       offsetof(struct trc_ring_func, call_site) == 16,
+	       "func payload");
+_Static_assert(sizeof(struct trc_ring_thread) == 16 + TRC_THREAD_NAME_BYTES &&
+		       offsetof(struct trc_ring_thread, pid) == 8 &&
+		       offsetof(struct trc_ring_thread, tid) == 12 &&
+		       offsetof(struct trc_ring_thread, name) == 16,
+	       "thread payload: { ts, u32 pid, u32 tid, name }");
+_Static_assert(sizeof(struct trc_ring_process) == 24 &&
+		       offsetof(struct trc_ring_process, pid) == 8 &&
+		       offsetof(struct trc_ring_process, ppid) == 12 &&
+		       offsetof(struct trc_ring_process, cmdline_len) == 16,
+	       "process payload head");
+_Static_assert(sizeof(struct trc_ring_module) == 40 &&
+		       offsetof(struct trc_ring_module, start) == 8 &&
+		       offsetof(struct trc_ring_module, end) == 16 &&
+		       offsetof(struct trc_ring_module, offset) == 24 &&
+		       offsetof(struct trc_ring_module, path_len) == 32,
+	       "module payload head");
 
 /* Name id <-> string table offset. */
 static inline uint32_t trc_strtab_id(uint64_t off)
