@@ -3,10 +3,11 @@
  * giving the slot back when the thread exits.
  *
  * Claim: scan the slot table for a FREE slot and CAS its state word (generation kept) to
- * CLAIMING, fill pid/tid/name, attach the producer, fault the head of the ring in (the rest
- * follows in chunks ahead of the writer: trc__reserve, session_layout.h "Residency"), publish
- * CLAIMED (release). The first thread of a process to claim also writes the
- * PROCESS and MODULE records. Every claim writes a THREAD record. When no slot is free the
+ * CLAIMING, fill pid/tid/name, attach the ring's producer (trc__self.prod, the one the fast
+ * path in trc.h uses), fault the head of the ring in and cap the producer's fast path there (the
+ * rest follows in chunks ahead of the writer: trc__reserve, session_layout.h "Residency"),
+ * publish CLAIMED (release). The first thread of a process to claim also writes the PROCESS and
+ * MODULE records. Every claim writes a THREAD record. When no slot is free the
  * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
  * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
  *

@@ -44,8 +44,10 @@
  *     TRC_RING_PREFAULT_BYTES (64 KiB: ~2700 events, ~0.1 ms), then, when the writer reaches the
  *     end of what is faulted, the slow path faults as much again, at most
  *     TRC_RING_FAULT_MAX_CHUNK (256 KiB) at a time (MADV_POPULATE_WRITE plus one touch per
- *     page), until the ring is whole. The hot path never faults; the fault work is batched; a
- *     thread holds at most its head chunk, twice what it wrote, or 256 KiB beyond it.
+ *     page), until the ring is whole. The writer reaches the slow path because its ring
+ *     producer's fast path is capped at the end of the faulted part (ring_producer_cap_limit).
+ *     The hot path never faults; the fault work is batched; a thread holds at most its head
+ *     chunk, twice what it wrote, or 256 KiB beyond it.
  *   - The writer publishes how much of its ring it has faulted in slot->resident_bytes (relaxed;
  *     only after the pages are in). The recorder counts exactly that for a CLAIMING, CLAIMED or
  *     RETIRED slot, and punches the ring's pages out of the memfd when it frees the slot, so they
