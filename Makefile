@@ -66,7 +66,9 @@ LINK_FLAGS = $(SAN_FLAGS) $(LDFLAGS)
 LDLIBS := -lpthread -lm
 
 # ---- parts and the include paths each may use ---------------------------------------------------
-# wire.h (src/include/trc/) is a leaf every part may include; trc.h is the public API.
+# wire.h (src/include/trc/) is a leaf every part may include; trc.h is the public API. trc.h's
+# inline fast path is ringbuf's producer: src/include/trc/ring_producer.h is a symlink to
+# ringbuf/ring_producer.h (one file; `make install` copies it beside wire.h).
 INC_public := -Isrc/include
 INC_ringbuf := -Iringbuf
 INC_sampler := -Isampler $(INC_ringbuf) $(INC_public)
@@ -416,6 +418,7 @@ install: build-all
 	install -m 755 $(LIBTRC_SO) $(PRELOAD_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 src/include/trc.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 src/include/trc/wire.h $(DESTDIR)$(PREFIX)/include/trc/
+	install -m 644 ringbuf/ring_producer.h $(DESTDIR)$(PREFIX)/include/trc/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' src/runtime/trc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/trc.pc
 
 help:

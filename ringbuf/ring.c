@@ -1,6 +1,7 @@
 /* ring.c - the out-of-line parts of the SPSC ring: init, attach, the producer's rare paths
- * (wrap, full, oversized) and the consumer, which validates everything it reads because the
- * memory may belong to another, possibly broken, process. See ring.h for the contract.
+ * (wrap, full, oversized, the limit and its cap) and the consumer, which validates everything it
+ * reads because the memory may belong to another, possibly broken, process. See ring.h and
+ * ring_producer.h for the contract.
  *
  * Consumer invariants (what makes it safe on hostile memory):
  *   - c->capacity and c->mask are the consumer's own; ctl->capacity is never used.
@@ -25,13 +26,16 @@ int ring_ctl_init(struct ring_ctl *ctl, uint64_t capacity, uint64_t start_pos)
 	return 0;
 }
 
-/* Recomputes the fast path's limit from write and cached_read. Clamped both ways, so even a
- * read position the producer did not expect can never let a reservation run past the end of
- * data (the producer trusts the consumer, but not blindly with its own memory safety). */
+/* Recomputes the fast path's limit from write, cached_read and the cap: the one place the
+ * limit formula lives (ring_producer.h). Clamped both ways, so even a read position the
+ * producer did not expect can never let a reservation run past the end of data (the producer
+ * trusts the consumer, but not blindly with its own memory safety). */
 static void ring__set_limit(struct ring_producer *p)
 {
 	uint64_t w = p->write;
-	uint64_t lap_room = p->capacity - (w & p->mask);
+	uint64_t off = w & p->mask;
+	/* data_cap <= capacity (ring_producer_cap_limit); past it, no room in this lap. */
+	uint64_t lap_room = p->data_cap > off ? p->data_cap - off : 0;
 	uint64_t used = w - p->cached_read;
 	uint64_t free_bytes = used > p->capacity ? 0 : p->capacity - used;
 	p->limit = w + (lap_room < free_bytes ? lap_room : free_bytes);
@@ -43,18 +47,26 @@ int ring_producer_attach(struct ring_producer *p, struct ring_ctl *ctl, void *da
 	if (!ring_capacity_valid(capacity))
 		return -EINVAL;
 	p->ctl = ctl;
+	p->write_pos = (uint64_t *)(void *)&ctl->write_pos; /* same object, see ring.h */
 	p->data = data;
 	p->capacity = capacity;
 	p->mask = capacity - 1;
+	p->data_cap = capacity;
 	/* The producer owns write_pos and dropped: relaxed loads of its own values. */
 	p->write = atomic_load_explicit(&ctl->write_pos, memory_order_relaxed);
 	p->dropped = atomic_load_explicit(&ctl->dropped, memory_order_relaxed);
 	/* Pairs with the consumer's release store of read_pos in ring_batch_release. */
 	p->cached_read = atomic_load_explicit(&ctl->read_pos, memory_order_acquire);
-	p->pending = 0;
+	p->next = p->write;
 	p->last_error = 0;
 	ring__set_limit(p);
 	return 0;
+}
+
+void ring_producer_cap_limit(struct ring_producer *p, uint64_t data_cap)
+{
+	p->data_cap = data_cap < p->capacity ? data_cap : p->capacity;
+	ring__set_limit(p);
 }
 
 static void *ring__drop(struct ring_producer *p, int why)
@@ -62,7 +74,7 @@ static void *ring__drop(struct ring_producer *p, int why)
 	p->dropped++;
 	p->last_error = why;
 	/* A stray ring_commit_sp after a NULL reserve then publishes nothing. */
-	p->pending = 0;
+	p->next = p->write;
 	/* Pairs with the acquire load in ring_consumer_dropped: records committed before this
 	 * drop are visible to a consumer that sees the new count. */
 	atomic_store_explicit(&p->ctl->dropped, p->dropped, memory_order_release);
@@ -94,14 +106,10 @@ void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t tota
 		ph->tag = RING_TAG_PAD;
 		/* Not published yet: the commit of the record after it publishes both. */
 		p->write = w + pad;
-		off = 0;
 	}
 	ring__set_limit(p);
-	struct ring__hdr *hdr = (struct ring__hdr *)(void *)(p->data + off);
-	hdr->len = (uint32_t)total;
-	hdr->tag = tag;
-	p->pending = (uint32_t)total;
-	return hdr + 1;
+	/* At offset 0 after a pad. */
+	return ring__place_sp(p, p->write, tag, total);
 }
 
 int ring__corrupt(struct ring_consumer *c)

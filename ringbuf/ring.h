@@ -21,13 +21,21 @@
  * Positions are free-running 64-bit byte counts (never reduced modulo capacity), so
  * write - read is the number of bytes in use, even when the positions wrap past 2^64.
  *
+ * Both sides of a shared ring may be built by different compilers (the recorder, and a traced
+ * program built against the installed headers): the layout of struct ring_ctl and of the record
+ * header is fixed by the _Static_asserts below.
+ *
+ * The producer side (handle, inline reserve/commit, limit cap) is ring_producer.h, which this
+ * header includes; it is kept free of C11 atomics so that the public trc.h can include it.
+ *
  * Concurrency contract (P = the one producer thread, C = the one consumer thread):
  *
  *   operation                     thread  may run concurrently with   blocks  syscalls
  *   ring_ctl_init                 any     nothing on that ring        no      no
  *   ring_producer_attach          P       any consumer operation      no      no
- *   ring_reserve_sp/commit_sp     P       any consumer operation      no      no
- *   ring_push_sp                  P       any consumer operation      no      no
+ *   ring_producer_cap_limit       P       any consumer operation      no      no
+ *   ring_reserve_sp/_fast_sp      P       any consumer operation      no      no
+ *   ring_commit_sp, ring_push_sp  P       any consumer operation      no      no
  *   ring_consumer_attach          C       any producer operation      no      no
  *   ring_batch_begin/next/release C       any producer operation      no      no
  *   ring_consumer_dropped         C       any producer operation      no      no
@@ -64,20 +72,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ring_producer.h"
+
 #define RING_CACHELINE 64
-#define RING_HDR_BYTES 8u
 #define RING_MIN_CAPACITY 64u
 /* Largest capacity: the header's u32 len must hold any record that fits. */
 #define RING_MAX_CAPACITY (1ull << 31)
 #define RING_TAG_PAD UINT32_MAX
-
-#if defined(__GNUC__)
-#define ring__likely(x) __builtin_expect(!!(x), 1)
-#define ring__unlikely(x) __builtin_expect(!!(x), 0)
-#else
-#define ring__likely(x) (x)
-#define ring__unlikely(x) (x)
-#endif
 
 /* The shared control block. Lives in caller memory, usually right before the data. */
 struct ring_ctl {
@@ -95,25 +96,25 @@ struct ring_ctl {
 	uint64_t reserved[6];
 };
 
-/* The producer's private handle: lives in the producer thread (TLS, stack, heap).
- * A caller with its own inline fast path (src/rt_*) may write records in the same layout,
- * advance `write` itself and publish it with a release store of ctl->write_pos; the ring's
- * functions then work from that `write` (limit is only a hint they recompute when behind). */
-struct ring_producer {
-	uint64_t write; /* private copy of ctl->write_pos (includes an unpublished pad) */
-	/* Reservations whose end stays at or below limit fit without looking at anything else:
-	 * limit = write + min(room before the end of data, room before cached_read + capacity).
-	 * This folds the wrap check and the full check of the fast path into one compare. */
-	uint64_t limit;
-	uint8_t *data;
-	uint64_t mask;
-	struct ring_ctl *ctl;
-	uint32_t pending; /* bytes (header included) of the reserved, uncommitted record */
-	int last_error; /* 0, -ENOBUFS (full) or -EMSGSIZE (never fits) of the last drop */
-	uint64_t capacity;
-	uint64_t cached_read; /* last read_pos seen; refreshed only when the ring looks full */
-	uint64_t dropped; /* private copy of ctl->dropped */
-};
+/* The shared layout, the same for every compiler that builds either side. */
+_Static_assert(sizeof(struct ring_ctl) == 256 && _Alignof(struct ring_ctl) == RING_CACHELINE,
+	       "ring_ctl is 4 cache lines");
+_Static_assert(offsetof(struct ring_ctl, write_pos) == 0 &&
+		       offsetof(struct ring_ctl, read_pos) == 64 &&
+		       offsetof(struct ring_ctl, dropped) == 128 &&
+		       offsetof(struct ring_ctl, capacity) == 136 &&
+		       offsetof(struct ring_ctl, start_pos) == 144 &&
+		       offsetof(struct ring_ctl, reserved) == 152,
+	       "ring_ctl field offsets");
+_Static_assert(sizeof(struct ring__hdr) == RING_HDR_BYTES && offsetof(struct ring__hdr, len) == 0 &&
+		       offsetof(struct ring__hdr, tag) == 4,
+	       "record header {u32 len, u32 tag}");
+/* The producer stores write_pos through a plain uint64_t * (ring_producer.h): the atomic type
+ * must have the plain type's size and alignment, and be lock-free (no hidden lock). */
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+		       _Alignof(_Atomic uint64_t) == _Alignof(uint64_t) &&
+		       __atomic_always_lock_free(sizeof(uint64_t), 0),
+	       "_Atomic uint64_t is a lock-free uint64_t");
 
 /* The consumer's private handle: lives in the consumer thread. */
 struct ring_consumer {
@@ -152,89 +153,15 @@ static inline uint32_t ring_max_payload(uint64_t capacity)
 	return (uint32_t)(capacity - RING_HDR_BYTES);
 }
 
-/* Bytes a record with this payload occupies in the ring. */
-static inline uint64_t ring_record_bytes(uint32_t payload_bytes)
-{
-	return RING_HDR_BYTES + (((uint64_t)payload_bytes + 7u) & ~(uint64_t)7u);
-}
-
 /* Initialises a control block for a ring of `capacity` data bytes, positions starting at
  * start_pos (tests start near 2^64 to cross the wrap). Any thread, before either side
  * attaches. Returns 0 or -EINVAL for a bad capacity. */
 int ring_ctl_init(struct ring_ctl *ctl, uint64_t capacity, uint64_t start_pos);
 
-/* Binds a producer handle to an initialised ring. P only. Returns 0 or -EINVAL. */
-int ring_producer_attach(struct ring_producer *p, struct ring_ctl *ctl, void *data,
-			 uint64_t capacity);
-
 /* Binds a consumer handle. C only. Validates what it can of the shared state; a control block
  * that is already impossible gives -EPROTO. Returns 0, -EINVAL (bad capacity) or -EPROTO. */
 int ring_consumer_attach(struct ring_consumer *c, struct ring_ctl *ctl, const void *data,
 			 uint64_t capacity);
-
-/* Out-of-line part of ring_reserve_sp: wrap, full, oversized. P only. */
-void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t total);
-
-/* The record header as laid out in data. */
-struct ring__hdr {
-	uint32_t len; /* header + payload + padding, a multiple of 8 */
-	uint32_t tag;
-};
-
-/* Reserves room for a record of payload_bytes and writes its header. Returns where to write
- * the payload (8-byte aligned), or NULL when the record is dropped (counted; p->last_error
- * says why). The record is invisible to the consumer until ring_commit_sp; a reservation that
- * is never committed is simply reused by the next one. P only; never blocks.
- * tag must not be RING_TAG_PAD.
- * Fast path: two loads, one compare, the header store, one store of pending. Wrap, full and
- * oversized records all fail the compare and go out of line. */
-static inline void *ring_reserve_sp(struct ring_producer *p, uint32_t tag, uint32_t payload_bytes)
-{
-	uint64_t total = ring_record_bytes(payload_bytes);
-	uint64_t w = p->write;
-
-	/* limit - w is in [0, capacity]: bytes free before the end of data and before the
-	 * consumer's (cached) read position, whichever comes first. Signed, so a write that was
-	 * advanced past limit by the caller's own fast path (see struct ring_producer) reads as
-	 * negative and goes to the slow path, which recomputes limit. */
-	if (ring__likely((int64_t)(p->limit - w) >= (int64_t)total)) {
-		struct ring__hdr *hdr = (struct ring__hdr *)(void *)(p->data + (w & p->mask));
-		hdr->len = (uint32_t)total;
-		hdr->tag = tag;
-		p->pending = (uint32_t)total;
-		return hdr + 1;
-	}
-	return ring__reserve_slow_sp(p, tag, total);
-}
-
-/* Publishes the record reserved last (and any padding before it). P only; one release store.
- * Call only after a ring_reserve_sp that did not return NULL. */
-static inline void ring_commit_sp(struct ring_producer *p)
-{
-	p->write += p->pending;
-	/* Pairs with the acquire load of write_pos in ring_batch_begin: the header and payload
-	 * stores above are visible to the consumer before the position that covers them. */
-	atomic_store_explicit(&p->ctl->write_pos, p->write, memory_order_release);
-}
-
-/* Copies a whole record in. Returns 0, -ENOBUFS (full, dropped and counted) or -EMSGSIZE
- * (larger than the ring can ever hold, dropped and counted). P only. */
-static inline int ring_push_sp(struct ring_producer *p, uint32_t tag, const void *payload,
-			       uint32_t payload_bytes)
-{
-	void *dst = ring_reserve_sp(p, tag, payload_bytes);
-	if (ring__unlikely(!dst))
-		return p->last_error;
-	memcpy(dst, payload, payload_bytes);
-	ring_commit_sp(p);
-	return 0;
-}
-
-/* Records this producer has dropped so far. P only. */
-static inline uint64_t ring_producer_dropped(const struct ring_producer *p)
-{
-	return p->dropped;
-}
 
 /* Takes a snapshot of what the producer has published. C only. Returns 0 or -EPROTO. */
 int ring_batch_begin(struct ring_consumer *c, struct ring_batch *b);
@@ -284,7 +211,6 @@ static inline int ring_batch_next(struct ring_consumer *c, struct ring_batch *b,
 		return 1;
 	}
 }
-
 
 /* Gives the space of every record handed out by this batch back to the producer (one release
  * store). Records' payload pointers are invalid afterwards. C only. */

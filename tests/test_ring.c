@@ -868,54 +868,121 @@ Test(ring, producer_stays_in_bounds_whatever_read_pos_says)
 	free(ctl);
 }
 
-/* Writes a record by hand, as the runtime's own inline fast path does (same layout), and
- * advances p->write past the ring's knowledge. Publishes it. */
-static void external_record(struct tring *t, uint32_t tag, uint32_t payload)
-{
-	uint64_t len = ring_record_bytes(payload);
-	uint64_t w = t->p.write;
-	uint8_t *h = t->data + (w & (t->cap - 1));
-	uint32_t hdr[2] = {(uint32_t)len, tag};
-	memcpy(h, hdr, sizeof(hdr));
-	memset(h + RING_HDR_BYTES, 0x3c, len - RING_HDR_BYTES);
-	t->p.write = w + len;
-	atomic_store_explicit(&t->ctl->write_pos, t->p.write, memory_order_release);
-}
+/* ---- the limit cap (ring_producer.h) ------------------------------------------------------- */
 
-Test(ring, write_advanced_outside_the_ring)
+static void drain_all(struct tring *t)
 {
-	/* The runtime writes some records itself and advances p->write (src/rt_internal.h). The
-	 * ring's fast-path limit then lags; a write past it must send the next reserve to the
-	 * slow path, never let it write over unread records or past the end of data. */
-	struct tring t;
-	tring_open(&t, 256, 0);
-	for (uint32_t i = 0; i < 8; i++)
-		cr_assert_eq(ring_push_sp(&t.p, i, zeros, 24), 0);
 	struct ring_batch b;
 	struct ring_record r;
-	cr_assert_eq(ring_batch_begin(&t.c, &b), 0);
-	while (ring_batch_next(&t.c, &b, &r) == 1)
+	cr_assert_eq(ring_batch_begin(&t->c, &b), 0);
+	while (ring_batch_next(&t->c, &b, &r) == 1)
 		;
-	ring_batch_release(&t.c, &b);
-	/* Read is at 256 now; the producer handle still believes the lap ends at 256. */
-	external_record(&t, 100, 24);
-	external_record(&t, 101, 24); /* write = 320, beyond the ring's limit */
-	/* 208 bytes do not fit: 192 of padding to the end plus the record exceed the 192 free. */
-	cr_assert_null(ring_reserve_sp(&t.p, 102, 200));
-	cr_assert_eq(t.p.last_error, -ENOBUFS);
-	/* A record that fits goes right after the external ones. */
-	void *dst = ring_reserve_sp(&t.p, 103, 24);
-	cr_assert_eq((uint8_t *)dst, t.data + 64 + RING_HDR_BYTES);
-	memset(dst, 0x3c, 24);
-	ring_commit_sp(&t.p);
-	cr_assert_eq(ring_batch_begin(&t.c, &b), 0);
-	uint32_t want[] = {100, 101, 103};
-	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(ring_batch_next(&t.c, &b, &r), 1);
-		cr_assert_eq(r.tag, want[i]);
-		cr_assert_eq(((const uint8_t *)r.payload)[23], 0x3c);
+	ring_batch_release(&t->c, &b);
+}
+
+Test(ring, limit_cap_sends_the_fast_path_to_its_caller)
+{
+	/* The runtime faults a ring in ahead of its writer and caps the fast path at the end of
+	 * the faulted part: a record that would end past it must fail ring_reserve_fast_sp
+	 * (nothing written, nothing dropped), while ring_reserve_sp still places it. */
+	struct tring t;
+	tring_open(&t, 1024, 0);
+	ring_producer_cap_limit(&t.p, 64);
+	for (uint32_t i = 0; i < 2; i++) {
+		void *dst = ring_reserve_fast_sp(&t.p, i, 24); /* 32 bytes: ends at 32, 64 */
+		cr_assert_eq((uint8_t *)dst, t.data + 32 * i + RING_HDR_BYTES);
+		ring_commit_sp(&t.p);
 	}
-	cr_assert_eq(ring_batch_next(&t.c, &b, &r), 0);
-	ring_batch_release(&t.c, &b);
+	cr_assert_null(ring_reserve_fast_sp(&t.p, 2, 0),
+		       "a record past the cap takes the slow path");
+	cr_assert_eq(t.data[64], 0xa5, "the refused fast path wrote nothing");
+	cr_assert_eq(ring_producer_dropped(&t.p), 0);
+	cr_assert_eq(t.p.last_error, 0);
+	cr_assert_eq(atomic_load(&t.ctl->write_pos), 64, "and published nothing");
+	/* The general path does not look at the cap. */
+	void *dst = ring_reserve_sp(&t.p, 2, 24);
+	cr_assert_eq((uint8_t *)dst, t.data + 64 + RING_HDR_BYTES);
+	ring_commit_sp(&t.p);
+	/* Raised to the capacity (or beyond: clamped), the cap is gone: the fast path runs to the
+	 * end of data, and no further. */
+	ring_producer_cap_limit(&t.p, 1u << 20);
+	drain_all(&t);
+	uint32_t n = 3;
+	while (ring_reserve_fast_sp(&t.p, n, 24)) {
+		ring_commit_sp(&t.p);
+		n++;
+	}
+	cr_assert_eq(atomic_load(&t.ctl->write_pos), 1024, "fast path stopped at %llu",
+		     (unsigned long long)atomic_load(&t.ctl->write_pos));
+	cr_assert_eq(ring_producer_dropped(&t.p), 0);
 	tring_close(&t);
+}
+
+Test(ring, limit_cap_zero_and_cap_below_the_writer)
+{
+	struct tring t;
+	tring_open(&t, 256, 0);
+	ring_producer_cap_limit(&t.p, 0);
+	cr_assert_null(ring_reserve_fast_sp(&t.p, 1, 0));
+	cr_assert_eq(ring_push_sp(&t.p, 1, zeros, 8), 0, "the general path still writes");
+	/* A cap at or below the writer's offset stops the fast path until it is raised. */
+	ring_producer_cap_limit(&t.p, 8);
+	cr_assert_null(ring_reserve_fast_sp(&t.p, 2, 0));
+	ring_producer_cap_limit(&t.p, 32);
+	cr_assert_not_null(ring_reserve_fast_sp(&t.p, 2, 8)); /* 16..32 */
+	ring_commit_sp(&t.p);
+	cr_assert_null(ring_reserve_fast_sp(&t.p, 3, 0));
+	cr_assert_eq(ring_producer_dropped(&t.p), 0);
+	tring_close(&t);
+}
+
+Test(ring, limit_cap_random_against_the_model)
+{
+	/* Random caps (below, at and beyond the capacity) while pushing through the fast path
+	 * first, as the runtime does: whatever the fast path accepts is what the model accepts,
+	 * at the model's address, and ends at or below the cap; what it refuses, the general path
+	 * decides exactly as the model does. */
+	for (uint64_t k = 0; k < 48; k++) {
+		uint64_t cap = 256u << (k % 3);
+		uint64_t start = k < 16	  ? 0
+				 : k < 32 ? 8 * (k * 7 % (cap / 8))
+					  : (uint64_t)0 - 8 * k;
+		struct tring t;
+		struct model m;
+		tring_open(&t, cap, start);
+		model_init(&m, cap, start);
+		uint64_t s = 4242 + k, fast = 0;
+		for (int i = 0; i < 3000; i++) {
+			uint64_t roll = rng_below(&s, 100);
+			if (roll < 10) {
+				ring_producer_cap_limit(&t.p, 8 * rng_below(&s, cap / 8 + 8));
+			} else if (roll < 65) {
+				uint32_t pl = (uint32_t)rng_below(&s, cap / 3);
+				uint64_t data_cap = t.p.data_cap;
+				uint64_t seq = m.pushed;
+				void *dst = ring_reserve_fast_sp(&t.p, (uint32_t)seq, pl);
+				if (!dst) {
+					push_checked(&t, &m, pl);
+					continue;
+				}
+				fast++;
+				uint64_t pos = 0;
+				cr_assert_eq(model_push(&m, pl, &pos), 0,
+					     "fast path accepted a drop");
+				uint64_t off = pos % cap;
+				cr_assert_eq((uint8_t *)dst, t.data + off + RING_HDR_BYTES);
+				cr_assert_leq(off + ring_record_bytes(pl), data_cap,
+					      "fast path ran past the cap");
+				fill_payload(dst, seq, pl);
+				ring_commit_sp(&t.p);
+			} else {
+				consume_checked(&t, &m, rng_below(&s, m.q_len + 2));
+			}
+		}
+		consume_checked(&t, &m, UINT64_MAX);
+		check_accounting(&t, &m);
+		cr_assert_gt(fast, 100, "the fast path ran (%llu)", (unsigned long long)fast);
+		free(m.q);
+		tring_close(&t);
+	}
 }

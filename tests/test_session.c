@@ -182,7 +182,7 @@ Test(session, threads_known_counts_nothing_lost_with_big_rings)
 		cr_assert_eq((int)(x->r.value.value & 0xffffffff), next[idx]++);
 	}
 	/* All slots were freed: nothing resident but the metadata. */
-	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), s->rings_off);
+	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), s->geom.rings_off);
 	ts_collect_free(&c);
 	session_destroy(s);
 }
@@ -321,7 +321,7 @@ Test(session, corrupt_ring_is_reported_and_other_streams_survive)
 	pthread_barrier_wait(&bar);
 	/* Scribble over the first record of thread 0's ring: an impossible length. */
 	int victim = -1;
-	for (uint32_t i = 0; i < s->max_slots; i++)
+	for (uint32_t i = 0; i < s->geom.max_slots; i++)
 		if (session__slot(s, i)->tid == a[0].tid)
 			victim = (int)i;
 	cr_assert_geq(victim, 0);
@@ -352,7 +352,7 @@ Test(session, corrupt_ring_is_reported_and_other_streams_survive)
 	cr_assert(lost_corrupt);
 	cr_assert_eq(c.ends, 2);
 	/* The corrupt slot was freed once its thread was gone: every slot is claimable again. */
-	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), s->rings_off);
+	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), s->geom.rings_off);
 	ts_collect_free(&c);
 	session_destroy(s);
 }
@@ -365,20 +365,20 @@ Test(session, garbage_slot_table_and_strtab_do_not_crash_the_drain)
 	ts_drain_idle(s, &c);
 	/* Now scribble on everything a producer could: states, pids, ring_ctl, string table. */
 	srand(7);
-	for (uint32_t i = 0; i < s->max_slots; i++) {
+	for (uint32_t i = 0; i < s->geom.max_slots; i++) {
 		struct trc_slot *sl = session__slot(s, i);
 		uint8_t *p = (uint8_t *)sl;
 		for (size_t k = 0; k < sizeof(*sl); k++)
 			p[k] = (uint8_t)rand();
 	}
-	uint8_t *st = s->base + s->strtab_off;
-	for (uint64_t k = 0; k < s->strtab_bytes; k++)
+	uint8_t *st = trc_region_strtab(s->base, &s->geom);
+	for (uint64_t k = 0; k < s->geom.strtab_bytes; k++)
 		st[k] = (uint8_t)rand();
 	for (int round = 0; round < 5; round++) {
 		struct session_sink k = ts_sink(&c);
 		cr_assert_geq(session_drain(s, &k), 0);
 	}
-	cr_assert_leq(session_buffers_resident_bytes(s, 0), s->region_bytes);
+	cr_assert_leq(session_buffers_resident_bytes(s, 0), s->geom.region_bytes);
 	ts_collect_free(&c);
 	session_destroy(s);
 }
@@ -434,18 +434,18 @@ Test(session, resident_bytes_match_the_kernel_exactly)
 	enum { RING = 256 << 10, HEAD = TRC_RING_PREFAULT_BYTES };
 	struct trc_session *s = start(8, RING);
 	/* Attached, nothing claimed: the metadata only. */
-	check_resident(s, s->rings_off);
+	check_resident(s, s->geom.rings_off);
 	TRC_INSTANT("main", 1); /* claim: the head of the ring */
-	check_resident(s, s->rings_off + HEAD);
+	check_resident(s, s->geom.rings_off + HEAD);
 	struct ts_collect c = {0};
 	/* Write past the head: the faulted part doubles, never more. */
 	for (int i = 0; i < 4000; i++) /* 24 bytes each: ~96 KB */
 		TRC_COUNTER("grow", i);
-	check_resident(s, s->rings_off + 2 * HEAD);
+	check_resident(s, s->geom.rings_off + 2 * HEAD);
 	ts_drain_idle(s, &c);
 	for (int i = 0; i < 8000; i++) /* past 256 KB in all: the whole ring, then wrapping */
 		TRC_COUNTER("grow", i);
-	check_resident(s, s->rings_off + RING);
+	check_resident(s, s->geom.rings_off + RING);
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, 3);
 	pthread_t th[2];
@@ -453,15 +453,15 @@ Test(session, resident_bytes_match_the_kernel_exactly)
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, hold_slot, &a);
 	pthread_barrier_wait(&bar);
-	check_resident(s, s->rings_off + RING + 2 * HEAD);
+	check_resident(s, s->geom.rings_off + RING + 2 * HEAD);
 	cr_assert_eq(session_buffers_resident_bytes(s, getpid() + 100000), 0);
-	cr_assert_eq(session_buffers_resident_bytes(s, 0), s->rings_off + RING + 2 * HEAD);
+	cr_assert_eq(session_buffers_resident_bytes(s, 0), s->geom.rings_off + RING + 2 * HEAD);
 	pthread_barrier_wait(&bar);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	ts_drain_idle(s, &c);
 	/* The two exited threads' rings were punched out when their slots were freed. */
-	check_resident(s, s->rings_off + RING);
+	check_resident(s, s->geom.rings_off + RING);
 	cr_assert_eq(ts_lost_total(&c), 0);
 	cr_assert_eq(c.by_type[TRC_REC_COUNTER], 12000);
 	ts_collect_free(&c);
@@ -534,7 +534,7 @@ Test(session, no_session_means_no_state_and_no_records)
 	}
 	TRC_END("x");
 	trc_thread_name("t");
-	cr_assert_null(trc__self.data, "no ring was claimed");
+	cr_assert_null(trc__self.prod.data, "no ring was claimed");
 	cr_assert_eq(trc__self.ok, 0);
 	cr_assert_null(trc__rt.base);
 }
@@ -559,7 +559,7 @@ Test(session, attach_refuses_fds_that_are_not_a_session)
 	cr_assert_eq(trc_attach(), -EPROTO);
 	cr_assert(!trc_enabled());
 	TRC_INSTANT("nothing", 1);
-	cr_assert_null(trc__self.data);
+	cr_assert_null(trc__self.prod.data);
 }
 
 Test(session, config_is_validated)
@@ -575,8 +575,8 @@ Test(session, config_is_validated)
 	session_destroy(NULL);
 	struct trc_session *s = session_create(NULL, &err);
 	cr_assert_not_null(s, "defaults");
-	cr_assert_eq(s->ring_bytes, 4u << 20);
-	cr_assert_eq(s->max_slots, 256);
+	cr_assert_eq(s->geom.ring_bytes, 4u << 20);
+	cr_assert_eq(s->geom.max_slots, 256);
 	session_destroy(s);
 }
 

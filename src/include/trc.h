@@ -57,6 +57,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "trc/ring_producer.h"
 #include "trc/wire.h"
 
 #ifdef __cplusplus
@@ -100,15 +101,11 @@ int trc_attach(void);
 extern unsigned trc__mode;
 
 /* Per-thread state (initial-exec TLS: one %fs-relative access, no __tls_get_addr). The fast
- * path writes the ring directly with these fields; the ring's own producer handle (private to
- * src/rt_thread.c) is brought in step whenever the slow path runs. Records follow the ring's
- * format (ringbuf/ring.h): an 8-byte header {u32 len, u32 tag}, then the payload. */
+ * path is the ring's own producer (trc/ring_producer.h, the same code ringbuf/ uses): an inline
+ * reserve below the producer's limit, the record's stores, an inline commit. The runtime caps
+ * that limit at the end of the part of the ring it has faulted in, so a writer about to leave
+ * it takes the slow path (trc__emit_full), which faults the next chunk in first. */
 struct trc__thread {
-	uint8_t *data; /* ring data; NULL when the thread holds no ring */
-	uint64_t mask; /* capacity - 1 */
-	uint64_t write; /* next write position (free-running) */
-	uint64_t limit; /* a record ending at or below this fits: no wrap, no overwrite */
-	uint64_t *write_pos; /* the ring's shared write position (struct ring_ctl) */
 	/* 1 when the thread holds a ring and is not inside an emit: the only flag the fast path
 	 * tests. Cleared around each emit, so a signal handler that interrupts one sees 0 and goes
 	 * to the slow path, which counts its event as lost instead of corrupting the ring. */
@@ -117,6 +114,9 @@ struct trc__thread {
 	uint8_t parked; /* no free slot last time: retry when the recorder frees one */
 	uint8_t named; /* name[] holds a trc_thread_name */
 	uint32_t slot;
+	/* The thread's ring; prod.data is NULL when the thread holds none. Right after ok, so
+	 * the fields an event touches share a cache line or two. */
+	struct ring_producer prod;
 	uint64_t freed_seen;
 	uint64_t faulted; /* bytes of the ring faulted in (from its start; grows by doubling) */
 	char name[16];
@@ -124,7 +124,7 @@ struct trc__thread {
 
 extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
 
-/* Out of line (src/rt_thread.c, src/rt_strtab.c). */
+/* Out of line (src/runtime/thread.c, src/runtime/intern.c). */
 void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 uint32_t trc__site_intern(uint32_t *site, const char *name);
@@ -152,6 +152,13 @@ static inline uint64_t trc__now(unsigned mode)
 	return trc_mono_ns();
 }
 
+/* An event's payload in the ring: ts, then nwords of a, b (session_layout.h's encoding table).
+ * Written through this struct type so that the compiler knows the stores cannot change the
+ * producer's own fields (it keeps them in registers across the stores). */
+struct trc__event {
+	uint64_t ts, a, b;
+};
+
 /* Stores one record {header, ts, a?, b?} (nwords = 0..2 after the timestamp) into the calling
  * thread's ring. mode is trc__mode, already loaded and nonzero. */
 static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint32_t tag,
@@ -164,21 +171,19 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 	}
 	t->ok = 0;
 	TRC__BARRIER(); /* ok = 0 is in place before the ring is touched (signal handlers) */
-	uint64_t total = 16u + 8u * nwords;
-	uint64_t w = t->write;
-	if (TRC__LIKELY(w + total <= t->limit)) {
-		uint64_t *r = (uint64_t *)(void *)(t->data + (w & t->mask));
-		r[0] = total | ((uint64_t)tag << 32); /* ring header {u32 len, u32 tag} */
-		r[1] = trc__now(mode);
+	struct trc__event *e =
+		(struct trc__event *)ring_reserve_fast_sp(&t->prod, tag, 8u + 8u * nwords);
+	if (TRC__LIKELY(e != NULL)) {
+		e->ts = trc__now(mode);
 		if (nwords > 0)
-			r[2] = a;
+			e->a = a;
 		if (nwords > 1)
-			r[3] = b;
-		t->write = w + total;
-		/* Publishes the record: pairs with the consumer's acquire load of write_pos
+			e->b = b;
+		/* One release store; pairs with the consumer's acquire load of write_pos
 		 * (ring_batch_begin). */
-		__atomic_store_n(t->write_pos, w + total, __ATOMIC_RELEASE);
+		ring_commit_sp(&t->prod);
 	} else {
+		/* Wrap, full, or the end of the faulted part of the ring. */
 		trc__emit_full(t, tag, nwords, a, b);
 	}
 	TRC__BARRIER();
@@ -198,12 +203,12 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 	})
 
 /* value is evaluated only with a session; name only the first time the call site runs. */
-#define TRC__NAMED(type, name, nwords, value)                                        \
-	do {                                                                         \
-		unsigned trc__m = trc__mode_load();                                  \
-		if (trc__m)                                                          \
-			trc__emit(trc__m, TRC_TAG((type), TRC__SITE(name)), (nwords),  \
-				  TRC__VAL(value), 0);                               \
+#define TRC__NAMED(type, name, nwords, value)                                         \
+	do {                                                                          \
+		unsigned trc__m = trc__mode_load();                                   \
+		if (trc__m)                                                           \
+			trc__emit(trc__m, TRC_TAG((type), TRC__SITE(name)), (nwords), \
+				  TRC__VAL(value), 0);                                \
 	} while (0)
 #define TRC__VAL(v) ((uint64_t)(int64_t)(v))
 
@@ -219,7 +224,7 @@ static inline void trc__scope_end(uint32_t *tag)
 		uint32_t trc__tag = 0;                                                  \
 		unsigned trc__m = trc__mode_load();                                     \
 		if (trc__m) {                                                           \
-			trc__tag = TRC_TAG(TRC_REC_SPAN_BEGIN, TRC__SITE(name));          \
+			trc__tag = TRC_TAG(TRC_REC_SPAN_BEGIN, TRC__SITE(name));        \
 			trc__emit(trc__m, trc__tag, 0, 0, 0);                           \
 		}                                                                       \
 		trc__tag;                                                               \

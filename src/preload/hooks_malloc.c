@@ -17,7 +17,7 @@
  *     handlers that allocate while this thread records: trc.h's per-thread ok/busy flags turn
  *     the nested event into a counted loss (LOST reason REENTRANT), never a corrupt ring;
  *   - threads exiting at any moment, fork, exec, exit from any thread: handled by libtrc
- *     (src/rt_thread.c, src/rt_attach.c); the hooks hold no state of their own.
+ *     (src/runtime/thread.c, src/runtime/attach.c); the hooks hold no state of their own.
  * A FREE is recorded before the block goes back to the allocator, so another thread's ALLOC of
  * the same address is always stamped after it.
  *

@@ -1,15 +1,18 @@
-/* rt_attach.c - finding and mapping the session region in a traced process.
+/* attach.c - finding and mapping the session region in a traced process.
  *
  * The recorder passes the region as an inherited memfd named in TRC_SESSION_FD. The library
  * attaches in a constructor (libtrc.so is initialised before the program and the preload
  * library), so the fast path needs no "attached yet?" state beyond trc__mode. The constructor
  * is cheap and allocation-free: getenv, fcntl, fstat, mmap, madvise, pthread_key_create,
  * pthread_atfork; it emits nothing (the PROCESS/MODULE records are written by the first thread
- * that claims a slot, rt_procinfo.c).
+ * that claims a slot, procinfo.c).
  *
  * Trust: the fd number comes from the environment, which any program may have edited or
  * inherited stale (a program that closed fd N and reused it). We attach only to a sealed memfd
- * whose header carries our magic and version and whose layout fits its size.
+ * whose header carries our magic and version and whose layout fits its size. The header is
+ * shared with every traced process (any of which may scribble on it): it is read once, into a
+ * private copy, and the copy is validated into trc__rt.geom (session_layout.h "geometry"),
+ * from which every address is computed.
  *
  * fork: the child keeps the shared mapping but must never write to its parent's rings: the
  * atfork child handler forgets the forking thread's slot (the only thread in the child), records
@@ -41,9 +44,9 @@ void trc__populate_meta(void)
 {
 	/* Exactly [0, rings_off) becomes resident in this process (session_layout.h: what the
 	 * recorder subtracts). */
-	if (madvise(trc__rt.base, trc__rt.rings_off, MADV_POPULATE_READ) == 0)
+	if (madvise(trc__rt.base, trc__rt.geom.rings_off, MADV_POPULATE_READ) == 0)
 		return;
-	for (uint64_t off = 0; off < trc__rt.rings_off; off += TRC_REGION_PAGE)
+	for (uint64_t off = 0; off < trc__rt.geom.rings_off; off += TRC_REGION_PAGE)
 		(void)*(volatile uint8_t *)(trc__rt.base + off);
 }
 
@@ -53,16 +56,13 @@ static void trc__register_process(void)
 	uint32_t idx = atomic_fetch_add_explicit(&h->procs_used, 1, memory_order_relaxed);
 	/* An older entry with our pid is the image exec replaced (or a dead process whose pid
 	 * was reused): it no longer maps anything. */
-	for (uint32_t i = 0; i < idx && i < trc__rt.max_procs; i++) {
-		struct trc_proc *old =
-			(struct trc_proc *)(void *)(trc__rt.base + trc__rt.procs_off +
-						    (uint64_t)i * sizeof(*old));
+	for (uint32_t i = 0; i < idx && i < trc__rt.geom.max_procs; i++) {
+		struct trc_proc *old = trc_region_proc(trc__rt.base, &trc__rt.geom, i);
 		if (atomic_load_explicit(&old->pid, memory_order_relaxed) == (uint32_t)trc__rt.pid)
 			atomic_store_explicit(&old->dead, 1, memory_order_relaxed);
 	}
-	if (idx < trc__rt.max_procs) {
-		struct trc_proc *pe = (struct trc_proc *)(void *)(trc__rt.base + trc__rt.procs_off +
-								  (uint64_t)idx * sizeof(*pe));
+	if (idx < trc__rt.geom.max_procs) {
+		struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, idx);
 		pe->ppid = (uint32_t)getppid();
 		/* Pairs with the recorder's acquire load of pid: ppid is written before. */
 		atomic_store_explicit(&pe->pid, (uint32_t)trc__rt.pid, memory_order_release);
@@ -73,7 +73,7 @@ static void trc__register_process(void)
 /* Slots that still name this pid belong to the image exec replaced: its threads are gone. */
 static void trc__retire_stale_slots(void)
 {
-	for (uint32_t i = 0; i < trc__rt.max_slots; i++) {
+	for (uint32_t i = 0; i < trc__rt.geom.max_slots; i++) {
 		struct trc_slot *s = trc__slot(i);
 		uint64_t w = atomic_load_explicit(&s->state, memory_order_acquire);
 		if (TRC_SLOT_STATE(w) != TRC_SLOT_CLAIMED ||
@@ -113,33 +113,6 @@ static int trc__parse_fd(const char *s)
 	return (int)v;
 }
 
-static int trc__check_layout(const struct trc_region_hdr *h, uint64_t size)
-{
-	if (h->version != TRC_REGION_VERSION || h->hdr_bytes != sizeof(*h) ||
-	    h->region_bytes != size || h->slot_bytes != sizeof(struct trc_slot) ||
-	    h->proc_bytes != sizeof(struct trc_proc))
-		return -EPROTO;
-	if (h->max_slots == 0 || h->max_slots > 65536 || h->max_procs > (1u << 20) ||
-	    h->ring_bytes < TRC_REGION_PAGE || !ring_capacity_valid(h->ring_bytes) ||
-	    h->strtab_bytes < 64 || h->strtab_bytes > TRC_STRTAB_MAX_BYTES)
-		return -EPROTO;
-	if ((h->procs_off | h->slots_off | h->strtab_off | h->rings_off) % TRC_REGION_PAGE)
-		return -EPROTO;
-	if (h->procs_off < sizeof(*h) ||
-	    h->slots_off < h->procs_off + (uint64_t)h->max_procs * sizeof(struct trc_proc) ||
-	    h->strtab_off < h->slots_off + (uint64_t)h->max_slots * sizeof(struct trc_slot) ||
-	    h->rings_off < h->strtab_off + h->strtab_bytes ||
-	    (size - h->rings_off) / h->ring_bytes < h->max_slots || h->rings_off > size)
-		return -EPROTO;
-	if (h->clock_mode != TRC_CLOCK_GETTIME && h->clock_mode != TRC_CLOCK_TSC)
-		return -EPROTO;
-#if !defined(__x86_64__) && !defined(__i386__)
-	if (h->clock_mode == TRC_CLOCK_TSC)
-		return -EPROTO;
-#endif
-	return 0;
-}
-
 int trc_attach(void)
 {
 	if (trc__mode_load())
@@ -169,7 +142,11 @@ int trc_attach(void)
 	int err = -EPROTO;
 	if (atomic_load_explicit(&h->magic, memory_order_acquire) != TRC_REGION_MAGIC)
 		goto unmap;
-	err = trc__check_layout(h, size);
+	/* One read of the shared header, then only the copy (session_layout.h "geometry"). */
+	struct trc_region_hdr copy;
+	struct trc_region_geom geom;
+	trc_region_hdr_read(&copy, h);
+	err = trc_region_geom_check(&geom, &copy, size);
 	if (err)
 		goto unmap;
 	if (!trc__rt.key_ok) {
@@ -188,15 +165,7 @@ int trc_attach(void)
 	}
 	trc__rt.base = base;
 	trc__rt.hdr = h;
-	trc__rt.region_bytes = size;
-	trc__rt.max_slots = h->max_slots;
-	trc__rt.max_procs = h->max_procs;
-	trc__rt.procs_off = h->procs_off;
-	trc__rt.slots_off = h->slots_off;
-	trc__rt.strtab_off = h->strtab_off;
-	trc__rt.strtab_bytes = h->strtab_bytes;
-	trc__rt.rings_off = h->rings_off;
-	trc__rt.ring_bytes = h->ring_bytes;
+	trc__rt.geom = geom;
 	trc__rt.fd = fd;
 	trc__rt.pid = getpid();
 	trc__rt.meta_done = 0;
@@ -205,8 +174,7 @@ int trc_attach(void)
 	trc__register_process();
 	/* Release: a thread that sees the mode also sees trc__rt (the program's own threads are
 	 * started after this anyway). */
-	__atomic_store_n(&trc__mode, h->clock_mode == TRC_CLOCK_TSC ? TRC_CLOCK_TSC : TRC_CLOCK_GETTIME,
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(&trc__mode, geom.clock_mode, __ATOMIC_RELEASE);
 	return 0;
 unmap:
 	munmap(base, size);

@@ -1,4 +1,4 @@
-/* rt_strtab.c - interning names into the session's string table.
+/* intern.c - interning names into the session's string table.
  *
  * A call site interns its name once (trc.h keeps the id in a static at the site); several sites
  * with the same name share an id through a per-process dedup cache. Both are lock-free and
@@ -37,13 +37,13 @@ static uint32_t trc__hash(const char *s, uint32_t len)
 static bool trc__entry_equals(uint32_t id, const char *s, uint32_t len)
 {
 	uint64_t off = trc_strtab_off(id);
-	if (off + 8 > trc__rt.strtab_bytes)
+	if (off + 8 > trc__rt.geom.strtab_bytes)
 		return false;
-	const uint8_t *e = trc__rt.base + trc__rt.strtab_off + off;
+	const uint8_t *e = trc_region_strtab(trc__rt.base, &trc__rt.geom) + off;
 	/* Pairs with the release store that published the entry. */
 	uint32_t rl = __atomic_load_n((const uint32_t *)(const void *)e, __ATOMIC_ACQUIRE);
 	if (!(rl & TRC_STRTAB_READY) || (rl & ~TRC_STRTAB_READY) != len ||
-	    off + trc_strtab_entry_bytes(len) > trc__rt.strtab_bytes)
+	    off + trc_strtab_entry_bytes(len) > trc__rt.geom.strtab_bytes)
 		return false;
 	return memcmp(e + 8, s, len) == 0;
 }
@@ -53,9 +53,9 @@ static uint32_t trc__append(const char *s, uint32_t len)
 	struct trc_region_hdr *h = trc__rt.hdr;
 	uint64_t need = trc_strtab_entry_bytes(len);
 	uint64_t off = atomic_fetch_add_explicit(&h->strtab_used, need, memory_order_relaxed);
-	if (off + need > trc__rt.strtab_bytes || trc_strtab_id(off) > TRC_NAME_ID_MAX)
+	if (off + need > trc__rt.geom.strtab_bytes || trc_strtab_id(off) > TRC_NAME_ID_MAX)
 		return 1u;
-	uint8_t *e = trc__rt.base + trc__rt.strtab_off + off;
+	uint8_t *e = trc_region_strtab(trc__rt.base, &trc__rt.geom) + off;
 	memcpy(e + 8, s, len);
 	e[8 + len] = 0;
 	/* Publishes the entry: pairs with the acquire load of ready_len in the drain (and in

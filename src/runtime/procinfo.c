@@ -1,4 +1,4 @@
-/* rt_procinfo.c - the PROCESS and MODULE records a process writes when its first thread
+/* procinfo.c - the PROCESS and MODULE records a process writes when its first thread
  * claims a ring: pid, ppid and command line (/proc/self/cmdline), and every executable file
  * mapping (/proc/self/maps), so trace-dump can tell processes apart and name the addresses of
  * FUNC_ENTER/EXIT records.
@@ -48,15 +48,16 @@ static void trc__emit_process(struct trc__thread *t, unsigned mode)
 		close(fd);
 		len = n > 0 ? (uint32_t)n : 0;
 	}
-	struct ring_producer *p = &trc__ring_prod;
-	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), 24 + len);
+	struct trc_ring_process *r =
+		trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), (uint32_t)sizeof(*r) + len);
 	if (!r)
 		return;
-	r[0] = trc__now(mode);
-	r[1] = (uint64_t)(uint32_t)trc__rt.pid | ((uint64_t)(uint32_t)getppid() << 32);
-	r[2] = len;
-	memcpy(&r[3], cmd, len);
-	ring_commit_sp(p);
+	r->ts = trc__now(mode);
+	r->pid = (uint32_t)trc__rt.pid;
+	r->ppid = (uint32_t)getppid();
+	r->cmdline_len = len;
+	memcpy(r + 1, cmd, len);
+	ring_commit_sp(&t->prod);
 }
 
 static uint64_t trc__hex(const char **s)
@@ -98,17 +99,17 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 	if (s >= end || (*s != '/' && *s != '['))
 		return;
 	uint32_t plen = (uint32_t)(end - s);
-	struct ring_producer *p = &trc__ring_prod;
-	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), 40 + plen);
+	struct trc_ring_module *r =
+		trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), (uint32_t)sizeof(*r) + plen);
 	if (!r)
 		return;
-	r[0] = trc__now(mode);
-	r[1] = start;
-	r[2] = stop;
-	r[3] = offset;
-	r[4] = plen;
-	memcpy(&r[5], s, plen);
-	ring_commit_sp(p);
+	r->ts = trc__now(mode);
+	r->start = start;
+	r->end = stop;
+	r->offset = offset;
+	r->path_len = plen;
+	memcpy(r + 1, s, plen);
+	ring_commit_sp(&t->prod);
 }
 
 static void trc__emit_modules(struct trc__thread *t, unsigned mode)
@@ -149,8 +150,6 @@ static void trc__emit_modules(struct trc__thread *t, unsigned mode)
 
 void trc__emit_process_info(struct trc__thread *t, unsigned mode)
 {
-	(void)trc__prod_sync(t);
 	trc__emit_process(t, mode);
 	trc__emit_modules(t, mode);
-	trc__prod_publish(t);
 }

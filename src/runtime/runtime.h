@@ -1,8 +1,10 @@
-/* rt_internal.h - private state of the runtime (libtrc) shared by src/rt_*.c.
+/* runtime.h - private state of the runtime (libtrc) shared by the files of src/runtime/.
  *
  * One process-wide struct trc__rt, written by trc_attach (once, before trc__mode is set) and by
  * the fork child handler (in the child, which then has one thread); read by every thread after
- * it loads trc__mode != 0. Per-thread state is trc__self (trc.h).
+ * it loads trc__mode != 0. Its geometry is the validated copy of the region's layout
+ * (session_layout.h), never re-read from the shared header. Per-thread state is trc__self
+ * (trc.h), whose ring producer is ringbuf's (ring_producer.h).
  *
  * Concurrency (producer side):
  *   operation                  thread                  concurrent with               blocks
@@ -15,8 +17,8 @@
  * Signal handlers may run any of the emit paths on top of any of them: trc__self.ok/busy turn a
  * nested event into a counted loss.
  */
-#ifndef TRC_RT_INTERNAL_H
-#define TRC_RT_INTERNAL_H
+#ifndef TRC_RUNTIME_H
+#define TRC_RUNTIME_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,17 +31,8 @@
 
 struct trc__rt {
 	uint8_t *base; /* the mapped region */
-	struct trc_region_hdr *hdr;
-	uint64_t region_bytes;
-	/* Validated copies of the header's layout (the header is not re-read for them). */
-	uint32_t max_slots;
-	uint32_t max_procs;
-	uint64_t procs_off;
-	uint64_t slots_off;
-	uint64_t strtab_off;
-	uint64_t strtab_bytes;
-	uint64_t rings_off;
-	uint64_t ring_bytes;
+	struct trc_region_hdr *hdr; /* the shared header: its counters only */
+	struct trc_region_geom geom; /* validated at attach from one read of the header */
 	int fd;
 	pid_t pid; /* this process (updated in the fork child) */
 	pthread_key_t key;
@@ -51,64 +44,37 @@ struct trc__rt {
 
 extern struct trc__rt trc__rt;
 
+/* This process's region: session_layout.h's helpers on trc__rt's geometry. */
 static inline struct trc_slot *trc__slot(uint32_t i)
 {
-	return (struct trc_slot *)(void *)(trc__rt.base + trc__rt.slots_off +
-					   (uint64_t)i * sizeof(struct trc_slot));
+	return trc_region_slot(trc__rt.base, &trc__rt.geom, i);
 }
 
 static inline uint8_t *trc__ring_data(uint32_t i)
 {
-	return trc__rt.base + trc__rt.rings_off + (uint64_t)i * trc__rt.ring_bytes;
+	return trc_region_ring(trc__rt.base, &trc__rt.geom, i);
 }
 
-/* The ring producer handle of the calling thread (rt_thread.c). Its write position lags the
- * fast path's: a slow path calls trc__prod_sync once on entry, then ring_* and trc__reserve on
- * it, then trc__prod_publish once on exit. */
-extern __thread struct ring_producer trc__ring_prod __attribute__((tls_model("initial-exec")));
-
-static inline struct ring_producer *trc__prod_sync(struct trc__thread *t)
-{
-	trc__ring_prod.write = t->write;
-	return &trc__ring_prod;
-}
-
-/* After ring_* calls: the fast path's copy of write and its no-check limit. Until the whole ring
- * is faulted in, the limit also stops at the end of the faulted part (positions start at 0, so
- * during the first lap a position is an offset), which sends the writer to the slow path to
- * fault the next chunk (session_layout.h "Residency"). */
-static inline void trc__prod_publish(struct trc__thread *t)
-{
-	struct ring_producer *p = &trc__ring_prod;
-	uint64_t w = p->write;
-	uint64_t end_of_data = w - (w & p->mask) + p->capacity;
-	uint64_t end_of_room = p->cached_read + p->capacity;
-	uint64_t lim = end_of_data < end_of_room ? end_of_data : end_of_room;
-	if (t->faulted < p->capacity && t->faulted < lim)
-		lim = t->faulted;
-	t->write = w;
-	t->limit = lim;
-}
-
-/* Reserves a record on trc__ring_prod (synced) through the ring's general path, faulting in
- * more of the ring first when the record reaches past the faulted part. Slow paths; ok == 0. */
+/* Reserves a record on t->prod through the ring's general path (ring_reserve_sp), faulting in
+ * more of the ring first when the record reaches past the faulted part (and raising the
+ * producer's limit cap to match). Commit with ring_commit_sp(&t->prod). Slow paths; ok == 0. */
 void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes);
 
-/* Maps [0, rings_off) into this process's page tables (rt_attach.c). */
+/* Maps [0, rings_off) into this process's page tables (attach.c). */
 void trc__populate_meta(void);
 
 /* Writes the PROCESS and MODULE records of this process into the calling thread's ring, which
- * it holds (rt_procinfo.c). Slow path. */
+ * it holds (procinfo.c). Slow path. */
 void trc__emit_process_info(struct trc__thread *t, unsigned mode);
 
 /* Interns a string; returns its id (1, the "table full" entry, when there is no room). Lock-free,
- * async-signal-safe (rt_strtab.c). */
+ * async-signal-safe (intern.c). */
 uint32_t trc__intern(const char *s);
 
-/* Thread-exit hook (pthread key destructor, rt_thread.c). */
+/* Thread-exit hook (pthread key destructor, thread.c). */
 void trc__thread_exit(void *arg);
 
-/* Forgets the calling thread's slot without retiring it (fork child, rt_thread.c). */
+/* Forgets the calling thread's slot without retiring it (fork child, thread.c). */
 void trc__thread_forget(void);
 
-#endif /* TRC_RT_INTERNAL_H */
+#endif /* TRC_RUNTIME_H */

@@ -1,12 +1,13 @@
-/* rt_thread.c - a producer thread's life: claiming a ring slot on its first event, the slow
+/* thread.c - a producer thread's life: claiming a ring slot on its first event, the slow
  * emit paths (no slot yet, ring full or wrapping, nested from a signal handler), naming, and
  * giving the slot back when the thread exits.
  *
  * Claim: scan the slot table for a FREE slot and CAS its state word (generation kept) to
- * CLAIMING, fill pid/tid/name, attach the producer, fault the head of the ring in (the rest
- * follows in chunks ahead of the writer: trc__reserve, session_layout.h "Residency"), publish
- * CLAIMED (release). The first thread of a process to claim also writes the
- * PROCESS and MODULE records. Every claim writes a THREAD record. When no slot is free the
+ * CLAIMING, fill pid/tid/name, attach the ring's producer (trc__self.prod, the one the fast
+ * path in trc.h uses), fault the head of the ring in and cap the producer's fast path there (the
+ * rest follows in chunks ahead of the writer: trc__reserve, session_layout.h "Residency"),
+ * publish CLAIMED (release). The first thread of a process to claim also writes the PROCESS and
+ * MODULE records. Every claim writes a THREAD record. When no slot is free the
  * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
  * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
  *
@@ -15,9 +16,9 @@
  * emitted after that (a later destructor that frees memory) claims again and re-arms the key,
  * so glibc calls the destructor again. Threads that never run destructors (the whole process
  * exits, or execs) leave CLAIMED slots behind: the recorder frees those once it finds the
- * thread gone, and an exec'd image retires its predecessor's at attach (rt_attach.c).
+ * thread gone, and an exec'd image retires its predecessor's at attach (attach.c).
  *
- * Threads: every function runs on the thread it concerns; see rt_internal.h.
+ * Threads: every function runs on the thread it concerns; see runtime.h.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -34,32 +35,37 @@
 
 __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
 
-__thread struct ring_producer trc__ring_prod __attribute__((tls_model("initial-exec")));
-
-_Static_assert(offsetof(struct ring_ctl, write_pos) == 0 &&
-		       sizeof(((struct ring_ctl *)0)->write_pos) == sizeof(uint64_t),
-	       "the fast path stores the ring's write position through a uint64_t *");
+/* trc.h writes every event as struct trc__event {ts, a, b} cut to 8 + 8 * nwords bytes: the
+ * payloads of session_layout.h's encoding table, byte for byte. */
+_Static_assert(offsetof(struct trc__event, ts) == 0 && offsetof(struct trc__event, a) == 8 &&
+		       offsetof(struct trc__event, b) == 16,
+	       "trc__event is { ts, a, b }");
+_Static_assert(8 + 8 * 0 == sizeof(struct trc_ring_span) &&
+		       8 + 8 * 1 == sizeof(struct trc_ring_value) &&
+		       8 + 8 * 1 == sizeof(struct trc_ring_free) &&
+		       8 + 8 * 2 == sizeof(struct trc_ring_alloc) &&
+		       8 + 8 * 2 == sizeof(struct trc_ring_func),
+	       "events: { ts } + nwords words");
 
 static void trc__drop_ring(struct trc__thread *t)
 {
-	t->data = NULL;
-	t->write_pos = NULL;
-	t->write = t->limit = t->mask = t->faulted = 0;
-	memset(&trc__ring_prod, 0, sizeof(trc__ring_prod));
+	memset(&t->prod, 0, sizeof(t->prod)); /* prod.data == NULL: no ring */
+	t->faulted = 0;
 }
 
-/* Faults [t->faulted, want) of the ring in and publishes the new resident size. The madvise
- * maps the pages in one syscall; the touch per page pays the hypervisor's first-touch cost here
- * rather than on the hot path (session_layout.h "Residency"). Older kernels without
- * MADV_POPULATE_WRITE: the touches fault the pages in. The range is ours and unpublished. */
+/* Faults [t->faulted, want) of the ring in, publishes the new resident size and lets the fast
+ * path run up to it (the producer's limit cap). The madvise maps the pages in one syscall; the
+ * touch per page pays the hypervisor's first-touch cost here rather than on the hot path
+ * (session_layout.h "Residency"). Older kernels without MADV_POPULATE_WRITE: the touches fault
+ * the pages in. The range is ours and unpublished. */
 static void trc__fault_to(struct trc__thread *t, uint64_t want)
 {
-	uint64_t cap = trc__rt.ring_bytes;
+	uint64_t cap = t->prod.capacity;
 	if (want > cap)
 		want = cap;
 	if (want <= t->faulted)
 		return;
-	uint8_t *p = t->data + t->faulted;
+	uint8_t *p = t->prod.data + t->faulted;
 	uint64_t len = want - t->faulted;
 	(void)madvise(p, len, MADV_POPULATE_WRITE);
 	for (uint64_t off = 0; off < len; off += TRC_REGION_PAGE)
@@ -67,17 +73,20 @@ static void trc__fault_to(struct trc__thread *t, uint64_t want)
 				 __ATOMIC_RELAXED);
 	t->faulted = want;
 	atomic_store_explicit(&trc__slot(t->slot)->resident_bytes, want, memory_order_relaxed);
+	ring_producer_cap_limit(&t->prod, want);
 }
 
 void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes)
 {
-	struct ring_producer *p = &trc__ring_prod;
-	uint64_t cap = trc__rt.ring_bytes;
+	struct ring_producer *p = &t->prod;
+	uint64_t cap = p->capacity;
 	if (t->faulted < cap) {
+		/* Still in the first lap (the writer wraps only after the whole ring is faulted
+		 * in), which started at offset 0 (the recorder starts every ring at position 0). */
 		uint64_t total = ring_record_bytes(payload_bytes);
-		uint64_t w = p->write;
+		uint64_t off = p->write & p->mask;
 		/* A record that would wrap pads to the end of data: then all of it is needed. */
-		uint64_t need = (w & p->mask) + total > cap ? cap : w + total;
+		uint64_t need = off + total > cap ? cap : off + total;
 		if (need > t->faulted) {
 			/* Doubling keeps the slow-path visits few; the cap bounds one visit's stall
 			 * (~2 ms here for 256 KiB) and what a thread holds beyond what it wrote. */
@@ -104,15 +113,14 @@ static void trc__kernel_name(char out[TRC_THREAD_NAME_BYTES])
 static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 {
 	struct trc_slot *s = trc__slot(t->slot);
-	struct ring_producer *p = trc__prod_sync(t);
-	uint64_t *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), 16 + TRC_THREAD_NAME_BYTES);
+	struct trc_ring_thread *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), sizeof(*r));
 	if (r) {
-		r[0] = trc__now(mode);
-		r[1] = (uint64_t)s->pid | ((uint64_t)s->tid << 32);
-		memcpy(&r[2], t->named ? t->name : s->name, TRC_THREAD_NAME_BYTES);
-		ring_commit_sp(p);
+		r->ts = trc__now(mode);
+		r->pid = s->pid;
+		r->tid = s->tid;
+		memcpy(r->name, t->named ? t->name : s->name, sizeof(r->name));
+		ring_commit_sp(&t->prod);
 	}
-	trc__prod_publish(t);
 }
 
 static int trc__claim(struct trc__thread *t)
@@ -121,7 +129,7 @@ static int trc__claim(struct trc__thread *t)
 	uint64_t freed = atomic_load_explicit(&h->slots_freed, memory_order_acquire);
 	if (t->parked && freed == t->freed_seen)
 		return -ENOSPC;
-	uint32_t n = trc__rt.max_slots;
+	uint32_t n = trc__rt.geom.max_slots;
 	uint32_t tid = (uint32_t)gettid();
 	/* Start where tid points so threads starting together rarely CAS the same slot. */
 	for (uint32_t k = 0, i = tid % n; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
@@ -142,22 +150,21 @@ static int trc__claim(struct trc__thread *t)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else
 			trc__kernel_name(s->name);
-		if (ring_producer_attach(&trc__ring_prod, &s->ctl, trc__ring_data(i),
-					 trc__rt.ring_bytes) != 0) {
+		if (ring_producer_attach(&t->prod, &s->ctl, trc__ring_data(i),
+					 trc__rt.geom.ring_bytes) != 0) {
 			/* Cannot happen with a validated header; give the slot back as retired so
 			 * the recorder frees it. */
+			trc__drop_ring(t);
 			atomic_store_explicit(&s->state,
 					      TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_RETIRED),
 					      memory_order_release);
 			return -EPROTO;
 		}
-		t->data = trc__ring_data(i);
-		t->mask = trc__rt.ring_bytes - 1;
-		t->write_pos = (uint64_t *)(void *)&s->ctl.write_pos;
 		t->slot = i;
 		t->faulted = 0;
+		/* Nothing faulted yet: the fast path stops at once, until the head is in. */
+		ring_producer_cap_limit(&t->prod, 0);
 		trc__fault_to(t, TRC_RING_PREFAULT_BYTES);
-		trc__prod_publish(t);
 		/* Pairs with the recorder's acquire load of the state: pid, tid and name are
 		 * written. */
 		atomic_store_explicit(&s->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMED),
@@ -176,18 +183,16 @@ static int trc__claim(struct trc__thread *t)
 static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, unsigned nwords,
 			   uint64_t a, uint64_t b)
 {
-	struct ring_producer *p = trc__prod_sync(t);
-	uint64_t *r = trc__reserve(t, tag, 8u + 8u * nwords);
-	if (r) {
-		r[0] = trc__now(mode);
+	struct trc__event *e = trc__reserve(t, tag, 8u + 8u * nwords);
+	if (e) {
+		e->ts = trc__now(mode);
 		if (nwords > 0)
-			r[1] = a;
+			e->a = a;
 		if (nwords > 1)
-			r[2] = b;
-		ring_commit_sp(p);
+			e->b = b;
+		ring_commit_sp(&t->prod);
 	}
 	/* else dropped and counted by the ring */
-	trc__prod_publish(t);
 }
 
 void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
@@ -202,7 +207,7 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	if (!mode)
 		return;
 	struct trc_region_hdr *h = trc__rt.hdr;
-	if (t->data || t->busy) {
+	if (t->prod.data || t->busy) {
 		/* ok == 0 with a ring, or inside a claim: a signal handler interrupted this
 		 * thread's own emit. Writing now would corrupt the ring. */
 		atomic_fetch_add_explicit(&h->lost_reentrant, 1, memory_order_relaxed);
@@ -231,7 +236,7 @@ void trc__thread_name(const char *name)
 	unsigned mode = trc__mode_load();
 	if (!mode || !name)
 		return;
-	if (t->busy || (t->data && !t->ok)) {
+	if (t->busy || (t->prod.data && !t->ok)) {
 		/* Nested in this thread's own emit (signal handler): count, do not write. */
 		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
 		return;
@@ -242,7 +247,7 @@ void trc__thread_name(const char *name)
 	memset(t->name, 0, sizeof(t->name));
 	strncpy(t->name, name, sizeof(t->name) - 1);
 	t->named = 1;
-	if (t->data) {
+	if (t->prod.data) {
 		trc__emit_thread_record(t, mode);
 	} else if (trc__claim(t) == 0) {
 		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
@@ -253,14 +258,14 @@ void trc__thread_name(const char *name)
 	}
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = t->data != NULL;
+	t->ok = t->prod.data != NULL;
 }
 
 void trc__thread_exit(void *arg)
 {
 	(void)arg;
 	struct trc__thread *t = &trc__self;
-	if (!t->data || t->busy || !t->ok)
+	if (!t->prod.data || t->busy || !t->ok)
 		return;
 	t->ok = 0;
 	TRC__BARRIER();

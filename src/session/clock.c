@@ -1,4 +1,4 @@
-/* rt_clock.c - TSC detection, (tsc, ns) pairs and the fit between them. See clock.h.
+/* clock.c - TSC detection, (tsc, ns) pairs and the fit between them. See clock.h.
  * Built into libtrc (rt_ prefix) because both sides use it: the runtime reads the clocks, the
  * recorder (libtrc-core.a, linked together with libtrc.a) calibrates and converts.
  * No shared state: every function is safe from any thread. */

@@ -11,7 +11,7 @@
  * Each refit starts a new segment anchored on a fresh pair; a record uses the segment its tick
  * falls in, so conversion stays monotonic within a segment.
  *
- * Used by both sides: the runtime (src/rt_*.c) reads the TSC, the recorder (src/session_*.c)
+ * Used by both sides: the runtime (src/runtime/) reads the TSC, the recorder (src/session/)
  * calibrates and converts. All functions are thread-safe (no shared state) and never block
  * except trc_clock_calibrate, which spins for the window it is given.
  */

@@ -4,7 +4,7 @@
  * (clearing O_CLOEXEC on the child's copy) with its number in TRC_SESSION_FD_ENV, and calls
  * session_drain from its drain thread until the program has exited, then once more.
  * The region layout and its invariants are in session_layout.h; the producer side is libtrc
- * (src/rt_*.c, src/include/trc.h).
+ * (src/runtime/, src/include/trc.h).
  *
  * Streams delivered by session_drain:
  *   kind 1 (thread): one per claimed ring, i.e. per thread (a thread that gives its ring back
@@ -39,7 +39,7 @@
 struct session_config {
 	uint32_t max_slots; /* 0 = default (256) */
 	uint64_t ring_bytes; /* per-thread ring, power of two >= 4096; 0 = default 4 MiB */
-	uint32_t strtab_bytes; /* 0 = default (256 KiB) */
+	uint32_t strtab_bytes; /* 0 = default (64 KiB); at least 4096, rounded up to a page */
 	bool force_clock_gettime; /* also forced by the environment variable TRC_CLOCK=gettime */
 };
 

@@ -27,17 +27,13 @@
 
 static const char session__full_name[] = "(string table full)";
 
-static int session__config(const struct session_config *cfg, uint32_t *slots, uint64_t *ring,
-			   uint64_t *strtab)
+/* The layout of the configured region (defaults for zeros). Returns 0 or -EINVAL. */
+static int session__config(const struct session_config *cfg, struct trc_region_geom *g)
 {
-	*slots = cfg && cfg->max_slots ? cfg->max_slots : SESSION_DEFAULT_SLOTS;
-	*ring = cfg && cfg->ring_bytes ? cfg->ring_bytes : SESSION_DEFAULT_RING;
-	*strtab = cfg && cfg->strtab_bytes ? cfg->strtab_bytes : SESSION_DEFAULT_STRTAB;
-	if (*slots > 65536 || *ring < TRC_REGION_PAGE || !ring_capacity_valid(*ring) ||
-	    *strtab < TRC_REGION_PAGE || *strtab > TRC_STRTAB_MAX_BYTES)
-		return -EINVAL;
-	*strtab = trc_page_up(*strtab);
-	return 0;
+	uint32_t slots = cfg && cfg->max_slots ? cfg->max_slots : SESSION_DEFAULT_SLOTS;
+	uint64_t ring = cfg && cfg->ring_bytes ? cfg->ring_bytes : SESSION_DEFAULT_RING;
+	uint64_t strtab = cfg && cfg->strtab_bytes ? cfg->strtab_bytes : SESSION_DEFAULT_STRTAB;
+	return trc_region_plan(g, slots, SESSION_MAX_PROCS, ring, strtab);
 }
 
 static bool session__want_tsc(const struct session_config *cfg)
@@ -50,7 +46,7 @@ static bool session__want_tsc(const struct session_config *cfg)
 
 static void session__init_clock(struct trc_session *s, const struct session_config *cfg)
 {
-	s->clock_mode = TRC_CLOCK_GETTIME;
+	s->geom.clock_mode = TRC_CLOCK_GETTIME;
 	if (!session__want_tsc(cfg))
 		return;
 	struct trc_clock_pair b;
@@ -63,34 +59,21 @@ static void session__init_clock(struct trc_session *s, const struct session_conf
 	s->conv_prev = s->conv_cur;
 	s->last_refit_ns = b.ns;
 	atomic_store_explicit(&s->tsc_hz, trc_clock_hz(&s->conv_cur), memory_order_relaxed);
-	s->clock_mode = TRC_CLOCK_TSC;
+	s->geom.clock_mode = TRC_CLOCK_TSC;
 }
 
 static void session__init_region(struct trc_session *s)
 {
 	struct trc_region_hdr *h = s->hdr;
-	h->version = TRC_REGION_VERSION;
-	h->hdr_bytes = sizeof(*h);
-	h->region_bytes = s->region_bytes;
-	h->max_slots = s->max_slots;
-	h->slot_bytes = sizeof(struct trc_slot);
-	h->max_procs = s->max_procs;
-	h->proc_bytes = sizeof(struct trc_proc);
-	h->procs_off = s->procs_off;
-	h->slots_off = s->slots_off;
-	h->strtab_off = s->strtab_off;
-	h->strtab_bytes = s->strtab_bytes;
-	h->rings_off = s->rings_off;
-	h->ring_bytes = s->ring_bytes;
-	h->clock_mode = s->clock_mode;
+	trc_region_hdr_init(h, &s->geom);
 	h->tsc_hz = atomic_load_explicit(&s->tsc_hz, memory_order_relaxed);
-	for (uint32_t i = 0; i < s->max_slots; i++) {
+	for (uint32_t i = 0; i < s->geom.max_slots; i++) {
 		struct trc_slot *sl = session__slot(s, i);
 		atomic_init(&sl->state, TRC_SLOT_WORD(0, TRC_SLOT_FREE));
-		(void)ring_ctl_init(&sl->ctl, s->ring_bytes, 0);
+		(void)ring_ctl_init(&sl->ctl, s->geom.ring_bytes, 0);
 	}
 	/* Entry 0 (id 1): what a name gets when the table is full. */
-	uint8_t *e = s->base + s->strtab_off;
+	uint8_t *e = trc_region_strtab(s->base, &s->geom);
 	uint32_t len = sizeof(session__full_name) - 1;
 	memcpy(e + 8, session__full_name, len + 1);
 	atomic_store_explicit((_Atomic uint32_t *)(void *)e, len | TRC_STRTAB_READY,
@@ -98,11 +81,24 @@ static void session__init_region(struct trc_session *s)
 	atomic_init(&h->strtab_used, trc_strtab_entry_bytes(len));
 }
 
+/* The header as a process attaching will see it passes the check it will make (so a region
+ * the runtime refuses is never published) and describes exactly the recorder's own layout. */
+static int session__check_own_header(const struct trc_session *s)
+{
+	struct trc_region_hdr copy;
+	struct trc_region_geom g;
+	trc_region_hdr_read(&copy, s->hdr);
+	atomic_store_explicit(&copy.magic, TRC_REGION_MAGIC, memory_order_relaxed);
+	if (trc_region_geom_check(&g, &copy, s->geom.region_bytes) != 0 ||
+	    memcmp(&g, &s->geom, sizeof(g)) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 struct trc_session *session_create(const struct session_config *cfg, int *err)
 {
-	uint32_t slots;
-	uint64_t ring, strtab;
-	int e = session__config(cfg, &slots, &ring, &strtab);
+	struct trc_region_geom geom;
+	int e = session__config(cfg, &geom);
 	if (e)
 		goto out;
 	e = -ENOMEM;
@@ -110,17 +106,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	if (!s)
 		goto out;
 	s->fd = -1;
-	s->max_slots = slots;
-	s->max_procs = SESSION_MAX_PROCS;
-	s->ring_bytes = ring;
-	s->strtab_bytes = strtab;
-	s->procs_off = trc_page_up(sizeof(struct trc_region_hdr));
-	s->slots_off = trc_page_up(s->procs_off + s->max_procs * sizeof(struct trc_proc));
-	s->strtab_off = trc_page_up(s->slots_off + (uint64_t)slots * sizeof(struct trc_slot));
-	s->rings_off = s->strtab_off + strtab;
-	s->region_bytes = s->rings_off + (uint64_t)slots * ring;
-	s->name_seen_bits = strtab / 8 + 2;
-	s->slots = calloc(slots, sizeof(*s->slots));
+	s->geom = geom;
+	s->name_seen_bits = geom.strtab_bytes / 8 + 2;
+	s->slots = calloc(geom.max_slots, sizeof(*s->slots));
 	s->name_seen = calloc(s->name_seen_bits / 8 + 1, 1);
 	if (!s->slots || !s->name_seen)
 		goto free_s;
@@ -130,12 +118,12 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 		e = -errno;
 		goto free_s;
 	}
-	if (ftruncate(s->fd, (off_t)s->region_bytes) < 0 ||
+	if (ftruncate(s->fd, (off_t)geom.region_bytes) < 0 ||
 	    fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		e = -errno;
 		goto free_s;
 	}
-	void *base = mmap(NULL, s->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+	void *base = mmap(NULL, geom.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 	if (base == MAP_FAILED) {
 		e = -errno;
 		goto free_s;
@@ -144,6 +132,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->hdr = base;
 	session__init_clock(s, cfg);
 	session__init_region(s);
+	e = session__check_own_header(s);
+	if (e)
+		goto free_s;
 	s->next_key = SESSION_META_KEY + 1;
 	s->meta.key = SESSION_META_KEY;
 	s->meta.kind = TRC_STREAM_META;
@@ -172,9 +163,8 @@ uint32_t session_processes_attached(const struct trc_session *s)
 
 void session_clock_info(const struct trc_session *s, struct session_clock_info *out)
 {
-	out->clock_source =
-		s->clock_mode;
-	out->tsc_hz = s->clock_mode == TRC_CLOCK_TSC
+	out->clock_source = s->geom.clock_mode;
+	out->tsc_hz = s->geom.clock_mode == TRC_CLOCK_TSC
 			      ? atomic_load_explicit(&((struct trc_session *)s)->tsc_hz,
 						     memory_order_relaxed)
 			      : 0;
@@ -183,7 +173,7 @@ void session_clock_info(const struct trc_session *s, struct session_clock_info *
 uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 {
 	uint64_t rings = 0, procs = 0;
-	for (uint32_t i = 0; i < s->max_slots; i++) {
+	for (uint32_t i = 0; i < s->geom.max_slots; i++) {
 		struct trc_slot *sl = session__slot(s, i);
 		uint32_t st =
 			TRC_SLOT_STATE(atomic_load_explicit(&sl->state, memory_order_relaxed));
@@ -194,11 +184,11 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 		uint32_t owner = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
 		uint64_t n = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
 		if (pid == 0 || owner == (uint32_t)pid)
-			rings += n < s->ring_bytes ? n : s->ring_bytes;
+			rings += n < s->geom.ring_bytes ? n : s->geom.ring_bytes;
 	}
 	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->max_procs)
-		used = s->max_procs;
+	if (used > s->geom.max_procs)
+		used = s->geom.max_procs;
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
 		uint32_t p = atomic_load_explicit(&pe->pid, memory_order_relaxed);
@@ -209,7 +199,7 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 		else if (p == (uint32_t)pid)
 			procs = 1;
 	}
-	return rings + procs * s->rings_off;
+	return rings + procs * s->geom.rings_off;
 }
 
 void session_destroy(struct trc_session *s)
@@ -217,7 +207,7 @@ void session_destroy(struct trc_session *s)
 	if (!s)
 		return;
 	if (s->base)
-		munmap(s->base, s->region_bytes);
+		munmap(s->base, s->geom.region_bytes);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->slots);

@@ -43,14 +43,14 @@ struct session__ctx {
 
 static uint64_t session__ns(const struct trc_session *s, uint64_t t)
 {
-	if (s->clock_mode != TRC_CLOCK_TSC)
+	if (s->geom.clock_mode != TRC_CLOCK_TSC)
 		return t;
 	return trc_clock_to_ns(t >= s->conv_cur.tick0 ? &s->conv_cur : &s->conv_prev, t);
 }
 
 static void session__refit(struct trc_session *s, uint64_t now)
 {
-	if (s->clock_mode != TRC_CLOCK_TSC || now - s->last_refit_ns < SESSION_REFIT_NS)
+	if (s->geom.clock_mode != TRC_CLOCK_TSC || now - s->last_refit_ns < SESSION_REFIT_NS)
 		return;
 	/* Refit the rate over everything since creation; the new segment starts at this pair. */
 	struct trc_clock_pair p;
@@ -111,14 +111,14 @@ static int session__name(struct session__ctx *c, uint32_t id, uint64_t ts_ns)
 	const char *str = unknown;
 	uint32_t len = sizeof(unknown) - 1;
 	uint64_t off = trc_strtab_off(id);
-	if (off + 8 <= s->strtab_bytes) {
-		const uint8_t *e = s->base + s->strtab_off + off;
+	if (off + 8 <= s->geom.strtab_bytes) {
+		const uint8_t *e = trc_region_strtab(s->base, &s->geom) + off;
 		/* Pairs with the producer's release store that published the entry (it did so
 		 * before it used the id, and we got the id from a record we acquired). */
 		uint32_t rl = __atomic_load_n((const uint32_t *)(const void *)e, __ATOMIC_ACQUIRE);
 		uint32_t l = rl & ~TRC_STRTAB_READY;
 		if ((rl & TRC_STRTAB_READY) && l <= TRC_STRTAB_MAX_LEN &&
-		    off + trc_strtab_entry_bytes(l) <= s->strtab_bytes) {
+		    off + trc_strtab_entry_bytes(l) <= s->geom.strtab_bytes) {
 			memcpy(s->text, e + 8, l);
 			str = s->text;
 			len = l;
@@ -130,6 +130,18 @@ static int session__name(struct session__ctx *c, uint32_t id, uint64_t ts_ns)
 	r.name.len = len;
 	return session__emit(c, &s->meta, &r);
 }
+
+/* session__record reads payloads as little-endian words: v[1] = pid | tid << 32 (THREAD,
+ * PROCESS), v[2] = cmdline_len, v[4] = path_len, ALLOC/FREE/FUNC fields in v[1], v[2]. */
+_Static_assert(offsetof(struct trc_ring_thread, pid) == 8 &&
+		       offsetof(struct trc_ring_thread, tid) == 12 &&
+		       offsetof(struct trc_ring_process, pid) == 8 &&
+		       offsetof(struct trc_ring_process, ppid) == 12 &&
+		       offsetof(struct trc_ring_process, cmdline_len) == 2 * 8 &&
+		       offsetof(struct trc_ring_module, path_len) == 4 * 8 &&
+		       offsetof(struct trc_ring_alloc, size) == 2 * 8 &&
+		       offsetof(struct trc_ring_func, call_site) == 2 * 8,
+	       "the drain's word indexes");
 
 /* Decodes and delivers one ring record. Returns 0, the sink's nonzero value, or
  * SESSION_CORRUPT. */
@@ -169,13 +181,21 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	}
 
 	uint64_t v[5] = {0};
-	/* Copy first: the producer may change the bytes while we look at them. */
+	/* Copy first: the producer may change the bytes while we look at them. The payloads are
+	 * read as words v[i] at offset 8 * i (session_layout.h's payload structs). */
 	memcpy(v, rr->payload, pb < sizeof(v) ? pb : sizeof(v));
 	static const uint8_t need[TRC_REC_TYPE_COUNT] = {
-		[TRC_REC_SPAN_BEGIN] = 8,  [TRC_REC_SPAN_END] = 8,   [TRC_REC_INSTANT] = 16,
-		[TRC_REC_COUNTER] = 16,	   [TRC_REC_ALLOC] = 24,     [TRC_REC_FREE] = 16,
-		[TRC_REC_FUNC_ENTER] = 24, [TRC_REC_FUNC_EXIT] = 24, [TRC_REC_THREAD] = 32,
-		[TRC_REC_PROCESS] = 24,	   [TRC_REC_MODULE] = 40,
+		[TRC_REC_SPAN_BEGIN] = sizeof(struct trc_ring_span),
+		[TRC_REC_SPAN_END] = sizeof(struct trc_ring_span),
+		[TRC_REC_INSTANT] = sizeof(struct trc_ring_value),
+		[TRC_REC_COUNTER] = sizeof(struct trc_ring_value),
+		[TRC_REC_ALLOC] = sizeof(struct trc_ring_alloc),
+		[TRC_REC_FREE] = sizeof(struct trc_ring_free),
+		[TRC_REC_FUNC_ENTER] = sizeof(struct trc_ring_func),
+		[TRC_REC_FUNC_EXIT] = sizeof(struct trc_ring_func),
+		[TRC_REC_THREAD] = sizeof(struct trc_ring_thread),
+		[TRC_REC_PROCESS] = sizeof(struct trc_ring_process),
+		[TRC_REC_MODULE] = sizeof(struct trc_ring_module),
 	};
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
@@ -210,15 +230,18 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	case TRC_REC_THREAD:
 		r.thread.pid = (uint32_t)v[1];
 		r.thread.tid = (uint32_t)(v[1] >> 32);
-		memcpy(s->text, (const uint8_t *)rr->payload + 16, TRC_THREAD_NAME_BYTES);
+		memcpy(s->text,
+		       (const uint8_t *)rr->payload + offsetof(struct trc_ring_thread, name),
+		       TRC_THREAD_NAME_BYTES);
 		r.thread.name = s->text;
 		r.thread.name_len = (uint32_t)strnlen(s->text, TRC_THREAD_NAME_BYTES);
 		break;
 	case TRC_REC_PROCESS: {
 		uint64_t len = v[2];
-		if (len > pb - 24 || len > TRC_CMDLINE_MAX)
+		if (len > pb - sizeof(struct trc_ring_process) || len > TRC_CMDLINE_MAX)
 			return SESSION_CORRUPT;
-		memcpy(s->text, (const uint8_t *)rr->payload + 24, len);
+		memcpy(s->text, (const uint8_t *)rr->payload + sizeof(struct trc_ring_process),
+		       len);
 		r.process.pid = (uint32_t)v[1];
 		r.process.ppid = (uint32_t)(v[1] >> 32);
 		r.process.cmdline = s->text;
@@ -228,11 +251,11 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	}
 	case TRC_REC_MODULE: {
 		uint64_t len = v[4];
-		if (len > pb - 40)
+		if (len > pb - sizeof(struct trc_ring_module))
 			return SESSION_CORRUPT;
 		if (len > sizeof(s->text))
 			len = sizeof(s->text);
-		memcpy(s->text, (const uint8_t *)rr->payload + 40, len);
+		memcpy(s->text, (const uint8_t *)rr->payload + sizeof(struct trc_ring_module), len);
 		r.module.pid = ds->st.pid;
 		r.module.start = v[1];
 		r.module.end = v[2];
@@ -304,12 +327,13 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 {
 	struct trc_slot *sl = session__slot(s, i);
-	off_t off = (off_t)(s->rings_off + (uint64_t)i * s->ring_bytes);
+	off_t off = (off_t)trc_region_ring_off(&s->geom, i);
 	/* Drops the ring's pages from the memfd and from every process that mapped them
 	 * (session_layout.h "Residency"). */
-	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, (off_t)s->ring_bytes))
-		(void)madvise(session__ring(s, i), s->ring_bytes, MADV_REMOVE);
-	(void)ring_ctl_init(&sl->ctl, s->ring_bytes, 0);
+	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
+		      (off_t)s->geom.ring_bytes))
+		(void)madvise(session__ring(s, i), s->geom.ring_bytes, MADV_REMOVE);
+	(void)ring_ctl_init(&sl->ctl, s->geom.ring_bytes, 0);
 	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELAXED);
@@ -336,7 +360,7 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
 	ds->last_ts_ns = c->now_ns;
 	ds->active = 1;
-	if (ring_consumer_attach(&ds->cons, &sl->ctl, session__ring(s, i), s->ring_bytes) < 0)
+	if (ring_consumer_attach(&ds->cons, &sl->ctl, session__ring(s, i), s->geom.ring_bytes) < 0)
 		return session__corrupt(c, ds, "bad control block");
 	return 0;
 }
@@ -418,7 +442,7 @@ static int session__region_lost(struct session__ctx *c)
 	if (rc)
 		return rc;
 	uint64_t used = atomic_load_explicit(&h->strtab_used, memory_order_relaxed);
-	if (used > s->strtab_bytes && !s->strtab_full_noted) {
+	if (used > s->geom.strtab_bytes && !s->strtab_full_noted) {
 		s->strtab_full_noted = 1;
 		rc = session__note(c, "trc: the string table is full; later names read "
 				      "\"(string table full)\" (raise strtab_bytes)");
@@ -429,8 +453,8 @@ static int session__region_lost(struct session__ctx *c)
 static void session__reap_procs(struct trc_session *s)
 {
 	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->max_procs)
-		used = s->max_procs;
+	if (used > s->geom.max_procs)
+		used = s->geom.max_procs;
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
 		uint32_t pid = atomic_load_explicit(&pe->pid, memory_order_acquire);
@@ -449,7 +473,7 @@ long session_drain(struct trc_session *s, const struct session_sink *sink)
 	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
 	bool reap =
 		c.now_ns - s->last_reap_ns >= SESSION_REAP_NS || no_slot != s->reap_no_slot_seen;
-	for (uint32_t i = 0; i < s->max_slots; i++) {
+	for (uint32_t i = 0; i < s->geom.max_slots; i++) {
 		int rc = session__drain_slot(&c, i, reap);
 		if (rc)
 			return rc;

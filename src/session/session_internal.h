@@ -1,8 +1,8 @@
-/* session_internal.h - the recorder's private state for a session (src/session_*.c only).
+/* session_internal.h - the recorder's private state for a session (src/session/ only).
  *
- * Everything the recorder needs to interpret the region is kept here, copied from its own
- * configuration, never re-read from the shared header: a traced process may scribble on the
- * region, and the drain must stay in bounds whatever it finds there (session_layout.h).
+ * Everything the recorder needs to interpret the region is kept here: its geometry is the plan
+ * it made (trc_region_plan), never re-read from the shared header: a traced process may scribble
+ * on the region, and the drain must stay in bounds whatever it finds there (session_layout.h).
  *
  * Threads: fields marked (drain) belong to the drain thread; the rest are written once by
  * session_create and then only read.
@@ -31,17 +31,8 @@ struct session_slot {
 struct trc_session {
 	int fd;
 	uint8_t *base;
-	uint64_t region_bytes;
-	struct trc_region_hdr *hdr;
-	uint32_t max_slots;
-	uint32_t max_procs;
-	uint64_t procs_off;
-	uint64_t slots_off;
-	uint64_t strtab_off;
-	uint64_t strtab_bytes;
-	uint64_t rings_off;
-	uint64_t ring_bytes;
-	uint32_t clock_mode; /* TRC_CLOCK_* */
+	struct trc_region_hdr *hdr; /* the shared header: its counters only */
+	struct trc_region_geom geom; /* the layout (clock_mode: TRC_CLOCK_*, set at creation) */
 
 	/* Clock (drain): records with ticks >= cur.tick0 use cur, older ones prev. */
 	struct trc_clock_pair anchor; /* first calibration pair: every refit spans from here */
@@ -64,21 +55,20 @@ struct trc_session {
 	char text[TRC_CMDLINE_MAX + 256]; /* copies of strings handed to the sink */
 };
 
+/* The session's region: session_layout.h's helpers on its geometry. */
 static inline struct trc_slot *session__slot(const struct trc_session *s, uint32_t i)
 {
-	return (struct trc_slot *)(void *)(s->base + s->slots_off +
-					   (uint64_t)i * sizeof(struct trc_slot));
+	return trc_region_slot(s->base, &s->geom, i);
 }
 
 static inline struct trc_proc *session__proc(const struct trc_session *s, uint32_t i)
 {
-	return (struct trc_proc *)(void *)(s->base + s->procs_off +
-					   (uint64_t)i * sizeof(struct trc_proc));
+	return trc_region_proc(s->base, &s->geom, i);
 }
 
 static inline uint8_t *session__ring(const struct trc_session *s, uint32_t i)
 {
-	return s->base + s->rings_off + (uint64_t)i * s->ring_bytes;
+	return trc_region_ring(s->base, &s->geom, i);
 }
 
 #endif /* TRC_SESSION_INTERNAL_H */

@@ -1,6 +1,9 @@
 /* session_layout.h - the shared session region: one memfd, mapped by the recorder and by every
- * traced process of the tree. Used by both sides (src/rt_*.c in the traced process,
- * src/session_*.c in the recorder); nothing in it is a pointer, only offsets.
+ * traced process of the tree. Used by both sides (src/runtime/ in the traced process,
+ * src/session/ in the recorder); nothing in it is a pointer, only offsets. Both sides view the
+ * layout through one struct trc_region_geom, planned by the recorder and validated from the
+ * header by each process that attaches (below, "geometry"); the two sides may be built by
+ * different compilers, so every struct in shared memory has its size and offsets asserted.
  *
  * Layout (every part starts on a page boundary; sizes fixed by the recorder at creation):
  *
@@ -41,8 +44,10 @@
  *     TRC_RING_PREFAULT_BYTES (64 KiB: ~2700 events, ~0.1 ms), then, when the writer reaches the
  *     end of what is faulted, the slow path faults as much again, at most
  *     TRC_RING_FAULT_MAX_CHUNK (256 KiB) at a time (MADV_POPULATE_WRITE plus one touch per
- *     page), until the ring is whole. The hot path never faults; the fault work is batched; a
- *     thread holds at most its head chunk, twice what it wrote, or 256 KiB beyond it.
+ *     page), until the ring is whole. The writer reaches the slow path because its ring
+ *     producer's fast path is capped at the end of the faulted part (ring_producer_cap_limit).
+ *     The hot path never faults; the fault work is batched; a thread holds at most its head
+ *     chunk, twice what it wrote, or 256 KiB beyond it.
  *   - The writer publishes how much of its ring it has faulted in slot->resident_bytes (relaxed;
  *     only after the pages are in). The recorder counts exactly that for a CLAIMING, CLAIMED or
  *     RETIRED slot, and punches the ring's pages out of the memfd when it frees the slot, so they
@@ -53,23 +58,30 @@
  *   Neither distorts the program's RSS as reported: both figures are known to the byte and
  *   subtracted. The recorder never touches ring pages before the child runs.
  *
- * Ring record encoding (the ring's u32 tag = type | name_id << 8; payload little-endian u64s):
- *   SPAN_BEGIN/END   tag name_id   { ts }                                         8 bytes
- *   INSTANT/COUNTER  tag name_id   { ts, value }                                 16 bytes
- *   ALLOC            { ts, addr, size }   FREE { ts, addr }
- *   FUNC_ENTER/EXIT  { ts, fn, call_site }
- *   THREAD           { ts, u32 pid, u32 tid, char name[16] }
- *   PROCESS          { ts, u32 pid, u32 ppid, u32 cmdline_len, u32 0, cmdline bytes }
- *   MODULE           { ts, start, end, offset, u32 path_len, u32 0, path bytes }
+ * Ring record encoding (the ring's u32 tag = type | name_id << 8; payload little-endian; each
+ * payload is a struct trc_ring_* below, its size and offsets asserted):
+ *   SPAN_BEGIN/END   tag name_id   { ts }                                      8 bytes
+ *   INSTANT/COUNTER  tag name_id   { ts, value }                              16 bytes
+ *   ALLOC            { ts, addr, size }                                       24 bytes
+ *   FREE             { ts, addr }                                             16 bytes
+ *   FUNC_ENTER/EXIT  { ts, fn, call_site }                                    24 bytes
+ *   THREAD           { ts, u32 pid, u32 tid, char name[16] }                  32 bytes
+ *   PROCESS          { ts, u32 pid, u32 ppid, u64 cmdline_len }   + cmdline   24 bytes + len
+ *   MODULE           { ts, start, end, offset, u64 path_len }     + path      40 bytes + len
+ * The events (SPAN_BEGIN..FUNC_EXIT) are written by trc.h's fast path as { ts, a?, b? }.
  * ts is in the region's clock: TSC ticks when hdr->clock_mode is TSC, else CLOCK_MONOTONIC ns.
  *
- * Concurrency: see the table in src/session.h (recorder) and src/rt_internal.h (producers).
+ * Concurrency: see the table in src/session/session.h (recorder) and src/runtime/runtime.h
+ * (producers).
  */
 #ifndef TRC_SESSION_LAYOUT_H
 #define TRC_SESSION_LAYOUT_H
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ring.h"
 #include "trc/wire.h"
@@ -77,6 +89,8 @@
 #define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
 #define TRC_REGION_VERSION 1u
 #define TRC_REGION_PAGE 4096u
+#define TRC_REGION_MAX_SLOTS 65536u
+#define TRC_REGION_MAX_PROCS (1u << 20)
 
 /* slot states (low half of the state word) */
 #define TRC_SLOT_FREE 0u
@@ -144,6 +158,132 @@ struct trc_slot {
 	struct ring_ctl ctl;
 };
 
+/* ---- what both processes must agree on, whatever compiler built them ----------------------- */
+
+_Static_assert(sizeof(struct trc_region_hdr) == 192 && _Alignof(struct trc_region_hdr) == 64,
+	       "region header size");
+_Static_assert(offsetof(struct trc_region_hdr, magic) == 0 &&
+		       offsetof(struct trc_region_hdr, version) == 8 &&
+		       offsetof(struct trc_region_hdr, hdr_bytes) == 12 &&
+		       offsetof(struct trc_region_hdr, region_bytes) == 16 &&
+		       offsetof(struct trc_region_hdr, max_slots) == 24 &&
+		       offsetof(struct trc_region_hdr, slot_bytes) == 28 &&
+		       offsetof(struct trc_region_hdr, max_procs) == 32 &&
+		       offsetof(struct trc_region_hdr, proc_bytes) == 36 &&
+		       offsetof(struct trc_region_hdr, procs_off) == 40 &&
+		       offsetof(struct trc_region_hdr, slots_off) == 48 &&
+		       offsetof(struct trc_region_hdr, strtab_off) == 56 &&
+		       offsetof(struct trc_region_hdr, strtab_bytes) == 64 &&
+		       offsetof(struct trc_region_hdr, rings_off) == 72 &&
+		       offsetof(struct trc_region_hdr, ring_bytes) == 80 &&
+		       offsetof(struct trc_region_hdr, clock_mode) == 88 &&
+		       offsetof(struct trc_region_hdr, reserved0) == 92 &&
+		       offsetof(struct trc_region_hdr, tsc_hz) == 96,
+	       "region header layout (fixed part)");
+_Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
+		       offsetof(struct trc_region_hdr, lost_reentrant) == 136 &&
+		       offsetof(struct trc_region_hdr, procs_attached) == 144 &&
+		       offsetof(struct trc_region_hdr, procs_used) == 148 &&
+		       offsetof(struct trc_region_hdr, strtab_used) == 152 &&
+		       offsetof(struct trc_region_hdr, slots_freed) == 160,
+	       "region header layout (counters, on their own cache line)");
+_Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
+		       offsetof(struct trc_proc, ppid) == 4 &&
+		       offsetof(struct trc_proc, dead) == 8 &&
+		       offsetof(struct trc_proc, reserved) == 12,
+	       "process table entry layout");
+_Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64 &&
+		       offsetof(struct trc_slot, state) == 0 &&
+		       offsetof(struct trc_slot, pid) == 8 &&
+		       offsetof(struct trc_slot, tid) == 12 &&
+		       offsetof(struct trc_slot, name) == 16 &&
+		       offsetof(struct trc_slot, resident_bytes) == 32 &&
+		       offsetof(struct trc_slot, reserved) == 40 &&
+		       offsetof(struct trc_slot, ctl) == 64,
+	       "slot layout (ring_ctl's own layout: ring.h)");
+/* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
+_Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic uint64_t) == 8 &&
+		       __atomic_always_lock_free(4, 0) && __atomic_always_lock_free(8, 0),
+	       "lock-free 32- and 64-bit atomics");
+
+/* ---- ring record payloads (the encoding table above) ---------------------------------------- */
+
+struct trc_ring_span { /* SPAN_BEGIN, SPAN_END */
+	uint64_t ts;
+};
+
+struct trc_ring_value { /* INSTANT, COUNTER */
+	uint64_t ts;
+	uint64_t value;
+};
+
+struct trc_ring_alloc { /* ALLOC */
+	uint64_t ts;
+	uint64_t addr;
+	uint64_t size;
+};
+
+struct trc_ring_free { /* FREE */
+	uint64_t ts;
+	uint64_t addr;
+};
+
+struct trc_ring_func { /* FUNC_ENTER, FUNC_EXIT */
+	uint64_t ts;
+	uint64_t fn;
+	uint64_t call_site;
+};
+
+struct trc_ring_thread { /* THREAD */
+	uint64_t ts;
+	uint32_t pid;
+	uint32_t tid;
+	char name[TRC_THREAD_NAME_BYTES];
+};
+
+struct trc_ring_process { /* PROCESS, then cmdline_len bytes of command line */
+	uint64_t ts;
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t cmdline_len;
+};
+
+struct trc_ring_module { /* MODULE, then path_len bytes of path */
+	uint64_t ts;
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;
+	uint64_t path_len;
+};
+
+_Static_assert(sizeof(struct trc_ring_span) == 8 && sizeof(struct trc_ring_value) == 16 &&
+		       offsetof(struct trc_ring_value, value) == 8,
+	       "span and value payloads");
+_Static_assert(sizeof(struct trc_ring_alloc) == 24 && offsetof(struct trc_ring_alloc, addr) == 8 &&
+		       offsetof(struct trc_ring_alloc, size) == 16 &&
+		       sizeof(struct trc_ring_free) == 16 &&
+		       offsetof(struct trc_ring_free, addr) == 8,
+	       "alloc and free payloads");
+_Static_assert(sizeof(struct trc_ring_func) == 24 && offsetof(struct trc_ring_func, fn) == 8 &&
+		       offsetof(struct trc_ring_func, call_site) == 16,
+	       "func payload");
+_Static_assert(sizeof(struct trc_ring_thread) == 16 + TRC_THREAD_NAME_BYTES &&
+		       offsetof(struct trc_ring_thread, pid) == 8 &&
+		       offsetof(struct trc_ring_thread, tid) == 12 &&
+		       offsetof(struct trc_ring_thread, name) == 16,
+	       "thread payload: { ts, u32 pid, u32 tid, name }");
+_Static_assert(sizeof(struct trc_ring_process) == 24 &&
+		       offsetof(struct trc_ring_process, pid) == 8 &&
+		       offsetof(struct trc_ring_process, ppid) == 12 &&
+		       offsetof(struct trc_ring_process, cmdline_len) == 16,
+	       "process payload head");
+_Static_assert(sizeof(struct trc_ring_module) == 40 &&
+		       offsetof(struct trc_ring_module, start) == 8 &&
+		       offsetof(struct trc_ring_module, end) == 16 &&
+		       offsetof(struct trc_ring_module, offset) == 24 &&
+		       offsetof(struct trc_ring_module, path_len) == 32,
+	       "module payload head");
+
 /* Name id <-> string table offset. */
 static inline uint32_t trc_strtab_id(uint64_t off)
 {
@@ -164,6 +304,174 @@ static inline uint64_t trc_strtab_entry_bytes(uint32_t len)
 static inline uint64_t trc_page_up(uint64_t n)
 {
 	return (n + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+}
+
+/* ---- geometry: both sides' view of the layout -------------------------------------------------
+ *
+ * The recorder plans a region (trc_region_plan), writes the plan into the header
+ * (trc_region_hdr_init) and keeps the plan. A process attaching reads the shared header once
+ * into a private copy (trc_region_hdr_read: a hostile process may change the header between two
+ * reads) and validates the copy into its own geometry (trc_region_geom_check). After that
+ * neither side reads the geometry from the shared header again; every address comes from
+ * the geometry through the helpers below, so it stays inside the mapping whatever the region
+ * holds. */
+
+struct trc_region_geom {
+	uint64_t region_bytes; /* size of the memfd, as mapped */
+	uint64_t procs_off;
+	uint64_t slots_off;
+	uint64_t strtab_off;
+	uint64_t strtab_bytes;
+	uint64_t rings_off; /* == meta bytes: every attached process maps [0, rings_off) */
+	uint64_t ring_bytes;
+	uint32_t max_slots;
+	uint32_t max_procs;
+	uint32_t clock_mode; /* TRC_CLOCK_* */
+};
+
+/* Lays out a region of max_slots rings of ring_bytes, a process table of max_procs and a string
+ * table of strtab_bytes (rounded up to a page), clock_mode TRC_CLOCK_GETTIME (the recorder sets
+ * the clock once it has calibrated). Returns 0, or -EINVAL when a value is out of range: slots
+ * in [1, TRC_REGION_MAX_SLOTS], procs up to TRC_REGION_MAX_PROCS, ring_bytes a power of two in
+ * [TRC_REGION_PAGE, RING_MAX_CAPACITY], strtab_bytes in [TRC_REGION_PAGE,
+ * TRC_STRTAB_MAX_BYTES] after rounding. Every plan it accepts, trc_region_geom_check accepts. */
+static inline int trc_region_plan(struct trc_region_geom *g, uint32_t max_slots, uint32_t max_procs,
+				  uint64_t ring_bytes, uint64_t strtab_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	if (max_slots == 0 || max_slots > TRC_REGION_MAX_SLOTS ||
+	    max_procs > TRC_REGION_MAX_PROCS || ring_bytes < TRC_REGION_PAGE ||
+	    !ring_capacity_valid(ring_bytes) || strtab_bytes < TRC_REGION_PAGE ||
+	    strtab_bytes > TRC_STRTAB_MAX_BYTES || trc_page_up(strtab_bytes) > TRC_STRTAB_MAX_BYTES)
+		return -EINVAL;
+	g->max_slots = max_slots;
+	g->max_procs = max_procs;
+	g->ring_bytes = ring_bytes;
+	g->strtab_bytes = trc_page_up(strtab_bytes);
+	g->procs_off = trc_page_up(sizeof(struct trc_region_hdr));
+	g->slots_off = trc_page_up(g->procs_off + (uint64_t)max_procs * sizeof(struct trc_proc));
+	g->strtab_off = trc_page_up(g->slots_off + (uint64_t)max_slots * sizeof(struct trc_slot));
+	g->rings_off = g->strtab_off + g->strtab_bytes;
+	g->region_bytes = g->rings_off + (uint64_t)max_slots * ring_bytes;
+	g->clock_mode = TRC_CLOCK_GETTIME;
+	return 0;
+}
+
+/* Writes the geometry into a fresh header: everything but the magic (published last, by the
+ * recorder), tsc_hz and the counters. Recorder, before it publishes the region. */
+static inline void trc_region_hdr_init(struct trc_region_hdr *h, const struct trc_region_geom *g)
+{
+	h->version = TRC_REGION_VERSION;
+	h->hdr_bytes = sizeof(*h);
+	h->region_bytes = g->region_bytes;
+	h->max_slots = g->max_slots;
+	h->slot_bytes = sizeof(struct trc_slot);
+	h->max_procs = g->max_procs;
+	h->proc_bytes = sizeof(struct trc_proc);
+	h->procs_off = g->procs_off;
+	h->slots_off = g->slots_off;
+	h->strtab_off = g->strtab_off;
+	h->strtab_bytes = g->strtab_bytes;
+	h->rings_off = g->rings_off;
+	h->ring_bytes = g->ring_bytes;
+	h->clock_mode = g->clock_mode;
+}
+
+/* Copies the header's fixed part (magic through tsc_hz; not the counters, which other processes
+ * change all the time) out of the shared region, reading each byte once. The caller has
+ * acquired the magic first (the copy then holds a complete layout, or whatever a hostile
+ * process wrote; trc_region_geom_check decides). */
+static inline void trc_region_hdr_read(struct trc_region_hdr *copy,
+				       const struct trc_region_hdr *shared)
+{
+	memset(copy, 0, sizeof(*copy));
+	memcpy((void *)copy, (const void *)shared, offsetof(struct trc_region_hdr, lost_no_slot));
+	/* The checks that follow must use the copy: no reading the shared header again. */
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Validates a private copy of a header (trc_region_hdr_read) for a mapping of mapped_bytes and
+ * fills *g from it. Returns 0, or -EPROTO (and *g zeroed) when the header is not a version
+ * TRC_REGION_VERSION layout of this region: wrong magic, version or struct sizes; a size that
+ * is not the mapping's; a count, ring or string table size out of range (as in
+ * trc_region_plan); an offset not on a page; the four parts out of order, overlapping or
+ * running past the end; an unknown clock (or the TSC on a machine without one). Overflow-safe:
+ * offsets are compared by difference, never summed. Any thread; no shared memory is read. */
+static inline int trc_region_geom_check(struct trc_region_geom *g, const struct trc_region_hdr *h,
+					uint64_t mapped_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	uint64_t size = h->region_bytes;
+	if (atomic_load_explicit(&h->magic, memory_order_relaxed) != TRC_REGION_MAGIC ||
+	    h->version != TRC_REGION_VERSION || h->hdr_bytes != sizeof(*h) ||
+	    h->slot_bytes != sizeof(struct trc_slot) || h->proc_bytes != sizeof(struct trc_proc) ||
+	    size != mapped_bytes)
+		return -EPROTO;
+	if (h->max_slots == 0 || h->max_slots > TRC_REGION_MAX_SLOTS ||
+	    h->max_procs > TRC_REGION_MAX_PROCS || h->ring_bytes < TRC_REGION_PAGE ||
+	    !ring_capacity_valid(h->ring_bytes) || h->strtab_bytes < TRC_REGION_PAGE ||
+	    h->strtab_bytes > TRC_STRTAB_MAX_BYTES)
+		return -EPROTO;
+	if ((h->procs_off | h->slots_off | h->strtab_off | h->rings_off) % TRC_REGION_PAGE)
+		return -EPROTO;
+	/* In order, each part after the one before, the rings last and inside the region. The
+	 * products are small (counts and sizes bounded above), so none of them overflows. */
+	if (h->procs_off < sizeof(*h) || h->slots_off < h->procs_off ||
+	    h->slots_off - h->procs_off < (uint64_t)h->max_procs * sizeof(struct trc_proc) ||
+	    h->strtab_off < h->slots_off ||
+	    h->strtab_off - h->slots_off < (uint64_t)h->max_slots * sizeof(struct trc_slot) ||
+	    h->rings_off < h->strtab_off || h->rings_off - h->strtab_off < h->strtab_bytes ||
+	    h->rings_off > size || (size - h->rings_off) / h->ring_bytes < h->max_slots)
+		return -EPROTO;
+	if (h->clock_mode != TRC_CLOCK_GETTIME && h->clock_mode != TRC_CLOCK_TSC)
+		return -EPROTO;
+#if !defined(__x86_64__) && !defined(__i386__)
+	if (h->clock_mode == TRC_CLOCK_TSC)
+		return -EPROTO;
+#endif
+	g->region_bytes = size;
+	g->procs_off = h->procs_off;
+	g->slots_off = h->slots_off;
+	g->strtab_off = h->strtab_off;
+	g->strtab_bytes = h->strtab_bytes;
+	g->rings_off = h->rings_off;
+	g->ring_bytes = h->ring_bytes;
+	g->max_slots = h->max_slots;
+	g->max_procs = h->max_procs;
+	g->clock_mode = h->clock_mode;
+	return 0;
+}
+
+/* Addresses in a region mapped at base, from a validated geometry (i below max_procs or
+ * max_slots). Any thread. */
+static inline struct trc_proc *trc_region_proc(uint8_t *base, const struct trc_region_geom *g,
+					       uint32_t i)
+{
+	return (struct trc_proc *)(void *)(base + g->procs_off +
+					   (uint64_t)i * sizeof(struct trc_proc));
+}
+
+static inline struct trc_slot *trc_region_slot(uint8_t *base, const struct trc_region_geom *g,
+					       uint32_t i)
+{
+	return (struct trc_slot *)(void *)(base + g->slots_off +
+					   (uint64_t)i * sizeof(struct trc_slot));
+}
+
+static inline uint8_t *trc_region_strtab(uint8_t *base, const struct trc_region_geom *g)
+{
+	return base + g->strtab_off;
+}
+
+/* Offset in the region of ring i's data (for calls that take a file offset). */
+static inline uint64_t trc_region_ring_off(const struct trc_region_geom *g, uint32_t i)
+{
+	return g->rings_off + (uint64_t)i * g->ring_bytes;
+}
+
+static inline uint8_t *trc_region_ring(uint8_t *base, const struct trc_region_geom *g, uint32_t i)
+{
+	return base + trc_region_ring_off(g, i);
 }
 
 #endif /* TRC_SESSION_LAYOUT_H */

@@ -1,0 +1,1 @@
+../../../ringbuf/ring_producer.h
