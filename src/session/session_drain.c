@@ -1,4 +1,10 @@
-/* session_drain.c - turning the session region into struct trc_records (recorder side).
+/* session_drain.c - turning the session region into trace records (recorder side).
+ *
+ * Two ways out, chosen by the sink (session.h): events (spans, values, allocations, function
+ * entries) of a sink with a window are encoded straight from their ring bytes into the chunk
+ * bytes of FORMAT.md (the fused path: no struct trc_record, no call per record; the drain's
+ * cost is then close to copying the bytes, bench=drain); every other record, and every record
+ * of a sink without a window, is decoded into a struct trc_record for sink->record.
  *
  * One pass over the slot table per call: open a stream for every newly claimed slot, hand out
  * every record its ring has published, report what the ring dropped, and, for a slot whose
@@ -29,6 +35,7 @@
 #include <unistd.h>
 
 #include "session_internal.h"
+#include "trcfile_codec.h" /* the chunk encoding the fused path writes (FORMAT.md) */
 
 #define SESSION_REAP_NS 50000000ull
 #define SESSION_REFIT_NS 200000000ull
@@ -296,28 +303,161 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
 	return rc;
 }
 
-/* Hands out everything the ring has published. */
+/* ---- the fused path: ring events straight into chunk bytes ---------------------------------
+ *
+ * An event's ring record ({ts, a?, b?}, session_layout.h) becomes its chunk record (FORMAT.md
+ * "Records") in one step: type byte, ts delta, then the fields, the address predictors of the
+ * window carried along. No struct trc_record, no call per record. The bytes are exactly
+ * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
+
+/* Payload bytes each event type needs (the ring pads to 8). */
+static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
+	[TRC_REC_SPAN_BEGIN] = sizeof(struct trc_ring_span),
+	[TRC_REC_SPAN_END] = sizeof(struct trc_ring_span),
+	[TRC_REC_INSTANT] = sizeof(struct trc_ring_value),
+	[TRC_REC_COUNTER] = sizeof(struct trc_ring_value),
+	[TRC_REC_ALLOC] = sizeof(struct trc_ring_alloc),
+	[TRC_REC_FREE] = sizeof(struct trc_ring_free),
+	[TRC_REC_FUNC_ENTER] = sizeof(struct trc_ring_func),
+	[TRC_REC_FUNC_EXIT] = sizeof(struct trc_ring_func),
+};
+
+/* Encodes one event at win->p (room for TRCFILE_WINDOW_EVENT_MAX bytes). v[] holds the
+ * payload words copied out of the ring, v[0] already converted to ns. */
+static inline void session__put_event(struct trcfile_window *win, uint32_t type, uint32_t id,
+				      const uint64_t *v)
+{
+	uint8_t *p = win->p;
+	uint64_t ts = v[0];
+	uint8_t t0 = (uint8_t)type;
+	uint64_t d = ts - win->ts;
+	if (__builtin_expect(ts < win->ts, 0)) {
+		d = win->ts - ts;
+		t0 |= TRCFILE__NEG_DELTA;
+	}
+	win->ts = ts;
+	*p++ = t0;
+	p = trcfile__put_varint(p, d);
+	switch (type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		p = trcfile__put_varint(p, id);
+		break;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		p = trcfile__put_varint(p, id);
+		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)v[1]));
+		break;
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(v[1] - win->alloc_addr)));
+		win->alloc_addr = v[1];
+		if (type == TRC_REC_ALLOC)
+			p = trcfile__put_varint(p, v[2]);
+		break;
+	default: /* FUNC_ENTER, FUNC_EXIT */
+		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(v[1] - win->func_addr)));
+		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(v[2] - v[1])));
+		win->func_addr = v[1];
+		break;
+	}
+	win->p = p;
+	win->count++;
+}
+
+/* Closes the stream's window if one is open. */
+static int session__window_close(struct session__ctx *c, struct session_slot *ds,
+				 struct trcfile_window *win, bool *open)
+{
+	if (!*open)
+		return 0;
+	*open = false;
+	c->delivered += win->count;
+	return c->sink->window_close(c->sink->arg, &ds->st, win);
+}
+
+/* One event record on the fused path. Returns 0, the sink's nonzero value, or
+ * SESSION_CORRUPT. */
+static inline int session__fused_event(struct session__ctx *c, struct session_slot *ds,
+				       const struct ring_record *rr, uint32_t type,
+				       struct trcfile_window *win, bool *open)
+{
+	struct trc_session *s = c->s;
+	uint32_t pb = rr->payload_bytes, id = TRC_TAG_ID(rr->tag);
+	uint32_t need = session__event_need[type];
+	if (__builtin_expect(pb < need, 0))
+		return SESSION_CORRUPT;
+	uint64_t v[3];
+	/* Copy first: the producer may change the bytes while we look at them. */
+	memcpy(v, rr->payload, need);
+	v[0] = session__ns(s, v[0]);
+	if (type <= TRC_REC_COUNTER) {
+		if (__builtin_expect(id == 0 || id >= s->name_seen_bits, 0))
+			return SESSION_CORRUPT;
+		if (__builtin_expect(!(s->name_seen[id / 8] & (1u << (id % 8))), 0)) {
+			/* The NAME goes to the meta stream: this stream's window may stay open. */
+			int rc = session__name(c, id, v[0]);
+			if (rc)
+				return rc;
+		}
+	}
+	if (!*open) {
+		int rc = c->sink->window_open(c->sink->arg, &ds->st, v[0], win);
+		if (rc)
+			return rc;
+		*open = true;
+	}
+	session__put_event(win, type, id, v);
+	ds->last_ts_ns = v[0];
+	if (win->p >= win->limit)
+		return session__window_close(c, ds, win, open);
+	return 0;
+}
+
+/* Hands out everything the ring has published: events through the sink's window when it has
+ * one, everything else (and every record without a window) through session__record. */
 static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 {
 	struct ring_batch b;
 	struct ring_record rr = {0};
 	if (ring_batch_begin(&ds->cons, &b) < 0)
 		return session__corrupt(c, ds, "bad write position");
+	bool fused = c->sink->window_open && c->sink->window_close, open = false;
+	struct trcfile_window win;
 	int n;
 	while ((n = ring_batch_next(&ds->cons, &b, &rr)) == 1) {
-		int rc = session__record(c, ds, &rr);
-		if (rc == SESSION_CORRUPT)
+		uint32_t type = TRC_TAG_TYPE(rr.tag);
+		int rc;
+		if (fused && trc_rec_is_event(type)) {
+			rc = session__fused_event(c, ds, &rr, type, &win, &open);
+		} else {
+			rc = session__window_close(c, ds, &win, &open);
+			if (!rc)
+				rc = session__record(c, ds, &rr);
+		}
+		if (rc == SESSION_CORRUPT) {
+			if ((rc = session__window_close(c, ds, &win, &open)))
+				return rc;
 			return session__corrupt(c, ds, "bad record");
+		}
 		if (rc) {
+			/* The sink refused: what is in the window was still written. */
+			int rc2 = session__window_close(c, ds, &win, &open);
+			(void)rc2;
 			ring_batch_release(&ds->cons, &b);
 			return rc;
 		}
+	}
+	int rc = session__window_close(c, ds, &win, &open);
+	if (rc) {
+		ring_batch_release(&ds->cons, &b);
+		return rc;
 	}
 	if (n < 0)
 		return session__corrupt(c, ds, "bad record header");
 	ring_batch_release(&ds->cons, &b);
 	int err;
-	int rc = session__report_dropped(c, ds, &err);
+	rc = session__report_dropped(c, ds, &err);
 	if (!rc && err)
 		return session__corrupt(c, ds, "dropped count went back");
 	return rc;

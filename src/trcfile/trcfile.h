@@ -130,6 +130,38 @@ uint32_t trcfile_stream_id(const struct trcfile_stream *s);
  * the writer's sticky error (-ENOSPC, -EIO, ...). */
 int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r);
 
+/* The fused append (the recorder's drain at memory speed): the caller encodes event records
+ * (types SPAN_BEGIN..FUNC_EXIT, FORMAT.md "Records") straight into the stream's open chunk,
+ * with no struct trc_record in between. A window is the free part of the open chunk and the
+ * chunk's coder state, lent to the caller:
+ *   trcfile_stream_window_open(s, ts, &win)   ts = the first record's time (it starts the
+ *                                              chunk's deltas when a new chunk is opened)
+ *   while (win.p < win.limit) { encode one event at win.p (at most TRCFILE_WINDOW_EVENT_MAX
+ *                               bytes), advance win.p, win.count++, update win.ts/addrs }
+ *   trcfile_stream_window_close(s, &win)       commits; submits the chunk once it is full
+ * Chunk boundaries are the same as trcfile_stream_append's for the same records, so both give
+ * the same bytes. Between open and close nothing else may touch the stream (same thread rule
+ * as append; other streams may be appended meanwhile). */
+#define TRCFILE_WINDOW_EVENT_MAX 32u /* type byte and three varints of at most 10 bytes */
+struct trcfile_window {
+	uint8_t *p; /* next byte to write */
+	uint8_t *limit; /* the chunk is full once p reaches it; p + TRCFILE_WINDOW_EVENT_MAX
+			 * bytes are writable whenever p < limit */
+	uint32_t count; /* records written into the window */
+	uint64_t ts; /* coder: the previous record's ts (the chunk's first_ts at its start) */
+	uint64_t alloc_addr, func_addr; /* coder: the address predictors (FORMAT.md) */
+};
+
+/* Lends the open chunk (opening one, first_ts = ts, when there is none). Returns 0 or the
+ * writer's sticky error / -ENOMEM. Blocks only as append does (never: a full chunk was
+ * submitted at the close that filled it). */
+int trcfile_stream_window_open(struct trcfile_stream *s, uint64_t ts, struct trcfile_window *win);
+
+/* Takes the window back: its records join the chunk, and a full chunk goes to the compressors
+ * (blocks when max_chunks_in_flight are queued, as append does). Returns 0 or the sticky
+ * error. */
+int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window *win);
+
 /* Ends the stream's open chunk now (e.g. a thread exited); the stream may still be appended.
  * Same thread rule as append. Returns 0 or the sticky error. */
 int trcfile_stream_flush(struct trcfile_stream *s);

@@ -502,6 +502,59 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 	return 0;
 }
 
+/* ---- the fused append (trcfile.h "The fused append") ------------------------------------ */
+
+_Static_assert(TRCFILE_WINDOW_EVENT_MAX <= TRCFILE__FIXED_MAX_BYTES,
+	       "an event written below limit fits the slack every chunk buffer has");
+
+int trcfile_stream_window_open(struct trcfile_stream *s, uint64_t ts, struct trcfile_window *win)
+{
+	struct trcfile_writer *w = s->w;
+	int err = trcfile_writer_error(w);
+	if (trcfile__unlikely(err))
+		return err;
+	struct trcfile__wchunk *c = s->cur;
+	/* An open chunk is never full (append and close submit a chunk the moment it fills),
+	 * and its buffer holds chunk_bytes + TRCFILE__FIXED_MAX_BYTES. */
+	if (!c) {
+		c = trcfile__chunk_get(w, 0);
+		if (!c)
+			return -ENOMEM;
+		c->hdr.stream_id = s->id;
+		c->hdr.seq = s->seq++;
+		c->hdr.kind = s->kind;
+		c->hdr.pid = s->pid;
+		c->hdr.tid = s->tid;
+		c->hdr.first_ts = ts;
+		trcfile__coder_reset(&s->coder, ts);
+		s->cur = c;
+	}
+	win->p = c->raw + c->raw_len;
+	win->limit = c->raw + w->chunk_bytes;
+	win->count = 0;
+	win->ts = s->coder.ts;
+	win->alloc_addr = s->coder.alloc_addr;
+	win->func_addr = s->coder.func_addr;
+	return 0;
+}
+
+int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window *win)
+{
+	struct trcfile__wchunk *c = s->cur;
+	if (!c)
+		return trcfile_writer_error(s->w);
+	c->raw_len = (size_t)(win->p - c->raw);
+	c->hdr.count += win->count;
+	s->records += win->count;
+	s->coder.ts = win->ts;
+	s->coder.alloc_addr = win->alloc_addr;
+	s->coder.func_addr = win->func_addr;
+	win->count = 0;
+	if (c->raw_len >= s->w->chunk_bytes)
+		return trcfile__submit(s);
+	return 0;
+}
+
 /* ---- open / close -------------------------------------------------------------------- */
 
 static void trcfile__writer_free(struct trcfile_writer *w)
