@@ -322,47 +322,19 @@ static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
 	[TRC_REC_FUNC_EXIT] = sizeof(struct trc_ring_func),
 };
 
-/* Encodes one event at win->p (room for TRCFILE_WINDOW_EVENT_MAX bytes). v[] holds the
- * payload words copied out of the ring, v[0] already converted to ns. */
-static inline void session__put_event(struct trcfile_window *win, uint32_t type, uint32_t id,
-				      const uint64_t *v)
+/* A varint, the one- and two-byte cases (nearly every delta, id and address step) inline. */
+static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
 {
-	uint8_t *p = win->p;
-	uint64_t ts = v[0];
-	uint8_t t0 = (uint8_t)type;
-	uint64_t d = ts - win->ts;
-	if (__builtin_expect(ts < win->ts, 0)) {
-		d = win->ts - ts;
-		t0 |= TRCFILE__NEG_DELTA;
+	if (__builtin_expect(v < 0x80, 1)) {
+		*p = (uint8_t)v;
+		return p + 1;
 	}
-	win->ts = ts;
-	*p++ = t0;
-	p = trcfile__put_varint(p, d);
-	switch (type) {
-	case TRC_REC_SPAN_BEGIN:
-	case TRC_REC_SPAN_END:
-		p = trcfile__put_varint(p, id);
-		break;
-	case TRC_REC_INSTANT:
-	case TRC_REC_COUNTER:
-		p = trcfile__put_varint(p, id);
-		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)v[1]));
-		break;
-	case TRC_REC_ALLOC:
-	case TRC_REC_FREE:
-		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(v[1] - win->alloc_addr)));
-		win->alloc_addr = v[1];
-		if (type == TRC_REC_ALLOC)
-			p = trcfile__put_varint(p, v[2]);
-		break;
-	default: /* FUNC_ENTER, FUNC_EXIT */
-		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(v[1] - win->func_addr)));
-		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(v[2] - v[1])));
-		win->func_addr = v[1];
-		break;
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 2;
 	}
-	win->p = p;
-	win->count++;
+	return trcfile__put_varint(p, v);
 }
 
 /* Closes the stream's window if one is open. */
@@ -376,46 +348,160 @@ static int session__window_close(struct session__ctx *c, struct session_slot *ds
 	return c->sink->window_close(c->sink->arg, &ds->st, win);
 }
 
-/* One event record on the fused path. Returns 0, the sink's nonzero value, or
- * SESSION_CORRUPT. */
-static inline int session__fused_event(struct session__ctx *c, struct session_slot *ds,
-				       const struct ring_record *rr, uint32_t type,
-				       struct trcfile_window *win, bool *open)
+/* The fused loop: from b->pos, while the records are well-formed events, encodes them into the
+ * window. Stops, with b->pos on it, at the first record that is anything else (metadata,
+ * padding, or whatever looks wrong: ring_batch_next and session__record then deal with it
+ * exactly as without a window, corruption included). Everything the loop touches per record
+ * is in locals: the chunk bytes are written through a uint8_t pointer, which may alias
+ * anything, so state left in memory would be reloaded after every byte.
+ * Returns 0 or the sink's nonzero value (or SESSION_CORRUPT from a name lookup). */
+static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
+			      struct ring_batch *b, struct trcfile_window *win, bool *open)
 {
 	struct trc_session *s = c->s;
-	uint32_t pb = rr->payload_bytes, id = TRC_TAG_ID(rr->tag);
-	uint32_t need = session__event_need[type];
-	if (__builtin_expect(pb < need, 0))
-		return SESSION_CORRUPT;
-	uint64_t v[3];
-	/* Copy first: the producer may change the bytes while we look at them. */
-	memcpy(v, rr->payload, need);
-	v[0] = session__ns(s, v[0]);
-	if (type <= TRC_REC_COUNTER) {
-		if (__builtin_expect(id == 0 || id >= s->name_seen_bits, 0))
-			return SESSION_CORRUPT;
-		if (__builtin_expect(!(s->name_seen[id / 8] & (1u << (id % 8))), 0)) {
-			/* The NAME goes to the meta stream: this stream's window may stay open. */
-			int rc = session__name(c, id, v[0]);
+	const struct ring_consumer *cons = &ds->cons;
+	if (cons->error)
+		return 0;
+	const uint8_t *data = cons->data;
+	const uint64_t mask = cons->mask, cap = cons->capacity;
+	uint64_t pos = b->pos;
+	const uint64_t end = b->end;
+	const bool tsc = s->geom.clock_mode == TRC_CLOCK_TSC;
+	const struct trc_clock_conv cur = s->conv_cur, prev = s->conv_prev;
+	const uint8_t *seen = s->name_seen;
+	const uint64_t seen_bits = s->name_seen_bits;
+	/* The window, in locals while the loop runs (win holds them across calls out). */
+	uint8_t *p = win->p, *limit = win->limit;
+	uint64_t wts = win->ts, walloc = win->alloc_addr, wfunc = win->func_addr;
+	uint32_t count = win->count;
+	uint64_t last_ts = ds->last_ts_ns;
+	int rc = 0;
+
+#define SESSION__WIN_STORE()                 \
+	do {                                 \
+		win->p = p;                  \
+		win->ts = wts;               \
+		win->alloc_addr = walloc;    \
+		win->func_addr = wfunc;      \
+		win->count = count;          \
+	} while (0)
+#define SESSION__WIN_LOAD()                  \
+	do {                                 \
+		p = win->p;                  \
+		limit = win->limit;          \
+		wts = win->ts;               \
+		walloc = win->alloc_addr;    \
+		wfunc = win->func_addr;      \
+		count = win->count;          \
+	} while (0)
+
+	while (pos != end) {
+		/* The checks of ring_batch_next; anything odd is left to it. */
+		uint64_t avail = end - pos;
+		if (avail < RING_HDR_BYTES || avail > cap || (pos & 7u))
+			break;
+		uint64_t off = pos & mask;
+		__builtin_prefetch(data + ((off + 256) & mask));
+		struct ring__hdr hdr;
+		memcpy(&hdr, data + off, sizeof(hdr));
+		atomic_signal_fence(memory_order_seq_cst); /* the header is read once */
+		uint64_t len = hdr.len;
+		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > cap)
+			break;
+		uint32_t type = TRC_TAG_TYPE(hdr.tag), id = TRC_TAG_ID(hdr.tag);
+		if (!trc_rec_is_event(type) || hdr.tag == RING_TAG_PAD)
+			break;
+		uint32_t need = session__event_need[type];
+		if (len - RING_HDR_BYTES < need)
+			break;
+		if (type <= TRC_REC_COUNTER) {
+			if (id == 0 || id >= seen_bits)
+				break;
+		}
+		/* Copy first: the producer may change the bytes while we look at them. Word by
+		 * word with constant sizes (a memcpy of a variable size is a call). */
+		const uint8_t *pl = data + off + RING_HDR_BYTES;
+		uint64_t t, a = 0, bb = 0;
+		memcpy(&t, pl, 8);
+		if (need > 8)
+			memcpy(&a, pl + 8, 8);
+		if (need > 16)
+			memcpy(&bb, pl + 16, 8);
+		atomic_signal_fence(memory_order_seq_cst); /* the payload is read once */
+		if (tsc)
+			t = trc_clock_to_ns(t >= cur.tick0 ? &cur : &prev, t);
+		if (type <= TRC_REC_COUNTER &&
+		    __builtin_expect(!(seen[id / 8] & (1u << (id % 8))), 0)) {
+			/* The NAME goes to the meta stream: this stream's window stays open. */
+			if (*open)
+				SESSION__WIN_STORE();
+			rc = session__name(c, id, t);
 			if (rc)
-				return rc;
+				goto out_stored;
+		}
+		if (!*open) {
+			rc = c->sink->window_open(c->sink->arg, &ds->st, t, win);
+			if (rc)
+				goto out_stored;
+			*open = true;
+			SESSION__WIN_LOAD();
+		}
+		/* The record, as trcfile__encode writes it (FORMAT.md "Records"). */
+		uint8_t t0 = (uint8_t)type;
+		uint64_t d = t - wts;
+		if (__builtin_expect(t < wts, 0)) {
+			d = wts - t;
+			t0 |= TRCFILE__NEG_DELTA;
+		}
+		wts = t;
+		*p++ = t0;
+		p = session__varint(p, d);
+		switch (type) {
+		case TRC_REC_SPAN_BEGIN:
+		case TRC_REC_SPAN_END:
+			p = session__varint(p, id);
+			break;
+		case TRC_REC_INSTANT:
+		case TRC_REC_COUNTER:
+			p = session__varint(p, id);
+			p = session__varint(p, trcfile__zigzag((int64_t)a));
+			break;
+		case TRC_REC_ALLOC:
+		case TRC_REC_FREE:
+			p = session__varint(p, trcfile__zigzag((int64_t)(a - walloc)));
+			walloc = a;
+			if (type == TRC_REC_ALLOC)
+				p = session__varint(p, bb);
+			break;
+		default: /* FUNC_ENTER, FUNC_EXIT */
+			p = session__varint(p, trcfile__zigzag((int64_t)(a - wfunc)));
+			p = session__varint(p, trcfile__zigzag((int64_t)(bb - a)));
+			wfunc = a;
+			break;
+		}
+		count++;
+		pos += len;
+		last_ts = t;
+		if (__builtin_expect(p >= limit, 0)) {
+			SESSION__WIN_STORE();
+			rc = session__window_close(c, ds, win, open);
+			if (rc)
+				goto out_stored;
 		}
 	}
-	if (!*open) {
-		int rc = c->sink->window_open(c->sink->arg, &ds->st, v[0], win);
-		if (rc)
-			return rc;
-		*open = true;
-	}
-	session__put_event(win, type, id, v);
-	ds->last_ts_ns = v[0];
-	if (win->p >= win->limit)
-		return session__window_close(c, ds, win, open);
-	return 0;
+	if (*open)
+		SESSION__WIN_STORE();
+out_stored:
+	b->pos = pos;
+	ds->last_ts_ns = last_ts;
+	return rc;
+#undef SESSION__WIN_STORE
+#undef SESSION__WIN_LOAD
 }
 
 /* Hands out everything the ring has published: events through the sink's window when it has
- * one, everything else (and every record without a window) through session__record. */
+ * one (session__fused_run), everything else, and every record without a window, through
+ * session__record. */
 static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 {
 	struct ring_batch b;
@@ -424,31 +510,24 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 		return session__corrupt(c, ds, "bad write position");
 	bool fused = c->sink->window_open && c->sink->window_close, open = false;
 	struct trcfile_window win;
-	int n;
-	while ((n = ring_batch_next(&ds->cons, &b, &rr)) == 1) {
-		uint32_t type = TRC_TAG_TYPE(rr.tag);
-		int rc;
-		if (fused && trc_rec_is_event(type)) {
-			rc = session__fused_event(c, ds, &rr, type, &win, &open);
-		} else {
-			rc = session__window_close(c, ds, &win, &open);
-			if (!rc)
-				rc = session__record(c, ds, &rr);
+	int n, rc;
+	for (;;) {
+		if (fused) {
+			rc = session__fused_run(c, ds, &b, &win, &open);
+			if (rc)
+				goto stop;
 		}
-		if (rc == SESSION_CORRUPT) {
-			if ((rc = session__window_close(c, ds, &win, &open)))
-				return rc;
-			return session__corrupt(c, ds, "bad record");
-		}
-		if (rc) {
-			/* The sink refused: what is in the window was still written. */
-			int rc2 = session__window_close(c, ds, &win, &open);
-			(void)rc2;
-			ring_batch_release(&ds->cons, &b);
-			return rc;
-		}
+		if ((n = ring_batch_next(&ds->cons, &b, &rr)) != 1)
+			break;
+		/* Not an event, or not one the fused loop would take: the old path, after the
+		 * window is given back (the record may be for the same stream). */
+		rc = session__window_close(c, ds, &win, &open);
+		if (!rc)
+			rc = session__record(c, ds, &rr);
+		if (rc)
+			goto stop;
 	}
-	int rc = session__window_close(c, ds, &win, &open);
+	rc = session__window_close(c, ds, &win, &open);
 	if (rc) {
 		ring_batch_release(&ds->cons, &b);
 		return rc;
@@ -461,9 +540,20 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	if (!rc && err)
 		return session__corrupt(c, ds, "dropped count went back");
 	return rc;
+
+stop:
+	if (rc == SESSION_CORRUPT) {
+		/* What the window holds was well-formed: it is kept. */
+		if ((rc = session__window_close(c, ds, &win, &open)))
+			return rc;
+		return session__corrupt(c, ds, "bad record");
+	}
+	/* The sink refused: what is in the window was still written. */
+	(void)session__window_close(c, ds, &win, &open);
+	ring_batch_release(&ds->cons, &b);
+	return rc;
 }
 
-/* The slot's ring is drained and its thread gone: make it claimable again. */
 static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 {
 	struct trc_slot *sl = session__slot(s, i);
