@@ -48,7 +48,7 @@
 /* ---- format constants (details in src/FORMAT.md) ------------------------------------------ */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 0
+#define TRCFILE_VERSION_MINOR 1 /* 1.1: stored chunks */
 
 /* Largest string (name, thread name, command line, path, note) a record may carry. */
 #define TRCFILE_MAX_STRING_BYTES (4u << 20)
@@ -88,6 +88,14 @@ struct trcfile_header_info {
  * recorder about (max_chunks_in_flight + 3) x 2 x chunk_bytes of resident memory. */
 #define TRCFILE_WRITER_PREFAULT (1u << 2)
 
+/* Compression never holds the appending thread back: when every compression slot is taken
+ * (the compressors are behind), a full chunk is written stored instead (FORMAT.md "Stored
+ * chunks": encoded, checksummed, indexed, not compressed), by the writer thread, at the cost of
+ * a CRC and the write. Stored chunks in flight have their own bound (max_chunks_in_flight
+ * again): when the disk is behind too, appends block, as without the flag.
+ * trcfile_compact compresses them later. */
+#define TRCFILE_WRITER_STORE_WHEN_BEHIND (1u << 3)
+
 /* Zero fields take the defaults: zstd level 1, 1 compressor thread, 1 MiB chunks,
  * 2 x compress_threads + 2 chunks in flight. chunk_bytes is clamped to
  * [TRCFILE_MIN_CHUNK_BYTES, TRCFILE_MAX_CHUNK_BYTES]. */
@@ -97,6 +105,9 @@ struct trcfile_writer_opts {
 	uint32_t chunk_bytes;
 	unsigned max_chunks_in_flight;
 	uint32_t flags; /* TRCFILE_WRITER_* */
+	/* Tests and benchmarks: store every n-th chunk submitted (1 = all), whatever the
+	 * compressors' state; 0 = never. */
+	unsigned store_one_in;
 };
 
 struct trcfile_writer;
@@ -178,6 +189,21 @@ int trcfile_writer_error(const struct trcfile_writer *w);
 
 /* Bytes written to the file so far (header and chunks). Any thread, relaxed. */
 uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w);
+
+/* Chunks written stored so far (TRCFILE_WRITER_STORE_WHEN_BEHIND, store_one_in). Any thread,
+ * relaxed. */
+uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
+
+/* Compresses a trace: writes out_path with the records of in_path, every chunk compressed
+ * (stored chunks compressed now; compressed ones copied as they are), the same streams,
+ * sequence numbers and header (o: compression level and threads; its chunk size is ignored).
+ * A file without a footer (a recorder killed) gets one: everything the reader recovers is
+ * kept. progress (may be NULL) is called after each chunk with chunks done and total. Returns
+ * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads. */
+int trcfile_compact(const char *in_path, const char *out_path,
+		    const struct trcfile_writer_opts *o,
+		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+		    uint64_t *stored_in, char *msg, size_t msg_len);
 
 /* ---- reader ---------------------------------------------------------------------------- */
 

@@ -341,6 +341,7 @@ void trcfile__chunk_hdr_put(uint8_t *p, const struct trcfile__chunk_hdr *h)
 	trcfile__put32(p + 44, h->raw_bytes);
 	trcfile__put32(p + 48, h->comp_bytes);
 	trcfile__put32(p + 52, h->flags);
+	trcfile__put32(p + 56, h->payload_crc);
 	trcfile__put32(p + 60, trcfile__crc32c(0, p, 60));
 }
 
@@ -365,12 +366,18 @@ int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const
 	h->raw_bytes = trcfile__get32(p + 44);
 	h->comp_bytes = trcfile__get32(p + 48);
 	h->flags = trcfile__get32(p + 52);
+	h->payload_crc = trcfile__get32(p + 56);
 	if (h->kind < TRC_STREAM_THREAD || h->kind > TRC_STREAM_META) {
 		*why = "unknown stream kind";
 		return -EBADMSG;
 	}
-	if (h->flags != 0 || trcfile__get32(p + 56) != 0) {
+	if ((h->flags & ~TRCFILE__CHUNK_FLAGS_KNOWN) ||
+	    (!(h->flags & TRCFILE__CHUNK_STORED) && h->payload_crc != 0)) {
 		*why = "reserved chunk header bits set";
+		return -EBADMSG;
+	}
+	if ((h->flags & TRCFILE__CHUNK_STORED) && h->comp_bytes != h->raw_bytes) {
+		*why = "stored chunk whose payload is not its records' size";
 		return -EBADMSG;
 	}
 	/* Every record takes at least 2 bytes (type and delta); a chunk has at least one. */

@@ -46,6 +46,7 @@
 #include <zstd.h>
 
 #include "trcfile_codec.h"
+#include "trcfile_stored.h"
 
 /* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
  * (fewer literals to decode), for ~0.2 more bytes per event (bench_dump --level). */
@@ -64,6 +65,7 @@ struct trcfile__wchunk {
 	size_t raw_len, raw_cap;
 	uint8_t *out; /* chunk header + frame, filled by a compressor */
 	size_t out_len, out_cap;
+	bool stored; /* goes to the file stored (FORMAT.md "Stored chunks"), took a store slot */
 	struct trcfile__wchunk *next_free;
 };
 
@@ -104,6 +106,9 @@ struct trcfile_writer {
 	struct cds_wfcq_tail wq_tail;
 	sem_t wq_sem;
 	sem_t slots;
+	sem_t store_slots; /* stored chunks in flight (TRCFILE_WRITER_STORE_WHEN_BEHIND) */
+	unsigned store_one_in;
+	_Atomic uint64_t submitted; /* chunks submitted, for store_one_in */
 	atomic_bool stop_compress, stop_write;
 
 	pthread_t compress_tids[TRCFILE__MAX_THREADS];
@@ -118,6 +123,7 @@ struct trcfile_writer {
 
 	_Atomic int error;
 	_Atomic uint64_t bytes_written;
+	_Atomic uint64_t chunks_stored;
 };
 
 static void trcfile__set_error(struct trcfile_writer *w, int err)
@@ -133,6 +139,12 @@ int trcfile_writer_error(const struct trcfile_writer *w)
 	return atomic_load_explicit(&((struct trcfile_writer *)w)->error, memory_order_relaxed);
 }
 
+uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w)
+{
+	return atomic_load_explicit(&((struct trcfile_writer *)w)->chunks_stored,
+				    memory_order_relaxed);
+}
+
 uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w)
 {
 	return atomic_load_explicit(&((struct trcfile_writer *)w)->bytes_written,
@@ -143,6 +155,17 @@ static void trcfile__sem_wait(sem_t *s)
 {
 	while (sem_wait(s) != 0 && errno == EINTR)
 		;
+}
+
+/* true when a unit was taken without waiting. */
+static bool trcfile__sem_trywait(sem_t *s)
+{
+	for (;;) {
+		if (sem_trywait(s) == 0)
+			return true;
+		if (errno != EINTR)
+			return false;
+	}
 }
 
 /* Writes all of buf at off. 0 or -errno (a zero-byte write counts as -EIO). */
@@ -197,6 +220,7 @@ static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size
 	cds_wfcq_node_init(&c->node);
 	c->raw_len = 0;
 	c->out_len = 0;
+	c->stored = false;
 	memset(&c->hdr, 0, sizeof(c->hdr));
 	return c;
 }
@@ -375,6 +399,38 @@ static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchun
 	atomic_fetch_add_explicit(&w->bytes_written, c->out_len, memory_order_relaxed);
 }
 
+/* A stored chunk: header, then the records as they are (FORMAT.md "Stored chunks"). Writer
+ * thread. */
+static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	if (trcfile_writer_error(w))
+		return;
+	c->hdr.raw_bytes = (uint32_t)c->raw_len;
+	c->hdr.comp_bytes = (uint32_t)c->raw_len;
+	c->hdr.flags = TRCFILE__CHUNK_STORED;
+	c->hdr.payload_crc = trcfile__crc32c_fast(0, c->raw, c->raw_len);
+	uint8_t hdr[TRCFILE__CHUNK_HDR_BYTES];
+	trcfile__chunk_hdr_put(hdr, &c->hdr);
+	int err = trcfile__index_add(w, w->offset, &c->hdr);
+	if (!err)
+		err = trcfile__pwrite_all(w->fd, hdr, sizeof(hdr), w->offset);
+	if (!err)
+		err = trcfile__pwrite_all(w->fd, c->raw, c->raw_len, w->offset + sizeof(hdr));
+	if (err) {
+		if (w->n_index && w->index[w->n_index - 1].offset == w->offset)
+			w->n_index--;
+		trcfile__set_error(w, err);
+		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
+			/* as in trcfile__write_chunk */
+		}
+		return;
+	}
+	w->offset += sizeof(hdr) + c->raw_len;
+	atomic_fetch_add_explicit(&w->bytes_written, sizeof(hdr) + c->raw_len,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&w->chunks_stored, 1, memory_order_relaxed);
+}
+
 static void *trcfile__writer_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
@@ -391,9 +447,13 @@ static void *trcfile__writer_main(void *arg)
 		struct trcfile__wchunk *c = caa_container_of(n, struct trcfile__wchunk, node);
 		/* Pairs with the release in trcfile__handoff by the enqueuing thread. */
 		(void)atomic_load_explicit(&c->handoff, memory_order_acquire);
-		trcfile__write_chunk(w, c);
+		bool stored = c->stored;
+		if (stored)
+			trcfile__write_stored(w, c);
+		else
+			trcfile__write_chunk(w, c);
 		trcfile__chunk_put(w, c);
-		sem_post(&w->slots);
+		sem_post(stored ? &w->store_slots : &w->slots);
 	}
 	return NULL;
 }
@@ -449,10 +509,29 @@ static int trcfile__submit(struct trcfile_stream *s)
 		return trcfile_writer_error(w);
 	s->cur = NULL;
 	c->hdr.last_ts = s->coder.ts;
-	trcfile__sem_wait(&w->slots);
-	trcfile__handoff(c);
-	cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
-	sem_post(&w->cq_sem);
+	bool store = false;
+	if (w->store_one_in) {
+		uint64_t n = atomic_fetch_add_explicit(&w->submitted, 1, memory_order_relaxed);
+		store = n % w->store_one_in == 0;
+	}
+	if (!store) {
+		if (w->flags & TRCFILE_WRITER_STORE_WHEN_BEHIND)
+			store = !trcfile__sem_trywait(&w->slots); /* the compressors are behind */
+		else
+			trcfile__sem_wait(&w->slots);
+	}
+	if (store) {
+		/* Straight to the writer thread (blocks only when the disk is behind too). */
+		trcfile__sem_wait(&w->store_slots);
+		c->stored = true;
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+		sem_post(&w->wq_sem);
+	} else {
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
+		sem_post(&w->cq_sem);
+	}
 	s->chunks++;
 	return trcfile_writer_error(w);
 }
@@ -500,6 +579,63 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 	if (c->raw_len >= w->chunk_bytes)
 		return trcfile__submit(s);
 	return 0;
+}
+
+/* ---- whole chunks (trcfile_compact) ------------------------------------------------------ */
+
+int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__chunk_hdr *h,
+			      const uint8_t *payload)
+{
+	struct trcfile_writer *w = s->w;
+	int err = trcfile_writer_error(w);
+	if (err)
+		return err;
+	if (s->cur && (err = trcfile__submit(s)))
+		return err;
+	bool stored = trcfile__chunk_is_stored(h);
+	struct trcfile__wchunk *c = trcfile__chunk_get(w, stored ? h->raw_bytes : 0);
+	if (!c)
+		return -ENOMEM;
+	c->hdr = *h;
+	c->hdr.stream_id = s->id;
+	c->hdr.kind = s->kind;
+	c->hdr.pid = s->pid;
+	c->hdr.tid = s->tid;
+	c->hdr.flags = 0;
+	c->hdr.payload_crc = 0;
+	s->records += h->count;
+	if (h->seq >= s->seq)
+		s->seq = h->seq + 1;
+	s->chunks++;
+	if (stored) {
+		/* The compressors make it a frame, as any chunk appended record by record. */
+		memcpy(c->raw, payload, h->raw_bytes);
+		c->raw_len = h->raw_bytes;
+		trcfile__sem_wait(&w->slots);
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
+		sem_post(&w->cq_sem);
+		return trcfile_writer_error(w);
+	}
+	/* Compressed already: the frame as it is, straight to the writer thread. */
+	size_t need = (size_t)TRCFILE__CHUNK_HDR_BYTES + h->comp_bytes;
+	if (c->out_cap < need) {
+		uint8_t *out = realloc(c->out, need);
+		if (!out) {
+			trcfile__chunk_free(c);
+			return -ENOMEM;
+		}
+		c->out = out;
+		c->out_cap = need;
+	}
+	memcpy(c->out + TRCFILE__CHUNK_HDR_BYTES, payload, h->comp_bytes);
+	trcfile__chunk_hdr_put(c->out, &c->hdr);
+	c->out_len = need;
+	trcfile__sem_wait(&w->slots);
+	trcfile__handoff(c);
+	cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+	sem_post(&w->wq_sem);
+	return trcfile_writer_error(w);
 }
 
 /* ---- the fused append (trcfile.h "The fused append") ------------------------------------ */
@@ -573,6 +709,7 @@ static void trcfile__writer_free(struct trcfile_writer *w)
 	sem_destroy(&w->cq_sem);
 	sem_destroy(&w->wq_sem);
 	sem_destroy(&w->slots);
+	sem_destroy(&w->store_slots);
 	cds_wfcq_destroy(&w->cq_head, &w->cq_tail);
 	cds_wfcq_destroy(&w->wq_head, &w->wq_tail);
 	pthread_mutex_destroy(&w->lock);
@@ -641,6 +778,8 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->cq_sem, 0, 0);
 	sem_init(&w->wq_sem, 0, 0);
 	sem_init(&w->slots, 0, in_flight);
+	sem_init(&w->store_slots, 0, in_flight);
+	w->store_one_in = opts.store_one_in;
 
 	size_t hbytes = trcfile__header_bytes(h, (uint32_t)host_len, (uint32_t)tool_len);
 	hbuf = malloc(hbytes);
