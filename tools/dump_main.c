@@ -1,7 +1,8 @@
 /* dump_main.c - trace-dump: answers questions about a .trc file and exports it.
  *
  * Purpose: the entry point; picks the subcommand and hands over. Each subcommand lives in its
- * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c) with its own --help;
+ * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c, dump_compact.c) with its
+ * own --help;
  * output and its error policy are in dump_out.c.
  *
  * The first argument is a command, `help`, --help or --version. `trace-dump FILE` is short
@@ -28,6 +29,7 @@ static const struct {
 	{"events", dump_events_main},
 	{"rss", dump_rss_main},
 	{"chrome", dump_chrome_main},
+	{"compact", dump_compact_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -43,6 +45,8 @@ static void dump__usage(FILE *f)
 	      "  events   every record of every stream in one time order, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
+	      "  compact  FILE -o OUT: the trace with every chunk compressed (chunks the\n"
+	      "           recorder wrote uncompressed while compression was behind)\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
 	      "  -h, --help     this text\n"
@@ -95,7 +99,8 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events", "rss", "chrome", "help"};
+	static const char *const names[] = {"summary", "events", "rss", "chrome", "compact",
+					    "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
@@ -137,7 +142,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome and help",
+			   "events, rss, chrome, compact and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }

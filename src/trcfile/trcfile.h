@@ -184,14 +184,22 @@ int trcfile_stream_flush(struct trcfile_stream *s);
  * written). */
 int trcfile_writer_close(struct trcfile_writer *w);
 
+/* trcfile_writer_close, and the writer's final figures in *st (may be NULL). */
+struct trcfile_writer_stats {
+	uint64_t bytes_written; /* the whole file */
+	uint64_t chunks_stored; /* chunks the file holds stored */
+};
+int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st);
+
 /* The sticky error: 0 or the first -errno of the pipeline. Any thread. */
 int trcfile_writer_error(const struct trcfile_writer *w);
 
 /* Bytes written to the file so far (header and chunks). Any thread, relaxed. */
 uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w);
 
-/* Chunks written stored so far (TRCFILE_WRITER_STORE_WHEN_BEHIND, store_one_in). Any thread,
- * relaxed. */
+/* Chunks sent to the file stored so far (TRCFILE_WRITER_STORE_WHEN_BEHIND, store_one_in).
+ * Any thread, relaxed. trcfile_writer_close stores no chunk because of the compressors (it waits
+ * for them); trcfile_writer_close_stats gives the final count. */
 uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
 
 /* Compresses a trace: writes out_path with the records of in_path, every chunk compressed

@@ -428,7 +428,6 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 	w->offset += sizeof(hdr) + c->raw_len;
 	atomic_fetch_add_explicit(&w->bytes_written, sizeof(hdr) + c->raw_len,
 				  memory_order_relaxed);
-	atomic_fetch_add_explicit(&w->chunks_stored, 1, memory_order_relaxed);
 }
 
 static void *trcfile__writer_main(void *arg)
@@ -524,6 +523,7 @@ static int trcfile__submit(struct trcfile_stream *s)
 		/* Straight to the writer thread (blocks only when the disk is behind too). */
 		trcfile__sem_wait(&w->store_slots);
 		c->stored = true;
+		atomic_fetch_add_explicit(&w->chunks_stored, 1, memory_order_relaxed);
 		trcfile__handoff(c);
 		cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
 		sem_post(&w->wq_sem);
@@ -911,12 +911,22 @@ static int trcfile__write_footer(struct trcfile_writer *w)
 
 int trcfile_writer_close(struct trcfile_writer *w)
 {
+	return trcfile_writer_close_stats(w, NULL);
+}
+
+int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st)
+{
+	if (st)
+		memset(st, 0, sizeof(*st));
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	w->closing = true;
 	pthread_mutex_unlock(&w->lock);
-	/* No appends run now (contract), so the streams are ours. */
+	/* No appends run now (contract), so the streams are ours. The last chunks wait for the
+	 * compressors: storing them would only leave work for a compaction, and nothing is
+	 * held back by waiting now. So trcfile_writer_chunks_stored read before close is final. */
+	w->flags &= ~TRCFILE_WRITER_STORE_WHEN_BEHIND;
 	for (uint32_t i = 0; i < w->n_streams; i++)
 		trcfile__submit(w->streams[i]);
 	trcfile__stop_threads(w);
@@ -929,6 +939,10 @@ int trcfile_writer_close(struct trcfile_writer *w)
 	}
 	if (close(w->fd) != 0 && !err && errno != EINTR)
 		err = -errno;
+	if (st) {
+		st->bytes_written = trcfile_writer_bytes_written(w);
+		st->chunks_stored = trcfile_writer_chunks_stored(w);
+	}
 	trcfile__writer_free(w);
 	return err;
 }
