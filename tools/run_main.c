@@ -404,8 +404,10 @@ int main(int argc, char **argv)
 		if (stored && compacted)
 			fprintf(stderr,
 				"trace-run: %" PRIu64 " %s written uncompressed while compression "
-				"was behind; compressed before exit in %.2f s\n",
-				stored, cli_plural(stored, "chunk was", "chunks were"), compact_s);
+				"was behind (%.1f MiB written while recording); compressed before "
+				"exit in %.2f s\n",
+				stored, cli_plural(stored, "chunk was", "chunks were"),
+				(double)wst.bytes_written / 1048576.0, compact_s);
 		else if (stored)
 			fprintf(stderr,
 				"trace-run: %" PRIu64 " %s written uncompressed while compression "
