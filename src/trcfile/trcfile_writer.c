@@ -52,6 +52,7 @@
  * (fewer literals to decode), for ~0.2 more bytes per event (bench_dump --level). */
 #define TRCFILE__DEFAULT_LEVEL 1
 #define TRCFILE__MAX_THREADS 64u
+#define TRCFILE__STORE_IN_FLIGHT 16u /* stored chunks in flight, at least */
 
 struct trcfile__wchunk {
 	struct cds_wfcq_node node;
@@ -433,7 +434,10 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 static void *trcfile__writer_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
-	trcfile__maybe_background(w);
+	/* Stored chunks make the writer thread's latency the drain's: it stays at the normal
+	 * priority when they may come (its CPU time is small: copies into the page cache). */
+	if (!(w->flags & TRCFILE_WRITER_STORE_WHEN_BEHIND))
+		trcfile__maybe_background(w);
 	for (;;) {
 		trcfile__sem_wait(&w->wq_sem);
 		/* One consumer: the unlocked dequeue is enough (wfcqueue table, [3] alone). */
@@ -778,7 +782,10 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->cq_sem, 0, 0);
 	sem_init(&w->wq_sem, 0, 0);
 	sem_init(&w->slots, 0, in_flight);
-	sem_init(&w->store_slots, 0, in_flight);
+	/* Stored chunks wait only for the disk: a deeper queue rides out its pauses (writeback,
+	 * a busy core) without holding the drain. */
+	sem_init(&w->store_slots, 0, in_flight < TRCFILE__STORE_IN_FLIGHT ? TRCFILE__STORE_IN_FLIGHT
+								       : in_flight);
 	w->store_one_in = opts.store_one_in;
 
 	size_t hbytes = trcfile__header_bytes(h, (uint32_t)host_len, (uint32_t)tool_len);
