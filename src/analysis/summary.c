@@ -354,6 +354,17 @@ static void trcfile__span_begin(struct trcfile__sum *m, uint32_t id, uint64_t ts
 	m->stack[m->stack_n++] = (struct trcfile__frame){id, ts};
 }
 
+/* The column of the summary's time range (spark_bytes, lost_spark) a time falls in. */
+static unsigned trcfile__spark_col(const struct trcfile__sum *m, uint64_t ts_ns)
+{
+	uint64_t span = m->t1 > m->t0 ? m->t1 - m->t0 : 1;
+	uint64_t t = ts_ns < m->t0 ? 0 : ts_ns - m->t0;
+	if (t > span)
+		t = span;
+	unsigned col = (unsigned)((__uint128_t)t * TRCFILE_SPARK_COLUMNS / (span + 1));
+	return col >= TRCFILE_SPARK_COLUMNS ? TRCFILE_SPARK_COLUMNS - 1 : col;
+}
+
 static void trcfile__rss_sample(struct trcfile__sum *m, const struct trc_record *rec)
 {
 	struct trcfile_summary *s = m->s;
@@ -369,13 +380,7 @@ static void trcfile__rss_sample(struct trcfile__sum *m, const struct trc_record 
 		s->buffers_resident_peak_bytes = b;
 	s->rss_samples++;
 	m->have_sample = true;
-	uint64_t span = m->t1 > m->t0 ? m->t1 - m->t0 : 1;
-	uint64_t t = rec->ts_ns < m->t0 ? 0 : rec->ts_ns - m->t0;
-	if (t > span)
-		t = span;
-	unsigned col = (unsigned)((__uint128_t)t * TRCFILE_SPARK_COLUMNS / (span + 1));
-	if (col >= TRCFILE_SPARK_COLUMNS)
-		col = TRCFILE_SPARK_COLUMNS - 1;
+	unsigned col = trcfile__spark_col(m, rec->ts_ns);
 	if (v > s->spark_bytes[col])
 		s->spark_bytes[col] = v;
 }
@@ -430,6 +435,13 @@ static void trcfile__other(struct trcfile__sum *m, const struct trc_record *rec,
 			s->events_lost += rec->lost.count;
 			if (th)
 				th->lost += rec->lost.count;
+			if (rec->lost.count) {
+				s->lost_spark[trcfile__spark_col(m, rec->ts_ns)] += rec->lost.count;
+				if (!s->lost_first_ts_ns || rec->ts_ns < s->lost_first_ts_ns)
+					s->lost_first_ts_ns = rec->ts_ns;
+				if (rec->ts_ns > s->lost_last_ts_ns)
+					s->lost_last_ts_ns = rec->ts_ns;
+			}
 		}
 		break;
 	case TRC_REC_THREAD: {
