@@ -14,7 +14,8 @@
  *   compression of stored chunks), bytes_per_event of the finished file, write_mb_per_s (what
  *   trace-run wrote while recording, per second of the run) beside machine_write_mb_per_s:
  *   memcpy plus pwrite of as many bytes to a file in the same folder, measured in the same run,
- *   so a disk-bound result shows as one.
+ *   so a disk-bound result shows as one; rss_samples beside rss_samples_requested (10 Hz: the
+ *   sampler keeps its rate during the flood).
  *
  * Paths: trace-run, trace-dump and work_paced are found next to this program
  * (build/bench/../bin). Trace files go to build/bench/ and are deleted after each run.
@@ -46,6 +47,7 @@ struct e2e_result {
 	double recorder_rss_bytes;
 	double finish_s; /* program's end to trace-run's exit */
 	double written_bytes; /* what trace-run wrote while recording */
+	double rss_samples; /* RSS samples in the trace (the sampler's rate under load) */
 };
 
 static double now_s(void)
@@ -154,6 +156,7 @@ static struct e2e_result run_once(int threads, double rate_per_thread, double se
 			char *j = slurp(out);
 			r.events_recorded = json_num(j, "events_recorded");
 			r.events_lost = json_num(j, "events_lost");
+			r.rss_samples = json_num(j, "rss_samples");
 			r.ok = r.events_recorded >= 0;
 			free(j);
 		}
@@ -283,7 +286,7 @@ static double machine_write_mb_per_s(double total)
 static void flood_case(int runs, double seconds)
 {
 	double eps[MAX_RUNS], lost[MAX_RUNS], lostf[MAX_RUNS], fin[MAX_RUNS], bpe[MAX_RUNS];
-	double wmb[MAX_RUNS], wbytes[MAX_RUNS];
+	double wmb[MAX_RUNS], wbytes[MAX_RUNS], rss[MAX_RUNS];
 	int got = 0;
 	for (int k = 0; k < runs; k++) {
 		struct e2e_result r = run_once(1, 0, seconds);
@@ -296,6 +299,7 @@ static void flood_case(int runs, double seconds)
 		bpe[got] = r.events_recorded > 0 ? r.file_bytes / r.events_recorded : 0;
 		wmb[got] = r.written_bytes / seconds / 1e6;
 		wbytes[got] = r.written_bytes;
+		rss[got] = r.rss_samples;
 		printf("  flood     run %d: recorded %.0f lost %.0f emitted %.0f; finish %.2f s, "
 		       "%.2f bytes/event, %.0f MB written while recording (%.0f MB/s)\n",
 		       k, r.events_recorded, r.events_lost, r.emitted, r.finish_s, bpe[got],
@@ -310,9 +314,11 @@ static void flood_case(int runs, double seconds)
 	printf("  flood     this machine: memcpy + pwrite of as many bytes: %.0f MB/s\n", machine);
 	printf("SUMMARY bench=e2e case=flood events_per_s=%.0f lost=%.0f lost_fraction=%.4f "
 	       "finish_s=%.3f bytes_per_event=%.3f write_mb_per_s=%.1f "
-	       "machine_write_mb_per_s=%.1f seconds=%.1f runs=%d\n",
+	       "machine_write_mb_per_s=%.1f rss_samples=%.0f rss_samples_requested=%.0f "
+	       "seconds=%.1f runs=%d\n",
 	       median(eps, got), median(lost, got), median(lostf, got), median(fin, got),
-	       median(bpe, got), median(wmb, got), machine, seconds, got);
+	       median(bpe, got), median(wmb, got), machine, median(rss, got), seconds * 10,
+	       seconds, got);
 }
 
 int main(int argc, char **argv)
