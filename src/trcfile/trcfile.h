@@ -10,7 +10,9 @@
  * wfcqueue to compressor threads (one reused ZSTD_CCtx each), then through a second queue to
  * one writer thread that writes them in completion order. At most max_chunks_in_flight chunks
  * are queued or being compressed/written: an append that fills a chunk beyond that blocks
- * until the writer catches up (back-pressure keeps memory bounded).
+ * until the writer catches up (back-pressure keeps memory bounded), unless the writer stores
+ * it instead (TRCFILE_WRITER_STORE_WHEN_BEHIND: straight to the writer thread, uncompressed,
+ * FORMAT.md "Stored chunks"; trcfile_compact compresses such chunks later).
  *
  * Writer concurrency (W = the writer handle, S = a stream handle):
  *
