@@ -17,6 +17,16 @@
  * Back-pressure: the `slots` semaphore starts at max_chunks_in_flight; submitting a chunk
  * takes a slot (blocking when none is left) and the writer thread gives it back once the
  * chunk is on disk, so at most that many chunks wait in the pipeline.
+ * Stored chunks (TRCFILE_WRITER_STORE_WHEN_BEHIND, FORMAT.md "Stored chunks"): when no slot is
+ * free at once, the appending thread takes a `store_slots` unit instead (blocking only when
+ * those are gone too: the disk is behind) and enqueues the chunk straight on the write queue,
+ * marked stored; the writer thread writes header and records as they are (CRC on its own
+ * thread) and gives the store slot back. The write queue thus has many producers (the
+ * compressors and the appending threads), still one consumer.
+ * Whole chunks (trcfile__stream_put_chunk, for trcfile_compact): a stored one enters the
+ * compress queue like any chunk; a compressed one goes to the write queue with its frame.
+ * The fused append (trcfile_stream_window_*) lends the open chunk's free bytes and coder to
+ * the stream's one appending thread; nothing else touches them meanwhile.
  *
  * Concurrency (see also the table in trcfile.h):
  *   - stream list: mutex `lock` (stream_open, close).
