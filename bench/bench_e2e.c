@@ -17,6 +17,12 @@
  *   so a disk-bound result shows as one; rss_samples beside rss_samples_requested (10 Hz: the
  *   sampler keeps its rate during the flood).
  *
+ * case=threads-200: 200 threads each emitting 200 000 events at once (work_events 40M 200),
+ *   as a new user would: events lost (lost_fraction), the ring bytes resident in the program
+ *   at their peak (ring_bytes_resident: the summary's buffers_resident_peak_bytes), the
+ *   program's peak RSS (program_maxrss_bytes, buffers included) and trace-run's own
+ *   (recorder_peak_rss_bytes). Medians of RUNS runs.
+ *
  * Paths: trace-run, trace-dump and work_paced are found next to this program
  * (build/bench/../bin). Trace files go to build/bench/ and are deleted after each run.
  * Threads: single-threaded driver; the measured processes are its children.
@@ -37,6 +43,7 @@
 #include <unistd.h>
 
 static char dir_bench[PATH_MAX], trace_run[PATH_MAX + 32], trace_dump[PATH_MAX + 32], work[PATH_MAX + 32];
+static char work_events[PATH_MAX + 32];
 
 struct e2e_result {
 	bool ok;
@@ -321,6 +328,52 @@ static void flood_case(int runs, double seconds)
 	       seconds, got);
 }
 
+static void threads_case(int runs)
+{
+	double lostf[MAX_RUNS], res[MAX_RUNS], prog[MAX_RUNS], rec[MAX_RUNS];
+	int got = 0;
+	char trace[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32];
+	snprintf(trace, sizeof(trace), "%s/e2e-%d.trc", dir_bench, (int)getpid());
+	snprintf(out, sizeof(out), "%s/e2e-%d.out", dir_bench, (int)getpid());
+	snprintf(err, sizeof(err), "%s/e2e-%d.err", dir_bench, (int)getpid());
+	for (int k = 0; k < runs; k++) {
+		char *argv[] = {trace_run, "--no-preload", "-o", trace, "--", work_events, "40000000",
+				"200", NULL};
+		if (run_cmd(argv, out, err, NULL) != 0)
+			continue;
+		char *e = slurp(err);
+		const char *p = strstr(e, "recorder RSS ");
+		double rrss = p ? strtod(p + 13, NULL) * 1048576.0 : 0;
+		free(e);
+		char *dargv[] = {trace_dump, "summary", "--json", trace, NULL};
+		if (run_cmd(dargv, out, NULL, NULL) != 0)
+			continue;
+		char *j = slurp(out);
+		double recd = json_num(j, "events_recorded"), lost = json_num(j, "events_lost");
+		lostf[got] = recd + lost > 0 ? lost / (recd + lost) : 0;
+		res[got] = json_num(j, "buffers_resident_peak_bytes");
+		prog[got] = json_num(j, "exit_maxrss_bytes");
+		rec[got] = rrss;
+		free(j);
+		printf("  threads-200 run %d: lost %.0f of %.0f, ring bytes resident %.1f MiB, program "
+		       "peak RSS %.1f MiB, recorder peak RSS %.1f MiB\n",
+		       k, lost, recd + lost, res[got] / 1048576.0, prog[got] / 1048576.0,
+		       rrss / 1048576.0);
+		got++;
+	}
+	unlink(trace);
+	unlink(out);
+	unlink(err);
+	if (!got) {
+		printf("SUMMARY bench=e2e case=threads-200 failed=1 lost_fraction=1\n");
+		return;
+	}
+	printf("SUMMARY bench=e2e case=threads-200 lost_fraction=%.4f ring_bytes_resident=%.0f "
+	       "program_maxrss_bytes=%.0f recorder_peak_rss_bytes=%.0f threads=200 "
+	       "events_per_thread=200000 runs=%d\n",
+	       median(lostf, got), median(res, got), median(prog, got), median(rec, got), got);
+}
+
 int main(int argc, char **argv)
 {
 	bool quick = false;
@@ -347,6 +400,7 @@ int main(int argc, char **argv)
 	snprintf(trace_run, sizeof(trace_run), "%s/../bin/trace-run", self);
 	snprintf(trace_dump, sizeof(trace_dump), "%s/../bin/trace-dump", self);
 	snprintf(work, sizeof(work), "%s/work_paced", self);
+	snprintf(work_events, sizeof(work_events), "%s/work_events", self);
 	if (access(trace_run, X_OK) || access(trace_dump, X_OK) || access(work, X_OK)) {
 		fprintf(stderr, "bench_e2e: needs %s, %s and %s\n", trace_run, trace_dump, work);
 		return 1;
@@ -359,5 +413,6 @@ int main(int argc, char **argv)
 	paced_case("2threads", 2, runs, seconds, quick);
 	paced_case("max-lossless", 1, runs, seconds, quick);
 	flood_case(runs, quick ? 0.5 : 5.0);
+	threads_case(quick ? 1 : runs);
 	return 0;
 }
