@@ -1,7 +1,7 @@
 /* test_e2e_recorder.c - the recorder at the producer's speed, through the built commands
- * (issue 11): a call-heavy program recorded whole; chunks written stored when compression is
- * behind are compressed before trace-run exits, or kept with --keep-stored, and a recorder
- * killed with stored chunks in the file leaves a readable trace.
+ * (issue 11): chunks written stored when compression is behind are compressed before trace-run
+ * exits, or kept with --keep-stored, and a recorder killed with stored chunks in the file leaves
+ * a readable trace. (The call-heavy program recorded whole: test_e2e_calls.c.)
  *
  * TRC_TEST_STORE_ALL=1 makes trace-run's writer store every chunk, as when its compressors are
  * always behind (the test hook of tools/run_main.c).
@@ -36,37 +36,6 @@ static void count_chunks(const char *path, unsigned *stored, unsigned *compresse
 		off += (long)(TRCFILE__CHUNK_HDR_BYTES + ch.comp_bytes);
 	}
 	fclose(f);
-}
-
-static int64_t calls_from(const char *out)
-{
-	const char *p = strstr(out, "calls=");
-	return p ? strtoll(p + 6, NULL, 10) : -1;
-}
-
-/* fib(N) built with -finstrument-functions, default settings: every call is recorded. The
- * plain build records fib(30) (5.4 M events in a few tens of ms, 3x the default ring); the
- * sanitizer builds, whose recorder is several times slower, fib(25). */
-Test(e2e_recorder, call_heavy_program_recorded_whole, .timeout = 120)
-{
-	const char *dir = e2e_tmpdir();
-	char out[256];
-	snprintf(out, sizeof(out), "%s/t.trc", dir);
-	const char *tier = getenv("TRC_SANITIZER_TIER");
-	const char *n = tier && *tier ? "25" : "30";
-	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--",
-				   e2e_path("tests/prog_finst_calls"), n, NULL);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	int64_t calls = calls_from(r.out);
-	cr_assert_gt(calls, 100000, "%s", r.out);
-	e2e_free(&r);
-	char *json = e2e_summary_json(dir, out);
-	/* main is instrumented too: one more entry and exit than fib's calls */
-	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s", json);
-	cr_expect_eq(e2e_json_int(json, "func_enter"), calls + 1, "%s", json);
-	cr_expect_eq(e2e_json_int(json, "func_exit"), calls + 1, "%s", json);
-	free(json);
-	e2e_rm_rf(dir);
 }
 
 Test(e2e_recorder, stored_chunks_are_compressed_before_exit, .timeout = 120)

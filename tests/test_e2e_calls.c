@@ -1,0 +1,58 @@
+/* test_e2e_calls.c - a call-heavy program recorded whole (issue 11), through the built commands.
+ *
+ * A suite of its own: Criterion runs the tests of a suite in parallel, and this one needs the
+ * machine's second core for the drain while the program runs (the claim is "lossless when a
+ * core is free for the drain", not "lossless whatever else runs").
+ */
+#include "e2e_util.h"
+
+#define TR e2e_path("bin/trace-run")
+
+static int64_t calls_from(const char *out)
+{
+	const char *p = strstr(out, "calls=");
+	return p ? strtoll(p + 6, NULL, 10) : -1;
+}
+
+/* fib(N) built with -finstrument-functions, default settings, as a new user would: every call
+ * is recorded. The plain build records fib(30): 5.4 M function events in about 60 ms, 10 times
+ * what the default 16 MiB ring holds, so the drain must keep up while the program runs (the
+ * old record-by-record drain lost about 40 % of it here; the issue measured 49 %). The
+ * sanitizer builds, whose recorder is several times slower, record fib(22). */
+Test(e2e_calls, call_heavy_program_recorded_whole, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	const char *n = tier && *tier ? "22" : "30";
+	/* Other engineers' builds share this machine's two cores: a run whose drain got no core
+	 * for longer than the ring lasts (~5 ms here) may lose events, exactly counted. Three
+	 * tries; one must be whole, every one exact. */
+	int64_t lost_seen[3] = {-1, -1, -1};
+	bool whole = false;
+	for (int attempt = 0; attempt < 3 && !whole; attempt++) {
+		struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--",
+					   e2e_path("tests/prog_finst_calls"), n, NULL);
+		cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+		int64_t calls = calls_from(r.out);
+		cr_assert_gt(calls, 50000, "%s", r.out);
+		e2e_free(&r);
+		char *json = e2e_summary_json(dir, out);
+		/* main is instrumented too: one more entry and exit than fib's calls */
+		int64_t want = 2 * (calls + 1);
+		int64_t rec = e2e_json_int(json, "func_enter") + e2e_json_int(json, "func_exit");
+		int64_t lost = e2e_json_int(json, "events_lost");
+		cr_assert_eq(rec + lost, want, "recorded %lld + lost %lld != %lld emitted: %s",
+			     (long long)rec, (long long)lost, (long long)want, json);
+		lost_seen[attempt] = lost;
+		if (lost == 0) {
+			cr_expect_eq(e2e_json_int(json, "func_enter"), calls + 1, "%s", json);
+			whole = true;
+		}
+		free(json);
+	}
+	cr_expect(whole, "fib(%s) lost events in 3 runs of 3: %lld, %lld, %lld", n,
+		  (long long)lost_seen[0], (long long)lost_seen[1], (long long)lost_seen[2]);
+	e2e_rm_rf(dir);
+}
