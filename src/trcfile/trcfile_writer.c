@@ -118,6 +118,7 @@ struct trcfile_writer {
 	sem_t wq_sem;
 	sem_t slots;
 	sem_t store_slots; /* stored chunks in flight (TRCFILE_WRITER_STORE_WHEN_BEHIND) */
+	bool store_when_behind; /* appending threads only, then close (which clears it) */
 	unsigned store_one_in;
 	_Atomic uint64_t submitted; /* chunks submitted, for store_one_in */
 	atomic_bool stop_compress, stop_write;
@@ -528,7 +529,7 @@ static int trcfile__submit(struct trcfile_stream *s)
 		store = n % w->store_one_in == 0;
 	}
 	if (!store) {
-		if (w->flags & TRCFILE_WRITER_STORE_WHEN_BEHIND)
+		if (w->store_when_behind)
 			store = !trcfile__sem_trywait(&w->slots); /* the compressors are behind */
 		else
 			trcfile__sem_wait(&w->slots);
@@ -797,6 +798,7 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->store_slots, 0, in_flight < TRCFILE__STORE_IN_FLIGHT ? TRCFILE__STORE_IN_FLIGHT
 								       : in_flight);
 	w->store_one_in = opts.store_one_in;
+	w->store_when_behind = (opts.flags & TRCFILE_WRITER_STORE_WHEN_BEHIND) != 0;
 
 	size_t hbytes = trcfile__header_bytes(h, (uint32_t)host_len, (uint32_t)tool_len);
 	hbuf = malloc(hbytes);
@@ -943,7 +945,7 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 	/* No appends run now (contract), so the streams are ours. The last chunks wait for the
 	 * compressors: storing them would only leave work for a compaction, and nothing is
 	 * held back by waiting now. So trcfile_writer_chunks_stored read before close is final. */
-	w->flags &= ~TRCFILE_WRITER_STORE_WHEN_BEHIND;
+	w->store_when_behind = false;
 	for (uint32_t i = 0; i < w->n_streams; i++)
 		trcfile__submit(w->streams[i]);
 	trcfile__stop_threads(w);
