@@ -15,6 +15,7 @@
 
 #include "test_trcfile_util.h"
 #include "trcfile_codec.h"
+#include "trcfile_reader_priv.h" /* the chunk index, for chunk sizes */
 #include "trcfile_stored.h"
 
 /* tu_small_plan plus a long thread stream of every event type (many chunks). */
@@ -384,4 +385,67 @@ Test(trcfile_stored, fuzz_seeds_with_stored_chunks)
 		trcfile_iter_free(it);
 		trcfile_reader_close(r);
 	}
+}
+
+/* The writer's memory does not grow with the streams open at once: past 32 MiB of open
+ * chunks (32 streams of 1 MiB chunks), each new chunk ends at 32 MiB / open chunks (at
+ * least 64 KiB). The records are the same either way. */
+static void budget_record(uint32_t k, uint32_t i, struct trc_record *r)
+{
+	*r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = 1000 + (uint64_t)i * 3};
+	r->value.name_id = 1 + k;
+	r->value.value = (int64_t)((uint64_t)i * 2654435761u ^ k);
+}
+
+Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/many.trc", dir);
+	enum { STREAMS = 128, PER = 200000 };
+	struct trcfile_header_info h = tu_header();
+	struct trcfile_writer_opts o = {.compress_threads = 2, .flags = TRCFILE_WRITER_NO_FSYNC};
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
+	cr_assert_not_null(w);
+	static struct trcfile_stream *st[STREAMS];
+	for (uint32_t k = 0; k < STREAMS; k++)
+		st[k] = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, k);
+	for (uint32_t i = 0; i < PER; i += 100)
+		for (uint32_t k = 0; k < STREAMS; k++)
+			for (uint32_t j = i; j < i + 100; j++) {
+				struct trc_record r;
+				budget_record(k, j, &r);
+				cr_assert_eq(trcfile_stream_append(st[k], &r), 0);
+			}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+
+	struct trcfile_reader *rd = open_ok(path);
+	cr_assert_eq(trcfile_reader_header(rd)->chunk_bytes, TRCFILE_DEFAULT_CHUNK_BYTES);
+	cr_assert_eq(trcfile_reader_stream_count(rd), STREAMS);
+	/* A chunk's size is decided when it is opened: the first chunks of the first streams
+	 * were opened with few others open and may take 1 MiB; every later one shares. */
+	uint64_t max_raw = 0;
+	for (size_t i = 0; i < rd->n_chunks; i++)
+		if (rd->chunks[i].seq > 0 && rd->chunks[i].raw_bytes > max_raw)
+			max_raw = rd->chunks[i].raw_bytes;
+	for (unsigned i = 0; i < STREAMS; i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(rd, i);
+		cr_assert_eq(si->records, PER);
+		cr_assert_gt(si->chunks, 1, "stream %u: %u chunks", i, si->chunks);
+		struct trcfile_cursor *c = trcfile_cursor_new(rd, i);
+		struct trc_record got, want;
+		for (uint32_t j = 0; j < PER; j++) {
+			cr_assert_eq(trcfile_cursor_next(c, &got), 1);
+			budget_record(si->tid, j, &want);
+			cr_assert(tu_rec_eq(&got, &want), "stream %u record %u", i, j);
+		}
+		trcfile_cursor_free(c);
+	}
+	/* 128 open chunks: 256 KiB each (and a record's slack) */
+	cr_assert_leq(max_raw, (32u << 20) / STREAMS + 160, "largest chunk %llu bytes",
+		      (unsigned long long)max_raw);
+	cr_assert_geq(max_raw, (32u << 20) / STREAMS);
+	trcfile_reader_close(rd);
+	tu_rm_rf(dir);
 }

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -218,6 +219,10 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	bool progress = opt.progress < 0 ? (!opt.quiet && isatty(STDERR_FILENO)) : opt.progress;
+	/* The writer's chunk buffers (64 KiB to 16 MiB) come and go with the streams: a fixed
+	 * mmap threshold keeps glibc from raising it after the first free, so freed buffers go
+	 * back to the system instead of staying in the heap (the recorder's RSS). */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 
 	/* Signals: blocked everywhere in trace-run, read from a signalfd by this thread. SIGPIPE
 	 * is blocked too (a write to a dead child's pipe returns EPIPE), never ignored, since an

@@ -63,6 +63,13 @@
 #define TRCFILE__DEFAULT_LEVEL 1
 #define TRCFILE__MAX_THREADS 64u
 #define TRCFILE__STORE_IN_FLIGHT 16u /* stored chunks in flight, at least */
+/* Open chunks (one per stream being appended) share this many bytes before they shrink: with
+ * more than OPEN_BUDGET / chunk_bytes streams open at once (a program with hundreds of busy
+ * threads), each new chunk ends at OPEN_BUDGET / open chunks bytes, never below
+ * OPEN_MIN_CHUNK (or chunk_bytes, when that is smaller). The recorder's memory then stays
+ * near the budget, not chunk_bytes per thread. */
+#define TRCFILE__OPEN_BUDGET (32u << 20)
+#define TRCFILE__OPEN_MIN_CHUNK (64u << 10)
 
 struct trcfile__wchunk {
 	struct cds_wfcq_node node;
@@ -77,6 +84,8 @@ struct trcfile__wchunk {
 	uint8_t *out; /* chunk header + frame, filled by a compressor */
 	size_t out_len, out_cap;
 	bool stored; /* goes to the file stored (FORMAT.md "Stored chunks"), took a store slot */
+	bool open; /* counted in open_chunks (a stream's chunk being appended) */
+	size_t limit; /* the chunk is full (submitted) once raw_len reaches this */
 	struct trcfile__wchunk *next_free;
 };
 
@@ -109,6 +118,8 @@ struct trcfile_writer {
 
 	pthread_mutex_t pool_lock;
 	struct trcfile__wchunk *pool;
+	unsigned pool_n, pool_max; /* chunks kept for reuse; beyond pool_max they are freed */
+	_Atomic uint32_t open_chunks; /* streams' chunks being appended (OPEN_BUDGET) */
 
 	struct cds_wfcq_head cq_head; /* to compress */
 	struct cds_wfcq_tail cq_tail;
@@ -202,20 +213,24 @@ static int trcfile__pwrite_all(int fd, const void *buf, size_t len, uint64_t off
 
 /* ---- chunk pool ----------------------------------------------------------------------- */
 
-static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size_t need)
+/* A chunk whose buffer holds limit + TRCFILE__FIXED_MAX_BYTES bytes, and need at least. */
+static struct trcfile__wchunk *trcfile__chunk_get_limit(struct trcfile_writer *w, size_t need,
+							size_t limit)
 {
 	struct trcfile__wchunk *c;
 	pthread_mutex_lock(&w->pool_lock);
 	c = w->pool;
-	if (c)
+	if (c) {
 		w->pool = c->next_free;
+		w->pool_n--;
+	}
 	pthread_mutex_unlock(&w->pool_lock);
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return NULL;
 	}
-	size_t want = (size_t)w->chunk_bytes + TRCFILE__FIXED_MAX_BYTES;
+	size_t want = limit + TRCFILE__FIXED_MAX_BYTES;
 	if (need > want)
 		want = need;
 	if (c->raw_cap < want) {
@@ -233,8 +248,15 @@ static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size
 	c->raw_len = 0;
 	c->out_len = 0;
 	c->stored = false;
+	c->open = false;
+	c->limit = limit;
 	memset(&c->hdr, 0, sizeof(c->hdr));
 	return c;
+}
+
+static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size_t need)
+{
+	return trcfile__chunk_get_limit(w, need, w->chunk_bytes);
 }
 
 /* Marks everything this thread wrote into c as published to whoever dequeues it next. */
@@ -260,9 +282,15 @@ static void trcfile__chunk_put(struct trcfile_writer *w, struct trcfile__wchunk 
 		return;
 	}
 	pthread_mutex_lock(&w->pool_lock);
-	c->next_free = w->pool;
-	w->pool = c;
+	bool keep = w->pool_n < w->pool_max;
+	if (keep) {
+		c->next_free = w->pool;
+		w->pool = c;
+		w->pool_n++;
+	}
 	pthread_mutex_unlock(&w->pool_lock);
+	if (!keep)
+		trcfile__chunk_free(c); /* more than the pipeline holds at once: give it back */
 }
 
 /* ---- pipeline threads ----------------------------------------------------------------- */
@@ -522,6 +550,10 @@ static int trcfile__submit(struct trcfile_stream *s)
 	if (!c)
 		return trcfile_writer_error(w);
 	s->cur = NULL;
+	if (c->open) {
+		c->open = false;
+		atomic_fetch_sub_explicit(&w->open_chunks, 1, memory_order_relaxed);
+	}
 	c->hdr.last_ts = s->coder.ts;
 	bool store = false;
 	if (w->store_one_in) {
@@ -558,6 +590,38 @@ int trcfile_stream_flush(struct trcfile_stream *s)
 	return trcfile__submit(s);
 }
 
+/* Opens the stream's next chunk, its first record at ts; its limit from OPEN_BUDGET. */
+static struct trcfile__wchunk *trcfile__chunk_open(struct trcfile_stream *s, uint64_t ts,
+						   size_t need)
+{
+	struct trcfile_writer *w = s->w;
+	/* Relaxed: a count to size buffers by, no data is published through it. */
+	uint32_t n = atomic_fetch_add_explicit(&w->open_chunks, 1, memory_order_relaxed) + 1;
+	size_t limit = w->chunk_bytes;
+	if ((uint64_t)n * limit > TRCFILE__OPEN_BUDGET) {
+		limit = TRCFILE__OPEN_BUDGET / n;
+		if (limit < TRCFILE__OPEN_MIN_CHUNK)
+			limit = TRCFILE__OPEN_MIN_CHUNK;
+		if (limit > w->chunk_bytes)
+			limit = w->chunk_bytes;
+	}
+	struct trcfile__wchunk *c = trcfile__chunk_get_limit(w, need, limit);
+	if (!c) {
+		atomic_fetch_sub_explicit(&w->open_chunks, 1, memory_order_relaxed);
+		return NULL;
+	}
+	c->open = true;
+	c->hdr.stream_id = s->id;
+	c->hdr.seq = s->seq++;
+	c->hdr.kind = s->kind;
+	c->hdr.pid = s->pid;
+	c->hdr.tid = s->tid;
+	c->hdr.first_ts = ts;
+	trcfile__coder_reset(&s->coder, ts);
+	s->cur = c;
+	return c;
+}
+
 int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 {
 	struct trcfile_writer *w = s->w;
@@ -575,23 +639,15 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 		c = NULL;
 	}
 	if (!c) {
-		c = trcfile__chunk_get(w, (size_t)need);
+		c = trcfile__chunk_open(s, r->ts_ns, (size_t)need);
 		if (!c)
 			return -ENOMEM;
-		c->hdr.stream_id = s->id;
-		c->hdr.seq = s->seq++;
-		c->hdr.kind = s->kind;
-		c->hdr.pid = s->pid;
-		c->hdr.tid = s->tid;
-		c->hdr.first_ts = r->ts_ns;
-		trcfile__coder_reset(&s->coder, r->ts_ns);
-		s->cur = c;
 	}
 	uint8_t *end = trcfile__encode(c->raw + c->raw_len, r, &s->coder);
 	c->raw_len = (size_t)(end - c->raw);
 	c->hdr.count++;
 	s->records++;
-	if (c->raw_len >= w->chunk_bytes)
+	if (c->raw_len >= c->limit)
 		return trcfile__submit(s);
 	return 0;
 }
@@ -668,20 +724,12 @@ int trcfile_stream_window_open(struct trcfile_stream *s, uint64_t ts, struct trc
 	/* An open chunk is never full (append and close submit a chunk the moment it fills),
 	 * and its buffer holds chunk_bytes + TRCFILE__FIXED_MAX_BYTES. */
 	if (!c) {
-		c = trcfile__chunk_get(w, 0);
+		c = trcfile__chunk_open(s, ts, 0);
 		if (!c)
 			return -ENOMEM;
-		c->hdr.stream_id = s->id;
-		c->hdr.seq = s->seq++;
-		c->hdr.kind = s->kind;
-		c->hdr.pid = s->pid;
-		c->hdr.tid = s->tid;
-		c->hdr.first_ts = ts;
-		trcfile__coder_reset(&s->coder, ts);
-		s->cur = c;
 	}
 	win->p = c->raw + c->raw_len;
-	win->limit = c->raw + w->chunk_bytes;
+	win->limit = c->raw + c->limit;
 	win->count = 0;
 	win->ts = s->coder.ts;
 	win->alloc_addr = s->coder.alloc_addr;
@@ -701,7 +749,7 @@ int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window 
 	s->coder.alloc_addr = win->alloc_addr;
 	s->coder.func_addr = win->func_addr;
 	win->count = 0;
-	if (c->raw_len >= s->w->chunk_bytes)
+	if (c->raw_len >= c->limit)
 		return trcfile__submit(s);
 	return 0;
 }
@@ -798,6 +846,8 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->store_slots, 0, in_flight < TRCFILE__STORE_IN_FLIGHT ? TRCFILE__STORE_IN_FLIGHT
 								       : in_flight);
 	w->store_one_in = opts.store_one_in;
+	/* Every chunk the pipeline can hold at once, and a few being filled. */
+	w->pool_max = 2 * in_flight + TRCFILE__STORE_IN_FLIGHT + 8;
 	w->store_when_behind = (opts.flags & TRCFILE_WRITER_STORE_WHEN_BEHIND) != 0;
 
 	size_t hbytes = trcfile__header_bytes(h, (uint32_t)host_len, (uint32_t)tool_len);
