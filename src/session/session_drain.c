@@ -310,6 +310,9 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
  * window carried along. No struct trc_record, no call per record. The bytes are exactly
  * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
 
+_Static_assert((RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
+	       "padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
+
 /* Payload bytes each event type needs (the ring pads to 8). */
 static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
 	[TRC_REC_SPAN_BEGIN] = sizeof(struct trc_ring_span),
@@ -395,10 +398,14 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
 		count = win->count;          \
 	} while (0)
 
+	/* ring_batch_begin checked end - pos <= cap and both aligned; pos only moves by whole
+	 * checked records (multiples of 8, within avail), so that stays true below. */
+	if (end - pos > cap || (pos & 7u))
+		return 0;
 	while (pos != end) {
-		/* The checks of ring_batch_next; anything odd is left to it. */
+		/* The rest of ring_batch_next's checks; anything odd is left to it. */
 		uint64_t avail = end - pos;
-		if (avail < RING_HDR_BYTES || avail > cap || (pos & 7u))
+		if (avail < RING_HDR_BYTES)
 			break;
 		uint64_t off = pos & mask;
 		__builtin_prefetch(data + ((off + 256) & mask));
@@ -409,7 +416,7 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
 		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > cap)
 			break;
 		uint32_t type = TRC_TAG_TYPE(hdr.tag), id = TRC_TAG_ID(hdr.tag);
-		if (!trc_rec_is_event(type) || hdr.tag == RING_TAG_PAD)
+		if (!trc_rec_is_event(type)) /* padding too: its type byte is 0xff */
 			break;
 		uint32_t need = session__event_need[type];
 		if (len - RING_HDR_BYTES < need)
