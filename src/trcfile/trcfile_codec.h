@@ -1,7 +1,10 @@
-/* trcfile_codec.h - private to src/trcfile_*.c: on-disk layout, varints, record encoding.
+/* trcfile_codec.h - the bytes of a trace file: layout, fixed structures, varints, records.
  *
- * Purpose: the byte-level half of src/FORMAT.md in one place, so the writer, the reader and
- * the summary's hot loop agree by construction. Everything on disk is little-endian.
+ * Purpose: the byte-level half of FORMAT.md in one place, so the writer, the reader and the
+ * summary's hot loop agree by construction. Each fixed structure (file header, chunk header,
+ * footer and its entries, trailer) is laid out once, as an image below, and read and written
+ * only by its one put and one get (trcfile_codec.c). Everything on disk is little-endian.
+ * Private to the file format's code and to the analysis, tests and fuzzers that look inside.
  *
  * Threads: pure functions over caller memory; no shared state.
  *
@@ -37,7 +40,9 @@
 /* "\x89TRC\r\n\x1a\n": binary, and damaged by text-mode transfers in a detectable way. */
 #define TRCFILE__MAGIC "\x89TRC\r\n\x1a\n"
 #define TRCFILE__ENDIAN_MARK 0x01020304u
+#define TRCFILE__ENDIAN_MARK_SWAPPED 0x04030201u /* what a big-endian writer leaves */
 #define TRCFILE__HDR_FIXED_BYTES 96u
+#define TRCFILE__HDR_CRC_BYTES 4u
 #define TRCFILE__HDR_MAX_BYTES (TRCFILE__HDR_FIXED_BYTES + 3u * TRCFILE_MAX_STRING_BYTES + 4096u)
 
 #define TRCFILE__CHUNK_MAGIC 0x4b484354u /* "TCHK" */
@@ -59,6 +64,120 @@
  * string length varint. */
 #define TRCFILE__FIXED_MAX_BYTES 160u
 #define TRCFILE__FAST_MARGIN TRCFILE__FIXED_MAX_BYTES
+#define TRCFILE__VARINT_MAX_BYTES 10u
+
+_Static_assert(TRC_REC_TYPE_COUNT - 1 <= TRCFILE__TYPE_MASK, "record types outgrew byte 0");
+_Static_assert((TRCFILE__TYPE_MASK & (TRCFILE__NEG_DELTA | TRCFILE__RESERVED_BITS)) == 0 &&
+		       (TRCFILE__TYPE_MASK | TRCFILE__NEG_DELTA | TRCFILE__RESERVED_BITS) == 0xffu,
+	       "record byte 0: type, reserved bits and sign cover the byte once");
+_Static_assert(TRCFILE__FIXED_MAX_BYTES >= 1 + 13 * TRCFILE__VARINT_MAX_BYTES,
+	       "the largest fixed record part (RSS) and a string length fit the margin");
+
+/* ---- on-disk images of the fixed structures ---------------------------------------------- *
+ *
+ * Each fixed structure of FORMAT.md is written down once, here, as a struct of byte arrays in
+ * file order: offsetof gives a field's offset, sizeof its width, and with no member wider than
+ * a byte there is no padding, so sizeof the struct is the sum of its fields (asserted against
+ * FORMAT.md's sizes below). They are never copied or passed by value: the put and get
+ * functions in trcfile_codec.c lay them over a byte buffer and read or write each field
+ * through TRCFILE__PUT / TRCFILE__GET, which take the width from the field and refuse at
+ * compile time a value of another width. Everything is little-endian.
+ */
+
+struct trcfile__file_hdr_image { /* FORMAT.md "Header", then strings and header_crc */
+	uint8_t magic[8];
+	uint8_t version_major[2];
+	uint8_t version_minor[2];
+	uint8_t endian_mark[4];
+	uint8_t header_bytes[4];
+	uint8_t flags[4];
+	uint8_t pid[4];
+	uint8_t clock_source[4];
+	uint8_t tsc_hz[8];
+	uint8_t start_mono_ns[8];
+	uint8_t start_realtime_ns[8];
+	uint8_t rss_interval_ns[8];
+	uint8_t rss_source[4];
+	uint8_t chunk_bytes[4];
+	uint8_t buffer_bytes[8];
+	uint8_t cmdline_len[4];
+	uint8_t host_len[4];
+	uint8_t tool_len[4];
+	uint8_t reserved[4];
+};
+
+struct trcfile__chunk_hdr_image { /* FORMAT.md "Chunks" */
+	uint8_t magic[4];
+	uint8_t stream_id[4];
+	uint8_t seq[4];
+	uint8_t kind[4];
+	uint8_t pid[4];
+	uint8_t tid[4];
+	uint8_t first_ts[8];
+	uint8_t last_ts[8];
+	uint8_t count[4];
+	uint8_t raw_bytes[4];
+	uint8_t comp_bytes[4];
+	uint8_t flags[4];
+	uint8_t reserved[4];
+	uint8_t crc[4]; /* crc32c of the bytes before it */
+};
+
+struct trcfile__footer_image { /* FORMAT.md "Footer": the fixed part */
+	uint8_t magic[4];
+	uint8_t stream_count[4];
+	uint8_t chunk_count[8];
+};
+
+struct trcfile__footer_stream_image { /* one per stream, after the fixed part */
+	uint8_t id[4];
+	uint8_t kind[4];
+	uint8_t pid[4];
+	uint8_t tid[4];
+	uint8_t chunks[4];
+	uint8_t reserved[4];
+	uint8_t records[8];
+};
+
+struct trcfile__footer_chunk_image { /* one per chunk, after the streams */
+	uint8_t offset[8];
+	uint8_t stream_id[4];
+	uint8_t seq[4];
+	uint8_t first_ts[8];
+	uint8_t last_ts[8];
+	uint8_t count[4];
+	uint8_t raw_bytes[4];
+	uint8_t comp_bytes[4];
+	uint8_t reserved[4];
+};
+
+struct trcfile__trailer_image { /* FORMAT.md "Trailer": the last bytes of the file */
+	uint8_t footer_offset[8];
+	uint8_t footer_bytes[8];
+	uint8_t footer_crc[4];
+	uint8_t trailer_crc[4]; /* crc32c of the bytes before it */
+	uint8_t magic[8];
+};
+
+_Static_assert(sizeof(struct trcfile__file_hdr_image) == TRCFILE__HDR_FIXED_BYTES,
+	       "header fields add up to its fixed size");
+_Static_assert(sizeof(struct trcfile__chunk_hdr_image) == TRCFILE__CHUNK_HDR_BYTES,
+	       "chunk header fields add up to its size");
+_Static_assert(sizeof(struct trcfile__footer_image) == TRCFILE__FOOTER_FIXED_BYTES,
+	       "footer fields add up to its fixed size");
+_Static_assert(sizeof(struct trcfile__footer_stream_image) == TRCFILE__FOOTER_STREAM_BYTES,
+	       "footer stream entry fields add up to its size");
+_Static_assert(sizeof(struct trcfile__footer_chunk_image) == TRCFILE__FOOTER_CHUNK_BYTES,
+	       "footer chunk entry fields add up to its size");
+_Static_assert(sizeof(struct trcfile__trailer_image) == TRCFILE__TRAILER_BYTES,
+	       "trailer fields add up to its size");
+_Static_assert(sizeof(((struct trcfile__file_hdr_image *)0)->magic) == sizeof(TRCFILE__MAGIC) - 1 &&
+		       sizeof(((struct trcfile__trailer_image *)0)->magic) ==
+			       sizeof(TRCFILE__TRAILER_MAGIC) - 1,
+	       "the magic strings fill their fields");
+
+/* Field offset of a structure's image, for tests and tools that forge files. */
+#define TRCFILE__OFFSET(image, field) offsetof(struct trcfile__##image##_image, field)
 
 /* ---- little-endian helpers ------------------------------------------------------------- */
 
@@ -94,6 +213,33 @@ static inline uint64_t trcfile__get64(const uint8_t *p)
 {
 	return (uint64_t)trcfile__get32(p) | (uint64_t)trcfile__get32(p + 4) << 32;
 }
+
+/* A field of an image (see above) of n = 2, 4 or 8 bytes. */
+static inline void trcfile__put_le(uint8_t *p, size_t n, uint64_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t trcfile__get_le(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* field = value / lvalue = field, for a field of an image; the two must be of one width. */
+#define TRCFILE__PUT(field, value)                                                         \
+	do {                                                                               \
+		_Static_assert(sizeof(value) == sizeof(field), "width differs from disk"); \
+		trcfile__put_le((field), sizeof(field), (value));                          \
+	} while (0)
+#define TRCFILE__GET(lvalue, field)                                                         \
+	do {                                                                                \
+		_Static_assert(sizeof(lvalue) == sizeof(field), "width differs from disk"); \
+		(lvalue) = trcfile__get_le((field), sizeof(field));                         \
+	} while (0)
 
 /* CRC-32C (Castagnoli) of a buffer; crc = 0 to start. */
 uint32_t trcfile__crc32c(uint32_t crc, const void *buf, size_t len);
@@ -271,8 +417,47 @@ static inline int trcfile__decode(const uint8_t **pp, const uint8_t *end, struct
 	return 0;
 }
 
-/* ---- header, chunk header, footer ------------------------------------------------------ */
+/* ---- the fixed structures: one put and one get each ------------------------------------ *
+ *
+ * A put writes the whole structure (reserved fields 0, magic and checksum included) from its
+ * decoded form; a get checks what the structure alone can say (magic, checksum, reserved
+ * fields, sizes it holds) and fills the decoded form, or refuses with -EBADMSG and the reason.
+ * Checks that need the rest of the file (offsets against its size, entries against each
+ * other) are the reader's.
+ */
 
+/* The file header (FORMAT.md "Header"). */
+struct trcfile__file_hdr {
+	uint16_t version_major, version_minor;
+	uint32_t header_bytes; /* the whole header, strings and checksum included */
+	uint32_t flags;
+	uint32_t pid;
+	uint32_t clock_source;
+	uint64_t tsc_hz;
+	uint64_t start_mono_ns, start_realtime_ns;
+	uint64_t rss_interval_ns;
+	uint32_t rss_source;
+	uint32_t chunk_bytes;
+	uint64_t buffer_bytes;
+	/* (pointer, length), not NUL-terminated; after a get they point into its buffer */
+	const char *cmdline, *host, *tool;
+	uint32_t cmdline_len, host_len, tool_len;
+};
+
+/* The fewest bytes a header with h's strings takes (header_bytes may be more: bytes a newer
+ * minor version appended, which readers skip). */
+size_t trcfile__header_size(const struct trcfile__file_hdr *h);
+/* Writes h->header_bytes bytes (>= trcfile__header_size(h)) at p. */
+void trcfile__header_put(uint8_t *p, const struct trcfile__file_hdr *h);
+/* Decodes the header at p, of which len >= TRCFILE__HDR_FIXED_BYTES bytes are at hand, of a
+ * file of file_bytes bytes. Returns 0 with every field filled (strings point into p); 1 when
+ * the fixed part passed its checks but len < h->header_bytes (call again with that many
+ * bytes); or -EBADMSG, -EPROTONOSUPPORT (a newer major version) with the reason, as the reader
+ * reports it, in why. */
+int trcfile__header_get(const uint8_t *p, size_t len, uint64_t file_bytes,
+			struct trcfile__file_hdr *h, char *why, size_t why_len);
+
+/* The chunk header (FORMAT.md "Chunks"). */
 struct trcfile__chunk_hdr {
 	uint32_t stream_id, seq, kind, pid, tid;
 	uint64_t first_ts, last_ts;
@@ -284,10 +469,73 @@ void trcfile__chunk_hdr_put(uint8_t *p, const struct trcfile__chunk_hdr *h);
  * what the header alone can say; the caller checks sizes against the file. */
 int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const char **why);
 
-/* Encoded header size for these strings. */
-size_t trcfile__header_bytes(const struct trcfile_header_info *h, uint32_t host_len,
-			     uint32_t tool_len);
-void trcfile__header_put(uint8_t *p, size_t bytes, const struct trcfile_header_info *h,
-			 uint32_t chunk_bytes, uint32_t host_len, uint32_t tool_len);
+/* The footer's fixed part (FORMAT.md "Footer"); its entries follow it. */
+struct trcfile__footer {
+	uint32_t stream_count;
+	uint64_t chunk_count;
+};
+
+/* One stream entry of the footer. */
+struct trcfile__footer_stream {
+	uint32_t id, kind, pid, tid;
+	uint32_t chunks;
+	uint64_t records;
+};
+
+/* One chunk entry of the footer: where a chunk is, and its header's figures. */
+struct trcfile__footer_chunk {
+	uint64_t offset; /* of the chunk header */
+	uint32_t stream_id, seq;
+	uint64_t first_ts, last_ts;
+	uint32_t count, raw_bytes, comp_bytes;
+};
+
+/* The trailer (FORMAT.md "Trailer"): the last TRCFILE__TRAILER_BYTES of a file. */
+struct trcfile__trailer {
+	uint64_t footer_offset, footer_bytes;
+	uint32_t footer_crc; /* trcfile__crc32c of the footer's footer_bytes bytes */
+};
+
+/* Bytes of a footer with these many entries. */
+static inline uint64_t trcfile__footer_bytes(uint64_t streams, uint64_t chunks)
+{
+	return TRCFILE__FOOTER_FIXED_BYTES + streams * TRCFILE__FOOTER_STREAM_BYTES +
+	       chunks * TRCFILE__FOOTER_CHUNK_BYTES;
+}
+
+/* Byte offset of stream entry i / chunk entry i in a footer with `streams` streams. */
+static inline uint64_t trcfile__footer_stream_at(uint64_t i)
+{
+	return TRCFILE__FOOTER_FIXED_BYTES + i * TRCFILE__FOOTER_STREAM_BYTES;
+}
+
+static inline uint64_t trcfile__footer_chunk_at(uint64_t streams, uint64_t i)
+{
+	return trcfile__footer_stream_at(streams) + i * TRCFILE__FOOTER_CHUNK_BYTES;
+}
+
+void trcfile__footer_put(uint8_t *p, const struct trcfile__footer *f);
+/* Whether p (TRCFILE__FOOTER_FIXED_BYTES readable) starts with the footer's magic: where a
+ * scan of the chunks meets a footer it could not use. */
+bool trcfile__is_footer(const uint8_t *p);
+/* p holds the whole footer the trailer t describes: checks its checksum, magic and that its
+ * counts fill exactly t->footer_bytes. 0, or -EBADMSG with the reason in *why. */
+int trcfile__footer_get(const uint8_t *p, const struct trcfile__trailer *t,
+			struct trcfile__footer *f, const char **why);
+
+void trcfile__footer_stream_put(uint8_t *p, const struct trcfile__footer_stream *s);
+/* 0, or -EBADMSG (unknown stream kind) with the reason in *why. */
+int trcfile__footer_stream_get(const uint8_t *p, struct trcfile__footer_stream *s,
+			       const char **why);
+
+void trcfile__footer_chunk_put(uint8_t *p, const struct trcfile__footer_chunk *c);
+/* 0, or -EBADMSG with the reason in *why: the figures no chunk header could hold (the same
+ * checks as trcfile__chunk_hdr_get's). */
+int trcfile__footer_chunk_get(const uint8_t *p, struct trcfile__footer_chunk *c, const char **why);
+
+void trcfile__trailer_put(uint8_t *p, const struct trcfile__trailer *t);
+/* 0; -ENOENT when the bytes are not a trailer at all (no magic: a file cut before its
+ * footer); -EBADMSG when they are a damaged one. The reason is in *why. */
+int trcfile__trailer_get(const uint8_t *p, struct trcfile__trailer *t, const char **why);
 
 #endif /* TRC_TRCFILE_CODEC_H */
