@@ -76,11 +76,11 @@ struct trcfile__sum {
 	struct trcfile__idstat *ids;
 	size_t n_ids, cap_ids;
 	uint32_t *dense; /* id -> index + 1 for small ids */
-	struct trcfile__map id_map;
+	struct u64map id_map;
 	struct trcfile__idstat other; /* ids beyond TRCFILE__NAME_IDS_MAX */
 	bool other_used;
 	uint64_t hist_budget; /* bytes histograms may still take */
-	struct trcfile__map thread_map; /* pid<<32|tid -> index in s->threads */
+	struct u64map thread_map; /* pid<<32|tid -> index in s->threads */
 	size_t cap_threads;
 	struct trcfile__frame *stack;
 	size_t stack_n, stack_cap;
@@ -208,7 +208,7 @@ static uint64_t trcfile__hist_quantile(const struct trcfile__hist *h, double q, 
 
 static struct trcfile__idstat *trcfile__idstat_slow(struct trcfile__sum *m, uint32_t id)
 {
-	uint64_t *slot = trcfile__map_get(&m->id_map, id);
+	uint64_t *slot = u64map_get(&m->id_map, id);
 	if (slot)
 		return &m->ids[*slot];
 	if (m->n_ids == m->cap_ids) {
@@ -219,7 +219,7 @@ static struct trcfile__idstat *trcfile__idstat_slow(struct trcfile__sum *m, uint
 		m->ids = p;
 		m->cap_ids = cap;
 	}
-	int err = trcfile__map_put(&m->id_map, id, m->n_ids, NULL, NULL);
+	int err = u64map_put(&m->id_map, id, m->n_ids, NULL, NULL);
 	if (err == -ENOSPC) {
 		m->other_used = true;
 		return &m->other;
@@ -263,7 +263,7 @@ static struct trcfile_summary_thread *trcfile__thread(struct trcfile__sum *m, ui
 {
 	struct trcfile_summary *s = m->s;
 	uint64_t key = (uint64_t)pid << 32 | tid;
-	uint64_t *slot = trcfile__map_get(&m->thread_map, key);
+	uint64_t *slot = u64map_get(&m->thread_map, key);
 	if (slot)
 		return &s->threads[*slot];
 	if (s->n_threads == m->cap_threads) {
@@ -274,7 +274,7 @@ static struct trcfile_summary_thread *trcfile__thread(struct trcfile__sum *m, ui
 		s->threads = p;
 		m->cap_threads = cap;
 	}
-	int err = trcfile__map_put(&m->thread_map, key, s->n_threads, NULL, NULL);
+	int err = u64map_put(&m->thread_map, key, s->n_threads, NULL, NULL);
 	if (err) {
 		m->err = trcfile__fail(m->r, err == -ENOSPC ? -EFBIG : err, "too many threads");
 		return NULL;
@@ -291,7 +291,7 @@ static struct trcfile_summary_thread *trcfile__thread(struct trcfile__sum *m, ui
 				   len < TRCFILE__THREAD_NAME_MAX ? len : TRCFILE__THREAD_NAME_MAX);
 	if (!t->name) {
 		s->n_threads--;
-		trcfile__map_del(&m->thread_map, key, NULL);
+		u64map_del(&m->thread_map, key, NULL);
 		goto nomem;
 	}
 	return t;
@@ -984,8 +984,8 @@ int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	struct trcfile__sum m = {.r = r, .s = s, .root_pid = r->hdr.pid};
-	trcfile__map_init(&m.id_map, TRCFILE__NAME_IDS_MAX);
-	trcfile__map_init(&m.thread_map, TRCFILE__THREADS_MAX);
+	u64map_init(&m.id_map, TRCFILE__NAME_IDS_MAX);
+	u64map_init(&m.thread_map, TRCFILE__THREADS_MAX);
 	m.hist_budget = TRCFILE__HIST_BUDGET_BYTES;
 	m.other.counter_min = INT64_MAX;
 	m.other.counter_max = INT64_MIN;
@@ -1059,8 +1059,8 @@ out:
 	free(m.ids);
 	free(m.dense);
 	free(m.stack);
-	trcfile__map_destroy(&m.id_map);
-	trcfile__map_destroy(&m.thread_map);
+	u64map_destroy(&m.id_map);
+	u64map_destroy(&m.thread_map);
 	if (m.err)
 		trcfile_summary_free(s);
 	return m.err;

@@ -401,8 +401,8 @@ static int trcfile__scan(struct trcfile_reader *r)
 	size_t cap_chunks = 0, cap_streams = 0;
 	const char *stop = NULL;
 	char stop_buf[160];
-	struct trcfile__map ids; /* stream id -> index in r->streams */
-	trcfile__map_init(&ids, SIZE_MAX);
+	struct u64map ids; /* stream id -> index in r->streams */
+	u64map_init(&ids, SIZE_MAX);
 	r->stats.truncated = true;
 	while (!stop) {
 		if (off == size) {
@@ -415,7 +415,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 		}
 		const uint8_t *p = trcfile__read_at(r, off, TRCFILE__CHUNK_HDR_BYTES, &err);
 		if (!p) {
-			trcfile__map_destroy(&ids);
+			u64map_destroy(&ids);
 			return err;
 		}
 		if (trcfile__is_footer(p)) {
@@ -446,13 +446,13 @@ static int trcfile__scan(struct trcfile_reader *r)
 		if (!why) {
 			p = trcfile__read_at(r, off + TRCFILE__CHUNK_HDR_BYTES, h.comp_bytes, &err);
 			if (!p) {
-				trcfile__map_destroy(&ids);
+				u64map_destroy(&ids);
 				return err;
 			}
 			why = trcfile__frame_check(p, h.comp_bytes, h.raw_bytes);
 		}
 		struct trcfile_stream_info *si = NULL;
-		const uint64_t *sidx = trcfile__map_get(&ids, h.stream_id);
+		const uint64_t *sidx = u64map_get(&ids, h.stream_id);
 		if (sidx)
 			si = &r->streams[*sidx];
 		if (!why && si && (si->kind != h.kind || si->pid != h.pid || si->tid != h.tid))
@@ -468,14 +468,14 @@ static int trcfile__scan(struct trcfile_reader *r)
 				size_t cap = cap_streams ? 2 * cap_streams : 16;
 				void *np = realloc(r->streams, cap * sizeof(*r->streams));
 				if (!np) {
-					trcfile__map_destroy(&ids);
+					u64map_destroy(&ids);
 					return trcfile__fail(r, -ENOMEM, "out of memory");
 				}
 				r->streams = np;
 				cap_streams = cap;
 			}
-			if (trcfile__map_put(&ids, h.stream_id, r->n_streams, NULL, NULL) != 0) {
-				trcfile__map_destroy(&ids);
+			if (u64map_put(&ids, h.stream_id, r->n_streams, NULL, NULL) != 0) {
+				u64map_destroy(&ids);
 				return trcfile__fail(r, -ENOMEM, "out of memory");
 			}
 			si = &r->streams[r->n_streams++];
@@ -489,7 +489,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 			size_t cap = cap_chunks ? 2 * cap_chunks : 64;
 			void *np = realloc(r->chunks, cap * sizeof(*r->chunks));
 			if (!np) {
-				trcfile__map_destroy(&ids);
+				u64map_destroy(&ids);
 				return trcfile__fail(r, -ENOMEM, "out of memory");
 			}
 			r->chunks = np;
@@ -498,7 +498,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 		r->chunks[r->n_chunks++] = c;
 		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
 	}
-	trcfile__map_destroy(&ids);
+	u64map_destroy(&ids);
 	r->stats.bytes_recovered = off;
 	r->stats.bytes_ignored = size - off;
 	if (r->n_streams)
@@ -510,7 +510,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
-static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map,
+static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 			      struct trcfile__string **arr, size_t *n, size_t *cap, uint64_t key,
 			      uint32_t a, uint32_t b, const char *str, uint32_t len)
 {
@@ -523,7 +523,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map
 	if (len)
 		memcpy(copy, str, len);
 	copy[len] = 0;
-	uint64_t *slot = trcfile__map_get(map, key);
+	uint64_t *slot = u64map_get(map, key);
 	if (slot) {
 		struct trcfile__string *e = &(*arr)[*slot];
 		r->meta_bytes -= e->len + 1;
@@ -545,7 +545,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map
 		*arr = p;
 		*cap = nc;
 	}
-	int err = trcfile__map_put(map, key, *n, NULL, NULL);
+	int err = u64map_put(map, key, *n, NULL, NULL);
 	if (err) {
 		free(copy);
 		return trcfile__fail(r, err == -ENOSPC ? -EFBIG : err,
@@ -652,9 +652,9 @@ static struct trcfile_reader *trcfile__reader_new(void)
 	if (!r)
 		return NULL;
 	r->fd = -1;
-	trcfile__map_init(&r->name_map, TRCFILE__META_MAX_ENTRIES);
-	trcfile__map_init(&r->thread_map, TRCFILE__META_MAX_ENTRIES);
-	trcfile__map_init(&r->proc_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->name_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->thread_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->proc_map, TRCFILE__META_MAX_ENTRIES);
 	return r;
 }
 
@@ -768,9 +768,9 @@ void trcfile_reader_close(struct trcfile_reader *r)
 	free(r->streams);
 	free(r->chunks);
 	free(r->stream_chunk0);
-	trcfile__map_destroy(&r->name_map);
-	trcfile__map_destroy(&r->thread_map);
-	trcfile__map_destroy(&r->proc_map);
+	u64map_destroy(&r->name_map);
+	u64map_destroy(&r->thread_map);
+	u64map_destroy(&r->proc_map);
 	trcfile__strings_free(r->names, r->n_names);
 	trcfile__strings_free(r->threads, r->n_threads);
 	trcfile__strings_free(r->procs, r->n_procs);
@@ -810,7 +810,7 @@ const struct trcfile_stream_info *trcfile_reader_stream(const struct trcfile_rea
 
 const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uint32_t *len)
 {
-	const uint64_t *i = trcfile__map_get(&r->name_map, id);
+	const uint64_t *i = u64map_get(&r->name_map, id);
 	if (!i)
 		return NULL;
 	if (len)
@@ -821,7 +821,7 @@ const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uin
 const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t pid, uint32_t tid,
 				       uint32_t *len)
 {
-	const uint64_t *i = trcfile__map_get(&r->thread_map, (uint64_t)pid << 32 | tid);
+	const uint64_t *i = u64map_get(&r->thread_map, (uint64_t)pid << 32 | tid);
 	if (!i)
 		return NULL;
 	if (len)
@@ -832,7 +832,7 @@ const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t 
 const char *trcfile_reader_process_cmdline(const struct trcfile_reader *r, uint32_t pid,
 					   uint32_t *len)
 {
-	const uint64_t *i = trcfile__map_get(&r->proc_map, pid);
+	const uint64_t *i = u64map_get(&r->proc_map, pid);
 	if (!i)
 		return NULL;
 	if (len)
