@@ -710,3 +710,238 @@ Test(codec, footer_damaged_copies_are_refused)
 	free(d);
 	free(f);
 }
+
+/* ---- records: one decoder, fast and checked paths agree ---------------------------------- */
+
+static bool t_rec_eq(const struct trc_record *a, const struct trc_record *b)
+{
+	if (a->type != b->type || a->ts_ns != b->ts_ns)
+		return false;
+	switch (a->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		return a->span.name_id == b->span.name_id;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		return a->value.name_id == b->value.name_id && a->value.value == b->value.value;
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		return a->alloc.addr == b->alloc.addr && a->alloc.size == b->alloc.size;
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		return a->func.addr == b->func.addr && a->func.call_site == b->func.call_site;
+	case TRC_REC_LOST:
+		return a->lost.count == b->lost.count && a->lost.reason == b->lost.reason;
+	case TRC_REC_NOTE:
+		return a->note.len == b->note.len &&
+		       !memcmp(a->note.text, b->note.text, a->note.len);
+	case TRC_REC_EXIT:
+		return a->exit.pid == b->exit.pid && a->exit.status == b->exit.status &&
+		       a->exit.maxrss_bytes == b->exit.maxrss_bytes &&
+		       a->exit.buffers_bytes == b->exit.buffers_bytes;
+	case TRC_REC_RSS:
+		return a->rss.pid == b->rss.pid && a->rss.rss_bytes == b->rss.rss_bytes &&
+		       a->rss.pss_bytes == b->rss.pss_bytes && a->rss.read_ns == b->rss.read_ns;
+	default:
+		return true; /* strings of meta records: test_trcfile covers them */
+	}
+}
+
+/* n records of every type, times going back now and then, extreme values among them. */
+static struct trc_record *t_records(size_t n)
+{
+	struct trc_record *v = calloc(n, sizeof(*v));
+	cr_assert_not_null(v);
+	uint64_t seed = 99, ts = 1000000;
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		struct trc_record *r = &v[i];
+		r->type = TRC_REC_SPAN_BEGIN + (uint32_t)(i % 10 == 9 ? (seed >> 33) % 16 : i % 8);
+		ts += (seed >> 54);
+		r->ts_ns = i % 13 == 5 ? ts - (seed >> 60) : ts;
+		uint64_t x = seed >> 7, y = (i % 17 == 0) ? UINT64_MAX - i : seed >> 21;
+		switch (r->type) {
+		case TRC_REC_SPAN_BEGIN:
+		case TRC_REC_SPAN_END:
+			r->span.name_id = i % 19 == 0 ? UINT32_MAX : (uint32_t)(x % 1000);
+			break;
+		case TRC_REC_INSTANT:
+		case TRC_REC_COUNTER:
+			r->value.name_id = (uint32_t)x;
+			r->value.value = i % 11 == 0 ? INT64_MIN : (int64_t)(y - (UINT64_MAX >> 1));
+			break;
+		case TRC_REC_ALLOC:
+		case TRC_REC_FREE:
+			r->alloc.addr =
+				i % 23 == 0 ? UINT64_MAX : 0x7f0000000000ull + (x % 4096) * 16;
+			r->alloc.size = r->type == TRC_REC_ALLOC ? y : 0;
+			break;
+		case TRC_REC_FUNC_ENTER:
+		case TRC_REC_FUNC_EXIT:
+			r->func.addr = 0x400000 + (x % 65536);
+			r->func.call_site = i % 29 == 0 ? 0 : r->func.addr + (y % 200) - 100;
+			break;
+		case TRC_REC_LOST:
+			r->lost.count = y;
+			r->lost.reason = 1 + (uint32_t)(x % 5);
+			break;
+		case TRC_REC_NOTE:
+			r->note.text = "a note";
+			r->note.len = 6;
+			break;
+		case TRC_REC_EXIT:
+			r->exit.pid = (uint32_t)x;
+			r->exit.status = -(int32_t)(x % 300);
+			r->exit.maxrss_bytes = y;
+			break;
+		case TRC_REC_RSS:
+			r->rss.source = TRC_RSS_STATM;
+			r->rss.pid = 7;
+			r->rss.rss_bytes = y;
+			r->rss.pss_bytes = x;
+			r->rss.read_ns = 1500;
+			break;
+		case TRC_REC_THREAD:
+			r->thread.pid = 1;
+			r->thread.tid = 2;
+			break;
+		case TRC_REC_PROCESS:
+			r->process.pid = 1;
+			break;
+		case TRC_REC_NAME:
+			r->name.id = (uint32_t)x;
+			break;
+		case TRC_REC_MODULE:
+			r->module.pid = 1;
+			r->module.end = y;
+			break;
+		}
+	}
+	return v;
+}
+
+/* Encodes recs into a fresh buffer; *len its size. */
+static uint8_t *t_encode(const struct trc_record *recs, size_t n, size_t *len)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		long m = trcfile__record_max_bytes(&recs[i]);
+		cr_assert_gt(m, 0, "record %zu", i);
+		cap += (size_t)m;
+	}
+	uint8_t *b = malloc(cap), *p = b;
+	struct trcfile__coder c;
+	trcfile__coder_reset(&c, recs[0].ts_ns);
+	for (size_t i = 0; i < n; i++)
+		p = trcfile__encode(p, &recs[i], &c);
+	*len = (size_t)(p - b);
+	return b;
+}
+
+Test(codec, records_round_trip_fast_and_checked_alike)
+{
+	const size_t n = 20000;
+	struct trc_record *recs = t_records(n);
+	size_t len;
+	uint8_t *b = t_encode(recs, n, &len);
+	/* The same bytes three ways: the hot loops' decoder (fast, checked near the end), the
+	 * checked decoder alone, and the fast one alone wherever it takes the record. */
+	const uint8_t *p = b, *s = b, *end = b + len;
+	struct trcfile__coder c, cs, cf;
+	trcfile__coder_reset(&c, recs[0].ts_ns);
+	trcfile__coder_reset(&cs, recs[0].ts_ns);
+	size_t fast = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct trc_record r, rs;
+		const uint8_t *at = s;
+		cf = cs;
+		struct trcfile__event ev;
+		const uint8_t *q = trcfile__decode_fast(s, end, &cf, &ev);
+		/* what the fast decoder must take: an event, delta >= 0, the margin ahead */
+		bool takes = trc_rec_is_event(recs[i].type) && recs[i].ts_ns >= cs.ts &&
+			     end - at >= (ptrdiff_t)TRCFILE__FAST_MARGIN;
+		if (trcfile__decode(&p, end, &c, &r) != 0 ||
+		    trcfile__decode_slow(&s, end, &cs, &rs))
+			cr_assert_fail("record %zu refused", i);
+		if (!t_rec_eq(&r, &recs[i]) || !t_rec_eq(&rs, &recs[i]))
+			cr_assert_fail("record %zu (type %u) differs", i, recs[i].type);
+		if (p != s || c.ts != cs.ts || c.alloc_addr != cs.alloc_addr ||
+		    c.func_addr != cs.func_addr)
+			cr_assert_fail("record %zu: the decoders part ways", i);
+		if ((q != NULL) != takes)
+			cr_assert_fail("record %zu (type %u): the fast decoder %s it", i,
+				       recs[i].type, q ? "took" : "declined");
+		if (q) {
+			struct trc_record rf;
+			trcfile__event_record(&ev, &rf);
+			if (q != s || !t_rec_eq(&rf, &recs[i]) || cf.ts != cs.ts ||
+			    cf.alloc_addr != cs.alloc_addr || cf.func_addr != cs.func_addr)
+				cr_assert_fail("record %zu: the fast decoder differs", i);
+			fast++;
+		}
+	}
+	cr_assert_eq(p, end);
+	cr_assert_gt(fast, n / 2, "the fast decoder took %zu of %zu", fast, n);
+	free(b);
+	free(recs);
+}
+
+Test(codec, fast_decoder_declines_what_it_does_not_take)
+{
+	uint8_t b[2 * TRCFILE__FAST_MARGIN];
+	memset(b, 0, sizeof(b));
+	const uint8_t *end = b + sizeof(b);
+	struct trcfile__coder c = {.ts = 1000, .alloc_addr = 5, .func_addr = 6};
+	const struct trcfile__coder c0 = c;
+	struct trcfile__event ev;
+	/* span_begin, delta 3, name 7: taken */
+	b[0] = TRC_REC_SPAN_BEGIN;
+	b[1] = 3;
+	b[2] = 7;
+	cr_assert_eq(trcfile__decode_fast(b, end, &c, &ev), b + 3);
+	cr_assert_eq(ev.ts_ns, 1003);
+	cr_assert_eq(ev.a, 7);
+	c = c0;
+	/* too near the end: declined, though it would decode */
+	cr_assert_null(trcfile__decode_fast(end - TRCFILE__FAST_MARGIN + 1, end, &c, &ev));
+	/* negative delta, reserved bits, not an event type: declined, coder unchanged */
+	static const uint8_t t0s[] = {TRC_REC_SPAN_BEGIN | TRCFILE__NEG_DELTA,
+				      TRC_REC_COUNTER | 0x20,
+				      TRC_REC_COUNTER | 0x40,
+				      TRC_REC_INVALID,
+				      TRC_REC_RSS,
+				      TRC_REC_LOST,
+				      TRC_REC_NOTE,
+				      TRC_REC_EXIT,
+				      TRCFILE__TYPE_MASK};
+	for (size_t i = 0; i < sizeof(t0s); i++) {
+		b[0] = t0s[i];
+		cr_assert_null(trcfile__decode_fast(b, end, &c, &ev), "byte 0 = 0x%02x", t0s[i]);
+		cr_assert(c.ts == c0.ts && c.alloc_addr == c0.alloc_addr &&
+			  c.func_addr == c0.func_addr);
+	}
+	/* damaged: declined with the coder unchanged; the checked decoder refuses it */
+	static const uint8_t bad[][12] = {
+		/* delta of 11 bytes */
+		{TRC_REC_SPAN_END, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1},
+		/* 10th byte above 1: past 64 bits */
+		{TRC_REC_SPAN_END, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 2},
+		/* name id 2^32 */
+		{TRC_REC_INSTANT, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0},
+		/* alloc whose size varint is too long */
+		{TRC_REC_ALLOC, 0, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(b, 0xff, sizeof(b));
+		memcpy(b, bad[i], sizeof(bad[i]));
+		c = c0;
+		cr_assert_null(trcfile__decode_fast(b, end, &c, &ev), "case %zu", i);
+		cr_assert(c.ts == c0.ts && c.alloc_addr == c0.alloc_addr &&
+				  c.func_addr == c0.func_addr,
+			  "case %zu", i);
+		const uint8_t *p = b;
+		struct trc_record r;
+		cr_assert_eq(trcfile__decode(&p, end, &c, &r), -EBADMSG, "case %zu", i);
+		cr_assert_eq(p, b, "case %zu", i);
+	}
+}

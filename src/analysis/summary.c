@@ -3,9 +3,10 @@
  * Purpose: counts per type, name and thread, lost records, span durations, allocation totals
  * and the RSS figures, computed without the merge: every figure here except live allocation
  * bytes is a sum or extreme that does not depend on the order across streams, so each
- * stream is walked alone, chunk by chunk, by a decode-and-count loop of its own for the hot
- * types (trcfile__fast_run). Live bytes need the global time order (a thread may free what
- * another allocated): a second, merged pass runs when the trace has allocations.
+ * stream is walked alone, chunk by chunk (trcfile__sum_chunk), its records decoded by the
+ * codec's one decoder (trcfile__decode_fast inline for the event types, trcfile__decode_slow
+ * for the rest) and counted as they come. Live bytes need the global time order (a thread may
+ * free what another allocated): a second, merged pass runs when the trace has allocations.
  *
  * Memory is bounded whatever the file says: distinct name ids, threads, live allocations,
  * histogram bytes and kept strings all have caps (past them figures are merged or marked
@@ -537,239 +538,208 @@ static void trcfile__sum_generic(struct trcfile__sum *m, const struct trc_record
 	}
 }
 
-/* Where the fast loop is in a chunk. */
-struct trcfile__run {
-	const uint8_t *p; /* next record */
-	const uint8_t *fast_end; /* records starting before this have TRCFILE__FAST_MARGIN bytes */
-	uint64_t ts; /* time of the previous record */
-	uint32_t left; /* records not decoded yet */
+/* What a pass over one stream has seen besides the per-name figures. */
+struct trcfile__pass {
+	struct trcfile_summary_thread *th; /* the stream's thread, or NULL */
+	uint64_t *last_rss_ts;
+	/* Records per type, except the hot types decoded by the fast path (counted per name id,
+	 * trcfile__sum_hot_types). */
+	uint64_t per_type[32];
+	uint64_t first, last; /* smallest and largest time */
 };
 
-/* The hot loop: span begin/end, counter and instant records, decoded and aggregated with
- * everything in locals (the aggregation's stores are uint64_t, which may alias any size_t or
- * uint64_t field the compiler would otherwise reload per record; and a function of its own
- * keeps the register allocator's job small). Stops at the first record it does not handle
- * (another type, or too near the chunk's end): 0 with run->p on that record; -EBADMSG with
- * run->p on a damaged record; -ENOMEM etc. with m->err set. */
-static int trcfile__fast_run(struct trcfile__sum *m, struct trcfile__run *run)
+/* One record the codec's fast decoder declined (not an event type, a negative delta, the
+ * last TRCFILE__FAST_MARGIN bytes of a chunk): decoded at *pp with the checked decoder and
+ * counted. 0, -EBADMSG (*pp still on the record) or m->err. Out of line, on copies of the
+ * chunk loop's position and coder, so that loop keeps its own in registers. */
+__attribute__((noinline)) static int trcfile__sum_slow(struct trcfile__sum *m,
+						       struct trcfile__pass *ps, const uint8_t **pp,
+						       const uint8_t *end,
+						       struct trcfile__coder *cd)
 {
-	const uint8_t *p = run->p;
-	const uint8_t *const fast_end = run->fast_end;
-	uint64_t ts = run->ts;
-	uint32_t left = run->left;
+	struct trc_record rec;
+	/* The fast path only adds to the time: the largest so far is where it stands now. */
+	if (cd->ts > ps->last)
+		ps->last = cd->ts;
+	if (trcfile__decode_slow(pp, end, cd, &rec) != 0)
+		return -EBADMSG;
+	ps->per_type[rec.type]++;
+	trcfile__sum_generic(m, &rec, ps->th, ps->last_rss_ts);
+	if (m->err)
+		return m->err;
+	if (rec.ts_ns < ps->first)
+		ps->first = rec.ts_ns;
+	if (rec.ts_ns > ps->last)
+		ps->last = rec.ts_ns;
+	return 0;
+}
+
+/* One loaded chunk of a stream, every record decoded by the codec: trcfile__decode_fast
+ * inline for the event types, trcfile__sum_slow for the rest. The hot types (span begin and
+ * end, counter, instant) are aggregated right here with everything in locals: the
+ * aggregation's stores are uint64_t, which may alias any size_t or uint64_t field the
+ * compiler would otherwise reload per record; and out of line, a function of its own keeps
+ * the register allocator's job small (bench_dump: a few percent). Returns 0 with the chunk
+ * used up; -EBADMSG with the cursor on the damaged record; or m->err. */
+__attribute__((noinline)) static int
+trcfile__sum_chunk(struct trcfile__sum *m, struct trcfile__pass *ps, struct trcfile_cursor *c)
+{
+	const uint8_t *p = c->p;
+	const uint8_t *const end = c->pend;
+	struct trcfile__coder cd = c->coder;
+	uint32_t left = c->left;
 	struct trcfile__frame *stk = m->stack;
 	size_t sn = m->stack_n, scap = m->stack_cap;
 	struct trcfile__idstat *ids = m->ids;
 	const uint32_t *const dense = m->dense;
+	uint64_t *const per_type = ps->per_type;
 	int rc = 0;
-	while (left && p < fast_end) {
-		const uint8_t *q = p;
-		uint64_t d, a, v;
-		uint32_t ix;
-		struct trcfile__idstat *st;
-		const uint8_t t0 = *q;
-		if (t0 == TRC_REC_SPAN_BEGIN || t0 == TRC_REC_SPAN_END) {
-			q = trcfile__get_varint_fast(q + 1, &d);
-			if (trcfile__unlikely(!q))
-				goto bad;
-			q = trcfile__get_varint_fast(q, &a);
-			if (trcfile__unlikely(!q || a > UINT32_MAX))
-				goto bad;
-			if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
-				st = &ids[ix - 1];
-			} else {
-				st = trcfile__idstat_slow(m, (uint32_t)a);
-				if (!st)
-					goto fail;
-				ids = m->ids;
-			}
-			ts += d;
-			if (t0 == TRC_REC_SPAN_BEGIN) {
-				st->begins++;
-				if (trcfile__likely(sn < scap)) {
-					stk[sn].name_id = (uint32_t)a;
-					stk[sn].ts = ts;
-					sn++;
-				} else {
-					m->stack_n = sn;
-					trcfile__span_begin(m, (uint32_t)a, ts);
-					stk = m->stack;
-					sn = m->stack_n;
-					scap = m->stack_cap;
-				}
-			} else {
-				st->ends++;
-				if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
-					/* ts only grew since the begin: deltas are >= 0 here */
-					uint64_t dur = ts - stk[--sn].ts;
-					st->spans++;
-					st->span_total_ns += dur;
-					if (dur > st->span_max_ns)
-						st->span_max_ns = dur;
-					unsigned g, sub;
-					trcfile__hist_bucket(dur, &g, &sub);
-					if (trcfile__likely(g == st->hot_g && st->hot_grp)) {
-						st->hot_grp[sub]++;
-					} else if (st->hist && st->hist->group[g]) {
-						st->hot_g = g;
-						st->hot_grp = st->hist->group[g];
-						st->hot_grp[sub]++;
-					} else if (trcfile__hist_add(m, st, dur)) {
-						m->err = trcfile__fail(m->r, -ENOMEM,
-								       "out of memory");
-						goto fail;
-					}
-				} else {
-					m->stack_n = sn;
-					trcfile__span_end(m, st, (uint32_t)a, ts);
-					sn = m->stack_n;
-					if (m->err)
-						goto fail;
-				}
-			}
-		} else if (t0 == TRC_REC_COUNTER || t0 == TRC_REC_INSTANT) {
-			q = trcfile__get_varint_fast(q + 1, &d);
-			if (trcfile__unlikely(!q))
-				goto bad;
-			q = trcfile__get_varint_fast(q, &a);
-			if (trcfile__unlikely(!q || a > UINT32_MAX))
-				goto bad;
-			q = trcfile__get_varint_fast(q, &v);
-			if (trcfile__unlikely(!q))
-				goto bad;
-			if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
-				st = &ids[ix - 1];
-			} else {
-				st = trcfile__idstat_slow(m, (uint32_t)a);
-				if (!st)
-					goto fail;
-				ids = m->ids;
-			}
-			ts += d;
-			if (t0 == TRC_REC_INSTANT) {
-				st->instants++;
-			} else {
-				int64_t val = trcfile__unzigzag(v);
-				st->counters++;
-				if (val < st->counter_min)
-					st->counter_min = val;
-				if (val > st->counter_max)
-					st->counter_max = val;
-				if (ts >= st->counter_last_ts) {
-					st->counter_last_ts = ts;
-					st->counter_last = val;
-				}
-			}
-		} else {
-			break; /* not ours: the generic path takes it */
+	/* The chunk's first record has delta 0: its time is the smallest the fast path sees. */
+	if (cd.ts < ps->first)
+		ps->first = cd.ts;
+	for (; left; left--) {
+		struct trcfile__event ev;
+		const uint8_t *q = trcfile__decode_fast(p, end, &cd, &ev);
+		if (trcfile__unlikely(!q)) {
+			m->stack_n = sn;
+			const uint8_t *sp = p;
+			struct trcfile__coder sc = cd;
+			rc = trcfile__sum_slow(m, ps, &sp, end, &sc);
+			if (rc)
+				goto out;
+			p = sp;
+			cd = sc;
+			stk = m->stack;
+			sn = m->stack_n;
+			scap = m->stack_cap;
+			ids = m->ids;
+			continue;
 		}
 		p = q;
-		left--;
+		const uint32_t t = ev.type;
+		if (t > TRC_REC_COUNTER) { /* alloc, free, function enter and exit */
+			per_type[t]++;
+			if (t == TRC_REC_ALLOC)
+				m->s->alloc_bytes += ev.b;
+			continue;
+		}
+		const uint64_t a = ev.a; /* span begin/end, instant, counter: the name id */
+		struct trcfile__idstat *st;
+		uint32_t ix;
+		if (trcfile__likely(a < TRCFILE__DENSE_IDS && (ix = dense[a]) != 0)) {
+			st = &ids[ix - 1];
+		} else {
+			st = trcfile__idstat_slow(m, (uint32_t)a);
+			if (!st)
+				goto fail;
+			ids = m->ids;
+		}
+		const uint64_t ts = ev.ts_ns;
+		if (t == TRC_REC_SPAN_BEGIN) {
+			st->begins++;
+			if (trcfile__likely(sn < scap)) {
+				stk[sn].name_id = (uint32_t)a;
+				stk[sn].ts = ts;
+				sn++;
+			} else {
+				m->stack_n = sn;
+				trcfile__span_begin(m, (uint32_t)a, ts);
+				stk = m->stack;
+				sn = m->stack_n;
+				scap = m->stack_cap;
+				if (m->err)
+					goto fail;
+			}
+		} else if (t == TRC_REC_SPAN_END) {
+			st->ends++;
+			if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
+				/* ts only grew since the begin: deltas are >= 0 here */
+				uint64_t dur = ts - stk[--sn].ts;
+				st->spans++;
+				st->span_total_ns += dur;
+				if (dur > st->span_max_ns)
+					st->span_max_ns = dur;
+				unsigned g, sub;
+				trcfile__hist_bucket(dur, &g, &sub);
+				if (trcfile__likely(g == st->hot_g && st->hot_grp)) {
+					st->hot_grp[sub]++;
+				} else if (st->hist && st->hist->group[g]) {
+					st->hot_g = g;
+					st->hot_grp = st->hist->group[g];
+					st->hot_grp[sub]++;
+				} else if (trcfile__hist_add(m, st, dur)) {
+					m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
+					goto fail;
+				}
+			} else {
+				m->stack_n = sn;
+				trcfile__span_end(m, st, (uint32_t)a, ts);
+				sn = m->stack_n;
+				if (m->err)
+					goto fail;
+			}
+		} else if (t == TRC_REC_INSTANT) {
+			st->instants++;
+		} else {
+			const int64_t val = (int64_t)ev.b;
+			st->counters++;
+			if (val < st->counter_min)
+				st->counter_min = val;
+			if (val > st->counter_max)
+				st->counter_max = val;
+			if (ts >= st->counter_last_ts) {
+				st->counter_last_ts = ts;
+				st->counter_last = val;
+			}
+		}
 	}
-	goto out;
-bad:
-	rc = -EBADMSG;
 	goto out;
 fail:
 	rc = m->err ? m->err : -ENOMEM;
 out:
-	run->p = p;
-	run->ts = ts;
-	run->left = left;
+	c->p = p;
+	c->coder = cd;
+	c->left = left;
 	m->stack_n = sn;
 	return rc;
 }
 
-/* One stream, chunk by chunk: the fast loop for runs of hot records, the checked decoder and
- * trcfile__sum_generic for everything else (other types, the last TRCFILE__FAST_MARGIN bytes
- * of a chunk). */
+/* One stream, chunk by chunk (trcfile__sum_chunk). */
 static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *last_rss_ts)
 {
 	struct trcfile_summary *s = m->s;
 	const struct trcfile_stream_info *si = &m->r->streams[sidx];
-	struct trcfile_summary_thread *th = NULL;
+	struct trcfile__pass ps = {.last_rss_ts = last_rss_ts, .first = UINT64_MAX, .last = 0};
 	if (si->kind == TRC_STREAM_THREAD && si->records) {
-		th = trcfile__thread(m, si->pid, si->tid);
-		if (!th)
+		ps.th = trcfile__thread(m, si->pid, si->tid);
+		if (!ps.th)
 			return m->err;
 	}
 	struct trcfile_cursor *c = trcfile_cursor_new(m->r, sidx);
 	if (!c)
 		return m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
 	m->stack_n = 0;
-	/* Types seen by the generic path only: the hot types are counted per name id, and
-	 * their totals come from there (trcfile__sum_hot_types). */
-	uint64_t per_type[32] = {0};
 	uint64_t decoded = 0; /* records of the stream, from the chunk counts */
-	uint64_t first = UINT64_MAX, last = 0;
 	int rc;
 	while (!m->err && (rc = trcfile__cursor_load_next(c)) == 1) {
-		const uint8_t *end = c->pend;
-		struct trcfile__run run = {
-			.p = c->p,
-			.fast_end = end - c->p > (ptrdiff_t)TRCFILE__FAST_MARGIN
-					    ? end - TRCFILE__FAST_MARGIN
-					    : c->p,
-			.ts = c->coder.ts,
-			.left = c->left,
-		};
-		decoded += run.left;
-		/* The fast loop only adds to ts, so the chunk's smallest time in it is where it
-		 * starts: first_ts (the first record's time, delta 0) or right after a generic
-		 * record, which updates first itself. */
-		if (run.ts < first)
-			first = run.ts;
-		while (run.left) {
-			rc = trcfile__fast_run(m, &run);
-			if (rc == -EBADMSG)
-				goto bad;
-			if (rc)
-				goto out;
-			if (!run.left)
-				break;
-			/* One record the slow way. */
-			struct trc_record rec;
-			if (run.ts > last)
-				last = run.ts;
-			c->coder.ts = run.ts;
-			const uint8_t *q = run.p;
-			if (trcfile__decode(&q, end, &c->coder, &rec) != 0)
-				goto bad;
-			run.p = q;
-			run.ts = rec.ts_ns;
-			run.left--;
-			per_type[rec.type]++;
-			trcfile__sum_generic(m, &rec, th, last_rss_ts);
-			if (m->err)
-				goto out;
-			if (run.ts < first)
-				first = run.ts;
-			if (run.ts > last)
-				last = run.ts;
-		}
-		if (run.ts > last)
-			last = run.ts;
-		c->p = run.p;
-		c->coder.ts = run.ts;
-		c->left = 0;
-		rc = trcfile__cursor_chunk_done(c);
-		if (rc)
-			break;
-		continue;
-	bad:
-		/* Let the cursor's own decoder say where (same message as every reader). */
-		c->p = run.p;
-		c->coder.ts = run.ts;
-		c->left = run.left;
-		{
+		decoded += c->left;
+		rc = trcfile__sum_chunk(m, &ps, c);
+		if (rc == -EBADMSG) {
+			/* Let the cursor's own decoder say where (same message as every reader). */
 			struct trc_record dummy;
 			rc = trcfile_cursor_next(c, &dummy);
 			if (rc >= 0)
 				rc = trcfile__fail(m->r, -EBADMSG, "damaged chunk");
+			break;
 		}
-		break;
+		if (rc)
+			break;
+		if (c->coder.ts > ps.last)
+			ps.last = c->coder.ts;
+		rc = trcfile__cursor_chunk_done(c);
+		if (rc)
+			break;
 	}
-out:
 	trcfile_cursor_free(c);
 	if (m->err)
 		return m->err;
@@ -779,27 +749,28 @@ out:
 	uint64_t events = decoded;
 	for (unsigned t = 0; t < TRC_REC_TYPE_COUNT; t++) {
 		if (!trcfile__hot_type(t))
-			s->per_type[t] += per_type[t];
+			s->per_type[t] += ps.per_type[t];
 		if (!trc_rec_is_event(t))
-			events -= per_type[t];
+			events -= ps.per_type[t];
 	}
 	s->records += decoded;
 	s->events_recorded += events;
-	s->allocs += per_type[TRC_REC_ALLOC];
-	s->frees += per_type[TRC_REC_FREE];
+	s->allocs += ps.per_type[TRC_REC_ALLOC];
+	s->frees += ps.per_type[TRC_REC_FREE];
+	uint64_t first = ps.first, last = ps.last;
 	if (first <= last) {
 		if (!s->first_ts_ns || first < s->first_ts_ns)
 			s->first_ts_ns = first;
 		if (last > s->last_ts_ns)
 			s->last_ts_ns = last;
 	}
-	if (th) {
-		th->events += events;
+	if (ps.th) {
+		ps.th->events += events;
 		if (first <= last) {
-			if (!th->first_ts_ns || first < th->first_ts_ns)
-				th->first_ts_ns = first;
-			if (last > th->last_ts_ns)
-				th->last_ts_ns = last;
+			if (!ps.th->first_ts_ns || first < ps.th->first_ts_ns)
+				ps.th->first_ts_ns = first;
+			if (last > ps.th->last_ts_ns)
+				ps.th->last_ts_ns = last;
 		}
 	}
 	return 0;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "record.h"
+#include "trc/wire.h"
 #include "trcfile.h"
 
 #if defined(__GNUC__)
@@ -70,6 +71,14 @@ _Static_assert(TRC_REC_TYPE_COUNT - 1 <= TRCFILE__TYPE_MASK, "record types outgr
 _Static_assert((TRCFILE__TYPE_MASK & (TRCFILE__NEG_DELTA | TRCFILE__RESERVED_BITS)) == 0 &&
 		       (TRCFILE__TYPE_MASK | TRCFILE__NEG_DELTA | TRCFILE__RESERVED_BITS) == 0xffu,
 	       "record byte 0: type, reserved bits and sign cover the byte once");
+/* trcfile__decode_fast's dispatch: the event types in this order, and byte 0 of a record with
+ * a reserved or sign bit set above all of them. */
+_Static_assert(TRC_REC_SPAN_BEGIN == 1 && TRC_REC_SPAN_END == 2 && TRC_REC_INSTANT == 3 &&
+		       TRC_REC_COUNTER == 4 && TRC_REC_ALLOC == 5 && TRC_REC_FREE == 6 &&
+		       TRC_REC_FUNC_ENTER == 7 && TRC_REC_FUNC_EXIT == 8,
+	       "the event types and their order");
+_Static_assert(TRC_REC_FUNC_EXIT <= TRCFILE__TYPE_MASK,
+	       "a reserved or sign bit makes byte 0 larger than any event type");
 _Static_assert(TRCFILE__FIXED_MAX_BYTES >= 1 + 13 * TRCFILE__VARINT_MAX_BYTES,
 	       "the largest fixed record part (RSS) and a string length fit the margin");
 
@@ -345,76 +354,123 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile__coder *c,
 			 struct trc_record *r);
 
-/* The decoder for hot loops: the common event types inline, everything else out of line.
- * Same contract as trcfile__decode_slow. */
-static inline int trcfile__decode(const uint8_t **pp, const uint8_t *end, struct trcfile__coder *c,
-				  struct trc_record *r)
+/* An event record (TRC_REC_SPAN_BEGIN..TRC_REC_FUNC_EXIT) as the fast decoder hands it out:
+ * plain fields instead of struct trc_record's union, so that a hot loop's copy of it can live
+ * in registers (a union read at another width than it was written forces it to memory).
+ *   span begin/end    a = name_id
+ *   instant, counter  a = name_id, b = value (int64_t)
+ *   alloc, free       a = addr, b = size (0 for free)
+ *   func enter/exit   a = addr, b = call_site */
+struct trcfile__event {
+	uint32_t type;
+	uint64_t ts_ns;
+	uint64_t a, b;
+};
+
+/* The decoder for hot loops: the event types with a delta >= 0, inline, without per-byte
+ * bounds checks (at least TRCFILE__FAST_MARGIN bytes must remain before end, or it declines).
+ * Returns the position after the record, with *ev filled and the coder advanced as
+ * trcfile__decode_slow would; or NULL, the coder unchanged, when it declines the record
+ * (another type, a negative delta, a reserved bit, too near the end, or damaged): decode that
+ * one with trcfile__decode_slow, which also says whether it is damaged.
+ *
+ * It takes the position by value and calls nothing out of line, so a loop that keeps its
+ * position, its struct trcfile__coder and its struct trcfile__event in locals, and hands
+ * trcfile__decode_slow copies, keeps all of them in registers (the summary's pass over a
+ * stream does: well over 100 million records a second). */
+static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_t *end,
+						  struct trcfile__coder *c,
+						  struct trcfile__event *ev)
 {
-	const uint8_t *p = *pp;
 	if (trcfile__unlikely(end - p < (ptrdiff_t)TRCFILE__FAST_MARGIN))
-		return trcfile__decode_slow(pp, end, c, r);
-	uint8_t t0 = p[0];
-	uint32_t type = t0 & TRCFILE__TYPE_MASK;
-	uint64_t d, a, b;
-	if (trcfile__unlikely(t0 & (TRCFILE__RESERVED_BITS | TRCFILE__NEG_DELTA)) ||
-	    type > TRC_REC_FUNC_EXIT || type == TRC_REC_INVALID)
-		return trcfile__decode_slow(pp, end, c, r);
-	p = trcfile__get_varint_fast(p + 1, &d);
-	if (trcfile__unlikely(!p))
-		return -EBADMSG;
-	uint64_t ts = c->ts + d;
-	switch (type) {
+		return NULL;
+	/* One compare declines everything but an event type with a delta >= 0: byte 0 of such a
+	 * record is its type, any reserved or sign bit makes it larger. */
+	const uint32_t type = p[0];
+	if (trcfile__unlikely(type - TRC_REC_SPAN_BEGIN > TRC_REC_FUNC_EXIT - TRC_REC_SPAN_BEGIN))
+		return NULL;
+	uint64_t d, a, b = 0;
+	const uint8_t *q = trcfile__get_varint_fast(p + 1, &d);
+	if (trcfile__unlikely(!q))
+		return NULL;
+	q = trcfile__get_varint_fast(q, &a);
+	if (trcfile__unlikely(!q))
+		return NULL;
+	/* Most frequent first; the coder changes only once the record decoded. */
+	if (type <= TRC_REC_SPAN_END) {
+		if (trcfile__unlikely(a > UINT32_MAX))
+			return NULL;
+	} else if (type <= TRC_REC_COUNTER) {
+		if (trcfile__unlikely(a > UINT32_MAX))
+			return NULL;
+		q = trcfile__get_varint_fast(q, &b);
+		if (trcfile__unlikely(!q))
+			return NULL;
+		b = (uint64_t)trcfile__unzigzag(b);
+	} else if (type <= TRC_REC_FREE) {
+		if (type == TRC_REC_ALLOC) {
+			q = trcfile__get_varint_fast(q, &b);
+			if (trcfile__unlikely(!q))
+				return NULL;
+		}
+		c->alloc_addr += (uint64_t)trcfile__unzigzag(a);
+		a = c->alloc_addr;
+	} else { /* FUNC_ENTER, FUNC_EXIT */
+		q = trcfile__get_varint_fast(q, &b);
+		if (trcfile__unlikely(!q))
+			return NULL;
+		c->func_addr += (uint64_t)trcfile__unzigzag(a);
+		a = c->func_addr;
+		b = a + (uint64_t)trcfile__unzigzag(b);
+	}
+	c->ts += d;
+	ev->type = type;
+	ev->ts_ns = c->ts;
+	ev->a = a;
+	ev->b = b;
+	return q;
+}
+
+/* The record an event is. */
+static inline void trcfile__event_record(const struct trcfile__event *ev, struct trc_record *r)
+{
+	r->type = ev->type;
+	r->ts_ns = ev->ts_ns;
+	switch (ev->type) {
 	case TRC_REC_SPAN_BEGIN:
 	case TRC_REC_SPAN_END:
-		p = trcfile__get_varint_fast(p, &a);
-		if (trcfile__unlikely(!p || a > UINT32_MAX))
-			return -EBADMSG;
-		r->span.name_id = (uint32_t)a;
+		r->span.name_id = (uint32_t)ev->a;
 		break;
 	case TRC_REC_INSTANT:
 	case TRC_REC_COUNTER:
-		p = trcfile__get_varint_fast(p, &a);
-		if (trcfile__unlikely(!p || a > UINT32_MAX))
-			return -EBADMSG;
-		p = trcfile__get_varint_fast(p, &b);
-		if (trcfile__unlikely(!p))
-			return -EBADMSG;
-		r->value.name_id = (uint32_t)a;
-		r->value.value = trcfile__unzigzag(b);
+		r->value.name_id = (uint32_t)ev->a;
+		r->value.value = (int64_t)ev->b;
 		break;
 	case TRC_REC_ALLOC:
 	case TRC_REC_FREE:
-		p = trcfile__get_varint_fast(p, &a);
-		if (trcfile__unlikely(!p))
-			return -EBADMSG;
-		c->alloc_addr += (uint64_t)trcfile__unzigzag(a);
-		r->alloc.addr = c->alloc_addr;
-		if (type == TRC_REC_ALLOC) {
-			p = trcfile__get_varint_fast(p, &b);
-			if (trcfile__unlikely(!p))
-				return -EBADMSG;
-			r->alloc.size = b;
-		} else {
-			r->alloc.size = 0;
-		}
+		r->alloc.addr = ev->a;
+		r->alloc.size = ev->b;
 		break;
 	default: /* FUNC_ENTER, FUNC_EXIT */
-		p = trcfile__get_varint_fast(p, &a);
-		if (trcfile__unlikely(!p))
-			return -EBADMSG;
-		p = trcfile__get_varint_fast(p, &b);
-		if (trcfile__unlikely(!p))
-			return -EBADMSG;
-		c->func_addr += (uint64_t)trcfile__unzigzag(a);
-		r->func.addr = c->func_addr;
-		r->func.call_site = c->func_addr + (uint64_t)trcfile__unzigzag(b);
+		r->func.addr = ev->a;
+		r->func.call_site = ev->b;
 		break;
 	}
-	c->ts = ts;
-	r->type = type;
-	r->ts_ns = ts;
-	*pp = p;
-	return 0;
+}
+
+/* Any record: trcfile__decode_fast, or trcfile__decode_slow where it declines. Same contract
+ * as trcfile__decode_slow. */
+static inline int trcfile__decode(const uint8_t **pp, const uint8_t *end, struct trcfile__coder *c,
+				  struct trc_record *r)
+{
+	struct trcfile__event ev;
+	const uint8_t *q = trcfile__decode_fast(*pp, end, c, &ev);
+	if (trcfile__likely(q != NULL)) {
+		trcfile__event_record(&ev, r);
+		*pp = q;
+		return 0;
+	}
+	return trcfile__decode_slow(pp, end, c, r);
 }
 
 /* ---- the fixed structures: one put and one get each ------------------------------------ *
