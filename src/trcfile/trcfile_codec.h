@@ -384,11 +384,11 @@ static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_
 {
 	if (trcfile__unlikely(end - p < (ptrdiff_t)TRCFILE__FAST_MARGIN))
 		return NULL;
-	/* One compare declines everything but an event type with a delta >= 0: byte 0 of such a
-	 * record is its type, any reserved or sign bit makes it larger. */
+	/* Byte 0 of an event record with a delta >= 0 is its type: any reserved or sign bit
+	 * makes it larger than every event type, so the dispatch below declines those too. The
+	 * two varints every event starts with are read first (the margin makes that safe even
+	 * when the record is declined). */
 	const uint32_t type = p[0];
-	if (trcfile__unlikely(type - TRC_REC_SPAN_BEGIN > TRC_REC_FUNC_EXIT - TRC_REC_SPAN_BEGIN))
-		return NULL;
 	uint64_t d, a, b = 0;
 	const uint8_t *q = trcfile__get_varint_fast(p + 1, &d);
 	if (trcfile__unlikely(!q))
@@ -397,17 +397,17 @@ static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_
 	if (trcfile__unlikely(!q))
 		return NULL;
 	/* Most frequent first; the coder changes only once the record decoded. */
-	if (type <= TRC_REC_SPAN_END) {
+	if (type - TRC_REC_SPAN_BEGIN <= TRC_REC_SPAN_END - TRC_REC_SPAN_BEGIN) {
 		if (trcfile__unlikely(a > UINT32_MAX))
 			return NULL;
-	} else if (type <= TRC_REC_COUNTER) {
+	} else if (type - TRC_REC_INSTANT <= TRC_REC_COUNTER - TRC_REC_INSTANT) {
 		if (trcfile__unlikely(a > UINT32_MAX))
 			return NULL;
 		q = trcfile__get_varint_fast(q, &b);
 		if (trcfile__unlikely(!q))
 			return NULL;
 		b = (uint64_t)trcfile__unzigzag(b);
-	} else if (type <= TRC_REC_FREE) {
+	} else if (type - TRC_REC_ALLOC <= TRC_REC_FREE - TRC_REC_ALLOC) {
 		if (type == TRC_REC_ALLOC) {
 			q = trcfile__get_varint_fast(q, &b);
 			if (trcfile__unlikely(!q))
@@ -415,13 +415,15 @@ static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_
 		}
 		c->alloc_addr += (uint64_t)trcfile__unzigzag(a);
 		a = c->alloc_addr;
-	} else { /* FUNC_ENTER, FUNC_EXIT */
+	} else if (type - TRC_REC_FUNC_ENTER <= TRC_REC_FUNC_EXIT - TRC_REC_FUNC_ENTER) {
 		q = trcfile__get_varint_fast(q, &b);
 		if (trcfile__unlikely(!q))
 			return NULL;
 		c->func_addr += (uint64_t)trcfile__unzigzag(a);
 		a = c->func_addr;
 		b = a + (uint64_t)trcfile__unzigzag(b);
+	} else {
+		return NULL; /* not an event type, or a reserved or sign bit set */
 	}
 	c->ts += d;
 	ev->type = type;
