@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "allocmap.h"
 #include "dump_common.h"
 
 static const char dump__chrome_help[] =

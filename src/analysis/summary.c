@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocmap.h"
 #include "trcfile_reader_priv.h"
 
 #define TRCFILE__HIST_GROUPS 60

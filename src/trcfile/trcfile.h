@@ -348,19 +348,6 @@ struct trcfile_summary {
 int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s);
 void trcfile_summary_free(struct trcfile_summary *s);
 
-/* ---- live allocations (summary and chrome's heap counter) -------------------------------- */
-
-/* addr -> size of allocations not yet freed. Capped at max_entries (then approximate). */
-struct trcfile_allocmap;
-struct trcfile_allocmap *trcfile_allocmap_new(size_t max_entries);
-/* Returns 0, or -ENOSPC when full (not recorded; the map becomes approximate). A second
- * allocation at a live address replaces it (its size is returned in *replaced_size). */
-int trcfile_allocmap_put(struct trcfile_allocmap *m, uint64_t addr, uint64_t size,
-			 uint64_t *replaced_size);
-/* Removes addr; true with *size filled if it was there. */
-bool trcfile_allocmap_take(struct trcfile_allocmap *m, uint64_t addr, uint64_t *size);
-void trcfile_allocmap_free(struct trcfile_allocmap *m);
-
 /* ---- helpers shared by trace-dump ------------------------------------------------------- */
 
 /* Lower-case name of a record type ("span_begin"...), "unknown" otherwise. */

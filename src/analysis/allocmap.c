@@ -1,18 +1,12 @@
-/* trcfile_map.c - live allocations: address -> size of what is allocated and not yet freed.
- *
- * Purpose: the summary's live bytes and trace-dump chrome's heap counter, over u64map (which
- * caps it: past max_entries a put fails with -ENOSPC and the caller's figure is approximate).
+/* allocmap.c - live allocations over a u64map (see allocmap.h).
  *
  * Threads: none; one owner at a time.
  */
-#include <errno.h>
+#include "allocmap.h"
+
 #include <stdlib.h>
-#include <string.h>
 
-#include "trcfile.h"
 #include "u64map.h"
-
-/* ---- live allocations (public wrapper) -------------------------------------------------- */
 
 struct trcfile_allocmap {
 	struct u64map map;
