@@ -20,6 +20,7 @@
 
 #include <zstd.h>
 
+#include "summary.h"
 #include "trcfile.h"
 #include "trcfile_codec.h"
 

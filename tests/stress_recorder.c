@@ -21,6 +21,7 @@
 
 #include "recorder.h"
 #include "session.h"
+#include "summary.h"
 #include "trc.h"
 #include "trcfile.h"
 

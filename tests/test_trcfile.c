@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include "summary.h"
 #include "test_trcfile_util.h"
 
 static const struct trcfile_writer_opts tu_small_chunks = {

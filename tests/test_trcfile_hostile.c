@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <zstd.h>
 
+#include "summary.h"
 #include "test_trcfile_util.h"
 #include "trcfile_codec.h"
 

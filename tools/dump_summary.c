@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "dump_common.h"
+#include "summary.h"
 
 static const char dump__summary_help[] =
 	"usage: trace-dump summary [--json] FILE\n"
