@@ -62,9 +62,9 @@ static void fuzz_read(const uint8_t *data, size_t size)
 			;
 		trcfile_cursor_free(c);
 	}
-	struct trcfile_summary sm;
-	if (trcfile_summary_compute(r, &sm) == 0)
-		trcfile_summary_free(&sm);
+	struct summary sm;
+	if (summary_compute(r, &sm) == 0)
+		summary_free(&sm);
 	trcfile_reader_name(r, 1, NULL);
 	trcfile_reader_module(r, trcfile_reader_header(r)->pid, 0x401000);
 	trcfile_reader_close(r);

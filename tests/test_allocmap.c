@@ -17,7 +17,7 @@ Test(allocmap, matches_a_reference_under_churn)
 	enum { N = 4096 };
 	static uint64_t ref_size[N];
 	static bool ref_live[N];
-	struct trcfile_allocmap *m = trcfile_allocmap_new(1u << 20);
+	struct allocmap *m = allocmap_new(1u << 20);
 	cr_assert_not_null(m);
 	uint64_t seed = 7;
 	for (int i = 0; i < 200000; i++) {
@@ -27,25 +27,25 @@ Test(allocmap, matches_a_reference_under_churn)
 		uint64_t size;
 		if ((seed >> 20) & 1) {
 			uint64_t old = 99;
-			cr_assert_eq(trcfile_allocmap_put(m, addr, seed >> 50, &old), 0);
+			cr_assert_eq(allocmap_put(m, addr, seed >> 50, &old), 0);
 			cr_assert_eq(old, ref_live[k] ? ref_size[k] : 0);
 			ref_live[k] = true;
 			ref_size[k] = seed >> 50;
 		} else {
-			bool had = trcfile_allocmap_take(m, addr, &size);
+			bool had = allocmap_take(m, addr, &size);
 			cr_assert_eq(had, ref_live[k]);
 			if (had)
 				cr_assert_eq(size, ref_size[k]);
 			ref_live[k] = false;
 		}
 	}
-	trcfile_allocmap_free(m);
+	allocmap_free(m);
 
-	m = trcfile_allocmap_new(2);
-	cr_assert_eq(trcfile_allocmap_put(m, 1, 1, NULL), 0);
-	cr_assert_eq(trcfile_allocmap_put(m, 2, 1, NULL), 0);
-	cr_assert_eq(trcfile_allocmap_put(m, 3, 1, NULL), -ENOSPC);
-	cr_assert_eq(trcfile_allocmap_put(m, 2, 5, NULL), 0); /* replacing is always possible */
-	trcfile_allocmap_free(m);
-	trcfile_allocmap_free(NULL);
+	m = allocmap_new(2);
+	cr_assert_eq(allocmap_put(m, 1, 1, NULL), 0);
+	cr_assert_eq(allocmap_put(m, 2, 1, NULL), 0);
+	cr_assert_eq(allocmap_put(m, 3, 1, NULL), -ENOSPC);
+	cr_assert_eq(allocmap_put(m, 2, 5, NULL), 0); /* replacing is always possible */
+	allocmap_free(m);
+	allocmap_free(NULL);
 }

@@ -194,12 +194,12 @@ static long hz_read_all(const uint8_t *buf, size_t len, const struct tu_plan *pl
 		cr_assert_eq(rc, 0, "%s", trcfile_reader_errmsg(r));
 		cr_assert_eq(merged, total);
 	}
-	struct trcfile_summary sm;
-	err = trcfile_summary_compute(r, &sm);
+	struct summary sm;
+	err = summary_compute(r, &sm);
 	if (!err) {
 		cr_assert_not(failed, "summary succeeded where the cursors failed");
 		cr_assert_eq(sm.records, (uint64_t)total);
-		trcfile_summary_free(&sm);
+		summary_free(&sm);
 	}
 	trcfile_reader_close(r);
 	return failed ? -1 : total;
@@ -535,10 +535,10 @@ static int hz_read_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uin
 		snprintf(msg, msg_len, "%s", trcfile_reader_errmsg(r));
 		trcfile_cursor_free(c);
 		/* the summary's own decoder must agree */
-		struct trcfile_summary s;
-		int err2 = trcfile_summary_compute(r, &s);
+		struct summary s;
+		int err2 = summary_compute(r, &s);
 		if (!err2)
-			trcfile_summary_free(&s);
+			summary_free(&s);
 		cr_assert_eq(err2 < 0, err < 0, "summary and cursor disagree: %d %d", err2, err);
 		trcfile_reader_close(r);
 	}

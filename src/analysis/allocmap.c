@@ -8,21 +8,20 @@
 
 #include "u64map.h"
 
-struct trcfile_allocmap {
+struct allocmap {
 	struct u64map map;
 };
 
-struct trcfile_allocmap *trcfile_allocmap_new(size_t max_entries)
+struct allocmap *allocmap_new(size_t max_entries)
 {
-	struct trcfile_allocmap *a = malloc(sizeof(*a));
+	struct allocmap *a = malloc(sizeof(*a));
 	if (!a)
 		return NULL;
 	u64map_init(&a->map, max_entries);
 	return a;
 }
 
-int trcfile_allocmap_put(struct trcfile_allocmap *a, uint64_t addr, uint64_t size,
-			 uint64_t *replaced_size)
+int allocmap_put(struct allocmap *a, uint64_t addr, uint64_t size, uint64_t *replaced_size)
 {
 	bool had = false;
 	uint64_t old = 0;
@@ -32,12 +31,12 @@ int trcfile_allocmap_put(struct trcfile_allocmap *a, uint64_t addr, uint64_t siz
 	return err;
 }
 
-bool trcfile_allocmap_take(struct trcfile_allocmap *a, uint64_t addr, uint64_t *size)
+bool allocmap_take(struct allocmap *a, uint64_t addr, uint64_t *size)
 {
 	return u64map_del(&a->map, addr, size);
 }
 
-void trcfile_allocmap_free(struct trcfile_allocmap *a)
+void allocmap_free(struct allocmap *a)
 {
 	if (!a)
 		return;

@@ -15,16 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct trcfile_allocmap;
+struct allocmap;
 
-struct trcfile_allocmap *trcfile_allocmap_new(size_t max_entries);
+struct allocmap *allocmap_new(size_t max_entries);
 /* Returns 0, or -ENOSPC when full (not recorded; the map becomes approximate), or -ENOMEM. A
  * second allocation at a live address replaces it (its size is returned in *replaced_size,
  * else 0; replaced_size may be NULL). */
-int trcfile_allocmap_put(struct trcfile_allocmap *m, uint64_t addr, uint64_t size,
-			 uint64_t *replaced_size);
+int allocmap_put(struct allocmap *m, uint64_t addr, uint64_t size, uint64_t *replaced_size);
 /* Removes addr; true with *size (may be NULL) filled if it was there. */
-bool trcfile_allocmap_take(struct trcfile_allocmap *m, uint64_t addr, uint64_t *size);
-void trcfile_allocmap_free(struct trcfile_allocmap *m);
+bool allocmap_take(struct allocmap *m, uint64_t addr, uint64_t *size);
+void allocmap_free(struct allocmap *m);
 
 #endif /* TRC_ALLOCMAP_H */

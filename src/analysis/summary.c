@@ -17,7 +17,7 @@
 
 #include "summary_priv.h"
 
-void trcfile_summary_free(struct trcfile_summary *s)
+void summary_free(struct summary *s)
 {
 	if (!s)
 		return;
@@ -33,7 +33,7 @@ void trcfile_summary_free(struct trcfile_summary *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s)
+int summary_compute(struct trcfile_reader *r, struct summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	struct summary__state m = {.r = r, .s = s};
@@ -64,6 +64,6 @@ out:
 	summary__threads_free(&m.threads);
 	summary__spans_free(&m.spans);
 	if (m.err)
-		trcfile_summary_free(s);
+		summary_free(s);
 	return m.err;
 }

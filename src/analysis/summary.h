@@ -6,7 +6,7 @@
  * peak and sampled series, trace buffers taken out), notes. How they are computed, and the
  * bounds that keep its memory small whatever the file says, is in summary.c.
  *
- * Threads: trcfile_summary_compute runs on the reader's thread (it uses the reader); a
+ * Threads: summary_compute runs on the reader's thread (it uses the reader); a
  * computed summary is plain data.
  *
  * Errors: compute returns 0 or -errno with the reader's message set; free accepts NULL.
@@ -23,14 +23,14 @@
 /* Events are the records that are not metadata: span begin/end, instant, counter, alloc,
  * free, function enter/exit. Lost is the sum of LOST counts, except TRC_LOST_SAMPLER_LATE
  * (sampler ticks, not events), counted in rss_ticks_skipped. */
-struct trcfile_summary_thread {
+struct summary_thread {
 	uint32_t pid, tid;
 	const char *name; /* owned by the summary; "" when unknown */
 	uint64_t events, lost;
 	uint64_t first_ts_ns, last_ts_ns;
 };
 
-struct trcfile_summary_name {
+struct summary_name {
 	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record,
 			   * "(other names)" for ids past the summary's table bound */
 	uint64_t begins, ends, instants, counters;
@@ -39,20 +39,20 @@ struct trcfile_summary_name {
 	int64_t counter_min, counter_max, counter_last;
 };
 
-struct trcfile_summary_note {
+struct summary_note {
 	uint64_t ts_ns;
 	const char *text;
 };
 
-enum trcfile_rss_peak_source {
-	TRCFILE_RSS_PEAK_NONE = 0, /* no EXIT record and no sample */
-	TRCFILE_RSS_PEAK_EXIT = 1, /* exact: ru_maxrss at exit minus buffers */
-	TRCFILE_RSS_PEAK_SAMPLED = 2 /* fallback: the largest sample */
+enum summary_rss_peak_source {
+	SUMMARY_RSS_PEAK_NONE = 0, /* no EXIT record and no sample */
+	SUMMARY_RSS_PEAK_EXIT = 1, /* exact: ru_maxrss at exit minus buffers */
+	SUMMARY_RSS_PEAK_SAMPLED = 2 /* fallback: the largest sample */
 };
 
-#define TRCFILE_SPARK_COLUMNS 60
+#define SUMMARY_SPARK_COLUMNS 60
 
-struct trcfile_summary {
+struct summary {
 	uint64_t first_ts_ns, last_ts_ns; /* over all records; 0 when none */
 	uint64_t start_ns; /* header start_mono_ns, or first_ts_ns if unset */
 	uint64_t duration_ns; /* last_ts_ns - start_ns */
@@ -61,11 +61,11 @@ struct trcfile_summary {
 	uint64_t per_type[TRC_REC_TYPE_COUNT];
 	uint64_t lost_per_reason[8];
 
-	struct trcfile_summary_thread *threads; /* sorted by pid, tid */
+	struct summary_thread *threads; /* sorted by pid, tid */
 	size_t n_threads;
-	struct trcfile_summary_name *names; /* sorted by name; one entry per distinct string */
+	struct summary_name *names; /* sorted by name; one entry per distinct string */
 	size_t n_names;
-	struct trcfile_summary_note *notes; /* in time order (at most 1000 kept) */
+	struct summary_note *notes; /* in time order (at most 1000 kept) */
 	size_t n_notes;
 	uint64_t notes_dropped;
 
@@ -79,7 +79,7 @@ struct trcfile_summary {
 
 	/* RSS of the traced program (header pid), trace buffers excluded everywhere. */
 	uint64_t rss_peak_bytes;
-	enum trcfile_rss_peak_source rss_peak_source;
+	enum summary_rss_peak_source rss_peak_source;
 	uint64_t rss_exit_maxrss_bytes, rss_exit_buffers_bytes; /* from the EXIT record */
 	bool has_exit;
 	int32_t exit_status;
@@ -87,7 +87,7 @@ struct trcfile_summary {
 	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
 	uint64_t buffers_resident_peak_bytes;
 	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
-	uint64_t spark_bytes[TRCFILE_SPARK_COLUMNS];
+	uint64_t spark_bytes[SUMMARY_SPARK_COLUMNS];
 	unsigned n_spark;
 
 	bool truncated;
@@ -96,9 +96,9 @@ struct trcfile_summary {
 /* Computes the summary of the trace r reads: one pass over each stream, plus one merged pass
  * over all of them when the trace has allocations. Returns 0 or -errno (the message in
  * trcfile_reader_errmsg(r)); on failure *s holds nothing to free. The summary owns its arrays
- * and strings: free with trcfile_summary_free. */
-int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s);
+ * and strings: free with summary_free. */
+int summary_compute(struct trcfile_reader *r, struct summary *s);
 /* Frees what a summary owns and zeroes it. Accepts NULL and a zeroed summary. */
-void trcfile_summary_free(struct trcfile_summary *s);
+void summary_free(struct summary *s);
 
 #endif /* TRC_SUMMARY_H */

@@ -13,13 +13,13 @@
 
 #define SUMMARY__LIVE_MAX_ENTRIES (1u << 20)
 
-static void summary__live_rec(struct summary__state *m, struct trcfile_allocmap *live,
+static void summary__live_rec(struct summary__state *m, struct allocmap *live,
 			      const struct trc_record *rec, uint64_t *cur)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	uint64_t size = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		int err = trcfile_allocmap_put(live, rec->alloc.addr, rec->alloc.size, &size);
+		int err = allocmap_put(live, rec->alloc.addr, rec->alloc.size, &size);
 		if (err == -ENOSPC) {
 			s->live_approximate = true;
 			return;
@@ -32,7 +32,7 @@ static void summary__live_rec(struct summary__state *m, struct trcfile_allocmap 
 		if (*cur > s->live_peak_bytes)
 			s->live_peak_bytes = *cur;
 	} else if (rec->type == TRC_REC_FREE) {
-		if (trcfile_allocmap_take(live, rec->alloc.addr, &size)) {
+		if (allocmap_take(live, rec->alloc.addr, &size)) {
 			*cur -= size;
 			s->free_bytes += size;
 		} else if (rec->alloc.addr) {
@@ -43,7 +43,7 @@ static void summary__live_rec(struct summary__state *m, struct trcfile_allocmap 
 
 int summary__live(struct summary__state *m)
 {
-	struct trcfile_allocmap *live = trcfile_allocmap_new(SUMMARY__LIVE_MAX_ENTRIES);
+	struct allocmap *live = allocmap_new(SUMMARY__LIVE_MAX_ENTRIES);
 	if (!live)
 		return summary__nomem(m);
 	uint64_t cur = 0;
@@ -51,7 +51,7 @@ int summary__live(struct summary__state *m)
 	struct trc_record rec;
 	struct trcfile_iter *it = trcfile_iter_new(m->r);
 	if (!it) {
-		trcfile_allocmap_free(live);
+		allocmap_free(live);
 		if (!m->r->errmsg[0])
 			trcfile__fail(m->r, -ENOMEM, "out of memory");
 		return m->err = -ENOMEM;
@@ -59,7 +59,7 @@ int summary__live(struct summary__state *m)
 	while (!m->err && (rc = trcfile_iter_next(it, &rec, NULL)) == 1)
 		summary__live_rec(m, live, &rec, &cur);
 	trcfile_iter_free(it);
-	trcfile_allocmap_free(live);
+	allocmap_free(live);
 	if (!m->err && rc < 0)
 		m->err = rc;
 	m->s->live_end_bytes = cur;

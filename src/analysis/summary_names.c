@@ -112,7 +112,7 @@ static void summary__names_per_type(struct summary__state *m)
 
 /* Adds one id's figures to a name's; *have_counter and *last_ts carry what the counter figures
  * so far came from. 0 or -ENOMEM (histogram merge). */
-static int summary__name_add(struct trcfile_summary_name *out, struct hist *h,
+static int summary__name_add(struct summary_name *out, struct hist *h,
 			     const struct summary__idstat *st, bool *have_counter,
 			     uint64_t *last_ts)
 {
@@ -141,7 +141,7 @@ static int summary__name_add(struct trcfile_summary_name *out, struct hist *h,
 int summary__names_finish(struct summary__state *m)
 {
 	summary__names_per_type(m);
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	const struct summary__names *names = &m->names;
 	size_t n = names->n + (names->other_used ? 1 : 0);
 	if (!n)
@@ -168,7 +168,7 @@ int summary__names_finish(struct summary__state *m)
 	qsort(v, n, sizeof(*v), summary__cmp_byname);
 	for (size_t i = 0; i < n && !m->err;) {
 		size_t j = i;
-		struct trcfile_summary_name *out = &s->names[s->n_names];
+		struct summary_name *out = &s->names[s->n_names];
 		struct hist h = {0};
 		uint64_t last_ts = 0;
 		bool have_counter = false;

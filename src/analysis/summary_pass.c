@@ -24,7 +24,7 @@
 
 /* What a pass over one stream has seen besides what its parts keep. */
 struct summary__walk {
-	struct trcfile_summary_thread *th; /* the stream's thread, or NULL */
+	struct summary_thread *th; /* the stream's thread, or NULL */
 	/* Records per type, except those the hot loop counts per name id (from the per-id
 	 * figures at the end: summary__names_finish). */
 	uint64_t per_type[32];
@@ -40,7 +40,7 @@ static bool summary__name_counted(unsigned t)
 
 static void summary__note(struct summary__state *m, const struct trc_record *rec)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	if (s->n_notes >= SUMMARY__NOTES_MAX) {
 		s->notes_dropped++;
 		return;
@@ -57,7 +57,7 @@ static void summary__note(struct summary__state *m, const struct trc_record *rec
 	char *text = summary__strndup(rec->note.text, len);
 	if (!text)
 		goto nomem;
-	s->notes[s->n_notes++] = (struct trcfile_summary_note){rec->ts_ns, text};
+	s->notes[s->n_notes++] = (struct summary_note){rec->ts_ns, text};
 	return;
 nomem:
 	summary__nomem(m);
@@ -65,21 +65,21 @@ nomem:
 
 static int summary__cmp_note(const void *a, const void *b)
 {
-	const struct trcfile_summary_note *x = a, *y = b;
+	const struct summary_note *x = a, *y = b;
 	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
 }
 
 void summary__notes_finish(struct summary__state *m)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	if (s->n_notes)
 		qsort(s->notes, s->n_notes, sizeof(*s->notes), summary__cmp_note);
 }
 
 static void summary__lost(struct summary__state *m, const struct trc_record *rec,
-			  struct trcfile_summary_thread *th)
+			  struct summary_thread *th)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	if (rec->lost.reason < 8)
 		s->lost_per_reason[rec->lost.reason] += rec->lost.count;
 	if (rec->lost.reason == TRC_LOST_SAMPLER_LATE) {
@@ -93,7 +93,7 @@ static void summary__lost(struct summary__state *m, const struct trc_record *rec
 
 /* Any record, the general way (also the name-counted types near a chunk's end). */
 static void summary__record(struct summary__state *m, const struct trc_record *rec,
-			    struct trcfile_summary_thread *th)
+			    struct summary_thread *th)
 {
 	struct summary__idstat *st;
 	switch (rec->type) {
@@ -269,7 +269,7 @@ out:
 
 int summary__pass_stream(struct summary__state *m, unsigned sidx)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	const struct trcfile_stream_info *si = &m->r->streams[sidx];
 	struct summary__walk w = {.first = UINT64_MAX, .last = 0};
 	if (si->kind == TRC_STREAM_THREAD && si->records) {

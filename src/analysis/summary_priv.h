@@ -1,6 +1,6 @@
 /* summary_priv.h - the state of one summary computation, shared by the summary's files.
  *
- * Purpose: trcfile_summary_compute (summary.c) is split by job, each file owning one part of
+ * Purpose: summary_compute (summary.c) is split by job, each file owning one part of
  * this state and the figures it produces:
  *   summary_pass.c     one stream, chunk by chunk: decodes every record, hands each to its part
  *   summary_names.c    per name id (counts, counter range, span durations), then by name string
@@ -81,7 +81,7 @@ struct summary__rss {
 
 struct summary__state {
 	struct trcfile_reader *r;
-	struct trcfile_summary *s;
+	struct summary *s;
 	struct summary__names names;
 	struct summary__threads threads;
 	struct summary__spans spans;
@@ -167,8 +167,7 @@ int summary__names_finish(struct summary__state *m);
 void summary__threads_init(struct summary__threads *t);
 void summary__threads_free(struct summary__threads *t);
 /* The summary's entry for (pid, tid), created on first use. NULL with m->err set. */
-struct trcfile_summary_thread *summary__thread(struct summary__state *m, uint32_t pid,
-					       uint32_t tid);
+struct summary_thread *summary__thread(struct summary__state *m, uint32_t pid, uint32_t tid);
 /* A THREAD record: the thread's name, as it was last set. */
 void summary__thread_named(struct summary__state *m, const struct trc_record *rec);
 /* Sorts s->threads by (pid, tid). */

@@ -4,7 +4,7 @@
  * buffers taken out. The exact peak is the EXIT record's maxrss_bytes - buffers_bytes; without
  * one, the largest sample stands in (rss_peak_source says which). The samples also give the
  * minimum, the last value, the buffers' largest share, and the sparkline: the largest sample
- * in each of TRCFILE_SPARK_COLUMNS columns of the trace's time range (from the index, so the
+ * in each of SUMMARY_SPARK_COLUMNS columns of the trace's time range (from the index, so the
  * samples can be placed as they come, stream by stream).
  *
  * Threads: the reader's thread.
@@ -43,7 +43,7 @@ static bool summary__rss_ours(const struct summary__rss *rs, uint32_t pid)
 
 void summary__rss_sample(struct summary__state *m, const struct trc_record *rec)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	struct summary__rss *rs = &m->rss;
 	uint64_t b = rec->rss.buffers_bytes;
 	uint64_t v = rec->rss.rss_bytes > b ? rec->rss.rss_bytes - b : 0;
@@ -61,9 +61,9 @@ void summary__rss_sample(struct summary__state *m, const struct trc_record *rec)
 	uint64_t t = rec->ts_ns < rs->t0 ? 0 : rec->ts_ns - rs->t0;
 	if (t > span)
 		t = span;
-	unsigned col = (unsigned)((__uint128_t)t * TRCFILE_SPARK_COLUMNS / (span + 1));
-	if (col >= TRCFILE_SPARK_COLUMNS)
-		col = TRCFILE_SPARK_COLUMNS - 1;
+	unsigned col = (unsigned)((__uint128_t)t * SUMMARY_SPARK_COLUMNS / (span + 1));
+	if (col >= SUMMARY_SPARK_COLUMNS)
+		col = SUMMARY_SPARK_COLUMNS - 1;
 	if (v > s->spark_bytes[col])
 		s->spark_bytes[col] = v;
 	/* The last sample in time (streams come one after another, not in time order). */
@@ -75,7 +75,7 @@ void summary__rss_sample(struct summary__state *m, const struct trc_record *rec)
 
 void summary__rss_exit(struct summary__state *m, const struct trc_record *rec)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	struct summary__rss *rs = &m->rss;
 	if ((rec->exit.pid == rs->root_pid || !rs->root_pid) &&
 	    (!s->has_exit || rec->ts_ns >= rs->exit_ts)) {
@@ -91,12 +91,12 @@ void summary__rss_exit(struct summary__state *m, const struct trc_record *rec)
 
 void summary__rss_finish(struct summary__state *m)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	if (m->rss.have_sample) {
-		s->n_spark = TRCFILE_SPARK_COLUMNS;
+		s->n_spark = SUMMARY_SPARK_COLUMNS;
 		/* An empty column means no sample fell in it: RSS stayed where it was. */
 		uint64_t prev = s->spark_bytes[0];
-		for (unsigned i = 0; i < TRCFILE_SPARK_COLUMNS; i++) {
+		for (unsigned i = 0; i < SUMMARY_SPARK_COLUMNS; i++) {
 			if (!s->spark_bytes[i])
 				s->spark_bytes[i] = prev;
 			prev = s->spark_bytes[i];
@@ -105,9 +105,9 @@ void summary__rss_finish(struct summary__state *m)
 	if (s->has_exit && s->rss_exit_maxrss_bytes) {
 		uint64_t b = s->rss_exit_buffers_bytes;
 		s->rss_peak_bytes = s->rss_exit_maxrss_bytes > b ? s->rss_exit_maxrss_bytes - b : 0;
-		s->rss_peak_source = TRCFILE_RSS_PEAK_EXIT;
+		s->rss_peak_source = SUMMARY_RSS_PEAK_EXIT;
 	} else if (m->rss.have_sample) {
 		s->rss_peak_bytes = s->rss_peak_sampled_bytes;
-		s->rss_peak_source = TRCFILE_RSS_PEAK_SAMPLED;
+		s->rss_peak_source = SUMMARY_RSS_PEAK_SAMPLED;
 	}
 }

@@ -30,9 +30,9 @@ static char *summary__thread_name_copy(const char *name, uint32_t len)
 				len < SUMMARY__THREAD_NAME_MAX ? len : SUMMARY__THREAD_NAME_MAX);
 }
 
-struct trcfile_summary_thread *summary__thread(struct summary__state *m, uint32_t pid, uint32_t tid)
+struct summary_thread *summary__thread(struct summary__state *m, uint32_t pid, uint32_t tid)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	struct summary__threads *tt = &m->threads;
 	uint64_t key = (uint64_t)pid << 32 | tid;
 	uint64_t *slot = u64map_get(&tt->map, key);
@@ -51,7 +51,7 @@ struct trcfile_summary_thread *summary__thread(struct summary__state *m, uint32_
 		m->err = trcfile__fail(m->r, err == -ENOSPC ? -EFBIG : err, "too many threads");
 		return NULL;
 	}
-	struct trcfile_summary_thread *t = &s->threads[s->n_threads++];
+	struct summary_thread *t = &s->threads[s->n_threads++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->tid = tid;
@@ -71,7 +71,7 @@ nomem:
 
 void summary__thread_named(struct summary__state *m, const struct trc_record *rec)
 {
-	struct trcfile_summary_thread *t = summary__thread(m, rec->thread.pid, rec->thread.tid);
+	struct summary_thread *t = summary__thread(m, rec->thread.pid, rec->thread.tid);
 	if (!t)
 		return;
 	char *name = summary__thread_name_copy(rec->thread.name, rec->thread.name_len);
@@ -85,7 +85,7 @@ void summary__thread_named(struct summary__state *m, const struct trc_record *re
 
 static int summary__cmp_thread(const void *a, const void *b)
 {
-	const struct trcfile_summary_thread *x = a, *y = b;
+	const struct summary_thread *x = a, *y = b;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
@@ -93,7 +93,7 @@ static int summary__cmp_thread(const void *a, const void *b)
 
 void summary__threads_finish(struct summary__state *m)
 {
-	struct trcfile_summary *s = m->s;
+	struct summary *s = m->s;
 	if (s->n_threads)
 		qsort(s->threads, s->n_threads, sizeof(*s->threads), summary__cmp_thread);
 }
