@@ -856,10 +856,10 @@ Test(codec, records_round_trip_fast_and_checked_alike)
 		const uint8_t *at = s;
 		cf = cs;
 		struct trcfile__event ev;
-		const uint8_t *q = trcfile__decode_fast(s, end, &cf, &ev);
+		const uint8_t *q = trcfile__decode_fast(s, trcfile__fast_end(b, end), &cf, &ev);
 		/* what the fast decoder must take: an event, delta >= 0, the margin ahead */
 		bool takes = trc_rec_is_event(recs[i].type) && recs[i].ts_ns >= cs.ts &&
-			     end - at >= (ptrdiff_t)TRCFILE__FAST_MARGIN;
+			     end - at > (ptrdiff_t)TRCFILE__FAST_MARGIN;
 		if (trcfile__decode(&p, end, &c, &r) != 0 ||
 		    trcfile__decode_slow(&s, end, &cs, &rs))
 			cr_assert_fail("record %zu refused", i);
@@ -890,7 +890,7 @@ Test(codec, fast_decoder_declines_what_it_does_not_take)
 {
 	uint8_t b[2 * TRCFILE__FAST_MARGIN];
 	memset(b, 0, sizeof(b));
-	const uint8_t *end = b + sizeof(b);
+	const uint8_t *end = b + sizeof(b), *fast_end = trcfile__fast_end(b, end);
 	struct trcfile__coder c = {.ts = 1000, .alloc_addr = 5, .func_addr = 6};
 	const struct trcfile__coder c0 = c;
 	struct trcfile__event ev;
@@ -898,12 +898,22 @@ Test(codec, fast_decoder_declines_what_it_does_not_take)
 	b[0] = TRC_REC_SPAN_BEGIN;
 	b[1] = 3;
 	b[2] = 7;
-	cr_assert_eq(trcfile__decode_fast(b, end, &c, &ev), b + 3);
+	cr_assert_eq(trcfile__decode_fast(b, fast_end, &c, &ev), b + 3);
 	cr_assert_eq(ev.ts_ns, 1003);
 	cr_assert_eq(ev.a, 7);
 	c = c0;
 	/* too near the end: declined, though it would decode */
-	cr_assert_null(trcfile__decode_fast(end - TRCFILE__FAST_MARGIN + 1, end, &c, &ev));
+	cr_assert_eq(fast_end, end - TRCFILE__FAST_MARGIN);
+	uint8_t *last = b + (fast_end - b);
+	memcpy(last, b, 3);
+	cr_assert_null(trcfile__decode_fast(last, fast_end, &c, &ev));
+	memcpy(last - 1, b, 3);
+	cr_assert_eq(trcfile__decode_fast(last - 1, fast_end, &c, &ev), last + 2,
+		     "more than the margin left: taken");
+	memset(last - 1, 0, 4);
+	c = c0;
+	cr_assert_eq(trcfile__fast_end(b, b + TRCFILE__FAST_MARGIN), b,
+		     "a short buffer: nothing fast");
 	/* negative delta, reserved bits, not an event type: declined, coder unchanged */
 	static const uint8_t t0s[] = {TRC_REC_SPAN_BEGIN | TRCFILE__NEG_DELTA,
 				      TRC_REC_COUNTER | 0x20,
@@ -916,7 +926,8 @@ Test(codec, fast_decoder_declines_what_it_does_not_take)
 				      TRCFILE__TYPE_MASK};
 	for (size_t i = 0; i < sizeof(t0s); i++) {
 		b[0] = t0s[i];
-		cr_assert_null(trcfile__decode_fast(b, end, &c, &ev), "byte 0 = 0x%02x", t0s[i]);
+		cr_assert_null(trcfile__decode_fast(b, fast_end, &c, &ev), "byte 0 = 0x%02x",
+			       t0s[i]);
 		cr_assert(c.ts == c0.ts && c.alloc_addr == c0.alloc_addr &&
 			  c.func_addr == c0.func_addr);
 	}
@@ -935,7 +946,7 @@ Test(codec, fast_decoder_declines_what_it_does_not_take)
 		memset(b, 0xff, sizeof(b));
 		memcpy(b, bad[i], sizeof(bad[i]));
 		c = c0;
-		cr_assert_null(trcfile__decode_fast(b, end, &c, &ev), "case %zu", i);
+		cr_assert_null(trcfile__decode_fast(b, fast_end, &c, &ev), "case %zu", i);
 		cr_assert(c.ts == c0.ts && c.alloc_addr == c0.alloc_addr &&
 				  c.func_addr == c0.func_addr,
 			  "case %zu", i);

@@ -178,6 +178,7 @@ summary__pass_chunk(struct summary__state *m, struct summary__walk *w, struct tr
 {
 	const uint8_t *p = c->p;
 	const uint8_t *const end = c->pend;
+	const uint8_t *const fast_end = trcfile__fast_end(p, end);
 	struct trcfile__coder cd = c->coder;
 	uint32_t left = c->left;
 	struct summary__frame *stk = m->spans.stack;
@@ -188,7 +189,7 @@ summary__pass_chunk(struct summary__state *m, struct summary__walk *w, struct tr
 		w->first = cd.ts;
 	for (; left; left--) {
 		struct trcfile__event ev;
-		const uint8_t *q = trcfile__decode_fast(p, end, &cd, &ev);
+		const uint8_t *q = trcfile__decode_fast(p, fast_end, &cd, &ev);
 		if (trcfile__unlikely(!q)) {
 			m->spans.n = sn;
 			const uint8_t *sp = p;

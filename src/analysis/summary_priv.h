@@ -43,7 +43,10 @@ struct summary__idstat {
 	uint64_t counter_last_ts;
 	struct hist *hist; /* durations; NULL until the first span ends */
 	struct hist_hot hot; /* where the last duration was counted */
+	uint64_t unused; /* to a power of two: the hot loop indexes the table with a shift */
 };
+_Static_assert((sizeof(struct summary__idstat) & (sizeof(struct summary__idstat) - 1)) == 0,
+	       "the per-name entry's size is a power of two");
 
 struct summary__names {
 	struct summary__idstat *ids;

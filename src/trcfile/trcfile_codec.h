@@ -367,8 +367,16 @@ struct trcfile__event {
 	uint64_t a, b;
 };
 
+/* Where the fast decoder stops for a buffer [begin, end): past it fewer than
+ * TRCFILE__FAST_MARGIN bytes remain. A loop computes it once per chunk. */
+static inline const uint8_t *trcfile__fast_end(const uint8_t *begin, const uint8_t *end)
+{
+	return end - begin > (ptrdiff_t)TRCFILE__FAST_MARGIN ? end - TRCFILE__FAST_MARGIN : begin;
+}
+
 /* The decoder for hot loops: the event types with a delta >= 0, inline, without per-byte
- * bounds checks (at least TRCFILE__FAST_MARGIN bytes must remain before end, or it declines).
+ * bounds checks: it decodes the record at p only when p < fast_end (trcfile__fast_end of the
+ * buffer), so that more than TRCFILE__FAST_MARGIN bytes remain, and declines it otherwise.
  * Returns the position after the record, with *ev filled and the coder advanced as
  * trcfile__decode_slow would; or NULL, the coder unchanged, when it declines the record
  * (another type, a negative delta, a reserved bit, too near the end, or damaged): decode that
@@ -378,11 +386,11 @@ struct trcfile__event {
  * position, its struct trcfile__coder and its struct trcfile__event in locals, and hands
  * trcfile__decode_slow copies, keeps all of them in registers (the summary's pass over a
  * stream does: well over 100 million records a second). */
-static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_t *end,
+static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_t *fast_end,
 						  struct trcfile__coder *c,
 						  struct trcfile__event *ev)
 {
-	if (trcfile__unlikely(end - p < (ptrdiff_t)TRCFILE__FAST_MARGIN))
+	if (trcfile__unlikely(p >= fast_end))
 		return NULL;
 	/* Byte 0 of an event record with a delta >= 0 is its type: any reserved or sign bit
 	 * makes it larger than every event type, so the dispatch below declines those too. The
@@ -466,7 +474,7 @@ static inline int trcfile__decode(const uint8_t **pp, const uint8_t *end, struct
 				  struct trc_record *r)
 {
 	struct trcfile__event ev;
-	const uint8_t *q = trcfile__decode_fast(*pp, end, c, &ev);
+	const uint8_t *q = trcfile__decode_fast(*pp, trcfile__fast_end(*pp, end), c, &ev);
 	if (trcfile__likely(q != NULL)) {
 		trcfile__event_record(&ev, r);
 		*pp = q;
