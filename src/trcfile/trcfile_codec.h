@@ -441,31 +441,29 @@ static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_
 	return q;
 }
 
-/* The record an event is. */
+/* The record an event is. The event members of struct trc_record's union keep their second
+ * field at one place and their first at another (asserted below), so two stores fill any of
+ * them, and a third narrows the name id of the types that have one: no dispatch on the type
+ * (the cursors call this once per record). */
+_Static_assert(offsetof(struct trc_record, value.value) ==
+			       offsetof(struct trc_record, alloc.size) &&
+		       offsetof(struct trc_record, func.call_site) ==
+			       offsetof(struct trc_record, alloc.size) &&
+		       offsetof(struct trc_record, func.addr) ==
+			       offsetof(struct trc_record, alloc.addr) &&
+		       offsetof(struct trc_record, span.name_id) ==
+			       offsetof(struct trc_record, alloc.addr) &&
+		       offsetof(struct trc_record, value.name_id) ==
+			       offsetof(struct trc_record, alloc.addr),
+	       "the event members of struct trc_record share their fields' places");
 static inline void trcfile__event_record(const struct trcfile__event *ev, struct trc_record *r)
 {
 	r->type = ev->type;
 	r->ts_ns = ev->ts_ns;
-	switch (ev->type) {
-	case TRC_REC_SPAN_BEGIN:
-	case TRC_REC_SPAN_END:
-		r->span.name_id = (uint32_t)ev->a;
-		break;
-	case TRC_REC_INSTANT:
-	case TRC_REC_COUNTER:
-		r->value.name_id = (uint32_t)ev->a;
-		r->value.value = (int64_t)ev->b;
-		break;
-	case TRC_REC_ALLOC:
-	case TRC_REC_FREE:
-		r->alloc.addr = ev->a;
-		r->alloc.size = ev->b;
-		break;
-	default: /* FUNC_ENTER, FUNC_EXIT */
-		r->func.addr = ev->a;
-		r->func.call_site = ev->b;
-		break;
-	}
+	r->alloc.addr = ev->a; /* = func.addr */
+	r->alloc.size = ev->b; /* = value.value, func.call_site */
+	if (ev->type <= TRC_REC_COUNTER)
+		r->span.name_id = (uint32_t)ev->a; /* = value.name_id, whatever the byte order */
 }
 
 /* Any record: trcfile__decode_fast, or trcfile__decode_slow where it declines. Same contract
