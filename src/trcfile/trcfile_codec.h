@@ -10,9 +10,12 @@
  *
  * Invariants:
  * - Encoding never writes more than trcfile__record_max_bytes() says.
+ * - There is one decoder of records: trcfile__decode_fast (inline, the event types) and
+ *   trcfile__decode_slow (checked, every type), which agree on every record the first takes;
+ *   trcfile__decode composes them. Nothing else reads a record's bytes.
  * - Decoding never reads past `end`, rejects every varint longer than 10 bytes or above the
  *   field's width, every string over TRCFILE_MAX_STRING_BYTES or past the chunk, every
- *   unknown type and reserved bit. The fast path skips per-byte checks only when at least
+ *   unknown type and reserved bit. The fast path skips per-byte checks only when more than
  *   TRCFILE__FAST_MARGIN bytes remain, more than any fixed part of a record can take.
  */
 #ifndef TRC_TRCFILE_CODEC_H
