@@ -1,8 +1,8 @@
 /* trcfile.h - the trace file: writer (with its compression pipeline), reader, merge.
  *
  * Purpose: everything that touches a .trc file. The on-disk format is specified in
- * src/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
- * (src/record.h) in both directions.
+ * src/trcfile/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
+ * (record.h) in both directions.
  *
  * Writer: a header, then self-contained chunks (one stream's records, delta timestamps and
  * varints, one zstd frame with its content checksum), then a footer with an index and a fixed
@@ -45,7 +45,7 @@
 
 #include "record.h"
 
-/* ---- format constants (details in src/FORMAT.md) ------------------------------------------ */
+/* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
 #define TRCFILE_VERSION_MINOR 0
