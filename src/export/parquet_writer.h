@@ -47,7 +47,8 @@ struct pq_writer_opts {
 	int zstd_level;
 	bool uncompressed; /* codec UNCOMPRESSED (tests: byte-exact pages) */
 	const char *created_by; /* NULL: "trc parquet writer" */
-	/* Key/value pairs for the footer's key_value_metadata (n_kv of them). */
+	/* Key/value pairs for the footer's key_value_metadata (n_kv of them); the arrays and
+	 * strings must outlive the writer (they are written at close). */
 	const char *const *kv_keys, *const *kv_values;
 	unsigned n_kv;
 };
