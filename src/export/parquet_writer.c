@@ -64,6 +64,7 @@ struct pq__col {
 	uint32_t n_ent, ent_cap;
 	uint32_t *slots; /* open addressing: entry index + 1, 0 empty */
 	uint32_t slot_cap;
+	uint32_t last; /* entry index + 1 of the previous value, 0 none: runs skip the hash */
 	struct pq__chunk *chunks; /* one per row group written */
 	size_t n_chunks, chunks_cap;
 };
@@ -297,10 +298,16 @@ int pq_put_str(struct pq_writer *w, unsigned col, const char *s, size_t len)
 	struct pq__col *c = pq__col_for(w, col, PQ_COL_STRING);
 	if (!c)
 		return w->err;
-	int64_t e = pq__intern(c, s, len);
+	int64_t e;
+	uint32_t l = c->last;
+	if (l && c->ent_len[l - 1] == len && !memcmp(c->dict.p + c->ent_off[l - 1] + 4, s, len))
+		e = l - 1;
+	else
+		e = pq__intern(c, s, len);
 	if (e < 0)
 		return pq__fail(w, -ENOMEM);
 	c->idx[c->nv++] = (uint32_t)e;
+	c->last = (uint32_t)e + 1;
 	c->rows++;
 	w->cur_col++;
 	return 0;
@@ -453,6 +460,7 @@ static int pq__chunk(struct pq_writer *w, struct pq__col *c)
 	c->has_minmax = false;
 	c->dict.len = 0;
 	c->n_ent = 0;
+	c->last = 0;
 	if (c->slots)
 		memset(c->slots, 0, c->slot_cap * sizeof(*c->slots));
 	return 0;
