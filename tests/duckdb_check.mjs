@@ -11,18 +11,21 @@
 // per trace: the traces row (events recorded and lost, records, duration, exact RSS peak and its
 // source, allocations), event counts per kind, span count/total/max per name, allocation counts
 // and bytes, RSS sample count/min/peak, that timestamps lie on CLOCK_REALTIME inside each
-// trace's run, and that every column chunk has statistics. Then it runs the README's query.
+// trace's run, and that every column chunk has statistics. Then it runs the README's DuckDB
+// queries (section "Many hosts") as written there, on these tables.
 // Prints one line per check group; exits 1 on the first mismatch (with both figures).
 //
 // Timestamps: DuckDB reads TIMESTAMP(NANOS, UTC) as TIMESTAMP WITH TIME ZONE in microseconds,
 // so time points are compared at microsecond precision (epoch_us); durations (dur_ns,
 // duration_ns) are plain INT64 and compared exactly.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
 
 const [build, modules] = process.argv.slice(2).map((p) => (p ? resolve(p) : p));
 if (!build || !modules) {
@@ -154,15 +157,18 @@ try {
   const groups = (await q(`select count(distinct row_group_id) g from parquet_metadata('${join(out, 'allocations.parquet')}')`))[0];
   if (Number(groups.g) < 2) fail(`allocations.parquet has ${groups.g} row group(s); --rows-per-group 5000 should give several`);
 
-  // The README's query: p99 of each span per host and trace.
-  const readme = await q(`
-    select host, trace, name, count(*) as spans,
-           quantile_cont(dur_ns, 0.99) as p99_ns
-    from read_parquet('${join(out, 'spans.parquet')}')
-    group by host, trace, name
-    order by p99_ns desc`);
-  if (!readme.length) fail('the README query returned no rows');
-  console.log(`ok the README query: ${readme.length} rows, top: ${readme[0].trace} ${readme[0].name} p99 ${readme[0].p99_ns} ns`);
+  // The README's DuckDB queries, as written there ("Many hosts"), on these tables.
+  const readmeText = readFileSync(join(here, '..', 'README.md'), 'utf8');
+  const block = readmeText.match(/```sql\n-- duckdb\n([\s\S]*?)```/);
+  if (!block) fail('README.md has no ```sql block starting with "-- duckdb"');
+  else {
+    const stmts = block[1].split(';').map((x) => x.replace(/--.*$/gm, '').trim()).filter((x) => x);
+    for (const sql of stmts) {
+      const rows = await q(sql.replaceAll('fleet/*/', out + '/'));
+      if (!rows.length) fail(`the README query returned no rows: ${sql}`);
+      else console.log(`ok README query (${rows.length} rows): ${sql.split('\n')[0]}`);
+    }
+  }
 } catch (e) {
   fail(e.stack || String(e));
 } finally {
