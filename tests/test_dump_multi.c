@@ -119,3 +119,31 @@ Test(dump_multi, events_merge_on_realtime_with_labels, .timeout = 60)
 	free(out);
 	tu_rm_rf(dir);
 }
+
+Test(dump_multi, chrome_merges_on_realtime_with_a_pid_range_per_trace, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	tdm_two(dir, a, b, sizeof(a));
+	int st;
+	char *out = tdm_run(dir, (const char *const[]){"chrome", a, b, NULL}, &st);
+	cr_assert_eq(st, 0);
+	/* trace 1 (a) shows pid 7 as 10000007, trace 2 (b) as 20000007; times in us from
+	 * alpha's start, the earliest. */
+	static const char *const want[] = {
+		"{\"ph\":\"i\",\"pid\":10000007,\"tid\":8,\"ts\":0.100,\"name\":\"a1\"",
+		"{\"ph\":\"i\",\"pid\":20000007,\"tid\":8,\"ts\":0.200,\"name\":\"b1\"",
+		"{\"ph\":\"i\",\"pid\":10000007,\"tid\":8,\"ts\":0.300,\"name\":\"a2\"",
+		"{\"ph\":\"i\",\"pid\":20000007,\"tid\":8,\"ts\":0.350,\"name\":\"b2\"",
+		"\"otherData\":{\"traces\":[{\"host\":\"alpha\",\"trace\":\"a.trc\",\"pid_offset\":"
+		"10000000,\"start_realtime_ns\":1700000000000000000,",
+	};
+	const char *p = out;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *q = strstr(p, want[i]);
+		cr_assert_not_null(q, "\"%s\" missing or out of order in:\n%s", want[i], out);
+		p = q + 1;
+	}
+	free(out);
+	tu_rm_rf(dir);
+}
