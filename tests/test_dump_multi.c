@@ -108,9 +108,10 @@ Test(dump_multi, events_merge_on_realtime_with_labels, .timeout = 60)
 	}
 	free(out);
 	/* --from and --to count from the earliest start (alpha's). */
-	out = tdm_run(dir, (const char *const[]){"events", "--from", "150ns", "--to", "320ns", a, b,
-						 NULL},
-		      &st);
+	out = tdm_run(
+		dir,
+		(const char *const[]){"events", "--from", "150ns", "--to", "320ns", a, b, NULL},
+		&st);
 	cr_assert_eq(st, 0);
 	cr_expect_not_null(strstr(out, "name=\"b1\""), "%s", out);
 	cr_expect_not_null(strstr(out, "name=\"a2\""), "%s", out);

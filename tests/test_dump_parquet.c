@@ -100,9 +100,11 @@ Test(dump_parquet, help_and_usage_errors, .timeout = 60)
 		  "--help)\n");
 	tdp_usage(dir, (const char *const[]){"parquet", "-o", dir, NULL},
 		  "trace-dump parquet: no FILE given (see trace-dump parquet --help)\n");
-	tdp_usage(dir, (const char *const[]){"parquet", "--rows-per-group", "0", "-o", dir, trc, NULL},
-		  "trace-dump parquet: --rows-per-group wants a count from 1 to 16777216, not \"0\" "
-		  "(see trace-dump parquet --help)\n");
+	tdp_usage(
+		dir,
+		(const char *const[]){"parquet", "--rows-per-group", "0", "-o", dir, trc, NULL},
+		"trace-dump parquet: --rows-per-group wants a count from 1 to 16777216, not \"0\" "
+		"(see trace-dump parquet --help)\n");
 	tdp_usage(dir,
 		  (const char *const[]){"parquet", "--rows-per-group", "-5", "-o", dir, trc, NULL},
 		  "trace-dump parquet: --rows-per-group wants a count from 1 to 16777216, not "
@@ -128,9 +130,9 @@ static void tdp_check_tables(const char *out)
 				(uint32_t)b[n - 6] << 16 | (uint32_t)b[n - 5] << 24;
 		cr_expect_leq(flen, n - 12, "%s: footer of %u bytes in %zu", p, flen, n);
 		/* The footer names the table (key_value_metadata trc.parquet.table). */
-		cr_expect_not_null(memmem(b + n - 8 - flen, flen, tdp_tables[i],
-					  strlen(tdp_tables[i])),
-				   "%s", p);
+		cr_expect_not_null(
+			memmem(b + n - 8 - flen, flen, tdp_tables[i], strlen(tdp_tables[i])), "%s",
+			p);
 		free(b);
 	}
 }

@@ -50,6 +50,7 @@ Test(parquet, thrift_compact_fields_byte_exact)
 		thrift_elem_binary(&e, "", 0);
 	thrift_struct_end(&e);
 	cr_assert_eq(thrift_enc_error(&e), 0);
+	/* clang-format off */
 	static const uint8_t want[] = {
 		0x15, 0x0a, /* 1: i32 5 (zigzag 10) */
 		0x11, /* 2: bool true (type 1, no value byte) */
@@ -63,6 +64,7 @@ Test(parquet, thrift_compact_fields_byte_exact)
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 20 empty strings */
 		0x00, /* STOP */
 	};
+	/* clang-format on */
 	tp_expect(e.buf, e.len, want, sizeof(want));
 	thrift_enc_free(&e);
 }
@@ -120,6 +122,7 @@ Test(parquet, page_headers_byte_exact)
 	struct thrift_enc e;
 	thrift_enc_init(&e);
 	pq_data_page_header(&e, 100, 50, 10, PQ_ENC_RLE_DICTIONARY);
+	/* clang-format off */
 	static const uint8_t data[] = {
 		0x15, 0x00, /* 1 type: DATA_PAGE */
 		0x15, 0xc8, 0x01, /* 2 uncompressed_page_size 100 */
@@ -131,9 +134,11 @@ Test(parquet, page_headers_byte_exact)
 		0x15, 0x06, /* 4 repetition_level_encoding RLE */
 		0x00, 0x00,
 	};
+	/* clang-format on */
 	tp_expect(e.buf, e.len, data, sizeof(data));
 	thrift_enc_reset(&e);
 	pq_dict_page_header(&e, 7, 7, 2);
+	/* clang-format off */
 	static const uint8_t dict[] = {
 		0x15, 0x04, /* 1 type: DICTIONARY_PAGE (2) */
 		0x15, 0x0e, 0x15, 0x0e, /* 2, 3 sizes 7 */
@@ -142,6 +147,7 @@ Test(parquet, page_headers_byte_exact)
 		0x15, 0x00, /* 2 encoding PLAIN */
 		0x00, 0x00,
 	};
+	/* clang-format on */
 	tp_expect(e.buf, e.len, dict, sizeof(dict));
 	thrift_enc_free(&e);
 }
@@ -181,6 +187,7 @@ Test(parquet, whole_small_file_byte_exact)
 	size_t n;
 	uint8_t *got = tp_slurp(path, &n);
 	unlink(path);
+	/* clang-format off */
 	static const uint8_t want[] = {
 		'P', 'A', 'R', '1',
 		/* offset 4: PageHeader (17 bytes): DATA_PAGE, sizes 16, 2 values, PLAIN, RLE, RLE */
@@ -221,6 +228,7 @@ Test(parquet, whole_small_file_byte_exact)
 		/* footer length (96 bytes), magic */
 		96, 0, 0, 0, 'P', 'A', 'R', '1',
 	};
+	/* clang-format on */
 	tp_expect(got, n, want, sizeof(want));
 	free(got);
 }

@@ -87,8 +87,7 @@ static int dump__advance(struct dump_traces *m, unsigned i)
 	return 0;
 }
 
-int dump_traces_next(struct dump_traces *m, struct trc_record *rec, unsigned *trace,
-		     unsigned *sidx)
+int dump_traces_next(struct dump_traces *m, struct trc_record *rec, unsigned *trace, unsigned *sidx)
 {
 	if (m->last >= 0) {
 		int err = dump__advance(m, (unsigned)m->last);

@@ -51,9 +51,11 @@ static const char dump__parquet_help[] =
 	"  allocations.parquet  host, trace, ts_ns, pid, tid, kind, addr, size, span (the\n"
 	"                       innermost open span or function; null when none)\n"
 	"  rss.parquet          host, trace, ts_ns, pid, rss_bytes, program_bytes,\n"
-	"                       buffers_bytes, the status and smaps_rollup figures, read_ns, flags\n"
+	"                       buffers_bytes, the status and smaps_rollup figures, read_ns, "
+	"flags\n"
 	"  traces.parquet       one row per FILE: host, trace, command, pid, start_ns,\n"
-	"                       duration_ns, events_recorded, events_lost, rss_peak_bytes (exact)...\n"
+	"                       duration_ns, events_recorded, events_lost, rss_peak_bytes "
+	"(exact)...\n"
 	"Timestamps (start_ns, ts_ns) are nanoseconds on CLOCK_REALTIME, from each trace's\n"
 	"recorded anchor, so traces of several hosts line up. host is the recording machine's\n"
 	"node name, trace the FILE's base name. Strings are dictionary-encoded, pages zstd-\n"
@@ -76,28 +78,43 @@ enum { DP_SPANS, DP_EVENTS, DP_ALLOCS, DP_RSS, DP_TRACES, DP_N_TABLES };
 static const char *const dp_table_names[DP_N_TABLES] = {"spans", "events", "allocations", "rss",
 							"traces"};
 
-#define S(n) {n, PQ_COL_STRING, false}
-#define SN(n) {n, PQ_COL_STRING, true}
-#define I(n) {n, PQ_COL_INT64, false}
-#define IN(n) {n, PQ_COL_INT64, true}
-#define T(n) {n, PQ_COL_TIMESTAMP_NS, false}
+#define S(n)                            \
+	{                               \
+		n, PQ_COL_STRING, false \
+	}
+#define SN(n)                          \
+	{                              \
+		n, PQ_COL_STRING, true \
+	}
+#define I(n)                           \
+	{                              \
+		n, PQ_COL_INT64, false \
+	}
+#define IN(n)                         \
+	{                             \
+		n, PQ_COL_INT64, true \
+	}
+#define T(n)                                  \
+	{                                     \
+		n, PQ_COL_TIMESTAMP_NS, false \
+	}
 
 static const struct pq_col_def dp_spans_cols[] = {
-	S("host"), S("trace"), I("pid"),      I("tid"),   S("thread"),
+	S("host"), S("trace"),	  I("pid"),    I("tid"),   S("thread"),
 	S("name"), T("start_ns"), I("dur_ns"), I("depth"),
 };
 static const struct pq_col_def dp_events_cols[] = {
 	S("host"), S("trace"), I("pid"), I("tid"), T("ts_ns"), S("kind"), S("name"), I("value"),
 };
 static const struct pq_col_def dp_allocs_cols[] = {
-	S("host"), S("trace"), T("ts_ns"), I("pid"), I("tid"), S("kind"), I("addr"), IN("size"),
-	SN("span"),
+	S("host"), S("trace"), T("ts_ns"), I("pid"),   I("tid"),
+	S("kind"), I("addr"),  IN("size"), SN("span"),
 };
 static const struct pq_col_def dp_rss_cols[] = {
-	S("host"),	 S("trace"),	     T("ts_ns"),	  I("pid"),
-	I("rss_bytes"),	 I("program_bytes"), I("buffers_bytes"),  IN("hwm_bytes"),
+	S("host"),	  S("trace"),	      T("ts_ns"),	  I("pid"),
+	I("rss_bytes"),	  I("program_bytes"), I("buffers_bytes"), IN("hwm_bytes"),
 	IN("anon_bytes"), IN("file_bytes"),   IN("shmem_bytes"),  IN("rss_exact_bytes"),
-	IN("pss_bytes"), I("read_ns"),	     I("flags"),
+	IN("pss_bytes"),  I("read_ns"),	      I("flags"),
 };
 static const struct pq_col_def dp_traces_cols[] = {
 	S("host"),
@@ -133,8 +150,8 @@ static const struct {
 	const struct pq_col_def *cols;
 	unsigned n;
 } dp_schemas[DP_N_TABLES] = {
-	{dp_spans_cols, DP_NCOLS(dp_spans_cols)},     {dp_events_cols, DP_NCOLS(dp_events_cols)},
-	{dp_allocs_cols, DP_NCOLS(dp_allocs_cols)},   {dp_rss_cols, DP_NCOLS(dp_rss_cols)},
+	{dp_spans_cols, DP_NCOLS(dp_spans_cols)},   {dp_events_cols, DP_NCOLS(dp_events_cols)},
+	{dp_allocs_cols, DP_NCOLS(dp_allocs_cols)}, {dp_rss_cols, DP_NCOLS(dp_rss_cols)},
 	{dp_traces_cols, DP_NCOLS(dp_traces_cols)},
 };
 
@@ -289,8 +306,9 @@ static void dp_func(struct dp *d, struct dp_stream *s, const struct trc_record *
 	if (rec->type == TRC_REC_FUNC_ENTER) {
 		if (s->n_funcs == s->cap_funcs) {
 			size_t cap = s->cap_funcs ? 2 * s->cap_funcs : 64;
-			void *p = cap <= DP_FUNC_STACK_MAX ? realloc(s->funcs, cap * sizeof(*s->funcs))
-							   : NULL;
+			void *p = cap <= DP_FUNC_STACK_MAX
+					  ? realloc(s->funcs, cap * sizeof(*s->funcs))
+					  : NULL;
 			if (!p) {
 				s->funcs_dropped++;
 				goto row;
@@ -399,8 +417,8 @@ static void dp_rss(struct dp *d, struct dp_stream *s, const struct trc_record *r
 		uint32_t flag;
 		uint64_t v;
 	} opt[] = {
-		{TRC_RSS_HAS_HWM, f->hwm_bytes},	{TRC_RSS_HAS_SPLIT, f->anon_bytes},
-		{TRC_RSS_HAS_SPLIT, f->file_bytes},	{TRC_RSS_HAS_SPLIT, f->shmem_bytes},
+		{TRC_RSS_HAS_HWM, f->hwm_bytes},	 {TRC_RSS_HAS_SPLIT, f->anon_bytes},
+		{TRC_RSS_HAS_SPLIT, f->file_bytes},	 {TRC_RSS_HAS_SPLIT, f->shmem_bytes},
 		{TRC_RSS_HAS_EXACT, f->rss_exact_bytes}, {TRC_RSS_HAS_EXACT, f->pss_bytes},
 	};
 	for (unsigned i = 0; i < 6; i++)
@@ -539,7 +557,8 @@ static int dp_trace(struct dp *d, const char *path)
 	it = trcfile_iter_new(r);
 	if (!d->st || !d->live || !it) {
 		dump_error("%s: %s", path,
-			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r) : "out of memory");
+			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+						       : "out of memory");
 		goto out;
 	}
 	for (unsigned i = 0; i < d->n_st; i++) {
@@ -602,7 +621,8 @@ int dump_parquet_main(int argc, char **argv)
 			char *end = NULL;
 			errno = 0;
 			unsigned long v = strtoul(optarg, &end, 10);
-			if (errno || !*optarg || *end || optarg[0] == '-' || v < 1 || v > (1u << 24))
+			if (errno || !*optarg || *end || optarg[0] == '-' || v < 1 ||
+			    v > (1u << 24))
 				return dump_usage_error(argv[0],
 							"--rows-per-group wants a count from 1 to "
 							"16777216, not \"%s\"",

@@ -343,8 +343,8 @@ static int pq__page(struct pq_writer *w, const struct pq_buf *body, bool dict, i
 		w->comp.len = 0;
 		if (pq_buf_reserve(&w->comp, bound))
 			return pq__fail(w, -ENOMEM);
-		size_t k = ZSTD_compressCCtx(w->cctx, w->comp.p, bound, body->p, n,
-					     w->o.zstd_level);
+		size_t k =
+			ZSTD_compressCCtx(w->cctx, w->comp.p, bound, body->p, n, w->o.zstd_level);
 		if (ZSTD_isError(k))
 			return pq__fail(w, -EIO);
 		data = w->comp.p;
@@ -521,7 +521,8 @@ static void pq__schema(struct thrift_enc *e, const struct pq_writer *w)
 	for (unsigned i = 0; i < w->n_cols; i++) {
 		const struct pq_col_def *d = &w->defs[i];
 		thrift_struct_begin(e);
-		/* SchemaElement: 1 type, 3 repetition_type, 4 name, 6 converted_type, 10 logicalType */
+		/* SchemaElement: 1 type, 3 repetition_type, 4 name, 6 converted_type, 10
+		 * logicalType */
 		thrift_field_i32(e, 1, d->type == PQ_COL_STRING ? PQ_T_BYTE_ARRAY : PQ_T_INT64);
 		thrift_field_i32(e, 3, d->optional ? 1 : 0);
 		thrift_field_string(e, 4, d->name);
