@@ -168,10 +168,12 @@ struct dp_stream {
 	size_t thread_len;
 	struct dp_frame *spans;
 	size_t n_spans, cap_spans;
-	uint64_t *funcs; /* open function addresses */
+	struct dp_frame_fn {
+		uint64_t addr, ts;
+	} *funcs; /* open functions */
 	size_t n_funcs, cap_funcs;
 	uint64_t funcs_dropped; /* entries past DP_FUNC_STACK_MAX */
-	uint64_t last_span_ts, last_func_ts; /* begin of the innermost open span / function */
+	uint64_t last_span_ts; /* begin of the innermost open span */
 };
 
 struct dp {
@@ -316,8 +318,7 @@ static void dp_func(struct dp *d, struct dp_stream *s, const struct trc_record *
 			s->funcs = p;
 			s->cap_funcs = cap;
 		}
-		s->funcs[s->n_funcs++] = rec->func.addr;
-		s->last_func_ts = rec->ts_ns;
+		s->funcs[s->n_funcs++] = (struct dp_frame_fn){rec->func.addr, rec->ts_ns};
 	} else if (s->funcs_dropped) {
 		s->funcs_dropped--;
 	} else if (s->n_funcs) {
@@ -391,8 +392,8 @@ static void dp_alloc(struct dp *d, struct dp_stream *s, const struct trc_record 
 	dp_check(d, pq_put_i64(w, 6, (int64_t)rec->alloc.addr));
 	dp_check(d, known ? pq_put_i64(w, 7, (int64_t)size) : pq_put_null(w, 7));
 	/* The innermost open context: the span or function entered last. */
-	if (s->n_funcs && (!s->n_spans || s->last_func_ts >= s->last_span_ts))
-		dp_put_func(d, w, 8, s->pid, s->funcs[s->n_funcs - 1]);
+	if (s->n_funcs && (!s->n_spans || s->funcs[s->n_funcs - 1].ts >= s->last_span_ts))
+		dp_put_func(d, w, 8, s->pid, s->funcs[s->n_funcs - 1].addr);
 	else if (s->n_spans)
 		dp_put_name(d, w, 8, s->spans[s->n_spans - 1].name_id);
 	else
