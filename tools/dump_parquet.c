@@ -170,7 +170,7 @@ struct dp_stream {
 	size_t n_spans, cap_spans;
 	struct dp_frame_fn {
 		uint64_t addr, ts;
-	} *funcs; /* open functions */
+	} * funcs; /* open functions */
 	size_t n_funcs, cap_funcs;
 	uint64_t funcs_dropped; /* entries past DP_FUNC_STACK_MAX */
 	uint64_t last_span_ts; /* begin of the innermost open span */
