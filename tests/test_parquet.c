@@ -233,6 +233,69 @@ Test(parquet, whole_small_file_byte_exact)
 	free(got);
 }
 
+/* One REQUIRED STRING column "s" holding "b", "a", uncompressed: a dictionary page, a data page
+ * of RLE_DICTIONARY indices, and the column metadata that points at both. */
+Test(parquet, string_column_byte_exact)
+{
+	char path[] = "/tmp/trc-parquet-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	static const struct pq_col_def cols[] = {{"s", PQ_COL_STRING, false}};
+	struct pq_writer_opts o = {.uncompressed = true, .created_by = "t"};
+	int err = 1;
+	struct pq_writer *w = pq_writer_open(path, cols, 1, &o, &err);
+	cr_assert_not_null(w);
+	cr_assert_eq(pq_put_str(w, 0, "b", 1), 0);
+	cr_assert_eq(pq_end_row(w), 0);
+	cr_assert_eq(pq_put_str(w, 0, "a", 1), 0);
+	cr_assert_eq(pq_end_row(w), 0);
+	cr_assert_eq(pq_writer_close(w), 0);
+	size_t n;
+	uint8_t *got = tp_slurp(path, &n);
+	unlink(path);
+	/* clang-format off */
+	static const uint8_t want[] = {
+		'P', 'A', 'R', '1',
+		/* offset 4: dictionary page header (13 bytes): DICTIONARY_PAGE, sizes 10,
+		 * 2 entries, PLAIN */
+		0x15, 0x04, 0x15, 0x14, 0x15, 0x14, 0x4c, 0x15, 0x04, 0x15, 0x00, 0x00, 0x00,
+		/* PLAIN entries in first-use order: "b", "a" */
+		1, 0, 0, 0, 'b', 1, 0, 0, 0, 'a',
+		/* offset 27: data page header (17 bytes): sizes 3, 2 values, RLE_DICTIONARY */
+		0x15, 0x00, 0x15, 0x06, 0x15, 0x06, 0x2c, 0x15, 0x04, 0x15, 0x10, 0x15, 0x06,
+		0x15, 0x06, 0x00, 0x00,
+		/* bit width 1; one bit-packed group: indices 0, 1 -> 0b10 */
+		0x01, 0x03, 0x02,
+		/* offset 47: FileMetaData */
+		0x15, 0x04, 0x19, 0x2c,
+		0x48, 0x06, 's', 'c', 'h', 'e', 'm', 'a', 0x15, 0x02, 0x00,
+		/* s: BYTE_ARRAY, REQUIRED, name, converted UTF8, logicalType { STRING {} } */
+		0x15, 0x0c, 0x25, 0x00, 0x18, 0x01, 's', 0x25, 0x00, 0x4c, 0x1c, 0x00, 0x00, 0x00,
+		0x16, 0x04, /* num_rows 2 */
+		0x19, 0x1c, 0x19, 0x1c,
+		0x26, 0x08, /* ColumnChunk file_offset 4: the dictionary page */
+		0x1c,
+		0x15, 0x0c, /* type BYTE_ARRAY */
+		0x19, 0x35, 0x00, 0x06, 0x10, /* encodings PLAIN, RLE, RLE_DICTIONARY */
+		0x19, 0x18, 0x01, 's',
+		0x15, 0x00, 0x16, 0x04,
+		0x16, 0x56, 0x16, 0x56, /* sizes 43 */
+		0x26, 0x36, /* 9 data_page_offset 27 */
+		0x26, 0x08, /* 11 dictionary_page_offset 4 */
+		0x1c, 0x36, 0x00, 0x28, 0x01, 'b', 0x18, 0x01, 'a', 0x00, /* stats: 0 nulls, b, a */
+		0x00, 0x00,
+		0x16, 0x56, 0x16, 0x04, 0x26, 0x08, 0x16, 0x56, 0x00, /* RowGroup */
+		0x28, 0x01, 't',
+		0x19, 0x1c, 0x1c, 0x00, 0x00,
+		0x00,
+		91, 0, 0, 0, 'P', 'A', 'R', '1',
+	};
+	/* clang-format on */
+	tp_expect(got, n, want, sizeof(want));
+	free(got);
+}
+
 Test(parquet, misuse_is_refused_and_sticky)
 {
 	char path[] = "/tmp/trc-parquet-XXXXXX";
