@@ -350,7 +350,7 @@ static int dump__chrome_multi(int argc, char **argv)
 	for (unsigned i = 0; i < n; i++)
 		base[i + 1] = base[i] + trcfile_reader_stream_count(m.t[i].r);
 	depth = calloc(base[n] ? base[n] : 1, sizeof(*depth));
-	c->live = trcfile_allocmap_new(DUMP__LIVE_MAX_ENTRIES);
+	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
 	if (!depth || !c->live)
 		goto nomem;
 	c->first = true;
@@ -420,7 +420,7 @@ nomem:
 	dump_error("out of memory");
 out:
 	if (c)
-		trcfile_allocmap_free(c->live);
+		allocmap_free(c->live);
 	free(depth);
 	free(c);
 	free(base);

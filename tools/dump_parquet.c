@@ -22,7 +22,7 @@
  * summary does not count them). So the spans table agrees with `summary --json` exactly.
  *
  * The traces table takes its figures from the summary computation itself
- * (trcfile_summary_compute), so they are the summary's, exactly.
+ * (summary_compute), so they are the summary's, exactly.
  *
  * Threads: single-threaded.
  */
@@ -37,7 +37,9 @@
 
 #include "cli_version.h"
 #include "dump_common.h"
+#include "allocmap.h"
 #include "parquet_writer.h"
+#include "summary.h"
 
 static const char dump__parquet_help[] =
 	"usage: trace-dump parquet -o DIR FILE...\n"
@@ -185,7 +187,7 @@ struct dp {
 	int64_t anchor; /* start_realtime_ns - start_mono_ns */
 	struct dp_stream *st;
 	unsigned n_st;
-	struct trcfile_allocmap *live;
+	struct allocmap *live;
 	uint64_t spans; /* span rows of this trace */
 	int err;
 };
@@ -380,9 +382,9 @@ static void dp_alloc(struct dp *d, struct dp_stream *s, const struct trc_record 
 	if (alloc) {
 		uint64_t old = 0;
 		size = rec->alloc.size;
-		(void)trcfile_allocmap_put(d->live, key, size, &old); /* full: frees go unknown */
+		(void)allocmap_put(d->live, key, size, &old); /* full: frees go unknown */
 	} else {
-		known = trcfile_allocmap_take(d->live, key, &size);
+		known = allocmap_take(d->live, key, &size);
 	}
 	dp_labels(d, w);
 	dp_check(d, pq_put_i64(w, 2, dp_rt(d, rec->ts_ns)));
@@ -468,7 +470,7 @@ static void dp_record(struct dp *d, unsigned sidx, const struct trc_record *rec)
 }
 
 /* The traces row, from the summary's own figures. */
-static void dp_trace_row(struct dp *d, const struct trcfile_summary *sm, const char *path)
+static void dp_trace_row(struct dp *d, const struct summary *sm, const char *path)
 {
 	const struct trcfile_header *h = trcfile_reader_header(d->r);
 	struct pq_writer *w = d->t[DP_TRACES];
@@ -496,7 +498,7 @@ static void dp_trace_row(struct dp *d, const struct trcfile_summary *sm, const c
 	dp_check(d, pq_put_i64(w, 8, (int64_t)sm->events_recorded));
 	dp_check(d, pq_put_i64(w, 9, (int64_t)sm->events_lost));
 	static const char *const src[] = {"none", "exit", "sampled"};
-	unsigned ps = sm->rss_peak_source <= TRCFILE_RSS_PEAK_SAMPLED ? sm->rss_peak_source : 0;
+	unsigned ps = sm->rss_peak_source <= SUMMARY_RSS_PEAK_SAMPLED ? sm->rss_peak_source : 0;
 	dp_check(d, ps ? pq_put_i64(w, 10, (int64_t)sm->rss_peak_bytes) : pq_put_null(w, 10));
 	dp_check(d, pq_put_str(w, 11, src[ps], strlen(src[ps])));
 	dp_check(d, sm->has_exit ? pq_put_i64(w, 12, sm->exit_status) : pq_put_null(w, 12));
@@ -524,7 +526,7 @@ static void dp_trace_free(struct dp *d)
 	free(d->st);
 	d->st = NULL;
 	d->n_st = 0;
-	trcfile_allocmap_free(d->live);
+	allocmap_free(d->live);
 	d->live = NULL;
 }
 
@@ -536,7 +538,7 @@ static int dp_trace(struct dp *d, const char *path)
 		return DUMP_EXIT_FAIL;
 	int rc = DUMP_EXIT_FAIL;
 	struct trcfile_iter *it = NULL;
-	struct trcfile_summary sm;
+	struct summary sm;
 	memset(&sm, 0, sizeof(sm));
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	d->r = r;
@@ -547,14 +549,14 @@ static int dp_trace(struct dp *d, const char *path)
 	d->trace_len = strlen(d->trace);
 	d->anchor = (int64_t)(h->start_realtime_ns - h->start_mono_ns);
 	d->spans = 0;
-	int err = trcfile_summary_compute(r, &sm);
+	int err = summary_compute(r, &sm);
 	if (err) {
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
 		goto out;
 	}
 	d->n_st = trcfile_reader_stream_count(r);
 	d->st = calloc(d->n_st ? d->n_st : 1, sizeof(*d->st));
-	d->live = trcfile_allocmap_new(DP_LIVE_MAX_ENTRIES);
+	d->live = allocmap_new(DP_LIVE_MAX_ENTRIES);
 	it = trcfile_iter_new(r);
 	if (!d->st || !d->live || !it) {
 		dump_error("%s: %s", path,
@@ -588,7 +590,7 @@ static int dp_trace(struct dp *d, const char *path)
 	rc = DUMP_EXIT_OK;
 out:
 	trcfile_iter_free(it);
-	trcfile_summary_free(&sm);
+	summary_free(&sm);
 	dp_trace_free(d);
 	trcfile_reader_close(r);
 	d->r = NULL;
