@@ -711,8 +711,8 @@ Test(dump, option_errors_name_their_command, .timeout = 60)
 			 "trace-dump %s: no FILE given (see trace-dump %s --help)\n", cmds[i],
 			 cmds[i]);
 		td_expect_usage(dir, (const char *const[]){cmds[i], NULL}, want);
-		/* events and chrome take several FILEs (test_dump_multi.c). */
-		if (!strcmp(cmds[i], "events") || !strcmp(cmds[i], "chrome"))
+		/* summary, events and chrome take several FILEs (test_dump_multi.c). */
+		if (strcmp(cmds[i], "rss"))
 			continue;
 		snprintf(want, sizeof(want),
 			 "trace-dump %s: one FILE expected, got 2: \"%s\", \"%s\" (see trace-dump "

@@ -148,3 +148,37 @@ Test(dump_multi, chrome_merges_on_realtime_with_a_pid_range_per_trace, .timeout 
 	free(out);
 	tu_rm_rf(dir);
 }
+
+Test(dump_multi, summary_per_trace_in_realtime_order_with_totals, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	tdm_two(dir, a, b, sizeof(a));
+	int st;
+	char *out = tdm_run(dir, (const char *const[]){"summary", "--json", b, a, NULL}, &st);
+	cr_assert_eq(st, 0);
+	/* alpha started first (real time R), beta 200 ns later, whatever the order given. */
+	static const char *const want[] = {
+		"{\"traces\":[\n{\"host\":\"alpha\",\"trace\":\"a.trc\",\"start_realtime_ns\":"
+		"1700000000000000000,\"start_offset_ns\":0,\"summary\":{\"format_version\":\"1.0\"",
+		",{\"host\":\"beta\",\"trace\":\"b.trc\",\"start_realtime_ns\":1700000000000000200,"
+		"\"start_offset_ns\":200,\"summary\":{",
+		"],\"traces_count\":2,",
+		"\"events_recorded\":4,\"events_lost\":0}\n",
+	};
+	const char *p = out;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *q = strstr(p, want[i]);
+		cr_assert_not_null(q, "\"%s\" missing or out of order in:\n%s", want[i], out);
+		p = q + 1;
+	}
+	free(out);
+	out = tdm_run(dir, (const char *const[]){"summary", b, a, NULL}, &st);
+	cr_assert_eq(st, 0);
+	const char *x = strstr(out, "== alpha a.trc (started 0 ns after the first) ==\n");
+	const char *y = strstr(out, "== beta b.trc (started 200 ns after the first) ==\n");
+	cr_expect(x && y && x < y, "%s", out);
+	cr_expect_not_null(strstr(out, "\n== 2 traces: 4 events recorded, 0 lost, "), "%s", out);
+	free(out);
+	tu_rm_rf(dir);
+}
