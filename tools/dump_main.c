@@ -29,6 +29,7 @@ static const struct {
 	{"events", dump_events_main},
 	{"rss", dump_rss_main},
 	{"chrome", dump_chrome_main},
+	{"parquet", dump_parquet_main},
 	{"compact", dump_compact_main},
 };
 
@@ -45,6 +46,7 @@ static void dump__usage(FILE *f)
 	      "  events   every record of every stream in one time order, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
+	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  compact  FILE -o OUT: the trace with every chunk compressed (chunks the\n"
 	      "           recorder wrote uncompressed while compression was behind)\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
@@ -99,8 +101,8 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events", "rss", "chrome", "compact",
-					    "help"};
+	static const char *const names[] = {"summary", "events", "rss",    "chrome",
+					     "parquet", "compact", "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
@@ -142,7 +144,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome, compact and help",
+			   "events, rss, chrome, parquet, compact and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }
