@@ -3,8 +3,9 @@
 # Parts (folders) and what they build; adding a file to a folder needs no edit here:
 #   ringbuf/, src/runtime/          -> build/lib/libtrc.so, libtrc.a   (runs inside traced programs)
 #   src/preload/                    -> build/lib/libtrc-preload.so     (LD_PRELOAD hooks, uses libtrc.so)
-#   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/
-#                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis)
+#   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/, src/export/
+#                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis,
+#                                                                       export format writers)
 #   tools/run_*.c, tools/cli_*.c    -> build/bin/trace-run
 #   tools/dump_*.c, tools/cli_*.c   -> build/bin/trace-dump
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
@@ -78,12 +79,14 @@ INC_trcfile := -Isrc/trcfile $(INC_public)
 INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
 INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
 INC_analysis := -Isrc/analysis $(INC_trcfile)
+# Format writers (protobuf wire format...): leaves that know nothing of traces.
+INC_export := -Isrc/export
 # The commands see the library's headers only (not ringbuf/ or sampler/).
 INC_run := -Itools -Isrc/recorder -Isrc/session $(INC_trcfile)
-INC_dump := -Itools $(INC_analysis)
+INC_dump := -Itools $(INC_analysis) $(INC_export)
 INC_cli := -Itools $(INC_public)
 # Tests and benchmarks look inside every part.
-INC_all := -Itools -Isrc/analysis -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
+INC_all := -Itools -Isrc/analysis -Isrc/export -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
 	$(INC_sampler)
 
 RINGBUF_SRCS := $(wildcard ringbuf/*.c)
@@ -95,7 +98,9 @@ SESSION_SRCS := $(wildcard src/session/*.c)
 RECORDER_SRCS := $(wildcard src/recorder/*.c)
 TRCFILE_SRCS := $(wildcard src/trcfile/*.c)
 ANALYSIS_SRCS := $(wildcard src/analysis/*.c)
-CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS)
+EXPORT_SRCS := $(wildcard src/export/*.c)
+CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS) \
+	$(EXPORT_SRCS)
 CLI_SRCS := $(wildcard tools/cli_*.c)
 RUN_SRCS := $(wildcard tools/run_*.c) $(CLI_SRCS)
 DUMP_SRCS := $(wildcard tools/dump_*.c) $(CLI_SRCS)
@@ -118,6 +123,7 @@ $(eval $(call part_inc,src/session/,$(INC_session)))
 $(eval $(call part_inc,src/recorder/,$(INC_recorder)))
 $(eval $(call part_inc,src/trcfile/,$(INC_trcfile)))
 $(eval $(call part_inc,src/analysis/,$(INC_analysis)))
+$(eval $(call part_inc,src/export/,$(INC_export)))
 $(eval $(call part_inc,tools/run_,$(INC_run)))
 $(eval $(call part_inc,tools/dump_,$(INC_dump)))
 $(eval $(call part_inc,tools/cli_,$(INC_cli)))
