@@ -1,0 +1,854 @@
+/* dump_perfetto.c - `trace-dump perfetto`: Perfetto's native protobuf trace, streamed.
+ *
+ * Purpose: the export for traces too large for JSON. The output is a perfetto.protos.Trace
+ * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
+ * with the encoding Perfetto's own SDK uses to keep events small:
+ *   - one packet sequence per stream (trusted_packet_sequence_id = stream index + 2; 1 holds
+ *     the track descriptors and the trace's clock snapshot);
+ *   - each sequence starts with a packet that clears the incremental state and sets the
+ *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
+ *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
+ *     stream's thread track as the default track; later packets carry the delta from the
+ *     previous packet of the sequence (a timestamp that goes backwards is written absolute on
+ *     CLOCK_MONOTONIC instead, which leaves the incremental clock where it was);
+ *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
+ *     first use), sent in the packet that first uses them.
+ * So a slice begin costs about 14 bytes, an end about 12 (see README for measured figures).
+ *
+ * Mapping:
+ *   span_begin/end, func_enter/exit  TYPE_SLICE_BEGIN/END on the thread's track; functions are
+ *                                    named module+offset (0xADDR without a module record)
+ *   instant                          TYPE_INSTANT on the thread track, debug annotation value
+ *   counter                          a counter track per (thread, name), parent the thread
+ *   alloc/free                       a counter track "heap live bytes" per process
+ *   rss                              counter tracks "RSS" (program, buffers excluded) and
+ *                                    "RSS trace buffers" per sampled process
+ *   lost                             an instant "lost N records (reason)" on the thread
+ *   exit, note                       instants on the process track (of the program for notes)
+ *   thread, process                  TrackDescriptors (process: pid, cmdline, name once;
+ *                                    thread: pid, tid, name, re-sent when renamed)
+ * Balance follows trace-dump chrome: an end with no open span on its thread is dropped, spans
+ * still open at the end (or at --to) are closed at the last timestamp written, with a debug
+ * annotation unfinished = true.
+ *
+ * Memory: per stream a small state and its intern table (distinct names and functions of the
+ * thread), per process a few words, the counter-track table (distinct thread x counter name),
+ * and the live-allocation table (capped, as chrome's): never the number of events.
+ *
+ * Schema: field numbers from Perfetto's protos/perfetto/trace/ (copied, with the version, in
+ * tests/perfetto_trace.proto, which the tests decode the output with).
+ *
+ * Threads: single-threaded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cli_duration.h"
+#include "cli_plural.h"
+#include "dump_common.h"
+#include "pb_wire.h"
+
+static const char dump__perfetto_help[] =
+	"usage: trace-dump perfetto [--from T] [--to T] FILE -o OUT\n"
+	"\n"
+	"Perfetto's native protobuf trace (open OUT in ui.perfetto.dev or trace_processor):\n"
+	"a few bytes an event, streamed, memory bounded whatever the trace size.\n"
+	"  spans, functions   slices on each thread's track (functions named module+offset);\n"
+	"                     spans still open at the end are closed at the last timestamp,\n"
+	"                     an end without a begin is dropped\n"
+	"  instants           instants with a debug annotation 'value'\n"
+	"  counters           a counter track per thread and name\n"
+	"  allocations        a counter track 'heap live bytes' per process\n"
+	"  RSS                counter tracks 'RSS' (buffers excluded) and 'RSS trace buffers'\n"
+	"                     per sampled process\n"
+	"  lost records       instants on the thread that lost them; exit, notes: instants\n"
+	"Timestamps are CLOCK_MONOTONIC nanoseconds, as recorded.\n"
+	"\n"
+	"  -o, --output OUT    the file to write (required; - writes to standard output)\n"
+	"  --from T, --to T    only events from T to T (both included), counted from the\n"
+	"                      start of recording: a duration with a unit (1.5s, 200ms)\n"
+	"  -h, --help          this text\n";
+
+/* Perfetto constants (tests/perfetto_trace.proto has the messages). */
+enum {
+	PF_TRACE_PACKET = 1,
+	/* TracePacket */
+	PF_TIMESTAMP = 8,
+	PF_CLOCK_SNAPSHOT = 6,
+	PF_SEQ_ID = 10,
+	PF_TRACK_EVENT = 11,
+	PF_INTERNED_DATA = 12,
+	PF_SEQ_FLAGS = 13,
+	PF_TIMESTAMP_CLOCK_ID = 58,
+	PF_DEFAULTS = 59,
+	PF_TRACK_DESCRIPTOR = 60,
+	PF_FIRST_ON_SEQ = 87,
+	/* sequence flags */
+	PF_SEQ_CLEARED = 1,
+	PF_SEQ_NEEDS = 2,
+	/* TrackEvent */
+	PF_TE_DEBUG = 4,
+	PF_TE_TYPE = 9,
+	PF_TE_NAME_IID = 10,
+	PF_TE_TRACK = 11,
+	PF_TE_NAME = 23,
+	PF_TE_COUNTER_VALUE = 30,
+	PF_TYPE_BEGIN = 1,
+	PF_TYPE_END = 2,
+	PF_TYPE_INSTANT = 3,
+	PF_TYPE_COUNTER = 4,
+	/* clocks */
+	PF_CLOCK_MONOTONIC = 3,
+	PF_CLOCK_BOOTTIME = 6,
+	PF_CLOCK_SEQ = 64,
+	/* counter units */
+	PF_UNIT_COUNT = 2,
+	PF_UNIT_BYTES = 3,
+};
+
+#define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
+#define DUMP__PF_SEQ_BASE 2u
+
+/* uint64 -> uint64 open-addressing map; key 0 is "empty" (callers never use 0). */
+struct dump__pf_map {
+	uint64_t *keys, *vals;
+	size_t cap, n;
+};
+
+static inline uint64_t dump__pf_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static uint64_t *dump__pf_map_find(const struct dump__pf_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = dump__pf_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == key)
+			return &m->vals[i];
+		if (!m->keys[i])
+			return NULL;
+	}
+}
+
+/* Inserts key (absent) with val; 0 or -ENOMEM. */
+static int dump__pf_map_put(struct dump__pf_map *m, uint64_t key, uint64_t val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		uint64_t *k = calloc(cap, sizeof(*k)), *v = calloc(cap, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->keys[i])
+				continue;
+			size_t j = dump__pf_hash(m->keys[i]) & (cap - 1);
+			while (k[j])
+				j = (j + 1) & (cap - 1);
+			k[j] = m->keys[i];
+			v[j] = m->vals[i];
+		}
+		free(m->keys);
+		free(m->vals);
+		m->keys = k;
+		m->vals = v;
+		m->cap = cap;
+	}
+	size_t i = dump__pf_hash(key) & (m->cap - 1);
+	while (m->keys[i])
+		i = (i + 1) & (m->cap - 1);
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->n++;
+	return 0;
+}
+
+static void dump__pf_map_free(struct dump__pf_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	*m = (struct dump__pf_map){0};
+}
+
+/* Intern keys: kind in the top two bits, never 0. */
+#define DUMP__PF_KEY_NAME (1ull << 62)
+#define DUMP__PF_KEY_FUNC (2ull << 62)
+
+struct dump__pf_seq {
+	bool started;
+	uint64_t last_ts; /* of the incremental clock */
+	uint64_t track; /* the default track: the thread's, or the process's */
+	uint64_t depth; /* open slices */
+	uint64_t next_iid;
+	struct dump__pf_map iids; /* intern key -> iid */
+};
+
+struct dump__pf_proc {
+	uint32_t pid;
+	uint64_t track, heap_track, rss_track, rss_buf_track;
+	bool named;
+	uint64_t live_bytes;
+};
+
+struct dump__pf {
+	struct trcfile_reader *r;
+	struct pb_buf pkt;
+	struct dump__pf_seq *seqs;
+	unsigned n_streams;
+	uint64_t next_uuid;
+	struct dump__pf_proc *procs;
+	size_t n_procs, cap_procs;
+	struct dump__pf_map counters; /* (stream << 32 | name id) + 1 -> track uuid */
+	struct trcfile_allocmap *live;
+	uint64_t last_ts;
+	uint64_t unmatched_end, closed_at_end;
+	bool live_approximate;
+	int err;
+};
+
+/* ---- packets --------------------------------------------------------------------------- */
+
+static void dump__pf_emit(struct dump__pf *p)
+{
+	if (p->pkt.err) {
+		p->err = p->pkt.err;
+		return;
+	}
+	dump_write(p->pkt.p, p->pkt.len);
+}
+
+/* A track descriptor packet on sequence 1: name, parent, and (by kind) process, thread or
+ * counter details. */
+static void dump__pf_descriptor(struct dump__pf *p, uint64_t uuid, uint64_t parent,
+				const char *name, size_t name_len, const struct dump__pf_proc *proc,
+				const char *cmdline, size_t cmdline_len, uint32_t tid,
+				int counter_unit)
+{
+	struct pb_buf *b = &p->pkt;
+	pb_reset(b);
+	size_t pk = pb_open(b, PF_TRACE_PACKET);
+	pb_uint(b, PF_SEQ_ID, 1);
+	size_t td = pb_open(b, PF_TRACK_DESCRIPTOR);
+	pb_uint(b, 1, uuid);
+	if (parent)
+		pb_uint(b, 5, parent);
+	if (tid) {
+		size_t th = pb_open(b, 4);
+		pb_uint(b, 1, proc->pid);
+		pb_uint(b, 2, tid);
+		if (name)
+			pb_bytes(b, 5, name, name_len);
+		pb_close(b, th);
+	} else if (counter_unit >= 0) {
+		if (name)
+			pb_bytes(b, 2, name, name_len);
+		size_t cd = pb_open(b, 8);
+		if (counter_unit)
+			pb_uint(b, 3, (uint64_t)counter_unit);
+		pb_close(b, cd);
+	} else {
+		size_t pd = pb_open(b, 3);
+		pb_uint(b, 1, proc->pid);
+		/* cmdline: NUL-separated arguments, one repeated string each; the name is the
+		 * first argument's last path component. */
+		size_t n = cmdline_len;
+		if (n && cmdline[n - 1] == 0)
+			n--;
+		const char *first = NULL;
+		size_t first_len = 0;
+		for (size_t i = 0; cmdline && i <= n;) {
+			const char *e = memchr(cmdline + i, 0, n - i);
+			size_t len = e ? (size_t)(e - (cmdline + i)) : n - i;
+			if (!first) {
+				first = cmdline + i;
+				first_len = len;
+			}
+			pb_bytes(b, 2, cmdline + i, len);
+			i += len + 1;
+		}
+		if (first) {
+			const char *base = first;
+			for (size_t i = 0; i < first_len; i++)
+				if (first[i] == '/')
+					base = first + i + 1;
+			pb_bytes(b, 6, base, first_len - (size_t)(base - first));
+		}
+		pb_close(b, pd);
+	}
+	pb_close(b, td);
+	pb_close(b, pk);
+	dump__pf_emit(p);
+}
+
+static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->n_procs; i++)
+		if (p->procs[i].pid == pid)
+			return &p->procs[i];
+	if (p->n_procs == p->cap_procs) {
+		size_t cap = p->cap_procs ? p->cap_procs * 2 : 16;
+		struct dump__pf_proc *n = realloc(p->procs, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return NULL;
+		}
+		p->procs = n;
+		p->cap_procs = cap;
+	}
+	struct dump__pf_proc *pr = &p->procs[p->n_procs++];
+	*pr = (struct dump__pf_proc){.pid = pid, .track = p->next_uuid++};
+	uint32_t len = 0;
+	const char *cmd = trcfile_reader_process_cmdline(p->r, pid, &len);
+	const struct trcfile_header *h = trcfile_reader_header(p->r);
+	if (!cmd && pid == h->pid) {
+		cmd = h->cmdline;
+		len = h->cmdline_len;
+	}
+	pr->named = cmd != NULL;
+	dump__pf_descriptor(p, pr->track, 0, NULL, 0, pr, cmd, cmd ? len : 0, 0, -1);
+	return pr;
+}
+
+/* A counter track under parent, created on first use. */
+static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint64_t parent,
+				       const char *name, int unit)
+{
+	if (!*slot) {
+		*slot = p->next_uuid++;
+		dump__pf_descriptor(p, *slot, parent, name, strlen(name), NULL, NULL, 0, 0, unit);
+	}
+	return *slot;
+}
+
+/* Starts a packet of stream sidx at ts: the sequence's first packet first (if needed), then
+ * the new packet's header (timestamp, sequence, flags). Returns the packet's mark. */
+static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	struct pb_buf *b = &p->pkt;
+	uint32_t seq = sidx + DUMP__PF_SEQ_BASE;
+	if (!s->started) {
+		s->started = true;
+		pb_reset(b);
+		size_t pk = pb_open(b, PF_TRACE_PACKET);
+		pb_uint(b, PF_TIMESTAMP, ts);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+		pb_uint(b, PF_SEQ_ID, seq);
+		pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_CLEARED);
+		pb_uint(b, PF_FIRST_ON_SEQ, 1);
+		size_t d = pb_open(b, PF_DEFAULTS);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_SEQ);
+		size_t ted = pb_open(b, 11);
+		pb_uint(b, 11, s->track);
+		pb_close(b, ted);
+		pb_close(b, d);
+		size_t cs = pb_open(b, PF_CLOCK_SNAPSHOT);
+		size_t c = pb_open(b, 1);
+		pb_uint(b, 1, PF_CLOCK_SEQ);
+		pb_uint(b, 2, ts);
+		pb_uint(b, 3, 1);
+		pb_close(b, c);
+		c = pb_open(b, 1);
+		pb_uint(b, 1, PF_CLOCK_MONOTONIC);
+		pb_uint(b, 2, ts);
+		pb_close(b, c);
+		pb_close(b, cs);
+		pb_close(b, pk);
+		dump__pf_emit(p);
+		s->last_ts = ts;
+	}
+	pb_reset(b);
+	size_t pk = pb_open(b, PF_TRACE_PACKET);
+	if (ts >= s->last_ts) {
+		pb_uint(b, PF_TIMESTAMP, ts - s->last_ts);
+		s->last_ts = ts;
+	} else {
+		pb_uint(b, PF_TIMESTAMP, ts);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+	}
+	pb_uint(b, PF_SEQ_ID, seq);
+	pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_NEEDS);
+	return pk;
+}
+
+/* The iid of an event name on stream sidx; adds InternedData to the open packet the first
+ * time. name/len are read only then (name may be NULL: then made from key). */
+static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, const char *name,
+			     size_t len)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	uint64_t *v = dump__pf_map_find(&s->iids, key);
+	if (v)
+		return *v;
+	uint64_t iid = ++s->next_iid;
+	if (dump__pf_map_put(&s->iids, key, iid)) {
+		p->err = -ENOMEM;
+		return 0;
+	}
+	struct pb_buf *b = &p->pkt;
+	size_t id = pb_open(b, PF_INTERNED_DATA);
+	size_t en = pb_open(b, 2);
+	pb_uint(b, 1, iid);
+	pb_bytes(b, 2, name, len);
+	pb_close(b, en);
+	pb_close(b, id);
+	return iid;
+}
+
+static uint64_t dump__pf_name_iid(struct dump__pf *p, unsigned sidx, uint32_t name_id)
+{
+	uint64_t key = DUMP__PF_KEY_NAME | name_id;
+	if (dump__pf_map_find(&p->seqs[sidx].iids, key))
+		return *dump__pf_map_find(&p->seqs[sidx].iids, key);
+	uint32_t len = 0;
+	const char *n = trcfile_reader_name(p->r, name_id, &len);
+	char b[16];
+	if (!n) {
+		len = (uint32_t)snprintf(b, sizeof(b), "#%u", name_id);
+		n = b;
+	}
+	return dump__pf_iid(p, sidx, key, n, len);
+}
+
+static uint64_t dump__pf_func_iid(struct dump__pf *p, unsigned sidx, uint32_t pid, uint64_t addr)
+{
+	uint64_t key = DUMP__PF_KEY_FUNC | (addr & ~(3ull << 62));
+	uint64_t *v = dump__pf_map_find(&p->seqs[sidx].iids, key);
+	if (v)
+		return *v;
+	char b[320];
+	const struct trcfile_module *m = trcfile_reader_module(p->r, pid, addr);
+	int k;
+	if (m) {
+		const char *base = strrchr(m->path, '/');
+		base = base ? base + 1 : m->path;
+		k = snprintf(b, sizeof(b), "%.256s+0x%" PRIx64, base, addr - m->start + m->offset);
+	} else {
+		k = snprintf(b, sizeof(b), "0x%" PRIx64, addr);
+	}
+	if (k < 0)
+		k = 0;
+	if ((size_t)k >= sizeof(b))
+		k = sizeof(b) - 1;
+	return dump__pf_iid(p, sidx, key, b, (size_t)k);
+}
+
+/* A whole track event packet on stream sidx. name_iid 0 = no interned name; name (non-NULL)
+ * = a plain name; track 0 = the sequence's default track. */
+struct dump__pf_ev {
+	unsigned type;
+	uint64_t name_iid;
+	const char *name;
+	size_t name_len;
+	uint64_t track;
+	bool has_value;
+	int64_t value;
+	const char *annot; /* debug annotation name for value (instants) */
+	bool unfinished; /* an end made up at the end: debug annotation unfinished = true */
+};
+
+static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump__pf_ev *e)
+{
+	struct pb_buf *b = &p->pkt;
+	size_t te = pb_open(b, PF_TRACK_EVENT);
+	pb_uint(b, PF_TE_TYPE, e->type);
+	if (e->name_iid)
+		pb_uint(b, PF_TE_NAME_IID, e->name_iid);
+	else if (e->name)
+		pb_bytes(b, PF_TE_NAME, e->name, e->name_len);
+	if (e->track)
+		pb_uint(b, PF_TE_TRACK, e->track);
+	if (e->has_value && e->annot) {
+		size_t da = pb_open(b, PF_TE_DEBUG);
+		pb_str(b, 10, e->annot);
+		pb_int(b, 4, e->value);
+		pb_close(b, da);
+	} else if (e->has_value) {
+		pb_int(b, PF_TE_COUNTER_VALUE, e->value);
+	}
+	if (e->unfinished) {
+		size_t da = pb_open(b, PF_TE_DEBUG);
+		pb_str(b, 10, "unfinished");
+		pb_uint(b, 2, 1);
+		pb_close(b, da);
+	}
+	pb_close(b, te);
+	pb_close(b, pk);
+	dump__pf_emit(p);
+}
+
+static void dump__pf_counter(struct dump__pf *p, unsigned sidx, uint64_t ts, uint64_t track,
+			     int64_t value)
+{
+	size_t pk = dump__pf_begin(p, sidx, ts);
+	struct dump__pf_ev e = {
+		.type = PF_TYPE_COUNTER, .track = track, .has_value = true, .value = value};
+	dump__pf_event_body(p, pk, &e);
+}
+
+static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
+			   const struct trc_record *rec)
+{
+	struct dump__pf_proc *pr = dump__pf_proc(p, pid);
+	if (!pr)
+		return;
+	/* Key by process: a forked child has the same addresses as its parent. */
+	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
+	uint64_t old = 0;
+	if (rec->type == TRC_REC_ALLOC) {
+		if (trcfile_allocmap_put(p->live, key, rec->alloc.size, &old)) {
+			p->live_approximate = true;
+			return;
+		}
+		pr->live_bytes += rec->alloc.size - old;
+	} else if (trcfile_allocmap_take(p->live, key, &old)) {
+		pr->live_bytes -= old;
+	} else {
+		return; /* unknown address: nothing changes */
+	}
+	uint64_t t = dump__pf_counter_track(p, &pr->heap_track, pr->track, "heap live bytes",
+					    PF_UNIT_BYTES);
+	dump__pf_counter(p, sidx, rec->ts_ns, t, (int64_t)pr->live_bytes);
+}
+
+static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_record *rec)
+{
+	const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, sidx);
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+	struct dump__pf_ev e = {0};
+	if (rec->ts_ns > p->last_ts)
+		p->last_ts = rec->ts_ns;
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_FUNC_ENTER: {
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_BEGIN;
+		e.name_iid = rec->type == TRC_REC_SPAN_BEGIN
+				     ? dump__pf_name_iid(p, sidx, rec->span.name_id)
+				     : dump__pf_func_iid(p, sidx, pid, rec->func.addr);
+		dump__pf_event_body(p, pk, &e);
+		s->depth++;
+		break;
+	}
+	case TRC_REC_SPAN_END:
+	case TRC_REC_FUNC_EXIT: {
+		if (!s->depth) {
+			p->unmatched_end++;
+			break;
+		}
+		s->depth--;
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_END;
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_INSTANT: {
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_INSTANT;
+		e.name_iid = dump__pf_name_iid(p, sidx, rec->value.name_id);
+		e.has_value = true;
+		e.value = rec->value.value;
+		e.annot = "value";
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_COUNTER: {
+		uint64_t key = (((uint64_t)sidx << 32) | rec->value.name_id) + 1;
+		uint64_t *t = dump__pf_map_find(&p->counters, key);
+		uint64_t track;
+		if (t) {
+			track = *t;
+		} else {
+			uint32_t len = 0;
+			const char *n = trcfile_reader_name(p->r, rec->value.name_id, &len);
+			char b[16];
+			if (!n) {
+				len = (uint32_t)snprintf(b, sizeof(b), "#%u", rec->value.name_id);
+				n = b;
+			}
+			track = p->next_uuid++;
+			if (dump__pf_map_put(&p->counters, key, track)) {
+				p->err = -ENOMEM;
+				break;
+			}
+			dump__pf_descriptor(p, track, s->track, n, len, NULL, NULL, 0, 0,
+					    PF_UNIT_COUNT);
+		}
+		dump__pf_counter(p, sidx, rec->ts_ns, track, rec->value.value);
+		break;
+	}
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		dump__pf_alloc(p, sidx, pid, rec);
+		break;
+	case TRC_REC_RSS: {
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->rss.pid ? rec->rss.pid : pid);
+		if (!pr)
+			break;
+		uint64_t bb = rec->rss.buffers_bytes;
+		uint64_t prog = rec->rss.rss_bytes > bb ? rec->rss.rss_bytes - bb : 0;
+		uint64_t t1 =
+			dump__pf_counter_track(p, &pr->rss_track, pr->track, "RSS", PF_UNIT_BYTES);
+		uint64_t t2 = dump__pf_counter_track(p, &pr->rss_buf_track, pr->track,
+						     "RSS trace buffers", PF_UNIT_BYTES);
+		dump__pf_counter(p, sidx, rec->ts_ns, t1, (int64_t)prog);
+		dump__pf_counter(p, sidx, rec->ts_ns, t2, (int64_t)bb);
+		break;
+	}
+	case TRC_REC_LOST: {
+		char b[96];
+		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
+				 cli_plural(rec->lost.count, "record", "records"),
+				 trcfile_lost_reason_name(rec->lost.reason));
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_INSTANT;
+		e.name = b;
+		e.name_len = (size_t)k;
+		e.has_value = true;
+		e.value = (int64_t)rec->lost.count;
+		e.annot = "count";
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_EXIT:
+	case TRC_REC_NOTE: {
+		uint32_t ep = rec->type == TRC_REC_EXIT ? rec->exit.pid
+							: trcfile_reader_header(p->r)->pid;
+		struct dump__pf_proc *pr = dump__pf_proc(p, ep);
+		if (!pr)
+			break;
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_INSTANT;
+		e.track = pr->track;
+		if (rec->type == TRC_REC_EXIT) {
+			e.name = "exit";
+			e.name_len = 4;
+			e.has_value = true;
+			e.value = rec->exit.status;
+			e.annot = "status";
+		} else {
+			e.name = rec->note.text;
+			e.name_len = rec->note.len;
+		}
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_THREAD: {
+		/* A rename (or a thread the prologue could not name): its track again. */
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->thread.pid);
+		if (!pr)
+			break;
+		for (unsigned k = 0; k < p->n_streams; k++) {
+			const struct trcfile_stream_info *ti = trcfile_reader_stream(p->r, k);
+			if (ti->kind == TRC_STREAM_THREAD && ti->pid == rec->thread.pid &&
+			    ti->tid == rec->thread.tid)
+				dump__pf_descriptor(p, p->seqs[k].track, pr->track,
+						    rec->thread.name, rec->thread.name_len, pr,
+						    NULL, 0, rec->thread.tid, -1);
+		}
+		break;
+	}
+	case TRC_REC_PROCESS: {
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->process.pid);
+		if (pr && !pr->named) {
+			pr->named = true;
+			dump__pf_descriptor(p, pr->track, 0, NULL, 0, pr, rec->process.cmdline,
+					    rec->process.cmdline_len, 0, -1);
+		}
+		break;
+	}
+	}
+}
+
+/* The trace's clock snapshot, then a track for every process and thread of the streams. */
+static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
+{
+	struct pb_buf *b = &p->pkt;
+	pb_reset(b);
+	size_t pk = pb_open(b, PF_TRACE_PACKET);
+	pb_uint(b, PF_TIMESTAMP, t0);
+	pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+	pb_uint(b, PF_SEQ_ID, 1);
+	size_t cs = pb_open(b, PF_CLOCK_SNAPSHOT);
+	/* The file has one clock domain, CLOCK_MONOTONIC: it is the trace clock, and BOOTTIME
+	 * (Perfetto's default) is pinned to it so either reads the same. */
+	size_t c = pb_open(b, 1);
+	pb_uint(b, 1, PF_CLOCK_MONOTONIC);
+	pb_uint(b, 2, t0);
+	pb_close(b, c);
+	c = pb_open(b, 1);
+	pb_uint(b, 1, PF_CLOCK_BOOTTIME);
+	pb_uint(b, 2, t0);
+	pb_close(b, c);
+	pb_uint(b, 2, PF_CLOCK_MONOTONIC);
+	pb_close(b, cs);
+	pb_close(b, pk);
+	dump__pf_emit(p);
+
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
+		/* META and RSS streams may say pid 0: they are the program's. */
+		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+		struct dump__pf_proc *pr = dump__pf_proc(p, pid);
+		if (!pr)
+			return;
+		if (si->kind != TRC_STREAM_THREAD) {
+			p->seqs[s].track = pr->track;
+			continue;
+		}
+		p->seqs[s].track = p->next_uuid++;
+		uint32_t len = 0;
+		const char *name = trcfile_reader_thread_name(p->r, si->pid, si->tid, &len);
+		dump__pf_descriptor(p, p->seqs[s].track, pr->track, name, len, pr, NULL, 0, si->tid,
+				    -1);
+	}
+}
+
+int dump_perfetto_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"from", required_argument, NULL, 'f'},
+		{"to", required_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = argv[0], *out = NULL, *from_arg = NULL, *to_arg = NULL;
+	uint64_t from = 0, to = UINT64_MAX;
+	char msg[256];
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		if (dump_value_missing(cmd, argv))
+			return DUMP_EXIT_USAGE;
+		switch (opt) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+		case 'T':
+			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &from : &to,
+					      msg, sizeof(msg)))
+				return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to",
+							msg);
+			if (opt == 'f')
+				from_arg = optarg;
+			else
+				to_arg = optarg;
+			break;
+		case 'h':
+			fputs(dump__perfetto_help, stdout);
+			return DUMP_EXIT_OK;
+		default:
+			return dump_refused_option(cmd, opt, argv, opts);
+		}
+	}
+	if (from_arg && to_arg && from > to)
+		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
+					from_arg, to_arg);
+	const char *path = dump_file_operand(cmd, argc, argv);
+	if (!path)
+		return DUMP_EXIT_USAGE;
+	if (!out)
+		return dump_usage_error(cmd, "-o OUT is required (the output is binary)");
+	struct trcfile_reader *r = dump_open(path, false);
+	if (!r)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	struct trcfile_iter *it = NULL;
+	struct dump__pf *p = calloc(1, sizeof(*p));
+	if (!p)
+		goto out;
+	p->r = r;
+	p->n_streams = trcfile_reader_stream_count(r);
+	p->next_uuid = 1;
+	p->seqs = calloc(p->n_streams ? p->n_streams : 1, sizeof(*p->seqs));
+	p->live = trcfile_allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
+	it = trcfile_iter_new(r);
+	if (!p->seqs || !p->live || !it) {
+		dump_error("%s: %s", path,
+			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+						       : "out of memory");
+		goto out;
+	}
+	if (strcmp(out, "-")) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			dump_error("%s: %s", out, strerror(errno));
+			goto out;
+		}
+		dump_flush();
+		dump_out.fd = fd;
+	}
+	uint64_t start = dump_start_ns(r);
+	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
+	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
+	p->last_ts = from_arg ? t_from : start;
+	dump__pf_prologue(p, p->last_ts);
+	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
+	struct trc_record rec;
+	unsigned sidx;
+	while (!err && !p->err && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+		err = 0;
+		if (rec.ts_ns > t_to)
+			break;
+		if (rec.ts_ns < t_from)
+			continue;
+		dump__pf_record(p, sidx, &rec);
+	}
+	if (err < 0) {
+		dump_flush();
+		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		goto out;
+	}
+	if (p->err) {
+		dump_error("%s", strerror(-p->err));
+		goto out;
+	}
+	/* Spans still open: closed at the last timestamp written. */
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		for (; p->seqs[s].depth; p->seqs[s].depth--) {
+			size_t pk = dump__pf_begin(p, s, p->last_ts);
+			struct dump__pf_ev e = {.type = PF_TYPE_END, .unfinished = true};
+			dump__pf_event_body(p, pk, &e);
+			p->closed_at_end++;
+		}
+	}
+	dump_flush();
+	if (dump_out.fd != STDOUT_FILENO) {
+		if (close(dump_out.fd)) {
+			dump_error("%s: %s", out, strerror(errno));
+			dump_out.fd = STDOUT_FILENO;
+			goto out;
+		}
+		dump_out.fd = STDOUT_FILENO;
+	}
+	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
+out:
+	trcfile_iter_free(it);
+	if (p) {
+		for (unsigned s = 0; s < p->n_streams && p->seqs; s++)
+			dump__pf_map_free(&p->seqs[s].iids);
+		dump__pf_map_free(&p->counters);
+		trcfile_allocmap_free(p->live);
+		pb_buf_free(&p->pkt);
+		free(p->procs);
+		free(p->seqs);
+		free(p);
+	}
+	trcfile_reader_close(r);
+	return rc;
+}
