@@ -98,6 +98,7 @@ enum {
 	PF_TE_TRACK = 11,
 	PF_TE_NAME = 23,
 	PF_TE_COUNTER_VALUE = 30,
+	PF_TE_TRACK_EVENT_TAG = (PF_TRACK_EVENT << 3) | PB_LEN,
 	PF_TYPE_BEGIN = 1,
 	PF_TYPE_END = 2,
 	PF_TYPE_INSTANT = 3,
@@ -489,9 +490,58 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 	dump__pf_emit(p);
 }
 
+/* The hot path: a track event packet of a started sequence, forward in time, whose name (if
+ * any) is already interned, written straight into the output buffer with no nesting fix-ups
+ * (the lengths are known before the bytes are placed). Returns false when it does not apply
+ * (the caller then takes the general path). Same bytes as the general path. */
+static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type,
+			  uint64_t iid, uint64_t track, bool has_value, int64_t value)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	if (!s->started || ts < s->last_ts)
+		return false;
+	uint8_t te[48], *q = te;
+	*q++ = (PF_TE_TYPE << 3) | PB_VARINT;
+	*q++ = (uint8_t)type;
+	if (iid) {
+		*q++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
+		q = pb_put_varint(q, iid);
+	}
+	if (track) {
+		*q++ = (PF_TE_TRACK << 3) | PB_VARINT;
+		q = pb_put_varint(q, track);
+	}
+	if (has_value) {
+		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
+		q = pb_put_varint(q, (uint64_t)value);
+	}
+	size_t tel = (size_t)(q - te);
+	/* Packet and header fit in 127 bytes: the packet's length is one byte. */
+	if (DUMP_OUT_BYTES - dump_out.len < 128 + sizeof(te))
+		dump_flush();
+	uint8_t *o0 = (uint8_t *)dump_out.buf + dump_out.len, *o = o0 + 2;
+	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
+	o = pb_put_varint(o, ts - s->last_ts);
+	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
+	o = pb_put_varint(o, sidx + DUMP__PF_SEQ_BASE);
+	*o++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
+	*o++ = PF_SEQ_NEEDS;
+	*o++ = PF_TE_TRACK_EVENT_TAG;
+	*o++ = (uint8_t)tel;
+	memcpy(o, te, sizeof(te)); /* constant size: inlined; the tail is overwritten later */
+	o += tel;
+	o0[0] = (PF_TRACE_PACKET << 3) | PB_LEN;
+	o0[1] = (uint8_t)(o - o0 - 2);
+	dump_out.len = (size_t)(o - (uint8_t *)dump_out.buf);
+	s->last_ts = ts;
+	return true;
+}
+
 static void dump__pf_counter(struct dump__pf *p, unsigned sidx, uint64_t ts, uint64_t track,
 			     int64_t value)
 {
+	if (dump__pf_fast(p, sidx, ts, PF_TYPE_COUNTER, 0, track, true, value))
+		return;
 	size_t pk = dump__pf_begin(p, sidx, ts);
 	struct dump__pf_ev e = {
 		.type = PF_TYPE_COUNTER, .track = track, .has_value = true, .value = value};
@@ -534,6 +584,14 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 	switch (rec->type) {
 	case TRC_REC_SPAN_BEGIN:
 	case TRC_REC_FUNC_ENTER: {
+		uint64_t key = rec->type == TRC_REC_SPAN_BEGIN
+				       ? DUMP__PF_KEY_NAME | rec->span.name_id
+				       : DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
+		uint64_t *iid = dump__pf_map_find(&s->iids, key);
+		if (iid && dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, *iid, 0, false, 0)) {
+			s->depth++;
+			break;
+		}
 		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
 		e.type = PF_TYPE_BEGIN;
 		e.name_iid = rec->type == TRC_REC_SPAN_BEGIN
@@ -550,6 +608,8 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 			break;
 		}
 		s->depth--;
+		if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_END, 0, 0, false, 0))
+			break;
 		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
 		e.type = PF_TYPE_END;
 		dump__pf_event_body(p, pk, &e);
