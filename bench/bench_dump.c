@@ -6,6 +6,8 @@
  * then the built trace-dump runs on it `--runs` times per case, output to /dev/null:
  *   case=summary  trace-dump summary FILE   (per-stream pass, no merge)
  *   case=chrome   trace-dump chrome FILE    (full merge and JSON formatting)
+ *   case=perfetto trace-dump perfetto FILE -o OUT  (full merge and protobuf; OUT is a file in
+ *                 build/bench/, deleted at exit, whose size gives out_bytes_per_event)
  * Per case: events_per_s = events / CPU time (user + system from wait4; trace-dump is
  * single-threaded, so this is its rate on one core, and it does not move when other work
  * shares the machine), with min and max over the runs; events_per_wall_s the same over wall
@@ -14,7 +16,8 @@
  * takes (reading the bytes alone), x_decode = CPU time / an in-process pass over every record
  * with the plainest reader API (cursor batches, no aggregation).
  * Targets (issue 4): summary >= 100 M events/s on one core, <= 3 bytes per event, peak
- * memory < 64 MiB whatever the trace size.
+ * memory < 64 MiB whatever the trace size. Issue 15: perfetto >= 30 M events/s, <= 12 bytes
+ * of output per event, memory bounded.
  *
  * Paths: trace-dump is found next to this program (../bin/trace-dump); the trace goes to
  * build/bench/bench_dump.<pid>.trc beside it and is deleted at exit (--keep keeps it, to
@@ -43,6 +46,7 @@
 #define BENCH_NAMES 24
 
 static char bench_trace[PATH_MAX + 64];
+static char bench_pb[PATH_MAX + 64]; /* case=perfetto's output */
 static int bench_level; /* zstd level of the writer; 0 = its default */
 
 static uint64_t bench_now_ns(void)
@@ -303,6 +307,8 @@ static void bench_cleanup(void)
 {
 	if (bench_trace[0] && !bench_keep)
 		unlink(bench_trace);
+	if (bench_pb[0])
+		unlink(bench_pb);
 }
 
 static void bench_on_signal(int sig)
@@ -351,6 +357,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(bench_trace, sizeof(bench_trace), "%s/bench_dump.%d.trc", self, (int)getpid());
+	snprintf(bench_pb, sizeof(bench_pb), "%s/bench_dump.%d.pb", self, (int)getpid());
 	atexit(bench_cleanup);
 	signal(SIGINT, bench_on_signal);
 	signal(SIGTERM, bench_on_signal);
@@ -386,9 +393,14 @@ int main(int argc, char **argv)
 
 	printf("\n%-8s %12s %10s %10s %12s %9s %13s %8s %9s\n", "case", "M events/s", "min", "max",
 	       "M ev/wall-s", "B/event", "peak RSS MiB", "x_read", "x_decode");
-	const char *cases[2] = {"summary", "chrome"};
-	for (unsigned c = 0; c < 2; c++) {
-		char *argv_d[] = {dump, (char *)cases[c], bench_trace, NULL};
+	const char *cases[3] = {"summary", "chrome", "perfetto"};
+	for (unsigned c = 0; c < 3; c++) {
+		char *argv_d[] = {dump, (char *)cases[c], bench_trace, NULL, NULL, NULL};
+		bool to_file = !strcmp(cases[c], "perfetto");
+		if (to_file) {
+			argv_d[3] = (char *)"-o";
+			argv_d[4] = bench_pb;
+		}
 		for (unsigned i = 0; i < runs; i++)
 			t[i] = bench_run(argv_d, &m[i], &cpu[i]);
 		uint64_t lo = UINT64_MAX, hi = 0;
@@ -413,6 +425,15 @@ int main(int argc, char **argv)
 		       " wall_ns=%" PRIu64 " x_read=%.2f x_decode=%.2f\n",
 		       cases[c], events, runs, eps, eps_min, eps_max, eps_wall, bpe, rss, med, wall,
 		       (double)wall / (double)read_ns, (double)med / (double)floor_ns);
+		struct stat os;
+		if (to_file && stat(bench_pb, &os) == 0) {
+			printf("%-8s output %.1f MB, %.2f bytes/event\n", cases[c],
+			       (double)os.st_size / 1e6, (double)os.st_size / (double)events);
+			printf("SUMMARY bench=dump case=%s out_bytes=%lld "
+			       "out_bytes_per_event=%.3f\n",
+			       cases[c], (long long)os.st_size,
+			       (double)os.st_size / (double)events);
+		}
 	}
 	free(cpu);
 	free(t);
