@@ -286,7 +286,9 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
 # ---- dependencies from Debian ------------------------------------------------------------------
-DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3
+# protobuf-compiler: the tests decode trace-dump perfetto's output with protoc (an outside reader).
+DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3 \
+	protobuf-compiler
 deps:
 	@missing=""; \
 	for p in liburcu libzstd criterion; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
@@ -294,6 +296,7 @@ deps:
 	command -v clang >/dev/null || missing=1; \
 	test -x /usr/bin/time || missing=1; \
 	command -v python3 >/dev/null || missing=1; \
+	command -v protoc >/dev/null || missing=1; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "  DEPS    installing $(DEB_PKGS)"; \
