@@ -50,11 +50,12 @@
 
 #include "cli_duration.h"
 #include "cli_plural.h"
+#include "cli_size.h"
 #include "dump_common.h"
 #include "pb_wire.h"
 
 static const char dump__perfetto_help[] =
-	"usage: trace-dump perfetto [--from T] [--to T] FILE -o OUT\n"
+	"usage: trace-dump perfetto [--from T] [--to T] [--split-size SIZE] FILE -o OUT\n"
 	"\n"
 	"Perfetto's native protobuf trace (open OUT in ui.perfetto.dev or trace_processor):\n"
 	"a few bytes an event, streamed, memory bounded whatever the trace size.\n"
@@ -72,6 +73,10 @@ static const char dump__perfetto_help[] =
 	"  -o, --output OUT    the file to write (required; - writes to standard output)\n"
 	"  --from T, --to T    only events from T to T (both included), counted from the\n"
 	"                      start of recording: a duration with a unit (1.5s, 200ms)\n"
+	"  --split-size SIZE   numbered files OUT-001, OUT-002... (before OUT's extension)\n"
+	"                      of about SIZE each (1M or more: 512M, 1G), each a whole trace\n"
+	"                      of consecutive time ranges; slices open at a cut end there\n"
+	"                      (annotated split) and begin again in the next file (continued)\n"
 	"  -h, --help          this text\n";
 
 /* Perfetto constants (tests/perfetto_trace.proto has the messages). */
@@ -114,6 +119,7 @@ enum {
 
 #define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__PF_SEQ_BASE 2u
+#define DUMP__PF_MIN_SPLIT (1u << 20)
 
 /* uint64 -> uint64 open-addressing map; key 0 is "empty" (callers never use 0). */
 struct dump__pf_map {
@@ -192,6 +198,8 @@ struct dump__pf_seq {
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
 	uint64_t depth; /* open slices */
+	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
+	size_t stack_cap;
 	uint64_t next_iid;
 	struct dump__pf_map iids; /* intern key -> iid */
 };
@@ -217,6 +225,9 @@ struct dump__pf {
 	uint64_t unmatched_end, closed_at_end;
 	bool live_approximate;
 	int err;
+	/* --split-size: the descriptors written so far (replayed at the start of each file) */
+	struct pb_buf desc_log;
+	bool replaying;
 };
 
 /* ---- packets --------------------------------------------------------------------------- */
@@ -291,6 +302,15 @@ static void dump__pf_descriptor(struct dump__pf *p, uint64_t uuid, uint64_t pare
 	pb_close(b, td);
 	pb_close(b, pk);
 	dump__pf_emit(p);
+	if (!b->err) {
+		/* Kept for the next file of --split-size (tracks are few: bounded). */
+		if (pb_reserve(&p->desc_log, b->len) == 0) {
+			memcpy(p->desc_log.p + p->desc_log.len, b->p, b->len);
+			p->desc_log.len += b->len;
+		} else {
+			p->err = -ENOMEM;
+		}
+	}
 }
 
 static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
@@ -457,7 +477,7 @@ struct dump__pf_ev {
 	bool has_value;
 	int64_t value;
 	const char *annot; /* debug annotation name for value (instants) */
-	bool unfinished; /* an end made up at the end: debug annotation unfinished = true */
+	const char *flag; /* a debug annotation FLAG = true ("unfinished", "split"...) */
 };
 
 static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump__pf_ev *e)
@@ -479,9 +499,9 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 	} else if (e->has_value) {
 		pb_int(b, PF_TE_COUNTER_VALUE, e->value);
 	}
-	if (e->unfinished) {
+	if (e->flag) {
 		size_t da = pb_open(b, PF_TE_DEBUG);
-		pb_str(b, 10, "unfinished");
+		pb_str(b, 10, e->flag);
 		pb_uint(b, 2, 1);
 		pb_close(b, da);
 	}
@@ -573,6 +593,36 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	dump__pf_counter(p, sidx, rec->ts_ns, t, (int64_t)pr->live_bytes);
 }
 
+/* Pushes an open slice's intern key on its stream's stack; false on out of memory. */
+static bool dump__pf_push(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key)
+{
+	if (s->depth == s->stack_cap) {
+		size_t cap = s->stack_cap ? s->stack_cap * 2 : 16;
+		uint64_t *n = realloc(s->stack, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return false;
+		}
+		s->stack = n;
+		s->stack_cap = cap;
+	}
+	s->stack[s->depth++] = key;
+	return true;
+}
+
+/* A slice begin by the general path (interning its name as needed), with an optional flag. */
+static void dump__pf_slice_begin(struct dump__pf *p, unsigned sidx, uint64_t ts, uint32_t pid,
+				 uint64_t key, const char *flag)
+{
+	size_t pk = dump__pf_begin(p, sidx, ts);
+	struct dump__pf_ev e = {.type = PF_TYPE_BEGIN, .flag = flag};
+	if ((key & (3ull << 62)) == DUMP__PF_KEY_NAME)
+		e.name_iid = dump__pf_name_iid(p, sidx, (uint32_t)key);
+	else
+		e.name_iid = dump__pf_func_iid(p, sidx, pid, key & ~(3ull << 62));
+	dump__pf_event_body(p, pk, &e);
+}
+
 static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_record *rec)
 {
 	const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, sidx);
@@ -588,17 +638,11 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 				       ? DUMP__PF_KEY_NAME | rec->span.name_id
 				       : DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
 		uint64_t *iid = dump__pf_map_find(&s->iids, key);
-		if (iid && dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, *iid, 0, false, 0)) {
-			s->depth++;
+		if (!dump__pf_push(p, s, key))
 			break;
-		}
-		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
-		e.type = PF_TYPE_BEGIN;
-		e.name_iid = rec->type == TRC_REC_SPAN_BEGIN
-				     ? dump__pf_name_iid(p, sidx, rec->span.name_id)
-				     : dump__pf_func_iid(p, sidx, pid, rec->func.addr);
-		dump__pf_event_body(p, pk, &e);
-		s->depth++;
+		if (iid && dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, *iid, 0, false, 0))
+			break;
+		dump__pf_slice_begin(p, sidx, rec->ts_ns, pid, key, NULL);
 		break;
 	}
 	case TRC_REC_SPAN_END:
@@ -734,7 +778,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 }
 
 /* The trace's clock snapshot, then a track for every process and thread of the streams. */
-static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
+static void dump__pf_clock(struct dump__pf *p, uint64_t t0)
 {
 	struct pb_buf *b = &p->pkt;
 	pb_reset(b);
@@ -757,7 +801,11 @@ static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
 	pb_close(b, cs);
 	pb_close(b, pk);
 	dump__pf_emit(p);
+}
 
+static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
+{
+	dump__pf_clock(p, t0);
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		/* META and RSS streams may say pid 0: they are the program's. */
@@ -777,17 +825,50 @@ static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
 	}
 }
 
+/* --split-size: ends this file at the last timestamp written (open slices end there, flagged
+ * "split") and starts the next one: clock, every track described so far, fresh sequences,
+ * and the open slices begun again at that time (flagged "continued"). Each file is a whole
+ * trace; together they cover consecutive time ranges. */
+static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
+{
+	uint64_t t = p->last_ts;
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		for (uint64_t d = p->seqs[s].depth; d; d--) {
+			size_t pk = dump__pf_begin(p, s, t);
+			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "split"};
+			dump__pf_event_body(p, pk, &e);
+		}
+	}
+	if (dump_outfile_next(of))
+		return DUMP_EXIT_FAIL;
+	dump__pf_clock(p, t);
+	dump_write(p->desc_log.p, p->desc_log.len);
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		struct dump__pf_seq *q = &p->seqs[s];
+		q->started = false;
+		q->next_iid = 0;
+		dump__pf_map_free(&q->iids);
+		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
+		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+		for (uint64_t d = 0; d < q->depth; d++)
+			dump__pf_slice_begin(p, s, t, pid, q->stack[d], "continued");
+	}
+	return 0;
+}
+
 int dump_perfetto_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"from", required_argument, NULL, 'f'},
 		{"to", required_argument, NULL, 'T'},
+		{"split-size", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = argv[0], *out = NULL, *from_arg = NULL, *to_arg = NULL;
 	uint64_t from = 0, to = UINT64_MAX;
+	struct dump_outfile of = {0};
 	char msg[256];
 	int opt;
 	opterr = 0;
@@ -808,6 +889,14 @@ int dump_perfetto_main(int argc, char **argv)
 				from_arg = optarg;
 			else
 				to_arg = optarg;
+			break;
+		case 'S':
+			if (cli_parse_size(optarg, &of.split) || of.split < DUMP__PF_MIN_SPLIT)
+				return dump_usage_error(
+					cmd,
+					"--split-size: invalid size \"%s\" (expected "
+					"1M or more: 64M, 1G)",
+					optarg);
 			break;
 		case 'h':
 			fputs(dump__perfetto_help, stdout);
@@ -844,15 +933,13 @@ int dump_perfetto_main(int argc, char **argv)
 						       : "out of memory");
 		goto out;
 	}
-	if (strcmp(out, "-")) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			dump_error("%s: %s", out, strerror(errno));
-			goto out;
-		}
-		dump_flush();
-		dump_out.fd = fd;
+	of.base = out;
+	if (of.split && !strcmp(out, "-")) {
+		rc = dump_usage_error(cmd, "--split-size writes files: -o - cannot be split");
+		goto out;
 	}
+	if (dump_outfile_next(&of))
+		goto out;
 	uint64_t start = dump_start_ns(r);
 	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
 	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
@@ -867,10 +954,12 @@ int dump_perfetto_main(int argc, char **argv)
 			break;
 		if (rec.ts_ns < t_from)
 			continue;
+		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
+			goto out;
 		dump__pf_record(p, sidx, &rec);
 	}
 	if (err < 0) {
-		dump_flush();
+		dump_outfile_close(&of);
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
 		goto out;
 	}
@@ -882,26 +971,22 @@ int dump_perfetto_main(int argc, char **argv)
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		for (; p->seqs[s].depth; p->seqs[s].depth--) {
 			size_t pk = dump__pf_begin(p, s, p->last_ts);
-			struct dump__pf_ev e = {.type = PF_TYPE_END, .unfinished = true};
+			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
 			dump__pf_event_body(p, pk, &e);
 			p->closed_at_end++;
 		}
 	}
-	dump_flush();
-	if (dump_out.fd != STDOUT_FILENO) {
-		if (close(dump_out.fd)) {
-			dump_error("%s: %s", out, strerror(errno));
-			dump_out.fd = STDOUT_FILENO;
-			goto out;
-		}
-		dump_out.fd = STDOUT_FILENO;
-	}
+	if (dump_outfile_close(&of))
+		goto out;
 	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
 out:
 	trcfile_iter_free(it);
 	if (p) {
-		for (unsigned s = 0; s < p->n_streams && p->seqs; s++)
+		for (unsigned s = 0; s < p->n_streams && p->seqs; s++) {
 			dump__pf_map_free(&p->seqs[s].iids);
+			free(p->seqs[s].stack);
+		}
+		pb_buf_free(&p->desc_log);
 		dump__pf_map_free(&p->counters);
 		trcfile_allocmap_free(p->live);
 		pb_buf_free(&p->pkt);
