@@ -950,8 +950,11 @@ int dump_perfetto_main(int argc, char **argv)
 	unsigned sidx;
 	while (!err && !p->err && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
 		err = 0;
-		if (rec.ts_ns > t_to)
+		if (rec.ts_ns > t_to) {
+			/* What is open is known to be open until --to: closed there. */
+			p->last_ts = t_to;
 			break;
+		}
 		if (rec.ts_ns < t_from)
 			continue;
 		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
