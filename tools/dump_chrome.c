@@ -130,21 +130,9 @@ static void dump__name(const struct dump__chrome *c, uint32_t id)
 static void dump__func_name(const struct dump__chrome *c, uint32_t pid, uint64_t addr)
 {
 	char b[320];
-	const struct trcfile_module *m = trcfile_reader_module(c->r, pid, addr);
-	int k;
-	if (m) {
-		const char *base = strrchr(m->path, '/');
-		base = base ? base + 1 : m->path;
-		k = snprintf(b, sizeof(b), "%.256s+0x%" PRIx64, base, addr - m->start + m->offset);
-	} else {
-		k = snprintf(b, sizeof(b), "0x%" PRIx64, addr);
-	}
-	if (k < 0)
-		k = 0;
-	if ((size_t)k >= sizeof(b))
-		k = sizeof(b) - 1;
+	size_t k = dump_func_name(c->r, pid, addr, b, sizeof(b));
 	dump_str(",\"name\":");
-	dump_json_str(b, (size_t)k);
+	dump_json_str(b, k);
 }
 
 static void dump__meta(struct dump__chrome *c, const char *what, uint32_t pid, uint32_t tid,

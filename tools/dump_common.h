@@ -120,6 +120,12 @@ uint64_t dump_start_ns(const struct trcfile_reader *r);
 /* Prints "trace-dump: ..." on stderr (file and output errors; not usage errors). */
 void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The name of function address addr of pid into buf (NUL-terminated, len >= 320 holds any):
+ * module+offset ("prog+0x2136"), or "0xADDR" without a module record (tools/dump_symbol.c;
+ * the one function a symbolizer replaces). Returns the name's length. */
+size_t dump_func_name(const struct trcfile_reader *r, uint32_t pid, uint64_t addr, char *buf,
+		      size_t len);
+
 /* The exporters' output files (-o OUT, --split-size SIZE; tools/dump_outfile.c). With split 0
  * OUT is written as is ("-": standard output); with a split size the files are OUT numbered
  * before its extension (trace.pftrace -> trace-001.pftrace, trace-002.pftrace...). */
@@ -148,5 +154,6 @@ int dump_events_main(int argc, char **argv);
 int dump_rss_main(int argc, char **argv);
 int dump_chrome_main(int argc, char **argv);
 int dump_perfetto_main(int argc, char **argv);
+int dump_pprof_main(int argc, char **argv);
 
 #endif /* TRC_DUMP_COMMON_H */

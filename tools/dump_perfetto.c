@@ -450,20 +450,8 @@ static uint64_t dump__pf_func_iid(struct dump__pf *p, unsigned sidx, uint32_t pi
 	if (v)
 		return *v;
 	char b[320];
-	const struct trcfile_module *m = trcfile_reader_module(p->r, pid, addr);
-	int k;
-	if (m) {
-		const char *base = strrchr(m->path, '/');
-		base = base ? base + 1 : m->path;
-		k = snprintf(b, sizeof(b), "%.256s+0x%" PRIx64, base, addr - m->start + m->offset);
-	} else {
-		k = snprintf(b, sizeof(b), "0x%" PRIx64, addr);
-	}
-	if (k < 0)
-		k = 0;
-	if ((size_t)k >= sizeof(b))
-		k = sizeof(b) - 1;
-	return dump__pf_iid(p, sidx, key, b, (size_t)k);
+	size_t k = dump_func_name(p->r, pid, addr, b, sizeof(b));
+	return dump__pf_iid(p, sidx, key, b, k);
 }
 
 /* A whole track event packet on stream sidx. name_iid 0 = no interned name; name (non-NULL)
