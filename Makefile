@@ -42,7 +42,7 @@ else
 Q := @
 endif
 
-PKGS := liburcu liburcu-cds libzstd
+PKGS := liburcu liburcu-cds libzstd zlib
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_CFLAGS := $(shell pkg-config --cflags criterion 2>/dev/null)
@@ -286,12 +286,13 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
 # ---- dependencies from Debian ------------------------------------------------------------------
-# protobuf-compiler: the tests decode trace-dump perfetto's output with protoc (an outside reader).
+# protobuf-compiler: the tests decode trace-dump perfetto's and pprof's output with protoc (an
+# outside reader). zlib1g-dev: pprof's profile.proto must be gzip (zstd does not write gzip).
 DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3 \
-	protobuf-compiler
+	protobuf-compiler zlib1g-dev
 deps:
 	@missing=""; \
-	for p in liburcu libzstd criterion; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	for p in liburcu libzstd criterion zlib; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	command -v pkg-config >/dev/null || missing=1; \
 	command -v clang >/dev/null || missing=1; \
 	test -x /usr/bin/time || missing=1; \
