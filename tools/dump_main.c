@@ -1,7 +1,8 @@
 /* dump_main.c - trace-dump: answers questions about a .trc file and exports it.
  *
  * Purpose: the entry point; picks the subcommand and hands over. Each subcommand lives in its
- * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c, dump_perfetto.c) with its own
+ * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c, dump_perfetto.c,
+ * dump_pprof.c) with its own
  * --help; output and its error policy are in dump_out.c.
  *
  * The first argument is a command, `help`, --help or --version. `trace-dump FILE` is short
@@ -24,8 +25,9 @@ static const struct {
 	const char *name;
 	int (*main)(int, char **);
 } dump__cmds[] = {
-	{"summary", dump_summary_main}, {"events", dump_events_main},	  {"rss", dump_rss_main},
-	{"chrome", dump_chrome_main},	{"perfetto", dump_perfetto_main},
+	{"summary", dump_summary_main},	  {"events", dump_events_main},
+	{"rss", dump_rss_main},		  {"chrome", dump_chrome_main},
+	{"perfetto", dump_perfetto_main}, {"pprof", dump_pprof_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -42,6 +44,7 @@ static void dump__usage(FILE *f)
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
 	      "  perfetto Perfetto's protobuf trace, a few bytes an event (ui.perfetto.dev)\n"
+	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
 	      "  -h, --help     this text\n"
@@ -137,7 +140,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome, perfetto and help",
+			   "events, rss, chrome, perfetto, pprof and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }
