@@ -197,6 +197,7 @@ struct dump__pf_seq {
 	bool started;
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
+	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
 	uint64_t depth; /* open slices */
 	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
 	size_t stack_cap;
@@ -613,9 +614,8 @@ static void dump__pf_slice_begin(struct dump__pf *p, unsigned sidx, uint64_t ts,
 
 static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_record *rec)
 {
-	const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, sidx);
 	struct dump__pf_seq *s = &p->seqs[sidx];
-	uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+	uint32_t pid = s->pid;
 	struct dump__pf_ev e = {0};
 	if (rec->ts_ns > p->last_ts)
 		p->last_ts = rec->ts_ns;
@@ -798,6 +798,7 @@ static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		/* META and RSS streams may say pid 0: they are the program's. */
 		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+		p->seqs[s].pid = pid;
 		struct dump__pf_proc *pr = dump__pf_proc(p, pid);
 		if (!pr)
 			return;
