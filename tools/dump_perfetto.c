@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "allocmap.h"
 #include "cli_duration.h"
 #include "cli_plural.h"
 #include "cli_size.h"
@@ -221,7 +222,7 @@ struct dump__pf {
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
 	struct dump__pf_map counters; /* (stream << 32 | name id) + 1 -> track uuid */
-	struct trcfile_allocmap *live;
+	struct allocmap *live;
 	uint64_t last_ts;
 	uint64_t unmatched_end, closed_at_end;
 	bool live_approximate;
@@ -567,12 +568,12 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		if (trcfile_allocmap_put(p->live, key, rec->alloc.size, &old)) {
+		if (allocmap_put(p->live, key, rec->alloc.size, &old)) {
 			p->live_approximate = true;
 			return;
 		}
 		pr->live_bytes += rec->alloc.size - old;
-	} else if (trcfile_allocmap_take(p->live, key, &old)) {
+	} else if (allocmap_take(p->live, key, &old)) {
 		pr->live_bytes -= old;
 	} else {
 		return; /* unknown address: nothing changes */
@@ -914,7 +915,7 @@ int dump_perfetto_main(int argc, char **argv)
 	p->n_streams = trcfile_reader_stream_count(r);
 	p->next_uuid = 1;
 	p->seqs = calloc(p->n_streams ? p->n_streams : 1, sizeof(*p->seqs));
-	p->live = trcfile_allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
+	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
 	it = trcfile_iter_new(r);
 	if (!p->seqs || !p->live || !it) {
 		dump_error("%s: %s", path,
@@ -980,7 +981,7 @@ out:
 		}
 		pb_buf_free(&p->desc_log);
 		dump__pf_map_free(&p->counters);
-		trcfile_allocmap_free(p->live);
+		allocmap_free(p->live);
 		pb_buf_free(&p->pkt);
 		free(p->procs);
 		free(p->seqs);

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "allocmap.h"
 #include "cli_duration.h"
 #include "dump_common.h"
 #include "gz_deflate.h"
@@ -82,7 +83,7 @@ struct dump__pp {
 	size_t n_nodes, cap_nodes;
 	struct dump__pp_index node_ix;
 	uint32_t *cur; /* per stream: its current node */
-	struct trcfile_allocmap *live;
+	struct allocmap *live;
 	bool alloc_mode, approximate;
 	uint64_t live_bytes, peak_bytes, peak_ord;
 	int err;
@@ -202,7 +203,7 @@ static void dump__pp_alloc(struct dump__pp *p, uint32_t pid, uint32_t node,
 		}
 		uint64_t size = rec->alloc.size;
 		if (size >> DUMP__PP_SIZE_BITS ||
-		    trcfile_allocmap_put(p->live, key, size | (uint64_t)node << DUMP__PP_SIZE_BITS,
+		    allocmap_put(p->live, key, size | (uint64_t)node << DUMP__PP_SIZE_BITS,
 					 &old)) {
 			p->approximate = true;
 			return;
@@ -212,7 +213,7 @@ static void dump__pp_alloc(struct dump__pp *p, uint32_t pid, uint32_t node,
 			p->nodes[node].objs++;
 			p->nodes[node].bytes += (int64_t)size;
 		}
-	} else if (!trcfile_allocmap_take(p->live, key, &old)) {
+	} else if (!allocmap_take(p->live, key, &old)) {
 		return;
 	}
 	/* old: what this record frees (a free, or an allocation replaced at a live address). */
@@ -438,7 +439,7 @@ int dump_pprof_main(int argc, char **argv)
 	p->cap_nodes = 1024;
 	p->nodes = calloc(p->cap_nodes, sizeof(*p->nodes));
 	p->n_nodes = 1;
-	p->live = trcfile_allocmap_new(DUMP__PP_LIVE_MAX);
+	p->live = allocmap_new(DUMP__PP_LIVE_MAX);
 	if (!p->cur || !p->nodes || !p->live)
 		goto oom;
 	uint64_t start = dump_start_ns(r);
@@ -451,8 +452,8 @@ int dump_pprof_main(int argc, char **argv)
 		/* Second pass from scratch: the same nodes, values and live table cleared. */
 		for (size_t n = 0; n < p->n_nodes; n++)
 			p->nodes[n].objs = p->nodes[n].bytes = 0;
-		trcfile_allocmap_free(p->live);
-		p->live = trcfile_allocmap_new(DUMP__PP_LIVE_MAX);
+		allocmap_free(p->live);
+		p->live = allocmap_new(DUMP__PP_LIVE_MAX);
 		if (!p->live)
 			goto oom;
 		p->live_bytes = 0;
@@ -497,7 +498,7 @@ out:
 		free(p->nodes);
 		free(p->node_ix.slots);
 		free(p->cur);
-		trcfile_allocmap_free(p->live);
+		allocmap_free(p->live);
 		free(p);
 	}
 	free(gz);
