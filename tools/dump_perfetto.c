@@ -54,6 +54,7 @@
 #include "cli_size.h"
 #include "dump_common.h"
 #include "pb_wire.h"
+#include "u64map.h"
 
 static const char dump__perfetto_help[] =
 	"usage: trace-dump perfetto [--from T] [--to T] [--split-size SIZE] FILE -o OUT\n"
@@ -122,75 +123,7 @@ enum {
 #define DUMP__PF_SEQ_BASE 2u
 #define DUMP__PF_MIN_SPLIT (1u << 20)
 
-/* uint64 -> uint64 open-addressing map; key 0 is "empty" (callers never use 0). */
-struct dump__pf_map {
-	uint64_t *keys, *vals;
-	size_t cap, n;
-};
-
-static inline uint64_t dump__pf_hash(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-static uint64_t *dump__pf_map_find(const struct dump__pf_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = dump__pf_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == key)
-			return &m->vals[i];
-		if (!m->keys[i])
-			return NULL;
-	}
-}
-
-/* Inserts key (absent) with val; 0 or -ENOMEM. */
-static int dump__pf_map_put(struct dump__pf_map *m, uint64_t key, uint64_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		uint64_t *k = calloc(cap, sizeof(*k)), *v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->keys[i])
-				continue;
-			size_t j = dump__pf_hash(m->keys[i]) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = m->keys[i];
-			v[j] = m->vals[i];
-		}
-		free(m->keys);
-		free(m->vals);
-		m->keys = k;
-		m->vals = v;
-		m->cap = cap;
-	}
-	size_t i = dump__pf_hash(key) & (m->cap - 1);
-	while (m->keys[i])
-		i = (i + 1) & (m->cap - 1);
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
-	return 0;
-}
-
-static void dump__pf_map_free(struct dump__pf_map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	*m = (struct dump__pf_map){0};
-}
-
-/* Intern keys: kind in the top two bits, never 0. */
+/* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
 #define DUMP__PF_KEY_FUNC (2ull << 62)
 
@@ -203,7 +136,7 @@ struct dump__pf_seq {
 	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
 	size_t stack_cap;
 	uint64_t next_iid;
-	struct dump__pf_map iids; /* intern key -> iid */
+	struct u64map iids; /* intern key -> iid */
 };
 
 struct dump__pf_proc {
@@ -221,7 +154,7 @@ struct dump__pf {
 	uint64_t next_uuid;
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
-	struct dump__pf_map counters; /* (stream << 32 | name id) + 1 -> track uuid */
+	struct u64map counters; /* (stream << 32 | name id) + 1 -> track uuid */
 	struct allocmap *live;
 	uint64_t last_ts;
 	uint64_t unmatched_end, closed_at_end;
@@ -412,11 +345,11 @@ static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, co
 			     size_t len)
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
-	uint64_t *v = dump__pf_map_find(&s->iids, key);
+	uint64_t *v = u64map_get(&s->iids, key);
 	if (v)
 		return *v;
 	uint64_t iid = ++s->next_iid;
-	if (dump__pf_map_put(&s->iids, key, iid)) {
+	if (u64map_put(&s->iids, key, iid, NULL, NULL)) {
 		p->err = -ENOMEM;
 		return 0;
 	}
@@ -433,8 +366,8 @@ static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, co
 static uint64_t dump__pf_name_iid(struct dump__pf *p, unsigned sidx, uint32_t name_id)
 {
 	uint64_t key = DUMP__PF_KEY_NAME | name_id;
-	if (dump__pf_map_find(&p->seqs[sidx].iids, key))
-		return *dump__pf_map_find(&p->seqs[sidx].iids, key);
+	if (u64map_get(&p->seqs[sidx].iids, key))
+		return *u64map_get(&p->seqs[sidx].iids, key);
 	uint32_t len = 0;
 	const char *n = trcfile_reader_name(p->r, name_id, &len);
 	char b[16];
@@ -448,7 +381,7 @@ static uint64_t dump__pf_name_iid(struct dump__pf *p, unsigned sidx, uint32_t na
 static uint64_t dump__pf_func_iid(struct dump__pf *p, unsigned sidx, uint32_t pid, uint64_t addr)
 {
 	uint64_t key = DUMP__PF_KEY_FUNC | (addr & ~(3ull << 62));
-	uint64_t *v = dump__pf_map_find(&p->seqs[sidx].iids, key);
+	uint64_t *v = u64map_get(&p->seqs[sidx].iids, key);
 	if (v)
 		return *v;
 	char b[320];
@@ -626,7 +559,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 		uint64_t key = rec->type == TRC_REC_SPAN_BEGIN
 				       ? DUMP__PF_KEY_NAME | rec->span.name_id
 				       : DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
-		uint64_t *iid = dump__pf_map_find(&s->iids, key);
+		uint64_t *iid = u64map_get(&s->iids, key);
 		if (!dump__pf_push(p, s, key))
 			break;
 		if (iid && dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, *iid, 0, false, 0))
@@ -660,7 +593,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 	}
 	case TRC_REC_COUNTER: {
 		uint64_t key = (((uint64_t)sidx << 32) | rec->value.name_id) + 1;
-		uint64_t *t = dump__pf_map_find(&p->counters, key);
+		uint64_t *t = u64map_get(&p->counters, key);
 		uint64_t track;
 		if (t) {
 			track = *t;
@@ -673,7 +606,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 				n = b;
 			}
 			track = p->next_uuid++;
-			if (dump__pf_map_put(&p->counters, key, track)) {
+			if (u64map_put(&p->counters, key, track, NULL, NULL)) {
 				p->err = -ENOMEM;
 				break;
 			}
@@ -837,7 +770,7 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 		struct dump__pf_seq *q = &p->seqs[s];
 		q->started = false;
 		q->next_iid = 0;
-		dump__pf_map_free(&q->iids);
+		u64map_destroy(&q->iids);
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
 		for (uint64_t d = 0; d < q->depth; d++)
@@ -916,6 +849,9 @@ int dump_perfetto_main(int argc, char **argv)
 	p->next_uuid = 1;
 	p->seqs = calloc(p->n_streams ? p->n_streams : 1, sizeof(*p->seqs));
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
+	u64map_init(&p->counters, SIZE_MAX);
+	for (unsigned k = 0; p->seqs && k < p->n_streams; k++)
+		u64map_init(&p->seqs[k].iids, SIZE_MAX);
 	it = trcfile_iter_new(r);
 	if (!p->seqs || !p->live || !it) {
 		dump_error("%s: %s", path,
@@ -976,11 +912,11 @@ out:
 	trcfile_iter_free(it);
 	if (p) {
 		for (unsigned s = 0; s < p->n_streams && p->seqs; s++) {
-			dump__pf_map_free(&p->seqs[s].iids);
+			u64map_destroy(&p->seqs[s].iids);
 			free(p->seqs[s].stack);
 		}
 		pb_buf_free(&p->desc_log);
-		dump__pf_map_free(&p->counters);
+		u64map_destroy(&p->counters);
 		allocmap_free(p->live);
 		pb_buf_free(&p->pkt);
 		free(p->procs);
