@@ -25,9 +25,10 @@ static const struct {
 	const char *name;
 	int (*main)(int, char **);
 } dump__cmds[] = {
-	{"summary", dump_summary_main},	  {"events", dump_events_main},
-	{"rss", dump_rss_main},		  {"chrome", dump_chrome_main},
-	{"perfetto", dump_perfetto_main}, {"pprof", dump_pprof_main},
+	{"summary", dump_summary_main}, {"events", dump_events_main},
+	{"rss", dump_rss_main},		{"chrome", dump_chrome_main},
+	{"parquet", dump_parquet_main}, {"perfetto", dump_perfetto_main},
+	{"pprof", dump_pprof_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -43,6 +44,7 @@ static void dump__usage(FILE *f)
 	      "  events   every record of every stream in one time order, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
+	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  perfetto Perfetto's protobuf trace, a few bytes an event (ui.perfetto.dev)\n"
 	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
@@ -97,8 +99,8 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events",   "rss",
-					    "chrome",  "perfetto", "help"};
+	static const char *const names[] = {"summary", "events",   "rss",   "chrome",
+					    "parquet", "perfetto", "pprof", "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
@@ -140,7 +142,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome, perfetto, pprof and help",
+			   "events, rss, chrome, parquet, perfetto, pprof and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }
