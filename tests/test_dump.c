@@ -644,7 +644,8 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 			"trace-dump help)\n");
 	td_expect_usage(dir, (const char *const[]){"frobnicate", trc, NULL},
 			"trace-dump: unknown command \"frobnicate\" (and no such file); the "
-			"commands are summary, events, rss, chrome, parquet, compact and help\n");
+			"commands are summary, events, rss, chrome, parquet, perfetto, pprof, "
+			"compact and help\n");
 	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
 			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
 			"trace-dump help)\n");
@@ -654,8 +655,8 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	cr_expect(strstr(r.err, "trace-dump: missing.trc: No such file"), "%s", r.err);
 	td_free(&r);
 	/* help lists every command; help COMMAND is COMMAND --help. */
-	static const char *const cmds[] = {"summary", "events", "rss",	   "chrome",
-					   "parquet", "compact", "help"};
+	static const char *const cmds[] = {"summary", "events",   "rss",   "chrome", "parquet",
+					   "perfetto", "pprof", "compact", "help"};
 	char *help = td_ok(dir, (const char *const[]){"help", NULL}, NULL);
 	char *dash_help = td_ok(dir, (const char *const[]){"--help", NULL}, NULL);
 	cr_expect_str_eq(help, dash_help);
@@ -666,7 +667,7 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	}
 	free(help);
 	free(dash_help);
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < 8; i++) {
 		char *a = td_ok(dir, (const char *const[]){"help", cmds[i], NULL}, NULL);
 		char *b = td_ok(dir, (const char *const[]){cmds[i], "--help", NULL}, NULL);
 		cr_expect_str_eq(a, b);
