@@ -104,9 +104,170 @@ def main_split():
                      sort_keys=True))
 
 
+def main_multi():
+    """--multi OUT.txt CHROME.json LABEL SUMMARY [LABEL SUMMARY]...: the export of several
+    FILEs. Trace N (from 1, in the order given) is the pid range N x 10000000; per trace the
+    slices (count and total per name), unfinished slices, instants, counters, RSS samples, heap
+    values and exits agree with that trace's summary; every process name starts with its
+    LABEL ("HOST TRACE: "); events come in CLOCK_REALTIME order (spans closed at the end
+    apart), each trace's within its recording, and every slice begin, instant and counter is,
+    trace and time from the earliest start exactly, the one `trace-dump chrome` of the same
+    FILEs has at that place."""
+    import decimal
+    trace = parse_text(open(sys.argv[2], encoding="utf-8").read())
+    chrome = json.load(open(sys.argv[3]), parse_float=decimal.Decimal)
+    labels = sys.argv[4::2]
+    sums = [json.load(open(p)) for p in sys.argv[5::2]]
+    n = len(sums)
+    pr = 10000000
+    start_rt = chrome["otherData"]["start_realtime_ns"]
+    seqs, tracks = {}, {}
+    per = [{"slices": {}, "unfinished": 0, "instants": 0, "exits": 0, "counters": {},
+            "heap": [], "rss": [], "ts": []} for _ in range(n)]
+    stacks = {}
+    order = []  # (trace, ts - start_rt, kind) in packet order
+    prev = None
+    for pkt in trace.get("packet", []):
+        seq = one(pkt, "trusted_packet_sequence_id")
+        flags = one(pkt, "sequence_flags", 0)
+        if flags & 1:
+            st = seqs[seq] = {"names": {}, "ts": None}
+            d = one(pkt, "trace_packet_defaults")
+            st["clock"] = one(d, "timestamp_clock_id")
+            st["track"] = one(one(d, "track_event_defaults"), "track_uuid")
+            for c in one(pkt, "clock_snapshot", {}).get("clocks", []):
+                if one(c, "clock_id") == 64:
+                    st["ts"] = one(c, "timestamp")
+                elif one(c, "clock_id") != 1:
+                    fail("sequence %d: clock 64 pinned to clock %r, not REALTIME" %
+                         (seq, one(c, "clock_id")))
+        st = seqs.get(seq)
+        cs = one(pkt, "clock_snapshot")
+        if seq == 1 and cs and one(cs, "primary_trace_clock") != "BUILTIN_CLOCK_REALTIME":
+            fail("the trace clock is not REALTIME: %r" % one(cs, "primary_trace_clock"))
+        idata = one(pkt, "interned_data")
+        if idata:
+            for en in idata.get("event_names", []):
+                st["names"][one(en, "iid")] = one(en, "name")
+        td = one(pkt, "track_descriptor")
+        if td:
+            tracks[one(td, "uuid")] = td
+            p = one(td, "process")
+            if p and one(p, "process_name") is not None:
+                i = one(p, "pid") // pr - 1
+                if not 0 <= i < n or not one(p, "process_name").startswith(labels[i] + ": "):
+                    fail("process %d named %r: not labelled %r" %
+                         (one(p, "pid"), one(p, "process_name"), labels[i]))
+            th = one(td, "thread")
+            if th and one(th, "pid") // pr != one(th, "tid") // pr:
+                fail("thread %d of process %d: another trace's range" %
+                     (one(th, "tid"), one(th, "pid")))
+            continue
+        te = one(pkt, "track_event")
+        if not te:
+            continue
+        ts = one(pkt, "timestamp")
+        clock = one(pkt, "timestamp_clock_id", st["clock"])
+        if clock == 64:
+            st["ts"] += ts
+            ts = st["ts"]
+        elif clock != 1:
+            fail("event on clock %r (not REALTIME)" % clock)
+        track = one(te, "track_uuid", st["track"])
+        t = tracks[track]
+        while one(t, "process") is None and one(t, "thread") is None:
+            t = tracks[one(t, "parent_uuid")]
+        i = one(one(t, "process") or one(t, "thread"), "pid") // pr - 1
+        r = per[i]
+        typ = one(te, "type")
+        name = one(te, "name")
+        if one(te, "name_iid") is not None:
+            name = st["names"][one(te, "name_iid")]
+        annots = {one(a, "name"): (one(a, "int_value") if "int_value" in a else
+                                   one(a, "bool_value"))
+                  for a in te.get("debug_annotations", [])}
+        if not annots.get("unfinished"):
+            if prev is not None and ts < prev:
+                fail("trace %d: an event at %d after one at %d: not in realtime order" %
+                     (i + 1, ts, prev))
+            prev = ts
+        r["ts"].append(ts)
+        stack = stacks.setdefault(track, [])
+        if typ == "TYPE_SLICE_BEGIN":
+            stack.append((name, ts))
+            order.append((i, ts - start_rt, "B"))
+        elif typ == "TYPE_SLICE_END":
+            nm, t0 = stack.pop()
+            if annots.get("unfinished"):
+                r["unfinished"] += 1
+            else:
+                r["slices"].setdefault(nm, []).append(ts - t0)
+        elif typ == "TYPE_INSTANT":
+            if name == "exit":
+                r["exits"] += 1
+            elif not name.startswith("lost ") and "value" in annots:
+                r["instants"] += 1
+                order.append((i, ts - start_rt, "i"))
+        elif typ == "TYPE_COUNTER":
+            cn = one(tracks[track], "name")
+            if cn == "heap live bytes":
+                r["heap"].append(one(te, "counter_value"))
+            elif cn == "RSS":
+                r["rss"].append(one(te, "counter_value"))
+            elif cn != "RSS trace buffers":
+                r["counters"][cn] = r["counters"].get(cn, 0) + 1
+                order.append((i, ts - start_rt, "C"))
+    for i, (r, s) in enumerate(zip(per, sums)):
+        rt = s["records_by_type"]
+        got = sum(len(v) for v in r["slices"].values()) + r["unfinished"]
+        want = {
+            "slices": rt["span_begin"] + rt["func_enter"], "unfinished": s["spans_open_at_end"],
+            "instants": rt["instant"], "exits": rt["exit"], "rss": s["rss_samples"]}
+        have = {"slices": got, "unfinished": r["unfinished"], "instants": r["instants"],
+                "exits": r["exits"], "rss": len(r["rss"])}
+        if have != want:
+            fail("trace %d (%s): %r in the export; the summary says %r" %
+                 (i + 1, labels[i], have, want))
+        for nm in s["names"]:
+            sl = r["slices"].get(nm["name"], [])
+            if len(sl) != nm["spans"] or sum(sl) != nm["span_total_ns"] or \
+                    r["counters"].get(nm["name"], 0) != nm["counters"]:
+                fail("trace %d: %r: %d slices, %d ns, %d counters; summary %r" %
+                     (i + 1, nm["name"], len(sl), sum(sl), r["counters"].get(nm["name"], 0),
+                      nm))
+        if s["allocs"] and (max(r["heap"]) != s["live_peak_bytes"] or
+                            r["heap"][-1] != s["live_end_bytes"]):
+            fail("trace %d: heap %r; summary peak %d end %d" %
+                 (i + 1, r["heap"][-5:], s["live_peak_bytes"], s["live_end_bytes"]))
+        t0 = s["start_realtime_ns"]
+        if r["ts"] and (min(r["ts"]) < t0 - 10**9 or max(r["ts"]) > t0 + s["duration_ns"] + 10**9):
+            fail("trace %d: events from %d to %d, its recording started at %d on "
+                 "CLOCK_REALTIME and lasted %d ns" %
+                 (i + 1, min(r["ts"]), max(r["ts"]), t0, s["duration_ns"]))
+    # the same FILEs in trace-dump chrome: same events, same places, same times
+    corder = []
+    for e in chrome["traceEvents"]:
+        if e["ph"] == "B" or (e["ph"] == "i" and e["s"] == "t" and "value" in e["args"]) or \
+                (e["ph"] == "C" and "value" in e["args"]):
+            corder.append((e["pid"] // pr - 1, int(e["ts"] * 1000), e["ph"]))
+    if corder != order:
+        k = next((j for j, (a, b) in enumerate(zip(corder, order)) if a != b),
+                 min(len(corder), len(order)))
+        fail("%d events (trace, ns from the earliest start, kind); chrome has %d; first "
+             "difference at %d: %r, chrome %r" %
+             (len(order), len(corder), k, order[k:k + 3], corder[k:k + 3]))
+    print(json.dumps({"traces": n, "events": [len(r["ts"]) for r in per],
+                      "slices": [sum(len(v) for v in r["slices"].values()) for r in per],
+                      "merged": len(order),
+                      "switches": sum(1 for a, b in zip(order, order[1:]) if a[0] != b[0])},
+                     sort_keys=True))
+
+
 def main():
     if sys.argv[1] == "--split":
         return main_split()
+    if sys.argv[1] == "--multi":
+        return main_multi()
     trace = parse_text(open(sys.argv[1], encoding="utf-8").read())
     # "-" instead of the summary: one file of --split-size, checked alone (protocol, balance)
     summary = json.load(open(sys.argv[2])) if sys.argv[2] != "-" else None

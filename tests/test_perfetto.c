@@ -11,6 +11,7 @@
  * Threads: each test is one process (Criterion); the commands run as children.
  */
 #include <criterion/criterion.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "test_trcfile_util.h"
@@ -402,5 +403,71 @@ Test(perfetto, spans_and_functions_share_one_stack, .timeout = 60)
 	char *sum = tp_slurp(dir, "sum.json");
 	tp_has(sum, "\"spans_end_mismatched\":1000");
 	free(sum);
+	tu_rm_rf(dir);
+}
+
+/* Several FILEs: three traces recorded at once by trace-run (two demo programs overlapping in
+ * time, and a recursive one), exported together in an order that is not the order they
+ * started, make one trace on CLOCK_REALTIME. The checker (--multi) splits it by pid range
+ * and holds each trace to its own summary, checks the process names carry "HOST TRACE", the
+ * events come in realtime order within each trace's recording, and that every slice begin,
+ * instant and counter is where trace-dump chrome of the same FILEs puts it, to the ns. */
+Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	const char *td = tp_build();
+	int rc = tp_sh(
+		"T=%s/bin/trace-run; P=%s/tests; D='%s'; "
+		"$T -q --no-preload -o $D/a.trc -- $P/prog_demo >/dev/null 2>$D/err.a & pa=$!; "
+		"sleep 0.3; "
+		"$T -q --no-preload -o $D/b.trc -- $P/prog_demo >/dev/null 2>$D/err.b & pb=$!; "
+		"$T -q -o $D/c.trc -- $P/prog_finst_calls 12 >/dev/null 2>$D/err.c; c=$?; "
+		"wait $pa && wait $pb && exit $c",
+		td, td, dir);
+	cr_assert_eq(rc, 0, "trace-run: %s %s %s", tp_slurp(dir, "err.a"), tp_slurp(dir, "err.b"),
+		     tp_slurp(dir, "err.c"));
+	static const char *const order[] = {"c", "b", "a"};
+	struct utsname u;
+	cr_assert_eq(uname(&u), 0);
+	char args[2048] = "";
+	size_t al = 0;
+	for (size_t i = 0; i < 3; i++) {
+		rc = tp_sh("%s/bin/trace-dump summary --json '%s/%s.trc' > '%s/%s.json'", td, dir,
+			   order[i], dir, order[i]);
+		cr_assert_eq(rc, 0);
+		al += (size_t)snprintf(args + al, sizeof(args) - al, " '%s %s.trc' '%s/%s.json'",
+				       u.nodename, order[i], dir, order[i]);
+	}
+	rc = tp_sh(
+		"X=%s/bin/trace-dump; D='%s'; $X perfetto $D/c.trc $D/b.trc $D/a.trc -o $D/out.pb "
+		"2>$D/err && $X chrome $D/c.trc $D/b.trc $D/a.trc > $D/out.json 2>>$D/err",
+		td, dir);
+	cr_assert_eq(rc, 0, "%s", tp_slurp(dir, "err"));
+	rc = tp_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
+		   dir, dir, dir);
+	cr_assert_eq(rc, 0, "protoc refused the output: %s", tp_slurp(dir, "err"));
+	rc = tp_sh("python3 tests/check_perfetto.py --multi '%s/out.txt' '%s/out.json'%s > "
+		   "'%s/check' 2>&1",
+		   dir, dir, args, dir);
+	char *rep = tp_slurp(dir, "check");
+	cr_assert_eq(rc, 0, "%s", rep);
+	/* The two demos overlap: the merge goes from one trace to another many times. */
+	const char *sw = strstr(rep, "\"switches\": ");
+	cr_assert(sw && atoi(sw + 12) >= 10, "%s", rep);
+	free(rep);
+	/* Without -o, or with what takes one FILE: usage errors. */
+	rc = tp_sh("D='%s'; %s/bin/trace-dump perfetto $D/a.trc $D/b.trc 2>/dev/null", dir, td);
+	cr_assert_eq(rc, 2);
+	static const char *const one[] = {"--from 1s", "--to 1s", "--split-size 1M"};
+	for (size_t i = 0; i < 3; i++) {
+		rc = tp_sh("D='%s'; %s/bin/trace-dump perfetto %s $D/a.trc $D/b.trc -o $D/x.pb "
+			   "2>$D/err",
+			   dir, td, one[i]);
+		cr_assert_eq(rc, 2, "%s", one[i]);
+		char *e = tp_slurp(dir, "err");
+		cr_assert(strstr(e, "take one FILE"), "%s", e);
+		free(e);
+	}
 	tu_rm_rf(dir);
 }

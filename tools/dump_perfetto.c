@@ -35,6 +35,13 @@
  * thread), per process a few words, the counter-track table (distinct thread x counter name),
  * and the live-allocation table (capped, as chrome's): never the number of events.
  *
+ * Several FILEs (one trace): records merged on CLOCK_REALTIME by dump_multi.c, written on that
+ * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
+ * trace clock REALTIME instead of MONOTONIC. Trace N (from 1, in the order given) shows pids
+ * and tids as pid + N x 10000000 and tid + N x 10000000, the ranges trace-dump chrome gives
+ * pids (tids too: Perfetto keys threads by tid, and two hosts have the same tids), and names
+ * its processes "HOST TRACE: name". Every stream of every trace is its own sequence.
+ *
  * Schema: field numbers from Perfetto's protos/perfetto/trace/ (copied, with the version, in
  * tests/perfetto_trace.proto, which the tests decode the output with).
  *
@@ -58,6 +65,7 @@
 
 static const char dump__perfetto_help[] =
 	"usage: trace-dump perfetto [--from T] [--to T] [--split-size SIZE] FILE -o OUT\n"
+	"       trace-dump perfetto FILE... -o OUT\n"
 	"\n"
 	"Perfetto's native protobuf trace (open OUT in ui.perfetto.dev or trace_processor):\n"
 	"a few bytes an event, streamed, memory bounded whatever the trace size.\n"
@@ -71,6 +79,11 @@ static const char dump__perfetto_help[] =
 	"                     per sampled process\n"
 	"  lost records       instants on the thread that lost them; exit, notes: instants\n"
 	"Timestamps are CLOCK_MONOTONIC nanoseconds, as recorded.\n"
+	"Several FILEs (from one or many hosts): one trace, merged and timed on\n"
+	"CLOCK_REALTIME (each FILE's start of recording on both clocks lines them up);\n"
+	"trace N's pids and tids shown as pid + N x 10000000 (N from 1, in the order\n"
+	"given), processes named \"HOST TRACE: name\". --from, --to and --split-size take\n"
+	"one FILE.\n"
 	"\n"
 	"  -o, --output OUT    the file to write (required; - writes to standard output)\n"
 	"  --from T, --to T    only events from T to T (both included), counted from the\n"
@@ -111,6 +124,7 @@ enum {
 	PF_TYPE_INSTANT = 3,
 	PF_TYPE_COUNTER = 4,
 	/* clocks */
+	PF_CLOCK_REALTIME = 1,
 	PF_CLOCK_MONOTONIC = 3,
 	PF_CLOCK_BOOTTIME = 6,
 	PF_CLOCK_SEQ = 64,
@@ -147,10 +161,17 @@ struct dump__pf_proc {
 };
 
 struct dump__pf {
-	struct trcfile_reader *r;
+	struct trcfile_reader *r; /* the trace of the record at hand */
 	struct pb_buf pkt;
-	struct dump__pf_seq *seqs;
-	unsigned n_streams;
+	struct dump__pf_seq *seqs; /* that trace's streams: all_seqs + seq_base */
+	unsigned n_streams; /* that trace's */
+	unsigned seq_base; /* the index of its first stream among every trace's */
+	struct dump__pf_seq *all_seqs;
+	unsigned n_all;
+	unsigned clock; /* the trace clock: MONOTONIC, REALTIME for several FILEs */
+	/* Several FILEs: the trace at hand's label and pid (and tid) offset; NULL, 0 for one. */
+	const struct dump_trace *label;
+	uint32_t pid_base;
 	uint64_t next_uuid;
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
@@ -194,7 +215,7 @@ static void dump__pf_descriptor(struct dump__pf *p, uint64_t uuid, uint64_t pare
 	if (tid) {
 		size_t th = pb_open(b, 4);
 		pb_uint(b, 1, proc->pid);
-		pb_uint(b, 2, tid);
+		pb_uint(b, 2, tid + p->pid_base);
 		if (name)
 			pb_bytes(b, 5, name, name_len);
 		pb_close(b, th);
@@ -230,7 +251,22 @@ static void dump__pf_descriptor(struct dump__pf *p, uint64_t uuid, uint64_t pare
 			for (size_t i = 0; i < first_len; i++)
 				if (first[i] == '/')
 					base = first + i + 1;
-			pb_bytes(b, 6, base, first_len - (size_t)(base - first));
+			size_t base_len = first_len - (size_t)(base - first);
+			const struct dump_trace *l = p->label;
+			char *tmp =
+				l ? malloc(l->host_len + strlen(l->trace) + base_len + 4) : NULL;
+			if (tmp) {
+				/* Several FILEs: "HOST TRACE: name". */
+				int k = sprintf(tmp, "%.*s %s: ", (int)l->host_len, l->host,
+						l->trace);
+				memcpy(tmp + k, base, base_len);
+				pb_bytes(b, 6, tmp, (size_t)k + base_len);
+				free(tmp);
+			} else {
+				if (l)
+					p->err = -ENOMEM;
+				pb_bytes(b, 6, base, base_len);
+			}
 		}
 		pb_close(b, pd);
 	}
@@ -248,10 +284,11 @@ static void dump__pf_descriptor(struct dump__pf *p, uint64_t uuid, uint64_t pare
 	}
 }
 
+/* The process pid of the trace at hand (described on first use). */
 static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
 {
 	for (size_t i = 0; i < p->n_procs; i++)
-		if (p->procs[i].pid == pid)
+		if (p->procs[i].pid == pid + p->pid_base)
 			return &p->procs[i];
 	if (p->n_procs == p->cap_procs) {
 		size_t cap = p->cap_procs ? p->cap_procs * 2 : 16;
@@ -264,7 +301,7 @@ static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
 		p->cap_procs = cap;
 	}
 	struct dump__pf_proc *pr = &p->procs[p->n_procs++];
-	*pr = (struct dump__pf_proc){.pid = pid, .track = p->next_uuid++};
+	*pr = (struct dump__pf_proc){.pid = pid + p->pid_base, .track = p->next_uuid++};
 	uint32_t len = 0;
 	const char *cmd = trcfile_reader_process_cmdline(p->r, pid, &len);
 	const struct trcfile_header *h = trcfile_reader_header(p->r);
@@ -294,13 +331,13 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
 	struct pb_buf *b = &p->pkt;
-	uint32_t seq = sidx + DUMP__PF_SEQ_BASE;
+	uint32_t seq = p->seq_base + sidx + DUMP__PF_SEQ_BASE;
 	if (!s->started) {
 		s->started = true;
 		pb_reset(b);
 		size_t pk = pb_open(b, PF_TRACE_PACKET);
 		pb_uint(b, PF_TIMESTAMP, ts);
-		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 		pb_uint(b, PF_SEQ_ID, seq);
 		pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_CLEARED);
 		pb_uint(b, PF_FIRST_ON_SEQ, 1);
@@ -317,7 +354,7 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 		pb_uint(b, 3, 1);
 		pb_close(b, c);
 		c = pb_open(b, 1);
-		pb_uint(b, 1, PF_CLOCK_MONOTONIC);
+		pb_uint(b, 1, p->clock);
 		pb_uint(b, 2, ts);
 		pb_close(b, c);
 		pb_close(b, cs);
@@ -332,7 +369,7 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 		s->last_ts = ts;
 	} else {
 		pb_uint(b, PF_TIMESTAMP, ts);
-		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	}
 	pb_uint(b, PF_SEQ_ID, seq);
 	pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_NEEDS);
@@ -466,7 +503,7 @@ static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsign
 	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
 	o = pb_put_varint(o, ts - s->last_ts);
 	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
-	o = pb_put_varint(o, sidx + DUMP__PF_SEQ_BASE);
+	o = pb_put_varint(o, p->seq_base + sidx + DUMP__PF_SEQ_BASE);
 	*o++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
 	*o++ = PF_SEQ_NEEDS;
 	*o++ = PF_TE_TRACK_EVENT_TAG;
@@ -497,8 +534,9 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	struct dump__pf_proc *pr = dump__pf_proc(p, pid);
 	if (!pr)
 		return;
-	/* Key by process: a forked child has the same addresses as its parent. */
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
+	/* Key by process: a forked child has the same addresses as its parent (and traces of
+	 * other hosts, the same pids). */
+	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48) ^ ((uint64_t)p->pid_base << 20);
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
 		if (allocmap_put(p->live, key, rec->alloc.size, &old)) {
@@ -592,7 +630,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 		break;
 	}
 	case TRC_REC_COUNTER: {
-		uint64_t key = (((uint64_t)sidx << 32) | rec->value.name_id) + 1;
+		uint64_t key = (((uint64_t)(p->seq_base + sidx) << 32) | rec->value.name_id) + 1;
 		uint64_t *t = u64map_get(&p->counters, key);
 		uint64_t track;
 		if (t) {
@@ -706,28 +744,29 @@ static void dump__pf_clock(struct dump__pf *p, uint64_t t0)
 	pb_reset(b);
 	size_t pk = pb_open(b, PF_TRACE_PACKET);
 	pb_uint(b, PF_TIMESTAMP, t0);
-	pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+	pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	pb_uint(b, PF_SEQ_ID, 1);
 	size_t cs = pb_open(b, PF_CLOCK_SNAPSHOT);
-	/* The file has one clock domain, CLOCK_MONOTONIC: it is the trace clock, and BOOTTIME
-	 * (Perfetto's default) is pinned to it so either reads the same. */
+	/* The output has one clock domain, CLOCK_MONOTONIC (CLOCK_REALTIME for several FILEs):
+	 * it is the trace clock, and BOOTTIME (Perfetto's default) is pinned to it so either
+	 * reads the same. */
 	size_t c = pb_open(b, 1);
-	pb_uint(b, 1, PF_CLOCK_MONOTONIC);
+	pb_uint(b, 1, p->clock);
 	pb_uint(b, 2, t0);
 	pb_close(b, c);
 	c = pb_open(b, 1);
 	pb_uint(b, 1, PF_CLOCK_BOOTTIME);
 	pb_uint(b, 2, t0);
 	pb_close(b, c);
-	pb_uint(b, 2, PF_CLOCK_MONOTONIC);
+	pb_uint(b, 2, p->clock);
 	pb_close(b, cs);
 	pb_close(b, pk);
 	dump__pf_emit(p);
 }
 
-static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
+/* The tracks of the trace at hand. */
+static void dump__pf_tracks(struct dump__pf *p)
 {
-	dump__pf_clock(p, t0);
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		/* META and RSS streams may say pid 0: they are the program's. */
@@ -746,6 +785,12 @@ static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
 		dump__pf_descriptor(p, p->seqs[s].track, pr->track, name, len, pr, NULL, 0, si->tid,
 				    -1);
 	}
+}
+
+static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
+{
+	dump__pf_clock(p, t0);
+	dump__pf_tracks(p);
 }
 
 /* --split-size: ends this file at the last timestamp written (open slices end there, flagged
@@ -777,6 +822,139 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 			dump__pf_slice_begin(p, s, t, pid, q->stack[d], "continued");
 	}
 	return 0;
+}
+
+/* The exporter's state for n streams (of every trace); NULL when out of memory. */
+static struct dump__pf *dump__pf_new(unsigned n)
+{
+	struct dump__pf *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->n_all = n;
+	p->next_uuid = 1;
+	p->clock = PF_CLOCK_MONOTONIC;
+	p->all_seqs = calloc(n ? n : 1, sizeof(*p->all_seqs));
+	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
+	u64map_init(&p->counters, SIZE_MAX);
+	for (unsigned k = 0; p->all_seqs && k < n; k++)
+		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
+	p->seqs = p->all_seqs;
+	p->n_streams = n;
+	return p;
+}
+
+static void dump__pf_free(struct dump__pf *p)
+{
+	if (!p)
+		return;
+	for (unsigned s = 0; s < p->n_all && p->all_seqs; s++) {
+		u64map_destroy(&p->all_seqs[s].iids);
+		free(p->all_seqs[s].stack);
+	}
+	pb_buf_free(&p->desc_log);
+	u64map_destroy(&p->counters);
+	allocmap_free(p->live);
+	pb_buf_free(&p->pkt);
+	free(p->procs);
+	free(p->all_seqs);
+	free(p);
+}
+
+/* Spans still open in the trace at hand: closed at ts (flagged unfinished). */
+static void dump__pf_close_open(struct dump__pf *p, uint64_t ts)
+{
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		for (; p->seqs[s].depth; p->seqs[s].depth--) {
+			size_t pk = dump__pf_begin(p, s, ts);
+			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
+			dump__pf_event_body(p, pk, &e);
+			p->closed_at_end++;
+		}
+	}
+}
+
+/* Several FILEs: the pid (and tid) range of trace i, as trace-dump chrome's. */
+#define DUMP__PF_PID_RANGE 10000000u
+
+/* Makes trace i of m the one at hand. */
+static void dump__pf_select(struct dump__pf *p, struct dump_traces *m, const unsigned *base,
+			    unsigned i)
+{
+	p->r = m->t[i].r;
+	p->label = &m->t[i];
+	p->pid_base = (i + 1) * DUMP__PF_PID_RANGE;
+	p->seq_base = base[i];
+	p->seqs = p->all_seqs + base[i];
+	p->n_streams = base[i + 1] - base[i];
+}
+
+/* Several FILEs into one output: records merged on CLOCK_REALTIME (dump_multi.c) and written on
+ * that clock, each trace's processes and threads in their own pid/tid range. */
+static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
+{
+	struct dump_traces m;
+	if (dump_traces_open(&m, paths, n) != DUMP_EXIT_OK)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	struct dump__pf *p = NULL;
+	struct dump_outfile of = {.base = out};
+	unsigned *base = calloc(n + 1, sizeof(*base));
+	uint64_t *last = calloc(n, sizeof(*last)); /* each trace's last time, on REALTIME */
+	if (!base || !last)
+		goto nomem;
+	for (unsigned i = 0; i < n; i++)
+		base[i + 1] = base[i] + trcfile_reader_stream_count(m.t[i].r);
+	p = dump__pf_new(base[n]);
+	if (!p || !p->all_seqs || !p->live)
+		goto nomem;
+	p->clock = PF_CLOCK_REALTIME;
+	if (dump_traces_start(&m, NULL) != DUMP_EXIT_OK)
+		goto out;
+	if (dump_outfile_next(&of))
+		goto out;
+	dump__pf_clock(p, (uint64_t)m.start_rt);
+	for (unsigned i = 0; i < n; i++) {
+		dump__pf_select(p, &m, base, i);
+		dump__pf_tracks(p);
+		last[i] = dump_start_ns(m.t[i].r) + (uint64_t)m.t[i].anchor;
+	}
+	struct trc_record rec;
+	unsigned ti, sidx;
+	int err;
+	while (!p->err && (err = dump_traces_next(&m, &rec, &ti, &sidx)) == 1) {
+		dump__pf_select(p, &m, base, ti);
+		rec.ts_ns += (uint64_t)m.t[ti].anchor; /* on CLOCK_REALTIME */
+		dump__pf_record(p, sidx, &rec);
+		if (rec.ts_ns > last[ti])
+			last[ti] = rec.ts_ns;
+	}
+	if (!p->err && err < 0) {
+		dump_outfile_close(&of);
+		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
+		goto out;
+	}
+	/* Spans still open: closed at their trace's last timestamp. */
+	for (unsigned i = 0; i < n; i++) {
+		dump__pf_select(p, &m, base, i);
+		dump__pf_close_open(p, last[i]);
+	}
+	if (p->err) {
+		dump_outfile_close(&of);
+		dump_error("%s", strerror(-p->err));
+		goto out;
+	}
+	if (dump_outfile_close(&of))
+		goto out;
+	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
+	goto out;
+nomem:
+	dump_error("out of memory");
+out:
+	dump__pf_free(p);
+	free(base);
+	free(last);
+	dump_traces_close(&m);
+	return rc;
 }
 
 int dump_perfetto_main(int argc, char **argv)
@@ -831,6 +1009,14 @@ int dump_perfetto_main(int argc, char **argv)
 	if (from_arg && to_arg && from > to)
 		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
 					from_arg, to_arg);
+	if (argc - optind > 1) {
+		if (from_arg || to_arg || of.split)
+			return dump_usage_error(cmd, "--from, --to and --split-size take one FILE "
+						     "(several FILEs: whole traces)");
+		if (!out)
+			return dump_usage_error(cmd, "-o OUT is required (the output is binary)");
+		return dump__pf_multi(argv + optind, (unsigned)(argc - optind), out);
+	}
 	const char *path = dump_file_operand(cmd, argc, argv);
 	if (!path)
 		return DUMP_EXIT_USAGE;
@@ -841,17 +1027,10 @@ int dump_perfetto_main(int argc, char **argv)
 		return DUMP_EXIT_FAIL;
 	int rc = DUMP_EXIT_FAIL;
 	struct trcfile_iter *it = NULL;
-	struct dump__pf *p = calloc(1, sizeof(*p));
+	struct dump__pf *p = dump__pf_new(trcfile_reader_stream_count(r));
 	if (!p)
 		goto out;
 	p->r = r;
-	p->n_streams = trcfile_reader_stream_count(r);
-	p->next_uuid = 1;
-	p->seqs = calloc(p->n_streams ? p->n_streams : 1, sizeof(*p->seqs));
-	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
-	u64map_init(&p->counters, SIZE_MAX);
-	for (unsigned k = 0; p->seqs && k < p->n_streams; k++)
-		u64map_init(&p->seqs[k].iids, SIZE_MAX);
 	it = trcfile_iter_new(r);
 	if (!p->seqs || !p->live || !it) {
 		dump_error("%s: %s", path,
@@ -897,32 +1076,13 @@ int dump_perfetto_main(int argc, char **argv)
 		goto out;
 	}
 	/* Spans still open: closed at the last timestamp written. */
-	for (unsigned s = 0; s < p->n_streams; s++) {
-		for (; p->seqs[s].depth; p->seqs[s].depth--) {
-			size_t pk = dump__pf_begin(p, s, p->last_ts);
-			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
-			dump__pf_event_body(p, pk, &e);
-			p->closed_at_end++;
-		}
-	}
+	dump__pf_close_open(p, p->last_ts);
 	if (dump_outfile_close(&of))
 		goto out;
 	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
 out:
 	trcfile_iter_free(it);
-	if (p) {
-		for (unsigned s = 0; s < p->n_streams && p->seqs; s++) {
-			u64map_destroy(&p->seqs[s].iids);
-			free(p->seqs[s].stack);
-		}
-		pb_buf_free(&p->desc_log);
-		u64map_destroy(&p->counters);
-		allocmap_free(p->live);
-		pb_buf_free(&p->pkt);
-		free(p->procs);
-		free(p->seqs);
-		free(p);
-	}
+	dump__pf_free(p);
 	trcfile_reader_close(r);
 	return rc;
 }
