@@ -10,7 +10,8 @@
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
 #   tests/prog_*.c               -> build/tests/prog_*   programs the end-to-end tests trace
-#                                   (prog_finst_* are built with -finstrument-functions)
+#                                   (prog_finst_* are built with -finstrument-functions;
+#                                   prog_alloc_* are linked with jemalloc, tcmalloc, mimalloc)
 #   tests/fuzz_*.c               -> build/fuzz/fuzz_*    libFuzzer targets (clang)
 #   bench/bench_*.c              -> build/bench/bench_*  benchmark programs
 #   bench/work_*.c               -> build/bench/work_*   workloads (plain, and *_finst / *_pg builds)
@@ -245,6 +246,17 @@ $(B)/tests/prog_static_%: $(B)/obj/tests/prog_static_%.o
 	@$(if $(Q),echo "  LD      $@ (static)")
 	$(Q)$(CC) $(LDFLAGS) -static $< -o $@ $(LDLIBS)
 $(B)/obj/tests/prog_static_%.o: SAN_FLAGS :=
+# Programs linked with an allocator of their own (tests/prog_alloc_*.c): per-program link flags.
+# They run uninstrumented in every tier (a sanitizer's allocator would replace theirs).
+PROG_ALLOC_LIBS_jemalloc := -Wl,--no-as-needed -ljemalloc
+PROG_ALLOC_LIBS_tcmalloc := -Wl,--no-as-needed -ltcmalloc
+PROG_ALLOC_LIBS_mimalloc := -Wl,--no-as-needed -lmimalloc
+PROG_ALLOC_LIBS_any :=
+$(B)/obj/tests/prog_alloc_%.o: SAN_FLAGS :=
+$(B)/tests/prog_alloc_%: $(B)/obj/tests/prog_alloc_%.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(PROG_ALLOC_LIBS_$*) -ldl $(LDLIBS)
 $(B)/tests/prog_%: $(B)/obj/tests/prog_%.o $(LIBTRC_SO)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
@@ -280,10 +292,13 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
 # ---- dependencies from Debian ------------------------------------------------------------------
-DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3
+DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3 \
+	libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
 deps:
 	@missing=""; \
-	for p in liburcu libzstd criterion; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	for p in liburcu libzstd criterion jemalloc libtcmalloc; do \
+		pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	test -e /usr/include/mimalloc.h || missing=1; \
 	command -v pkg-config >/dev/null || missing=1; \
 	command -v clang >/dev/null || missing=1; \
 	test -x /usr/bin/time || missing=1; \

@@ -1,7 +1,8 @@
 /* test_preload.c - libtrc-preload.so on real programs: sort, sh, python3 (identical output and
  * exit status, allocations recorded), a signal handler that allocates (exact accounting), a
  * -finstrument-functions program (entries counted), threads and exit from a thread, and the
- * library loaded without a session. Programs that are not ours are uninstrumented, so the
+ * library loaded without a session, programs that bring their own allocator (linked or
+ * preloaded: jemalloc, tcmalloc, mimalloc). Programs that are not ours are uninstrumented, so the
  * preload library and the test programs always come from the plain build (a sanitizer build's
  * preload library cannot be loaded into them). */
 #include <criterion/criterion.h>
@@ -284,4 +285,77 @@ Test(preload, threads_and_exit_from_a_thread, .init = setup, .fini = teardown)
 	cr_assert_eq(session_buffers_resident_bytes(s, 0), 0);
 	ts_collect_free(&c);
 	session_destroy(s);
+}
+
+/* Issue 12 item 1: a program keeps its own allocator under the preload library. Runs
+ * build/tests/prog_alloc_NAME bare (env_bare) and traced (the preload library first in
+ * LD_PRELOAD, then what env_bare preloads, as trace-run does): same output, same status 0 (the
+ * program asked its allocator about every block it got and every block was that allocator's),
+ * and every allocation recorded. */
+static void run_with_allocator(const char *prog_name, const char *lib)
+{
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400], bare_env[PATH_MAX + 32], traced_env[2 * PATH_MAX + 32];
+	snprintf(prog, sizeof(prog), "%s/tests/%s", build, prog_name);
+	char *argv[] = {prog, NULL};
+	snprintf(bare_env, sizeof(bare_env), "LD_PRELOAD=%s", lib ? lib : "");
+	snprintf(traced_env, sizeof(traced_env), "%s%s%s", preload_env, lib ? ":" : "",
+		 lib ? lib : "");
+	const char *env_bare[] = {bare_env, NULL};
+	const char *env[] = {traced_env, NULL};
+	unsetenv(TRC_SESSION_FD_ENV);
+	int st_bare = ts_run_traced(NULL, NULL, argv, env_bare, NULL, path_a);
+	char num[16];
+	snprintf(num, sizeof(num), "%d", session_fd(s));
+	setenv(TRC_SESSION_FD_ENV, num, 1);
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st_bare, 0, "%s bare: status %x", prog_name, st_bare);
+	cr_assert_eq(st, 0, "%s traced: status %x (0xb: SIGSEGV; 0x300: a block was not its "
+			    "allocator's)", prog_name, st);
+	assert_same_files(path_a, path_b);
+	/* 200 blocks (one realloc'd from an 8-byte one), strdup, and stdio's buffer. */
+	cr_assert_geq(c.by_type[TRC_REC_ALLOC], 202, "%s: %zu allocations recorded", prog_name,
+		      c.by_type[TRC_REC_ALLOC]);
+	cr_assert_geq(c.by_type[TRC_REC_FREE], 201);
+	cr_assert_eq(ts_lost_total(&c), 0);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, program_linked_with_jemalloc_keeps_it, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	run_with_allocator("prog_alloc_jemalloc", NULL);
+}
+
+Test(preload, program_linked_with_tcmalloc_keeps_it, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	run_with_allocator("prog_alloc_tcmalloc", NULL);
+}
+
+Test(preload, program_linked_with_mimalloc_keeps_it, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	run_with_allocator("prog_alloc_mimalloc", NULL);
+}
+
+/* The allocators as Debian installs them, for LD_PRELOAD (found through the loader's cache). */
+static void preloaded_allocator(const char *soname)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/usr/lib/x86_64-linux-gnu/%s", soname);
+	if (access(path, R_OK) != 0)
+		snprintf(path, sizeof(path), "/usr/lib/%s", soname);
+	cr_assert_eq(access(path, R_OK), 0, "%s not installed (make deps)", soname);
+	run_with_allocator("prog_alloc_any", path);
+}
+
+Test(preload, allocator_in_ld_preload_after_ours_stays_in_charge, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	preloaded_allocator("libjemalloc.so.2");
+	preloaded_allocator("libtcmalloc.so.4");
+	preloaded_allocator("libmimalloc.so.2");
 }
