@@ -34,7 +34,8 @@ static int prog_alloc_owned(void *p)
 		size_t sz = sizeof(arena);
 		return mallctl("arenas.lookup", &arena, &sz, &p, sizeof(p)) == 0;
 	}
-	prog_ownership_fn own = (prog_ownership_fn)dlsym(RTLD_DEFAULT, "MallocExtension_GetOwnership");
+	prog_ownership_fn own =
+		(prog_ownership_fn)dlsym(RTLD_DEFAULT, "MallocExtension_GetOwnership");
 	if (own) {
 		prog_alloc_name = "tcmalloc";
 		return own(p) == 1; /* MallocExtension_kOwned */

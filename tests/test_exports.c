@@ -26,10 +26,12 @@ static const char *const preload_exports[] = {
 	"calloc",
 	"free",
 	"malloc",
+	"malloc_usable_size",
 	"memalign",
 	"posix_memalign",
 	"pvalloc",
 	"realloc",
+	"reallocarray",
 	"valloc",
 };
 

@@ -311,8 +311,10 @@ static void run_with_allocator(const char *prog_name, const char *lib)
 	setenv(TRC_SESSION_FD_ENV, num, 1);
 	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
 	cr_assert_eq(st_bare, 0, "%s bare: status %x", prog_name, st_bare);
-	cr_assert_eq(st, 0, "%s traced: status %x (0xb: SIGSEGV; 0x300: a block was not its "
-			    "allocator's)", prog_name, st);
+	cr_assert_eq(st, 0,
+		     "%s traced: status %x (0xb: SIGSEGV; 0x300: a block was not its "
+		     "allocator's)",
+		     prog_name, st);
 	assert_same_files(path_a, path_b);
 	/* 200 blocks (one realloc'd from an 8-byte one), strdup, and stdio's buffer. */
 	cr_assert_geq(c.by_type[TRC_REC_ALLOC], 202, "%s: %zu allocations recorded", prog_name,
@@ -323,20 +325,17 @@ static void run_with_allocator(const char *prog_name, const char *lib)
 	session_destroy(s);
 }
 
-Test(preload, program_linked_with_jemalloc_keeps_it, .init = setup, .fini = teardown,
-     .timeout = 60)
+Test(preload, program_linked_with_jemalloc_keeps_it, .init = setup, .fini = teardown, .timeout = 60)
 {
 	run_with_allocator("prog_alloc_jemalloc", NULL);
 }
 
-Test(preload, program_linked_with_tcmalloc_keeps_it, .init = setup, .fini = teardown,
-     .timeout = 60)
+Test(preload, program_linked_with_tcmalloc_keeps_it, .init = setup, .fini = teardown, .timeout = 60)
 {
 	run_with_allocator("prog_alloc_tcmalloc", NULL);
 }
 
-Test(preload, program_linked_with_mimalloc_keeps_it, .init = setup, .fini = teardown,
-     .timeout = 60)
+Test(preload, program_linked_with_mimalloc_keeps_it, .init = setup, .fini = teardown, .timeout = 60)
 {
 	run_with_allocator("prog_alloc_mimalloc", NULL);
 }
@@ -352,8 +351,8 @@ static void preloaded_allocator(const char *soname)
 	run_with_allocator("prog_alloc_any", path);
 }
 
-Test(preload, allocator_in_ld_preload_after_ours_stays_in_charge, .init = setup,
-     .fini = teardown, .timeout = 90)
+Test(preload, allocator_in_ld_preload_after_ours_stays_in_charge, .init = setup, .fini = teardown,
+     .timeout = 90)
 {
 	preloaded_allocator("libjemalloc.so.2");
 	preloaded_allocator("libtcmalloc.so.4");
