@@ -1,6 +1,8 @@
 /* run_main.c - trace-run: run a command and record its events and RSS into one trace file.
  *
  * Order of things, and why:
+ *   0. put /dev/null on closed descriptors 0-2, so none of trace-run's own lands there (the
+ *      program gets them closed again: run_spawn.h);
  *   1. parse the whole command line (a usage error starts nothing);
  *   2. block the signals trace-run handles, so every thread it starts inherits the mask and
  *      they arrive only through the signalfd of the main loop;
@@ -38,7 +40,6 @@
 #include "run_spawn.h"
 #include "session.h"
 #include "trcfile.h"
-
 
 static void run__human_bytes(uint64_t b, char *buf, size_t len)
 {
@@ -210,6 +211,8 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 
 int main(int argc, char **argv)
 {
+	/* Before anything opens a descriptor (run_spawn.h "Descriptors 0-2"). */
+	unsigned closed_std_fds = run_spawn_guard_std_fds();
 	struct run_options opt;
 	int rc = run_options_parse(argc, argv, &opt);
 	if (rc < 0)
@@ -260,7 +263,8 @@ int main(int argc, char **argv)
 					"recorded\n");
 	}
 
-	struct run_child child = {.pid = -1, .go_fd = -1, .err_fd = -1};
+	struct run_child child = {
+		.pid = -1, .go_fd = -1, .err_fd = -1, .closed_std_fds = closed_std_fds};
 	rc = run_spawn_prepare(&child, opt.argv, session_fd(session), TRC_SESSION_FD_ENV, preload,
 			       &child_mask);
 	if (rc) {
