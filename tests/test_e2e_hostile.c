@@ -49,3 +49,80 @@ Test(e2e_hostile, closed_stdin_stdout_stay_closed_and_miss_the_region, .timeout 
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* Starts trace-run ... -- argv in its own process group with SIGINT at its default (a test
+ * runner started in the background has it ignored, and an ignored signal never reaches a
+ * signalfd); stdout and stderr go to files in dir. */
+static pid_t start_interruptible(const char *dir, char *const argv[])
+{
+	char outp[256], errp[256];
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int in = open("/dev/null", O_RDONLY);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(99);
+	}
+	return pid;
+}
+
+/* A REPL: catches SIGINT, says so, goes on; exits 5 after about 5 s. */
+#define REPL_SCRIPT                                                                         \
+	"trap 'echo interrupted' INT; i=0; while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); " \
+	"done; exit 5"
+
+/* Item 9: two interrupts hours (here: 2.5 s) apart never kill the program. */
+Test(e2e_hostile, interrupts_far_apart_never_kill_a_repl, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR, "-q", "-o", out, "--", "/bin/sh", "-c", REPL_SCRIPT, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_interruptible(dir, argv);
+	usleep(500000);
+	kill(pid, SIGINT);
+	usleep(2500000);
+	kill(pid, SIGINT);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 5, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "interrupted\ninterrupted\n");
+	cr_expect(strstr(r.err, "second interrupt") == NULL, "%s", r.err);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 9: a second interrupt within a couple of seconds finalizes at once. */
+Test(e2e_hostile, second_quick_interrupt_finalizes_at_once, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR, "-q", "-o", out, "--", "/bin/sh", "-c", REPL_SCRIPT, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_interruptible(dir, argv);
+	usleep(500000);
+	kill(pid, SIGINT);
+	usleep(300000);
+	kill(pid, SIGINT);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 128 + SIGKILL, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(r.seconds, 3.0, "%.1f s", r.seconds);
+	cr_expect(strstr(r.err, "second interrupt") != NULL, "%s", r.err);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}
