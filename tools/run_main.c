@@ -13,7 +13,9 @@
  *   5. let the child exec; report 127/126 when exec failed;
  *   6. wait for the child, forwarding signals that were sent to trace-run itself (a Ctrl-C
  *      from the terminal already reached the child's process group); a second SIGINT or
- *      SIGTERM finalizes at once (the child is killed so it is not left behind);
+ *      SIGTERM within RUN_ESCALATE_WINDOW_NS of the previous one finalizes at once (the child,
+ *      and its process group when it has its own, is killed so it is not left behind); one
+ *      further apart is just another interrupt for the program;
  *   7. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
  * Threads: only main() runs here; the recorder's threads live in src/recorder.c.
@@ -166,11 +168,27 @@ static void run__progress(struct recorder *rec, uint64_t *last_events, uint64_t 
 		rate / 1e6, written, rss, st.lost);
 }
 
+/* Two interrupts this close together mean "stop now"; further apart, each is one interrupt for
+ * the program (a REPL's user presses Ctrl-C now and then for hours). */
+#define RUN_ESCALATE_WINDOW_NS 2000000000ull
+
+/* Kills the program and, when it leads a process group of its own (a shell with job control
+ * does that), the group, so nothing it started is left behind. A group shared with trace-run
+ * is not signalled (that would kill trace-run before it finalizes the trace). */
+static void run__kill_program(pid_t pid)
+{
+	pid_t pg = getpgid(pid);
+	if (pg > 1 && pg != getpgrp())
+		kill(-pg, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
 /* Waits for the child, forwarding signals. Returns when the child is reaped. */
 static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progress,
 			    struct run_wait *w)
 {
-	int interrupts = 0;
+	uint64_t last_interrupt_ns = 0;
+	bool interrupted = false;
 	uint64_t last_events = 0, last_ns = trc_clock_ns(CLOCK_MONOTONIC);
 
 	while (!w->reaped) {
@@ -195,12 +213,15 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE)
 			kill(pid, (int)si.ssi_signo);
 		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
-			if (++interrupts >= 2) {
+			uint64_t now = trc_clock_ns(CLOCK_MONOTONIC);
+			if (interrupted && now - last_interrupt_ns < RUN_ESCALATE_WINDOW_NS) {
 				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the "
 						"trace now\n");
-				kill(pid, SIGKILL);
+				run__kill_program(pid);
 				run__try_reap(pid, w, 0);
 			}
+			interrupted = true;
+			last_interrupt_ns = now;
 		}
 	}
 	if (!w->reaped)
