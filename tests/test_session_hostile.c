@@ -1,0 +1,118 @@
+/* test_session_hostile.c - the drain against producers that race it or lie to it (issue 12):
+ * a short-lived thread that finishes its claim between the drain's state load and its liveness
+ * check. Races are made deterministic by interposing syscall() in this test binary (the drain
+ * checks liveness with syscall(SYS_tgkill)): the interposer runs the racing producer's steps
+ * exactly in the window, then makes the real call. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+
+#include "runtime.h"
+#include "session_internal.h"
+#include "test_session_util.h"
+
+/* ---- syscall interposer ------------------------------------------------------------------ */
+
+static void (*race_in_tgkill)(long tid);
+static long race_tid;
+
+long syscall(long n, ...);
+long syscall(long n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	long a[6];
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (n == SYS_tgkill && race_in_tgkill && a[1] == race_tid) {
+		void (*f)(long) = race_in_tgkill;
+		race_in_tgkill = NULL;
+		f(a[1]);
+	}
+	static long (*real)(long, ...);
+	if (!real)
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+static struct trc_session *start(uint32_t slots, uint64_t ring)
+{
+	struct session_config cfg = {.max_slots = slots, .ring_bytes = ring};
+	int rc = -1;
+	struct trc_session *s = ts_start(&cfg, &rc);
+	cr_assert_not_null(s);
+	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
+	return s;
+}
+
+static void *record_tid(void *p)
+{
+	*(long *)p = gettid();
+	return NULL;
+}
+
+/* A tid that no thread has any more. */
+static long dead_tid(void)
+{
+	long tid = 0;
+	pthread_t th;
+	pthread_create(&th, NULL, record_tid, &tid);
+	pthread_join(th, NULL);
+	return tid;
+}
+
+/* ---- item 4: reaping a CLAIMING slot --------------------------------------------------------- */
+
+static struct trc_session *race_session;
+static uint32_t race_slot;
+
+/* What a short-lived thread does after the drain saw its slot CLAIMING: finish the claim, emit
+ * one ALLOC, retire, exit. */
+static void finish_claim_emit_retire(long tid)
+{
+	struct trc_session *s = race_session;
+	struct trc_slot *sl = session__slot(s, race_slot);
+	uint64_t w = atomic_load(&sl->state);
+	struct ring_producer p;
+	cr_assert_eq(
+		ring_producer_attach(&p, &sl->ctl, session__ring(s, race_slot), s->geom.ring_bytes),
+		0);
+	struct trc_ring_alloc a = {.ts = trc__now(s->geom.clock_mode), .addr = 0x1000, .size = 42};
+	cr_assert_eq(ring_push_sp(&p, TRC_TAG(TRC_REC_ALLOC, 0), &a, sizeof(a)), 0);
+	atomic_store(&sl->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMED));
+	atomic_store(&sl->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_RETIRED));
+	(void)tid;
+}
+
+Test(session_hostile, claiming_slot_that_completes_before_the_reap_is_drained_not_freed,
+     .timeout = 30)
+{
+	struct trc_session *s = start(4, 64 << 10);
+	long tid = dead_tid();
+	/* A claimer caught between its CAS to CLAIMING and its publication of CLAIMED. */
+	race_session = s;
+	race_slot = 2;
+	struct trc_slot *sl = session__slot(s, race_slot);
+	uint64_t w = atomic_load(&sl->state);
+	cr_assert_eq(TRC_SLOT_STATE(w), TRC_SLOT_FREE);
+	atomic_store(&sl->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMING));
+	__atomic_store_n(&sl->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->tid, (uint32_t)tid, __ATOMIC_RELAXED);
+	race_tid = tid;
+	race_in_tgkill = finish_claim_emit_retire;
+
+	s->last_reap_ns = 0; /* this drain checks liveness */
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	cr_assert_null(race_in_tgkill, "the drain never checked the claimer's liveness");
+	cr_assert_eq(c.by_type[TRC_REC_ALLOC], 1, "the record emitted in the window was %s",
+		     c.by_type[TRC_REC_LOST] ? "counted lost" : "silently dropped");
+	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert_eq(c.ends, 1, "its stream ended");
+	cr_assert_eq(TRC_SLOT_STATE(atomic_load(&sl->state)), TRC_SLOT_FREE, "and the slot freed");
+	ts_collect_free(&c);
+	session_destroy(s);
+}
