@@ -15,7 +15,9 @@
  * id or length it read, beyond using it as a number.
  *
  * Liveness checks (tgkill, kill with signal 0) run at most every SESSION_REAP_NS, or at once
- * when producers report that no slot was free.
+ * when producers report that no slot was free. A slot found gone is taken only by CAS from the
+ * exact state word that was checked: a thread may move it (finish a claim, retire) between the
+ * load and the check, and a slot it moved is drained, never freed unread.
  *
  * Threads: the drain thread only (see session.h). Never blocks.
  */
@@ -385,10 +387,17 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 		if (st == TRC_SLOT_FREE)
 			return 0;
 		if (st == TRC_SLOT_CLAIMING) {
-			/* A claimer that died half-way leaves its tid behind, or nothing. */
+			/* A claimer that died half-way leaves its tid behind, or nothing. A
+			 * short-lived thread may also have finished its claim, emitted, retired and
+			 * exited since the load above: take the slot only by CAS from the exact
+			 * word checked, so such a slot stays RETIRED and is drained on the next
+			 * pass. */
 			if (reap &&
 			    session__thread_gone(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED),
-						 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)))
+						 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)) &&
+			    atomic_compare_exchange_strong_explicit(
+				    &sl->state, &w, TRC_SLOT_WORD(gen, TRC_SLOT_RETIRED),
+				    memory_order_acquire, memory_order_relaxed))
 				session__free_slot(s, i, gen);
 			return 0;
 		}
