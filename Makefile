@@ -11,7 +11,8 @@
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
 #   tests/prog_*.c               -> build/tests/prog_*   programs the end-to-end tests trace
 #                                   (prog_finst_* are built with -finstrument-functions;
-#                                   prog_alloc_* are linked with jemalloc, tcmalloc, mimalloc)
+#                                   prog_alloc_* are linked with jemalloc, tcmalloc, mimalloc;
+#                                   prog_libtrca_* with libtrc.a)
 #   tests/fuzz_*.c               -> build/fuzz/fuzz_*    libFuzzer targets (clang)
 #   bench/bench_*.c              -> build/bench/bench_*  benchmark programs
 #   bench/work_*.c               -> build/bench/work_*   workloads (plain, and *_finst / *_pg builds)
@@ -246,6 +247,11 @@ $(B)/tests/prog_static_%: $(B)/obj/tests/prog_static_%.o
 	@$(if $(Q),echo "  LD      $@ (static)")
 	$(Q)$(CC) $(LDFLAGS) -static $< -o $@ $(LDLIBS)
 $(B)/obj/tests/prog_static_%.o: SAN_FLAGS :=
+# Programs linked with libtrc.a instead of libtrc.so (no rpath: they run from anywhere, setuid too).
+$(B)/tests/prog_libtrca_%: $(B)/obj/tests/prog_libtrca_%.o $(LIBTRC_A)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LINK_FLAGS) $< $(LIBTRC_A) -o $@ $(LDLIBS)
 # Programs linked with an allocator of their own (tests/prog_alloc_*.c): per-program link flags.
 # They run uninstrumented in every tier (a sanitizer's allocator would replace theirs).
 PROG_ALLOC_LIBS_jemalloc := -Wl,--no-as-needed -ljemalloc

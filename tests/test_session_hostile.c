@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "runtime.h"
@@ -114,5 +115,51 @@ Test(session_hostile, claiming_slot_that_completes_before_the_reap_is_drained_no
 	cr_assert_eq(c.ends, 1, "its stream ended");
 	cr_assert_eq(TRC_SLOT_STATE(atomic_load(&sl->state)), TRC_SLOT_FREE, "and the slot freed");
 	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+/* ---- item 12: a privileged program ignores the session in its environment ---------------- */
+
+static int run_capture(struct trc_session *s, const char *prog, char *out, size_t len)
+{
+	char path[] = "/tmp/trc-test-suid-out-XXXXXX";
+	close(mkstemp(path));
+	chmod(path, 0666);
+	char *argv[] = {(char *)prog, NULL};
+	struct ts_collect c = {0};
+	int st = ts_run_traced(s, &c, argv, NULL, NULL, path);
+	ts_collect_free(&c);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(out, 1, len - 1, f) : 0;
+	out[n] = 0;
+	if (f)
+		fclose(f);
+	unlink(path);
+	return st;
+}
+
+Test(session_hostile, setuid_program_ignores_the_session_fd_in_its_environment, .timeout = 30)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to make a setuid program of another user");
+	struct trc_session *s = start(4, 64 << 10);
+	char src[400], dir[] = "/tmp/trc-test-suid-XXXXXX", prog[400], cmd[2048], out[64];
+	snprintf(src, sizeof(src), "%s/tests/prog_libtrca_attach", ts_build_dir());
+	cr_assert_not_null(mkdtemp(dir));
+	chmod(dir, 0755);
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chown nobody '%s' && chmod 4755 '%s'", src,
+		 prog, prog, prog);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	/* Not privileged: it attaches. */
+	chmod(prog, 0755);
+	cr_assert_eq(run_capture(s, prog, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "enabled=1\n");
+	/* Setuid: the environment is not its to trust. */
+	chmod(prog, 04755);
+	cr_assert_eq(run_capture(s, prog, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "enabled=0\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 	session_destroy(s);
 }
