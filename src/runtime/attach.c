@@ -3,7 +3,7 @@
  * The recorder passes the region as an inherited memfd named in TRC_SESSION_FD. The library
  * attaches in a constructor (libtrc.so is initialised before the program and the preload
  * library), so the fast path needs no "attached yet?" state beyond trc__mode. The constructor
- * is cheap and allocation-free: getenv, fcntl, fstat, mmap, madvise, pthread_key_create,
+ * is cheap and allocation-free: secure_getenv, fcntl, fstat, mmap, madvise, pthread_key_create,
  * pthread_atfork; it emits nothing (the PROCESS/MODULE records are written by the first thread
  * that claims a slot, procinfo.c).
  *
@@ -117,7 +117,8 @@ int trc_attach(void)
 {
 	if (trc__mode_load())
 		return 0;
-	const char *env = getenv(TRC_SESSION_FD_ENV);
+	/* A privileged (setuid, setgid, capabilities) program does not trust its environment. */
+	const char *env = secure_getenv(TRC_SESSION_FD_ENV);
 	if (!env)
 		return -ENOENT;
 	int fd = trc__parse_fd(env);
