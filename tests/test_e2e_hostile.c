@@ -126,3 +126,43 @@ Test(e2e_hostile, second_quick_interrupt_finalizes_at_once, .timeout = 60)
 	free(json);
 	e2e_rm_rf(dir);
 }
+
+/* Item 3: a program that writes random words over the region it shares with the recorder (one
+ * thread scribbles while others allocate): the recorder survives, the trace reads, the
+ * corruption is reported, and no figure from the region is believed beyond what the elapsed
+ * time allows. */
+Test(e2e_hostile, region_scribbled_by_the_program_never_yields_implausible_figures, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-o", out, "--",
+				   (char *)e2e_path("tests/prog_scribble"), "3", "500", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "scribbled some words\n");
+	const char *lost = strstr(r.err, " events, ");
+	cr_assert_not_null(lost, "%s", r.err);
+	uint64_t reported_lost = strtoull(lost + strlen(" events, "), NULL, 10);
+	char *json = e2e_summary_json(dir, out);
+	int64_t duration = e2e_json_int(json, "duration_ns");
+	int64_t events_lost = e2e_json_int(json, "events_lost");
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t elapsed = (int64_t)(r.seconds * 1e9);
+	cr_assert_gt(duration, 0, "%s", json);
+	cr_expect_leq(duration, elapsed, "the trace lasted %" PRId64 " ns of %" PRId64, duration,
+		      elapsed);
+	/* Nothing emits faster than one event a nanosecond per processor. */
+	cr_expect_leq(events_lost, elapsed * cpus, "lost %" PRId64 " in %" PRId64 " ns",
+		      events_lost, elapsed);
+	cr_expect_leq(reported_lost, (uint64_t)elapsed * (uint64_t)cpus, "%s", r.err);
+	cr_expect(strstr(json, "corrupt") || strstr(json, "not believed"),
+		  "the corruption is not reported: %s", json);
+	free(json);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect(strstr(text, "100.000%") == NULL, "%s", text);
+	free(text);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
