@@ -130,6 +130,7 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	}
 	s->base = base;
 	s->hdr = base;
+	s->created_ns = trc_mono_ns();
 	session__init_clock(s, cfg);
 	session__init_region(s);
 	e = session__check_own_header(s);
@@ -139,6 +140,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->meta.key = SESSION_META_KEY;
 	s->meta.kind = TRC_STREAM_META;
 	s->last_reap_ns = trc_mono_ns();
+	s->region_lost_seen_ns = s->last_reap_ns;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	s->cpus = cpus > 0 ? (uint32_t)cpus : 1;
 	/* Publishes the region: pairs with the acquire load of magic in trc_attach. */
 	atomic_store_explicit(&s->hdr->magic, TRC_REGION_MAGIC, memory_order_release);
 	return s;

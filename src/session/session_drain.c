@@ -14,6 +14,13 @@
  * slot is left alone until its thread is gone, then freed. Nothing here trusts a pid, tid, name
  * id or length it read, beyond using it as a number.
  *
+ * Every lost count read from the region is bounded before it is reported: a count that goes
+ * back or gains more than its producers could emit in the time since the last look (one event
+ * a nanosecond each) was scribbled: a ring's ends its stream as corrupt; a region-wide one is
+ * reported as unknown (LOST count 0, reason CORRUPT) with a NOTE, never as a number. A record
+ * stamped before the session was created or after the drain started (beyond SESSION_TS_SLACK)
+ * ends its stream as corrupt too: a scribbled time would stretch the trace to centuries.
+ *
  * Liveness checks (tgkill, kill with signal 0) run at most every SESSION_REAP_NS, or at once
  * when producers report that no slot was free. A slot found gone is taken only by CAS from the
  * exact state word that was checked: a thread may move it (finish a claim, retire) between the
@@ -35,13 +42,25 @@
 #define SESSION_REAP_NS 50000000ull
 #define SESSION_REFIT_NS 200000000ull
 #define SESSION_CORRUPT 1000000 /* internal: decode found the stream corrupt */
+/* How far a record's time may lie outside [session creation, now] (clock conversion error). */
+#define SESSION_TS_SLACK 100000000ull
+/* Events a lost counter may gain beyond one a nanosecond per producer (first look, clock skew). */
+#define SESSION_LOST_SLACK 1000000ull
 
 struct session__ctx {
 	struct trc_session *s;
 	const struct session_sink *sink;
 	long delivered;
 	uint64_t now_ns;
+	/* A record's time t is believed when t - ts_lo <= ts_span: between the session's
+	 * creation and now, with SESSION_TS_SLACK either side (clock conversion). */
+	uint64_t ts_lo, ts_span;
 };
+
+static inline bool session__ts_ok(const struct session__ctx *c, uint64_t ts_ns)
+{
+	return ts_ns - c->ts_lo <= c->ts_span;
+}
 
 static uint64_t session__ns(const struct trc_session *s, uint64_t t)
 {
@@ -165,6 +184,8 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		struct trc_record r;
 		r.type = type;
 		r.ts_ns = session__ns(s, w[0]);
+		if (__builtin_expect(!session__ts_ok(c, r.ts_ns), 0))
+			return SESSION_CORRUPT;
 		ds->last_ts_ns = r.ts_ns;
 		if (id == 0 || id >= s->name_seen_bits)
 			return SESSION_CORRUPT;
@@ -202,6 +223,8 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
 	struct trc_record r = {.type = type, .ts_ns = session__ns(s, v[0])};
+	if (!session__ts_ok(c, r.ts_ns))
+		return SESSION_CORRUPT;
 	const struct session_stream *st = &ds->st;
 	ds->last_ts_ns = r.ts_ns;
 	int rc;
@@ -271,12 +294,30 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	return session__emit(c, st, &r);
 }
 
+/* Whether a lost counter read from the region may have moved by delta in elapsed_ns, with
+ * `producers` threads counting into it: none can count faster than one event a nanosecond (a
+ * producer emits about one every 10 ns here), plus slack for the first look. A counter that
+ * moves faster was written by something else: the traced program scribbled on the region. */
+static bool session__plausible(uint64_t delta, uint64_t elapsed_ns, uint64_t producers)
+{
+	uint64_t bound;
+	if (__builtin_mul_overflow(elapsed_ns + SESSION_LOST_SLACK, producers, &bound))
+		return true;
+	return delta <= bound;
+}
+
 static int session__report_dropped(struct session__ctx *c, struct session_slot *ds, int *err)
 {
 	uint64_t d = ring_consumer_dropped(&ds->cons, err);
+	uint64_t since = c->now_ns - ds->dropped_seen_ns;
+	ds->dropped_seen_ns = c->now_ns;
 	if (*err || d <= ds->dropped_reported)
 		return 0;
 	uint64_t n = d - ds->dropped_reported;
+	if (!session__plausible(n, since, 1)) {
+		*err = SESSION_CORRUPT;
+		return 0;
+	}
 	ds->dropped_reported = d;
 	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_RING_FULL);
 }
@@ -321,7 +362,10 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	int err;
 	int rc = session__report_dropped(c, ds, &err);
 	if (!rc && err)
-		return session__corrupt(c, ds, "dropped count went back");
+		return session__corrupt(
+			c, ds,
+			err == SESSION_CORRUPT ? "dropped count moved faster than a thread can emit"
+					       : "dropped count went back");
 	return rc;
 }
 
@@ -361,6 +405,7 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	ds->st.pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
 	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
 	ds->last_ts_ns = c->now_ns;
+	ds->dropped_seen_ns = c->now_ns;
 	ds->active = 1;
 	if (ring_consumer_attach(&ds->cons, &sl->ctl, session__ring(s, i), s->geom.ring_bytes) < 0)
 		return session__corrupt(c, ds, "bad control block");
@@ -429,25 +474,48 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 	return 0;
 }
 
+/* Reports what one of the region's lost counters gained since the last look. A counter that
+ * went back, or moved faster than every processor emitting one event a nanosecond could move
+ * it, is not believed: its gain is reported as unknown (LOST with count 0, reason CORRUPT), a
+ * NOTE says why (once a session), and counting resumes from the value found. */
+static int session__region_counter(struct session__ctx *c, _Atomic uint64_t *counter,
+				   uint64_t *reported, uint32_t reason, const char *what,
+				   uint64_t since_ns)
+{
+	struct trc_session *s = c->s;
+	uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
+	if (v == *reported)
+		return 0;
+	uint64_t old = *reported;
+	*reported = v;
+	if (v > old && session__plausible(v - old, since_ns, s->cpus))
+		return session__lost(c, &s->meta, c->now_ns, v - old, reason);
+	int rc = session__lost(c, &s->meta, c->now_ns, 0, TRC_LOST_CORRUPT);
+	if (rc || s->region_lost_flagged)
+		return rc;
+	s->region_lost_flagged = 1;
+	char text[256];
+	snprintf(text, sizeof(text),
+		 "trc: the session region's %s lost count jumped from %llu to %llu (%s): not "
+		 "believed, the traced program wrote over the region; losses it counts are unknown "
+		 "from here",
+		 what, (unsigned long long)old, (unsigned long long)v,
+		 v < old ? "backwards" : "faster than the machine can emit");
+	return session__note(c, text);
+}
+
 static int session__region_lost(struct session__ctx *c)
 {
 	struct trc_session *s = c->s;
 	struct trc_region_hdr *h = s->hdr;
-	uint64_t v = atomic_load_explicit(&h->lost_no_slot, memory_order_relaxed);
-	int rc = 0;
-	if (v > s->lost_no_slot_reported) {
-		rc = session__lost(c, &s->meta, c->now_ns, v - s->lost_no_slot_reported,
-				   TRC_LOST_NO_SLOT);
-		s->lost_no_slot_reported = v;
-	}
+	uint64_t since = c->now_ns - s->region_lost_seen_ns;
+	s->region_lost_seen_ns = c->now_ns;
+	int rc = session__region_counter(c, &h->lost_no_slot, &s->lost_no_slot_reported,
+					 TRC_LOST_NO_SLOT, "no-slot", since);
 	if (rc)
 		return rc;
-	v = atomic_load_explicit(&h->lost_reentrant, memory_order_relaxed);
-	if (v > s->lost_reentrant_reported) {
-		rc = session__lost(c, &s->meta, c->now_ns, v - s->lost_reentrant_reported,
-				   TRC_LOST_REENTRANT);
-		s->lost_reentrant_reported = v;
-	}
+	rc = session__region_counter(c, &h->lost_reentrant, &s->lost_reentrant_reported,
+				     TRC_LOST_REENTRANT, "reentrant", since);
 	if (rc)
 		return rc;
 	uint64_t used = atomic_load_explicit(&h->strtab_used, memory_order_relaxed);
@@ -478,6 +546,8 @@ static void session__reap_procs(struct trc_session *s)
 long session_drain(struct trc_session *s, const struct session_sink *sink)
 {
 	struct session__ctx c = {.s = s, .sink = sink, .now_ns = trc_mono_ns()};
+	c.ts_lo = s->created_ns - SESSION_TS_SLACK;
+	c.ts_span = c.now_ns + SESSION_TS_SLACK - c.ts_lo;
 	session__refit(s, c.now_ns);
 	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
 	bool reap =

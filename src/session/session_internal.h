@@ -25,6 +25,7 @@ struct session_slot {
 	struct session_stream st;
 	struct ring_consumer cons;
 	uint64_t dropped_reported;
+	uint64_t dropped_seen_ns; /* when dropped_reported was last checked */
 	uint64_t last_ts_ns;
 };
 
@@ -48,6 +49,10 @@ struct trc_session {
 	uint64_t next_key;
 	uint64_t lost_no_slot_reported;
 	uint64_t lost_reentrant_reported;
+	uint64_t region_lost_seen_ns; /* when the region's lost counters were last checked */
+	uint8_t region_lost_flagged; /* a NOTE said a region lost counter is not believed */
+	uint64_t created_ns; /* CLOCK_MONOTONIC at creation: no record is older */
+	uint32_t cpus; /* online processors: the bound on how fast counters can move */
 	uint64_t last_reap_ns;
 	uint64_t reap_no_slot_seen;
 	uint8_t strtab_full_noted;
