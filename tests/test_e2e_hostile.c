@@ -166,3 +166,32 @@ Test(e2e_hostile, region_scribbled_by_the_program_never_yields_implausible_figur
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* Item 17: a descendant that outlives the traced program: trace-run finishes at once, with the
+ * program's status, and the trace says which processes were still running. */
+Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	/* The sleep's stdout is not the test's pipe, so collecting trace-run's output does not
+	 * wait for it either. The program lingers a moment so the sleep has attached (a process
+	 * forked in the program's very last instant may end the run before it ever attaches). */
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--", "/bin/sh", "-c",
+				   "sleep 5 >/dev/null 2>&1 & echo $!; sleep 0.3; exit 4", NULL);
+	cr_assert_eq(r.exit_code, 4, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(r.seconds, 3.0, "trace-run waited for the descendant: %.1f s", r.seconds);
+	long sleeper = strtol(r.out, NULL, 10);
+	cr_assert_gt(sleeper, 1, "%s", r.out);
+	char want[128];
+	snprintf(want, sizeof(want), "pid %ld (sleep)", sleeper);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect(strstr(text, "still running") && strstr(text, want),
+		  "the summary does not say that %s was still running: %s", want, text);
+	free(text);
+	kill((pid_t)sleeper, SIGKILL);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
