@@ -195,3 +195,51 @@ Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* Item 16: the trace hits the file size limit (as a full disk would: EFBIG, like ENOSPC): the
+ * program runs on to its end, recording stops with one message, the trace stays readable and
+ * says it is truncated, and trace-run exits with the program's status. */
+Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], outp[256], errp[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	char *argv[] = {
+		(char *)TR, "-o",      out,	"--",  (char *)e2e_path("tests/prog_e2e_emit"),
+		"2",	    "3000000", "sleep", "300", NULL};
+	double t0 = e2e_now();
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		/* The soft limit only (ulimit -S -f): the session's memfd is bounded by it too,
+		 * and trace-run lifts it to the hard limit while it sizes the session. */
+		struct rlimit rl = {256 << 10, RLIM_INFINITY};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(99);
+	}
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 6000000\n");
+	const char *msg = strstr(r.err, "File too large");
+	cr_expect(msg != NULL, "no message: %s", r.err);
+	if (msg)
+		cr_expect(strstr(msg + 1, "File too large") == NULL, "more than one message: %s",
+			  r.err);
+	struct stat st;
+	cr_assert_eq(stat(out, &st), 0);
+	cr_expect_leq(st.st_size, 256 << 10);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
+	cr_expect_gt(e2e_json_int(json, "events_recorded"), 0, "%s", json);
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
