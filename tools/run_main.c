@@ -183,9 +183,22 @@ static void run__kill_program(pid_t pid)
 	kill(pid, SIGKILL);
 }
 
+/* The one message of a recording that stopped (disk full, file size limit, I/O error) while
+ * the program runs on: said once, when trace-run first sees it or at the end. */
+static void run__recording_stopped(const char *output, int err, bool *said)
+{
+	if (*said)
+		return;
+	*said = true;
+	fprintf(stderr,
+		"trace-run: recording stopped: writing %s failed: %s; the program runs on, and the "
+		"trace holds what was written before (marked truncated)\n",
+		output, strerror(-err));
+}
+
 /* Waits for the child, forwarding signals. Returns when the child is reaped. */
 static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progress,
-			    struct run_wait *w)
+			    const char *output, bool *stopped_said, struct run_wait *w)
 {
 	uint64_t last_interrupt_ns = 0;
 	bool interrupted = false;
@@ -193,11 +206,20 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 
 	while (!w->reaped) {
 		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
-		int pr = poll(&pfd, 1, progress ? 1000 : -1);
+		/* Wakes every second: progress, and the recorder's health. */
+		int pr = poll(&pfd, 1, 1000);
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (pr == 0) {
-			run__progress(rec, &last_events, &last_ns);
+			struct recorder_stats st;
+			recorder_get_stats(rec, &st);
+			if (st.drain_error && !*stopped_said) {
+				if (progress)
+					fputs("\r\033[K", stderr);
+				run__recording_stopped(output, st.drain_error, stopped_said);
+			}
+			if (progress)
+				run__progress(rec, &last_events, &last_ns);
 			continue;
 		}
 		struct signalfd_siginfo si;
@@ -256,6 +278,9 @@ int main(int argc, char **argv)
 	sigaddset(&handled, SIGUSR2);
 	sigset_t blocked = handled;
 	sigaddset(&blocked, SIGPIPE);
+	/* A trace that reaches RLIMIT_FSIZE gets EFBIG from write, as a full disk gives ENOSPC,
+	 * instead of killing trace-run (the program keeps its own disposition). */
+	sigaddset(&blocked, SIGXFSZ);
 	sigprocmask(SIG_BLOCK, &blocked, &child_mask);
 	int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
 	if (sfd < 0) {
@@ -269,9 +294,24 @@ int main(int argc, char **argv)
 		.ring_bytes = opt.buffer_bytes,
 		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
 	};
+	/* The session is a memfd, which a file size limit (ulimit -f) also bounds: lift the soft
+	 * limit while it is sized, then put it back for the trace file and the program. */
+	struct rlimit fsize_limit;
+	bool fsize_lifted = getrlimit(RLIMIT_FSIZE, &fsize_limit) == 0 &&
+			    fsize_limit.rlim_cur < fsize_limit.rlim_max;
+	if (fsize_lifted) {
+		struct rlimit up = {fsize_limit.rlim_max, fsize_limit.rlim_max};
+		fsize_lifted = setrlimit(RLIMIT_FSIZE, &up) == 0;
+	}
 	struct trc_session *session = session_create(&scfg, &err);
+	if (fsize_lifted)
+		setrlimit(RLIMIT_FSIZE, &fsize_limit);
 	if (!session) {
-		fprintf(stderr, "trace-run: cannot create the trace session: %s\n", strerror(-err));
+		fprintf(stderr, "trace-run: cannot create the trace session: %s%s\n",
+			strerror(-err),
+			err == -EFBIG ? " (the file size limit, ulimit -f, is below the session's "
+					"buffers: raise it or lower --buffer-size)"
+				      : "");
 		return RUN_EXIT_RECORDER_FAILED;
 	}
 
@@ -374,20 +414,17 @@ int main(int argc, char **argv)
 	}
 
 	struct run_wait w = {0};
-	run__wait_child(sfd, child.pid, rec, progress, &w);
+	bool stopped_said = false;
+	run__wait_child(sfd, child.pid, rec, progress, output, &stopped_said, &w);
 
 	struct recorder_stats st;
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
 	int rerr = recorder_finish(rec, &ex, &st);
 	int cerr = trcfile_writer_close(writer);
-	if (rerr || cerr) {
-		fprintf(stderr,
-			"trace-run: writing %s failed: %s; the trace holds what was written "
-			"before\n",
-			output, strerror(-(rerr ? rerr : cerr)));
-		exit_code = RUN_EXIT_RECORDER_FAILED;
-		goto out;
-	}
+	/* A recording that failed does not change the program's status: trace-run exits with it,
+	 * and says once that the trace is cut short. */
+	if (rerr || cerr)
+		run__recording_stopped(output, rerr ? rerr : cerr, &stopped_said);
 	exit_code = run__exit_code(w.status);
 
 	if (!opt.quiet) {
