@@ -358,3 +358,38 @@ Test(preload, allocator_in_ld_preload_after_ours_stays_in_charge, .init = setup,
 	preloaded_allocator("libtcmalloc.so.4");
 	preloaded_allocator("libmimalloc.so.2");
 }
+
+/* Issue 12 item 13: a signal handler that leaves by siglongjmp, out of the middle of an emit,
+ * must not leave the thread's fast-path flag cleared: the events after the jumps are recorded,
+ * not counted as REENTRANT losses. */
+Test(preload, siglongjmp_out_of_an_emit_does_not_silence_the_thread, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_rt_longjmp", build);
+	char *argv[] = {prog, "3000", "1000", NULL};
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st, 0, "status %x", st);
+	size_t len;
+	char *out = slurp(path_b, &len);
+	cr_assert_eq(field(out, "jumps="), 3000, "%s", out);
+	free(out);
+	uint32_t after_id = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_NAME && strcmp(c.v[i].str, "longjmp.after") == 0)
+			after_id = c.v[i].r.name.id;
+	size_t after = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_COUNTER && after_id &&
+		    c.v[i].r.value.name_id == after_id)
+			after++;
+	cr_assert_eq(after, 1000,
+		     "%zu of the 1000 events after the jumps recorded (%lu counted "
+		     "reentrant)",
+		     after, (unsigned long)c.lost[TRC_LOST_REENTRANT]);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
