@@ -163,3 +163,75 @@ Test(session_hostile, setuid_program_ignores_the_session_fd_in_its_environment, 
 	cr_assert_eq(system(cmd), 0);
 	session_destroy(s);
 }
+
+/* ---- item 11: exact accounting per thread and per reason ---------------------------------- */
+
+static void *name_only(void *arg)
+{
+	(void)arg;
+	trc_thread_name("no-slot-left");
+	return NULL;
+}
+
+Test(session_hostile, naming_a_thread_without_a_slot_is_no_lost_event, .timeout = 30)
+{
+	struct trc_session *s = start(1, 64 << 10);
+	TRC_INSTANT("hostile.holder", 1); /* the only slot */
+	pthread_t th;
+	pthread_create(&th, NULL, name_only, NULL);
+	pthread_join(th, NULL);
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	cr_assert_eq(c.by_type[TRC_REC_INSTANT], 1);
+	cr_assert_eq(ts_lost_total(&c), 0, "a name is not an event: %lu lost (no_slot %lu)",
+		     (unsigned long)ts_lost_total(&c), (unsigned long)c.lost[TRC_LOST_NO_SLOT]);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+struct reentrant_arg {
+	long tid;
+};
+
+/* 10 events, 5 emitted as a signal handler nested in an emit would (ok == 0 with a ring),
+ * 10 more. */
+static void *emit_with_nested(void *p)
+{
+	struct reentrant_arg *a = p;
+	a->tid = gettid();
+	for (int i = 0; i < 10; i++)
+		TRC_COUNTER("hostile.outer", i);
+	trc__self.ok = 0;
+	for (int i = 0; i < 5; i++)
+		TRC_COUNTER("hostile.nested", i);
+	trc__self.ok = 1;
+	for (int i = 0; i < 10; i++)
+		TRC_COUNTER("hostile.outer", 10 + i);
+	return NULL;
+}
+
+Test(session_hostile, reentrant_losses_are_the_threads_own, .timeout = 30)
+{
+	struct trc_session *s = start(4, 64 << 10);
+	struct reentrant_arg a = {0};
+	pthread_t th;
+	pthread_create(&th, NULL, emit_with_nested, &a);
+	pthread_join(th, NULL);
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	uint64_t recorded = 0, lost = 0, lost_elsewhere = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		const struct ts_rec *x = &c.v[i];
+		bool mine = x->st.kind == TRC_STREAM_THREAD && x->st.tid == (uint32_t)a.tid;
+		if (x->r.type == TRC_REC_COUNTER && mine)
+			recorded++;
+		if (x->r.type == TRC_REC_LOST && x->r.lost.reason == TRC_LOST_REENTRANT)
+			*(mine ? &lost : &lost_elsewhere) += x->r.lost.count;
+	}
+	cr_assert_eq(recorded, 20);
+	cr_assert_eq(lost, 5, "the thread's stream says %lu lost (elsewhere: %lu)",
+		     (unsigned long)lost, (unsigned long)lost_elsewhere);
+	cr_assert_eq(lost_elsewhere, 0);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
