@@ -322,6 +322,24 @@ static int session__report_dropped(struct session__ctx *c, struct session_slot *
 	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_RING_FULL);
 }
 
+/* The thread's own REENTRANT losses (its slot's counter), bounded like the ring's. */
+static int session__report_reentrant(struct session__ctx *c, struct session_slot *ds,
+				     uint64_t since_ns, bool *bad)
+{
+	struct trc_slot *sl = session__slot(c->s, (uint32_t)(ds - c->s->slots));
+	uint64_t v = atomic_load_explicit(&sl->lost_reentrant, memory_order_relaxed);
+	if (v == ds->reentrant_reported)
+		return 0;
+	if (v < ds->reentrant_reported ||
+	    !session__plausible(v - ds->reentrant_reported, since_ns, 1)) {
+		*bad = true;
+		return 0;
+	}
+	uint64_t n = v - ds->reentrant_reported;
+	ds->reentrant_reported = v;
+	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_REENTRANT);
+}
+
 /* Ends a stream whose ring is corrupt: LOST (CORRUPT), a NOTE, stream_end. */
 static int session__corrupt(struct session__ctx *c, struct session_slot *ds, const char *why)
 {
@@ -359,8 +377,14 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	if (n < 0)
 		return session__corrupt(c, ds, "bad record header");
 	ring_batch_release(&ds->cons, &b);
+	bool bad = false;
+	int rc = session__report_reentrant(c, ds, c->now_ns - ds->dropped_seen_ns, &bad);
+	if (rc)
+		return rc;
+	if (bad)
+		return session__corrupt(c, ds, "reentrant lost count implausible");
 	int err;
-	int rc = session__report_dropped(c, ds, &err);
+	rc = session__report_dropped(c, ds, &err);
 	if (!rc && err)
 		return session__corrupt(
 			c, ds,
@@ -381,6 +405,7 @@ static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 		(void)madvise(session__ring(s, i), s->geom.ring_bytes, MADV_REMOVE);
 	(void)ring_ctl_init(&sl->ctl, s->geom.ring_bytes, 0);
 	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->lost_reentrant, 0, memory_order_relaxed);
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELAXED);
 	memset(sl->name, 0, sizeof(sl->name));

@@ -25,6 +25,7 @@ struct session_slot {
 	struct session_stream st;
 	struct ring_consumer cons;
 	uint64_t dropped_reported;
+	uint64_t reentrant_reported; /* the slot's lost_reentrant, as reported */
 	uint64_t dropped_seen_ns; /* when dropped_reported was last checked */
 	uint64_t last_ts_ns;
 };

@@ -154,7 +154,11 @@ struct trc_slot {
 	uint32_t tid;
 	char name[TRC_THREAD_NAME_BYTES];
 	_Atomic uint64_t resident_bytes; /* ring bytes the claimer has faulted in */
-	uint64_t reserved[2];
+	/* Events of this thread dropped because a signal handler's emit nested in one of its own
+	 * (trc.h's ok flag): the thread's, reported on its stream. Zeroed by the recorder with
+	 * the ring when it frees the slot. */
+	_Atomic uint64_t lost_reentrant;
+	uint64_t reserved;
 	struct ring_ctl ctl;
 };
 
@@ -198,7 +202,8 @@ _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64
 		       offsetof(struct trc_slot, tid) == 12 &&
 		       offsetof(struct trc_slot, name) == 16 &&
 		       offsetof(struct trc_slot, resident_bytes) == 32 &&
-		       offsetof(struct trc_slot, reserved) == 40 &&
+		       offsetof(struct trc_slot, lost_reentrant) == 40 &&
+		       offsetof(struct trc_slot, reserved) == 48 &&
 		       offsetof(struct trc_slot, ctl) == 64,
 	       "slot layout (ring_ctl's own layout: ring.h)");
 /* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
