@@ -393,3 +393,51 @@ Test(preload, siglongjmp_out_of_an_emit_does_not_silence_the_thread, .init = set
 	ts_collect_free(&c);
 	session_destroy(s);
 }
+
+static size_t count_allocs(const struct ts_collect *c, uint64_t min_size)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].r.type == TRC_REC_ALLOC && c->v[i].r.alloc.size >= min_size)
+			n++;
+	return n;
+}
+
+/* Issue 12 item 14: heaptrack counts one allocation more than trc on every C program (sed
+ * 630578/630579). It is heaptrack's own: its preload library is C++, so libstdc++ is loaded into
+ * the program and its constructor allocates the exception-handling emergency pool (72704 bytes
+ * with GCC 12) before main. With libstdc++ preloaded beside ours, trc records that allocation
+ * too, and exactly that one more: nothing the program itself allocates is missed, constructors
+ * that run before main included. */
+Test(preload, heaptracks_extra_allocation_is_its_own_libstdcxx_pool, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *stdcxx = "/lib/x86_64-linux-gnu/libstdc++.so.6";
+	if (access(stdcxx, R_OK) != 0)
+		stdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+	cr_assert_eq(access(stdcxx, R_OK), 0, "libstdc++.so.6 not found");
+	FILE *f = fopen(path_in, "w");
+	for (int i = 0; i < 2000; i++)
+		fprintf(f, "%d\n", (i * 7919) % 2000);
+	fclose(f);
+	char *argv[] = {"sed", "-e", "s/1/x/", path_in, NULL};
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect plain = {0}, with_cxx = {0};
+	const char *env[] = {preload_env, NULL};
+	cr_assert_eq(ts_run_traced(s, &plain, argv, env, NULL, path_a), 0);
+	char both[2 * PATH_MAX + 32];
+	snprintf(both, sizeof(both), "%s:%s", preload_env, stdcxx);
+	const char *env_cxx[] = {both, NULL};
+	cr_assert_eq(ts_run_traced(s, &with_cxx, argv, env_cxx, NULL, path_b), 0);
+	assert_same_files(path_a, path_b);
+	cr_assert_gt(count_allocs(&plain, 0), 100);
+	cr_assert_eq(count_allocs(&with_cxx, 0), count_allocs(&plain, 0) + 1,
+		     "sed alone: %zu allocations, with libstdc++ loaded: %zu",
+		     count_allocs(&plain, 0), count_allocs(&with_cxx, 0));
+	cr_assert_eq(count_allocs(&with_cxx, 64 << 10), count_allocs(&plain, 64 << 10) + 1,
+		     "the one more is libstdc++'s emergency pool (64 KiB or more)");
+	cr_assert_eq(ts_lost_total(&plain) + ts_lost_total(&with_cxx), 0);
+	ts_collect_free(&plain);
+	ts_collect_free(&with_cxx);
+	session_destroy(s);
+}
