@@ -50,7 +50,9 @@ static const char dump__summary_help[] =
 	"  events_lost               events lost (emitted = recorded + lost)\n"
 	"  rss_ticks_skipped         sampler ticks skipped because they came late\n"
 	"  records_by_type           object: type name -> count (every type)\n"
-	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, sampler_late\n"
+	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, "
+	"sampler_late,\n"
+	"                            reentrant\n"
 	"  threads                   array of {pid, tid, name, events, lost}, by pid then tid\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
@@ -59,6 +61,8 @@ static const char dump__summary_help[] =
 	"                            counter_* are null without counters\n"
 	"  spans_unmatched_end       span_end records with no open span of that name\n"
 	"  spans_open_at_end         spans never ended\n"
+	"  spans_cut_by_loss         spans open when events of their thread were lost: end "
+	"unknown\n"
 	"  percentiles_approximate   true when histogram memory ran out (some spans left out)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
@@ -168,7 +172,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	{
 		bool f2 = true;
 		dump_char('{');
-		for (uint32_t k = TRC_LOST_RING_FULL; k <= TRC_LOST_SAMPLER_LATE; k++)
+		for (uint32_t k = TRC_LOST_RING_FULL; k < TRC_LOST_REASON_COUNT; k++)
 			dump__kv_u64(trcfile_lost_reason_name(k), s->lost_per_reason[k], &f2);
 		dump_char('}');
 	}
@@ -221,6 +225,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump_char(']');
 	dump__kv_u64("spans_unmatched_end", s->spans_unmatched_end, &first);
 	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
+	dump__kv_u64("spans_cut_by_loss", s->spans_cut_by_loss, &first);
 	dump__kv_bool("percentiles_approximate", s->percentiles_approximate, &first);
 	dump__kv_u64("allocs", s->allocs, &first);
 	dump__kv_u64("alloc_bytes", s->alloc_bytes, &first);
@@ -357,8 +362,9 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump_char('\n');
 	if (s->events_lost) {
 		dump_str("  lost by reason:");
-		for (uint32_t k = TRC_LOST_RING_FULL; k <= TRC_LOST_OVERSIZED; k++)
-			if (s->lost_per_reason[k])
+		/* Every reason of lost events (late sampler ticks are not events: below). */
+		for (uint32_t k = TRC_LOST_RING_FULL; k < TRC_LOST_REASON_COUNT; k++)
+			if (k != TRC_LOST_SAMPLER_LATE && s->lost_per_reason[k])
 				dump_printf(" %s %" PRIu64, trcfile_lost_reason_name(k),
 					    s->lost_per_reason[k]);
 		dump_char('\n');
@@ -413,6 +419,12 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 				    cli_plural(s->spans_unmatched_end, "end", "ends"),
 				    s->spans_open_at_end,
 				    cli_plural(s->spans_open_at_end, "span", "spans"));
+		if (s->spans_cut_by_loss)
+			dump_printf("  (%" PRIu64
+				    " %s open when events were lost: end unknown, not "
+				    "counted)\n",
+				    s->spans_cut_by_loss,
+				    cli_plural(s->spans_cut_by_loss, "span", "spans"));
 	}
 	if (any_value) {
 		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",

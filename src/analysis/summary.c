@@ -12,9 +12,10 @@
  * approximate, never dropped silently).
  *
  * Span durations: a begin is matched with the next end of the same name on the same stream
- * (a stack per stream, innermost first). Percentiles come from a log-linear histogram per
- * name (32 sub-buckets per power of two: within 3% of the exact value), so memory does not
- * grow with the number of spans.
+ * (a stack per stream, innermost first); a LOST record of the stream ends every span open on
+ * it as unknown (spans_cut_by_loss), and a span whose end is stamped before its begin lasts 0.
+ * Percentiles come from a log-linear histogram per name (32 sub-buckets per power of two: within 3%
+ * of the exact value), so memory does not grow with the number of spans.
  *
  * RSS: everything is the traced program's figure with the trace buffers taken out. The exact
  * peak is the EXIT record's maxrss_bytes - buffers_bytes for the header's pid; without one,
@@ -430,6 +431,13 @@ static void trcfile__other(struct trcfile__sum *m, const struct trc_record *rec,
 			s->events_lost += rec->lost.count;
 			if (th)
 				th->lost += rec->lost.count;
+			/* Events of this stream are missing here: the spans open on it may have
+			 * ended in the gap, so they end as unknown, never paired with an END
+			 * after it (a 20 ns span would show as lasting the whole gap). */
+			if (rec->lost.count) {
+				s->spans_cut_by_loss += m->stack_n;
+				m->stack_n = 0;
+			}
 		}
 		break;
 	case TRC_REC_THREAD: {
@@ -600,8 +608,12 @@ static int trcfile__fast_run(struct trcfile__sum *m, struct trcfile__run *run)
 			} else {
 				st->ends++;
 				if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
-					/* ts only grew since the begin: deltas are >= 0 here */
-					uint64_t dur = ts - stk[--sn].ts;
+					/* Deltas are >= 0 inside a chunk here (negative ones take
+					 * the checked path), but the begin may be from an earlier
+					 * chunk stamped later (time stepped back: a TSC refit):
+					 * such a span lasts 0, as on the slow path. */
+					uint64_t begin = stk[--sn].ts;
+					uint64_t dur = ts >= begin ? ts - begin : 0;
 					st->spans++;
 					st->span_total_ns += dur;
 					if (dur > st->span_max_ns)

@@ -320,6 +320,7 @@ struct trcfile_summary {
 	uint64_t notes_dropped;
 
 	uint64_t spans_unmatched_end, spans_open_at_end;
+	uint64_t spans_cut_by_loss; /* open when a LOST record of their stream came: unknown end */
 	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;
