@@ -603,8 +603,11 @@ Test(trcfile, summary_of_the_small_trace)
 	cr_assert_eq(s.n_names, 5);
 	cr_assert_str_eq(s.names[0].name, "compute");
 	cr_assert_eq(s.names[0].begins, 2);
-	cr_assert_eq(s.names[0].spans, 1);
-	cr_assert_eq(s.names[0].span_total_ns, 2000);
+	/* thread a's compute never ends; thread b's is cut by its LOST record (issue 12 item 15):
+	 * its end is unknown, and the END after the gap matches nothing */
+	cr_assert_eq(s.names[0].spans, 0);
+	cr_assert_eq(s.names[0].span_total_ns, 0);
+	cr_assert_eq(s.spans_cut_by_loss, 1);
 	cr_assert_str_eq(s.names[1].name, "main");
 	cr_assert_eq(s.names[1].spans, 1);
 	cr_assert_eq(s.names[1].span_max_ns, 3035);
@@ -622,7 +625,7 @@ Test(trcfile, summary_of_the_small_trace)
 	cr_assert_str_eq(s.names[4].name, "ready");
 	cr_assert_eq(s.names[4].instants, 1);
 	cr_assert_eq(s.spans_open_at_end, 1);
-	cr_assert_eq(s.spans_unmatched_end, 0);
+	cr_assert_eq(s.spans_unmatched_end, 1);
 	/* allocations: 64+128+256 by a, 4096 by b; a frees 0x..1100 (128), b frees 0x..1000 (64) */
 	cr_assert_eq(s.allocs, 4);
 	cr_assert_eq(s.alloc_bytes, 64 + 128 + 256 + 4096);
