@@ -243,3 +243,41 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* Item 15: a program linked with libtrc.a, traced with the preload library (which brings
+ * libtrc.so: two runtimes in one process), is recorded once, with all its threads' events. */
+Test(e2e_hostile, program_with_libtrc_a_is_recorded_once_and_whole, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r =
+		e2e_run(dir, TR, "-q", "-o", out, "--",
+			(char *)e2e_path("tests/prog_libtrca_threads"), "4", "20000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 80000\n");
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "process"), 1, "the process recorded more than once: %s",
+		     json);
+	const char *work = strstr(json, "{\"name\":\"libtrca.work\",");
+	cr_assert_not_null(work, "%s", json);
+	cr_expect_eq(e2e_json_int_from(json, work, "counters"), 80000, "%.200s", work);
+	free(json);
+	e2e_free(&r);
+	r = e2e_run(dir, TD, "events", out, NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	size_t early = 0, worker = 0, last = 0;
+	for (const char *p = r.out; (p = strstr(p, " alloc addr=")); p++) {
+		const char *size = strstr(p, "size=");
+		long n = size ? strtol(size + 5, NULL, 10) : 0;
+		early += n == 48;
+		worker += n == 64;
+		last += n == 12345;
+	}
+	cr_expect_eq(early, 10, "allocations before libtrc.a attached");
+	cr_expect_eq(worker, 800, "the workers' allocations");
+	cr_expect_eq(last, 1, "main's last allocation");
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
