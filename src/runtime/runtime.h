@@ -35,6 +35,7 @@ struct trc__rt {
 	struct trc_region_geom geom; /* validated at attach from one read of the header */
 	int fd;
 	pid_t pid; /* this process (updated in the fork child) */
+	uint32_t image; /* this program image's token (attach.c): same in every runtime copy */
 	pthread_key_t key;
 	bool key_ok;
 	bool atfork_ok;

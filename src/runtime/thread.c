@@ -147,6 +147,7 @@ static int trc__claim(struct trc__thread *t)
 		/* Relaxed atomics: session_buffers_resident_bytes reads pid at any time. */
 		__atomic_store_n(&s->pid, (uint32_t)trc__rt.pid, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->image, trc__rt.image, __ATOMIC_RELAXED);
 		if (t->named)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else

@@ -145,7 +145,10 @@ struct trc_proc {
 	_Atomic uint32_t pid; /* 0 until written */
 	uint32_t ppid;
 	_Atomic uint32_t dead; /* set by the recorder when it found the process gone */
-	uint32_t reserved;
+	/* Which program image of that pid (trc_image_token): an exec'd image has another one,
+	 * while two runtimes in one image (libtrc.a in the program, libtrc.so from the preload
+	 * library) share it and register the process once. */
+	uint32_t image;
 };
 
 struct trc_slot {
@@ -158,7 +161,7 @@ struct trc_slot {
 	 * (trc.h's ok flag): the thread's, reported on its stream. Zeroed by the recorder with
 	 * the ring when it frees the slot. */
 	_Atomic uint64_t lost_reentrant;
-	uint64_t reserved;
+	uint64_t image; /* the claimer's trc_image_token, written while CLAIMING */
 	struct ring_ctl ctl;
 };
 
@@ -194,7 +197,7 @@ _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 _Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
 		       offsetof(struct trc_proc, ppid) == 4 &&
 		       offsetof(struct trc_proc, dead) == 8 &&
-		       offsetof(struct trc_proc, reserved) == 12,
+		       offsetof(struct trc_proc, image) == 12,
 	       "process table entry layout");
 _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64 &&
 		       offsetof(struct trc_slot, state) == 0 &&
@@ -203,7 +206,7 @@ _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64
 		       offsetof(struct trc_slot, name) == 16 &&
 		       offsetof(struct trc_slot, resident_bytes) == 32 &&
 		       offsetof(struct trc_slot, lost_reentrant) == 40 &&
-		       offsetof(struct trc_slot, reserved) == 48 &&
+		       offsetof(struct trc_slot, image) == 48 &&
 		       offsetof(struct trc_slot, ctl) == 64,
 	       "slot layout (ring_ctl's own layout: ring.h)");
 /* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
