@@ -2,9 +2,11 @@
  * time that steps back inside a stream (TSC refits), losses of every reason, spans cut by a
  * loss. Traces are made with the writer (test_trcfile_util.h); the figures are exact. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 
 #include "test_trcfile_util.h"
+#include "trcfile_codec.h"
 
 static const char *dh_dump(void)
 {
@@ -192,5 +194,65 @@ Test(dump_hostile, spans_are_not_paired_across_a_loss, .timeout = 60)
 	cr_expect_eq(dh_int(json, "spans_cut_by_loss"), 1, "%s", json);
 	cr_expect_eq(dh_int(json, "spans_unmatched_end"), 1, "%s", json);
 	free(json);
+	tu_rm_rf(dir);
+}
+
+/* Item 12: the footer's size comes from the trailer, which a sparse file can make tens of GB: the
+ * reader checks it against what the chunks before it could need before it reads a byte of it,
+ * and reads such a file by its chunks, in bounded memory. */
+Test(dump_hostile, sparse_file_with_a_huge_footer_claim_reads_in_bounded_memory, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], bad[300];
+	snprintf(trc, sizeof(trc), "%s/ok.trc", dir);
+	snprintf(bad, sizeof(bad), "%s/sparse.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *th = dh_plan(&p);
+	uint64_t t = 1000000;
+	dh_pairs(th, &t, 100, 20);
+	dh_write(&p, trc);
+	size_t n = 0;
+	uint8_t *b = tu_read_file(trc, &n);
+	cr_assert_gt(n, 64);
+	const uint8_t *tr = b + n - 32;
+	uint64_t foff;
+	memcpy(&foff, tr, 8);
+	/* Everything but the trailer, then 20 GiB of hole, then a trailer whose footer is
+	 * everything from the old footer to it (valid trailer checksum). */
+	int fd = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, b, n - 32), (ssize_t)(n - 32));
+	uint64_t size = 20ull << 30;
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	uint8_t nt[32];
+	memcpy(nt, tr, 32);
+	uint64_t fbytes = size - 32 - foff;
+	memcpy(nt + 8, &fbytes, 8);
+	uint32_t crc = trcfile__crc32c(0, nt, 20);
+	memcpy(nt + 20, &crc, 4);
+	cr_assert_eq(pwrite(fd, nt, 32, (off_t)(size - 32)), 32);
+	close(fd);
+	free(b);
+	/* A gigabyte of address space is far more than this trace needs, and far less than the
+	 * footer claims (no limit under a sanitizer, which reserves terabytes of shadow). */
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	char cmd[1200], out[400];
+	snprintf(out, sizeof(out), "%s/summary.out", dir);
+	snprintf(cmd, sizeof(cmd), "%s timeout 60 '%s' summary --json '%s' >'%s' 2>'%s.err'",
+		 tier && *tier ? "" : "ulimit -v 1048576;", dh_dump(), bad, out, out);
+	int st = system(cmd);
+	char errp[420];
+	snprintf(errp, sizeof(errp), "%s.err", out);
+	size_t en = 0;
+	char *err = (char *)tu_read_file(errp, &en);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %x: %.*s", st, (int)en, err);
+	free(err);
+	size_t jn = 0;
+	char *json = (char *)tu_read_file(out, &jn);
+	json = realloc(json, jn + 1);
+	json[jn] = 0;
+	cr_expect_eq(dh_int(dh_name(json, "work"), "spans"), 100, "%s", json);
+	free(json);
+	unlink(bad);
 	tu_rm_rf(dir);
 }
