@@ -256,3 +256,52 @@ Test(dump_hostile, sparse_file_with_a_huge_footer_claim_reads_in_bounded_memory,
 	unlink(bad);
 	tu_rm_rf(dir);
 }
+
+/* A trace of two threads' spans whose middle chunk has 4 bytes flipped. */
+static void dh_damaged(const char *dir, char *bad, size_t len)
+{
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/whole.trc", dir);
+	snprintf(bad, len, "%s/damaged.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *th = dh_plan(&p);
+	uint64_t t = 1000000;
+	dh_pairs(th, &t, 3000, 20);
+	size_t cut1 = th->n;
+	dh_pairs(th, &t, 6000, 20);
+	dh_write_cut(&p, trc, cut1);
+	size_t n = 0;
+	uint8_t *b = tu_read_file(trc, &n);
+	for (int i = 0; i < 4; i++)
+		b[n / 2 + (size_t)i] ^= 0xff;
+	tu_write_file(bad, b, n);
+	free(b);
+}
+
+/* Item 15: chrome that fails half-way leaves no partial JSON: an output file is cut back to
+ * nothing; a pipe gets a document that parses and says it is incomplete. Exit status 1. */
+Test(dump_hostile, chrome_that_fails_leaves_no_partial_json, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char bad[300], out[400], cmd[1400];
+	dh_damaged(dir, bad, sizeof(bad));
+	snprintf(out, sizeof(out), "%s/chrome.json", dir);
+	snprintf(cmd, sizeof(cmd), "timeout 60 '%s' chrome '%s' >'%s' 2>/dev/null", dh_dump(), bad,
+		 out);
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %x", st);
+	struct stat sb;
+	cr_assert_eq(stat(out, &sb), 0);
+	cr_expect_eq(sb.st_size, 0, "a failed export left %lld bytes in the file",
+		     (long long)sb.st_size);
+	snprintf(
+		cmd, sizeof(cmd),
+		"set -o pipefail 2>/dev/null; timeout 60 '%s' chrome '%s' 2>/dev/null | python3 -c "
+		"'import json,sys; d=json.load(sys.stdin); assert d[\"otherData\"][\"incomplete\"] "
+		"is True, d[\"otherData\"]; assert d[\"otherData\"][\"error\"]'",
+		dh_dump(), bad);
+	st = system(cmd);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "piped output is not a complete JSON document saying it is incomplete (%x)", st);
+	tu_rm_rf(dir);
+}
