@@ -16,14 +16,20 @@
  *   thread, process                  "M" thread_name / process_name metadata
  * Balance: an "E" with no open span on its thread is dropped (counted in otherData); spans
  * still open at the end are closed at the last timestamp with args.unfinished = true.
+ * Failure half-way (a damaged chunk): never partial JSON. An output file is cut back to where
+ * the document began; a pipe gets the document closed, otherData {incomplete, error}.
  * Timestamps: microseconds from the start of recording, nanoseconds kept as 3 decimals.
  *
  * Threads: single-threaded.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_plural.h"
 #include "dump_common.h"
@@ -353,6 +359,11 @@ int dump_chrome_main(int argc, char **argv)
 						       : "out of memory");
 		goto out;
 	}
+	/* Where the document starts in an output file, to cut a failed export back to. */
+	struct stat ost;
+	off_t out_start = fstat(dump_out.fd, &ost) == 0 && S_ISREG(ost.st_mode)
+				  ? lseek(dump_out.fd, 0, SEEK_CUR)
+				  : (off_t)-1;
 	dump_str("{\"traceEvents\":[\n");
 	dump__prologue(c);
 	struct trc_record rec;
@@ -361,8 +372,22 @@ int dump_chrome_main(int argc, char **argv)
 	while ((err = trcfile_iter_next(it, &rec, &sidx)) == 1)
 		dump__record(c, sidx, &rec);
 	if (err < 0) {
-		/* What was written so far is not valid JSON; say why and fail. */
-		dump_flush();
+		/* No partial JSON: an output file is cut back to where the document started; a
+		 * pipe, which cannot be taken back, gets the document closed after the last whole
+		 * event, with otherData saying it is incomplete and why. Either way, status 1. */
+		if (out_start >= 0) {
+			dump_out.len = 0;
+			if (ftruncate(dump_out.fd, out_start) != 0 ||
+			    lseek(dump_out.fd, out_start, SEEK_SET) < 0)
+				dump_error("%s: cannot remove the partial output: %s", path,
+					   strerror(errno));
+		} else {
+			dump_str("\n],\n\"otherData\":{\"incomplete\":true,\"error\":");
+			const char *why = trcfile_reader_errmsg(r);
+			dump_json_str(why, strlen(why));
+			dump_str("}}\n");
+			dump_flush();
+		}
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
 		goto out;
 	}
