@@ -305,3 +305,22 @@ Test(dump_hostile, chrome_that_fails_leaves_no_partial_json, .timeout = 60)
 		  "piped output is not a complete JSON document saying it is incomplete (%x)", st);
 	tu_rm_rf(dir);
 }
+
+/* Item 15: 4 bytes flipped in one chunk cost that chunk, not the file: it is skipped with a
+ * note, the rest is read, and spans open across it end as unknown. */
+Test(dump_hostile, damaged_chunk_is_skipped_and_the_rest_read, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char bad[300];
+	dh_damaged(dir, bad, sizeof(bad));
+	char *json = dh_summary(dir, bad, true);
+	cr_expect_eq(dh_int(json, "chunks_damaged"), 1, "%s", json);
+	int64_t spans = dh_int(dh_name(json, "work"), "spans");
+	cr_expect(spans >= 3000 && spans < 9000, "%lld of 9000 spans read", (long long)spans);
+	cr_expect_eq(dh_int(dh_name(json, "work"), "span_max_ns"), 20);
+	free(json);
+	char *text = dh_summary(dir, bad, false);
+	cr_expect(strstr(text, "DAMAGED:   1 chunk skipped") != NULL, "%s", text);
+	free(text);
+	tu_rm_rf(dir);
+}
