@@ -67,6 +67,7 @@ struct dump__chrome {
 	unsigned n_pids;
 	uint64_t unmatched_end, closed_at_end;
 	bool live_approximate;
+	char fail_msg[96]; /* an injected failure's message (tests) */
 };
 
 /* Starts an event object: {"ph":"X","pid":P,"tid":T,"ts":TS */
@@ -369,8 +370,20 @@ int dump_chrome_main(int argc, char **argv)
 	struct trc_record rec;
 	unsigned sidx;
 	int err;
-	while ((err = trcfile_iter_next(it, &rec, &sidx)) == 1)
+	/* Fault injection for the tests (a failure the reader no longer makes on a damaged
+	 * chunk, which it skips): fail after that many records. */
+	const char *fail_env = getenv("TRC_TEST_CHROME_FAIL_AFTER");
+	uint64_t fail_after = fail_env ? strtoull(fail_env, NULL, 10) : UINT64_MAX, n_recs = 0;
+	while ((err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+		if (n_recs++ == fail_after) {
+			err = -EIO;
+			snprintf(c->fail_msg, sizeof(c->fail_msg), "injected failure (%s)",
+				 "TRC_TEST_CHROME_FAIL_AFTER");
+			break;
+		}
 		dump__record(c, sidx, &rec);
+	}
+	const char *why = c->fail_msg[0] ? c->fail_msg : trcfile_reader_errmsg(r);
 	if (err < 0) {
 		/* No partial JSON: an output file is cut back to where the document started; a
 		 * pipe, which cannot be taken back, gets the document closed after the last whole
@@ -383,12 +396,11 @@ int dump_chrome_main(int argc, char **argv)
 					   strerror(errno));
 		} else {
 			dump_str("\n],\n\"otherData\":{\"incomplete\":true,\"error\":");
-			const char *why = trcfile_reader_errmsg(r);
 			dump_json_str(why, strlen(why));
 			dump_str("}}\n");
 			dump_flush();
 		}
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		dump_error("%s: %s", path, why);
 		goto out;
 	}
 	for (unsigned s = 0; s < ns; s++) {
@@ -429,6 +441,6 @@ out:
 		free(c->depth);
 		free(c);
 	}
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	return rc;
 }

@@ -85,7 +85,8 @@ static const char dump__summary_help[] =
 	"                            last whole chunk)\n"
 	"  footer_damaged            true when a footer was there but failed its checks\n"
 	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n"
-	"  chunks_missing            chunks absent before the last chunk of their stream\n";
+	"  chunks_missing            chunks absent before the last chunk of their stream\n"
+	"  chunks_damaged            chunks that failed their checks when read: skipped\n";
 
 static const char *dump__clock_name(uint32_t c)
 {
@@ -281,6 +282,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump__kv_bool("footer_damaged", st.footer_damaged, &first);
 	dump__kv_u64("chunks", st.chunks, &first);
 	dump__kv_u64("chunks_missing", st.chunks_missing, &first);
+	dump__kv_u64("chunks_damaged", st.chunks_damaged, &first);
 	dump__kv_u64("bytes_ignored", st.bytes_ignored, &first);
 	dump_str("}\n");
 }
@@ -345,6 +347,10 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("MISSING:   %" PRIu64 " %s lost before the last ones of their "
 			    "streams (a write error?)\n",
 			    st.chunks_missing, cli_plural(st.chunks_missing, "chunk", "chunks"));
+	if (st.chunks_damaged)
+		dump_printf("DAMAGED:   %" PRIu64 " %s skipped, the rest read (first: %s)\n",
+			    st.chunks_damaged, cli_plural(st.chunks_damaged, "chunk", "chunks"),
+			    trcfile_reader_damage_note(r));
 	if (s->has_exit) {
 		int stt = s->exit_status;
 		if ((stt & 0x7f) == 0)
@@ -552,6 +558,6 @@ int dump_summary_main(int argc, char **argv)
 	else
 		dump__text(r, &s);
 	trcfile_summary_free(&s);
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	return DUMP_EXIT_OK;
 }

@@ -716,6 +716,13 @@ static int trcfile__sum_stream(struct trcfile__sum *m, unsigned sidx, uint64_t *
 	uint64_t first = UINT64_MAX, last = 0;
 	int rc;
 	while (!m->err && (rc = trcfile__cursor_load_next(c)) == 1) {
+		if (c->skipped) {
+			/* A damaged chunk was skipped: as after a LOST record, the spans open
+			 * across it end as unknown. */
+			c->skipped = false;
+			s->spans_cut_by_loss += m->stack_n;
+			m->stack_n = 0;
+		}
 		const uint8_t *end = c->pend;
 		struct trcfile__run run = {
 			.p = c->p,

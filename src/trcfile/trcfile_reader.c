@@ -44,6 +44,11 @@ const char *trcfile_reader_errmsg(const struct trcfile_reader *r)
 	return r ? r->errmsg : "";
 }
 
+const char *trcfile_reader_damage_note(const struct trcfile_reader *r)
+{
+	return r ? r->damage_note : "";
+}
+
 const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err)
 {
 	if (off > r->size || len > r->size - off) {
@@ -806,6 +811,7 @@ void trcfile_reader_close(struct trcfile_reader *r)
 	free(r->hdr_strings);
 	free(r->streams);
 	free(r->chunks);
+	free(r->chunk_damaged);
 	free(r->stream_chunk0);
 	trcfile__map_destroy(&r->name_map);
 	trcfile__map_destroy(&r->thread_map);
