@@ -387,9 +387,11 @@ Test(preload, siglongjmp_out_of_an_emit_does_not_silence_the_thread, .init = set
 		    c.v[i].r.value.name_id == after_id)
 			after++;
 	cr_assert_eq(after, 1000,
-		     "%zu of the 1000 events after the jumps recorded (%lu counted "
-		     "reentrant)",
-		     after, (unsigned long)c.lost[TRC_LOST_REENTRANT]);
+		     "%zu of the 1000 events after the jumps recorded (lost: %lu reentrant, %lu "
+		     "ring full, %lu corrupt; name id %u)",
+		     after, (unsigned long)c.lost[TRC_LOST_REENTRANT],
+		     (unsigned long)c.lost[TRC_LOST_RING_FULL],
+		     (unsigned long)c.lost[TRC_LOST_CORRUPT], after_id);
 	ts_collect_free(&c);
 	session_destroy(s);
 }
