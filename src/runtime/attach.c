@@ -20,6 +20,11 @@
  * variable and the fd again and attaches from scratch; the slots its previous image held (same
  * pid, all of its threads died in exec) are retired here so the recorder can free them.
  *
+ * PID namespaces: in a container (or under unshare -p) this process's pids are its namespace's,
+ * not the recorder's. Such a process writes them with TRC_PID_FOREIGN set, so the recorder never
+ * tgkills or kills them, and it never retires slots by pid (a namesake in another namespace may
+ * own them). Its slots are freed when its threads retire them.
+ *
  * Two runtimes in one image: a program linked with libtrc.a, traced with the preload library
  * (which brings libtrc.so), holds two copies of this file, each with its own state and slots.
  * They tell each other from an exec'd predecessor by the image token (AT_RANDOM, the same for
@@ -57,6 +62,16 @@ void trc__populate_meta(void)
 		(void)*(volatile uint8_t *)(trc__rt.base + off);
 }
 
+/* Whether this process lives in another PID namespace than the recorder's (recorder_ns from
+ * the header; unknown on either side counts as another: its pids are then never signalled). */
+static bool trc__foreign_pid_ns(uint64_t recorder_ns)
+{
+	struct stat st;
+	if (!recorder_ns || stat("/proc/self/ns/pid", &st) != 0)
+		return true;
+	return (uint64_t)st.st_ino != recorder_ns;
+}
+
 /* This program image's token: bytes the kernel chose at random for this exec (AT_RANDOM).
  * Every copy of the runtime in the image reads the same; an exec'd image gets new ones; a fork
  * child keeps them (its pid tells it apart). Never 0. */
@@ -78,7 +93,7 @@ static bool trc__register_process(void)
 	uint32_t used = atomic_load_explicit(&h->procs_used, memory_order_relaxed);
 	for (uint32_t i = 0; i < used && i < trc__rt.geom.max_procs; i++) {
 		struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, i);
-		if (atomic_load_explicit(&pe->pid, memory_order_acquire) == (uint32_t)trc__rt.pid &&
+		if (atomic_load_explicit(&pe->pid, memory_order_acquire) == trc__rt.region_pid &&
 		    __atomic_load_n(&pe->image, __ATOMIC_RELAXED) == trc__rt.image &&
 		    !atomic_load_explicit(&pe->dead, memory_order_relaxed))
 			return false;
@@ -88,7 +103,7 @@ static bool trc__register_process(void)
 	 * was reused): it no longer maps anything. */
 	for (uint32_t i = 0; i < idx && i < trc__rt.geom.max_procs; i++) {
 		struct trc_proc *old = trc_region_proc(trc__rt.base, &trc__rt.geom, i);
-		if (atomic_load_explicit(&old->pid, memory_order_relaxed) == (uint32_t)trc__rt.pid)
+		if (atomic_load_explicit(&old->pid, memory_order_relaxed) == trc__rt.region_pid)
 			atomic_store_explicit(&old->dead, 1, memory_order_relaxed);
 	}
 	if (idx < trc__rt.geom.max_procs) {
@@ -97,7 +112,7 @@ static bool trc__register_process(void)
 		__atomic_store_n(&pe->image, trc__rt.image, __ATOMIC_RELAXED);
 		/* Pairs with the recorder's acquire load of pid: ppid and image are written
 		 * before. */
-		atomic_store_explicit(&pe->pid, (uint32_t)trc__rt.pid, memory_order_release);
+		atomic_store_explicit(&pe->pid, trc__rt.region_pid, memory_order_release);
 	}
 	atomic_fetch_add_explicit(&h->procs_attached, 1, memory_order_relaxed);
 	return true;
@@ -106,12 +121,16 @@ static bool trc__register_process(void)
 /* Slots that still name this pid belong to the image exec replaced: its threads are gone. */
 static void trc__retire_stale_slots(void)
 {
+	/* In another PID namespace a pid is not unique in the session (two containers both have
+	 * a pid 1): leave slots alone rather than retire a namesake's live ring. */
+	if (trc__rt.pid_tag)
+		return;
 	for (uint32_t i = 0; i < trc__rt.geom.max_slots; i++) {
 		struct trc_slot *s = trc__slot(i);
 		uint64_t w = atomic_load_explicit(&s->state, memory_order_acquire);
 		/* Another runtime of this image (same token) holds live slots: not stale. */
 		if (TRC_SLOT_STATE(w) != TRC_SLOT_CLAIMED ||
-		    __atomic_load_n(&s->pid, __ATOMIC_RELAXED) != (uint32_t)trc__rt.pid ||
+		    __atomic_load_n(&s->pid, __ATOMIC_RELAXED) != trc__rt.region_pid ||
 		    __atomic_load_n(&s->image, __ATOMIC_RELAXED) == trc__rt.image)
 			continue;
 		/* Release: pairs with the recorder's acquire load of the state; the dead image's
@@ -128,6 +147,7 @@ static void trc__atfork_child(void)
 		return;
 	trc__thread_forget();
 	trc__rt.pid = getpid();
+	trc__rt.region_pid = (uint32_t)trc__rt.pid | trc__rt.pid_tag;
 	/* Shared mappings are not copied into the child's page tables: map the metadata again so
 	 * the child's resident share is exactly what the recorder counts. */
 	trc__populate_meta();
@@ -204,6 +224,8 @@ int trc_attach(void)
 	trc__rt.geom = geom;
 	trc__rt.fd = fd;
 	trc__rt.pid = getpid();
+	trc__rt.pid_tag = trc__foreign_pid_ns(copy.pid_ns) ? TRC_PID_FOREIGN : 0;
+	trc__rt.region_pid = (uint32_t)trc__rt.pid | trc__rt.pid_tag;
 	trc__rt.image = trc__image_token();
 	trc__populate_meta();
 	trc__retire_stale_slots();

@@ -145,7 +145,7 @@ static int trc__claim(struct trc__thread *t)
 			    memory_order_acquire, memory_order_relaxed))
 			continue;
 		/* Relaxed atomics: session_buffers_resident_bytes reads pid at any time. */
-		__atomic_store_n(&s->pid, (uint32_t)trc__rt.pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->pid, trc__rt.region_pid, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->image, trc__rt.image, __ATOMIC_RELAXED);
 		if (t->named)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session_internal.h"
@@ -135,6 +136,8 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->created_ns = trc_mono_ns();
 	session__init_clock(s, cfg);
 	session__init_region(s);
+	struct stat ns;
+	s->hdr->pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0;
 	e = session__check_own_header(s);
 	if (e)
 		goto free_s;

@@ -112,6 +112,7 @@ static int session__lost(struct session__ctx *c, const struct session_stream *st
 	return session__emit(c, st, &r);
 }
 
+/* A pid with TRC_PID_FOREIGN (another PID namespace) is never signalled: never gone. */
 static bool session__thread_gone(uint32_t pid, uint32_t tid)
 {
 	if (!pid || !tid || pid > INT32_MAX || tid > INT32_MAX)
@@ -427,7 +428,8 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	ds->gen = gen;
 	ds->st.key = s->next_key++;
 	ds->st.kind = TRC_STREAM_THREAD;
-	ds->st.pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+	ds->region_pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+	ds->st.pid = ds->region_pid & ~TRC_PID_FOREIGN;
 	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
 	ds->last_ts_ns = c->now_ns;
 	ds->dropped_seen_ns = c->now_ns;
@@ -474,7 +476,7 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 		if ((rc = session__open_stream(c, i, gen)))
 			return rc;
 	}
-	if (st == TRC_SLOT_CLAIMED && reap && session__thread_gone(ds->st.pid, ds->st.tid)) {
+	if (st == TRC_SLOT_CLAIMED && reap && session__thread_gone(ds->region_pid, ds->st.tid)) {
 		/* Exited without destructors (process exit or exec). It is gone, so nothing
 		 * writes the ring any more; retire it ourselves. A failed CAS means an exec'd
 		 * image retired it first, which is the same. */

@@ -20,6 +20,7 @@
 /* The drain's view of one slot. (drain) */
 struct session_slot {
 	uint32_t gen; /* generation of the open stream */
+	uint32_t region_pid; /* the slot's pid as written (TRC_PID_FOREIGN kept): for liveness */
 	uint8_t active; /* a stream is open on this slot */
 	uint8_t corrupt; /* its stream ended on corruption; free the slot once the thread is gone */
 	struct session_stream st;

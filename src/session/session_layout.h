@@ -106,6 +106,9 @@
 #define TRC_STRTAB_MAX_LEN 1024u /* longer names are cut */
 #define TRC_STRTAB_MAX_BYTES (8ull * TRC_NAME_ID_MAX)
 #define TRC_CMDLINE_MAX 4096u /* PROCESS record: command line cut here */
+/* Set in a slot's or process entry's pid when the process lives in another PID namespace than
+ * the recorder (hdr->pid_ns): the number is that namespace's, never tgkill'd or kill'd. */
+#define TRC_PID_FOREIGN 0x80000000u
 #define TRC_RING_PREFAULT_BYTES (64u << 10) /* faulted in at claim; then doubling */
 #define TRC_RING_FAULT_MAX_CHUNK (256u << 10) /* ... by at most this much at a time */
 
@@ -129,6 +132,10 @@ struct trc_region_hdr {
 	uint32_t clock_mode; /* TRC_CLOCK_* : what producers stamp with */
 	uint32_t reserved0;
 	uint64_t tsc_hz; /* informational; the recorder converts with its own copy */
+	/* The recorder's PID namespace (inode of /proc/self/ns/pid; 0 unknown). A process in
+	 * another one writes its pids into slots and process entries with TRC_PID_FOREIGN set:
+	 * they are not the recorder's pids, so it never signals them. */
+	uint64_t pid_ns;
 
 	/* Shared counters (producers and recorder, relaxed: accounting only). */
 	_Alignas(64) _Atomic uint64_t lost_no_slot; /* events dropped: every slot taken */
@@ -185,7 +192,8 @@ _Static_assert(offsetof(struct trc_region_hdr, magic) == 0 &&
 		       offsetof(struct trc_region_hdr, ring_bytes) == 80 &&
 		       offsetof(struct trc_region_hdr, clock_mode) == 88 &&
 		       offsetof(struct trc_region_hdr, reserved0) == 92 &&
-		       offsetof(struct trc_region_hdr, tsc_hz) == 96,
+		       offsetof(struct trc_region_hdr, tsc_hz) == 96 &&
+		       offsetof(struct trc_region_hdr, pid_ns) == 104,
 	       "region header layout (fixed part)");
 _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 		       offsetof(struct trc_region_hdr, lost_reentrant) == 136 &&
