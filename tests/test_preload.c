@@ -386,6 +386,9 @@ Test(preload, siglongjmp_out_of_an_emit_does_not_silence_the_thread, .init = set
 		if (c.v[i].r.type == TRC_REC_COUNTER && after_id &&
 		    c.v[i].r.value.name_id == after_id)
 			after++;
+	for (size_t i = 0; i < c.n && after != 1000; i++)
+		if (c.v[i].r.type == TRC_REC_NOTE)
+			cr_log_error("note: %s", c.v[i].str);
 	cr_assert_eq(after, 1000,
 		     "%zu of the 1000 events after the jumps recorded (lost: %lu reentrant, %lu "
 		     "ring full, %lu corrupt; name id %u)",

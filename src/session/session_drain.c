@@ -432,7 +432,9 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	ds->st.pid = ds->region_pid & ~TRC_PID_FOREIGN;
 	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
 	ds->last_ts_ns = c->now_ns;
-	ds->dropped_seen_ns = c->now_ns;
+	/* The thread may have emitted (and dropped) since long before this first look: its first
+	 * counts are bounded by the time since the session began. */
+	ds->dropped_seen_ns = s->created_ns;
 	ds->active = 1;
 	if (ring_consumer_attach(&ds->cons, &sl->ctl, session__ring(s, i), s->geom.ring_bytes) < 0)
 		return session__corrupt(c, ds, "bad control block");
