@@ -307,6 +307,10 @@ Test(e2e_hostile, program_in_a_pid_namespace_loses_nothing_silently, .timeout = 
 	int64_t lost = e2e_json_int(json, "events_lost");
 	cr_expect_eq(rec + lost, emitted, "recorded %lld + lost %lld of %ld emitted",
 		     (long long)rec, (long long)lost, emitted);
+	/* The program is pid 1 of its namespace, and its threads are named as such. */
+	cr_expect(strstr(json, "{\"pid\":1,\"tid\":2,\"name\":\"emitter\",") != NULL, "%s", json);
+	cr_expect(strstr(json, "2147483649") == NULL, "a tagged pid leaked into the trace: %s",
+		  json);
 	free(json);
 	e2e_free(&r);
 	e2e_rm_rf(dir);

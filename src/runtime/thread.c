@@ -117,7 +117,8 @@ static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 	struct trc_ring_thread *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), sizeof(*r));
 	if (r) {
 		r->ts = trc__now(mode);
-		r->pid = s->pid;
+		r->pid =
+			(uint32_t)trc__rt.pid; /* this namespace's pid (the slot's may be tagged) */
 		r->tid = s->tid;
 		memcpy(r->name, t->named ? t->name : s->name, sizeof(r->name));
 		ring_commit_sp(&t->prod);

@@ -365,6 +365,10 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	struct ring_record rr = {0};
 	if (ring_batch_begin(&ds->cons, &b) < 0)
 		return session__corrupt(c, ds, "bad write position");
+	/* Every record of the batch was committed before this clock read (the batch acquired
+	 * the write position): none may be stamped later. Read here, not once a pass: a pass over
+	 * full rings can take longer than the slack. */
+	c->ts_span = trc_mono_ns() + SESSION_TS_SLACK - c->ts_lo;
 	int n;
 	while ((n = ring_batch_next(&ds->cons, &b, &rr)) == 1) {
 		int rc = session__record(c, ds, &rr);
