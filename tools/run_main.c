@@ -18,7 +18,7 @@
  *      further apart is just another interrupt for the program;
  *   7. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
- * Threads: only main() runs here; the recorder's threads live in src/recorder.c.
+ * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
  */
 #include <errno.h>
 #include <inttypes.h>
