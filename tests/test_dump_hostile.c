@@ -3,6 +3,7 @@
  * loss. Traces are made with the writer (test_trcfile_util.h); the figures are exact. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "test_trcfile_util.h"
@@ -326,5 +327,65 @@ Test(dump_hostile, damaged_chunk_is_skipped_and_the_rest_read, .timeout = 60)
 	char *text = dh_summary(dir, bad, false);
 	cr_expect(strstr(text, "DAMAGED:   1 chunk skipped") != NULL, "%s", text);
 	free(text);
+	tu_rm_rf(dir);
+}
+
+/* ---- item 6: hash maps against crafted keys ------------------------------------------------ */
+
+/* The inverse of the unseeded home mix (k ^= k >> 29; k *= C; k ^= k >> 32): keys whose mixed
+ * values share their low 32 bits land on one slot of every table up to 2^32 slots. */
+static uint64_t dh_unmix(uint64_t v)
+{
+	v ^= v >> 32;
+	uint64_t inv = 0xbf58476d1ce4e5b9ull; /* Newton: inverse of the odd multiplier mod 2^64 */
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - 0xbf58476d1ce4e5b9ull * inv;
+	v *= inv;
+	v ^= (v >> 29) ^ (v >> 58);
+	return v;
+}
+
+static double dh_summary_seconds(const char *dir, const char *trc)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	free(dh_summary(dir, trc, true));
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+static void dh_allocs(const char *trc, bool crafted, uint32_t n)
+{
+	struct tu_plan p = {0};
+	struct tu_stream *th = dh_plan(&p);
+	for (uint32_t i = 0; i < n; i++) {
+		struct trc_record r = {.type = TRC_REC_ALLOC, .ts_ns = 1000000 + i};
+		r.alloc.addr = crafted ? dh_unmix((uint64_t)(i + 1) << 32) : 0x10000 + 64ull * i;
+		r.alloc.size = 64;
+		tu_add(th, &r);
+	}
+	dh_write(&p, trc);
+}
+
+/* A file of allocations whose addresses all collide in the maps' unseeded hash costs no more
+ * than a few times a normal one (it was quadratic: minutes at a million). */
+Test(dump_hostile, colliding_addresses_cost_no_more_than_normal_ones, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char normal[300], crafted[300];
+	snprintf(normal, sizeof(normal), "%s/normal.trc", dir);
+	snprintf(crafted, sizeof(crafted), "%s/crafted.trc", dir);
+	uint32_t n = 60000;
+	dh_allocs(normal, false, n);
+	dh_allocs(crafted, true, n);
+	/* the keys do collide without a seed */
+	cr_assert_eq(dh_unmix(1ull << 32) != dh_unmix(2ull << 32), true);
+	double t_normal = dh_summary_seconds(dir, normal);
+	double t_crafted = dh_summary_seconds(dir, crafted);
+	char *json = dh_summary(dir, crafted, true);
+	cr_expect_eq(dh_int(json, "allocs"), n, "%.300s", json);
+	free(json);
+	cr_expect_leq(t_crafted, 5 * t_normal + 0.5, "crafted %.3f s, normal %.3f s", t_crafted,
+		      t_normal);
 	tu_rm_rf(dir);
 }
