@@ -281,6 +281,8 @@ const char *trcfile_type_name(uint32_t type);
 const char *trcfile_rss_source_name(uint32_t source);
 /* The inverse for a source's name as a user types it ("statm"...; not "none"): 0 or -EINVAL. */
 int trcfile_rss_source_parse(const char *text, enum trc_rss_source *out);
+/* Name of a clock source ("clock_gettime", "tsc"), "unknown" otherwise. */
+const char *trcfile_clock_name(uint32_t clock);
 /* Name of a lost reason ("ring_full"...), "unknown" otherwise. */
 const char *trcfile_lost_reason_name(uint32_t reason);
 
