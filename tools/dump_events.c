@@ -8,6 +8,8 @@
  * SECONDS from the start of recording with 9 decimals; STREAM is PID/TID for a thread's
  * stream, "rss" for the sampler's, "meta" for metadata.
  *
+ * Several FILEs: merged on CLOCK_REALTIME (dump_multi.c), lines labelled HOST TRACE.
+ *
  * Threads: single-threaded.
  */
 #include <getopt.h>
@@ -21,7 +23,7 @@
 
 static const char dump__events_help[] =
 	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
-	"                         FILE\n"
+	"                         FILE...\n"
 	"\n"
 	"Every record of every stream in one time order (ties: stream order), one per line:\n"
 	"  SECONDS STREAM TYPE FIELDS\n"
@@ -39,7 +41,12 @@ static const char dump__events_help[] =
 	"  -h, --help          this text\n"
 	"\n"
 	"When nothing matches (a --thread of no thread in the file, a range or name that holds\n"
-	"no record), trace-dump says so on stderr and exits 0.\n";
+	"no record), trace-dump says so on stderr and exits 0.\n"
+	"\n"
+	"Several FILEs (from one or many hosts) are merged in one order on CLOCK_REALTIME\n"
+	"(each trace's recorded anchor), and each line gets HOST TRACE after SECONDS (the\n"
+	"host's node name, the FILE's base name): SECONDS HOST TRACE STREAM TYPE FIELDS.\n"
+	"SECONDS, --from and --to then count from the earliest start of recording.\n";
 
 struct dump__thread_filter {
 	bool has_pid;
@@ -129,10 +136,17 @@ static void dump__symbol(const struct trcfile_reader *r, uint32_t pid, uint64_t 
 }
 
 static void dump__record(const struct trcfile_reader *r, const struct trcfile_stream_info *si,
-			 const struct trc_record *rec, uint64_t start)
+			 const struct trc_record *rec, uint64_t start, const struct dump_trace *label)
 {
 	dump_seconds((int64_t)(rec->ts_ns - start));
 	dump_char(' ');
+	if (label) {
+		/* Several FILEs: HOST TRACE after the time. */
+		dump_write(label->host, label->host_len);
+		dump_char(' ');
+		dump_str(label->trace);
+		dump_char(' ');
+	}
 	switch (si->kind) {
 	case TRC_STREAM_THREAD:
 		dump_u64(si->pid);
@@ -364,6 +378,75 @@ static void dump__say_nothing_matched(const struct trcfile_reader *r, const char
 	fprintf(stderr, "trace-dump events: %s\n", line);
 }
 
+/* Several FILEs: one time order on CLOCK_REALTIME, each line labelled HOST TRACE; --from and
+ * --to count from the earliest start of recording of them all. */
+static int dump__events_multi(const char *cmd, int argc, char **argv,
+			      const struct dump__thread_filter *threads, unsigned n_threads,
+			      char **names, unsigned n_names, bool from_set, uint64_t from,
+			      uint64_t to)
+{
+	struct dump_traces m;
+	unsigned n = (unsigned)(argc - optind);
+	if (dump_traces_open(&m, argv + optind, n) != DUMP_EXIT_OK)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	bool **include = calloc(n, sizeof(*include));
+	bool any_thread = n_threads == 0;
+	if (!include)
+		goto out;
+	for (unsigned i = 0; i < n; i++) {
+		struct trcfile_reader *r = m.t[i].r;
+		unsigned ns = trcfile_reader_stream_count(r);
+		include[i] = calloc(ns ? ns : 1, sizeof(bool));
+		if (!include[i])
+			goto out;
+		for (unsigned s = 0; s < ns; s++) {
+			const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+			include[i][s] = n_threads == 0;
+			for (unsigned k = 0; k < n_threads && si->kind == TRC_STREAM_THREAD; k++)
+				if (si->tid == threads[k].tid &&
+				    (!threads[k].has_pid || si->pid == threads[k].pid))
+					include[i][s] = any_thread = true;
+		}
+	}
+	if (dump_traces_start(&m, include) != DUMP_EXIT_OK)
+		goto out;
+	uint64_t printed = 0;
+	struct trc_record rec;
+	unsigned ti, sidx;
+	int k;
+	while ((k = dump_traces_next(&m, &rec, &ti, &sidx)) == 1) {
+		struct trcfile_reader *r = m.t[ti].r;
+		uint64_t start = dump_trace_start(&m, ti);
+		int64_t rel = (int64_t)(rec.ts_ns - start);
+		if (rel > 0 && (uint64_t)rel > to)
+			continue; /* other files may still be before --to */
+		if (from_set && (rel < 0 || (uint64_t)rel < from))
+			continue;
+		if (n_names && !dump__name_matches(r, &rec, names, n_names))
+			continue;
+		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start, &m.t[ti]);
+		printed++;
+	}
+	dump_flush();
+	if (k < 0) {
+		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
+		goto out;
+	}
+	rc = DUMP_EXIT_OK;
+	if (!any_thread)
+		dump_error("no --thread given names a thread of these %u files", n);
+	else if (!printed)
+		dump_error("no record of these %u files matches", n);
+	(void)cmd;
+out:
+	for (unsigned i = 0; include && i < n; i++)
+		free(include[i]);
+	free(include);
+	dump_traces_close(&m);
+	return rc;
+}
+
 int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -434,6 +517,11 @@ int dump_events_main(int argc, char **argv)
 				 to_arg);
 		goto out;
 	}
+	if (argc - optind > 1) {
+		rc = dump__events_multi(cmd, argc, argv, threads, n_threads, names, n_names,
+					from_arg != NULL, from, to);
+		goto out;
+	}
 	path = dump_file_operand(cmd, argc, argv);
 	if (!path)
 		goto out;
@@ -485,7 +573,7 @@ int dump_events_main(int argc, char **argv)
 			continue;
 		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
-		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start);
+		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start, NULL);
 		printed++;
 	}
 	dump_flush();

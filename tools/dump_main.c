@@ -28,6 +28,7 @@ static const struct {
 	{"events", dump_events_main},
 	{"rss", dump_rss_main},
 	{"chrome", dump_chrome_main},
+	{"parquet", dump_parquet_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -43,6 +44,7 @@ static void dump__usage(FILE *f)
 	      "  events   every record of every stream in one time order, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
+	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
 	      "  -h, --help     this text\n"
@@ -95,7 +97,8 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events", "rss", "chrome", "help"};
+	static const char *const names[] = {"summary", "events", "rss", "chrome", "parquet",
+					     "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
@@ -137,7 +140,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome and help",
+			   "events, rss, chrome, parquet and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }
