@@ -375,7 +375,8 @@ Test(preload, siglongjmp_out_of_an_emit_does_not_silence_the_thread, .init = set
 	cr_assert_eq(st, 0, "status %x", st);
 	size_t len;
 	char *out = slurp(path_b, &len);
-	cr_assert_eq(field(out, "jumps="), 3000, "%s", out);
+	/* at least: the timer may fire again between the last wanted jump and its stop */
+	cr_assert_geq(field(out, "jumps="), 3000, "%s", out);
 	free(out);
 	uint32_t after_id = 0;
 	for (size_t i = 0; i < c.n; i++)
