@@ -215,7 +215,7 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 	if (pid == 0) {
 		/* The soft limit only (ulimit -S -f): the session's memfd is bounded by it too,
 		 * and trace-run lifts it to the hard limit while it sizes the session. */
-		struct rlimit rl = {256 << 10, RLIM_INFINITY};
+		struct rlimit rl = {64 << 10, RLIM_INFINITY};
 		setrlimit(RLIMIT_FSIZE, &rl);
 		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -235,7 +235,7 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 			  r.err);
 	struct stat st;
 	cr_assert_eq(stat(out, &st), 0);
-	cr_expect_leq(st.st_size, 256 << 10);
+	cr_expect_leq(st.st_size, 64 << 10);
 	char *json = e2e_summary_json(dir, out);
 	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
 	cr_expect_gt(e2e_json_int(json, "events_recorded"), 0, "%s", json);
