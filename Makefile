@@ -11,7 +11,9 @@
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
 #   tests/prog_*.c               -> build/tests/prog_*   programs the end-to-end tests trace
-#                                   (prog_finst_* are built with -finstrument-functions)
+#                                   (prog_finst_* are built with -finstrument-functions;
+#                                   prog_alloc_* are linked with jemalloc, tcmalloc, mimalloc;
+#                                   prog_libtrca_* with libtrc.a)
 #   tests/fuzz_*.c               -> build/fuzz/fuzz_*    libFuzzer targets (clang)
 #   bench/bench_*.c              -> build/bench/bench_*  benchmark programs
 #   bench/work_*.c               -> build/bench/work_*   workloads (plain, and *_finst / *_pg builds)
@@ -251,6 +253,22 @@ $(B)/tests/prog_static_%: $(B)/obj/tests/prog_static_%.o
 	@$(if $(Q),echo "  LD      $@ (static)")
 	$(Q)$(CC) $(LDFLAGS) -static $< -o $@ $(LDLIBS)
 $(B)/obj/tests/prog_static_%.o: SAN_FLAGS :=
+# Programs linked with libtrc.a instead of libtrc.so (no rpath: they run from anywhere, setuid too).
+$(B)/tests/prog_libtrca_%: $(B)/obj/tests/prog_libtrca_%.o $(LIBTRC_A)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LINK_FLAGS) $< $(LIBTRC_A) -o $@ $(LDLIBS)
+# Programs linked with an allocator of their own (tests/prog_alloc_*.c): per-program link flags.
+# They run uninstrumented in every tier (a sanitizer's allocator would replace theirs).
+PROG_ALLOC_LIBS_jemalloc := -Wl,--no-as-needed -ljemalloc
+PROG_ALLOC_LIBS_tcmalloc := -Wl,--no-as-needed -ltcmalloc
+PROG_ALLOC_LIBS_mimalloc := -Wl,--no-as-needed -lmimalloc
+PROG_ALLOC_LIBS_any :=
+$(B)/obj/tests/prog_alloc_%.o: SAN_FLAGS :=
+$(B)/tests/prog_alloc_%: $(B)/obj/tests/prog_alloc_%.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(PROG_ALLOC_LIBS_$*) -ldl $(LDLIBS)
 $(B)/tests/prog_%: $(B)/obj/tests/prog_%.o $(LIBTRC_SO)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
@@ -288,15 +306,18 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 # ---- dependencies from Debian ------------------------------------------------------------------
 # protobuf-compiler: the tests decode trace-dump perfetto's and pprof's output with protoc (an
 # outside reader). zlib1g-dev: pprof's profile.proto must be gzip (zstd does not write gzip).
+# jemalloc, tcmalloc, mimalloc: programs linked with them must keep them under trace-run.
 DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3 \
-	protobuf-compiler zlib1g-dev
+	protobuf-compiler zlib1g-dev libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
 # Node.js and npm for the DuckDB tier, only when npm is missing (a Node.js installed from
 # elsewhere, e.g. NodeSource's nodejs, brings its own npm and conflicts with Debian's).
 DEB_PKGS_NODE := nodejs npm
 deps:
 	@missing=""; node_pkgs=""; \
 	command -v npm >/dev/null || { node_pkgs="$(DEB_PKGS_NODE)"; missing=1; }; \
-	for p in liburcu libzstd criterion zlib; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	for p in liburcu libzstd criterion zlib jemalloc libtcmalloc; do \
+		pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	test -e /usr/include/mimalloc.h || missing=1; \
 	command -v pkg-config >/dev/null || missing=1; \
 	command -v clang >/dev/null || missing=1; \
 	test -x /usr/bin/time || missing=1; \

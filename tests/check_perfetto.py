@@ -276,6 +276,7 @@ def main():
     procs_described = {}
     slices = {}  # name -> [durations]
     unfinished = {}  # name -> count
+    cut_by_loss = {}  # name -> count: open when their thread lost events (FORMAT.md)
     stacks = {}  # track -> [(name, ts)]
     nesting = {}  # "parent/child" -> count
     counters = {}  # track -> [values]
@@ -374,6 +375,8 @@ def main():
                 pass
             elif annots.get("unfinished"):
                 unfinished[n] = unfinished.get(n, 0) + 1
+            elif annots.get("cut_by_loss"):
+                cut_by_loss[n] = cut_by_loss.get(n, 0) + 1
             else:
                 slices.setdefault(n, []).append(ts - t0)
         elif typ == "TYPE_INSTANT":
@@ -395,7 +398,8 @@ def main():
         return
     # against the summary: every begin (span or function) is one slice, ended or unfinished
     rt = summary["records_by_type"]
-    n_slices = sum(len(v) for v in slices.values()) + sum(unfinished.values())
+    n_slices = (sum(len(v) for v in slices.values()) + sum(unfinished.values()) +
+                sum(cut_by_loss.values()))
     if n_slices != rt.get("span_begin", 0) + rt.get("func_enter", 0):
         fail("%d slices; the summary has %d span begins and %d function entries" %
              (n_slices, rt.get("span_begin", 0), rt.get("func_enter", 0)))

@@ -22,14 +22,20 @@ static const char *const libtrc_exports[] = {
 static const char *const preload_exports[] = {
 	"__cyg_profile_func_enter",
 	"__cyg_profile_func_exit",
+	"__longjmp_chk",
+	"_longjmp",
 	"aligned_alloc",
 	"calloc",
 	"free",
+	"longjmp",
 	"malloc",
+	"malloc_usable_size",
 	"memalign",
 	"posix_memalign",
 	"pvalloc",
 	"realloc",
+	"reallocarray",
+	"siglongjmp",
 	"valloc",
 };
 

@@ -1,7 +1,8 @@
 /* test_preload.c - libtrc-preload.so on real programs: sort, sh, python3 (identical output and
  * exit status, allocations recorded), a signal handler that allocates (exact accounting), a
  * -finstrument-functions program (entries counted), threads and exit from a thread, and the
- * library loaded without a session. Programs that are not ours are uninstrumented, so the
+ * library loaded without a session, programs that bring their own allocator (linked or
+ * preloaded: jemalloc, tcmalloc, mimalloc). Programs that are not ours are uninstrumented, so the
  * preload library and the test programs always come from the plain build (a sanitizer build's
  * preload library cannot be loaded into them). */
 #include <criterion/criterion.h>
@@ -283,5 +284,166 @@ Test(preload, threads_and_exit_from_a_thread, .init = setup, .fini = teardown)
 	cr_assert_gt(c.by_type[TRC_REC_ALLOC], 8, "thread stacks and stdio at least");
 	cr_assert_eq(session_buffers_resident_bytes(s, 0), 0);
 	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+/* Issue 12 item 1: a program keeps its own allocator under the preload library. Runs
+ * build/tests/prog_alloc_NAME bare (env_bare) and traced (the preload library first in
+ * LD_PRELOAD, then what env_bare preloads, as trace-run does): same output, same status 0 (the
+ * program asked its allocator about every block it got and every block was that allocator's),
+ * and every allocation recorded. */
+static void run_with_allocator(const char *prog_name, const char *lib)
+{
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400], bare_env[PATH_MAX + 32], traced_env[2 * PATH_MAX + 32];
+	snprintf(prog, sizeof(prog), "%s/tests/%s", build, prog_name);
+	char *argv[] = {prog, NULL};
+	snprintf(bare_env, sizeof(bare_env), "LD_PRELOAD=%s", lib ? lib : "");
+	snprintf(traced_env, sizeof(traced_env), "%s%s%s", preload_env, lib ? ":" : "",
+		 lib ? lib : "");
+	const char *env_bare[] = {bare_env, NULL};
+	const char *env[] = {traced_env, NULL};
+	unsetenv(TRC_SESSION_FD_ENV);
+	int st_bare = ts_run_traced(NULL, NULL, argv, env_bare, NULL, path_a);
+	char num[16];
+	snprintf(num, sizeof(num), "%d", session_fd(s));
+	setenv(TRC_SESSION_FD_ENV, num, 1);
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st_bare, 0, "%s bare: status %x", prog_name, st_bare);
+	cr_assert_eq(st, 0,
+		     "%s traced: status %x (0xb: SIGSEGV; 0x300: a block was not its "
+		     "allocator's)",
+		     prog_name, st);
+	assert_same_files(path_a, path_b);
+	/* 200 blocks (one realloc'd from an 8-byte one), strdup, and stdio's buffer. */
+	cr_assert_geq(c.by_type[TRC_REC_ALLOC], 202, "%s: %zu allocations recorded", prog_name,
+		      c.by_type[TRC_REC_ALLOC]);
+	cr_assert_geq(c.by_type[TRC_REC_FREE], 201);
+	cr_assert_eq(ts_lost_total(&c), 0);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(preload, program_linked_with_jemalloc_keeps_it, .init = setup, .fini = teardown, .timeout = 60)
+{
+	run_with_allocator("prog_alloc_jemalloc", NULL);
+}
+
+Test(preload, program_linked_with_tcmalloc_keeps_it, .init = setup, .fini = teardown, .timeout = 60)
+{
+	run_with_allocator("prog_alloc_tcmalloc", NULL);
+}
+
+Test(preload, program_linked_with_mimalloc_keeps_it, .init = setup, .fini = teardown, .timeout = 60)
+{
+	run_with_allocator("prog_alloc_mimalloc", NULL);
+}
+
+/* The allocators as Debian installs them, for LD_PRELOAD (found through the loader's cache). */
+static void preloaded_allocator(const char *soname)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/usr/lib/x86_64-linux-gnu/%s", soname);
+	if (access(path, R_OK) != 0)
+		snprintf(path, sizeof(path), "/usr/lib/%s", soname);
+	cr_assert_eq(access(path, R_OK), 0, "%s not installed (make deps)", soname);
+	run_with_allocator("prog_alloc_any", path);
+}
+
+Test(preload, allocator_in_ld_preload_after_ours_stays_in_charge, .init = setup, .fini = teardown,
+     .timeout = 90)
+{
+	preloaded_allocator("libjemalloc.so.2");
+	preloaded_allocator("libtcmalloc.so.4");
+	preloaded_allocator("libmimalloc.so.2");
+}
+
+/* Issue 12 item 13: a signal handler that leaves by siglongjmp, out of the middle of an emit,
+ * must not leave the thread's fast-path flag cleared: the events after the jumps are recorded,
+ * not counted as REENTRANT losses. */
+Test(preload, siglongjmp_out_of_an_emit_does_not_silence_the_thread, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_rt_longjmp", build);
+	char *argv[] = {prog, "3000", "1000", NULL};
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st, 0, "status %x", st);
+	size_t len;
+	char *out = slurp(path_b, &len);
+	/* at least: the timer may fire again between the last wanted jump and its stop */
+	cr_assert_geq(field(out, "jumps="), 3000, "%s", out);
+	free(out);
+	uint32_t after_id = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_NAME && strcmp(c.v[i].str, "longjmp.after") == 0)
+			after_id = c.v[i].r.name.id;
+	size_t after = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_COUNTER && after_id &&
+		    c.v[i].r.value.name_id == after_id)
+			after++;
+	for (size_t i = 0; i < c.n && after != 1000; i++)
+		if (c.v[i].r.type == TRC_REC_NOTE)
+			cr_log_error("note: %s", c.v[i].str);
+	cr_assert_eq(after, 1000,
+		     "%zu of the 1000 events after the jumps recorded (lost: %lu reentrant, %lu "
+		     "ring full, %lu corrupt; name id %u)",
+		     after, (unsigned long)c.lost[TRC_LOST_REENTRANT],
+		     (unsigned long)c.lost[TRC_LOST_RING_FULL],
+		     (unsigned long)c.lost[TRC_LOST_CORRUPT], after_id);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+static size_t count_allocs(const struct ts_collect *c, uint64_t min_size)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].r.type == TRC_REC_ALLOC && c->v[i].r.alloc.size >= min_size)
+			n++;
+	return n;
+}
+
+/* Issue 12 item 14: heaptrack counts one allocation more than trc on every C program (sed
+ * 630578/630579). It is heaptrack's own: its preload library is C++, so libstdc++ is loaded into
+ * the program and its constructor allocates the exception-handling emergency pool (72704 bytes
+ * with GCC 12) before main. With libstdc++ preloaded beside ours, trc records that allocation
+ * too, and exactly that one more: nothing the program itself allocates is missed, constructors
+ * that run before main included. */
+Test(preload, heaptracks_extra_allocation_is_its_own_libstdcxx_pool, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *stdcxx = "/lib/x86_64-linux-gnu/libstdc++.so.6";
+	if (access(stdcxx, R_OK) != 0)
+		stdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+	cr_assert_eq(access(stdcxx, R_OK), 0, "libstdc++.so.6 not found");
+	FILE *f = fopen(path_in, "w");
+	for (int i = 0; i < 2000; i++)
+		fprintf(f, "%d\n", (i * 7919) % 2000);
+	fclose(f);
+	char *argv[] = {"sed", "-e", "s/1/x/", path_in, NULL};
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect plain = {0}, with_cxx = {0};
+	const char *env[] = {preload_env, NULL};
+	cr_assert_eq(ts_run_traced(s, &plain, argv, env, NULL, path_a), 0);
+	char both[2 * PATH_MAX + 32];
+	snprintf(both, sizeof(both), "%s:%s", preload_env, stdcxx);
+	const char *env_cxx[] = {both, NULL};
+	cr_assert_eq(ts_run_traced(s, &with_cxx, argv, env_cxx, NULL, path_b), 0);
+	assert_same_files(path_a, path_b);
+	cr_assert_gt(count_allocs(&plain, 0), 100);
+	cr_assert_eq(count_allocs(&with_cxx, 0), count_allocs(&plain, 0) + 1,
+		     "sed alone: %zu allocations, with libstdc++ loaded: %zu",
+		     count_allocs(&plain, 0), count_allocs(&with_cxx, 0));
+	cr_assert_eq(count_allocs(&with_cxx, 64 << 10), count_allocs(&plain, 64 << 10) + 1,
+		     "the one more is libstdc++'s emergency pool (64 KiB or more)");
+	cr_assert_eq(ts_lost_total(&plain) + ts_lost_total(&with_cxx), 0);
+	ts_collect_free(&plain);
+	ts_collect_free(&with_cxx);
 	session_destroy(s);
 }

@@ -606,8 +606,13 @@ Test(trcfile, summary_of_the_small_trace)
 	/* The span rule (FORMAT.md): thread a's "END main" closes the innermost open span,
 	 * compute (1000 ns, beside thread b's 2000), and main stays open. */
 	cr_assert_eq(s.names[0].begins, 2);
-	cr_assert_eq(s.names[0].spans, 2);
-	cr_assert_eq(s.names[0].span_total_ns, 3000);
+	/* thread a's END main closes compute, the innermost (FORMAT.md's rule): 1000 ns; thread
+	 * b's compute is cut by its LOST record (issue 12 item 15): its end is unknown, and the
+	 * END after the gap closes nothing */
+	cr_assert_eq(s.names[0].spans, 1);
+	cr_assert_eq(s.names[0].span_total_ns, 1000);
+	cr_assert_eq(s.spans_cut_by_loss, 1);
+	cr_assert_eq(s.spans_unmatched_end, 1);
 	cr_assert_str_eq(s.names[1].name, "main");
 	cr_assert_eq(s.names[1].spans, 0);
 	cr_assert_eq(s.names[1].span_max_ns, 0);
@@ -627,7 +632,7 @@ Test(trcfile, summary_of_the_small_trace)
 	cr_assert_str_eq(s.names[4].name, "ready");
 	cr_assert_eq(s.names[4].instants, 1);
 	cr_assert_eq(s.spans_open_at_end, 1);
-	cr_assert_eq(s.spans_unmatched_end, 0);
+	cr_assert_eq(s.spans_unmatched_end, 1);
 	/* allocations: 64+128+256 by a, 4096 by b; a frees 0x..1100 (128), b frees 0x..1000 (64) */
 	cr_assert_eq(s.allocs, 4);
 	cr_assert_eq(s.alloc_bytes, 64 + 128 + 256 + 4096);

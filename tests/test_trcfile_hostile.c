@@ -160,9 +160,19 @@ static long hz_read_all(const uint8_t *buf, size_t len, const struct tu_plan *pl
 		cr_assert_eq(si->kind, ps->kind);
 		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
 		struct trc_record rec;
-		size_t k = 0;
+		size_t k = 0, got = 0;
 		int rc;
 		while ((rc = trcfile_cursor_next(c, &rec)) == 1) {
+			got++;
+			/* A damaged chunk is skipped (issue 12 item 15): the stream is then the
+			 * plan with whole chunks missing, never a record that was not written. */
+			if (k < ps->n && !tu_rec_eq(&rec, &ps->recs[k])) {
+				struct trcfile_reader_stats now;
+				trcfile_reader_get_stats(r, &now);
+				while (now.chunks_damaged && k < ps->n &&
+				       !tu_rec_eq(&rec, &ps->recs[k]))
+					k++;
+			}
 			/* plain ifs: a passing cr_assert per record costs more than the read */
 			if (k >= ps->n || !tu_rec_eq(&rec, &ps->recs[k]))
 				cr_assert_fail("stream %u record %zu differs", si->id, k);
@@ -173,7 +183,7 @@ static long hz_read_all(const uint8_t *buf, size_t len, const struct tu_plan *pl
 			failed = true;
 		}
 		cr_assert_eq(si->records >= k, true);
-		total += (long)k;
+		total += (long)got;
 		trcfile_cursor_free(c);
 	}
 	/* The merge and the summary must agree or fail cleanly too. */

@@ -149,12 +149,21 @@ Test(u64map, iteration_visits_each_entry_once)
 	u64map_destroy(&m);
 }
 
-/* Keys whose home slot in a table of cap slots is `home` (the map's hash, inverted by
- * search: cheap for small tables). */
+/* The process's hash seed, as every map has it (u64map.h). */
+static uint64_t map_seed(void)
+{
+	struct u64map t;
+	u64map_init(&t, 1);
+	return t.seed;
+}
+
+/* Keys whose home slot in a table of cap slots is `home` (the map's hash, with this process's
+ * seed, inverted by search: cheap for small tables). */
 static uint64_t colliding_key(uint64_t after, size_t home, size_t cap)
 {
+	const uint64_t seed = map_seed();
 	for (uint64_t k = after + 1;; k++) {
-		uint64_t x = k;
+		uint64_t x = k ^ seed;
 		x ^= x >> 29;
 		x *= 0xbf58476d1ce4e5b9ull;
 		x ^= x >> 32;

@@ -22,14 +22,20 @@
  * there (args.split) and begin again at the same time in the next file (args.continued),
  * which starts with the process and thread names again (tools/dump_outfile.c names files).
  * Per stream the open spans are kept (a stack as deep as the nesting) to name them again.
+ * Failure half-way (a damaged chunk): never partial JSON. An output file is cut back to where
+ * its document began; a pipe gets the document closed, otherData {incomplete, error}.
  * Timestamps: microseconds from the start of recording, nanoseconds kept as 3 decimals.
  *
  * Threads: single-threaded.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "allocmap.h"
 #include "cli_duration.h"
@@ -101,6 +107,7 @@ struct dump__chrome {
 	uint64_t unmatched_end, closed_at_end;
 	bool live_approximate;
 	bool oom;
+	char fail_msg[96]; /* an injected failure's message (tests) */
 	/* Several FILEs (dump__chrome_multi): pids shown as pid + pid_base (each trace its own
 	 * range), process names prefixed "HOST TRACE: "; NULL / 0 for one FILE. */
 	const struct dump_trace *label;
@@ -338,6 +345,12 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 		break;
 	}
 	case TRC_REC_LOST: {
+		/* FORMAT.md: events of this stream are missing here, so what is open on it ends as
+		 * unknown, at the loss (flagged), never closed by an END after the gap. */
+		for (; rec->lost.count && c->depth[sidx]; c->depth[sidx]--) {
+			dump__ev(c, 'E', pid, tid, rec->ts_ns);
+			dump_str(",\"args\":{\"cut_by_loss\":true}}");
+		}
 		char b[96];
 		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
 				 cli_plural(rec->lost.count, "record", "records"),
@@ -683,13 +696,30 @@ int dump_chrome_main(int argc, char **argv)
 	c->last_ts = from_arg ? t_from : c->start;
 	if (dump_outfile_next(&of))
 		goto out;
+	/* Where the document starts in the output, to cut a failed export back to: a file of
+	 * ours (-o) starts at 0, standard output where it is now if it is a file (-1: a pipe). */
+	struct stat ost;
+	off_t out_start = strcmp(of.base, "-") ? 0
+			  : fstat(dump_out.fd, &ost) == 0 && S_ISREG(ost.st_mode)
+				  ? lseek(dump_out.fd, 0, SEEK_CUR) - (off_t)dump_out.len
+				  : (off_t)-1;
 	dump_str("{\"traceEvents\":[\n");
 	dump__prologue(c);
 	struct trc_record rec;
 	unsigned sidx;
 	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
+	/* Fault injection for the tests (a failure the reader no longer makes on a damaged
+	 * chunk, which it skips): fail after that many records. */
+	const char *fail_env = getenv("TRC_TEST_CHROME_FAIL_AFTER");
+	uint64_t fail_after = fail_env ? strtoull(fail_env, NULL, 10) : UINT64_MAX, n_recs = 0;
 	while (!err && !c->oom && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
 		err = 0;
+		if (n_recs++ == fail_after) {
+			err = -EIO;
+			snprintf(c->fail_msg, sizeof(c->fail_msg), "injected failure (%s)",
+				 "TRC_TEST_CHROME_FAIL_AFTER");
+			break;
+		}
 		if (rec.ts_ns > t_to) {
 			/* What is open is known to be open until --to: closed there. */
 			c->last_ts = t_to;
@@ -697,14 +727,34 @@ int dump_chrome_main(int argc, char **argv)
 		}
 		if (rec.ts_ns < t_from)
 			continue;
-		if (dump_outfile_full(&of) && dump__split(c, &of))
-			goto out;
+		if (dump_outfile_full(&of)) {
+			if (dump__split(c, &of))
+				goto out;
+			out_start = 0; /* the document of the new file */
+		}
 		dump__record(c, sidx, &rec);
 	}
 	if (err < 0 || c->oom) {
-		/* What was written so far is not valid JSON; say why and fail. */
+		const char *why = c->oom ? "out of memory"
+			      : c->fail_msg[0] ? c->fail_msg
+					       : trcfile_reader_errmsg(r);
+		/* No partial JSON: an output file is cut back to where the document started; a
+		 * pipe, which cannot be taken back, gets the document closed after the last whole
+		 * event, with otherData saying it is incomplete and why. Either way, status 1. */
+		if (out_start >= 0) {
+			dump_out.len = 0;
+			if (ftruncate(dump_out.fd, out_start) != 0 ||
+			    lseek(dump_out.fd, out_start, SEEK_SET) < 0)
+				dump_error("%s: cannot remove the partial output: %s", path,
+					   strerror(errno));
+		} else {
+			dump_str("\n],\n\"otherData\":{\"incomplete\":true,\"error\":");
+			dump_json_str(why, strlen(why));
+			dump_str("}}\n");
+			dump_flush();
+		}
 		dump_outfile_close(&of);
-		dump_error("%s: %s", path, c->oom ? "out of memory" : trcfile_reader_errmsg(r));
+		dump_error("%s: %s", path, why);
 		goto out;
 	}
 	dump__close_all(c, c->last_ts, "unfinished", true);
@@ -724,6 +774,6 @@ out:
 		free(c->depth);
 		free(c);
 	}
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	return rc;
 }

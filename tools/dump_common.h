@@ -113,6 +113,10 @@ const char *dump_file_operand(const char *cmd, int argc, char **argv);
  * NULL. Prints a warning on stderr when the file is truncated (unless quiet). */
 struct trcfile_reader *dump_open(const char *path, bool quiet);
 
+/* Closes what dump_open opened, first warning on stderr when damaged chunks were skipped while
+ * it was read (the reader reads past them). Accepts NULL. */
+void dump_close(struct trcfile_reader *r, const char *path);
+
 /* The time every relative time of the outputs counts from: the header's start of recording,
  * or the first record when that is missing or later. */
 uint64_t dump_start_ns(const struct trcfile_reader *r);

@@ -462,7 +462,7 @@ int dump_events_main(int argc, char **argv)
 	bool *matched = calloc((size_t)argc, sizeof(bool));
 	bool *include = NULL;
 	unsigned n_threads = 0, n_names = 0;
-	const char *from_arg = NULL, *to_arg = NULL, *path;
+	const char *from_arg = NULL, *to_arg = NULL, *path = NULL;
 	uint64_t from = 0, to = UINT64_MAX;
 	struct trcfile_reader *r = NULL;
 	struct trcfile_iter *it = NULL;
@@ -592,7 +592,7 @@ int dump_events_main(int argc, char **argv)
 					  from_arg, to_arg, start);
 out:
 	trcfile_iter_free(it);
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	free(include);
 	free(matched);
 	free(names);

@@ -392,6 +392,20 @@ struct trcfile_reader *dump_open(const char *path, bool quiet)
 	return r;
 }
 
+void dump_close(struct trcfile_reader *r, const char *path)
+{
+	if (!r)
+		return;
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(r, &st);
+	if (st.chunks_damaged)
+		dump_error("warning: %s: %" PRIu64 " damaged %s skipped, the rest read (first: %s)",
+			   path, st.chunks_damaged,
+			   cli_plural(st.chunks_damaged, "chunk", "chunks"),
+			   trcfile_reader_damage_note(r));
+	trcfile_reader_close(r);
+}
+
 uint64_t dump_start_ns(const struct trcfile_reader *r)
 {
 	uint64_t first = UINT64_MAX;

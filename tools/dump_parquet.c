@@ -19,8 +19,8 @@
  * Span matching is FORMAT.md's rule, the summary's and every export's: a stream has one stack
  * of open spans and functions; span_end and func_exit close the innermost frame whatever it
  * is, and a span closed is a row named by its begin (depth: the frames open around it). Spans
- * still open at the end of a trace are not rows (the summary does not count them either). So
- * the spans table agrees with `summary --json` exactly.
+ * still open at the end of a trace, or when their stream lost events, are not rows (the summary
+ * does not count them either). So the spans table agrees with `summary --json` exactly.
  *
  * The traces table takes its figures from the summary computation itself
  * (summary_compute), so they are the summary's, exactly.
@@ -435,6 +435,9 @@ static void dp_record(struct dp *d, unsigned sidx, const struct trc_record *rec)
 		dp_rss(d, s, rec);
 		break;
 	case TRC_REC_LOST:
+		/* FORMAT.md: what is open on the stream ends as unknown at a loss: no row. */
+		if (rec->lost.count)
+			s->n_stack = 0;
 		dp_lost(d, s, rec);
 		break;
 	case TRC_REC_THREAD:

@@ -673,6 +673,13 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 		break;
 	}
 	case TRC_REC_LOST: {
+		/* FORMAT.md: events of this stream are missing here, so what is open on it ends as
+		 * unknown, at the loss (flagged), never closed by an END after the gap. */
+		for (; rec->lost.count && s->depth; s->depth--) {
+			size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+			struct dump__pf_ev ce = {.type = PF_TYPE_END, .flag = "cut_by_loss"};
+			dump__pf_event_body(p, pk, &ce);
+		}
 		char b[96];
 		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
 				 cli_plural(rec->lost.count, "record", "records"),

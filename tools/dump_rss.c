@@ -113,6 +113,6 @@ int dump_rss_main(int argc, char **argv)
 		rc = DUMP_EXIT_FAIL;
 	}
 	trcfile_iter_free(it);
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	return rc;
 }

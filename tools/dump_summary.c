@@ -61,7 +61,9 @@ static const char dump__summary_help[] =
 	"  events_lost               events lost (emitted = recorded + lost)\n"
 	"  rss_ticks_skipped         sampler ticks skipped because they came late\n"
 	"  records_by_type           object: type name -> count (every type)\n"
-	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, sampler_late\n"
+	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, "
+	"sampler_late,\n"
+	"                            reentrant\n"
 	"  threads                   array of {pid, tid, name, events, lost}, by pid then tid\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
@@ -74,6 +76,8 @@ static const char dump__summary_help[] =
 	"                            open span or function: the rule every viewer draws; the\n"
 	"                            span is counted under its begin's name)\n"
 	"  spans_open_at_end         spans never ended\n"
+	"  spans_cut_by_loss         spans open when events of their thread were lost: end "
+	"unknown\n"
 	"  percentiles_approximate   true when histogram memory ran out (some spans left out)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
@@ -100,7 +104,8 @@ static const char dump__summary_help[] =
 	"                            last whole chunk)\n"
 	"  footer_damaged            true when a footer was there but failed its checks\n"
 	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n"
-	"  chunks_missing            chunks absent before the last chunk of their stream\n";
+	"  chunks_missing            chunks absent before the last chunk of their stream\n"
+	"  chunks_damaged            chunks that failed their checks when read: skipped\n";
 
 static void dump__key(const char *k, bool *first)
 {
@@ -182,7 +187,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s)
 	{
 		bool f2 = true;
 		dump_char('{');
-		for (uint32_t k = TRC_LOST_RING_FULL; k <= TRC_LOST_SAMPLER_LATE; k++)
+		for (uint32_t k = TRC_LOST_RING_FULL; k < TRC_LOST_REASON_COUNT; k++)
 			dump__kv_u64(trcfile_lost_reason_name(k), s->lost_per_reason[k], &f2);
 		dump_char('}');
 	}
@@ -236,6 +241,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s)
 	dump__kv_u64("spans_unmatched_end", s->spans_unmatched_end, &first);
 	dump__kv_u64("spans_end_mismatched", s->spans_end_mismatched, &first);
 	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
+	dump__kv_u64("spans_cut_by_loss", s->spans_cut_by_loss, &first);
 	dump__kv_bool("percentiles_approximate", s->percentiles_approximate, &first);
 	dump__kv_u64("allocs", s->allocs, &first);
 	dump__kv_u64("alloc_bytes", s->alloc_bytes, &first);
@@ -309,6 +315,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s)
 	dump__kv_bool("footer_damaged", st.footer_damaged, &first);
 	dump__kv_u64("chunks", st.chunks, &first);
 	dump__kv_u64("chunks_missing", st.chunks_missing, &first);
+	dump__kv_u64("chunks_damaged", st.chunks_damaged, &first);
 	dump__kv_u64("bytes_ignored", st.bytes_ignored, &first);
 	dump_str("}\n");
 }
@@ -400,6 +407,10 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s)
 		dump_printf("MISSING:   %" PRIu64 " %s lost before the last ones of their "
 			    "streams (a write error?)\n",
 			    st.chunks_missing, cli_plural(st.chunks_missing, "chunk", "chunks"));
+	if (st.chunks_damaged)
+		dump_printf("DAMAGED:   %" PRIu64 " %s skipped, the rest read (first: %s)\n",
+			    st.chunks_damaged, cli_plural(st.chunks_damaged, "chunk", "chunks"),
+			    trcfile_reader_damage_note(r));
 	if (s->has_exit) {
 		int stt = s->exit_status;
 		if ((stt & 0x7f) == 0)
@@ -417,8 +428,9 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s)
 	dump_char('\n');
 	if (s->events_lost) {
 		dump_str("  lost by reason:");
-		for (uint32_t k = TRC_LOST_RING_FULL; k <= TRC_LOST_OVERSIZED; k++)
-			if (s->lost_per_reason[k])
+		/* Every reason of lost events (late sampler ticks are not events: below). */
+		for (uint32_t k = TRC_LOST_RING_FULL; k < TRC_LOST_REASON_COUNT; k++)
+			if (k != TRC_LOST_SAMPLER_LATE && s->lost_per_reason[k])
 				dump_printf(" %s %" PRIu64, trcfile_lost_reason_name(k),
 					    s->lost_per_reason[k]);
 		dump_char('\n');
@@ -480,6 +492,12 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s)
 				    "ends close the innermost)\n",
 				    s->spans_end_mismatched,
 				    cli_plural(s->spans_end_mismatched, "end", "ends"));
+		if (s->spans_cut_by_loss)
+			dump_printf("  (%" PRIu64
+				    " %s open when events were lost: end unknown, not "
+				    "counted)\n",
+				    s->spans_cut_by_loss,
+				    cli_plural(s->spans_cut_by_loss, "span", "spans"));
 	}
 	if (any_value) {
 		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",
@@ -693,6 +711,6 @@ int dump_summary_main(int argc, char **argv)
 	else
 		dump__text(r, &s);
 	summary_free(&s);
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	return DUMP_EXIT_OK;
 }

@@ -1,6 +1,8 @@
 /* run_main.c - trace-run: run a command and record its events and RSS into one trace file.
  *
  * Order of things, and why:
+ *   0. put /dev/null on closed descriptors 0-2, so none of trace-run's own lands there (the
+ *      program gets them closed again: run_spawn.h);
  *   1. parse the whole command line (a usage error starts nothing);
  *   2. block the signals trace-run handles, so every thread it starts inherits the mask and
  *      they arrive only through the signalfd of the main loop;
@@ -11,7 +13,9 @@
  *   5. let the child exec; report 127/126 when exec failed;
  *   6. wait for the child, forwarding signals that were sent to trace-run itself (a Ctrl-C
  *      from the terminal already reached the child's process group); a second SIGINT or
- *      SIGTERM finalizes at once (the child is killed so it is not left behind);
+ *      SIGTERM within RUN_ESCALATE_WINDOW_NS of the previous one finalizes at once (the child,
+ *      and its process group when it has its own, is killed so it is not left behind); one
+ *      further apart is just another interrupt for the program;
  *   7. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
  * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
@@ -40,7 +44,6 @@
 #include "run_spawn.h"
 #include "session.h"
 #include "trcfile.h"
-
 
 static void run__human_bytes(uint64_t b, char *buf, size_t len)
 {
@@ -167,20 +170,58 @@ static void run__progress(struct recorder *rec, uint64_t *last_events, uint64_t 
 		rate / 1e6, written, rss, st.lost);
 }
 
+/* Two interrupts this close together mean "stop now"; further apart, each is one interrupt for
+ * the program (a REPL's user presses Ctrl-C now and then for hours). */
+#define RUN_ESCALATE_WINDOW_NS 2000000000ull
+
+/* Kills the program and, when it leads a process group of its own (a shell with job control
+ * does that), the group, so nothing it started is left behind. A group shared with trace-run
+ * is not signalled (that would kill trace-run before it finalizes the trace). */
+static void run__kill_program(pid_t pid)
+{
+	pid_t pg = getpgid(pid);
+	if (pg > 1 && pg != getpgrp())
+		kill(-pg, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
+/* The one message of a recording that stopped (disk full, file size limit, I/O error) while
+ * the program runs on: said once, when trace-run first sees it or at the end. */
+static void run__recording_stopped(const char *output, int err, bool *said)
+{
+	if (*said)
+		return;
+	*said = true;
+	fprintf(stderr,
+		"trace-run: recording stopped: writing %s failed: %s; the program runs on, and the "
+		"trace holds what was written before (marked truncated)\n",
+		output, strerror(-err));
+}
+
 /* Waits for the child, forwarding signals. Returns when the child is reaped. */
 static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progress,
-			    struct run_wait *w)
+			    const char *output, bool *stopped_said, struct run_wait *w)
 {
-	int interrupts = 0;
+	uint64_t last_interrupt_ns = 0;
+	bool interrupted = false;
 	uint64_t last_events = 0, last_ns = trc_clock_ns(CLOCK_MONOTONIC);
 
 	while (!w->reaped) {
 		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
-		int pr = poll(&pfd, 1, progress ? 1000 : -1);
+		/* Wakes every second: progress, and the recorder's health. */
+		int pr = poll(&pfd, 1, 1000);
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (pr == 0) {
-			run__progress(rec, &last_events, &last_ns);
+			struct recorder_stats st;
+			recorder_get_stats(rec, &st);
+			if (st.drain_error && !*stopped_said) {
+				if (progress)
+					fputs("\r\033[K", stderr);
+				run__recording_stopped(output, st.drain_error, stopped_said);
+			}
+			if (progress)
+				run__progress(rec, &last_events, &last_ns);
 			continue;
 		}
 		struct signalfd_siginfo si;
@@ -196,12 +237,15 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE)
 			kill(pid, (int)si.ssi_signo);
 		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
-			if (++interrupts >= 2) {
+			uint64_t now = trc_clock_ns(CLOCK_MONOTONIC);
+			if (interrupted && now - last_interrupt_ns < RUN_ESCALATE_WINDOW_NS) {
 				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the "
 						"trace now\n");
-				kill(pid, SIGKILL);
+				run__kill_program(pid);
 				run__try_reap(pid, w, 0);
 			}
+			interrupted = true;
+			last_interrupt_ns = now;
 		}
 	}
 	if (!w->reaped)
@@ -212,6 +256,8 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 
 int main(int argc, char **argv)
 {
+	/* Before anything opens a descriptor (run_spawn.h "Descriptors 0-2"). */
+	unsigned closed_std_fds = run_spawn_guard_std_fds();
 	struct run_options opt;
 	int rc = run_options_parse(argc, argv, &opt);
 	if (rc < 0)
@@ -238,6 +284,9 @@ int main(int argc, char **argv)
 	sigaddset(&handled, SIGUSR2);
 	sigset_t blocked = handled;
 	sigaddset(&blocked, SIGPIPE);
+	/* A trace that reaches RLIMIT_FSIZE gets EFBIG from write, as a full disk gives ENOSPC,
+	 * instead of killing trace-run (the program keeps its own disposition). */
+	sigaddset(&blocked, SIGXFSZ);
 	sigprocmask(SIG_BLOCK, &blocked, &child_mask);
 	int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
 	if (sfd < 0) {
@@ -251,9 +300,24 @@ int main(int argc, char **argv)
 		.ring_bytes = opt.buffer_bytes,
 		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
 	};
+	/* The session is a memfd, which a file size limit (ulimit -f) also bounds: lift the soft
+	 * limit while it is sized, then put it back for the trace file and the program. */
+	struct rlimit fsize_limit;
+	bool fsize_lifted = getrlimit(RLIMIT_FSIZE, &fsize_limit) == 0 &&
+			    fsize_limit.rlim_cur < fsize_limit.rlim_max;
+	if (fsize_lifted) {
+		struct rlimit up = {fsize_limit.rlim_max, fsize_limit.rlim_max};
+		fsize_lifted = setrlimit(RLIMIT_FSIZE, &up) == 0;
+	}
 	struct trc_session *session = session_create(&scfg, &err);
+	if (fsize_lifted)
+		setrlimit(RLIMIT_FSIZE, &fsize_limit);
 	if (!session) {
-		fprintf(stderr, "trace-run: cannot create the trace session: %s\n", strerror(-err));
+		fprintf(stderr, "trace-run: cannot create the trace session: %s%s\n",
+			strerror(-err),
+			err == -EFBIG ? " (the file size limit, ulimit -f, is below the session's "
+					"buffers: raise it or lower --buffer-size)"
+				      : "");
 		return RUN_EXIT_RECORDER_FAILED;
 	}
 
@@ -266,7 +330,8 @@ int main(int argc, char **argv)
 					"recorded\n");
 	}
 
-	struct run_child child = {.pid = -1, .go_fd = -1, .err_fd = -1};
+	struct run_child child = {
+		.pid = -1, .go_fd = -1, .err_fd = -1, .closed_std_fds = closed_std_fds};
 	rc = run_spawn_prepare(&child, opt.argv, session_fd(session), TRC_SESSION_FD_ENV, preload,
 			       &child_mask);
 	if (rc) {
@@ -361,21 +426,20 @@ int main(int argc, char **argv)
 	}
 
 	struct run_wait w = {0};
-	run__wait_child(sfd, child.pid, rec, progress, &w);
+	bool stopped_said = false;
+	run__wait_child(sfd, child.pid, rec, progress, output, &stopped_said, &w);
 
 	struct recorder_stats st;
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
 	int rerr = recorder_finish(rec, &ex, &st);
 	struct trcfile_writer_stats wst;
 	int cerr = trcfile_writer_close_stats(writer, &wst);
+	/* A recording that failed does not change the program's status: trace-run exits with it,
+	 * and says once that the trace is cut short (and leaves its chunks as they are). */
 	uint64_t stored = wst.chunks_stored;
 	if (rerr || cerr) {
-		fprintf(stderr,
-			"trace-run: writing %s failed: %s; the trace holds what was written "
-			"before\n",
-			output, strerror(-(rerr ? rerr : cerr)));
-		exit_code = RUN_EXIT_RECORDER_FAILED;
-		goto out;
+		run__recording_stopped(output, rerr ? rerr : cerr, &stopped_said);
+		stored = 0;
 	}
 	exit_code = run__exit_code(w.status);
 

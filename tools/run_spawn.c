@@ -11,8 +11,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+unsigned run_spawn_guard_std_fds(void)
+{
+	unsigned closed = 0;
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: this one, since the ones below it are open. */
+		int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (n == fd)
+			closed |= 1u << fd;
+		else if (n >= 0)
+			close(n);
+	}
+	return closed;
+}
+
 static void run__child(char **argv, int go_rd, int err_wr, int session_fd, const char *env_name,
-		       const char *preload, const sigset_t *child_mask)
+		       const char *preload, const sigset_t *child_mask, unsigned closed_std_fds)
 {
 	/* Only async-signal-safe calls until exec, plus setenv: the parent has no other threads
 	 * yet (run_spawn_prepare runs before any thread is started), so the heap is consistent. */
@@ -48,6 +64,10 @@ static void run__child(char **argv, int go_rd, int err_wr, int session_fd, const
 		}
 	}
 	sigprocmask(SIG_SETMASK, child_mask, NULL);
+	/* The program gets its descriptors 0-2 as they were given to trace-run. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (closed_std_fds & (1u << fd))
+			close(fd);
 	execvp(argv[0], argv);
 	int e = errno;
 	ssize_t w = write(err_wr, &e, sizeof(e));
@@ -80,7 +100,8 @@ int run_spawn_prepare(struct run_child *c, char **argv, int session_fd, const ch
 	if (pid == 0) {
 		close(go[1]);
 		close(err[0]);
-		run__child(argv, go[0], err[1], session_fd, env_name, preload, child_mask);
+		run__child(argv, go[0], err[1], session_fd, env_name, preload, child_mask,
+			   c->closed_std_fds);
 	}
 	close(go[0]);
 	close(err[1]);

@@ -8,6 +8,13 @@
  * command. run_spawn_go releases it and reports whether exec worked, through a close-on-exec
  * pipe: EOF means exec succeeded, four bytes carry the errno of a failed exec.
  *
+ * Descriptors 0-2: a program started with some of them closed (daemons, cron jobs) must not find
+ * trace-run's own descriptors (the session memfd, the trace file) there, or its writes to
+ * stdout land in the session region. run_spawn_guard_std_fds, called first thing in main, puts
+ * /dev/null on every closed one, so every descriptor trace-run opens lands above them; the
+ * child closes them again before exec, so the program starts with exactly the descriptors it
+ * was given.
+ *
  * Threads: the caller's thread only. Call before other threads exist that could fork.
  */
 #ifndef TRC_RUN_SPAWN_H
@@ -24,7 +31,12 @@ struct run_child {
 	pid_t pid;
 	int go_fd; /* write end: one byte = exec, close = give up */
 	int err_fd; /* read end: exec errno, EOF = exec happened */
+	unsigned closed_std_fds; /* in: bit n set: fd n (0-2) is closed again in the child */
 };
+
+/* Opens /dev/null on each of descriptors 0-2 that is closed. Returns the mask of those (bit n
+ * for fd n), for struct run_child's closed_std_fds. */
+unsigned run_spawn_guard_std_fds(void);
 
 /* Forks the child. session_fd is made inheritable in the child as the fd number named by the
  * session env var; preload (may be NULL) is prepended to LD_PRELOAD; child_mask is the signal

@@ -72,8 +72,10 @@ struct summary {
 	/* The span rule (FORMAT.md): an end closes the innermost open span or function of its
 	 * stream. Unmatched: a span_end with nothing open. Mismatched: an end that closed a span
 	 * of another name, or a span and a function closing each other. Open at end: spans (not
-	 * functions) never closed. */
+	 * functions) never closed. Cut by loss: open when a LOST record of their stream (or a
+	 * damaged chunk skipped) came: their end is unknown, never paired across the gap. */
 	uint64_t spans_unmatched_end, spans_end_mismatched, spans_open_at_end;
+	uint64_t spans_cut_by_loss;
 	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;

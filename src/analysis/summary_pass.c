@@ -94,6 +94,11 @@ static void summary__lost(struct summary__state *m, const struct trc_record *rec
 				s->lost_first_ts_ns = rec->ts_ns;
 			if (rec->ts_ns > s->lost_last_ts_ns)
 				s->lost_last_ts_ns = rec->ts_ns;
+			/* Events of this stream are missing here: the spans and functions open on
+			 * it may have ended in the gap, so they end as unknown, never paired with
+			 * an END after it (a 20 ns span would show as lasting the whole gap). */
+			s->spans_cut_by_loss += summary__spans_open(&m->spans);
+			m->spans.n = 0;
 		}
 	}
 }
@@ -279,8 +284,11 @@ summary__pass_chunk(struct summary__state *m, struct summary__walk *w, struct tr
 		} else if (t == TRC_REC_SPAN_END) {
 			st->ends++;
 			if (trcfile__likely(sn && stk[sn - 1].name_id == a && !stk[sn - 1].func)) {
-				/* ts only grew since the begin: deltas are >= 0 here */
-				if (summary__span_duration(m, st, ts - stk[--sn].ts))
+				/* The begin may be from an earlier chunk stamped later (time
+				 * stepped back: a TSC refit): such a span lasts 0, as on the
+				 * general path. */
+				uint64_t begin = stk[--sn].ts;
+				if (summary__span_duration(m, st, ts >= begin ? ts - begin : 0))
 					goto fail;
 			} else {
 				m->spans.n = sn;
@@ -323,6 +331,13 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 	uint64_t decoded = 0; /* records of the stream, from the chunk counts */
 	int rc;
 	while (!m->err && (rc = trcfile__cursor_load_next(c)) == 1) {
+		if (c->skipped) {
+			/* A damaged chunk was skipped: as after a LOST record, the spans open
+			 * across it end as unknown. */
+			c->skipped = false;
+			s->spans_cut_by_loss += summary__spans_open(&m->spans);
+			m->spans.n = 0;
+		}
 		decoded += c->left;
 		rc = summary__pass_chunk(m, &w, c);
 		if (rc == -EBADMSG) {

@@ -7,7 +7,9 @@
  * an end that closes a span of another name, or a span and a function closing each other, is
  * counted as mismatched; a span_end with nothing open as unmatched (a func_exit with nothing
  * open is not counted: traces start inside functions). Spans left open are counted at the end
- * of the stream.
+ * of the stream. An end stamped before its begin (time stepped back) makes a span of 0. A LOST
+ * record of the stream, or a damaged chunk skipped, ends every open frame as unknown
+ * (spans_cut_by_loss, summary_pass.c).
  *
  * The pass's hot loop does the two common cases itself, on its own copy of the stack's fields
  * (a push when there is room, a pop when the top is what the end expects); these functions are

@@ -34,9 +34,9 @@
 #include "trcfile.h"
 #include "u64map.h"
 
-#define DRAIN_IDLE_MIN_NS 500000ull  /* 0.5 ms */
+#define DRAIN_IDLE_MIN_NS 500000ull /* 0.5 ms */
 #define DRAIN_IDLE_MAX_NS 2000000ull /* 2 ms */
-#define DRAIN_BUSY_NAP_NS 20000ull     /* 20 us */
+#define DRAIN_BUSY_NAP_NS 20000ull /* 20 us */
 #define SAMPLER_RING_BYTES (256u * 1024u)
 /* Open chunks are ended at least this often, so a recorder killed with SIGKILL loses at most
  * about this much of the trace. */
@@ -44,7 +44,7 @@
 
 struct recorder {
 	struct recorder_config cfg;
-	int wake_fd;      /* eventfd: finish wakes the drain thread */
+	int wake_fd; /* eventfd: finish wakes the drain thread */
 	atomic_bool stop; /* set by finish before it writes wake_fd */
 	pthread_t drain_thread;
 
@@ -61,7 +61,7 @@ struct recorder {
 	uint64_t last_key;
 	struct trcfile_stream *last_stream;
 
-	struct trcfile_stream *rss_stream;  /* created on the first sample */
+	struct trcfile_stream *rss_stream; /* created on the first sample */
 	struct trcfile_stream *meta_stream; /* the recorder's own: exit record and notes */
 
 	/* Drain-thread counters, published to the atomics below once per drain pass: a locked
@@ -170,9 +170,9 @@ static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 static void recorder__note_buffers(struct recorder *r, uint64_t bytes)
 {
 	uint64_t cur = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
-	while (bytes > cur && !atomic_compare_exchange_weak_explicit(&r->buffers_peak, &cur, bytes,
-								    memory_order_relaxed,
-								    memory_order_relaxed))
+	while (bytes > cur &&
+	       !atomic_compare_exchange_weak_explicit(&r->buffers_peak, &cur, bytes,
+						      memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -294,8 +294,8 @@ static void *recorder__drain_main(void *arg)
 			next_flush_ns = trc_mono_ns() + FLUSH_EVERY_NS;
 		}
 		if (n < 0) {
-			/* The writer failed (disk full...): keep the program running, stop recording;
-			 * what was written stays readable. */
+			/* The writer failed (disk full...): keep the program running, stop
+			 * recording; what was written stays readable. */
 			recorder__set_error(r, (int)n);
 			break;
 		}
@@ -420,6 +420,39 @@ static void recorder__note(struct recorder *r, uint64_t ts_ns, const char *text)
 		recorder__set_error(r, err);
 }
 
+/* Processes of the tree that outlived the program: trace-run does not wait for them (they may
+ * run for ever), and their events after the last drain are not in the trace; say who they were.
+ * Their names come from /proc/PID/comm. */
+static void recorder__note_survivors(struct recorder *r, uint64_t now_ns)
+{
+	enum { MAX_NAMED = 8 };
+	pid_t pids[MAX_NAMED];
+	uint32_t n = session_processes_running(r->cfg.session, r->cfg.pid, pids, MAX_NAMED);
+	if (!n)
+		return;
+	char text[1024];
+	size_t off =
+		(size_t)snprintf(text, sizeof(text),
+				 "%u %s of the traced tree still running when the program "
+				 "ended (not waited for; their later events are not recorded):",
+				 n, n == 1 ? "process" : "processes");
+	for (uint32_t i = 0; i < n && i < MAX_NAMED && off < sizeof(text); i++) {
+		char path[64], comm[32] = "?";
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pids[i]);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s pid %d (%s)",
+					i ? "," : "", (int)pids[i], comm);
+	}
+	if (n > MAX_NAMED && off < sizeof(text))
+		snprintf(text + off, sizeof(text) - off, ", ...");
+	recorder__note(r, now_ns, text);
+}
+
 int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		    struct recorder_stats *final)
 {
@@ -456,10 +489,12 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 	uint64_t now_ns = trc_mono_ns();
 
 	if (session_processes_attached(r->cfg.session) == 0)
-		recorder__note(r, now_ns,
-			       "no events: the program never attached to the session (statically "
-			       "linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
-			       "status and RSS were recorded");
+		recorder__note(
+			r, now_ns,
+			"no events: the program never attached to the session (statically "
+			"linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
+			"status and RSS were recorded");
+	recorder__note_survivors(r, now_ns);
 	if (sst.skipped_ticks) {
 		char text[128];
 		snprintf(text, sizeof(text), "rss sampler skipped %llu late ticks",
@@ -471,8 +506,8 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		rec.exit.pid = (uint32_t)r->cfg.pid;
 		rec.exit.status = ex->status;
 		rec.exit.maxrss_bytes = ex->maxrss_bytes;
-		recorder__note_buffers(r, session_buffers_resident_bytes(r->cfg.session,
-									  r->cfg.pid));
+		recorder__note_buffers(r,
+				       session_buffers_resident_bytes(r->cfg.session, r->cfg.pid));
 		rec.exit.buffers_bytes = atomic_load(&r->buffers_peak);
 		int err = trcfile_stream_append(r->meta_stream, &rec);
 		if (err)

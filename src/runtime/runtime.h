@@ -35,6 +35,11 @@ struct trc__rt {
 	struct trc_region_geom geom; /* validated at attach from one read of the header */
 	int fd;
 	pid_t pid; /* this process (updated in the fork child) */
+	/* pid as written into slots and process entries: | TRC_PID_FOREIGN when this process is
+	 * in another PID namespace than the recorder (attach.c). */
+	uint32_t region_pid;
+	uint32_t pid_tag;
+	uint32_t image; /* this program image's token (attach.c): same in every runtime copy */
 	pthread_key_t key;
 	bool key_ok;
 	bool atfork_ok;

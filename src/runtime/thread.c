@@ -7,7 +7,8 @@
  * path in trc.h uses), fault the head of the ring in and cap the producer's fast path there (the
  * rest follows in chunks ahead of the writer: trc__reserve, session_layout.h "Residency"),
  * publish CLAIMED (release). The first thread of a process to claim also writes the PROCESS and
- * MODULE records. Every claim writes a THREAD record. When no slot is free the
+ * MODULE records. Every claim writes a THREAD record. An event nested in the thread's own emit
+ * (signal handler) is counted in its slot's lost_reentrant. When no slot is free the
  * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
  * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
  *
@@ -116,7 +117,8 @@ static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 	struct trc_ring_thread *r = trc__reserve(t, TRC_TAG(TRC_REC_THREAD, 0), sizeof(*r));
 	if (r) {
 		r->ts = trc__now(mode);
-		r->pid = s->pid;
+		r->pid =
+			(uint32_t)trc__rt.pid; /* this namespace's pid (the slot's may be tagged) */
 		r->tid = s->tid;
 		memcpy(r->name, t->named ? t->name : s->name, sizeof(r->name));
 		ring_commit_sp(&t->prod);
@@ -144,8 +146,9 @@ static int trc__claim(struct trc__thread *t)
 			    memory_order_acquire, memory_order_relaxed))
 			continue;
 		/* Relaxed atomics: session_buffers_resident_bytes reads pid at any time. */
-		__atomic_store_n(&s->pid, (uint32_t)trc__rt.pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->pid, trc__rt.region_pid, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->image, trc__rt.image, __ATOMIC_RELAXED);
 		if (t->named)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else
@@ -207,9 +210,15 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	if (!mode)
 		return;
 	struct trc_region_hdr *h = trc__rt.hdr;
-	if (t->prod.data || t->busy) {
-		/* ok == 0 with a ring, or inside a claim: a signal handler interrupted this
-		 * thread's own emit. Writing now would corrupt the ring. */
+	if (t->prod.data) {
+		/* ok == 0 with a ring: a signal handler interrupted this thread's own emit.
+		 * Writing now would corrupt the ring; the loss is this thread's. */
+		atomic_fetch_add_explicit(&trc__slot(t->slot)->lost_reentrant, 1,
+					  memory_order_relaxed);
+		return;
+	}
+	if (t->busy) {
+		/* Inside a claim: no ring of its own yet, so the process counts it. */
 		atomic_fetch_add_explicit(&h->lost_reentrant, 1, memory_order_relaxed);
 		return;
 	}
@@ -237,8 +246,9 @@ void trc__thread_name(const char *name)
 	if (!mode || !name)
 		return;
 	if (t->busy || (t->prod.data && !t->ok)) {
-		/* Nested in this thread's own emit (signal handler): count, do not write. */
-		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
+		/* Nested in this thread's own emit (signal handler): do not write. A name is not
+		 * an event, so nothing is counted lost (emitted = recorded + lost counts events).
+		 */
 		return;
 	}
 	t->ok = 0;
@@ -253,9 +263,9 @@ void trc__thread_name(const char *name)
 		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
 			trc__emit_process_info(t, mode);
 		trc__emit_thread_record(t, mode);
-	} else {
-		atomic_fetch_add_explicit(&trc__rt.hdr->lost_no_slot, 1, memory_order_relaxed);
 	}
+	/* No slot: the name is kept in t->name for the THREAD record of a later claim; a name is
+	 * not an event, so nothing is counted lost. */
 	TRC__BARRIER();
 	t->busy = 0;
 	t->ok = t->prod.data != NULL;

@@ -23,6 +23,7 @@
  *   session_drain                      one drain thread   producers, the two below no
  *   session_buffers_resident_bytes     any                everything (racy read)   no
  *   session_processes_attached         any                everything               no
+ *   session_processes_running          owner              everything (racy read)   no
  *   session_fd, session_clock_info     any                everything               no
  */
 #ifndef TRC_SESSION_H
@@ -96,6 +97,12 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
 /* How many processes attached so far (0 = the program could not load the library, e.g.
  * static or setuid). Any thread. */
 uint32_t session_processes_attached(const struct trc_session *s);
+
+/* Processes of the traced tree that attached and are still running (kill(pid, 0) succeeds),
+ * other than `except` (the program itself): fills up to max pids, returns how many there are.
+ * For the end of a run, to say who outlived the program. Owner thread; a kill(2) per entry. */
+uint32_t session_processes_running(const struct trc_session *s, pid_t except, pid_t *pids,
+				   uint32_t max);
 
 struct session_clock_info {
 	uint32_t clock_source; /* TRC_CLOCK_* */

@@ -6,15 +6,18 @@
  * sees the magic sees a complete layout. Ring pages are never touched here: the recorder's own
  * RSS stays small before it spawns the program (wait4's ru_maxrss carries it across exec).
  *
- * Threads: create/destroy by the owner; session_buffers_resident_bytes,
- * session_processes_attached, session_fd and session_clock_info from any thread (they read
- * shared counters and states with relaxed loads: accounting, racy by nature).
+ * Threads: create/destroy and session_processes_running by the owner;
+ * session_buffers_resident_bytes, session_processes_attached, session_fd and session_clock_info
+ * from any thread (they read shared counters and states with relaxed loads: accounting, racy by
+ * nature).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session_internal.h"
@@ -130,8 +133,11 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	}
 	s->base = base;
 	s->hdr = base;
+	s->created_ns = trc_mono_ns();
 	session__init_clock(s, cfg);
 	session__init_region(s);
+	struct stat ns;
+	s->hdr->pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0;
 	e = session__check_own_header(s);
 	if (e)
 		goto free_s;
@@ -139,6 +145,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->meta.key = SESSION_META_KEY;
 	s->meta.kind = TRC_STREAM_META;
 	s->last_reap_ns = trc_mono_ns();
+	s->region_lost_seen_ns = s->last_reap_ns;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	s->cpus = cpus > 0 ? (uint32_t)cpus : 1;
 	/* Publishes the region: pairs with the acquire load of magic in trc_attach. */
 	atomic_store_explicit(&s->hdr->magic, TRC_REGION_MAGIC, memory_order_release);
 	return s;
@@ -159,6 +168,34 @@ int session_fd(const struct trc_session *s)
 uint32_t session_processes_attached(const struct trc_session *s)
 {
 	return atomic_load_explicit(&s->hdr->procs_attached, memory_order_relaxed);
+}
+
+uint32_t session_processes_running(const struct trc_session *s, pid_t except, pid_t *pids,
+				   uint32_t max)
+{
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	if (used > s->geom.max_procs)
+		used = s->geom.max_procs;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < used; i++) {
+		struct trc_proc *pe = session__proc(s, i);
+		/* Untrusted: a number, checked against the kernel, never believed on its own. */
+		uint32_t pid = atomic_load_explicit(&pe->pid, memory_order_acquire);
+		if (pid <= 1 || pid > INT32_MAX || (pid_t)pid == except || (pid_t)pid == getpid() ||
+		    atomic_load_explicit(&pe->dead, memory_order_relaxed))
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			continue;
+		bool seen = false;
+		for (uint32_t k = 0; k < n && k < max; k++)
+			seen |= pids[k] == (pid_t)pid;
+		if (seen)
+			continue;
+		if (n < max)
+			pids[n] = (pid_t)pid;
+		n++;
+	}
+	return n;
 }
 
 void session_clock_info(const struct trc_session *s, struct session_clock_info *out)

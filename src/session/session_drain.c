@@ -20,8 +20,17 @@
  * slot is left alone until its thread is gone, then freed. Nothing here trusts a pid, tid, name
  * id or length it read, beyond using it as a number.
  *
+ * Every lost count read from the region is bounded before it is reported: a count that goes
+ * back or gains more than its producers could emit in the time since the last look (one event
+ * a nanosecond each) was scribbled: a ring's ends its stream as corrupt; a region-wide one is
+ * reported as unknown (LOST count 0, reason CORRUPT) with a NOTE, never as a number. A record
+ * stamped before the session was created or after the drain started (beyond SESSION_TS_SLACK)
+ * ends its stream as corrupt too: a scribbled time would stretch the trace to centuries.
+ *
  * Liveness checks (tgkill, kill with signal 0) run at most every SESSION_REAP_NS, or at once
- * when producers report that no slot was free.
+ * when producers report that no slot was free. A slot found gone is taken only by CAS from the
+ * exact state word that was checked: a thread may move it (finish a claim, retire) between the
+ * load and the check, and a slot it moved is drained, never freed unread.
  *
  * Threads: the drain thread only (see session.h). Never blocks.
  */
@@ -40,13 +49,25 @@
 #define SESSION_REAP_NS 50000000ull
 #define SESSION_REFIT_NS 200000000ull
 #define SESSION_CORRUPT 1000000 /* internal: decode found the stream corrupt */
+/* How far a record's time may lie outside [session creation, now] (clock conversion error). */
+#define SESSION_TS_SLACK 100000000ull
+/* Events a lost counter may gain beyond one a nanosecond per producer (first look, clock skew). */
+#define SESSION_LOST_SLACK 1000000ull
 
 struct session__ctx {
 	struct trc_session *s;
 	const struct session_sink *sink;
 	long delivered;
 	uint64_t now_ns;
+	/* A record's time t is believed when t - ts_lo <= ts_span: between the session's
+	 * creation and now, with SESSION_TS_SLACK either side (clock conversion). */
+	uint64_t ts_lo, ts_span;
 };
+
+static inline bool session__ts_ok(const struct session__ctx *c, uint64_t ts_ns)
+{
+	return ts_ns - c->ts_lo <= c->ts_span;
+}
 
 static uint64_t session__ns(const struct trc_session *s, uint64_t t)
 {
@@ -98,6 +119,7 @@ static int session__lost(struct session__ctx *c, const struct session_stream *st
 	return session__emit(c, st, &r);
 }
 
+/* A pid with TRC_PID_FOREIGN (another PID namespace) is never signalled: never gone. */
 static bool session__thread_gone(uint32_t pid, uint32_t tid)
 {
 	if (!pid || !tid || pid > INT32_MAX || tid > INT32_MAX)
@@ -170,6 +192,8 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		struct trc_record r;
 		r.type = type;
 		r.ts_ns = session__ns(s, w[0]);
+		if (__builtin_expect(!session__ts_ok(c, r.ts_ns), 0))
+			return SESSION_CORRUPT;
 		ds->last_ts_ns = r.ts_ns;
 		if (id == 0 || id >= s->name_seen_bits)
 			return SESSION_CORRUPT;
@@ -207,6 +231,8 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
 	struct trc_record r = {.type = type, .ts_ns = session__ns(s, v[0])};
+	if (!session__ts_ok(c, r.ts_ns))
+		return SESSION_CORRUPT;
 	const struct session_stream *st = &ds->st;
 	ds->last_ts_ns = r.ts_ns;
 	int rc;
@@ -276,14 +302,50 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	return session__emit(c, st, &r);
 }
 
+/* Whether a lost counter read from the region may have moved by delta in elapsed_ns, with
+ * `producers` threads counting into it: none can count faster than one event a nanosecond (a
+ * producer emits about one every 10 ns here), plus slack for the first look. A counter that
+ * moves faster was written by something else: the traced program scribbled on the region. */
+static bool session__plausible(uint64_t delta, uint64_t elapsed_ns, uint64_t producers)
+{
+	uint64_t bound;
+	if (__builtin_mul_overflow(elapsed_ns + SESSION_LOST_SLACK, producers, &bound))
+		return true;
+	return delta <= bound;
+}
+
 static int session__report_dropped(struct session__ctx *c, struct session_slot *ds, int *err)
 {
 	uint64_t d = ring_consumer_dropped(&ds->cons, err);
+	uint64_t since = c->now_ns - ds->dropped_seen_ns;
+	ds->dropped_seen_ns = c->now_ns;
 	if (*err || d <= ds->dropped_reported)
 		return 0;
 	uint64_t n = d - ds->dropped_reported;
+	if (!session__plausible(n, since, 1)) {
+		*err = SESSION_CORRUPT;
+		return 0;
+	}
 	ds->dropped_reported = d;
 	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_RING_FULL);
+}
+
+/* The thread's own REENTRANT losses (its slot's counter), bounded like the ring's. */
+static int session__report_reentrant(struct session__ctx *c, struct session_slot *ds,
+				     uint64_t since_ns, bool *bad)
+{
+	struct trc_slot *sl = session__slot(c->s, (uint32_t)(ds - c->s->slots));
+	uint64_t v = atomic_load_explicit(&sl->lost_reentrant, memory_order_relaxed);
+	if (v == ds->reentrant_reported)
+		return 0;
+	if (v < ds->reentrant_reported ||
+	    !session__plausible(v - ds->reentrant_reported, since_ns, 1)) {
+		*bad = true;
+		return 0;
+	}
+	uint64_t n = v - ds->reentrant_reported;
+	ds->reentrant_reported = v;
+	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_REENTRANT);
 }
 
 /* Ends a stream whose ring is corrupt: LOST (CORRUPT), a NOTE, stream_end. */
@@ -437,6 +499,8 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
 		atomic_signal_fence(memory_order_seq_cst); /* the payload is read once */
 		if (tsc)
 			t = trc_clock_to_ns(t >= cur.tick0 ? &cur : &prev, t);
+		if (__builtin_expect(!session__ts_ok(c, t), 0))
+			break; /* a time no record can have: the general path reports it */
 		if (type <= TRC_REC_COUNTER &&
 		    __builtin_expect(!(seen[id / 8] & (1u << (id % 8))), 0)) {
 			/* The NAME goes to the meta stream: this stream's window stays open. */
@@ -515,6 +579,10 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	struct ring_record rr = {0};
 	if (ring_batch_begin(&ds->cons, &b) < 0)
 		return session__corrupt(c, ds, "bad write position");
+	/* Every record of the batch was committed before this clock read (the batch acquired
+	 * the write position): none may be stamped later. Read here, not once a pass: a pass over
+	 * full rings can take longer than the slack. */
+	c->ts_span = trc_mono_ns() + SESSION_TS_SLACK - c->ts_lo;
 	bool fused = c->sink->window_open && c->sink->window_close, open = false;
 	struct trcfile_window win;
 	int n, rc;
@@ -542,10 +610,19 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	if (n < 0)
 		return session__corrupt(c, ds, "bad record header");
 	ring_batch_release(&ds->cons, &b);
+	bool bad = false;
+	rc = session__report_reentrant(c, ds, c->now_ns - ds->dropped_seen_ns, &bad);
+	if (rc)
+		return rc;
+	if (bad)
+		return session__corrupt(c, ds, "reentrant lost count implausible");
 	int err;
 	rc = session__report_dropped(c, ds, &err);
 	if (!rc && err)
-		return session__corrupt(c, ds, "dropped count went back");
+		return session__corrupt(
+			c, ds,
+			err == SESSION_CORRUPT ? "dropped count moved faster than a thread can emit"
+					       : "dropped count went back");
 	return rc;
 
 stop:
@@ -572,6 +649,7 @@ static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 		(void)madvise(session__ring(s, i), s->geom.ring_bytes, MADV_REMOVE);
 	(void)ring_ctl_init(&sl->ctl, s->geom.ring_bytes, 0);
 	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->lost_reentrant, 0, memory_order_relaxed);
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELAXED);
 	memset(sl->name, 0, sizeof(sl->name));
@@ -593,9 +671,13 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	ds->gen = gen;
 	ds->st.key = s->next_key++;
 	ds->st.kind = TRC_STREAM_THREAD;
-	ds->st.pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+	ds->region_pid = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+	ds->st.pid = ds->region_pid & ~TRC_PID_FOREIGN;
 	ds->st.tid = __atomic_load_n(&sl->tid, __ATOMIC_RELAXED);
 	ds->last_ts_ns = c->now_ns;
+	/* The thread may have emitted (and dropped) since long before this first look: its first
+	 * counts are bounded by the time since the session began. */
+	ds->dropped_seen_ns = s->created_ns;
 	ds->active = 1;
 	if (ring_consumer_attach(&ds->cons, &sl->ctl, session__ring(s, i), s->geom.ring_bytes) < 0)
 		return session__corrupt(c, ds, "bad control block");
@@ -622,17 +704,24 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 		if (st == TRC_SLOT_FREE)
 			return 0;
 		if (st == TRC_SLOT_CLAIMING) {
-			/* A claimer that died half-way leaves its tid behind, or nothing. */
+			/* A claimer that died half-way leaves its tid behind, or nothing. A
+			 * short-lived thread may also have finished its claim, emitted, retired and
+			 * exited since the load above: take the slot only by CAS from the exact
+			 * word checked, so such a slot stays RETIRED and is drained on the next
+			 * pass. */
 			if (reap &&
 			    session__thread_gone(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED),
-						 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)))
+						 __atomic_load_n(&sl->tid, __ATOMIC_RELAXED)) &&
+			    atomic_compare_exchange_strong_explicit(
+				    &sl->state, &w, TRC_SLOT_WORD(gen, TRC_SLOT_RETIRED),
+				    memory_order_acquire, memory_order_relaxed))
 				session__free_slot(s, i, gen);
 			return 0;
 		}
 		if ((rc = session__open_stream(c, i, gen)))
 			return rc;
 	}
-	if (st == TRC_SLOT_CLAIMED && reap && session__thread_gone(ds->st.pid, ds->st.tid)) {
+	if (st == TRC_SLOT_CLAIMED && reap && session__thread_gone(ds->region_pid, ds->st.tid)) {
 		/* Exited without destructors (process exit or exec). It is gone, so nothing
 		 * writes the ring any more; retire it ourselves. A failed CAS means an exec'd
 		 * image retired it first, which is the same. */
@@ -657,25 +746,48 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 	return 0;
 }
 
+/* Reports what one of the region's lost counters gained since the last look. A counter that
+ * went back, or moved faster than every processor emitting one event a nanosecond could move
+ * it, is not believed: its gain is reported as unknown (LOST with count 0, reason CORRUPT), a
+ * NOTE says why (once a session), and counting resumes from the value found. */
+static int session__region_counter(struct session__ctx *c, _Atomic uint64_t *counter,
+				   uint64_t *reported, uint32_t reason, const char *what,
+				   uint64_t since_ns)
+{
+	struct trc_session *s = c->s;
+	uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
+	if (v == *reported)
+		return 0;
+	uint64_t old = *reported;
+	*reported = v;
+	if (v > old && session__plausible(v - old, since_ns, s->cpus))
+		return session__lost(c, &s->meta, c->now_ns, v - old, reason);
+	int rc = session__lost(c, &s->meta, c->now_ns, 0, TRC_LOST_CORRUPT);
+	if (rc || s->region_lost_flagged)
+		return rc;
+	s->region_lost_flagged = 1;
+	char text[256];
+	snprintf(text, sizeof(text),
+		 "trc: the session region's %s lost count jumped from %llu to %llu (%s): not "
+		 "believed, the traced program wrote over the region; losses it counts are unknown "
+		 "from here",
+		 what, (unsigned long long)old, (unsigned long long)v,
+		 v < old ? "backwards" : "faster than the machine can emit");
+	return session__note(c, text);
+}
+
 static int session__region_lost(struct session__ctx *c)
 {
 	struct trc_session *s = c->s;
 	struct trc_region_hdr *h = s->hdr;
-	uint64_t v = atomic_load_explicit(&h->lost_no_slot, memory_order_relaxed);
-	int rc = 0;
-	if (v > s->lost_no_slot_reported) {
-		rc = session__lost(c, &s->meta, c->now_ns, v - s->lost_no_slot_reported,
-				   TRC_LOST_NO_SLOT);
-		s->lost_no_slot_reported = v;
-	}
+	uint64_t since = c->now_ns - s->region_lost_seen_ns;
+	s->region_lost_seen_ns = c->now_ns;
+	int rc = session__region_counter(c, &h->lost_no_slot, &s->lost_no_slot_reported,
+					 TRC_LOST_NO_SLOT, "no-slot", since);
 	if (rc)
 		return rc;
-	v = atomic_load_explicit(&h->lost_reentrant, memory_order_relaxed);
-	if (v > s->lost_reentrant_reported) {
-		rc = session__lost(c, &s->meta, c->now_ns, v - s->lost_reentrant_reported,
-				   TRC_LOST_REENTRANT);
-		s->lost_reentrant_reported = v;
-	}
+	rc = session__region_counter(c, &h->lost_reentrant, &s->lost_reentrant_reported,
+				     TRC_LOST_REENTRANT, "reentrant", since);
 	if (rc)
 		return rc;
 	uint64_t used = atomic_load_explicit(&h->strtab_used, memory_order_relaxed);
@@ -706,6 +818,8 @@ static void session__reap_procs(struct trc_session *s)
 long session_drain(struct trc_session *s, const struct session_sink *sink)
 {
 	struct session__ctx c = {.s = s, .sink = sink, .now_ns = trc_mono_ns()};
+	c.ts_lo = s->created_ns - SESSION_TS_SLACK;
+	c.ts_span = c.now_ns + SESSION_TS_SLACK - c.ts_lo;
 	session__refit(s, c.now_ns);
 	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
 	bool reap =

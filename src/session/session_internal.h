@@ -20,11 +20,14 @@
 /* The drain's view of one slot. (drain) */
 struct session_slot {
 	uint32_t gen; /* generation of the open stream */
+	uint32_t region_pid; /* the slot's pid as written (TRC_PID_FOREIGN kept): for liveness */
 	uint8_t active; /* a stream is open on this slot */
 	uint8_t corrupt; /* its stream ended on corruption; free the slot once the thread is gone */
 	struct session_stream st;
 	struct ring_consumer cons;
 	uint64_t dropped_reported;
+	uint64_t reentrant_reported; /* the slot's lost_reentrant, as reported */
+	uint64_t dropped_seen_ns; /* when dropped_reported was last checked */
 	uint64_t last_ts_ns;
 };
 
@@ -48,6 +51,10 @@ struct trc_session {
 	uint64_t next_key;
 	uint64_t lost_no_slot_reported;
 	uint64_t lost_reentrant_reported;
+	uint64_t region_lost_seen_ns; /* when the region's lost counters were last checked */
+	uint8_t region_lost_flagged; /* a NOTE said a region lost counter is not believed */
+	uint64_t created_ns; /* CLOCK_MONOTONIC at creation: no record is older */
+	uint32_t cpus; /* online processors: the bound on how fast counters can move */
 	uint64_t last_reap_ns;
 	uint64_t reap_no_slot_seen;
 	uint8_t strtab_full_noted;

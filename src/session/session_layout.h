@@ -106,6 +106,9 @@
 #define TRC_STRTAB_MAX_LEN 1024u /* longer names are cut */
 #define TRC_STRTAB_MAX_BYTES (8ull * TRC_NAME_ID_MAX)
 #define TRC_CMDLINE_MAX 4096u /* PROCESS record: command line cut here */
+/* Set in a slot's or process entry's pid when the process lives in another PID namespace than
+ * the recorder (hdr->pid_ns): the number is that namespace's, never tgkill'd or kill'd. */
+#define TRC_PID_FOREIGN 0x80000000u
 #define TRC_RING_PREFAULT_BYTES (64u << 10) /* faulted in at claim; then doubling */
 #define TRC_RING_FAULT_MAX_CHUNK (256u << 10) /* ... by at most this much at a time */
 
@@ -129,6 +132,10 @@ struct trc_region_hdr {
 	uint32_t clock_mode; /* TRC_CLOCK_* : what producers stamp with */
 	uint32_t reserved0;
 	uint64_t tsc_hz; /* informational; the recorder converts with its own copy */
+	/* The recorder's PID namespace (inode of /proc/self/ns/pid; 0 unknown). A process in
+	 * another one writes its pids into slots and process entries with TRC_PID_FOREIGN set:
+	 * they are not the recorder's pids, so it never signals them. */
+	uint64_t pid_ns;
 
 	/* Shared counters (producers and recorder, relaxed: accounting only). */
 	_Alignas(64) _Atomic uint64_t lost_no_slot; /* events dropped: every slot taken */
@@ -145,7 +152,10 @@ struct trc_proc {
 	_Atomic uint32_t pid; /* 0 until written */
 	uint32_t ppid;
 	_Atomic uint32_t dead; /* set by the recorder when it found the process gone */
-	uint32_t reserved;
+	/* Which program image of that pid (trc_image_token): an exec'd image has another one,
+	 * while two runtimes in one image (libtrc.a in the program, libtrc.so from the preload
+	 * library) share it and register the process once. */
+	uint32_t image;
 };
 
 struct trc_slot {
@@ -154,7 +164,11 @@ struct trc_slot {
 	uint32_t tid;
 	char name[TRC_THREAD_NAME_BYTES];
 	_Atomic uint64_t resident_bytes; /* ring bytes the claimer has faulted in */
-	uint64_t reserved[2];
+	/* Events of this thread dropped because a signal handler's emit nested in one of its own
+	 * (trc.h's ok flag): the thread's, reported on its stream. Zeroed by the recorder with
+	 * the ring when it frees the slot. */
+	_Atomic uint64_t lost_reentrant;
+	uint64_t image; /* the claimer's trc_image_token, written while CLAIMING */
 	struct ring_ctl ctl;
 };
 
@@ -178,7 +192,8 @@ _Static_assert(offsetof(struct trc_region_hdr, magic) == 0 &&
 		       offsetof(struct trc_region_hdr, ring_bytes) == 80 &&
 		       offsetof(struct trc_region_hdr, clock_mode) == 88 &&
 		       offsetof(struct trc_region_hdr, reserved0) == 92 &&
-		       offsetof(struct trc_region_hdr, tsc_hz) == 96,
+		       offsetof(struct trc_region_hdr, tsc_hz) == 96 &&
+		       offsetof(struct trc_region_hdr, pid_ns) == 104,
 	       "region header layout (fixed part)");
 _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 		       offsetof(struct trc_region_hdr, lost_reentrant) == 136 &&
@@ -190,7 +205,7 @@ _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 _Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
 		       offsetof(struct trc_proc, ppid) == 4 &&
 		       offsetof(struct trc_proc, dead) == 8 &&
-		       offsetof(struct trc_proc, reserved) == 12,
+		       offsetof(struct trc_proc, image) == 12,
 	       "process table entry layout");
 _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64 &&
 		       offsetof(struct trc_slot, state) == 0 &&
@@ -198,7 +213,8 @@ _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64
 		       offsetof(struct trc_slot, tid) == 12 &&
 		       offsetof(struct trc_slot, name) == 16 &&
 		       offsetof(struct trc_slot, resident_bytes) == 32 &&
-		       offsetof(struct trc_slot, reserved) == 40 &&
+		       offsetof(struct trc_slot, lost_reentrant) == 40 &&
+		       offsetof(struct trc_slot, image) == 48 &&
 		       offsetof(struct trc_slot, ctl) == 64,
 	       "slot layout (ring_ctl's own layout: ring.h)");
 /* Shared atomics are plain lock-free words: same size either side, no hidden lock. */

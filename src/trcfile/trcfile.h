@@ -259,6 +259,9 @@ struct trcfile_reader_stats {
 	uint64_t chunks_missing; /* sequence numbers absent before a stream's last chunk
 				  * (chunks lost in the middle, e.g. a write error while
 				  * later ones were already on disk) */
+	uint64_t chunks_damaged; /* chunks found damaged when read (checksum, header): skipped,
+				  * the rest of the stream read on (so far: grows as chunks are
+				  * read) */
 	bool truncated; /* no (valid) footer: read up to the last whole chunk */
 	bool footer_damaged; /* a footer was there but failed its checks (then scanned) */
 };
@@ -280,6 +283,8 @@ void trcfile_reader_get_stats(const struct trcfile_reader *r, struct trcfile_rea
 bool trcfile_reader_truncated(const struct trcfile_reader *r);
 /* Message of the last error of the reader or of an iterator over it ("" if none). */
 const char *trcfile_reader_errmsg(const struct trcfile_reader *r);
+/* Why the first damaged chunk was skipped ("" if none was). */
+const char *trcfile_reader_damage_note(const struct trcfile_reader *r);
 
 unsigned trcfile_reader_stream_count(const struct trcfile_reader *r);
 /* NULL when idx is out of range. */

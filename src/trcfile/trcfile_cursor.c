@@ -5,7 +5,10 @@
  * of its stream by sequence number when the current one is used up, and checks each chunk
  * fully: its header must repeat the index entry, its frame must be one zstd frame with a
  * checksum, the records must fill the raw bytes exactly and the last one must carry the
- * header's last time.
+ * header's last time. A chunk that fails the checks made before its records are handed out
+ * (header, frame, checksum, size) is skipped: counted in the reader's stats with the first
+ * reason, and the stream goes on with its next chunk. Damage found inside the records of a
+ * chunk already being handed out is an error of the cursor.
  *
  * Threads: a cursor belongs to the reader's thread; it uses the reader's DCtx and I/O buffer.
  */
@@ -112,13 +115,36 @@ static int trcfile__cursor_load(struct trcfile_cursor *c, size_t idx)
 	return 1;
 }
 
+/* Chunk idx failed its checks: count it once per reader and keep the first reason. */
+static void trcfile__chunk_skipped(struct trcfile_reader *r, size_t idx)
+{
+	if (!r->chunk_damaged)
+		r->chunk_damaged = calloc(r->n_chunks ? r->n_chunks : 1, 1);
+	if (r->chunk_damaged && r->chunk_damaged[idx])
+		return;
+	if (r->chunk_damaged)
+		r->chunk_damaged[idx] = 1;
+	r->stats.chunks_damaged++;
+	if (!r->damage_note[0])
+		memcpy(r->damage_note, r->errmsg, sizeof(r->damage_note));
+}
+
 int trcfile__cursor_load_next(struct trcfile_cursor *c)
 {
 	if (c->error)
 		return c->error;
-	if (c->next >= c->end)
-		return 0;
-	return trcfile__cursor_load(c, c->next);
+	while (c->next < c->end) {
+		size_t idx = c->next;
+		int rc = trcfile__cursor_load(c, idx);
+		if (rc != -EBADMSG)
+			return rc;
+		/* Chunks are self-contained: a damaged one costs its own records only. */
+		trcfile__chunk_skipped(c->r, idx);
+		c->error = 0;
+		c->next = idx + 1;
+		c->skipped = true;
+	}
+	return 0;
 }
 
 int trcfile__cursor_chunk_done(struct trcfile_cursor *c)

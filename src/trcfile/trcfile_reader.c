@@ -45,6 +45,11 @@ const char *trcfile_reader_errmsg(const struct trcfile_reader *r)
 	return r ? r->errmsg : "";
 }
 
+const char *trcfile_reader_damage_note(const struct trcfile_reader *r)
+{
+	return r ? r->damage_note : "";
+}
+
 const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err)
 {
 	if (off > r->size || len > r->size - off) {
@@ -255,6 +260,9 @@ static int trcfile__finish_index(struct trcfile_reader *r)
 	return 0;
 }
 
+/* Streams a footer may list beyond one per chunk (streams that never got a chunk). */
+#define TRCFILE__FOOTER_EMPTY_STREAMS_MAX 65536u
+
 /* Reads the footer. 0 = index loaded; 1 = no usable footer (why in r->errmsg, state reset);
  * <0 = hard error (out of memory, I/O). */
 static int trcfile__load_footer(struct trcfile_reader *r)
@@ -279,8 +287,16 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	if (foff < r->header_bytes || fbytes < TRCFILE__FOOTER_FIXED_BYTES ||
 	    foff > size - TRCFILE__TRAILER_BYTES || fbytes != size - TRCFILE__TRAILER_BYTES - foff)
 		return trcfile__fail(r, 1, "trailer points outside the file");
-	if (fbytes > SIZE_MAX / 2)
-		return trcfile__fail(r, 1, "footer too large");
+	/* The footer indexes the chunks before it, each of which takes at least a chunk header
+	 * there (streams without a chunk are few): a footer larger than that area can need is not
+	 * believed, before a byte of it is read (a sparse file's trailer can claim tens of GB). */
+	uint64_t max_chunks = (foff - r->header_bytes) / TRCFILE__CHUNK_HDR_BYTES;
+	uint64_t max_fbytes =
+		TRCFILE__FOOTER_FIXED_BYTES +
+		(max_chunks + TRCFILE__FOOTER_EMPTY_STREAMS_MAX) * TRCFILE__FOOTER_STREAM_BYTES +
+		max_chunks * TRCFILE__FOOTER_CHUNK_BYTES;
+	if (fbytes > max_fbytes || fbytes > SIZE_MAX / 2)
+		return trcfile__fail(r, 1, "footer larger than the chunks before it can need");
 	const uint8_t *f = trcfile__read_at(r, foff, (size_t)fbytes, &err);
 	if (!f)
 		return err;
@@ -770,6 +786,7 @@ void trcfile_reader_close(struct trcfile_reader *r)
 	free(r->hdr_strings);
 	free(r->streams);
 	free(r->chunks);
+	free(r->chunk_damaged);
 	free(r->stream_chunk0);
 	u64map_destroy(&r->name_map);
 	u64map_destroy(&r->thread_map);

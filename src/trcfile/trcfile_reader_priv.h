@@ -72,6 +72,10 @@ struct trcfile_reader {
 	uint64_t meta_bytes;
 
 	char errmsg[512];
+	/* Damaged chunks, skipped by the cursors: one flag per chunk (allocated on the first),
+	 * so a chunk read by several passes counts once; why the first one was. */
+	uint8_t *chunk_damaged;
+	char damage_note[512];
 };
 
 /* Largest raw chunk the format allows for a chunk of `count` records in this file. */
@@ -116,9 +120,13 @@ struct trcfile_cursor {
 	bool have_peek;
 	struct trc_record peek;
 	int error;
+	/* A damaged chunk was skipped since the owner last cleared this: records are missing
+	 * between the previous chunk and this one (a span open across it ended unseen). */
+	bool skipped;
 };
 
-/* Loads the cursor's next chunk. 1 loaded, 0 no more chunks, <0 error (sticky). */
+/* Loads the cursor's next chunk, skipping damaged ones (counted in the reader's stats, noted,
+ * `skipped` set). 1 loaded, 0 no more chunks, <0 error (sticky). */
 int trcfile__cursor_load_next(struct trcfile_cursor *c);
 /* Checks the end of a fully decoded chunk (bytes used up, last time). 0 or -EBADMSG. */
 int trcfile__cursor_chunk_done(struct trcfile_cursor *c);

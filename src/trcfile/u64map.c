@@ -5,20 +5,42 @@
  * slot (u64map__home), with no empty slot between home and it. Deletion keeps the last
  * invariant by shifting later members of the run back into the hole.
  *
- * Threads: none (u64map.h).
+ * Hostile keys: the home slot mixes in a per-process random seed (u64map__seed), so no file
+ * can be crafted to make the keys of a reader's maps collide.
+ *
+ * Threads: none (u64map.h); the seed is the same for every thread.
  */
 #include "u64map.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #define U64MAP__MIN_CAP 16u
 
-/* The key's first slot: a multiply-xorshift mix, so keys that differ only in high bits (pid <<
- * 32 | tid) or by small strides (addresses) spread. */
-static size_t u64map__home(uint64_t key, size_t cap)
+/* The process's hash seed: random per process (the kernel's AT_RANDOM bytes for this exec),
+ * so keys crafted to collide in one process (a hostile file of allocation addresses) spread in
+ * another. Read-only: the same for every map and thread. */
+static uint64_t u64map__seed(void)
 {
+	static uint64_t seed;
+	uint64_t s = __atomic_load_n(&seed, __ATOMIC_RELAXED);
+	if (__builtin_expect(s == 0, 0)) {
+		const uint8_t *r = (const uint8_t *)(uintptr_t)getauxval(AT_RANDOM);
+		if (r)
+			memcpy(&s, r + 8, sizeof(s));
+		s |= 1; /* never 0 again: every thread computes the same value */
+		__atomic_store_n(&seed, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+/* The key's first slot: the seed, then a multiply-xorshift mix, so keys that differ only in
+ * high bits (pid << 32 | tid) or by small strides (addresses) spread. */
+static size_t u64map__home(uint64_t key, uint64_t seed, size_t cap)
+{
+	key ^= seed;
 	key ^= key >> 29;
 	key *= 0xbf58476d1ce4e5b9ull;
 	key ^= key >> 32;
@@ -29,6 +51,7 @@ void u64map_init(struct u64map *m, size_t max_n)
 {
 	memset(m, 0, sizeof(*m));
 	m->max_n = max_n;
+	m->seed = u64map__seed();
 }
 
 void u64map_destroy(struct u64map *m)
@@ -57,7 +80,7 @@ static int u64map__grow(struct u64map *m)
 	for (size_t i = 0; i < m->cap; i++) {
 		if (!m->used[i])
 			continue;
-		size_t j = u64map__home(m->keys[i], cap);
+		size_t j = u64map__home(m->keys[i], m->seed, cap);
 		while (used[j])
 			j = (j + 1) & (cap - 1);
 		used[j] = 1;
@@ -78,7 +101,7 @@ uint64_t *u64map_get(const struct u64map *m, uint64_t key)
 {
 	if (!m->cap)
 		return NULL;
-	size_t i = u64map__home(key, m->cap);
+	size_t i = u64map__home(key, m->seed, m->cap);
 	while (m->used[i]) {
 		if (m->keys[i] == key)
 			return &m->vals[i];
@@ -107,7 +130,7 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val, uint64_t *old, bool
 		if (err)
 			return err;
 	}
-	size_t i = u64map__home(key, m->cap);
+	size_t i = u64map__home(key, m->seed, m->cap);
 	while (m->used[i])
 		i = (i + 1) & (m->cap - 1);
 	m->used[i] = 1;
@@ -133,7 +156,7 @@ bool u64map_del(struct u64map *m, uint64_t key, uint64_t *val)
 		j = (j + 1) & mask;
 		if (!m->used[j])
 			break;
-		size_t home = u64map__home(m->keys[j], m->cap);
+		size_t home = u64map__home(m->keys[j], m->seed, m->cap);
 		bool in_range = i <= j ? (i < home && home <= j) : (i < home || home <= j);
 		if (in_range)
 			continue;

@@ -10,6 +10,9 @@
  * Lives in src/trcfile/ as the lowest folder that both the recorder and the analysis may
  * include; it knows nothing of trace files.
  *
+ * Hostile keys: slots depend on a per-process random seed, so no file can be crafted to make
+ * a reader's keys collide (a million colliding addresses cost 10^12 probes unseeded).
+ *
  * Threads: none; a map belongs to one thread at a time. Calls never block; put allocates
  * when it grows.
  *
@@ -30,6 +33,7 @@ struct u64map {
 	size_t cap; /* power of two, 0 before the first put */
 	size_t n;
 	size_t max_n; /* puts of new keys beyond this fail with -ENOSPC */
+	uint64_t seed; /* the process's random hash seed (u64map.c), set by u64map_init */
 };
 
 /* An empty map of at most max_n entries (SIZE_MAX: no bound). Allocates nothing. */

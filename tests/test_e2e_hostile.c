@@ -1,0 +1,317 @@
+/* test_e2e_hostile.c - trace-run in a hostile world (issue 12): programs that start with their
+ * standard descriptors closed, that are interrupted from the terminal, that outlive or
+ * out-write the recorder. Each test runs the built commands on real programs, with a timeout,
+ * and compares with the program run untraced where that is the contract. */
+#include <sys/resource.h>
+
+#include "e2e_util.h"
+
+#define TR e2e_path("bin/trace-run")
+#define TD e2e_path("bin/trace-dump")
+
+/* Item 2: a program started with stdin and stdout closed (daemons, cron jobs) keeps them
+ * closed, and its writes never land in the session region. */
+Test(e2e_hostile, closed_stdin_stdout_stay_closed_and_miss_the_region, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run bare = e2e_run(dir, "/bin/sh", "-c", "seq 100000 <&- >&-", NULL);
+	struct e2e_run r = e2e_run(dir, "/bin/sh", "-c",
+				   "exec \"$0\" -o \"$1\" -- seq 100000 <&- >&-", TR, out, NULL);
+	cr_assert_eq(bare.exit_code, 1, "seq with stdout closed: %d (%s)", bare.exit_code,
+		     bare.err);
+	cr_expect_eq(r.exit_code, bare.exit_code, "traced %d, bare %d: %s", r.exit_code,
+		     bare.exit_code, r.err);
+	cr_expect(strstr(r.err, "seq: write error: Bad file descriptor") != NULL, "%s", r.err);
+	cr_expect(strstr(r.err, " 0 lost,") != NULL, "report: %s", r.err);
+	cr_expect(strstr(r.err, "program exited with status 1") != NULL, "report: %s", r.err);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s", json);
+	cr_expect_gt(e2e_json_int(json, "allocs"), 0, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	cr_expect(strstr(json, "string table is full") == NULL, "%s", json);
+	free(json);
+	e2e_free(&bare);
+	e2e_free(&r);
+
+	/* Closed stays closed in the program: what it opens first lands on 0, as untraced. */
+	const char *probe = "exec 2>\"$1\"; exec \"$0\" -q -o \"$2\" -- /bin/sh -c "
+			    "'exec 3</dev/null; ls -l /proc/$$/fd/0 >/dev/null 2>&1 && echo open "
+			    ">&2 || echo closed >&2' <&-";
+	char errp[256];
+	snprintf(errp, sizeof(errp), "%s/probe.err", dir);
+	r = e2e_run(dir, "/bin/sh", "-c", probe, TR, errp, out, NULL);
+	cr_expect_eq(r.exit_code, 0, "%d: %s", r.exit_code, r.err);
+	char *said = e2e_slurp(errp);
+	cr_expect_str_eq(said, "closed\n");
+	free(said);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Starts trace-run ... -- argv in its own process group with SIGINT at its default (a test
+ * runner started in the background has it ignored, and an ignored signal never reaches a
+ * signalfd); stdout and stderr go to files in dir. */
+static pid_t start_interruptible(const char *dir, char *const argv[])
+{
+	char outp[256], errp[256];
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int in = open("/dev/null", O_RDONLY);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(99);
+	}
+	return pid;
+}
+
+/* A REPL: catches SIGINT, says so, goes on; exits 5 after about 5 s. */
+#define REPL_SCRIPT                                                                         \
+	"trap 'echo interrupted' INT; i=0; while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); " \
+	"done; exit 5"
+
+/* Item 9: two interrupts hours (here: 2.5 s) apart never kill the program. */
+Test(e2e_hostile, interrupts_far_apart_never_kill_a_repl, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR, "-q", "-o", out, "--", "/bin/sh", "-c", REPL_SCRIPT, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_interruptible(dir, argv);
+	usleep(500000);
+	kill(pid, SIGINT);
+	usleep(2500000);
+	kill(pid, SIGINT);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 5, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "interrupted\ninterrupted\n");
+	cr_expect(strstr(r.err, "second interrupt") == NULL, "%s", r.err);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 9: a second interrupt within a couple of seconds finalizes at once. */
+Test(e2e_hostile, second_quick_interrupt_finalizes_at_once, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR, "-q", "-o", out, "--", "/bin/sh", "-c", REPL_SCRIPT, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_interruptible(dir, argv);
+	usleep(500000);
+	kill(pid, SIGINT);
+	usleep(300000);
+	kill(pid, SIGINT);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 128 + SIGKILL, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(r.seconds, 3.0, "%.1f s", r.seconds);
+	cr_expect(strstr(r.err, "second interrupt") != NULL, "%s", r.err);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* Item 3: a program that writes random words over the region it shares with the recorder (one
+ * thread scribbles while others allocate): the recorder survives, the trace reads, the
+ * corruption is reported, and no figure from the region is believed beyond what the elapsed
+ * time allows. */
+Test(e2e_hostile, region_scribbled_by_the_program_never_yields_implausible_figures, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-o", out, "--",
+				   (char *)e2e_path("tests/prog_scribble"), "3", "500", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "scribbled some words\n");
+	const char *lost = strstr(r.err, " events, ");
+	cr_assert_not_null(lost, "%s", r.err);
+	uint64_t reported_lost = strtoull(lost + strlen(" events, "), NULL, 10);
+	char *json = e2e_summary_json(dir, out);
+	int64_t duration = e2e_json_int(json, "duration_ns");
+	int64_t events_lost = e2e_json_int(json, "events_lost");
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t elapsed = (int64_t)(r.seconds * 1e9);
+	cr_assert_gt(duration, 0, "%s", json);
+	cr_expect_leq(duration, elapsed, "the trace lasted %" PRId64 " ns of %" PRId64, duration,
+		      elapsed);
+	/* Nothing emits faster than one event a nanosecond per processor. */
+	cr_expect_leq(events_lost, elapsed * cpus, "lost %" PRId64 " in %" PRId64 " ns",
+		      events_lost, elapsed);
+	cr_expect_leq(reported_lost, (uint64_t)elapsed * (uint64_t)cpus, "%s", r.err);
+	cr_expect(strstr(json, "corrupt") || strstr(json, "not believed"),
+		  "the corruption is not reported: %s", json);
+	free(json);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect(strstr(text, "100.000%") == NULL, "%s", text);
+	free(text);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 17: a descendant that outlives the traced program: trace-run finishes at once, with the
+ * program's status, and the trace says which processes were still running. */
+Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	/* The sleep's stdout is not the test's pipe, so collecting trace-run's output does not
+	 * wait for it either. The program lingers a moment so the sleep has attached (a process
+	 * forked in the program's very last instant may end the run before it ever attaches). */
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--", "/bin/sh", "-c",
+				   "sleep 5 >/dev/null 2>&1 & echo $!; sleep 0.3; exit 4", NULL);
+	cr_assert_eq(r.exit_code, 4, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(r.seconds, 3.0, "trace-run waited for the descendant: %.1f s", r.seconds);
+	long sleeper = strtol(r.out, NULL, 10);
+	cr_assert_gt(sleeper, 1, "%s", r.out);
+	char want[128];
+	snprintf(want, sizeof(want), "pid %ld (sleep)", sleeper);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect(strstr(text, "still running") && strstr(text, want),
+		  "the summary does not say that %s was still running: %s", want, text);
+	free(text);
+	kill((pid_t)sleeper, SIGKILL);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 16: the trace hits the file size limit (as a full disk would: EFBIG, like ENOSPC): the
+ * program runs on to its end, recording stops with one message, the trace stays readable and
+ * says it is truncated, and trace-run exits with the program's status. */
+Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], outp[256], errp[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	char *argv[] = {
+		(char *)TR, "-o",      out,	"--",  (char *)e2e_path("tests/prog_e2e_emit"),
+		"2",	    "3000000", "sleep", "300", NULL};
+	double t0 = e2e_now();
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		/* The soft limit only (ulimit -S -f): the session's memfd is bounded by it too,
+		 * and trace-run lifts it to the hard limit while it sizes the session. */
+		struct rlimit rl = {64 << 10, RLIM_INFINITY};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(99);
+	}
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 6000000\n");
+	const char *msg = strstr(r.err, "File too large");
+	cr_expect(msg != NULL, "no message: %s", r.err);
+	if (msg)
+		cr_expect(strstr(msg + 1, "File too large") == NULL, "more than one message: %s",
+			  r.err);
+	struct stat st;
+	cr_assert_eq(stat(out, &st), 0);
+	cr_expect_leq(st.st_size, 64 << 10);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
+	cr_expect_gt(e2e_json_int(json, "events_recorded"), 0, "%s", json);
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 15: a program linked with libtrc.a, traced with the preload library (which brings
+ * libtrc.so: two runtimes in one process), is recorded once, with all its threads' events. */
+Test(e2e_hostile, program_with_libtrc_a_is_recorded_once_and_whole, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	/* The program from the plain build in every tier: a sanitizer's allocator in the program
+	 * would take the allocations from the preload library. */
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	char prog[300];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_libtrca_threads",
+		 tier && *tier ? "build" : e2e_build());
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--", prog, "4", "20000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 80000\n");
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "process"), 1, "the process recorded more than once: %s",
+		     json);
+	const char *work = strstr(json, "{\"name\":\"libtrca.work\",");
+	cr_assert_not_null(work, "%s", json);
+	cr_expect_eq(e2e_json_int_from(json, work, "counters"), 80000, "%.200s", work);
+	free(json);
+	e2e_free(&r);
+	r = e2e_run(dir, TD, "events", out, NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	size_t early = 0, worker = 0, last = 0;
+	for (const char *p = r.out; (p = strstr(p, " alloc addr=")); p++) {
+		const char *size = strstr(p, "size=");
+		long n = size ? strtol(size + 5, NULL, 10) : 0;
+		early += n == 48;
+		worker += n == 64;
+		last += n == 12345;
+	}
+	cr_expect_eq(early, 10, "allocations before libtrc.a attached");
+	cr_expect_eq(worker, 800, "the workers' allocations");
+	cr_expect_eq(last, 1, "main's last allocation");
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 5: a program in its own PID namespace (unshare -pf, as in a container): its slots hold
+ * the namespace's pids and tids, which the recorder must never take for its own (tgkill on
+ * them reaped live rings: 8 M events emitted, 300 k recorded, "0 lost"). */
+Test(e2e_hostile, program_in_a_pid_namespace_loses_nothing_silently, .timeout = 120)
+{
+	if (geteuid() != 0 || system("unshare -pf true 2>/dev/null") != 0)
+		cr_skip_test("unshare -pf is not permitted here");
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--", "unshare", "-pf",
+				   (char *)e2e_path("tests/prog_e2e_emit"), "4", "1000000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	long emitted = r.out[0] ? strtol(strstr(r.out, "emitted ") + 8, NULL, 10) : -1;
+	cr_assert_eq(emitted, 4000000, "%s", r.out);
+	char *json = e2e_summary_json(dir, out);
+	int64_t rec = e2e_json_int(json, "span_begin") + e2e_json_int(json, "span_end") +
+		      e2e_json_int(json, "instant");
+	int64_t lost = e2e_json_int(json, "events_lost");
+	cr_expect_eq(rec + lost, emitted, "recorded %lld + lost %lld of %ld emitted",
+		     (long long)rec, (long long)lost, emitted);
+	/* The program is pid 1 of its namespace, and its threads are named as such. */
+	cr_expect(strstr(json, "{\"pid\":1,\"tid\":2,\"name\":\"emitter\",") != NULL, "%s", json);
+	cr_expect(strstr(json, "2147483649") == NULL, "a tagged pid leaked into the trace: %s",
+		  json);
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}

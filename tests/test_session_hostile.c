@@ -1,0 +1,244 @@
+/* test_session_hostile.c - the drain against producers that race it or lie to it (issue 12):
+ * a short-lived thread that finishes its claim between the drain's state load and its liveness
+ * check. Races are made deterministic by interposing syscall() in this test binary (the drain
+ * checks liveness with syscall(SYS_tgkill)): the interposer runs the racing producer's steps
+ * exactly in the window, then makes the real call. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "runtime.h"
+#include "session_internal.h"
+#include "test_session_util.h"
+
+/* ---- syscall interposer ------------------------------------------------------------------ */
+
+static void (*race_in_tgkill)(long tid);
+static long race_tid;
+
+/* Reads six argument words whatever the call passed (the forwarding cannot know the arity):
+ * harmless on x86-64, where they come from the register save area, but outside what a
+ * sanitizer lets C code read. */
+long syscall(long n, ...);
+__attribute__((no_sanitize("address", "undefined"))) long syscall(long n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	long a[6];
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (n == SYS_tgkill && race_in_tgkill && a[1] == race_tid) {
+		void (*f)(long) = race_in_tgkill;
+		race_in_tgkill = NULL;
+		f(a[1]);
+	}
+	static long (*real)(long, ...);
+	if (!real)
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+static struct trc_session *start(uint32_t slots, uint64_t ring)
+{
+	struct session_config cfg = {.max_slots = slots, .ring_bytes = ring};
+	int rc = -1;
+	struct trc_session *s = ts_start(&cfg, &rc);
+	cr_assert_not_null(s);
+	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
+	return s;
+}
+
+static void *record_tid(void *p)
+{
+	*(long *)p = gettid();
+	return NULL;
+}
+
+/* A tid that no thread has any more. */
+static long dead_tid(void)
+{
+	long tid = 0;
+	pthread_t th;
+	pthread_create(&th, NULL, record_tid, &tid);
+	pthread_join(th, NULL);
+	return tid;
+}
+
+/* ---- item 4: reaping a CLAIMING slot --------------------------------------------------------- */
+
+static struct trc_session *race_session;
+static uint32_t race_slot;
+
+/* What a short-lived thread does after the drain saw its slot CLAIMING: finish the claim, emit
+ * one ALLOC, retire, exit. */
+static void finish_claim_emit_retire(long tid)
+{
+	struct trc_session *s = race_session;
+	struct trc_slot *sl = session__slot(s, race_slot);
+	uint64_t w = atomic_load(&sl->state);
+	struct ring_producer p;
+	cr_assert_eq(
+		ring_producer_attach(&p, &sl->ctl, session__ring(s, race_slot), s->geom.ring_bytes),
+		0);
+	struct trc_ring_alloc a = {.ts = trc__now(s->geom.clock_mode), .addr = 0x1000, .size = 42};
+	cr_assert_eq(ring_push_sp(&p, TRC_TAG(TRC_REC_ALLOC, 0), &a, sizeof(a)), 0);
+	atomic_store(&sl->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMED));
+	atomic_store(&sl->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_RETIRED));
+	(void)tid;
+}
+
+Test(session_hostile, claiming_slot_that_completes_before_the_reap_is_drained_not_freed,
+     .timeout = 30)
+{
+	struct trc_session *s = start(4, 64 << 10);
+	long tid = dead_tid();
+	/* A claimer caught between its CAS to CLAIMING and its publication of CLAIMED. */
+	race_session = s;
+	race_slot = 2;
+	struct trc_slot *sl = session__slot(s, race_slot);
+	uint64_t w = atomic_load(&sl->state);
+	cr_assert_eq(TRC_SLOT_STATE(w), TRC_SLOT_FREE);
+	atomic_store(&sl->state, TRC_SLOT_WORD(TRC_SLOT_GEN(w), TRC_SLOT_CLAIMING));
+	__atomic_store_n(&sl->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->tid, (uint32_t)tid, __ATOMIC_RELAXED);
+	race_tid = tid;
+	race_in_tgkill = finish_claim_emit_retire;
+
+	s->last_reap_ns = 0; /* this drain checks liveness */
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	cr_assert_null(race_in_tgkill, "the drain never checked the claimer's liveness");
+	cr_assert_eq(c.by_type[TRC_REC_ALLOC], 1, "the record emitted in the window was %s",
+		     c.by_type[TRC_REC_LOST] ? "counted lost" : "silently dropped");
+	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert_eq(c.ends, 1, "its stream ended");
+	cr_assert_eq(TRC_SLOT_STATE(atomic_load(&sl->state)), TRC_SLOT_FREE, "and the slot freed");
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+/* ---- item 12: a privileged program ignores the session in its environment ---------------- */
+
+static int run_capture(struct trc_session *s, const char *prog, char *out, size_t len)
+{
+	char path[] = "/tmp/trc-test-suid-out-XXXXXX";
+	close(mkstemp(path));
+	chmod(path, 0666);
+	char *argv[] = {(char *)prog, NULL};
+	struct ts_collect c = {0};
+	int st = ts_run_traced(s, &c, argv, NULL, NULL, path);
+	ts_collect_free(&c);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(out, 1, len - 1, f) : 0;
+	out[n] = 0;
+	if (f)
+		fclose(f);
+	unlink(path);
+	return st;
+}
+
+Test(session_hostile, setuid_program_ignores_the_session_fd_in_its_environment, .timeout = 30)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to make a setuid program of another user");
+	struct trc_session *s = start(4, 64 << 10);
+	char src[400], dir[] = "/tmp/trc-test-suid-XXXXXX", prog[400], cmd[2048], out[64];
+	/* The plain build's program in every tier (a sanitizer runtime in a setuid program has
+	 * rules of its own). */
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	snprintf(src, sizeof(src), "%s/tests/prog_libtrca_attach",
+		 tier && *tier ? "build" : ts_build_dir());
+	cr_assert_not_null(mkdtemp(dir));
+	chmod(dir, 0755);
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chown nobody '%s' && chmod 4755 '%s'", src,
+		 prog, prog, prog);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	/* Not privileged: it attaches. */
+	chmod(prog, 0755);
+	cr_assert_eq(run_capture(s, prog, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "enabled=1\n");
+	/* Setuid: the environment is not its to trust. */
+	chmod(prog, 04755);
+	cr_assert_eq(run_capture(s, prog, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "enabled=0\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	session_destroy(s);
+}
+
+/* ---- item 11: exact accounting per thread and per reason ---------------------------------- */
+
+static void *name_only(void *arg)
+{
+	(void)arg;
+	trc_thread_name("no-slot-left");
+	return NULL;
+}
+
+Test(session_hostile, naming_a_thread_without_a_slot_is_no_lost_event, .timeout = 30)
+{
+	struct trc_session *s = start(1, 64 << 10);
+	TRC_INSTANT("hostile.holder", 1); /* the only slot */
+	pthread_t th;
+	pthread_create(&th, NULL, name_only, NULL);
+	pthread_join(th, NULL);
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	cr_assert_eq(c.by_type[TRC_REC_INSTANT], 1);
+	cr_assert_eq(ts_lost_total(&c), 0, "a name is not an event: %lu lost (no_slot %lu)",
+		     (unsigned long)ts_lost_total(&c), (unsigned long)c.lost[TRC_LOST_NO_SLOT]);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+struct reentrant_arg {
+	long tid;
+};
+
+/* 10 events, 5 emitted as a signal handler nested in an emit would (ok == 0 with a ring),
+ * 10 more. */
+static void *emit_with_nested(void *p)
+{
+	struct reentrant_arg *a = p;
+	a->tid = gettid();
+	for (int i = 0; i < 10; i++)
+		TRC_COUNTER("hostile.outer", i);
+	trc__self.ok = 0;
+	for (int i = 0; i < 5; i++)
+		TRC_COUNTER("hostile.nested", i);
+	trc__self.ok = 1;
+	for (int i = 0; i < 10; i++)
+		TRC_COUNTER("hostile.outer", 10 + i);
+	return NULL;
+}
+
+Test(session_hostile, reentrant_losses_are_the_threads_own, .timeout = 30)
+{
+	struct trc_session *s = start(4, 64 << 10);
+	struct reentrant_arg a = {0};
+	pthread_t th;
+	pthread_create(&th, NULL, emit_with_nested, &a);
+	pthread_join(th, NULL);
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	uint64_t recorded = 0, lost = 0, lost_elsewhere = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		const struct ts_rec *x = &c.v[i];
+		bool mine = x->st.kind == TRC_STREAM_THREAD && x->st.tid == (uint32_t)a.tid;
+		if (x->r.type == TRC_REC_COUNTER && mine)
+			recorded++;
+		if (x->r.type == TRC_REC_LOST && x->r.lost.reason == TRC_LOST_REENTRANT)
+			*(mine ? &lost : &lost_elsewhere) += x->r.lost.count;
+	}
+	cr_assert_eq(recorded, 20);
+	cr_assert_eq(lost, 5, "the thread's stream says %lu lost (elsewhere: %lu)",
+		     (unsigned long)lost, (unsigned long)lost_elsewhere);
+	cr_assert_eq(lost_elsewhere, 0);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
