@@ -262,6 +262,7 @@ Test(trcfile_hostile, header_checks_and_versions)
 
 	memcpy(b, f.buf, f.len);
 	trcfile__put16(b + 8, TRCFILE_VERSION_MAJOR + 1);
+	trcfile__put16(b + 10, 0);
 	hz_fix_header_crc(b);
 	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EPROTONOSUPPORT);
 	cr_assert(strstr(msg, "newer"), "%s", msg);

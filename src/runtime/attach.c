@@ -94,6 +94,7 @@ static void trc__atfork_child(void)
 	trc__thread_forget();
 	trc__rt.pid = getpid();
 	trc__rt.meta_done = 0;
+	trc__procinfo_atfork_child();
 	/* Shared mappings are not copied into the child's page tables: map the metadata again so
 	 * the child's resident share is exactly what the recorder counts. */
 	trc__populate_meta();
