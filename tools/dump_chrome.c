@@ -5,8 +5,9 @@
  * open-span depth, plus the live-allocation table for the heap counter (capped).
  *
  * Mapping (documented in --help):
- *   span_begin/end, func_enter/exit  "B"/"E" on (pid, tid); functions are named by address
- *                                    (module+offset when a module record covers it)
+ *   span_begin/end, func_enter/exit  "B"/"E" on (pid, tid); functions by their names (the
+ *                                    modules' symbol tables, dump_symbols.h), else
+ *                                    module+offset when a module record covers the address
  *   instant                          "i" (thread scope) with args.value
  *   counter                          "C" named after the counter, args.value
  *   alloc/free                       "C" "heap live bytes" per process (args.bytes)
@@ -27,15 +28,17 @@
 
 #include "cli_plural.h"
 #include "dump_common.h"
+#include "dump_symbols.h"
 
 static const char dump__chrome_help[] =
 	"usage: trace-dump chrome FILE > trace.json\n"
 	"\n"
 	"Chrome Trace Event JSON (an object with traceEvents), for ui.perfetto.dev,\n"
 	"chrome://tracing and speedscope. Streamed: memory does not grow with the trace.\n"
-	"  spans, functions   B/E events per thread (functions named by address, or\n"
-	"                     module+offset); spans still open at the end are closed at the\n"
-	"                     last timestamp with args.unfinished=true; an end without a begin\n"
+	"  spans, functions   B/E events per thread (functions by name from the modules'\n"
+	"                     symbol tables, else module+offset); spans still open at the\n"
+	"                     end are closed at the last timestamp with args.unfinished=true;\n"
+	"                     an end without a begin\n"
 	"                     is dropped (counted in otherData.spans_unmatched_end)\n"
 	"  instants           i events with args.value; counters: C events\n"
 	"  allocations        a C counter 'heap live bytes' per process\n"
@@ -50,6 +53,7 @@ static const char dump__chrome_help[] =
 
 struct dump__chrome {
 	const struct trcfile_reader *r;
+	struct sym_resolver *syms; /* NULL: module+offset */
 	uint64_t start, last_ts;
 	bool first;
 	uint64_t *depth; /* open B per stream */
@@ -97,8 +101,11 @@ static void dump__func_name(const struct dump__chrome *c, uint32_t pid, uint64_t
 {
 	char b[320];
 	const struct trcfile_module *m = trcfile_reader_module(c->r, pid, addr);
+	struct sym_info si;
 	int k;
-	if (m) {
+	if (m && c->syms && sym_resolve(c->syms, pid, addr, &si) == 0 && si.name) {
+		k = snprintf(b, sizeof(b), "%s", si.name);
+	} else if (m) {
 		const char *base = strrchr(m->path, '/');
 		base = base ? base + 1 : m->path;
 		k = snprintf(b, sizeof(b), "%.256s+0x%" PRIx64, base, addr - m->start + m->offset);
@@ -341,6 +348,7 @@ int dump_chrome_main(int argc, char **argv)
 	if (!c)
 		goto out;
 	c->r = r;
+	c->syms = dump_symbols_new(r);
 	c->first = true;
 	c->start = dump_start_ns(r);
 	c->last_ts = c->start;
@@ -401,6 +409,7 @@ out:
 	trcfile_iter_free(it);
 	if (c) {
 		trcfile_allocmap_free(c->live);
+		sym_resolver_free(c->syms);
 		free(c->depth);
 		free(c);
 	}

@@ -18,6 +18,7 @@
 
 #include "cli_duration.h"
 #include "dump_common.h"
+#include "dump_symbols.h"
 
 static const char dump__events_help[] =
 	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
@@ -29,10 +30,15 @@ static const char dump__events_help[] =
 	"thread's events, rss for the sampler, meta for metadata; TYPE is one of span_begin\n"
 	"span_end instant counter alloc free func_enter func_exit rss lost thread process name\n"
 	"module note exit; FIELDS are key=value pairs (strings quoted, C escapes).\n"
+	"Function events name their function (fn, demangled) and its source line (src)\n"
+	"from the symbol tables and debug info of the module files recorded in the trace;\n"
+	"at= is always the module and file offset. A module file that is gone, changed\n"
+	"since the trace (another build-id) or stripped is said once on stderr.\n"
 	"\n"
 	"  --thread [PID/]TID  only that thread's stream (repeat for several)\n"
 	"  --name NAME         only spans, instants and counters named NAME (repeat for\n"
 	"                      several)\n"
+	"  --no-symbols        no fn= and src= (module+offset only; faster)\n"
 	"  --from T, --to T    only records from T to T (both included), counted from the\n"
 	"                      start of recording; T is a duration with a unit: ns, us, ms,\n"
 	"                      s, m or h, e.g. 1.5s, 200ms (a bare number is an error)\n"
@@ -115,7 +121,50 @@ static void dump__kv_str(const char *key, const char *s, uint32_t len)
 	dump_text_str(s, len);
 }
 
-static void dump__symbol(const struct trcfile_reader *r, uint32_t pid, uint64_t addr)
+/* The " fn=... src=..." text of recent addresses, as written: a trace calls the same functions
+ * over and over, and quoting the strings again each time is most of the cost of names. Direct
+ * mapped on the address. */
+#define DUMP__FN_CACHE 1024u
+static struct dump__fn_text {
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t len; /* 0: empty slot */
+	char *text;
+} dump__fn_cache[DUMP__FN_CACHE];
+
+static void dump__fn_cache_free(void)
+{
+	for (unsigned i = 0; i < DUMP__FN_CACHE; i++) {
+		free(dump__fn_cache[i].text);
+		dump__fn_cache[i] = (struct dump__fn_text){0};
+	}
+}
+
+/* Writes " fn=NAME[+0xOFF] src=FILE:LINE" (what is known) for addr. */
+static void dump__fn_fields(struct sym_resolver *syms, uint32_t pid, uint64_t addr)
+{
+	struct sym_info si;
+	if (sym_resolve(syms, pid, addr, &si) != 0)
+		return;
+	if (si.name) {
+		dump__kv_str("fn", si.name, (uint32_t)strlen(si.name));
+		if (si.name_offset) {
+			dump_str("+");
+			dump_hex(si.name_offset);
+		}
+	}
+	if (si.src_file) {
+		char line[4200];
+		int k = snprintf(line, sizeof(line), "%s:%u", si.src_file, si.src_line);
+		if (k > 0)
+			dump__kv_str("src", line,
+				     (uint32_t)((size_t)k < sizeof(line) ? (size_t)k
+									 : sizeof(line) - 1));
+	}
+}
+
+static void dump__symbol(const struct trcfile_reader *r, struct sym_resolver *syms, uint32_t pid,
+			 uint64_t addr)
 {
 	const struct trcfile_module *m = trcfile_reader_module(r, pid, addr);
 	if (!m)
@@ -126,10 +175,43 @@ static void dump__symbol(const struct trcfile_reader *r, uint32_t pid, uint64_t 
 	dump_str(base);
 	dump_char('+');
 	dump_hex(addr - m->start + m->offset);
+	if (!syms)
+		return;
+	struct dump__fn_text *c = &dump__fn_cache[((addr >> 4) ^ pid) & (DUMP__FN_CACHE - 1)];
+	if (c->len && c->addr == addr && c->pid == pid) {
+		dump_write(c->text, c->len);
+		return;
+	}
+	/* Room for the longest text first, so it lands contiguous in the buffer to be kept. */
+	if (DUMP_OUT_BYTES - dump_out.len < 16384)
+		dump_flush();
+	size_t at = dump_out.len;
+	dump__fn_fields(syms, pid, addr);
+	size_t len = dump_out.len - at;
+	char *copy = len && len < 16384 ? malloc(len) : NULL;
+	if (copy) {
+		memcpy(copy, dump_out.buf + at, len);
+		free(c->text);
+		*c = (struct dump__fn_text){
+			.addr = addr, .pid = pid, .len = (uint32_t)len, .text = copy};
+	}
 }
 
-static void dump__record(const struct trcfile_reader *r, const struct trcfile_stream_info *si,
-			 const struct trc_record *rec, uint64_t start)
+static void dump__build_id(const uint8_t *id, uint32_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (!len)
+		return;
+	dump_str(" build_id=");
+	for (uint32_t i = 0; i < len; i++) {
+		dump_char(hex[id[i] >> 4]);
+		dump_char(hex[id[i] & 15]);
+	}
+}
+
+static void dump__record(const struct trcfile_reader *r, struct sym_resolver *syms,
+			 const struct trcfile_stream_info *si, const struct trc_record *rec,
+			 uint64_t start)
 {
 	dump_seconds((int64_t)(rec->ts_ns - start));
 	dump_char(' ');
@@ -169,7 +251,7 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 	case TRC_REC_FUNC_EXIT:
 		dump__kv_hex("addr", rec->func.addr);
 		dump__kv_hex("call_site", rec->func.call_site);
-		dump__symbol(r, si->pid, rec->func.addr);
+		dump__symbol(r, syms, si->pid, rec->func.addr);
 		break;
 	case TRC_REC_RSS: {
 		uint64_t b = rec->rss.buffers_bytes;
@@ -222,6 +304,7 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 		dump__kv_hex("end", rec->module.end);
 		dump__kv_hex("offset", rec->module.offset);
 		dump__kv_str("path", rec->module.path, rec->module.path_len);
+		dump__build_id(rec->module.build_id, rec->module.build_id_len);
 		break;
 	case TRC_REC_NOTE:
 		dump__kv_str("text", rec->note.text, rec->note.len);
@@ -367,9 +450,13 @@ static void dump__say_nothing_matched(const struct trcfile_reader *r, const char
 int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"thread", required_argument, NULL, 't'}, {"name", required_argument, NULL, 'n'},
-		{"from", required_argument, NULL, 'f'},	  {"to", required_argument, NULL, 'T'},
-		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+		{"thread", required_argument, NULL, 't'},
+		{"name", required_argument, NULL, 'n'},
+		{"from", required_argument, NULL, 'f'},
+		{"to", required_argument, NULL, 'T'},
+		{"no-symbols", no_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = argv[0];
 	/* Each --thread or --name takes at least one argument: argc bounds their number. */
@@ -383,6 +470,8 @@ int dump_events_main(int argc, char **argv)
 	uint64_t from = 0, to = UINT64_MAX;
 	struct trcfile_reader *r = NULL;
 	struct trcfile_iter *it = NULL;
+	struct sym_resolver *syms = NULL;
+	bool no_symbols = false;
 	char msg[320];
 	int c, rc = DUMP_EXIT_USAGE;
 
@@ -407,6 +496,9 @@ int dump_events_main(int argc, char **argv)
 			break;
 		case 'n':
 			names[n_names++] = optarg;
+			break;
+		case 'S':
+			no_symbols = true;
 			break;
 		case 'f':
 		case 'T':
@@ -458,6 +550,8 @@ int dump_events_main(int argc, char **argv)
 			}
 	}
 	uint64_t start = dump_start_ns(r);
+	if (!no_symbols)
+		syms = dump_symbols_new(r);
 	it = trcfile_iter_new_subset(r, include);
 	if (!it) {
 		dump_error("%s: %s", path,
@@ -485,7 +579,7 @@ int dump_events_main(int argc, char **argv)
 			continue;
 		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
-		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start);
+		dump__record(r, syms, trcfile_reader_stream(r, sidx), &rec, start);
 		printed++;
 	}
 	dump_flush();
@@ -504,6 +598,8 @@ int dump_events_main(int argc, char **argv)
 					  from_arg, to_arg, start);
 out:
 	trcfile_iter_free(it);
+	dump__fn_cache_free();
+	sym_resolver_free(syms);
 	trcfile_reader_close(r);
 	free(include);
 	free(matched);
