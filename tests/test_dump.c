@@ -132,7 +132,10 @@ Test(dump, golden_summary_text, .timeout = 60)
 	td_small(dir, trc, sizeof(trc));
 	struct td_run r = td_run(dir, (const char *const[]){"summary", trc, NULL});
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_empty(r.err);
+	/* The function table names the one function from its module's file, which is not here:
+	 * said once. */
+	cr_assert_str_eq(r.err, "trace-dump: /usr/bin/prog: the file is gone: its functions show "
+				"as module+offset\n");
 	td_golden("summary.txt", r.out, r.out_len);
 	td_free(&r);
 	/* summary is the default command */

@@ -266,3 +266,51 @@ Test(symbols, no_preload_note_names_the_flag, .timeout = 60)
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* The summary's function table against calls whose counts and times are known. */
+Test(symbols, summary_functions_known_calls_and_times, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = {e2e_path("tests/prog_finst_timed"), NULL};
+	ts_trace(dir, argv);
+	char in[256];
+	snprintf(in, sizeof(in), "%s/t.trc", dir);
+	char *json = e2e_summary_json(dir, in);
+	const char *sl = strstr(json, "{\"name\":\"timed_sleep\"");
+	const char *ou = strstr(json, "{\"name\":\"timed_outer\"");
+	const char *mn = strstr(json, "{\"name\":\"main\"");
+	cr_assert(sl && ou && mn, "%s", json);
+	cr_expect_eq(e2e_json_int_from(json, sl, "calls"), 4);
+	cr_expect_eq(e2e_json_int_from(json, ou, "calls"), 2);
+	cr_expect_eq(e2e_json_int_from(json, mn, "calls"), 1);
+	int64_t sleep_total = e2e_json_int_from(json, sl, "total_ns");
+	int64_t sleep_self = e2e_json_int_from(json, sl, "self_total_ns");
+	int64_t outer_total = e2e_json_int_from(json, ou, "total_ns");
+	int64_t outer_self = e2e_json_int_from(json, ou, "self_total_ns");
+	int64_t main_total = e2e_json_int_from(json, mn, "total_ns");
+	cr_expect_geq(e2e_json_int_from(json, sl, "max_ns"), 20000000);
+	cr_expect_geq(e2e_json_int_from(json, sl, "p50_ns"), 20000000 * 0.98, "within 2 %%");
+	cr_expect_geq(sleep_total, 80000000);
+	cr_expect_lt(sleep_total, 80000000 + 200000000, "a loaded machine, not 2x");
+	cr_expect_eq(sleep_self, sleep_total, "calls nothing instrumented");
+	cr_expect_geq(outer_total, sleep_total, "includes the sleeps");
+	cr_expect_eq(outer_self, outer_total - sleep_total);
+	cr_expect_lt(outer_self, 5000000);
+	cr_expect_geq(main_total, outer_total);
+	free(json);
+	/* The text table in --sort order; a bad key is a usage error. */
+	struct e2e_run r = e2e_run(dir, TD, "summary", "--sort", "calls", in, NULL);
+	cr_expect_eq(r.exit_code, 0);
+	const char *t = strstr(r.out, "functions (by calls;");
+	cr_assert_not_null(t, "%s", r.out);
+	const char *a = strstr(t, "\n  timed_sleep "), *b = strstr(t, "\n  timed_outer "),
+		   *c = strstr(t, "\n  main ");
+	cr_expect(a && b && c && a < b && b < c, "%s", t);
+	e2e_free(&r);
+	r = e2e_run(dir, TD, "summary", "--sort", "bytes", in, NULL);
+	cr_expect_eq(r.exit_code, 2);
+	cr_expect_str_eq(r.err, "trace-dump summary: --sort: expected self, total, calls, max or "
+				"name, got \"bytes\" (see trace-dump summary --help)\n");
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}

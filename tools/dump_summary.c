@@ -6,6 +6,7 @@
  *
  * Threads: single-threaded.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,17 +15,22 @@
 
 #include "cli_plural.h"
 #include "dump_common.h"
+#include "dump_functions.h"
+#include "dump_symbols.h"
 
 static const char dump__summary_help[] =
-	"usage: trace-dump summary [--json] FILE\n"
+	"usage: trace-dump summary [--json] [--sort self|total|calls|max|name] FILE\n"
 	"\n"
 	"What the trace holds: command, duration, events recorded and lost (in total and per\n"
 	"thread), records per type, per name (counts, span durations: count, total, mean, p50,\n"
-	"p99, max; counters: min, max, last), allocations (count, bytes, peak live bytes),\n"
+	"p99, max; counters: min, max, last), functions (calls, inclusive and self time,\n"
+	"by name from the modules' symbol tables), allocations (count, bytes, peak live bytes),\n"
 	"RSS of the traced program (exact peak, sampled min/max/last, sample count, trace\n"
 	"buffers excluded, a sparkline over time) and the recorder's notes.\n"
 	"\n"
 	"  --json     one JSON object instead of text (keys below)\n"
+	"  --sort KEY order of the functions table: self (self time, the default), total\n"
+	"             (inclusive time), calls, max (longest call) or name\n"
 	"  -h, --help this text\n"
 	"\n"
 	"Definitions. Events are the records that are not metadata: span_begin, span_end,\n"
@@ -60,6 +66,15 @@ static const char dump__summary_help[] =
 	"  spans_unmatched_end       span_end records with no open span of that name\n"
 	"  spans_open_at_end         spans never ended\n"
 	"  percentiles_approximate   true when histogram memory ran out (some spans left out)\n"
+	"  functions                 array of {name, calls, total_ns, mean_ns, p50_ns, p99_ns,\n"
+	"                            max_ns, self_total_ns, self_mean_ns, self_p50_ns,\n"
+	"                            self_p99_ns, self_max_ns} per function (-finstrument-\n"
+	"                            functions), named from the modules' symbol tables (else\n"
+	"                            module+offset), in --sort order; times inclusive of the\n"
+	"                            calls made, self_* without them\n"
+	"  function_exits_unmatched  function exits with no open call of that function\n"
+	"  function_calls_unclosed   calls closed by the exit of a function that called them\n"
+	"  function_calls_open_at_end  calls never exited (not timed)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
 	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order\n"
@@ -116,7 +131,8 @@ static void dump__kv_str(const char *k, const char *v, bool *first)
 	dump_json_str(v, strlen(v));
 }
 
-static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s)
+static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s,
+		       const struct func_table *ft)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -222,6 +238,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump__kv_u64("spans_unmatched_end", s->spans_unmatched_end, &first);
 	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
 	dump__kv_bool("percentiles_approximate", s->percentiles_approximate, &first);
+	dump_functions_json(ft);
 	dump__kv_u64("allocs", s->allocs, &first);
 	dump__kv_u64("alloc_bytes", s->alloc_bytes, &first);
 	dump__kv_u64("frees", s->frees, &first);
@@ -302,7 +319,8 @@ static void dump__sparkline(const struct trcfile_summary *s)
 		    dump_fmt_bytes(b, sizeof(b), hi));
 }
 
-static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s)
+static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s,
+		       const struct func_table *ft, enum func_sort sort)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -414,6 +432,11 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 				    s->spans_open_at_end,
 				    cli_plural(s->spans_open_at_end, "span", "spans"));
 	}
+	if (ft) {
+		const struct func_row *rows;
+		if (func_table_rows(ft, &rows))
+			dump_functions_text(ft, sort);
+	}
 	if (any_value) {
 		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",
 			    "instants", "counters", "min", "max", "last");
@@ -504,16 +527,28 @@ int dump_summary_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"sort", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	enum func_sort sort = FUNC_SORT_SELF;
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (dump_value_missing(argv[0], argv))
+			return DUMP_EXIT_USAGE;
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 's':
+			if (!func_sort_parse(optarg, &sort))
+				return dump_usage_error(
+					argv[0],
+					"--sort: expected self, total, calls, max or "
+					"name, got \"%s\"",
+					optarg);
 			break;
 		case 'h':
 			fputs(dump__summary_help, stdout);
@@ -535,10 +570,27 @@ int dump_summary_main(int argc, char **argv)
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}
+	/* The function table: its own pass, only when there are function records. */
+	struct func_table *ft = NULL;
+	struct sym_resolver *syms = NULL;
+	if (s.per_type[TRC_REC_FUNC_ENTER]) {
+		syms = dump_symbols_new(r);
+		ft = dump_functions_compute(r, syms, sort, &err);
+		if (!ft) {
+			dump_error("%s: %s", path,
+				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
+			sym_resolver_free(syms);
+			trcfile_summary_free(&s);
+			trcfile_reader_close(r);
+			return DUMP_EXIT_FAIL;
+		}
+	}
 	if (json)
-		dump__json(r, &s);
+		dump__json(r, &s, ft);
 	else
-		dump__text(r, &s);
+		dump__text(r, &s, ft, sort);
+	func_table_free(ft);
+	sym_resolver_free(syms);
 	trcfile_summary_free(&s);
 	trcfile_reader_close(r);
 	return DUMP_EXIT_OK;
