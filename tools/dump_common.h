@@ -124,5 +124,6 @@ int dump_summary_main(int argc, char **argv);
 int dump_events_main(int argc, char **argv);
 int dump_rss_main(int argc, char **argv);
 int dump_chrome_main(int argc, char **argv);
+int dump_flame_main(int argc, char **argv);
 
 #endif /* TRC_DUMP_COMMON_H */
