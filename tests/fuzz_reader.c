@@ -20,6 +20,7 @@
 
 #include <zstd.h>
 
+#include "summary.h"
 #include "trcfile.h"
 #include "trcfile_codec.h"
 
@@ -61,9 +62,9 @@ static void fuzz_read(const uint8_t *data, size_t size)
 			;
 		trcfile_cursor_free(c);
 	}
-	struct trcfile_summary sm;
-	if (trcfile_summary_compute(r, &sm) == 0)
-		trcfile_summary_free(&sm);
+	struct summary sm;
+	if (summary_compute(r, &sm) == 0)
+		summary_free(&sm);
 	trcfile_reader_name(r, 1, NULL);
 	trcfile_reader_module(r, trcfile_reader_header(r)->pid, 0x401000);
 	trcfile_reader_close(r);
@@ -72,29 +73,35 @@ static void fuzz_read(const uint8_t *data, size_t size)
 /* Recomputes every checksum a walk of the structure can find. */
 static void fuzz_fix_checksums(uint8_t *b, size_t size)
 {
-	if (size < TRCFILE__HDR_FIXED_BYTES + 4)
+	if (size < TRCFILE__HDR_FIXED_BYTES + TRCFILE__HDR_CRC_BYTES)
 		return;
-	uint32_t hb = trcfile__get32(b + 16);
-	if (hb < TRCFILE__HDR_FIXED_BYTES + 4 || hb > size)
+	uint32_t hb = trcfile__get32(b + TRCFILE__OFFSET(file_hdr, header_bytes));
+	if (hb < TRCFILE__HDR_FIXED_BYTES + TRCFILE__HDR_CRC_BYTES || hb > size)
 		return;
-	trcfile__put32(b + hb - 4, trcfile__crc32c(0, b, hb - 4));
+	trcfile__put32(b + hb - TRCFILE__HDR_CRC_BYTES,
+		       trcfile__crc32c(0, b, hb - TRCFILE__HDR_CRC_BYTES));
 	uint64_t off = hb;
 	for (int n = 0; n < 100000 && size - off >= TRCFILE__CHUNK_HDR_BYTES; n++) {
 		uint8_t *c = b + off;
-		if (trcfile__get32(c) != TRCFILE__CHUNK_MAGIC)
+		if (trcfile__get32(c + TRCFILE__OFFSET(chunk_hdr, magic)) != TRCFILE__CHUNK_MAGIC)
 			break;
-		trcfile__put32(c + 60, trcfile__crc32c(0, c, 60));
-		off += TRCFILE__CHUNK_HDR_BYTES + (uint64_t)trcfile__get32(c + 48);
+		size_t crc_at = TRCFILE__OFFSET(chunk_hdr, crc);
+		trcfile__put32(c + crc_at, trcfile__crc32c(0, c, crc_at));
+		off += TRCFILE__CHUNK_HDR_BYTES +
+		       (uint64_t)trcfile__get32(c + TRCFILE__OFFSET(chunk_hdr, comp_bytes));
 		if (off > size)
 			break;
 	}
 	if (size < hb + TRCFILE__TRAILER_BYTES)
 		return;
 	uint8_t *t = b + size - TRCFILE__TRAILER_BYTES;
-	uint64_t foff = trcfile__get64(t), fbytes = trcfile__get64(t + 8);
+	uint64_t foff = trcfile__get64(t + TRCFILE__OFFSET(trailer, footer_offset));
+	uint64_t fbytes = trcfile__get64(t + TRCFILE__OFFSET(trailer, footer_bytes));
 	if (foff <= size && fbytes <= size - foff)
-		trcfile__put32(t + 16, trcfile__crc32c(0, b + foff, (size_t)fbytes));
-	trcfile__put32(t + 20, trcfile__crc32c(0, t, 20));
+		trcfile__put32(t + TRCFILE__OFFSET(trailer, footer_crc),
+			       trcfile__crc32c(0, b + foff, (size_t)fbytes));
+	size_t crc_at = TRCFILE__OFFSET(trailer, trailer_crc);
+	trcfile__put32(t + crc_at, trcfile__crc32c(0, t, crc_at));
 }
 
 /* A valid file around one chunk whose raw records are the input. */
@@ -103,13 +110,21 @@ static void fuzz_wrapped_chunk(const uint8_t *raw, size_t raw_len)
 	if (raw_len < 2 || raw_len > (64u << 10))
 		return;
 	static const char host[] = "fuzz";
-	struct trcfile_header_info h = {.cmdline = "x", .cmdline_len = 1, .pid = 1, .host = host};
-	size_t hb = trcfile__header_bytes(&h, 4, 0);
+	struct trcfile__file_hdr h = {.version_major = TRCFILE_VERSION_MAJOR,
+				      .version_minor = TRCFILE_VERSION_MINOR,
+				      .cmdline = "x",
+				      .cmdline_len = 1,
+				      .pid = 1,
+				      .host = host,
+				      .host_len = sizeof(host) - 1,
+				      .chunk_bytes = TRCFILE_MAX_CHUNK_BYTES};
+	size_t hb = trcfile__header_size(&h);
+	h.header_bytes = (uint32_t)hb;
 	size_t cap = hb + TRCFILE__CHUNK_HDR_BYTES + ZSTD_compressBound(raw_len);
 	uint8_t *b = calloc(1, cap);
 	if (!b)
 		return;
-	trcfile__header_put(b, hb, &h, TRCFILE_MAX_CHUNK_BYTES, 4, 0);
+	trcfile__header_put(b, &h);
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1);

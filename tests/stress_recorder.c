@@ -21,6 +21,7 @@
 
 #include "recorder.h"
 #include "session.h"
+#include "summary.h"
 #include "trc.h"
 #include "trcfile.h"
 
@@ -124,8 +125,8 @@ int main(void)
 	char msg[256];
 	if (trcfile_reader_open(path, &rd, msg, sizeof(msg)))
 		FAIL("reader: %s", msg);
-	struct trcfile_summary sum;
-	if (trcfile_summary_compute(rd, &sum))
+	struct summary sum;
+	if (summary_compute(rd, &sum))
 		FAIL("summary");
 	long want = atomic_load(&emitted);
 	/* the runtime may add records of its own (none of the event kinds), so compare exactly */
@@ -142,7 +143,7 @@ int main(void)
 	printf("stress_recorder: ok emitted=%ld recorded=%" PRIu64 " lost=%" PRIu64
 	       " rss_samples=%" PRIu64 " threads=%zu\n",
 	       want, sum.events_recorded, sum.events_lost, sum.rss_samples, sum.n_threads);
-	trcfile_summary_free(&sum);
+	summary_free(&sum);
 	trcfile_reader_close(rd);
 	unlink(path);
 	session_destroy(s);

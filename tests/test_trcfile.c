@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include "summary.h"
 #include "test_trcfile_util.h"
 
 static const struct trcfile_writer_opts tu_small_chunks = {
@@ -348,11 +349,11 @@ Test(trcfile, empty_trace_and_empty_streams)
 	cr_assert_eq(trcfile_iter_seek(it, 5), 0);
 	cr_assert_eq(trcfile_iter_next(it, &rec, NULL), 0);
 	trcfile_iter_free(it);
-	struct trcfile_summary s;
-	cr_assert_eq(trcfile_summary_compute(rd, &s), 0);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0);
 	cr_assert_eq(s.records, 0);
-	cr_assert_eq(s.rss_peak_source, TRCFILE_RSS_PEAK_NONE);
-	trcfile_summary_free(&s);
+	cr_assert_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_NONE);
+	summary_free(&s);
 	trcfile_reader_close(rd);
 	trcfile_writer_close(NULL);
 	trcfile_reader_close(NULL);
@@ -577,8 +578,8 @@ Test(trcfile, summary_of_the_small_trace)
 	tu_small_plan(&p);
 	cr_assert_eq(tu_write_plan(path, &p, &tu_small_chunks, 2), 0);
 	struct trcfile_reader *rd = tu_open(path);
-	struct trcfile_summary s;
-	cr_assert_eq(trcfile_summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
 	cr_assert_eq(s.records, tu_plan_records(&p));
 	/* thread a: 1+3*4+1+2+1+1+1 = 19 events; b: 4 events + 1 lost record */
 	cr_assert_eq(s.events_recorded, 19 + 4);
@@ -632,22 +633,22 @@ Test(trcfile, summary_of_the_small_trace)
 	cr_assert_eq(s.live_end_bytes, 256 + 4096);
 	cr_assert_eq(s.frees_unknown, 0);
 	/* RSS: exact from the exit record, buffers excluded */
-	cr_assert_eq(s.rss_peak_source, TRCFILE_RSS_PEAK_EXIT);
+	cr_assert_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_EXIT);
 	cr_assert_eq(s.rss_peak_bytes, 10u << 20);
 	cr_assert_eq(s.rss_samples, 5);
 	cr_assert_eq(s.rss_peak_sampled_bytes, 9u << 20);
 	cr_assert_eq(s.rss_sampled_min_bytes, 3u << 20);
 	cr_assert_eq(s.rss_sampled_last_bytes, 6u << 20);
 	cr_assert_eq(s.buffers_resident_peak_bytes, 128u << 10);
-	cr_assert_eq(s.n_spark, TRCFILE_SPARK_COLUMNS);
+	cr_assert_eq(s.n_spark, SUMMARY_SPARK_COLUMNS);
 	cr_assert_eq(s.spark_bytes[0], 3u << 20);
-	cr_assert_eq(s.spark_bytes[TRCFILE_SPARK_COLUMNS - 1], 6u << 20);
+	cr_assert_eq(s.spark_bytes[SUMMARY_SPARK_COLUMNS - 1], 6u << 20);
 	cr_assert(s.has_exit);
 	cr_assert_eq(s.exit_status, 3 << 8);
 	cr_assert_eq(s.n_notes, 1);
 	cr_assert_str_eq(s.notes[0].text, "recorder: all good");
 	cr_assert_not(s.truncated);
-	trcfile_summary_free(&s);
+	summary_free(&s);
 	trcfile_reader_close(rd);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
@@ -669,9 +670,9 @@ Test(trcfile, summary_falls_back_to_samples_without_exit)
 	}
 	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
 	struct trcfile_reader *rd = tu_open(path);
-	struct trcfile_summary s;
-	cr_assert_eq(trcfile_summary_compute(rd, &s), 0);
-	cr_assert_eq(s.rss_peak_source, TRCFILE_RSS_PEAK_SAMPLED);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0);
+	cr_assert_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_SAMPLED);
 	cr_assert_eq(s.rss_samples, 3);
 	cr_assert_eq(s.rss_peak_sampled_bytes, (2u << 20) - 1024);
 	cr_assert_eq(s.rss_peak_bytes, (2u << 20) - 1024);
@@ -679,7 +680,7 @@ Test(trcfile, summary_falls_back_to_samples_without_exit)
 	cr_assert_eq(s.rss_sampled_last_bytes, 0);
 	cr_assert_eq(s.buffers_resident_peak_bytes, 8u << 20);
 	cr_assert_not(s.has_exit);
-	trcfile_summary_free(&s);
+	summary_free(&s);
 	trcfile_reader_close(rd);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
@@ -705,58 +706,18 @@ Test(trcfile, summary_percentiles_are_close)
 	}
 	cr_assert_eq(tu_write_plan(path, &p, NULL, 100), 0);
 	struct trcfile_reader *rd = tu_open(path);
-	struct trcfile_summary sm;
-	cr_assert_eq(trcfile_summary_compute(rd, &sm), 0);
+	struct summary sm;
+	cr_assert_eq(summary_compute(rd, &sm), 0);
 	cr_assert_eq(sm.n_names, 1);
 	cr_assert_str_eq(sm.names[0].name, "#1");
 	double p50 = (double)sm.names[0].span_p50_ns, p99 = (double)sm.names[0].span_p99_ns;
 	cr_assert(p50 >= 250000 * 0.96 && p50 <= 250000 * 1.04, "p50 %f", p50);
 	cr_assert(p99 >= 980100 * 0.96 && p99 <= 980100 * 1.04, "p99 %f", p99);
 	cr_assert_eq(sm.names[0].span_max_ns, 1000000);
-	trcfile_summary_free(&sm);
+	summary_free(&sm);
 	trcfile_reader_close(rd);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
-}
-
-/* ---- live-allocation map ------------------------------------------------------------------ */
-
-Test(trcfile, allocmap_matches_a_reference_under_churn)
-{
-	enum { N = 4096 };
-	static uint64_t ref_size[N];
-	static bool ref_live[N];
-	struct trcfile_allocmap *m = trcfile_allocmap_new(1u << 20);
-	cr_assert_not_null(m);
-	uint64_t seed = 7;
-	for (int i = 0; i < 200000; i++) {
-		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		unsigned k = (unsigned)(seed >> 40) % N;
-		uint64_t addr = (uint64_t)k * 0x1000 * 37; /* many collisions in a small table */
-		uint64_t size;
-		if ((seed >> 20) & 1) {
-			uint64_t old = 99;
-			cr_assert_eq(trcfile_allocmap_put(m, addr, seed >> 50, &old), 0);
-			cr_assert_eq(old, ref_live[k] ? ref_size[k] : 0);
-			ref_live[k] = true;
-			ref_size[k] = seed >> 50;
-		} else {
-			bool had = trcfile_allocmap_take(m, addr, &size);
-			cr_assert_eq(had, ref_live[k]);
-			if (had)
-				cr_assert_eq(size, ref_size[k]);
-			ref_live[k] = false;
-		}
-	}
-	trcfile_allocmap_free(m);
-
-	m = trcfile_allocmap_new(2);
-	cr_assert_eq(trcfile_allocmap_put(m, 1, 1, NULL), 0);
-	cr_assert_eq(trcfile_allocmap_put(m, 2, 1, NULL), 0);
-	cr_assert_eq(trcfile_allocmap_put(m, 3, 1, NULL), -ENOSPC);
-	cr_assert_eq(trcfile_allocmap_put(m, 2, 5, NULL), 0); /* replacing is always possible */
-	trcfile_allocmap_free(m);
-	trcfile_allocmap_free(NULL);
 }
 
 Test(trcfile, type_and_reason_names)
@@ -867,11 +828,11 @@ Test(trcfile, summary_memory_is_bounded)
 	}
 	cr_assert_eq(trcfile_writer_close(w), 0);
 	struct trcfile_reader *rd = tu_open(path);
-	struct trcfile_summary sm;
-	cr_assert_eq(trcfile_summary_compute(rd, &sm), 0, "%s", trcfile_reader_errmsg(rd));
+	struct summary sm;
+	cr_assert_eq(summary_compute(rd, &sm), 0, "%s", trcfile_reader_errmsg(rd));
 	cr_assert_eq(sm.events_recorded, 2 * ids);
 	cr_assert(sm.percentiles_approximate);
-	const struct trcfile_summary_name *other = NULL;
+	const struct summary_name *other = NULL;
 	uint64_t spans = 0;
 	for (size_t i = 0; i < sm.n_names; i++) {
 		spans += sm.names[i].spans;
@@ -882,7 +843,7 @@ Test(trcfile, summary_memory_is_bounded)
 	cr_assert_lt(sm.n_names, ids);
 	cr_assert_gt(other->spans, 0);
 	cr_assert_eq(spans, ids, "every span is counted somewhere");
-	trcfile_summary_free(&sm);
+	summary_free(&sm);
 	trcfile_reader_close(rd);
 	tu_rm_rf(dir);
 }
@@ -921,12 +882,12 @@ Test(trcfile, unmatched_spans_keep_the_summary_linear, .timeout = 30)
 	}
 	cr_assert_eq(trcfile_writer_close(w), 0);
 	struct trcfile_reader *rd = tu_open(path);
-	struct trcfile_summary sum;
-	cr_assert_eq(trcfile_summary_compute(rd, &sum), 0);
+	struct summary sum;
+	cr_assert_eq(summary_compute(rd, &sum), 0);
 	cr_expect_eq(sum.events_recorded, 2 * n_spans);
 	cr_expect_eq(sum.spans_unmatched_end, n_spans);
 	cr_expect_eq(sum.spans_open_at_end, n_spans);
-	trcfile_summary_free(&sum);
+	summary_free(&sum);
 	trcfile_reader_close(rd);
 	tu_rm_rf(dir);
 }

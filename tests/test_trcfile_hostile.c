@@ -14,8 +14,42 @@
 #include <criterion/criterion.h>
 #include <zstd.h>
 
+#include "summary.h"
 #include "test_trcfile_util.h"
 #include "trcfile_codec.h"
+
+/* Offset of a field in the file header, a chunk header, the footer and its entries, the
+ * trailer (the codec's images: FORMAT.md's tables, written once). */
+#define HZ_HDR(field) TRCFILE__OFFSET(file_hdr, field)
+#define HZ_CHUNK(field) TRCFILE__OFFSET(chunk_hdr, field)
+#define HZ_FOOTER(field) TRCFILE__OFFSET(footer, field)
+#define HZ_FSTREAM(field) TRCFILE__OFFSET(footer_stream, field)
+#define HZ_FCHUNK(field) TRCFILE__OFFSET(footer_chunk, field)
+#define HZ_TRAILER(field) TRCFILE__OFFSET(trailer, field)
+
+/* tu_header() as the codec's header, for files forged without the writer. */
+static struct trcfile__file_hdr hz_file_hdr(uint32_t chunk_bytes)
+{
+	struct trcfile_header_info i = tu_header();
+	struct trcfile__file_hdr h = {.version_major = TRCFILE_VERSION_MAJOR,
+				      .version_minor = TRCFILE_VERSION_MINOR,
+				      .pid = i.pid,
+				      .clock_source = i.clock_source,
+				      .start_mono_ns = i.start_mono_ns,
+				      .start_realtime_ns = i.start_realtime_ns,
+				      .rss_interval_ns = i.rss_interval_ns,
+				      .rss_source = i.rss_source,
+				      .chunk_bytes = chunk_bytes,
+				      .buffer_bytes = i.buffer_bytes,
+				      .cmdline = i.cmdline,
+				      .cmdline_len = i.cmdline_len,
+				      .host = i.host,
+				      .host_len = (uint32_t)strlen(i.host),
+				      .tool = i.tool_version,
+				      .tool_len = (uint32_t)strlen(i.tool_version)};
+	h.header_bytes = (uint32_t)trcfile__header_size(&h);
+	return h;
+}
 
 static const struct trcfile_writer_opts hz_opts = {
 	.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
@@ -64,15 +98,17 @@ static void hz_make(struct hz_file *f)
 	cr_assert_eq(tu_write_plan(path, &f->plan, &hz_opts, 100), 0);
 	f->buf = tu_read_file(path, &f->len);
 	tu_rm_rf(dir);
-	f->header_bytes = trcfile__get32(f->buf + 16);
+	f->header_bytes = trcfile__get32(f->buf + HZ_HDR(header_bytes));
 	uint64_t off = f->header_bytes;
-	f->data_end = trcfile__get64(f->buf + f->len - TRCFILE__TRAILER_BYTES);
+	f->data_end = trcfile__get64(f->buf + f->len - TRCFILE__TRAILER_BYTES +
+				     HZ_TRAILER(footer_offset));
 	while (off < f->data_end) {
 		cr_assert_lt(f->n_chunks, 256);
-		cr_assert_eq(trcfile__get32(f->buf + off), TRCFILE__CHUNK_MAGIC);
+		cr_assert_eq(trcfile__get32(f->buf + off + HZ_CHUNK(magic)), TRCFILE__CHUNK_MAGIC);
 		f->off[f->n_chunks] = off;
-		f->count[f->n_chunks] = trcfile__get32(f->buf + off + 40);
-		off += TRCFILE__CHUNK_HDR_BYTES + trcfile__get32(f->buf + off + 48);
+		f->count[f->n_chunks] = trcfile__get32(f->buf + off + HZ_CHUNK(count));
+		off += TRCFILE__CHUNK_HDR_BYTES +
+		       trcfile__get32(f->buf + off + HZ_CHUNK(comp_bytes));
 		f->end[f->n_chunks++] = off;
 	}
 	cr_assert_eq(off, f->data_end);
@@ -158,12 +194,12 @@ static long hz_read_all(const uint8_t *buf, size_t len, const struct tu_plan *pl
 		cr_assert_eq(rc, 0, "%s", trcfile_reader_errmsg(r));
 		cr_assert_eq(merged, total);
 	}
-	struct trcfile_summary sm;
-	err = trcfile_summary_compute(r, &sm);
+	struct summary sm;
+	err = summary_compute(r, &sm);
 	if (!err) {
 		cr_assert_not(failed, "summary succeeded where the cursors failed");
 		cr_assert_eq(sm.records, (uint64_t)total);
-		trcfile_summary_free(&sm);
+		summary_free(&sm);
 	}
 	trcfile_reader_close(r);
 	return failed ? -1 : total;
@@ -236,8 +272,9 @@ Test(trcfile_hostile, flipped_bytes)
 
 static void hz_fix_header_crc(uint8_t *b)
 {
-	uint32_t hb = trcfile__get32(b + 16);
-	trcfile__put32(b + hb - 4, trcfile__crc32c(0, b, hb - 4));
+	uint32_t hb = trcfile__get32(b + HZ_HDR(header_bytes));
+	uint32_t crc_at = hb - TRCFILE__HDR_CRC_BYTES;
+	trcfile__put32(b + crc_at, trcfile__crc32c(0, b, crc_at));
 }
 
 static int hz_open_msg(const uint8_t *b, size_t len, char *msg, size_t n)
@@ -261,50 +298,50 @@ Test(trcfile_hostile, header_checks_and_versions)
 	cr_assert(strstr(msg, "magic"), "%s", msg);
 
 	memcpy(b, f.buf, f.len);
-	trcfile__put16(b + 8, TRCFILE_VERSION_MAJOR + 1);
-	trcfile__put16(b + 10, 0);
+	trcfile__put16(b + HZ_HDR(version_major), TRCFILE_VERSION_MAJOR + 1);
+	trcfile__put16(b + HZ_HDR(version_minor), 0);
 	hz_fix_header_crc(b);
 	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EPROTONOSUPPORT);
 	cr_assert(strstr(msg, "newer"), "%s", msg);
 	cr_assert(strstr(msg, "2.0"), "%s", msg);
 
 	memcpy(b, f.buf, f.len);
-	trcfile__put16(b + 8, 0);
+	trcfile__put16(b + HZ_HDR(version_major), 0);
 	hz_fix_header_crc(b);
 	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EBADMSG);
 
 	/* A newer minor version is read. */
 	memcpy(b, f.buf, f.len);
-	trcfile__put16(b + 10, TRCFILE_VERSION_MINOR + 7);
+	trcfile__put16(b + HZ_HDR(version_minor), TRCFILE_VERSION_MINOR + 7);
 	hz_fix_header_crc(b);
 	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), 0, "%s", msg);
 
 	memcpy(b, f.buf, f.len);
-	trcfile__put32(b + 12, 0x04030201);
+	trcfile__put32(b + HZ_HDR(endian_mark), 0x04030201);
 	hz_fix_header_crc(b);
 	cr_assert_eq(hz_open_msg(b, f.len, msg, sizeof(msg)), -EBADMSG);
 	cr_assert(strstr(msg, "big-endian"), "%s", msg);
 
 	/* Absurd sizes with valid checksums. */
 	static const struct {
-		unsigned off;
+		size_t off;
 		uint32_t v;
 	} bad[] = {
-		{16, 0xffffffffu},
-		{16, 99},
-		{68, 0},
-		{68, 0xffffffffu},
-		{80, 0xffffffffu},
-		{84, 0xfffffff0u},
-		{88, TRCFILE_MAX_STRING_BYTES + 1},
+		{HZ_HDR(header_bytes), 0xffffffffu},
+		{HZ_HDR(header_bytes), 99},
+		{HZ_HDR(chunk_bytes), 0},
+		{HZ_HDR(chunk_bytes), 0xffffffffu},
+		{HZ_HDR(cmdline_len), 0xffffffffu},
+		{HZ_HDR(host_len), 0xfffffff0u},
+		{HZ_HDR(tool_len), TRCFILE_MAX_STRING_BYTES + 1},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memcpy(b, f.buf, f.len);
 		trcfile__put32(b + bad[i].off, bad[i].v);
-		if (bad[i].off != 16)
+		if (bad[i].off != HZ_HDR(header_bytes))
 			hz_fix_header_crc(b);
 		int err = hz_open_msg(b, f.len, msg, sizeof(msg));
-		cr_assert_eq(err, -EBADMSG, "field at %u = %u: %d", bad[i].off, bad[i].v, err);
+		cr_assert_eq(err, -EBADMSG, "field at %zu = %u: %d", bad[i].off, bad[i].v, err);
 		cr_assert_neq(msg[0], 0);
 	}
 
@@ -322,12 +359,12 @@ Test(trcfile_hostile, header_checks_and_versions)
 
 /* Rewrites chunk i's header with field at `off` = v and a valid checksum, and the footer
  * entry accordingly when fix_footer, so only deeper checks can catch it. */
-static void hz_forge_chunk_field(uint8_t *b, const struct hz_file *f, size_t i, unsigned off,
+static void hz_forge_chunk_field(uint8_t *b, const struct hz_file *f, size_t i, size_t off,
 				 uint32_t v)
 {
 	uint8_t *h = b + f->off[i];
 	trcfile__put32(h + off, v);
-	trcfile__put32(h + 60, trcfile__crc32c(0, h, 60));
+	trcfile__put32(h + HZ_CHUNK(crc), trcfile__crc32c(0, h, HZ_CHUNK(crc)));
 }
 
 Test(trcfile_hostile, forged_chunk_headers)
@@ -340,21 +377,23 @@ Test(trcfile_hostile, forged_chunk_headers)
 	 * reserved bits. With the footer intact the index disagrees (error when the chunk is
 	 * read); without it the scan stops there (truncated, earlier chunks intact). */
 	static const struct {
-		unsigned off;
+		size_t off;
 		uint32_t v;
 		bool footer_only; /* a plausible value: only the index can tell it is wrong */
 	} bad[] = {
-		{40, 0xffffffffu, false}, {40, 0, false},  {40, 1, false},
-		{44, 0xffffffffu, false}, {44, 3, false},  {48, 0xffffffffu, false},
-		{48, 1, false},		  {12, 7, false},  {52, 1, false},
-		{56, 9, false},		  {8, 1000, true}, {4, 77, true},
+		{HZ_CHUNK(count), 0xffffffffu, false}, {HZ_CHUNK(count), 0, false},
+		{HZ_CHUNK(count), 1, false},	       {HZ_CHUNK(raw_bytes), 0xffffffffu, false},
+		{HZ_CHUNK(raw_bytes), 3, false},       {HZ_CHUNK(comp_bytes), 0xffffffffu, false},
+		{HZ_CHUNK(comp_bytes), 1, false},      {HZ_CHUNK(kind), 7, false},
+		{HZ_CHUNK(flags), 1, false},	       {HZ_CHUNK(reserved), 9, false},
+		{HZ_CHUNK(seq), 1000, true},	       {HZ_CHUNK(stream_id), 77, true},
 	};
 	size_t i = f.n_chunks / 2;
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		memcpy(b, f.buf, f.len);
 		hz_forge_chunk_field(b, &f, i, bad[k].off, bad[k].v);
 		long n = hz_read_all(b, f.len, &f.plan, &st);
-		cr_assert(n < (long)tu_plan_records(&f.plan), "field %u = %u went unnoticed",
+		cr_assert(n < (long)tu_plan_records(&f.plan), "field %zu = %u went unnoticed",
 			  bad[k].off, bad[k].v);
 		if (bad[k].footer_only)
 			continue;
@@ -365,7 +404,7 @@ Test(trcfile_hostile, forged_chunk_headers)
 			long want = 0;
 			for (size_t j = 0; j < i; j++)
 				want += f.count[j];
-			cr_assert_geq(n2, want, "field %u = %u: lost chunks before it", bad[k].off,
+			cr_assert_geq(n2, want, "field %zu = %u: lost chunks before it", bad[k].off,
 				      bad[k].v);
 		}
 	}
@@ -382,48 +421,53 @@ Test(trcfile_hostile, forged_footers)
 	long full = (long)tu_plan_records(&f.plan);
 	uint64_t foff = f.data_end;
 	size_t fbytes = f.len - TRCFILE__TRAILER_BYTES - foff;
-	uint32_t n_streams = trcfile__get32(f.buf + foff + 4);
-	uint8_t *chunks0 = NULL;
+	uint32_t n_streams = trcfile__get32(f.buf + foff + HZ_FOOTER(stream_count));
+	uint8_t *chunks0 = NULL, *chunks1 = NULL;
 	/* Each forgery gets valid footer and trailer checksums: the consistency checks must
 	 * catch it, and the reader falls back to the scan (everything still readable). */
 	for (int k = 0; k < 9; k++) {
 		memcpy(b, f.buf, f.len);
 		uint8_t *ft = b + foff;
-		chunks0 =
-			ft + TRCFILE__FOOTER_FIXED_BYTES + n_streams * TRCFILE__FOOTER_STREAM_BYTES;
+		chunks0 = ft + trcfile__footer_chunk_at(n_streams, 0);
+		chunks1 = ft + trcfile__footer_chunk_at(n_streams, 1);
 		switch (k) {
 		case 0:
-			trcfile__put64(ft + 8, 0xffffffffffffull); /* chunk count */
+			trcfile__put64(ft + HZ_FOOTER(chunk_count), 0xffffffffffffull);
 			break;
 		case 1:
-			trcfile__put32(ft + 4, 0xffffffu); /* stream count */
+			trcfile__put32(ft + HZ_FOOTER(stream_count), 0xffffffu);
 			break;
-		case 2:
-			trcfile__put64(chunks0, f.len * 4); /* offset past the end */
+		case 2: /* offset past the end */
+			trcfile__put64(chunks0 + HZ_FCHUNK(offset), f.len * 4);
 			break;
-		case 3:
-			trcfile__put64(chunks0, 3); /* offset inside the header */
+		case 3: /* offset inside the header */
+			trcfile__put64(chunks0 + HZ_FCHUNK(offset), 3);
 			break;
-		case 4:
-			trcfile__put64(chunks0 + 48, trcfile__get64(chunks0)); /* overlap */
+		case 4: /* overlap */
+			trcfile__put64(chunks1 + HZ_FCHUNK(offset),
+				       trcfile__get64(chunks0 + HZ_FCHUNK(offset)));
 			break;
-		case 5:
-			trcfile__put32(chunks0 + 8, 999); /* unknown stream */
+		case 5: /* unknown stream */
+			trcfile__put32(chunks0 + HZ_FCHUNK(stream_id), 999);
 			break;
-		case 6:
-			trcfile__put32(chunks0 + 32, trcfile__get32(chunks0 + 32) + 1); /* totals */
+		case 6: /* totals */
+			trcfile__put32(chunks0 + HZ_FCHUNK(count),
+				       trcfile__get32(chunks0 + HZ_FCHUNK(count)) + 1);
 			break;
 		case 7: /* duplicate seq */
-			trcfile__put32(chunks0 + 12, trcfile__get32(chunks0 + 48 + 12));
-			trcfile__put32(chunks0 + 8, trcfile__get32(chunks0 + 48 + 8));
+			trcfile__put32(chunks0 + HZ_FCHUNK(seq),
+				       trcfile__get32(chunks1 + HZ_FCHUNK(seq)));
+			trcfile__put32(chunks0 + HZ_FCHUNK(stream_id),
+				       trcfile__get32(chunks1 + HZ_FCHUNK(stream_id)));
 			break;
-		case 8:
-			trcfile__put32(ft + TRCFILE__FOOTER_FIXED_BYTES + 4, 0); /* stream kind */
+		case 8: /* stream kind */
+			trcfile__put32(ft + trcfile__footer_stream_at(0) + HZ_FSTREAM(kind), 0);
 			break;
 		}
 		uint8_t *t = b + f.len - TRCFILE__TRAILER_BYTES;
-		trcfile__put32(t + 16, trcfile__crc32c(0, ft, fbytes));
-		trcfile__put32(t + 20, trcfile__crc32c(0, t, 20));
+		trcfile__put32(t + HZ_TRAILER(footer_crc), trcfile__crc32c(0, ft, fbytes));
+		trcfile__put32(t + HZ_TRAILER(trailer_crc),
+			       trcfile__crc32c(0, t, HZ_TRAILER(trailer_crc)));
 		long n = hz_read_all(b, f.len, &f.plan, &st);
 		cr_assert_eq(n, full, "forgery %d: %ld of %ld records", k, n, full);
 		cr_assert(st.footer_damaged, "forgery %d not noticed", k);
@@ -434,9 +478,10 @@ Test(trcfile_hostile, forged_footers)
 	for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
 		memcpy(b, f.buf, f.len);
 		uint8_t *t = b + f.len - TRCFILE__TRAILER_BYTES;
-		trcfile__put64(t, offs[k]);
-		trcfile__put64(t + 8, UINT64_MAX - offs[k]);
-		trcfile__put32(t + 20, trcfile__crc32c(0, t, 20));
+		trcfile__put64(t + HZ_TRAILER(footer_offset), offs[k]);
+		trcfile__put64(t + HZ_TRAILER(footer_bytes), UINT64_MAX - offs[k]);
+		trcfile__put32(t + HZ_TRAILER(trailer_crc),
+			       trcfile__crc32c(0, t, HZ_TRAILER(trailer_crc)));
 		cr_assert_eq(hz_read_all(b, f.len, &f.plan, &st), full);
 		cr_assert(st.footer_damaged);
 	}
@@ -450,17 +495,15 @@ Test(trcfile_hostile, forged_footers)
 static uint8_t *hz_one_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uint64_t first,
 			     uint64_t last, size_t *len)
 {
-	struct trcfile_header_info h = tu_header();
-	size_t hb = trcfile__header_bytes(&h, (uint32_t)strlen(h.host),
-					  (uint32_t)strlen(h.tool_version));
+	struct trcfile__file_hdr h = hz_file_hdr(TRCFILE_MIN_CHUNK_BYTES);
+	size_t hb = h.header_bytes;
 	size_t cap = hb + TRCFILE__CHUNK_HDR_BYTES + ZSTD_compressBound(raw_len);
 	uint8_t *b = calloc(1, cap);
-	trcfile__header_put(b, hb, &h, TRCFILE_MIN_CHUNK_BYTES, (uint32_t)strlen(h.host),
-			    (uint32_t)strlen(h.tool_version));
+	trcfile__header_put(b, &h);
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	size_t n =
-		ZSTD_compress2(cc, b + hb + TRCFILE__CHUNK_HDR_BYTES, cap - hb - 64, raw, raw_len);
+	size_t n = ZSTD_compress2(cc, b + hb + TRCFILE__CHUNK_HDR_BYTES,
+				  cap - hb - TRCFILE__CHUNK_HDR_BYTES, raw, raw_len);
 	cr_assert_not(ZSTD_isError(n));
 	ZSTD_freeCCtx(cc);
 	struct trcfile__chunk_hdr ch = {.stream_id = 0,
@@ -493,10 +536,10 @@ static int hz_read_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uin
 		snprintf(msg, msg_len, "%s", trcfile_reader_errmsg(r));
 		trcfile_cursor_free(c);
 		/* the summary's own decoder must agree */
-		struct trcfile_summary s;
-		int err2 = trcfile_summary_compute(r, &s);
+		struct summary s;
+		int err2 = summary_compute(r, &s);
 		if (!err2)
-			trcfile_summary_free(&s);
+			summary_free(&s);
 		cr_assert_eq(err2 < 0, err < 0, "summary and cursor disagree: %d %d", err2, err);
 		trcfile_reader_close(r);
 	}
@@ -596,12 +639,11 @@ Test(trcfile_hostile, merge_memory_is_bounded)
 	ZSTD_freeCCtx(cc);
 	free(raw);
 
-	struct trcfile_header_info h = tu_header();
-	uint32_t hl = (uint32_t)strlen(h.host), tl = (uint32_t)strlen(h.tool_version);
-	size_t hb = trcfile__header_bytes(&h, hl, tl);
+	struct trcfile__file_hdr h = hz_file_hdr(TRCFILE_MAX_CHUNK_BYTES);
+	size_t hb = h.header_bytes;
 	size_t len = hb + STREAMS * (TRCFILE__CHUNK_HDR_BYTES + flen);
 	uint8_t *b = calloc(1, len);
-	trcfile__header_put(b, hb, &h, TRCFILE_MAX_CHUNK_BYTES, hl, tl);
+	trcfile__header_put(b, &h);
 	size_t off = hb;
 	for (uint32_t s = 0; s < STREAMS; s++) {
 		struct trcfile__chunk_hdr ch = {.stream_id = s,

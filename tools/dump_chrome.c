@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "allocmap.h"
 #include "cli_plural.h"
 #include "dump_common.h"
 #include "dump_symbols.h"
@@ -57,7 +58,7 @@ struct dump__chrome {
 	uint64_t start, last_ts;
 	bool first;
 	uint64_t *depth; /* open B per stream */
-	struct trcfile_allocmap *live;
+	struct allocmap *live;
 	struct {
 		uint32_t pid;
 		uint64_t bytes;
@@ -175,13 +176,13 @@ static void dump__alloc(struct dump__chrome *c, uint32_t pid, uint32_t tid,
 	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		int err = trcfile_allocmap_put(c->live, key, rec->alloc.size, &old);
+		int err = allocmap_put(c->live, key, rec->alloc.size, &old);
 		if (err) {
 			c->live_approximate = true;
 			return;
 		}
 		*live += rec->alloc.size - old;
-	} else if (trcfile_allocmap_take(c->live, key, &old)) {
+	} else if (allocmap_take(c->live, key, &old)) {
 		*live -= old;
 	} else {
 		return; /* unknown address: nothing changes */
@@ -353,7 +354,7 @@ int dump_chrome_main(int argc, char **argv)
 	c->start = dump_start_ns(r);
 	c->last_ts = c->start;
 	c->depth = calloc(ns ? ns : 1, sizeof(*c->depth));
-	c->live = trcfile_allocmap_new(DUMP__LIVE_MAX_ENTRIES);
+	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
 	it = trcfile_iter_new(r);
 	if (!c->depth || !c->live || !it) {
 		dump_error("%s: %s", path,
@@ -408,7 +409,7 @@ int dump_chrome_main(int argc, char **argv)
 out:
 	trcfile_iter_free(it);
 	if (c) {
-		trcfile_allocmap_free(c->live);
+		allocmap_free(c->live);
 		sym_resolver_free(c->syms);
 		free(c->depth);
 		free(c);

@@ -1,6 +1,6 @@
 /* dump_summary.c - `trace-dump summary`: what a trace holds, as text or as one JSON object.
  *
- * Purpose: print trcfile_summary_compute's figures. The JSON keys are a stable interface
+ * Purpose: print summary_compute's figures. The JSON keys are a stable interface
  * (scripts and the end-to-end tests parse them): they are documented in --help below; add
  * keys, never rename or remove them.
  *
@@ -17,6 +17,7 @@
 #include "dump_common.h"
 #include "dump_functions.h"
 #include "dump_symbols.h"
+#include "summary.h"
 
 static const char dump__summary_help[] =
 	"usage: trace-dump summary [--json] [--sort self|total|calls|max|name] FILE\n"
@@ -131,7 +132,7 @@ static void dump__kv_str(const char *k, const char *v, bool *first)
 	dump_json_str(v, strlen(v));
 }
 
-static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s,
+static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		       const struct func_table *ft)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
@@ -191,7 +192,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump__key("threads", &first);
 	dump_char('[');
 	for (size_t i = 0; i < s->n_threads; i++) {
-		const struct trcfile_summary_thread *t = &s->threads[i];
+		const struct summary_thread *t = &s->threads[i];
 		bool f2 = true;
 		if (i)
 			dump_char(',');
@@ -207,7 +208,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump__key("names", &first);
 	dump_char('[');
 	for (size_t i = 0; i < s->n_names; i++) {
-		const struct trcfile_summary_name *n = &s->names[i];
+		const struct summary_name *n = &s->names[i];
 		bool f2 = true;
 		if (i)
 			dump_char(',');
@@ -249,8 +250,8 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 	dump__kv_bool("live_approximate", s->live_approximate, &first);
 	dump__kv_u64("rss_peak_bytes", s->rss_peak_bytes, &first);
 	dump__kv_str("rss_peak_source",
-		     s->rss_peak_source == TRCFILE_RSS_PEAK_EXIT      ? "exit"
-		     : s->rss_peak_source == TRCFILE_RSS_PEAK_SAMPLED ? "sampled"
+		     s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT      ? "exit"
+		     : s->rss_peak_source == SUMMARY_RSS_PEAK_SAMPLED ? "sampled"
 								      : "none",
 		     &first);
 	dump__kv_u64("rss_peak_sampled_bytes", s->rss_peak_sampled_bytes, &first);
@@ -299,7 +300,7 @@ static void dump__json(struct trcfile_reader *r, const struct trcfile_summary *s
 
 /* ---- text ------------------------------------------------------------------------------ */
 
-static void dump__sparkline(const struct trcfile_summary *s)
+static void dump__sparkline(const struct summary *s)
 {
 	static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
 					    "\u2585", "\u2586", "\u2587", "\u2588"};
@@ -319,7 +320,7 @@ static void dump__sparkline(const struct trcfile_summary *s)
 		    dump_fmt_bytes(b, sizeof(b), hi));
 }
 
-static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s,
+static void dump__text(struct trcfile_reader *r, const struct summary *s,
 		       const struct func_table *ft, enum func_sort sort)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
@@ -395,7 +396,7 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s\n", "pid", "tid", "name",
 			    "events", "lost");
 		for (size_t i = 0; i < s->n_threads; i++) {
-			const struct trcfile_summary_thread *t = &s->threads[i];
+			const struct summary_thread *t = &s->threads[i];
 			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 "\n", t->pid,
 				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost);
 		}
@@ -410,7 +411,7 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("\nspans:\n  %-24s %10s %12s %12s %12s %12s %12s\n", "name", "count",
 			    "total", "mean", "p50", "p99", "max");
 		for (size_t i = 0; i < s->n_names; i++) {
-			const struct trcfile_summary_name *n = &s->names[i];
+			const struct summary_name *n = &s->names[i];
 			if (!n->begins && !n->ends)
 				continue;
 			dump_printf("  %-24s %10" PRIu64 " %12s %12s %12s %12s %12s\n", n->name,
@@ -441,7 +442,7 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",
 			    "instants", "counters", "min", "max", "last");
 		for (size_t i = 0; i < s->n_names; i++) {
-			const struct trcfile_summary_name *n = &s->names[i];
+			const struct summary_name *n = &s->names[i];
 			if (!n->instants && !n->counters)
 				continue;
 			if (n->counters)
@@ -473,14 +474,14 @@ static void dump__text(struct trcfile_reader *r, const struct trcfile_summary *s
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
 	switch (s->rss_peak_source) {
-	case TRCFILE_RSS_PEAK_EXIT:
+	case SUMMARY_RSS_PEAK_EXIT:
 		dump_printf(
 			"  peak:      %s exact (ru_maxrss %s at exit minus %s of trace buffers)\n",
 			dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes),
 			dump_fmt_bytes(b2, sizeof(b2), s->rss_exit_maxrss_bytes),
 			dump_fmt_bytes(b3, sizeof(b3), s->rss_exit_buffers_bytes));
 		break;
-	case TRCFILE_RSS_PEAK_SAMPLED:
+	case SUMMARY_RSS_PEAK_SAMPLED:
 		dump_printf("  peak:      %s, from the samples (no exit record: the exact peak is "
 			    "unknown)\n",
 			    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
@@ -563,8 +564,8 @@ int dump_summary_main(int argc, char **argv)
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
-	struct trcfile_summary s;
-	int err = trcfile_summary_compute(r, &s);
+	struct summary s;
+	int err = summary_compute(r, &s);
 	if (err) {
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
 		trcfile_reader_close(r);
@@ -580,7 +581,7 @@ int dump_summary_main(int argc, char **argv)
 			dump_error("%s: %s", path,
 				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
 			sym_resolver_free(syms);
-			trcfile_summary_free(&s);
+			summary_free(&s);
 			trcfile_reader_close(r);
 			return DUMP_EXIT_FAIL;
 		}
@@ -591,7 +592,7 @@ int dump_summary_main(int argc, char **argv)
 		dump__text(r, &s, ft, sort);
 	func_table_free(ft);
 	sym_resolver_free(syms);
-	trcfile_summary_free(&s);
+	summary_free(&s);
 	trcfile_reader_close(r);
 	return DUMP_EXIT_OK;
 }

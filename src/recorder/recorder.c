@@ -32,21 +32,15 @@
 #include "sampler.h"
 #include "session.h"
 #include "trcfile.h"
+#include "u64map.h"
 
 #define DRAIN_IDLE_MIN_NS 500000ull  /* 0.5 ms */
 #define DRAIN_IDLE_MAX_NS 2000000ull /* 2 ms */
 #define DRAIN_BUSY_NAP_NS 20000ull     /* 20 us */
 #define SAMPLER_RING_BYTES (256u * 1024u)
-#define STREAM_MAP_MIN 64u
 /* Open chunks are ended at least this often, so a recorder killed with SIGKILL loses at most
  * about this much of the trace. */
 #define FLUSH_EVERY_NS 1000000000ull
-
-struct recorder__stream_slot {
-	uint64_t key;
-	struct trcfile_stream *stream; /* NULL: empty slot */
-	bool tomb;
-};
 
 struct recorder {
 	struct recorder_config cfg;
@@ -61,9 +55,9 @@ struct recorder {
 	struct ring_consumer sring;
 	uint64_t sampler_dropped_seen;
 
-	/* key -> stream map, drain thread only. Open addressing, linear probing, tombstones. */
-	struct recorder__stream_slot *map;
-	uint32_t map_cap, map_used;
+	/* Session stream key -> its struct trcfile_stream *, drain thread only; the last one
+	 * looked up is kept aside (records come in runs of one stream). */
+	struct u64map streams;
 	uint64_t last_key;
 	struct trcfile_stream *last_stream;
 
@@ -89,68 +83,9 @@ static void recorder__set_error(struct recorder *r, int err)
 
 /* ---- key -> stream map ------------------------------------------------------------------ */
 
-static uint32_t recorder__hash(uint64_t key)
+static struct trcfile_stream *recorder__stream_of(uint64_t value)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	return (uint32_t)key;
-}
-
-static struct recorder__stream_slot *recorder__map_find(struct recorder *r, uint64_t key)
-{
-	if (!r->map_cap)
-		return NULL;
-	uint32_t mask = r->map_cap - 1;
-	for (uint32_t i = recorder__hash(key) & mask;; i = (i + 1) & mask) {
-		struct recorder__stream_slot *s = &r->map[i];
-		if (!s->stream && !s->tomb)
-			return NULL;
-		if (s->stream && s->key == key)
-			return s;
-	}
-}
-
-static int recorder__map_grow(struct recorder *r)
-{
-	uint32_t cap = r->map_cap ? r->map_cap * 2 : STREAM_MAP_MIN;
-	struct recorder__stream_slot *old = r->map;
-	uint32_t old_cap = r->map_cap;
-	struct recorder__stream_slot *map = calloc(cap, sizeof(*map));
-	if (!map)
-		return -ENOMEM;
-	r->map = map;
-	r->map_cap = cap;
-	r->map_used = 0;
-	for (uint32_t i = 0; i < old_cap; i++) {
-		if (!old[i].stream)
-			continue;
-		uint32_t j = recorder__hash(old[i].key) & (cap - 1);
-		while (map[j].stream)
-			j = (j + 1) & (cap - 1);
-		map[j] = old[i];
-		r->map_used++;
-	}
-	free(old);
-	return 0;
-}
-
-static int recorder__map_insert(struct recorder *r, uint64_t key, struct trcfile_stream *st)
-{
-	/* Tombstones count as used so probing always finds an empty slot. */
-	if ((r->map_used + 1) * 4 > r->map_cap * 3) {
-		int err = recorder__map_grow(r);
-		if (err)
-			return err;
-	}
-	uint32_t mask = r->map_cap - 1;
-	uint32_t i = recorder__hash(key) & mask;
-	while (r->map[i].stream)
-		i = (i + 1) & mask;
-	if (!r->map[i].tomb)
-		r->map_used++;
-	r->map[i] = (struct recorder__stream_slot){.key = key, .stream = st};
-	return 0;
+	return (struct trcfile_stream *)(uintptr_t)value;
 }
 
 static struct trcfile_stream *recorder__stream_for(struct recorder *r,
@@ -158,16 +93,16 @@ static struct trcfile_stream *recorder__stream_for(struct recorder *r,
 {
 	if (r->last_stream && r->last_key == st->key)
 		return r->last_stream;
-	struct recorder__stream_slot *slot = recorder__map_find(r, st->key);
+	const uint64_t *v = u64map_get(&r->streams, st->key);
 	struct trcfile_stream *s;
-	if (slot) {
-		s = slot->stream;
+	if (v) {
+		s = recorder__stream_of(*v);
 	} else {
 		s = trcfile_stream_open(r->cfg.writer, (enum trc_stream_kind)st->kind, st->pid,
 					st->tid);
 		if (!s)
 			return NULL;
-		if (recorder__map_insert(r, st->key, s))
+		if (u64map_put(&r->streams, st->key, (uintptr_t)s, NULL, NULL))
 			return NULL;
 	}
 	r->last_key = st->key;
@@ -197,14 +132,12 @@ static int recorder__on_record(void *arg, const struct session_stream *st,
 static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 {
 	struct recorder *r = arg;
-	struct recorder__stream_slot *slot = recorder__map_find(r, st->key);
-	if (!slot)
+	uint64_t v;
+	if (!u64map_del(&r->streams, st->key, &v))
 		return;
-	int err = trcfile_stream_flush(slot->stream);
+	int err = trcfile_stream_flush(recorder__stream_of(v));
 	if (err)
 		recorder__set_error(r, err);
-	slot->stream = NULL;
-	slot->tomb = true;
 	if (r->last_key == st->key)
 		r->last_stream = NULL;
 }
@@ -310,12 +243,12 @@ static long recorder__drain_once(struct recorder *r)
 /* Ends every open chunk, so what was drained reaches the file. Drain thread only. */
 static int recorder__flush_all(struct recorder *r)
 {
-	for (uint32_t i = 0; i < r->map_cap; i++) {
-		if (r->map[i].stream) {
-			int err = trcfile_stream_flush(r->map[i].stream);
-			if (err)
-				return err;
-		}
+	size_t pos = 0;
+	uint64_t v;
+	while (u64map_next(&r->streams, &pos, NULL, &v)) {
+		int err = trcfile_stream_flush(recorder__stream_of(v));
+		if (err)
+			return err;
 	}
 	int err = r->rss_stream ? trcfile_stream_flush(r->rss_stream) : 0;
 	return err ? err : trcfile_stream_flush(r->meta_stream);
@@ -374,7 +307,7 @@ static void recorder__free(struct recorder *r)
 		close(r->wake_fd);
 	free(r->sring_ctl);
 	free(r->sring_data);
-	free(r->map);
+	u64map_destroy(&r->streams);
 	free(r);
 }
 
@@ -386,6 +319,7 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 		return NULL;
 	}
 	r->cfg = *cfg;
+	u64map_init(&r->streams, SIZE_MAX);
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->wake_fd < 0) {
 		*err = -errno;

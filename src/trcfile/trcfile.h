@@ -1,4 +1,4 @@
-/* trcfile.h - the trace file: writer (with its compression pipeline), reader, merge, summary.
+/* trcfile.h - the trace file: writer (with its compression pipeline), reader, merge.
  *
  * Purpose: everything that touches a .trc file. The on-disk format is specified in
  * src/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
@@ -269,99 +269,6 @@ int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned 
 /* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */
 int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns);
 void trcfile_iter_free(struct trcfile_iter *it);
-
-/* ---- summary --------------------------------------------------------------------------- */
-
-/* Events are the records that are not metadata: span begin/end, instant, counter, alloc,
- * free, function enter/exit. Lost is the sum of LOST counts, except TRC_LOST_SAMPLER_LATE
- * (sampler ticks, not events), counted in rss_ticks_skipped. */
-struct trcfile_summary_thread {
-	uint32_t pid, tid;
-	const char *name; /* owned by the summary; "" when unknown */
-	uint64_t events, lost;
-	uint64_t first_ts_ns, last_ts_ns;
-};
-
-struct trcfile_summary_name {
-	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record,
-			   * "(other names)" for ids past the summary's table bound */
-	uint64_t begins, ends, instants, counters;
-	/* span durations (matched begin/end of the same stream), ns */
-	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;
-	int64_t counter_min, counter_max, counter_last;
-};
-
-struct trcfile_summary_note {
-	uint64_t ts_ns;
-	const char *text;
-};
-
-enum trcfile_rss_peak_source {
-	TRCFILE_RSS_PEAK_NONE = 0, /* no EXIT record and no sample */
-	TRCFILE_RSS_PEAK_EXIT = 1, /* exact: ru_maxrss at exit minus buffers */
-	TRCFILE_RSS_PEAK_SAMPLED = 2 /* fallback: the largest sample */
-};
-
-#define TRCFILE_SPARK_COLUMNS 60
-
-struct trcfile_summary {
-	uint64_t first_ts_ns, last_ts_ns; /* over all records; 0 when none */
-	uint64_t start_ns; /* header start_mono_ns, or first_ts_ns if unset */
-	uint64_t duration_ns; /* last_ts_ns - start_ns */
-	uint64_t records;
-	uint64_t events_recorded, events_lost, rss_ticks_skipped;
-	uint64_t per_type[TRC_REC_TYPE_COUNT];
-	uint64_t lost_per_reason[8];
-
-	struct trcfile_summary_thread *threads; /* sorted by pid, tid */
-	size_t n_threads;
-	struct trcfile_summary_name *names; /* sorted by name; one entry per distinct string */
-	size_t n_names;
-	struct trcfile_summary_note *notes; /* in time order (at most 1000 kept) */
-	size_t n_notes;
-	uint64_t notes_dropped;
-
-	uint64_t spans_unmatched_end, spans_open_at_end;
-	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
-
-	uint64_t allocs, frees, alloc_bytes, free_bytes;
-	uint64_t live_peak_bytes, live_end_bytes;
-	uint64_t frees_unknown; /* free of an address not allocated in the trace */
-	bool live_approximate; /* the live-allocation table hit its cap */
-
-	/* RSS of the traced program (header pid), trace buffers excluded everywhere. */
-	uint64_t rss_peak_bytes;
-	enum trcfile_rss_peak_source rss_peak_source;
-	uint64_t rss_exit_maxrss_bytes, rss_exit_buffers_bytes; /* from the EXIT record */
-	bool has_exit;
-	int32_t exit_status;
-	uint64_t rss_samples;
-	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
-	uint64_t buffers_resident_peak_bytes;
-	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
-	uint64_t spark_bytes[TRCFILE_SPARK_COLUMNS];
-	unsigned n_spark;
-
-	bool truncated;
-};
-
-/* One pass over every stream (no merge). Returns 0 or -errno (message in the reader). The
- * summary owns its arrays: free with trcfile_summary_free. */
-int trcfile_summary_compute(struct trcfile_reader *r, struct trcfile_summary *s);
-void trcfile_summary_free(struct trcfile_summary *s);
-
-/* ---- live allocations (summary and chrome's heap counter) -------------------------------- */
-
-/* addr -> size of allocations not yet freed. Capped at max_entries (then approximate). */
-struct trcfile_allocmap;
-struct trcfile_allocmap *trcfile_allocmap_new(size_t max_entries);
-/* Returns 0, or -ENOSPC when full (not recorded; the map becomes approximate). A second
- * allocation at a live address replaces it (its size is returned in *replaced_size). */
-int trcfile_allocmap_put(struct trcfile_allocmap *m, uint64_t addr, uint64_t size,
-			 uint64_t *replaced_size);
-/* Removes addr; true with *size filled if it was there. */
-bool trcfile_allocmap_take(struct trcfile_allocmap *m, uint64_t addr, uint64_t *size);
-void trcfile_allocmap_free(struct trcfile_allocmap *m);
 
 /* ---- helpers shared by trace-dump ------------------------------------------------------- */
 

@@ -1,12 +1,17 @@
-/* trcfile_codec.c - record encoding and decoding, CRC-32C, header and chunk-header layout.
+/* trcfile_codec.c - record encoding and decoding, CRC-32C, and the put and get of every fixed
+ * structure (file header, chunk header, footer and its entries, trailer).
  *
- * Purpose: the out-of-line half of trcfile_codec.h (see there and src/FORMAT.md). The hot
- * event types decode inline in the header; this file has the rest, the checked slow path
- * used near the end of a chunk, and the encoder.
+ * Purpose: the out-of-line half of trcfile_codec.h (see there and FORMAT.md). The hot event
+ * types decode inline in the header; this file has the rest, the checked slow path used near
+ * the end of a chunk, the encoder, and the only code that reads or writes a fixed structure's
+ * fields (through the images declared in trcfile_codec.h: each offset is written once).
  *
  * Threads: pure functions; the CRC table is built at compile time.
  */
 #include "trcfile_codec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 /* ---- CRC-32C ------------------------------------------------------------------------- */
 
@@ -342,109 +347,341 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 	return 0;
 }
 
-/* ---- chunk header ----------------------------------------------------------------------- */
+/* ---- the fixed structures ------------------------------------------------------------ */
 
-void trcfile__chunk_hdr_put(uint8_t *p, const struct trcfile__chunk_hdr *h)
-{
-	memset(p, 0, TRCFILE__CHUNK_HDR_BYTES);
-	trcfile__put32(p + 0, TRCFILE__CHUNK_MAGIC);
-	trcfile__put32(p + 4, h->stream_id);
-	trcfile__put32(p + 8, h->seq);
-	trcfile__put32(p + 12, h->kind);
-	trcfile__put32(p + 16, h->pid);
-	trcfile__put32(p + 20, h->tid);
-	trcfile__put64(p + 24, h->first_ts);
-	trcfile__put64(p + 32, h->last_ts);
-	trcfile__put32(p + 40, h->count);
-	trcfile__put32(p + 44, h->raw_bytes);
-	trcfile__put32(p + 48, h->comp_bytes);
-	trcfile__put32(p + 52, h->flags);
-	trcfile__put32(p + 60, trcfile__crc32c(0, p, 60));
-}
+/* Lays image type T over the bytes at p (every member is a byte array: no alignment). */
+#define TRCFILE__IMAGE(T, p) ((T *)(p))
+#define TRCFILE__CIMAGE(T, p) ((const T *)(p))
 
-int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const char **why)
+/* What no chunk can hold, whether its header or its footer entry says so. NULL or why. */
+static const char *trcfile__chunk_sizes_check(uint32_t count, uint32_t raw_bytes,
+					      uint32_t comp_bytes)
 {
-	if (trcfile__get32(p) != TRCFILE__CHUNK_MAGIC) {
-		*why = "no chunk magic";
-		return -EBADMSG;
-	}
-	if (trcfile__get32(p + 60) != trcfile__crc32c(0, p, 60)) {
-		*why = "chunk header checksum mismatch";
-		return -EBADMSG;
-	}
-	h->stream_id = trcfile__get32(p + 4);
-	h->seq = trcfile__get32(p + 8);
-	h->kind = trcfile__get32(p + 12);
-	h->pid = trcfile__get32(p + 16);
-	h->tid = trcfile__get32(p + 20);
-	h->first_ts = trcfile__get64(p + 24);
-	h->last_ts = trcfile__get64(p + 32);
-	h->count = trcfile__get32(p + 40);
-	h->raw_bytes = trcfile__get32(p + 44);
-	h->comp_bytes = trcfile__get32(p + 48);
-	h->flags = trcfile__get32(p + 52);
-	if (h->kind < TRC_STREAM_THREAD || h->kind > TRC_STREAM_META) {
-		*why = "unknown stream kind";
-		return -EBADMSG;
-	}
-	if (h->flags != 0 || trcfile__get32(p + 56) != 0) {
-		*why = "reserved chunk header bits set";
-		return -EBADMSG;
-	}
 	/* Every record takes at least 2 bytes (type and delta); a chunk has at least one. */
-	if (h->count == 0 || h->raw_bytes < 2 || h->count > h->raw_bytes / 2) {
-		*why = "impossible record count";
-		return -EBADMSG;
-	}
-	if (h->raw_bytes > TRCFILE_MAX_CHUNK_BYTES + TRCFILE_MAX_RECORD_BYTES) {
-		*why = "chunk larger than the format allows";
-		return -EBADMSG;
-	}
-	if (h->comp_bytes == 0) {
-		*why = "empty compressed frame";
-		return -EBADMSG;
-	}
-	return 0;
+	if (count == 0 || raw_bytes < 2 || count > raw_bytes / 2)
+		return "impossible record count";
+	if (raw_bytes > TRCFILE_MAX_CHUNK_BYTES + TRCFILE_MAX_RECORD_BYTES)
+		return "chunk larger than the format allows";
+	if (comp_bytes == 0)
+		return "empty compressed frame";
+	return NULL;
 }
 
-/* ---- file header ------------------------------------------------------------------------- */
+/* ---- file header ---- */
 
-size_t trcfile__header_bytes(const struct trcfile_header_info *h, uint32_t host_len,
-			     uint32_t tool_len)
+size_t trcfile__header_size(const struct trcfile__file_hdr *h)
 {
-	return TRCFILE__HDR_FIXED_BYTES + (size_t)h->cmdline_len + host_len + tool_len + 4;
+	return TRCFILE__HDR_FIXED_BYTES + (size_t)h->cmdline_len + h->host_len + h->tool_len +
+	       TRCFILE__HDR_CRC_BYTES;
 }
 
-void trcfile__header_put(uint8_t *p, size_t bytes, const struct trcfile_header_info *h,
-			 uint32_t chunk_bytes, uint32_t host_len, uint32_t tool_len)
+void trcfile__header_put(uint8_t *p, const struct trcfile__file_hdr *h)
 {
-	memset(p, 0, bytes);
-	memcpy(p, TRCFILE__MAGIC, 8);
-	trcfile__put16(p + 8, TRCFILE_VERSION_MAJOR);
-	trcfile__put16(p + 10, TRCFILE_VERSION_MINOR);
-	trcfile__put32(p + 12, TRCFILE__ENDIAN_MARK);
-	trcfile__put32(p + 16, (uint32_t)bytes);
-	trcfile__put32(p + 20, 0); /* flags */
-	trcfile__put32(p + 24, h->pid);
-	trcfile__put32(p + 28, h->clock_source);
-	trcfile__put64(p + 32, h->tsc_hz);
-	trcfile__put64(p + 40, h->start_mono_ns);
-	trcfile__put64(p + 48, h->start_realtime_ns);
-	trcfile__put64(p + 56, h->rss_interval_ns);
-	trcfile__put32(p + 64, h->rss_source);
-	trcfile__put32(p + 68, chunk_bytes);
-	trcfile__put64(p + 72, h->buffer_bytes);
-	trcfile__put32(p + 80, h->cmdline_len);
-	trcfile__put32(p + 84, host_len);
-	trcfile__put32(p + 88, tool_len);
+	struct trcfile__file_hdr_image *d = TRCFILE__IMAGE(struct trcfile__file_hdr_image, p);
+	memset(p, 0, h->header_bytes);
+	memcpy(d->magic, TRCFILE__MAGIC, sizeof(d->magic));
+	TRCFILE__PUT(d->version_major, h->version_major);
+	TRCFILE__PUT(d->version_minor, h->version_minor);
+	TRCFILE__PUT(d->endian_mark, TRCFILE__ENDIAN_MARK);
+	TRCFILE__PUT(d->header_bytes, h->header_bytes);
+	TRCFILE__PUT(d->flags, h->flags);
+	TRCFILE__PUT(d->pid, h->pid);
+	TRCFILE__PUT(d->clock_source, h->clock_source);
+	TRCFILE__PUT(d->tsc_hz, h->tsc_hz);
+	TRCFILE__PUT(d->start_mono_ns, h->start_mono_ns);
+	TRCFILE__PUT(d->start_realtime_ns, h->start_realtime_ns);
+	TRCFILE__PUT(d->rss_interval_ns, h->rss_interval_ns);
+	TRCFILE__PUT(d->rss_source, h->rss_source);
+	TRCFILE__PUT(d->chunk_bytes, h->chunk_bytes);
+	TRCFILE__PUT(d->buffer_bytes, h->buffer_bytes);
+	TRCFILE__PUT(d->cmdline_len, h->cmdline_len);
+	TRCFILE__PUT(d->host_len, h->host_len);
+	TRCFILE__PUT(d->tool_len, h->tool_len);
 	uint8_t *s = p + TRCFILE__HDR_FIXED_BYTES;
 	if (h->cmdline_len)
 		memcpy(s, h->cmdline, h->cmdline_len);
 	s += h->cmdline_len;
-	if (host_len)
-		memcpy(s, h->host, host_len);
-	s += host_len;
-	if (tool_len)
-		memcpy(s, h->tool_version, tool_len);
-	trcfile__put32(p + bytes - 4, trcfile__crc32c(0, p, bytes - 4));
+	if (h->host_len)
+		memcpy(s, h->host, h->host_len);
+	s += h->host_len;
+	if (h->tool_len)
+		memcpy(s, h->tool, h->tool_len);
+	uint32_t crc_at = h->header_bytes - TRCFILE__HDR_CRC_BYTES;
+	trcfile__put_le(p + crc_at, TRCFILE__HDR_CRC_BYTES, trcfile__crc32c(0, p, crc_at));
+}
+
+__attribute__((format(printf, 4, 5))) static int trcfile__refuse(char *why, size_t why_len, int err,
+								 const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int trcfile__header_get(const uint8_t *p, size_t len, uint64_t file_bytes,
+			struct trcfile__file_hdr *h, char *why, size_t why_len)
+{
+	const struct trcfile__file_hdr_image *d =
+		TRCFILE__CIMAGE(struct trcfile__file_hdr_image, p);
+	memset(h, 0, sizeof(*h));
+	if (memcmp(d->magic, TRCFILE__MAGIC, sizeof(d->magic)) != 0)
+		return trcfile__refuse(why, why_len, -EBADMSG, "not a trc trace (bad magic)");
+	TRCFILE__GET(h->version_major, d->version_major);
+	TRCFILE__GET(h->version_minor, d->version_minor);
+	if (h->version_major > TRCFILE_VERSION_MAJOR)
+		return trcfile__refuse(why, why_len, -EPROTONOSUPPORT,
+				       "trace format version %u.%u is newer than this reader "
+				       "supports (%u.x): use a newer trace-dump",
+				       h->version_major, h->version_minor, TRCFILE_VERSION_MAJOR);
+	if (h->version_major < 1)
+		return trcfile__refuse(why, why_len, -EBADMSG, "unknown trace format version %u.%u",
+				       h->version_major, h->version_minor);
+	uint32_t mark;
+	TRCFILE__GET(mark, d->endian_mark);
+	if (mark == TRCFILE__ENDIAN_MARK_SWAPPED)
+		return trcfile__refuse(
+			why, why_len, -EBADMSG,
+			"trace was written big-endian, which this reader does not support");
+	if (mark != TRCFILE__ENDIAN_MARK)
+		return trcfile__refuse(why, why_len, -EBADMSG,
+				       "bad endianness mark 0x%08x (damaged header)", mark);
+	TRCFILE__GET(h->header_bytes, d->header_bytes);
+	if (h->header_bytes < TRCFILE__HDR_FIXED_BYTES + TRCFILE__HDR_CRC_BYTES ||
+	    h->header_bytes > TRCFILE__HDR_MAX_BYTES || h->header_bytes > file_bytes)
+		return trcfile__refuse(why, why_len, -EBADMSG,
+				       "impossible header size %u (file has %llu bytes)",
+				       h->header_bytes, (unsigned long long)file_bytes);
+	if (len < h->header_bytes)
+		return 1;
+	uint32_t crc_at = h->header_bytes - TRCFILE__HDR_CRC_BYTES;
+	if (trcfile__get_le(p + crc_at, TRCFILE__HDR_CRC_BYTES) != trcfile__crc32c(0, p, crc_at))
+		return trcfile__refuse(why, why_len, -EBADMSG,
+				       "header checksum mismatch (damaged header)");
+	TRCFILE__GET(h->flags, d->flags);
+	TRCFILE__GET(h->pid, d->pid);
+	TRCFILE__GET(h->clock_source, d->clock_source);
+	TRCFILE__GET(h->tsc_hz, d->tsc_hz);
+	TRCFILE__GET(h->start_mono_ns, d->start_mono_ns);
+	TRCFILE__GET(h->start_realtime_ns, d->start_realtime_ns);
+	TRCFILE__GET(h->rss_interval_ns, d->rss_interval_ns);
+	TRCFILE__GET(h->rss_source, d->rss_source);
+	TRCFILE__GET(h->chunk_bytes, d->chunk_bytes);
+	TRCFILE__GET(h->buffer_bytes, d->buffer_bytes);
+	TRCFILE__GET(h->cmdline_len, d->cmdline_len);
+	TRCFILE__GET(h->host_len, d->host_len);
+	TRCFILE__GET(h->tool_len, d->tool_len);
+	if (h->chunk_bytes < TRCFILE_MIN_CHUNK_BYTES || h->chunk_bytes > TRCFILE_MAX_CHUNK_BYTES)
+		return trcfile__refuse(why, why_len, -EBADMSG,
+				       "impossible chunk size %u in the header", h->chunk_bytes);
+	if (h->cmdline_len > TRCFILE_MAX_STRING_BYTES || h->host_len > TRCFILE_MAX_STRING_BYTES ||
+	    h->tool_len > TRCFILE_MAX_STRING_BYTES || trcfile__header_size(h) > h->header_bytes)
+		return trcfile__refuse(why, why_len, -EBADMSG,
+				       "header string lengths exceed the header");
+	const char *s = (const char *)p + TRCFILE__HDR_FIXED_BYTES;
+	h->cmdline = s;
+	h->host = s + h->cmdline_len;
+	h->tool = h->host + h->host_len;
+	return 0;
+}
+
+/* ---- chunk header ---- */
+
+void trcfile__chunk_hdr_put(uint8_t *p, const struct trcfile__chunk_hdr *h)
+{
+	struct trcfile__chunk_hdr_image *d = TRCFILE__IMAGE(struct trcfile__chunk_hdr_image, p);
+	memset(p, 0, sizeof(*d));
+	TRCFILE__PUT(d->magic, TRCFILE__CHUNK_MAGIC);
+	TRCFILE__PUT(d->stream_id, h->stream_id);
+	TRCFILE__PUT(d->seq, h->seq);
+	TRCFILE__PUT(d->kind, h->kind);
+	TRCFILE__PUT(d->pid, h->pid);
+	TRCFILE__PUT(d->tid, h->tid);
+	TRCFILE__PUT(d->first_ts, h->first_ts);
+	TRCFILE__PUT(d->last_ts, h->last_ts);
+	TRCFILE__PUT(d->count, h->count);
+	TRCFILE__PUT(d->raw_bytes, h->raw_bytes);
+	TRCFILE__PUT(d->comp_bytes, h->comp_bytes);
+	TRCFILE__PUT(d->flags, h->flags);
+	TRCFILE__PUT(d->crc, trcfile__crc32c(0, p, offsetof(struct trcfile__chunk_hdr_image, crc)));
+}
+
+int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const char **why)
+{
+	const struct trcfile__chunk_hdr_image *d =
+		TRCFILE__CIMAGE(struct trcfile__chunk_hdr_image, p);
+	uint32_t magic, crc, reserved;
+	TRCFILE__GET(magic, d->magic);
+	TRCFILE__GET(crc, d->crc);
+	TRCFILE__GET(reserved, d->reserved);
+	if (magic != TRCFILE__CHUNK_MAGIC) {
+		*why = "no chunk magic";
+		return -EBADMSG;
+	}
+	if (crc != trcfile__crc32c(0, p, offsetof(struct trcfile__chunk_hdr_image, crc))) {
+		*why = "chunk header checksum mismatch";
+		return -EBADMSG;
+	}
+	TRCFILE__GET(h->stream_id, d->stream_id);
+	TRCFILE__GET(h->seq, d->seq);
+	TRCFILE__GET(h->kind, d->kind);
+	TRCFILE__GET(h->pid, d->pid);
+	TRCFILE__GET(h->tid, d->tid);
+	TRCFILE__GET(h->first_ts, d->first_ts);
+	TRCFILE__GET(h->last_ts, d->last_ts);
+	TRCFILE__GET(h->count, d->count);
+	TRCFILE__GET(h->raw_bytes, d->raw_bytes);
+	TRCFILE__GET(h->comp_bytes, d->comp_bytes);
+	TRCFILE__GET(h->flags, d->flags);
+	if (h->kind < TRC_STREAM_THREAD || h->kind > TRC_STREAM_META) {
+		*why = "unknown stream kind";
+		return -EBADMSG;
+	}
+	if (h->flags != 0 || reserved != 0) {
+		*why = "reserved chunk header bits set";
+		return -EBADMSG;
+	}
+	*why = trcfile__chunk_sizes_check(h->count, h->raw_bytes, h->comp_bytes);
+	return *why ? -EBADMSG : 0;
+}
+
+/* ---- footer ---- */
+
+void trcfile__footer_put(uint8_t *p, const struct trcfile__footer *f)
+{
+	struct trcfile__footer_image *d = TRCFILE__IMAGE(struct trcfile__footer_image, p);
+	TRCFILE__PUT(d->magic, TRCFILE__FOOTER_MAGIC);
+	TRCFILE__PUT(d->stream_count, f->stream_count);
+	TRCFILE__PUT(d->chunk_count, f->chunk_count);
+}
+
+bool trcfile__is_footer(const uint8_t *p)
+{
+	const struct trcfile__footer_image *d = TRCFILE__CIMAGE(struct trcfile__footer_image, p);
+	uint32_t magic;
+	TRCFILE__GET(magic, d->magic);
+	return magic == TRCFILE__FOOTER_MAGIC;
+}
+
+int trcfile__footer_get(const uint8_t *p, const struct trcfile__trailer *t,
+			struct trcfile__footer *f, const char **why)
+{
+	const struct trcfile__footer_image *d = TRCFILE__CIMAGE(struct trcfile__footer_image, p);
+	uint64_t bytes = t->footer_bytes;
+	*why = NULL;
+	uint32_t magic;
+	if (bytes < TRCFILE__FOOTER_FIXED_BYTES)
+		*why = "footer counts do not match its size";
+	else if (trcfile__crc32c(0, p, (size_t)bytes) != t->footer_crc)
+		*why = "footer checksum mismatch";
+	if (*why)
+		return -EBADMSG;
+	TRCFILE__GET(magic, d->magic);
+	TRCFILE__GET(f->stream_count, d->stream_count);
+	TRCFILE__GET(f->chunk_count, d->chunk_count);
+	/* Each count first on its own, so their sum cannot overflow. */
+	if (magic != TRCFILE__FOOTER_MAGIC)
+		*why = "bad footer magic";
+	else if (f->chunk_count > bytes / TRCFILE__FOOTER_CHUNK_BYTES ||
+		 f->stream_count > bytes / TRCFILE__FOOTER_STREAM_BYTES ||
+		 trcfile__footer_bytes(f->stream_count, f->chunk_count) != bytes)
+		*why = "footer counts do not match its size";
+	return *why ? -EBADMSG : 0;
+}
+
+void trcfile__footer_stream_put(uint8_t *p, const struct trcfile__footer_stream *s)
+{
+	struct trcfile__footer_stream_image *d =
+		TRCFILE__IMAGE(struct trcfile__footer_stream_image, p);
+	memset(p, 0, sizeof(*d));
+	TRCFILE__PUT(d->id, s->id);
+	TRCFILE__PUT(d->kind, s->kind);
+	TRCFILE__PUT(d->pid, s->pid);
+	TRCFILE__PUT(d->tid, s->tid);
+	TRCFILE__PUT(d->chunks, s->chunks);
+	TRCFILE__PUT(d->records, s->records);
+}
+
+int trcfile__footer_stream_get(const uint8_t *p, struct trcfile__footer_stream *s, const char **why)
+{
+	const struct trcfile__footer_stream_image *d =
+		TRCFILE__CIMAGE(struct trcfile__footer_stream_image, p);
+	TRCFILE__GET(s->id, d->id);
+	TRCFILE__GET(s->kind, d->kind);
+	TRCFILE__GET(s->pid, d->pid);
+	TRCFILE__GET(s->tid, d->tid);
+	TRCFILE__GET(s->chunks, d->chunks);
+	TRCFILE__GET(s->records, d->records);
+	/* The reserved field is not checked: 1.x readers reject reserved chunk fields only. */
+	if (s->kind < TRC_STREAM_THREAD || s->kind > TRC_STREAM_META) {
+		*why = "unknown stream kind in the footer";
+		return -EBADMSG;
+	}
+	*why = NULL;
+	return 0;
+}
+
+void trcfile__footer_chunk_put(uint8_t *p, const struct trcfile__footer_chunk *c)
+{
+	struct trcfile__footer_chunk_image *d =
+		TRCFILE__IMAGE(struct trcfile__footer_chunk_image, p);
+	memset(p, 0, sizeof(*d));
+	TRCFILE__PUT(d->offset, c->offset);
+	TRCFILE__PUT(d->stream_id, c->stream_id);
+	TRCFILE__PUT(d->seq, c->seq);
+	TRCFILE__PUT(d->first_ts, c->first_ts);
+	TRCFILE__PUT(d->last_ts, c->last_ts);
+	TRCFILE__PUT(d->count, c->count);
+	TRCFILE__PUT(d->raw_bytes, c->raw_bytes);
+	TRCFILE__PUT(d->comp_bytes, c->comp_bytes);
+}
+
+int trcfile__footer_chunk_get(const uint8_t *p, struct trcfile__footer_chunk *c, const char **why)
+{
+	const struct trcfile__footer_chunk_image *d =
+		TRCFILE__CIMAGE(struct trcfile__footer_chunk_image, p);
+	TRCFILE__GET(c->offset, d->offset);
+	TRCFILE__GET(c->stream_id, d->stream_id);
+	TRCFILE__GET(c->seq, d->seq);
+	TRCFILE__GET(c->first_ts, d->first_ts);
+	TRCFILE__GET(c->last_ts, d->last_ts);
+	TRCFILE__GET(c->count, d->count);
+	TRCFILE__GET(c->raw_bytes, d->raw_bytes);
+	TRCFILE__GET(c->comp_bytes, d->comp_bytes);
+	*why = trcfile__chunk_sizes_check(c->count, c->raw_bytes, c->comp_bytes);
+	return *why ? -EBADMSG : 0;
+}
+
+/* ---- trailer ---- */
+
+void trcfile__trailer_put(uint8_t *p, const struct trcfile__trailer *t)
+{
+	struct trcfile__trailer_image *d = TRCFILE__IMAGE(struct trcfile__trailer_image, p);
+	TRCFILE__PUT(d->footer_offset, t->footer_offset);
+	TRCFILE__PUT(d->footer_bytes, t->footer_bytes);
+	TRCFILE__PUT(d->footer_crc, t->footer_crc);
+	TRCFILE__PUT(d->trailer_crc,
+		     trcfile__crc32c(0, p, offsetof(struct trcfile__trailer_image, trailer_crc)));
+	memcpy(d->magic, TRCFILE__TRAILER_MAGIC, sizeof(d->magic));
+}
+
+int trcfile__trailer_get(const uint8_t *p, struct trcfile__trailer *t, const char **why)
+{
+	const struct trcfile__trailer_image *d = TRCFILE__CIMAGE(struct trcfile__trailer_image, p);
+	if (memcmp(d->magic, TRCFILE__TRAILER_MAGIC, sizeof(d->magic)) != 0) {
+		*why = "no footer";
+		return -ENOENT;
+	}
+	uint32_t crc;
+	TRCFILE__GET(crc, d->trailer_crc);
+	if (crc != trcfile__crc32c(0, p, offsetof(struct trcfile__trailer_image, trailer_crc))) {
+		*why = "trailer checksum mismatch";
+		return -EBADMSG;
+	}
+	TRCFILE__GET(t->footer_offset, d->footer_offset);
+	TRCFILE__GET(t->footer_bytes, d->footer_bytes);
+	TRCFILE__GET(t->footer_crc, d->footer_crc);
+	*why = NULL;
+	return 0;
 }

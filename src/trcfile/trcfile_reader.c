@@ -91,79 +91,54 @@ const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t l
 static int trcfile__parse_header(struct trcfile_reader *r)
 {
 	int err = 0;
-	if (r->size < TRCFILE__HDR_FIXED_BYTES + 4)
+	char why[sizeof(r->errmsg)];
+	if (r->size < TRCFILE__HDR_FIXED_BYTES + TRCFILE__HDR_CRC_BYTES)
 		return trcfile__fail(r, -EBADMSG,
 				     "not a trc trace: %llu bytes is too small for a header",
 				     (unsigned long long)r->size);
+	/* The fixed part says how long the whole header is. */
+	struct trcfile__file_hdr fh;
 	const uint8_t *p = trcfile__read_at(r, 0, TRCFILE__HDR_FIXED_BYTES, &err);
 	if (!p)
 		return err;
-	if (memcmp(p, TRCFILE__MAGIC, 8) != 0)
-		return trcfile__fail(r, -EBADMSG, "not a trc trace (bad magic)");
-	uint16_t major = trcfile__get16(p + 8), minor = trcfile__get16(p + 10);
-	if (major > TRCFILE_VERSION_MAJOR)
-		return trcfile__fail(
-			r, -EPROTONOSUPPORT,
-			"trace format version %u.%u is newer than this reader supports "
-			"(%u.x): use a newer trace-dump",
-			major, minor, TRCFILE_VERSION_MAJOR);
-	if (major < 1)
-		return trcfile__fail(r, -EBADMSG, "unknown trace format version %u.%u", major,
-				     minor);
-	uint32_t mark = trcfile__get32(p + 12);
-	if (mark == 0x04030201u)
-		return trcfile__fail(
-			r, -EBADMSG,
-			"trace was written big-endian, which this reader does not support");
-	if (mark != TRCFILE__ENDIAN_MARK)
-		return trcfile__fail(r, -EBADMSG, "bad endianness mark 0x%08x (damaged header)",
-				     mark);
-	uint32_t hbytes = trcfile__get32(p + 16);
-	if (hbytes < TRCFILE__HDR_FIXED_BYTES + 4 || hbytes > TRCFILE__HDR_MAX_BYTES ||
-	    hbytes > r->size)
-		return trcfile__fail(r, -EBADMSG, "impossible header size %u (file has %llu bytes)",
-				     hbytes, (unsigned long long)r->size);
-	p = trcfile__read_at(r, 0, hbytes, &err);
-	if (!p)
-		return err;
-	if (trcfile__get32(p + hbytes - 4) != trcfile__crc32c(0, p, hbytes - 4))
-		return trcfile__fail(r, -EBADMSG, "header checksum mismatch (damaged header)");
-	struct trcfile_header *h = &r->hdr;
-	h->version_major = major;
-	h->version_minor = minor;
-	h->pid = trcfile__get32(p + 24);
-	h->clock_source = trcfile__get32(p + 28);
-	h->tsc_hz = trcfile__get64(p + 32);
-	h->start_mono_ns = trcfile__get64(p + 40);
-	h->start_realtime_ns = trcfile__get64(p + 48);
-	h->rss_interval_ns = trcfile__get64(p + 56);
-	h->rss_source = trcfile__get32(p + 64);
-	h->chunk_bytes = trcfile__get32(p + 68);
-	h->buffer_bytes = trcfile__get64(p + 72);
-	uint64_t cl = trcfile__get32(p + 80), hl = trcfile__get32(p + 84),
-		 tl = trcfile__get32(p + 88);
-	if (h->chunk_bytes < TRCFILE_MIN_CHUNK_BYTES || h->chunk_bytes > TRCFILE_MAX_CHUNK_BYTES)
-		return trcfile__fail(r, -EBADMSG, "impossible chunk size %u in the header",
-				     h->chunk_bytes);
-	if (cl > TRCFILE_MAX_STRING_BYTES || hl > TRCFILE_MAX_STRING_BYTES ||
-	    tl > TRCFILE_MAX_STRING_BYTES || TRCFILE__HDR_FIXED_BYTES + cl + hl + tl + 4 > hbytes)
-		return trcfile__fail(r, -EBADMSG, "header string lengths exceed the header");
+	err = trcfile__header_get(p, TRCFILE__HDR_FIXED_BYTES, r->size, &fh, why, sizeof(why));
+	if (err == 1) {
+		p = trcfile__read_at(r, 0, fh.header_bytes, &err);
+		if (!p)
+			return err;
+		err = trcfile__header_get(p, fh.header_bytes, r->size, &fh, why, sizeof(why));
+	}
+	if (err)
+		return trcfile__fail(r, err, "%s", why);
+	uint64_t cl = fh.cmdline_len, hl = fh.host_len, tl = fh.tool_len;
 	char *s = malloc(cl + hl + tl + 3);
 	if (!s)
 		return trcfile__fail(r, -ENOMEM, "out of memory");
-	const uint8_t *src = p + TRCFILE__HDR_FIXED_BYTES;
-	memcpy(s, src, cl);
+	memcpy(s, fh.cmdline, cl);
 	s[cl] = 0;
-	memcpy(s + cl + 1, src + cl, hl);
+	memcpy(s + cl + 1, fh.host, hl);
 	s[cl + 1 + hl] = 0;
-	memcpy(s + cl + hl + 2, src + cl + hl, tl);
+	memcpy(s + cl + hl + 2, fh.tool, tl);
 	s[cl + hl + 2 + tl] = 0;
 	r->hdr_strings = s;
-	h->cmdline = s;
-	h->cmdline_len = (uint32_t)cl;
-	h->host = s + cl + 1;
-	h->tool_version = s + cl + hl + 2;
-	r->header_bytes = hbytes;
+	r->hdr = (struct trcfile_header){
+		.version_major = fh.version_major,
+		.version_minor = fh.version_minor,
+		.pid = fh.pid,
+		.start_mono_ns = fh.start_mono_ns,
+		.start_realtime_ns = fh.start_realtime_ns,
+		.clock_source = fh.clock_source,
+		.tsc_hz = fh.tsc_hz,
+		.rss_interval_ns = fh.rss_interval_ns,
+		.rss_source = fh.rss_source,
+		.buffer_bytes = fh.buffer_bytes,
+		.chunk_bytes = fh.chunk_bytes,
+		.cmdline = s,
+		.cmdline_len = fh.cmdline_len,
+		.host = s + cl + 1,
+		.tool_version = s + cl + hl + 2,
+	};
+	r->header_bytes = fh.header_bytes;
 	return 0;
 }
 
@@ -214,11 +189,11 @@ static struct trcfile_stream_info *trcfile__find_stream(struct trcfile_reader *r
 static const char *trcfile__ref_check(const struct trcfile_reader *r,
 				      const struct trcfile__chunk_ref *c, uint64_t data_end)
 {
-	if (c->count == 0 || c->raw_bytes < 2 || c->count > c->raw_bytes / 2)
-		return "impossible record count";
+	/* What no chunk can hold was refused by trcfile__chunk_hdr_get or
+	 * trcfile__footer_chunk_get already; these figures depend on this file. */
 	if (c->raw_bytes > trcfile__raw_limit(r, c->count))
 		return "chunk larger than the header's chunk size allows";
-	if (c->comp_bytes == 0 || c->comp_bytes > ZSTD_compressBound(c->raw_bytes))
+	if (c->comp_bytes > ZSTD_compressBound(c->raw_bytes))
 		return "impossible compressed size";
 	if (c->offset < r->header_bytes || c->offset > data_end ||
 	    data_end - c->offset < (uint64_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes)
@@ -287,17 +262,19 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	uint64_t size = r->size;
 	if (size < (uint64_t)r->header_bytes + TRCFILE__FOOTER_FIXED_BYTES + TRCFILE__TRAILER_BYTES)
 		return trcfile__fail(r, 1, "no footer");
-	const uint8_t *t =
+	const uint8_t *p =
 		trcfile__read_at(r, size - TRCFILE__TRAILER_BYTES, TRCFILE__TRAILER_BYTES, &err);
-	if (!t)
+	if (!p)
 		return err;
-	if (memcmp(t + 24, TRCFILE__TRAILER_MAGIC, 8) != 0)
-		return trcfile__fail(r, 1, "no footer");
+	struct trcfile__trailer t;
+	const char *why = NULL;
+	err = trcfile__trailer_get(p, &t, &why);
+	if (err == -ENOENT)
+		return trcfile__fail(r, 1, "%s", why);
 	r->stats.footer_damaged = true; /* until proven otherwise */
-	if (trcfile__get32(t + 20) != trcfile__crc32c(0, t, 20))
-		return trcfile__fail(r, 1, "trailer checksum mismatch");
-	uint64_t foff = trcfile__get64(t), fbytes = trcfile__get64(t + 8);
-	uint32_t fcrc = trcfile__get32(t + 16);
+	if (err)
+		return trcfile__fail(r, 1, "%s", why);
+	uint64_t foff = t.footer_offset, fbytes = t.footer_bytes;
 	if (foff < r->header_bytes || fbytes < TRCFILE__FOOTER_FIXED_BYTES ||
 	    foff > size - TRCFILE__TRAILER_BYTES || fbytes != size - TRCFILE__TRAILER_BYTES - foff)
 		return trcfile__fail(r, 1, "trailer points outside the file");
@@ -306,17 +283,10 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	const uint8_t *f = trcfile__read_at(r, foff, (size_t)fbytes, &err);
 	if (!f)
 		return err;
-	if (trcfile__crc32c(0, f, (size_t)fbytes) != fcrc)
-		return trcfile__fail(r, 1, "footer checksum mismatch");
-	if (trcfile__get32(f) != TRCFILE__FOOTER_MAGIC)
-		return trcfile__fail(r, 1, "bad footer magic");
-	uint64_t ns = trcfile__get32(f + 4), nc = trcfile__get64(f + 8);
-	if (nc > fbytes / TRCFILE__FOOTER_CHUNK_BYTES ||
-	    ns > fbytes / TRCFILE__FOOTER_STREAM_BYTES ||
-	    TRCFILE__FOOTER_FIXED_BYTES + ns * TRCFILE__FOOTER_STREAM_BYTES +
-			    nc * TRCFILE__FOOTER_CHUNK_BYTES !=
-		    fbytes)
-		return trcfile__fail(r, 1, "footer counts do not match its size");
+	struct trcfile__footer fixed;
+	if (trcfile__footer_get(f, &t, &fixed, &why) != 0)
+		return trcfile__fail(r, 1, "%s", why);
+	uint64_t ns = fixed.stream_count, nc = fixed.chunk_count;
 	r->streams = calloc(ns ? ns : 1, sizeof(*r->streams));
 	r->chunks = calloc(nc ? nc : 1, sizeof(*r->chunks));
 	uint64_t *want_records = calloc(ns ? ns : 1, sizeof(uint64_t));
@@ -328,32 +298,34 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	}
 	r->n_streams = (unsigned)ns;
 	r->n_chunks = (size_t)nc;
-	const uint8_t *p = f + TRCFILE__FOOTER_FIXED_BYTES;
-	const char *why = NULL;
-	for (uint64_t i = 0; i < ns && !why; i++, p += TRCFILE__FOOTER_STREAM_BYTES) {
+	for (uint64_t i = 0; i < ns && !why; i++) {
+		struct trcfile__footer_stream e;
+		if (trcfile__footer_stream_get(f + trcfile__footer_stream_at(i), &e, &why) != 0)
+			break;
 		struct trcfile_stream_info *si = &r->streams[i];
-		si->id = trcfile__get32(p);
-		si->kind = trcfile__get32(p + 4);
-		si->pid = trcfile__get32(p + 8);
-		si->tid = trcfile__get32(p + 12);
-		want_chunks[i] = trcfile__get32(p + 16);
-		want_records[i] = trcfile__get64(p + 24);
-		if (si->kind < TRC_STREAM_THREAD || si->kind > TRC_STREAM_META)
-			why = "unknown stream kind in the footer";
-		else if (i > 0 && si->id <= si[-1].id)
+		si->id = e.id;
+		si->kind = e.kind;
+		si->pid = e.pid;
+		si->tid = e.tid;
+		want_chunks[i] = e.chunks;
+		want_records[i] = e.records;
+		if (i > 0 && si->id <= si[-1].id)
 			why = "footer streams not in increasing id order";
 	}
 	uint64_t data_end = foff;
-	for (uint64_t i = 0; i < nc && !why; i++, p += TRCFILE__FOOTER_CHUNK_BYTES) {
+	for (uint64_t i = 0; i < nc && !why; i++) {
+		struct trcfile__footer_chunk e;
+		if (trcfile__footer_chunk_get(f + trcfile__footer_chunk_at(ns, i), &e, &why) != 0)
+			break;
 		struct trcfile__chunk_ref *c = &r->chunks[i];
-		c->offset = trcfile__get64(p);
-		c->stream_id = trcfile__get32(p + 8);
-		c->seq = trcfile__get32(p + 12);
-		c->first_ts = trcfile__get64(p + 16);
-		c->last_ts = trcfile__get64(p + 24);
-		c->count = trcfile__get32(p + 32);
-		c->raw_bytes = trcfile__get32(p + 36);
-		c->comp_bytes = trcfile__get32(p + 40);
+		*c = (struct trcfile__chunk_ref){.offset = e.offset,
+						 .first_ts = e.first_ts,
+						 .last_ts = e.last_ts,
+						 .stream_id = e.stream_id,
+						 .seq = e.seq,
+						 .count = e.count,
+						 .raw_bytes = e.raw_bytes,
+						 .comp_bytes = e.comp_bytes};
 		why = trcfile__ref_check(r, c, data_end);
 		if (!why && !trcfile__find_stream(r, c->stream_id))
 			why = "chunk entry of an unknown stream";
@@ -408,7 +380,7 @@ const char *trcfile__frame_check(const uint8_t *p, uint32_t comp, uint32_t raw)
 {
 	/* Frame header: magic, then the descriptor byte whose bit 2 is the content checksum
 	 * flag (RFC 8878 section 3.1.1.1.1). The stable API has no accessor for it. */
-	if (comp < 6 || trcfile__get32(p) != 0xfd2fb528u)
+	if (comp < 6 || trcfile__get32(p) != ZSTD_MAGICNUMBER)
 		return "not a zstd frame";
 	if (!(p[4] & 0x04))
 		return "zstd frame without content checksum";
@@ -429,8 +401,8 @@ static int trcfile__scan(struct trcfile_reader *r)
 	size_t cap_chunks = 0, cap_streams = 0;
 	const char *stop = NULL;
 	char stop_buf[160];
-	struct trcfile__map ids; /* stream id -> index in r->streams */
-	trcfile__map_init(&ids, SIZE_MAX);
+	struct u64map ids; /* stream id -> index in r->streams */
+	u64map_init(&ids, SIZE_MAX);
 	r->stats.truncated = true;
 	while (!stop) {
 		if (off == size) {
@@ -443,10 +415,10 @@ static int trcfile__scan(struct trcfile_reader *r)
 		}
 		const uint8_t *p = trcfile__read_at(r, off, TRCFILE__CHUNK_HDR_BYTES, &err);
 		if (!p) {
-			trcfile__map_destroy(&ids);
+			u64map_destroy(&ids);
 			return err;
 		}
-		if (trcfile__get32(p) == TRCFILE__FOOTER_MAGIC) {
+		if (trcfile__is_footer(p)) {
 			stop = "damaged footer";
 			break;
 		}
@@ -474,13 +446,13 @@ static int trcfile__scan(struct trcfile_reader *r)
 		if (!why) {
 			p = trcfile__read_at(r, off + TRCFILE__CHUNK_HDR_BYTES, h.comp_bytes, &err);
 			if (!p) {
-				trcfile__map_destroy(&ids);
+				u64map_destroy(&ids);
 				return err;
 			}
 			why = trcfile__frame_check(p, h.comp_bytes, h.raw_bytes);
 		}
 		struct trcfile_stream_info *si = NULL;
-		const uint64_t *sidx = trcfile__map_get(&ids, h.stream_id);
+		const uint64_t *sidx = u64map_get(&ids, h.stream_id);
 		if (sidx)
 			si = &r->streams[*sidx];
 		if (!why && si && (si->kind != h.kind || si->pid != h.pid || si->tid != h.tid))
@@ -496,14 +468,14 @@ static int trcfile__scan(struct trcfile_reader *r)
 				size_t cap = cap_streams ? 2 * cap_streams : 16;
 				void *np = realloc(r->streams, cap * sizeof(*r->streams));
 				if (!np) {
-					trcfile__map_destroy(&ids);
+					u64map_destroy(&ids);
 					return trcfile__fail(r, -ENOMEM, "out of memory");
 				}
 				r->streams = np;
 				cap_streams = cap;
 			}
-			if (trcfile__map_put(&ids, h.stream_id, r->n_streams, NULL, NULL) != 0) {
-				trcfile__map_destroy(&ids);
+			if (u64map_put(&ids, h.stream_id, r->n_streams, NULL, NULL) != 0) {
+				u64map_destroy(&ids);
 				return trcfile__fail(r, -ENOMEM, "out of memory");
 			}
 			si = &r->streams[r->n_streams++];
@@ -517,7 +489,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 			size_t cap = cap_chunks ? 2 * cap_chunks : 64;
 			void *np = realloc(r->chunks, cap * sizeof(*r->chunks));
 			if (!np) {
-				trcfile__map_destroy(&ids);
+				u64map_destroy(&ids);
 				return trcfile__fail(r, -ENOMEM, "out of memory");
 			}
 			r->chunks = np;
@@ -526,7 +498,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 		r->chunks[r->n_chunks++] = c;
 		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
 	}
-	trcfile__map_destroy(&ids);
+	u64map_destroy(&ids);
 	r->stats.bytes_recovered = off;
 	r->stats.bytes_ignored = size - off;
 	if (r->n_streams)
@@ -538,7 +510,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
-static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map,
+static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 			      struct trcfile__string **arr, size_t *n, size_t *cap, uint64_t key,
 			      uint32_t a, uint32_t b, const char *str, uint32_t len)
 {
@@ -551,7 +523,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map
 	if (len)
 		memcpy(copy, str, len);
 	copy[len] = 0;
-	uint64_t *slot = trcfile__map_get(map, key);
+	uint64_t *slot = u64map_get(map, key);
 	if (slot) {
 		struct trcfile__string *e = &(*arr)[*slot];
 		r->meta_bytes -= e->len + 1;
@@ -573,7 +545,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct trcfile__map *map
 		*arr = p;
 		*cap = nc;
 	}
-	int err = trcfile__map_put(map, key, *n, NULL, NULL);
+	int err = u64map_put(map, key, *n, NULL, NULL);
 	if (err) {
 		free(copy);
 		return trcfile__fail(r, err == -ENOSPC ? -EFBIG : err,
@@ -684,9 +656,9 @@ static struct trcfile_reader *trcfile__reader_new(void)
 	if (!r)
 		return NULL;
 	r->fd = -1;
-	trcfile__map_init(&r->name_map, TRCFILE__META_MAX_ENTRIES);
-	trcfile__map_init(&r->thread_map, TRCFILE__META_MAX_ENTRIES);
-	trcfile__map_init(&r->proc_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->name_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->thread_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->proc_map, TRCFILE__META_MAX_ENTRIES);
 	return r;
 }
 
@@ -800,9 +772,9 @@ void trcfile_reader_close(struct trcfile_reader *r)
 	free(r->streams);
 	free(r->chunks);
 	free(r->stream_chunk0);
-	trcfile__map_destroy(&r->name_map);
-	trcfile__map_destroy(&r->thread_map);
-	trcfile__map_destroy(&r->proc_map);
+	u64map_destroy(&r->name_map);
+	u64map_destroy(&r->thread_map);
+	u64map_destroy(&r->proc_map);
 	trcfile__strings_free(r->names, r->n_names);
 	trcfile__strings_free(r->threads, r->n_threads);
 	trcfile__strings_free(r->procs, r->n_procs);
@@ -842,7 +814,7 @@ const struct trcfile_stream_info *trcfile_reader_stream(const struct trcfile_rea
 
 const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uint32_t *len)
 {
-	const uint64_t *i = trcfile__map_get(&r->name_map, id);
+	const uint64_t *i = u64map_get(&r->name_map, id);
 	if (!i)
 		return NULL;
 	if (len)
@@ -853,7 +825,7 @@ const char *trcfile_reader_name(const struct trcfile_reader *r, uint32_t id, uin
 const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t pid, uint32_t tid,
 				       uint32_t *len)
 {
-	const uint64_t *i = trcfile__map_get(&r->thread_map, (uint64_t)pid << 32 | tid);
+	const uint64_t *i = u64map_get(&r->thread_map, (uint64_t)pid << 32 | tid);
 	if (!i)
 		return NULL;
 	if (len)
@@ -864,7 +836,7 @@ const char *trcfile_reader_thread_name(const struct trcfile_reader *r, uint32_t 
 const char *trcfile_reader_process_cmdline(const struct trcfile_reader *r, uint32_t pid,
 					   uint32_t *len)
 {
-	const uint64_t *i = trcfile__map_get(&r->proc_map, pid);
+	const uint64_t *i = u64map_get(&r->proc_map, pid);
 	if (!i)
 		return NULL;
 	if (len)

@@ -1,7 +1,8 @@
-/* trcfile_reader_priv.h - private to src/trcfile_*.c: the reader's state and a u64 hash map.
+/* trcfile_reader_priv.h - the reader's state, shared inside the file format's code.
  *
  * Purpose: what the reader (trcfile_reader.c), the cursors (trcfile_cursor.c), the merge
- * (trcfile_merge.c) and the summary (trcfile_summary.c) share. Nothing here is API.
+ * (trcfile_merge.c) and the summary (src/analysis/, which runs its own loop over a cursor's
+ * chunks) share. Nothing here is API.
  *
  * Threads: a reader and everything made from it belong to one thread at a time, which is why
  * the cursors can share the reader's ZSTD_DCtx and read buffer.
@@ -22,34 +23,7 @@
 
 #include "trcfile.h"
 #include "trcfile_codec.h"
-
-/* ---- u64 -> u64 open-addressing map (linear probing, backward-shift deletion) ------------- */
-
-struct trcfile__map {
-	uint64_t *keys;
-	uint64_t *vals;
-	uint8_t *used;
-	size_t cap; /* power of two, 0 before the first put */
-	size_t n;
-	size_t max_n; /* puts beyond this fail with -ENOSPC */
-};
-
-void trcfile__map_init(struct trcfile__map *m, size_t max_n);
-void trcfile__map_destroy(struct trcfile__map *m);
-/* Inserts or replaces. 0, -ENOSPC (max_n reached) or -ENOMEM. *old (may be NULL) receives
- * the replaced value and *had whether there was one. */
-int trcfile__map_put(struct trcfile__map *m, uint64_t key, uint64_t val, uint64_t *old, bool *had);
-/* Pointer to the value, or NULL. Valid until the next put/del. */
-uint64_t *trcfile__map_get(const struct trcfile__map *m, uint64_t key);
-bool trcfile__map_del(struct trcfile__map *m, uint64_t key, uint64_t *val);
-
-static inline size_t trcfile__map_hash(uint64_t key, size_t cap)
-{
-	key ^= key >> 29;
-	key *= 0xbf58476d1ce4e5b9ull;
-	key ^= key >> 32;
-	return (size_t)key & (cap - 1);
-}
+#include "u64map.h"
 
 /* ---- reader ------------------------------------------------------------------------- */
 
@@ -90,7 +64,7 @@ struct trcfile_reader {
 	size_t io_cap;
 
 	/* metadata */
-	struct trcfile__map name_map, thread_map, proc_map; /* key -> index in the arrays */
+	struct u64map name_map, thread_map, proc_map; /* key -> index in the arrays */
 	struct trcfile__string *names, *threads, *procs;
 	size_t n_names, n_threads, n_procs, cap_names, cap_threads, cap_procs;
 	struct trcfile_module *modules;

@@ -589,14 +589,33 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->wq_sem, 0, 0);
 	sem_init(&w->slots, 0, in_flight);
 
-	size_t hbytes = trcfile__header_bytes(h, (uint32_t)host_len, (uint32_t)tool_len);
+	struct trcfile__file_hdr fh = {
+		.version_major = TRCFILE_VERSION_MAJOR,
+		.version_minor = TRCFILE_VERSION_MINOR,
+		.pid = h->pid,
+		.clock_source = h->clock_source,
+		.tsc_hz = h->tsc_hz,
+		.start_mono_ns = h->start_mono_ns,
+		.start_realtime_ns = h->start_realtime_ns,
+		.rss_interval_ns = h->rss_interval_ns,
+		.rss_source = h->rss_source,
+		.chunk_bytes = w->chunk_bytes,
+		.buffer_bytes = h->buffer_bytes,
+		.cmdline = h->cmdline,
+		.cmdline_len = h->cmdline_len,
+		.host = host,
+		.host_len = (uint32_t)host_len,
+		.tool = tool,
+		.tool_len = (uint32_t)tool_len,
+	};
+	size_t hbytes = trcfile__header_size(&fh);
+	fh.header_bytes = (uint32_t)hbytes;
 	hbuf = malloc(hbytes);
 	if (!hbuf) {
 		e = -ENOMEM;
 		goto fail_w;
 	}
-	trcfile__header_put(hbuf, hbytes, h, w->chunk_bytes, (uint32_t)host_len,
-			    (uint32_t)tool_len);
+	trcfile__header_put(hbuf, &fh);
 	e = trcfile__pwrite_all(fd, hbuf, hbytes, 0);
 	free(hbuf);
 	if (e)
@@ -670,42 +689,38 @@ struct trcfile_writer *trcfile_writer_open(const char *path, const struct trcfil
 static int trcfile__write_footer(struct trcfile_writer *w)
 {
 	size_t n_streams = w->n_streams, n_chunks = w->n_index;
-	size_t bytes = TRCFILE__FOOTER_FIXED_BYTES + n_streams * TRCFILE__FOOTER_STREAM_BYTES +
-		       n_chunks * TRCFILE__FOOTER_CHUNK_BYTES;
+	size_t bytes = (size_t)trcfile__footer_bytes(n_streams, n_chunks);
 	uint8_t *buf = calloc(1, bytes + TRCFILE__TRAILER_BYTES);
 	if (!buf)
 		return -ENOMEM;
-	uint8_t *p = buf;
-	trcfile__put32(p, TRCFILE__FOOTER_MAGIC);
-	trcfile__put32(p + 4, (uint32_t)n_streams);
-	trcfile__put64(p + 8, n_chunks);
-	p += TRCFILE__FOOTER_FIXED_BYTES;
-	for (size_t i = 0; i < n_streams; i++, p += TRCFILE__FOOTER_STREAM_BYTES) {
+	trcfile__footer_put(buf, &(struct trcfile__footer){.stream_count = (uint32_t)n_streams,
+							   .chunk_count = n_chunks});
+	for (size_t i = 0; i < n_streams; i++) {
 		const struct trcfile_stream *s = w->streams[i];
-		trcfile__put32(p, s->id);
-		trcfile__put32(p + 4, s->kind);
-		trcfile__put32(p + 8, s->pid);
-		trcfile__put32(p + 12, s->tid);
-		trcfile__put32(p + 16, s->chunks);
-		trcfile__put64(p + 24, s->records);
+		struct trcfile__footer_stream e = {.id = s->id,
+						   .kind = s->kind,
+						   .pid = s->pid,
+						   .tid = s->tid,
+						   .chunks = s->chunks,
+						   .records = s->records};
+		trcfile__footer_stream_put(buf + trcfile__footer_stream_at(i), &e);
 	}
-	for (size_t i = 0; i < n_chunks; i++, p += TRCFILE__FOOTER_CHUNK_BYTES) {
-		const struct trcfile__index_entry *e = &w->index[i];
-		trcfile__put64(p, e->offset);
-		trcfile__put32(p + 8, e->hdr.stream_id);
-		trcfile__put32(p + 12, e->hdr.seq);
-		trcfile__put64(p + 16, e->hdr.first_ts);
-		trcfile__put64(p + 24, e->hdr.last_ts);
-		trcfile__put32(p + 32, e->hdr.count);
-		trcfile__put32(p + 36, e->hdr.raw_bytes);
-		trcfile__put32(p + 40, e->hdr.comp_bytes);
+	for (size_t i = 0; i < n_chunks; i++) {
+		const struct trcfile__index_entry *x = &w->index[i];
+		struct trcfile__footer_chunk e = {.offset = x->offset,
+						  .stream_id = x->hdr.stream_id,
+						  .seq = x->hdr.seq,
+						  .first_ts = x->hdr.first_ts,
+						  .last_ts = x->hdr.last_ts,
+						  .count = x->hdr.count,
+						  .raw_bytes = x->hdr.raw_bytes,
+						  .comp_bytes = x->hdr.comp_bytes};
+		trcfile__footer_chunk_put(buf + trcfile__footer_chunk_at(n_streams, i), &e);
 	}
-	/* trailer */
-	trcfile__put64(p, w->offset);
-	trcfile__put64(p + 8, bytes);
-	trcfile__put32(p + 16, trcfile__crc32c(0, buf, bytes));
-	trcfile__put32(p + 20, trcfile__crc32c(0, p, 20));
-	memcpy(p + 24, TRCFILE__TRAILER_MAGIC, 8);
+	struct trcfile__trailer t = {.footer_offset = w->offset,
+				     .footer_bytes = bytes,
+				     .footer_crc = trcfile__crc32c(0, buf, bytes)};
+	trcfile__trailer_put(buf + bytes, &t);
 	int err = trcfile__pwrite_all(w->fd, buf, bytes + TRCFILE__TRAILER_BYTES, w->offset);
 	if (!err)
 		atomic_fetch_add_explicit(&w->bytes_written, bytes + TRCFILE__TRAILER_BYTES,

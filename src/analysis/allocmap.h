@@ -1,0 +1,29 @@
+/* allocmap.h - live allocations: the address and size of what is allocated and not yet freed.
+ *
+ * Purpose: what the summary's live bytes (summary_live.c) and trace-dump chrome's heap
+ * counter replay ALLOC and FREE records into. A thin owner of a u64map (addr -> size), capped
+ * at max_entries so a hostile trace cannot make it grow without bound: past the cap a put
+ * fails with -ENOSPC and the caller's figure becomes approximate (it says so).
+ *
+ * Threads: none; a map belongs to one thread at a time.
+ * Errors: put returns 0 or -errno; new returns NULL on out of memory; free accepts NULL.
+ */
+#ifndef TRC_ALLOCMAP_H
+#define TRC_ALLOCMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct allocmap;
+
+struct allocmap *allocmap_new(size_t max_entries);
+/* Returns 0, or -ENOSPC when full (not recorded; the map becomes approximate), or -ENOMEM. A
+ * second allocation at a live address replaces it (its size is returned in *replaced_size,
+ * else 0; replaced_size may be NULL). */
+int allocmap_put(struct allocmap *m, uint64_t addr, uint64_t size, uint64_t *replaced_size);
+/* Removes addr; true with *size (may be NULL) filled if it was there. */
+bool allocmap_take(struct allocmap *m, uint64_t addr, uint64_t *size);
+void allocmap_free(struct allocmap *m);
+
+#endif /* TRC_ALLOCMAP_H */

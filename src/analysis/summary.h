@@ -1,0 +1,104 @@
+/* summary.h - what happened in a trace, what it cost, what was lost: `trace-dump summary`.
+ *
+ * Purpose: the figures trace-dump summary prints (text and JSON), computed from a reader:
+ * counts per record type, per span/counter name and per thread, lost records, span durations
+ * and their percentiles, allocation totals and live bytes, the traced program's RSS (exact
+ * peak and sampled series, trace buffers taken out), notes. How they are computed, and the
+ * bounds that keep its memory small whatever the file says, is in summary.c.
+ *
+ * Threads: summary_compute runs on the reader's thread (it uses the reader); a
+ * computed summary is plain data.
+ *
+ * Errors: compute returns 0 or -errno with the reader's message set; free accepts NULL.
+ */
+#ifndef TRC_SUMMARY_H
+#define TRC_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trcfile.h"
+
+/* Events are the records that are not metadata: span begin/end, instant, counter, alloc,
+ * free, function enter/exit. Lost is the sum of LOST counts, except TRC_LOST_SAMPLER_LATE
+ * (sampler ticks, not events), counted in rss_ticks_skipped. */
+struct summary_thread {
+	uint32_t pid, tid;
+	const char *name; /* owned by the summary; "" when unknown */
+	uint64_t events, lost;
+	uint64_t first_ts_ns, last_ts_ns;
+};
+
+struct summary_name {
+	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record,
+			   * "(other names)" for ids past the summary's table bound */
+	uint64_t begins, ends, instants, counters;
+	/* span durations (matched begin/end of the same stream), ns */
+	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;
+	int64_t counter_min, counter_max, counter_last;
+};
+
+struct summary_note {
+	uint64_t ts_ns;
+	const char *text;
+};
+
+enum summary_rss_peak_source {
+	SUMMARY_RSS_PEAK_NONE = 0, /* no EXIT record and no sample */
+	SUMMARY_RSS_PEAK_EXIT = 1, /* exact: ru_maxrss at exit minus buffers */
+	SUMMARY_RSS_PEAK_SAMPLED = 2 /* fallback: the largest sample */
+};
+
+#define SUMMARY_SPARK_COLUMNS 60
+
+struct summary {
+	uint64_t first_ts_ns, last_ts_ns; /* over all records; 0 when none */
+	uint64_t start_ns; /* header start_mono_ns, or first_ts_ns if unset */
+	uint64_t duration_ns; /* last_ts_ns - start_ns */
+	uint64_t records;
+	uint64_t events_recorded, events_lost, rss_ticks_skipped;
+	uint64_t per_type[TRC_REC_TYPE_COUNT];
+	uint64_t lost_per_reason[8];
+
+	struct summary_thread *threads; /* sorted by pid, tid */
+	size_t n_threads;
+	struct summary_name *names; /* sorted by name; one entry per distinct string */
+	size_t n_names;
+	struct summary_note *notes; /* in time order (at most 1000 kept) */
+	size_t n_notes;
+	uint64_t notes_dropped;
+
+	uint64_t spans_unmatched_end, spans_open_at_end;
+	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
+
+	uint64_t allocs, frees, alloc_bytes, free_bytes;
+	uint64_t live_peak_bytes, live_end_bytes;
+	uint64_t frees_unknown; /* free of an address not allocated in the trace */
+	bool live_approximate; /* the live-allocation table hit its cap */
+
+	/* RSS of the traced program (header pid), trace buffers excluded everywhere. */
+	uint64_t rss_peak_bytes;
+	enum summary_rss_peak_source rss_peak_source;
+	uint64_t rss_exit_maxrss_bytes, rss_exit_buffers_bytes; /* from the EXIT record */
+	bool has_exit;
+	int32_t exit_status;
+	uint64_t rss_samples;
+	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
+	uint64_t buffers_resident_peak_bytes;
+	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
+	uint64_t spark_bytes[SUMMARY_SPARK_COLUMNS];
+	unsigned n_spark;
+
+	bool truncated;
+};
+
+/* Computes the summary of the trace r reads: one pass over each stream, plus one merged pass
+ * over all of them when the trace has allocations. Returns 0 or -errno (the message in
+ * trcfile_reader_errmsg(r)); on failure *s holds nothing to free. The summary owns its arrays
+ * and strings: free with summary_free. */
+int summary_compute(struct trcfile_reader *r, struct summary *s);
+/* Frees what a summary owns and zeroes it. Accepts NULL and a zeroed summary. */
+void summary_free(struct summary *s);
+
+#endif /* TRC_SUMMARY_H */
