@@ -125,6 +125,9 @@ static void dump__kv_str(const char *key, const char *s, uint32_t len)
  * over and over, and quoting the strings again each time is most of the cost of names. Direct
  * mapped on the address. */
 #define DUMP__FN_CACHE 1024u
+/* More than the longest fields text: a name (cut at 2 KiB) and a source path (4 KiB), each
+ * byte escaped to at most 4, so writing it never flushes the buffer midway. */
+#define DUMP__FN_TEXT_MAX 32768u
 static struct dump__fn_text {
 	uint64_t addr;
 	uint32_t pid;
@@ -140,14 +143,13 @@ static void dump__fn_cache_free(void)
 	}
 }
 
-/* Writes " fn=NAME[+0xOFF] src=FILE:LINE" (what is known) for addr. */
-static void dump__fn_fields(struct sym_resolver *syms, uint32_t pid, uint64_t addr)
+/* Writes " fn=NAME[+0xOFF] src=FILE:LINE" (what is known). */
+static void dump__fn_fields(const struct sym_info *sip)
 {
-	struct sym_info si;
-	if (sym_resolve(syms, pid, addr, &si) != 0)
-		return;
+	struct sym_info si = *sip;
 	if (si.name) {
-		dump__kv_str("fn", si.name, (uint32_t)strlen(si.name));
+		size_t n = strlen(si.name);
+		dump__kv_str("fn", si.name, (uint32_t)(n < 2048 ? n : 2048)); /* cut: see below */
 		if (si.name_offset) {
 			dump_str("+");
 			dump_hex(si.name_offset);
@@ -182,13 +184,17 @@ static void dump__symbol(const struct trcfile_reader *r, struct sym_resolver *sy
 		dump_write(c->text, c->len);
 		return;
 	}
-	/* Room for the longest text first, so it lands contiguous in the buffer to be kept. */
-	if (DUMP_OUT_BYTES - dump_out.len < 16384)
+	/* Resolve first: the first address of a file may print a warning, which flushes the
+	 * output. Then room for the longest text, so it lands contiguous in the buffer. */
+	struct sym_info si;
+	if (sym_resolve(syms, pid, addr, &si) != 0)
+		return;
+	if (DUMP_OUT_BYTES - dump_out.len < DUMP__FN_TEXT_MAX)
 		dump_flush();
 	size_t at = dump_out.len;
-	dump__fn_fields(syms, pid, addr);
+	dump__fn_fields(&si);
 	size_t len = dump_out.len - at;
-	char *copy = len && len < 16384 ? malloc(len) : NULL;
+	char *copy = len && len < DUMP__FN_TEXT_MAX ? malloc(len) : NULL;
 	if (copy) {
 		memcpy(copy, dump_out.buf + at, len);
 		free(c->text);
