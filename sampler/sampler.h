@@ -54,7 +54,7 @@
  * S calls cfg.buffers_resident_bytes and is the ring's producer. Stats are relaxed atomics:
  * each field is exact, the set of fields is not one snapshot.
  *
- * Dependencies: libc, pthreads, ringbuf/. Flags and sources have the values of src/record.h.
+ * Dependencies: libc, pthreads, ringbuf/. Flags and sources are wire.h's (src/include/trc/wire.h).
  */
 #ifndef TRC_SAMPLER_H
 #define TRC_SAMPLER_H

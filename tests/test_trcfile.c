@@ -730,6 +730,10 @@ Test(trcfile, type_and_reason_names)
 	cr_assert_not(trc_rec_is_event(TRC_REC_LOST));
 	cr_assert_str_eq(trcfile_rss_source_name(TRC_RSS_SMAPS_ROLLUP), "smaps_rollup");
 	cr_assert_str_eq(trcfile_lost_reason_name(TRC_LOST_SAMPLER_LATE), "sampler_late");
+	cr_assert_str_eq(trcfile_lost_reason_name(TRC_LOST_REENTRANT), "reentrant");
+	cr_assert_str_eq(trcfile_clock_name(TRC_CLOCK_GETTIME), "clock_gettime");
+	cr_assert_str_eq(trcfile_clock_name(TRC_CLOCK_TSC), "tsc");
+	cr_assert_str_eq(trcfile_clock_name(0), "unknown");
 }
 
 /* ---- the fuzzer's seed corpus (tests/corpus/reader/) ------------------------------------- */

@@ -99,11 +99,6 @@ static const char dump__summary_help[] =
 	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n"
 	"  chunks_missing            chunks absent before the last chunk of their stream\n";
 
-static const char *dump__clock_name(uint32_t c)
-{
-	return c == 1 ? "clock_gettime" : c == 2 ? "tsc" : "unknown";
-}
-
 static void dump__key(const char *k, bool *first)
 {
 	if (!*first)
@@ -165,7 +160,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	dump__kv_str("host", h->host, &first);
 	dump__kv_str("tool_version", h->tool_version, &first);
 	dump__kv_u64("start_realtime_ns", h->start_realtime_ns, &first);
-	dump__kv_str("clock_source", dump__clock_name(h->clock_source), &first);
+	dump__kv_str("clock_source", trcfile_clock_name(h->clock_source), &first);
 	dump__kv_u64("rss_interval_ns", h->rss_interval_ns, &first);
 	dump__kv_str("rss_source", trcfile_rss_source_name(h->rss_source), &first);
 	dump__kv_u64("duration_ns", s->duration_ns, &first);
@@ -345,7 +340,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	dump_printf("file:      format %u.%u, %" PRIu64 " %s in %" PRIu64 " %s, clock %s",
 		    h->version_major, h->version_minor, st.records,
 		    cli_plural(st.records, "record", "records"), st.chunks,
-		    cli_plural(st.chunks, "chunk", "chunks"), dump__clock_name(h->clock_source));
+		    cli_plural(st.chunks, "chunk", "chunks"), trcfile_clock_name(h->clock_source));
 	if (h->tool_version[0])
 		dump_printf(", written by %s", h->tool_version);
 	dump_char('\n');

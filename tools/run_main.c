@@ -14,7 +14,7 @@
  *      SIGTERM finalizes at once (the child is killed so it is not left behind);
  *   7. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
- * Threads: only main() runs here; the recorder's threads live in src/recorder.c.
+ * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
  */
 #include <errno.h>
 #include <inttypes.h>

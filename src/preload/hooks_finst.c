@@ -1,4 +1,4 @@
-/* preload_finst.c - function entry and exit for programs built with -finstrument-functions
+/* hooks_finst.c - function entry and exit for programs built with -finstrument-functions
  * (libtrc-preload.so).
  *
  * The compiler calls __cyg_profile_func_enter/exit(fn, call_site) around every function of such

@@ -1,4 +1,4 @@
-/* preload_malloc.c - LD_PRELOAD hooks that record the program's allocations (libtrc-preload.so).
+/* hooks_malloc.c - LD_PRELOAD hooks that record the program's allocations (libtrc-preload.so).
  *
  * malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc, pvalloc are
  * interposed; each calls glibc's allocator through its exported __libc_* entry points and

@@ -1,8 +1,8 @@
 /* record.h - one decoded trace record: the currency between the parts of the recorder.
  *
- * The session drain (src/session_*.c) turns ring events into these, the recorder turns RSS
- * samples into these, the file writer (src/trcfile_*.c) encodes them into chunks, and the
- * reader hands them back to trace-dump. On disk they are encoded compactly (src/FORMAT.md);
+ * The session drain (src/session/) turns ring events into these, the recorder turns RSS
+ * samples into these, the file writer (trcfile_writer.c) encodes them into chunks, and the
+ * reader hands them back to trace-dump. On disk they are encoded compactly (FORMAT.md, here);
  * this struct is the in-memory form only and is never written as is.
  *
  * Time: ts_ns is CLOCK_MONOTONIC nanoseconds, the trace's only clock domain.

@@ -1,8 +1,8 @@
 /* trcfile.h - the trace file: writer (with its compression pipeline), reader, merge.
  *
  * Purpose: everything that touches a .trc file. The on-disk format is specified in
- * src/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
- * (src/record.h) in both directions.
+ * src/trcfile/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
+ * (record.h) in both directions.
  *
  * Writer: a header, then self-contained chunks (one stream's records, delta timestamps and
  * varints, one zstd frame with its content checksum), then a footer with an index and a fixed
@@ -45,7 +45,7 @@
 
 #include "record.h"
 
-/* ---- format constants (details in src/FORMAT.md) ------------------------------------------ */
+/* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
 #define TRCFILE_VERSION_MINOR 1
@@ -278,6 +278,8 @@ const char *trcfile_type_name(uint32_t type);
 const char *trcfile_rss_source_name(uint32_t source);
 /* The inverse for a source's name as a user types it ("statm"...; not "none"): 0 or -EINVAL. */
 int trcfile_rss_source_parse(const char *text, enum trc_rss_source *out);
+/* Name of a clock source ("clock_gettime", "tsc"), "unknown" otherwise. */
+const char *trcfile_clock_name(uint32_t clock);
 /* Name of a lost reason ("ring_full"...), "unknown" otherwise. */
 const char *trcfile_lost_reason_name(uint32_t reason);
 

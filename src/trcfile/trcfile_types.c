@@ -55,6 +55,17 @@ int trcfile_rss_source_parse(const char *text, enum trc_rss_source *out)
 	return -EINVAL;
 }
 
+const char *trcfile_clock_name(uint32_t clock)
+{
+	switch (clock) {
+	case TRC_CLOCK_GETTIME:
+		return "clock_gettime";
+	case TRC_CLOCK_TSC:
+		return "tsc";
+	}
+	return "unknown";
+}
+
 const char *trcfile_lost_reason_name(uint32_t reason)
 {
 	switch (reason) {

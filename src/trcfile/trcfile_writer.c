@@ -1,7 +1,7 @@
 /* trcfile_writer.c - writes a trace file: header, chunks through a compression pipeline, footer.
  *
  * Purpose: take records per stream from the recorder's threads and turn them into the file
- * of src/FORMAT.md without ever compressing or writing on the appending thread.
+ * of FORMAT.md without ever compressing or writing on the appending thread.
  *
  * Pipeline:
  *   appending thread (one per stream)  encodes records into the stream's open chunk
