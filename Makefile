@@ -3,8 +3,9 @@
 # Parts (folders) and what they build; adding a file to a folder needs no edit here:
 #   ringbuf/, src/runtime/          -> build/lib/libtrc.so, libtrc.a   (runs inside traced programs)
 #   src/preload/                    -> build/lib/libtrc-preload.so     (LD_PRELOAD hooks, uses libtrc.so)
-#   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/
-#                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis)
+#   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/, src/export/
+#                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis,
+#                                                                        exporters)
 #   tools/run_*.c, tools/cli_*.c    -> build/bin/trace-run
 #   tools/dump_*.c, tools/cli_*.c   -> build/bin/trace-dump
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
@@ -82,12 +83,14 @@ INC_trcfile := -Isrc/trcfile $(INC_public)
 INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
 INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
 INC_analysis := -Isrc/analysis $(INC_trcfile)
+# Exporters (Parquet...) write other formats; they need only libc and zstd.
+INC_export := -Isrc/export
 # The commands see the library's headers only (not ringbuf/ or sampler/).
 INC_run := -Itools -Isrc/recorder -Isrc/session $(INC_trcfile)
-INC_dump := -Itools $(INC_analysis)
+INC_dump := -Itools $(INC_analysis) $(INC_export)
 INC_cli := -Itools $(INC_public)
 # Tests and benchmarks look inside every part.
-INC_all := -Itools -Isrc/analysis -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
+INC_all := -Itools -Isrc/analysis $(INC_export) -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
 	$(INC_sampler)
 
 RINGBUF_SRCS := $(wildcard ringbuf/*.c)
@@ -99,7 +102,9 @@ SESSION_SRCS := $(wildcard src/session/*.c)
 RECORDER_SRCS := $(wildcard src/recorder/*.c)
 TRCFILE_SRCS := $(wildcard src/trcfile/*.c)
 ANALYSIS_SRCS := $(wildcard src/analysis/*.c)
-CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS)
+EXPORT_SRCS := $(wildcard src/export/*.c)
+CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS) \
+	$(EXPORT_SRCS)
 CLI_SRCS := $(wildcard tools/cli_*.c)
 RUN_SRCS := $(wildcard tools/run_*.c) $(CLI_SRCS)
 DUMP_SRCS := $(wildcard tools/dump_*.c) $(CLI_SRCS)
@@ -122,6 +127,7 @@ $(eval $(call part_inc,src/session/,$(INC_session)))
 $(eval $(call part_inc,src/recorder/,$(INC_recorder)))
 $(eval $(call part_inc,src/trcfile/,$(INC_trcfile)))
 $(eval $(call part_inc,src/analysis/,$(INC_analysis)))
+$(eval $(call part_inc,src/export/,$(INC_export)))
 $(eval $(call part_inc,tools/run_,$(INC_run)))
 $(eval $(call part_inc,tools/dump_,$(INC_dump)))
 $(eval $(call part_inc,tools/cli_,$(INC_cli)))
@@ -166,7 +172,7 @@ LIBS := $(LIBTRC_SO) $(LIBTRC_A) $(CORE_A) $(PRELOAD_SO)
 INTERNAL_LIBS := $(CORE_A) $(LIBTRC_A)
 RPATH = -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-run-suites fuzz-brief test-install \
+.PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-duckdb test-run-suites fuzz-brief test-install \
 	test-run-stress asan tsan fuzz stress bench bench-quick bench-peers demo format clean install help
 
 all: deps
@@ -324,8 +330,12 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 # ---- dependencies from Debian ------------------------------------------------------------------
 DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev libdw-dev libelf-dev pkg-config clang time \
 	python3
+# Node.js and npm for the DuckDB tier, only when npm is missing (a Node.js installed from
+# elsewhere, e.g. NodeSource's nodejs, brings its own npm and conflicts with Debian's).
+DEB_PKGS_NODE := nodejs npm
 deps:
-	@missing=""; \
+	@missing=""; node_pkgs=""; \
+	command -v npm >/dev/null || { node_pkgs="$(DEB_PKGS_NODE)"; missing=1; }; \
 	for p in liburcu libzstd criterion libdw libelf; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	command -v pkg-config >/dev/null || missing=1; \
 	command -v clang >/dev/null || missing=1; \
@@ -333,13 +343,13 @@ deps:
 	command -v python3 >/dev/null || missing=1; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "  DEPS    installing $(DEB_PKGS)"; \
+			echo "  DEPS    installing $(DEB_PKGS) $$node_pkgs"; \
 			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-				$(DEB_PKGS)) >$${TMPDIR:-/tmp}/trc-deps.log 2>&1 \
+				$(DEB_PKGS) $$node_pkgs) >$${TMPDIR:-/tmp}/trc-deps.log 2>&1 \
 			|| { echo "make deps: apt-get failed, see $${TMPDIR:-/tmp}/trc-deps.log" >&2; exit 1; }; \
 		else \
 			echo "make deps: missing build dependencies; run as root:" >&2; \
-			echo "  apt-get install -y $(DEB_PKGS)" >&2; exit 1; \
+			echo "  apt-get install -y $(DEB_PKGS) $$node_pkgs" >&2; exit 1; \
 		fi; \
 	fi
 
@@ -349,6 +359,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-plain
 	$(Q)$(MAKE) --no-print-directory SAN=asan test-asan
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-tsan
+	$(Q)$(MAKE) --no-print-directory test-duckdb
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
@@ -409,6 +420,22 @@ fuzz-brief: $(FUZZERS)
 
 test-tsan: test-run-stress
 
+# A real query engine reads `trace-dump parquet` output: DuckDB's Node client, installed from the
+# npm registry into build/duckdb (not committed; the version pinned), checks the tables against
+# `trace-dump summary --json` for three traces of different programs (tests/duckdb_check.mjs).
+DUCKDB_NPM := @duckdb/node-api@1.5.0-r.1
+DUCKDB_DIR := build/duckdb
+$(DUCKDB_DIR)/.installed-$(DUCKDB_NPM:@duckdb/node-api@%=%):
+	@mkdir -p $(DUCKDB_DIR)
+	@echo "  NPM     $(DUCKDB_NPM) -> $(DUCKDB_DIR)"
+	$(Q)npm install --prefix $(DUCKDB_DIR) --no-audit --no-fund --loglevel=error $(DUCKDB_NPM) \
+		>$(DUCKDB_DIR)/npm.log 2>&1 || { cat $(DUCKDB_DIR)/npm.log; exit 1; }
+	@touch $@
+
+test-duckdb: build-all $(DUCKDB_DIR)/.installed-$(DUCKDB_NPM:@duckdb/node-api@%=%)
+	@echo "== test-duckdb: tests/duckdb_check.mjs (DuckDB reads trace-dump parquet)"
+	$(Q)node tests/duckdb_check.mjs $(B) $(DUCKDB_DIR)
+
 asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan tests
 tsan: deps
@@ -466,7 +493,8 @@ install: build-all
 
 help:
 	@echo "make demo        build (installing missing Debian packages), record tests/prog_demo.c, print its summary"
-	@echo "make test        the whole suite: plain tier, ASan+UBSan tier (with a brief fuzz run), TSan stress"
+	@echo "make test        the whole suite: plain tier, ASan+UBSan tier (with a brief fuzz run), TSan stress,"
+	@echo "                 DuckDB tier (test-duckdb: installs @duckdb/node-api with npm into build/duckdb)"
 	@echo "make all         build everything under build/ (libs, commands, tests, benchmarks)"
 	@echo "make libs|tools  build/lib/libtrc.so libtrc.a libtrc-preload.so libtrc-core.a | build/bin/trace-run trace-dump"
 	@echo "make asan|tsan   the same tree under build/asan or build/tsan (clang)"
@@ -477,7 +505,7 @@ help:
 	@echo "make install     PREFIX=/usr/local: commands, libraries, trc.h, trc/wire.h, trc.pc"
 	@echo "make format      clang-format every tracked .c and .h"
 	@echo "make deps        install the Debian packages the build needs (as root)"
-	@echo "Parts: ringbuf/ sampler/ src/{include,runtime,preload,session,recorder,trcfile,analysis}/ tools/"
+	@echo "Parts: ringbuf/ sampler/ src/{include,runtime,preload,session,recorder,trcfile,analysis,export}/ tools/"
 	@echo "       tests/ bench/ (see README.md, Architecture). V=1 full commands, CI=1 -Werror;"
 	@echo "       CFLAGS/CPPFLAGS/LDFLAGS on the command line are added to the build's own."
 

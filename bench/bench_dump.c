@@ -6,6 +6,8 @@
  * then the built trace-dump runs on it `--runs` times per case, output to /dev/null:
  *   case=summary  trace-dump summary FILE   (per-stream pass, no merge)
  *   case=chrome   trace-dump chrome FILE    (full merge and JSON formatting)
+ *   case=parquet  trace-dump parquet -o DIR FILE  (full merge, span matching, five Parquet
+ *                 tables, zstd); its output_bytes_per_event is the tables' size per event
  * Per case: events_per_s = events / CPU time (user + system from wait4; trace-dump is
  * single-threaded, so this is its rate on one core, and it does not move when other work
  * shares the machine), with min and max over the runs; events_per_wall_s the same over wall
@@ -19,7 +21,7 @@
  * Paths: trace-dump is found next to this program (../bin/trace-dump); the trace goes to
  * build/bench/bench_dump.<pid>.trc beside it and is deleted at exit (--keep keeps it, to
  * profile trace-dump on it). --level N writes with zstd level N instead of the writer's
- * default.
+ * default. --case NAME runs one case only; --records N sets the trace's size (scaling runs).
  * Threads: the generator appends from one thread (like the recorder's drain thread); the
  * writer compresses on 2 threads.
  */
@@ -316,11 +318,21 @@ int main(int argc, char **argv)
 {
 	bool quick = false;
 	unsigned runs = 5;
+	const char *only = NULL;
+	uint64_t records_arg = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			quick = true;
 		} else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
 			bench_level = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+			only = argv[++i];
+		} else if (!strcmp(argv[i], "--records") && i + 1 < argc) {
+			records_arg = strtoull(argv[++i], NULL, 10);
+			if (records_arg < 1000) {
+				fprintf(stderr, "bench_dump: --records must be at least 1000\n");
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--keep")) {
 			bench_keep = true;
 		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
@@ -332,7 +344,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: bench_dump [--quick] [--runs N] [--level ZSTD_LEVEL] "
-				"[--keep]\n");
+				"[--case summary|chrome|parquet] [--records N] [--keep]\n");
 			return 2;
 		}
 	}
@@ -355,7 +367,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, bench_on_signal);
 	signal(SIGTERM, bench_on_signal);
 
-	uint64_t records = quick ? 5000000ull : 100000000ull;
+	uint64_t records = records_arg ? records_arg : quick ? 5000000ull : 100000000ull;
 	double gen_s = 0;
 	uint64_t events = bench_generate(records, &gen_s);
 	struct stat st;
@@ -386,11 +398,32 @@ int main(int argc, char **argv)
 
 	printf("\n%-8s %12s %10s %10s %12s %9s %13s %8s %9s\n", "case", "M events/s", "min", "max",
 	       "M ev/wall-s", "B/event", "peak RSS MiB", "x_read", "x_decode");
-	const char *cases[2] = {"summary", "chrome"};
-	for (unsigned c = 0; c < 2; c++) {
+	const char *cases[3] = {"summary", "chrome", "parquet"};
+	char pq_dir[sizeof(bench_trace) + 16];
+	snprintf(pq_dir, sizeof(pq_dir), "%s.parquet.d", bench_trace);
+	for (unsigned c = 0; c < 3; c++) {
+		if (only && strcmp(only, cases[c]))
+			continue;
 		char *argv_d[] = {dump, (char *)cases[c], bench_trace, NULL};
+		char *argv_pq[] = {dump, (char *)"parquet", (char *)"-o", pq_dir, bench_trace, NULL};
+		bool pq = !strcmp(cases[c], "parquet");
 		for (unsigned i = 0; i < runs; i++)
-			t[i] = bench_run(argv_d, &m[i], &cpu[i]);
+			t[i] = bench_run(pq ? argv_pq : argv_d, &m[i], &cpu[i]);
+		/* The tables' size, then they go (the trace is the only input kept). */
+		uint64_t out_bytes = 0;
+		if (pq) {
+			static const char *const tables[] = {"spans", "events", "allocations", "rss",
+							     "traces"};
+			for (unsigned k = 0; k < 5; k++) {
+				char p[sizeof(pq_dir) + 32];
+				struct stat ts;
+				snprintf(p, sizeof(p), "%s/%s.parquet", pq_dir, tables[k]);
+				if (stat(p, &ts) == 0)
+					out_bytes += (uint64_t)ts.st_size;
+				unlink(p);
+			}
+			rmdir(pq_dir);
+		}
 		uint64_t lo = UINT64_MAX, hi = 0;
 		for (unsigned i = 0; i < runs; i++) {
 			lo = cpu[i] < lo ? cpu[i] : lo;
@@ -410,9 +443,13 @@ int main(int argc, char **argv)
 		printf("SUMMARY bench=dump case=%s events=%" PRIu64 " runs=%u events_per_s=%.0f "
 		       "events_per_s_min=%.0f events_per_s_max=%.0f events_per_wall_s=%.0f "
 		       "bytes_per_event=%.3f peak_rss_bytes=%" PRIu64 " cpu_ns=%" PRIu64
-		       " wall_ns=%" PRIu64 " x_read=%.2f x_decode=%.2f\n",
+		       " wall_ns=%" PRIu64 " x_read=%.2f x_decode=%.2f",
 		       cases[c], events, runs, eps, eps_min, eps_max, eps_wall, bpe, rss, med, wall,
 		       (double)wall / (double)read_ns, (double)med / (double)floor_ns);
+		if (pq)
+			printf(" output_bytes=%" PRIu64 " output_bytes_per_event=%.3f", out_bytes,
+			       (double)out_bytes / (double)events);
+		printf("\n");
 	}
 	free(cpu);
 	free(t);

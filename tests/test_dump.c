@@ -647,7 +647,7 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 			"trace-dump help)\n");
 	td_expect_usage(dir, (const char *const[]){"frobnicate", trc, NULL},
 			"trace-dump: unknown command \"frobnicate\" (and no such file); the "
-			"commands are summary, events, rss, chrome, flame and help\n");
+			"commands are summary, events, rss, chrome, flame, parquet and help\n");
 	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
 			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
 			"trace-dump help)\n");
@@ -714,6 +714,9 @@ Test(dump, option_errors_name_their_command, .timeout = 60)
 			 "trace-dump %s: no FILE given (see trace-dump %s --help)\n", cmds[i],
 			 cmds[i]);
 		td_expect_usage(dir, (const char *const[]){cmds[i], NULL}, want);
+		/* summary, events and chrome take several FILEs (test_dump_multi.c). */
+		if (strcmp(cmds[i], "rss"))
+			continue;
 		snprintf(want, sizeof(want),
 			 "trace-dump %s: one FILE expected, got 2: \"%s\", \"%s\" (see trace-dump "
 			 "%s --help)\n",

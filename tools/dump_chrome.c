@@ -32,7 +32,7 @@
 #include "dump_symbols.h"
 
 static const char dump__chrome_help[] =
-	"usage: trace-dump chrome FILE > trace.json\n"
+	"usage: trace-dump chrome FILE... > trace.json\n"
 	"\n"
 	"Chrome Trace Event JSON (an object with traceEvents), for ui.perfetto.dev,\n"
 	"chrome://tracing and speedscope. Streamed: memory does not grow with the trace.\n"
@@ -46,6 +46,10 @@ static const char dump__chrome_help[] =
 	"  RSS                a C counter 'RSS' per process: program_bytes + buffers_bytes\n"
 	"  lost, exit, notes  i events; threads and processes named by M events\n"
 	"Timestamps are microseconds from the start of recording with 3 decimals (ns).\n"
+	"Several FILEs (from one or many hosts): one JSON, merged on CLOCK_REALTIME, times\n"
+	"from the earliest start; trace N's pids shown as pid + N x 10000000 (N from 1, in\n"
+	"the order given), processes named \"HOST TRACE: command\"; otherData.traces lists\n"
+	"each FILE's host, trace, pid_offset and start_realtime_ns.\n"
 	"\n"
 	"  -h, --help  this text\n";
 
@@ -66,6 +70,10 @@ struct dump__chrome {
 	unsigned n_pids;
 	uint64_t unmatched_end, closed_at_end;
 	bool live_approximate;
+	/* Several FILEs (dump__chrome_multi): pids shown as pid + pid_base (each trace its own
+	 * range), process names prefixed "HOST TRACE: "; NULL / 0 for one FILE. */
+	const struct dump_trace *label;
+	uint64_t pid_base;
 };
 
 /* Starts an event object: {"ph":"X","pid":P,"tid":T,"ts":TS */
@@ -77,7 +85,7 @@ static void dump__ev(struct dump__chrome *c, char ph, uint32_t pid, uint32_t tid
 	dump_str("{\"ph\":\"");
 	dump_char(ph);
 	dump_str("\",\"pid\":");
-	dump_u64(pid);
+	dump_u64(pid + c->pid_base);
 	dump_str(",\"tid\":");
 	dump_u64(tid);
 	dump_str(",\"ts\":");
@@ -130,19 +138,25 @@ static void dump__meta(struct dump__chrome *c, const char *what, uint32_t pid, u
 	dump_str("{\"ph\":\"M\",\"name\":\"");
 	dump_str(what);
 	dump_str("\",\"pid\":");
-	dump_u64(pid);
+	dump_u64(pid + c->pid_base);
 	dump_str(",\"tid\":");
 	dump_u64(tid);
 	dump_str(",\"args\":{\"name\":");
 	if (cmdline) {
-		/* Arguments are NUL-separated: show them separated by spaces. */
-		char *tmp = malloc(len + 1);
+		/* Arguments are NUL-separated: show them separated by spaces; with several FILEs
+		 * after "HOST TRACE: ". */
+		size_t pre = c->label ? c->label->host_len + strlen(c->label->trace) + 3 : 0;
+		char *tmp = malloc(pre + len + 1);
 		if (tmp) {
 			size_t n = len;
 			if (n && name[n - 1] == 0)
 				n--;
+			if (c->label)
+				snprintf(tmp, pre + 1, "%.*s %s: ", (int)c->label->host_len,
+					 c->label->host, c->label->trace);
 			for (size_t i = 0; i < n; i++)
-				tmp[i] = name[i] ? name[i] : ' ';
+				tmp[pre + i] = name[i] ? name[i] : ' ';
+			n += pre;
 			dump_json_str(tmp, n);
 			free(tmp);
 		} else {
@@ -169,11 +183,12 @@ static uint64_t *dump__pid_live(struct dump__chrome *c, uint32_t pid)
 static void dump__alloc(struct dump__chrome *c, uint32_t pid, uint32_t tid,
 			const struct trc_record *rec)
 {
-	uint64_t *live = dump__pid_live(c, pid);
+	uint64_t *live = dump__pid_live(c, (uint32_t)(pid + c->pid_base));
 	if (!live)
 		return;
-	/* Key by process: a forked child has the same addresses as its parent. */
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
+	/* Key by process: a forked child has the same addresses as its parent (and traces of
+	 * other hosts, the same pids). */
+	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48) ^ (c->pid_base << 20);
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
 		int err = allocmap_put(c->live, key, rec->alloc.size, &old);
@@ -321,6 +336,106 @@ static void dump__prologue(struct dump__chrome *c)
 	}
 }
 
+/* Several FILEs: one JSON, records merged on CLOCK_REALTIME (dump_multi.c), timestamps from the
+ * earliest start of recording, trace i's processes shown as pid + (i + 1) x 10000000 (pids do
+ * not reach 2^22 on Linux) and named "HOST TRACE: command". */
+#define DUMP__CHROME_PID_RANGE 10000000ull
+
+static int dump__chrome_multi(int argc, char **argv)
+{
+	struct dump_traces m;
+	unsigned n = (unsigned)(argc - optind);
+	if (dump_traces_open(&m, argv + optind, n) != DUMP_EXIT_OK)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	struct dump__chrome *c = calloc(1, sizeof(*c));
+	unsigned *base = calloc(n + 1, sizeof(*base));
+	uint64_t *last = calloc(n, sizeof(*last));
+	uint64_t *depth = NULL; /* open spans per stream of every file: file i's at base[i] */
+	if (!c || !base || !last)
+		goto nomem;
+	for (unsigned i = 0; i < n; i++)
+		base[i + 1] = base[i] + trcfile_reader_stream_count(m.t[i].r);
+	depth = calloc(base[n] ? base[n] : 1, sizeof(*depth));
+	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
+	if (!depth || !c->live)
+		goto nomem;
+	c->first = true;
+	if (dump_traces_start(&m, NULL) != DUMP_EXIT_OK)
+		goto out;
+	dump_str("{\"traceEvents\":[\n");
+	for (unsigned i = 0; i < n; i++) {
+		c->r = m.t[i].r;
+		c->label = &m.t[i];
+		c->pid_base = (i + 1) * DUMP__CHROME_PID_RANGE;
+		c->start = dump_trace_start(&m, i);
+		c->depth = depth + base[i];
+		dump__prologue(c);
+		last[i] = dump_start_ns(m.t[i].r);
+	}
+	struct trc_record rec;
+	unsigned ti, sidx;
+	int err;
+	while ((err = dump_traces_next(&m, &rec, &ti, &sidx)) == 1) {
+		c->r = m.t[ti].r;
+		c->label = &m.t[ti];
+		c->pid_base = (ti + 1) * DUMP__CHROME_PID_RANGE;
+		c->start = dump_trace_start(&m, ti);
+		c->depth = depth + base[ti];
+		dump__record(c, sidx, &rec);
+		if (rec.ts_ns > last[ti])
+			last[ti] = rec.ts_ns;
+	}
+	if (err < 0) {
+		dump_flush();
+		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		c->r = m.t[i].r;
+		c->pid_base = (i + 1) * DUMP__CHROME_PID_RANGE;
+		c->start = dump_trace_start(&m, i);
+		for (unsigned s = 0; s < base[i + 1] - base[i]; s++) {
+			const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
+			uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
+			for (; depth[base[i] + s]; depth[base[i] + s]--) {
+				dump__ev(c, 'E', si->pid, tid, last[i]);
+				dump_str(",\"args\":{\"unfinished\":true}}");
+				c->closed_at_end++;
+			}
+		}
+	}
+	dump_str("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"traces\":[");
+	for (unsigned i = 0; i < n; i++) {
+		const struct trcfile_header *h = trcfile_reader_header(m.t[i].r);
+		dump_str(i ? ",{\"host\":" : "{\"host\":");
+		dump_json_str(m.t[i].host, m.t[i].host_len);
+		dump_str(",\"trace\":");
+		dump_json_str(m.t[i].trace, strlen(m.t[i].trace));
+		dump_printf(",\"pid_offset\":%" PRIu64 ",\"start_realtime_ns\":%" PRIu64
+			    ",\"format_version\":\"%u.%u\",\"truncated\":%s}",
+			    (uint64_t)((i + 1) * DUMP__CHROME_PID_RANGE), h->start_realtime_ns, h->version_major,
+			    h->version_minor, trcfile_reader_truncated(m.t[i].r) ? "true" : "false");
+	}
+	dump_printf("],\"start_realtime_ns\":%" PRId64 ",\"spans_closed_at_end\":%" PRIu64
+		    ",\"spans_unmatched_end\":%" PRIu64 ",\"heap_approximate\":%s}}\n",
+		    m.start_rt, c->closed_at_end, c->unmatched_end,
+		    c->live_approximate ? "true" : "false");
+	rc = DUMP_EXIT_OK;
+	goto out;
+nomem:
+	dump_error("out of memory");
+out:
+	if (c)
+		allocmap_free(c->live);
+	free(depth);
+	free(c);
+	free(base);
+	free(last);
+	dump_traces_close(&m);
+	return rc;
+}
+
 int dump_chrome_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -336,6 +451,8 @@ int dump_chrome_main(int argc, char **argv)
 		}
 		return dump_refused_option(argv[0], opt, argv, opts);
 	}
+	if (argc - optind > 1)
+		return dump__chrome_multi(argc, argv);
 	const char *path = dump_file_operand(argv[0], argc, argv);
 	if (!path)
 		return DUMP_EXIT_USAGE;

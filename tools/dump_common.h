@@ -119,11 +119,51 @@ uint64_t dump_start_ns(const struct trcfile_reader *r);
 /* Prints "trace-dump: ..." on stderr (file and output errors; not usage errors). */
 void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- several traces at once (dump_multi.c) ---------------------------------------------- */
+
+/* One input of a command that takes several FILEs. */
+struct dump_trace {
+	struct trcfile_reader *r;
+	const char *path;
+	const char *host; /* the header's host string; its first host_len bytes: the node name */
+	size_t host_len;
+	const char *trace; /* the FILE's base name: the trace's label */
+	int64_t anchor; /* start_realtime_ns - start_mono_ns: ts_ns + anchor is CLOCK_REALTIME */
+	struct trcfile_iter *it;
+	struct trc_record rec; /* the head */
+	unsigned sidx;
+	int state; /* 0 not read yet, 1 head valid, 2 at the end */
+};
+
+struct dump_traces {
+	struct dump_trace *t;
+	unsigned n;
+	int64_t start_rt; /* the earliest start of recording on CLOCK_REALTIME */
+	int last; /* the file whose record was returned last (advanced on the next call) */
+	int failed; /* the file of the last error */
+};
+
+/* Opens the n FILEs (messages printed): DUMP_EXIT_OK or DUMP_EXIT_FAIL (all closed then). */
+int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n);
+/* Makes each file's merged iterator, over the streams include[i] selects (include or
+ * include[i] NULL: all). DUMP_EXIT_OK or DUMP_EXIT_FAIL (message printed). */
+int dump_traces_start(struct dump_traces *m, bool *const *include);
+/* The next record of all files in CLOCK_REALTIME order (ties: the file given first): 1 with
+ * *rec, *trace (file index) and *sidx (stream index in that file) filled, 0 at the end,
+ * -errno (message in m->t[m->failed].r). *rec stays valid until the next call. */
+int dump_traces_next(struct dump_traces *m, struct trc_record *rec, unsigned *trace,
+		     unsigned *sidx);
+/* The "start" of file i for relative times: ts_ns - dump_trace_start(m, i) is the time since
+ * the earliest start of all files, on CLOCK_REALTIME (negative values wrap: cast to int64). */
+uint64_t dump_trace_start(const struct dump_traces *m, unsigned i);
+void dump_traces_close(struct dump_traces *m);
+
 /* Subcommands: argv[0] is the subcommand name. Return the exit status. */
 int dump_summary_main(int argc, char **argv);
 int dump_events_main(int argc, char **argv);
 int dump_rss_main(int argc, char **argv);
 int dump_chrome_main(int argc, char **argv);
 int dump_flame_main(int argc, char **argv);
+int dump_parquet_main(int argc, char **argv);
 
 #endif /* TRC_DUMP_COMMON_H */

@@ -8,6 +8,8 @@
  * SECONDS from the start of recording with 9 decimals; STREAM is PID/TID for a thread's
  * stream, "rss" for the sampler's, "meta" for metadata.
  *
+ * Several FILEs: merged on CLOCK_REALTIME (dump_multi.c), lines labelled HOST TRACE.
+ *
  * Threads: single-threaded.
  */
 #include <getopt.h>
@@ -22,7 +24,7 @@
 
 static const char dump__events_help[] =
 	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
-	"                         FILE\n"
+	"                         FILE...\n"
 	"\n"
 	"Every record of every stream in one time order (ties: stream order), one per line:\n"
 	"  SECONDS STREAM TYPE FIELDS\n"
@@ -45,7 +47,12 @@ static const char dump__events_help[] =
 	"  -h, --help          this text\n"
 	"\n"
 	"When nothing matches (a --thread of no thread in the file, a range or name that holds\n"
-	"no record), trace-dump says so on stderr and exits 0.\n";
+	"no record), trace-dump says so on stderr and exits 0.\n"
+	"\n"
+	"Several FILEs (from one or many hosts) are merged in one order on CLOCK_REALTIME\n"
+	"(each trace's recorded anchor), and each line gets HOST TRACE after SECONDS (the\n"
+	"host's node name, the FILE's base name): SECONDS HOST TRACE STREAM TYPE FIELDS.\n"
+	"SECONDS, --from and --to then count from the earliest start of recording.\n";
 
 struct dump__thread_filter {
 	bool has_pid;
@@ -129,6 +136,7 @@ static void dump__kv_str(const char *key, const char *s, uint32_t len)
  * byte escaped to at most 4, so writing it never flushes the buffer midway. */
 #define DUMP__FN_TEXT_MAX 32768u
 static struct dump__fn_text {
+	const struct sym_resolver *syms; /* the trace's resolver (several FILEs: one each) */
 	uint64_t addr;
 	uint32_t pid;
 	uint32_t len; /* 0: empty slot */
@@ -180,7 +188,7 @@ static void dump__symbol(const struct trcfile_reader *r, struct sym_resolver *sy
 	if (!syms)
 		return;
 	struct dump__fn_text *c = &dump__fn_cache[((addr >> 4) ^ pid) & (DUMP__FN_CACHE - 1)];
-	if (c->len && c->addr == addr && c->pid == pid) {
+	if (c->len && c->addr == addr && c->pid == pid && c->syms == syms) {
 		dump_write(c->text, c->len);
 		return;
 	}
@@ -199,7 +207,7 @@ static void dump__symbol(const struct trcfile_reader *r, struct sym_resolver *sy
 		memcpy(copy, dump_out.buf + at, len);
 		free(c->text);
 		*c = (struct dump__fn_text){
-			.addr = addr, .pid = pid, .len = (uint32_t)len, .text = copy};
+			.syms = syms, .addr = addr, .pid = pid, .len = (uint32_t)len, .text = copy};
 	}
 }
 
@@ -217,10 +225,17 @@ static void dump__build_id(const uint8_t *id, uint32_t len)
 
 static void dump__record(const struct trcfile_reader *r, struct sym_resolver *syms,
 			 const struct trcfile_stream_info *si, const struct trc_record *rec,
-			 uint64_t start)
+			 uint64_t start, const struct dump_trace *label)
 {
 	dump_seconds((int64_t)(rec->ts_ns - start));
 	dump_char(' ');
+	if (label) {
+		/* Several FILEs: HOST TRACE after the time. */
+		dump_write(label->host, label->host_len);
+		dump_char(' ');
+		dump_str(label->trace);
+		dump_char(' ');
+	}
 	switch (si->kind) {
 	case TRC_STREAM_THREAD:
 		dump_u64(si->pid);
@@ -453,6 +468,82 @@ static void dump__say_nothing_matched(const struct trcfile_reader *r, const char
 	fprintf(stderr, "trace-dump events: %s\n", line);
 }
 
+/* Several FILEs: one time order on CLOCK_REALTIME, each line labelled HOST TRACE; --from and
+ * --to count from the earliest start of recording of them all. */
+static int dump__events_multi(const char *cmd, int argc, char **argv,
+			      const struct dump__thread_filter *threads, unsigned n_threads,
+			      char **names, unsigned n_names, bool from_set, uint64_t from,
+			      uint64_t to, bool no_symbols)
+{
+	struct dump_traces m;
+	unsigned n = (unsigned)(argc - optind);
+	if (dump_traces_open(&m, argv + optind, n) != DUMP_EXIT_OK)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	bool **include = calloc(n, sizeof(*include));
+	struct sym_resolver **syms = calloc(n, sizeof(*syms));
+	bool any_thread = n_threads == 0;
+	if (!include || !syms)
+		goto out;
+	for (unsigned i = 0; i < n && !no_symbols; i++)
+		syms[i] = dump_symbols_new(m.t[i].r);
+	for (unsigned i = 0; i < n; i++) {
+		struct trcfile_reader *r = m.t[i].r;
+		unsigned ns = trcfile_reader_stream_count(r);
+		include[i] = calloc(ns ? ns : 1, sizeof(bool));
+		if (!include[i])
+			goto out;
+		for (unsigned s = 0; s < ns; s++) {
+			const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+			include[i][s] = n_threads == 0;
+			for (unsigned k = 0; k < n_threads && si->kind == TRC_STREAM_THREAD; k++)
+				if (si->tid == threads[k].tid &&
+				    (!threads[k].has_pid || si->pid == threads[k].pid))
+					include[i][s] = any_thread = true;
+		}
+	}
+	if (dump_traces_start(&m, include) != DUMP_EXIT_OK)
+		goto out;
+	uint64_t printed = 0;
+	struct trc_record rec;
+	unsigned ti, sidx;
+	int k;
+	while ((k = dump_traces_next(&m, &rec, &ti, &sidx)) == 1) {
+		struct trcfile_reader *r = m.t[ti].r;
+		uint64_t start = dump_trace_start(&m, ti);
+		int64_t rel = (int64_t)(rec.ts_ns - start);
+		if (rel > 0 && (uint64_t)rel > to)
+			continue; /* other files may still be before --to */
+		if (from_set && (rel < 0 || (uint64_t)rel < from))
+			continue;
+		if (n_names && !dump__name_matches(r, &rec, names, n_names))
+			continue;
+		dump__record(r, syms[ti], trcfile_reader_stream(r, sidx), &rec, start, &m.t[ti]);
+		printed++;
+	}
+	dump_flush();
+	if (k < 0) {
+		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
+		goto out;
+	}
+	rc = DUMP_EXIT_OK;
+	if (!any_thread)
+		dump_error("no --thread given names a thread of these %u files", n);
+	else if (!printed)
+		dump_error("no record of these %u files matches", n);
+	(void)cmd;
+out:
+	for (unsigned i = 0; include && i < n; i++)
+		free(include[i]);
+	free(include);
+	dump__fn_cache_free();
+	for (unsigned i = 0; syms && i < n; i++)
+		sym_resolver_free(syms[i]);
+	free(syms);
+	dump_traces_close(&m);
+	return rc;
+}
+
 int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -532,6 +623,11 @@ int dump_events_main(int argc, char **argv)
 				 to_arg);
 		goto out;
 	}
+	if (argc - optind > 1) {
+		rc = dump__events_multi(cmd, argc, argv, threads, n_threads, names, n_names,
+					from_arg != NULL, from, to, no_symbols);
+		goto out;
+	}
 	path = dump_file_operand(cmd, argc, argv);
 	if (!path)
 		goto out;
@@ -585,7 +681,7 @@ int dump_events_main(int argc, char **argv)
 			continue;
 		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
-		dump__record(r, syms, trcfile_reader_stream(r, sidx), &rec, start);
+		dump__record(r, syms, trcfile_reader_stream(r, sidx), &rec, start, NULL);
 		printed++;
 	}
 	dump_flush();

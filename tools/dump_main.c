@@ -24,8 +24,9 @@ static const struct {
 	const char *name;
 	int (*main)(int, char **);
 } dump__cmds[] = {
-	{"summary", dump_summary_main}, {"events", dump_events_main}, {"rss", dump_rss_main},
-	{"chrome", dump_chrome_main},	{"flame", dump_flame_main},
+	{"summary", dump_summary_main}, {"events", dump_events_main},
+	{"rss", dump_rss_main},		{"chrome", dump_chrome_main},
+	{"flame", dump_flame_main},	{"parquet", dump_parquet_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -43,6 +44,7 @@ static void dump__usage(FILE *f)
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
 	      "  flame    folded stacks of functions and spans, by time or bytes allocated\n"
 	      "           (for flamegraph.pl, inferno, speedscope)\n"
+	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
 	      "  -h, --help     this text\n"
@@ -95,7 +97,8 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events", "rss", "chrome", "flame", "help"};
+	static const char *const names[] = {"summary", "events",  "rss", "chrome",
+					    "flame",   "parquet", "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
@@ -137,7 +140,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome, flame and help",
+			   "events, rss, chrome, flame, parquet and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }

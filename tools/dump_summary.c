@@ -4,6 +4,9 @@
  * (scripts and the end-to-end tests parse them): they are documented in --help below; add
  * keys, never rename or remove them.
  *
+ * Several FILEs: one summary each, in CLOCK_REALTIME order, labelled HOST TRACE, then totals
+ * (dump_multi.c opens them and knows each one's real-time anchor).
+ *
  * Threads: single-threaded.
  */
 #include <errno.h>
@@ -11,6 +14,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli_plural.h"
@@ -20,7 +24,7 @@
 #include "summary.h"
 
 static const char dump__summary_help[] =
-	"usage: trace-dump summary [--json] [--sort self|total|calls|max|name] FILE\n"
+	"usage: trace-dump summary [--json] [--sort self|total|calls|max|name] FILE...\n"
 	"\n"
 	"What the trace holds: command, duration, events recorded and lost (in total and per\n"
 	"thread), records per type, per name (counts, span durations: count, total, mean, p50,\n"
@@ -33,6 +37,12 @@ static const char dump__summary_help[] =
 	"  --sort KEY order of the functions table: self (self time, the default), total\n"
 	"             (inclusive time), calls, max (longest call) or name\n"
 	"  -h, --help this text\n"
+	"\n"
+	"Several FILEs (from one or many hosts): each trace's summary in the order the traces\n"
+	"started on CLOCK_REALTIME, headed \"== HOST TRACE (started T after the first) ==\",\n"
+	"then the totals. With --json: {\"traces\":[{\"host\", \"trace\", \"start_realtime_ns\",\n"
+	"\"start_offset_ns\", \"summary\": the object of one FILE}...], \"traces_count\",\n"
+	"\"records\", \"events_recorded\", \"events_lost\"}.\n"
 	"\n"
 	"Definitions. Events are the records that are not metadata: span_begin, span_end,\n"
 	"instant, counter, alloc, free, func_enter, func_exit. Lost is the sum of the lost\n"
@@ -519,6 +529,100 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 }
 
+/* Several FILEs: each trace's summary, in the order they started on CLOCK_REALTIME, labelled
+ * HOST TRACE, then the totals. JSON: {"traces":[{"host","trace","start_realtime_ns",
+ * "start_offset_ns","summary":{...one FILE's object...}}...], "traces_count", "records",
+ * "events_recorded", "events_lost"}. */
+static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort sort)
+{
+	struct dump_traces m;
+	unsigned n = (unsigned)(argc - optind);
+	if (dump_traces_open(&m, argv + optind, n) != DUMP_EXIT_OK)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	struct summary *s = calloc(n, sizeof(*s));
+	unsigned *order = calloc(n, sizeof(*order));
+	unsigned done = 0;
+	if (!s || !order) {
+		dump_error("out of memory");
+		goto out;
+	}
+	for (; done < n; done++) {
+		if (summary_compute(m.t[done].r, &s[done])) {
+			dump_error("%s: %s", m.t[done].path, trcfile_reader_errmsg(m.t[done].r));
+			goto out;
+		}
+	}
+	/* Insertion sort by start on CLOCK_REALTIME; ties keep the order given. */
+	for (unsigned i = 0; i < n; i++) {
+		int64_t si = (int64_t)dump_start_ns(m.t[i].r) + m.t[i].anchor;
+		unsigned k = i;
+		while (k && (int64_t)dump_start_ns(m.t[order[k - 1]].r) + m.t[order[k - 1]].anchor >
+				    si) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = i;
+	}
+	uint64_t records = 0, recorded = 0, lost = 0;
+	if (json)
+		dump_str("{\"traces\":[\n");
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = order[k];
+		const struct dump_trace *t = &m.t[i];
+		int64_t start = (int64_t)dump_start_ns(t->r) + t->anchor;
+		/* Each trace's functions, named from its own modules (no table when it fails). */
+		struct sym_resolver *syms = NULL;
+		struct func_table *ft = NULL;
+		if (s[i].per_type[TRC_REC_FUNC_ENTER]) {
+			int ferr;
+			syms = dump_symbols_new(t->r);
+			ft = dump_functions_compute(t->r, syms, sort, &ferr);
+		}
+		records += s[i].records;
+		recorded += s[i].events_recorded;
+		lost += s[i].events_lost;
+		if (json) {
+			dump_str(k ? ",{\"host\":" : "{\"host\":");
+			dump_json_str(t->host, t->host_len);
+			dump_str(",\"trace\":");
+			dump_json_str(t->trace, strlen(t->trace));
+			dump_printf(",\"start_realtime_ns\":%" PRId64
+				    ",\"start_offset_ns\":%" PRId64 ",\"summary\":",
+				    start, start - m.start_rt);
+			dump__json(t->r, &s[i], ft);
+			dump_char('}');
+		} else {
+			char b[32];
+			dump_str(k ? "\n== " : "== ");
+			dump_write(t->host, t->host_len);
+			dump_char(' ');
+			dump_str(t->trace);
+			dump_printf(" (started %s after the first) ==\n",
+				    dump_fmt_ns(b, sizeof(b), (uint64_t)(start - m.start_rt)));
+			dump__text(t->r, &s[i], ft, sort);
+		}
+		func_table_free(ft);
+		sym_resolver_free(syms);
+	}
+	if (json)
+		dump_printf("],\"traces_count\":%u,\"records\":%" PRIu64
+			    ",\"events_recorded\":%" PRIu64 ",\"events_lost\":%" PRIu64 "}\n",
+			    n, records, recorded, lost);
+	else
+		dump_printf("\n== %u traces: %" PRIu64 " events recorded, %" PRIu64
+			    " lost, %" PRIu64 " records ==\n",
+			    n, recorded, lost, records);
+	rc = DUMP_EXIT_OK;
+out:
+	for (unsigned i = 0; s && i < done; i++)
+		summary_free(&s[i]);
+	free(s);
+	free(order);
+	dump_traces_close(&m);
+	return rc;
+}
+
 int dump_summary_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -553,6 +657,8 @@ int dump_summary_main(int argc, char **argv)
 			return dump_refused_option(argv[0], c, argv, opts);
 		}
 	}
+	if (argc - optind > 1)
+		return dump__summary_multi(argc, argv, json, sort);
 	const char *path = dump_file_operand(argv[0], argc, argv);
 	if (!path)
 		return DUMP_EXIT_USAGE;

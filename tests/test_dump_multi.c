@@ -1,0 +1,184 @@
+/* test_dump_multi.c - commands given several FILEs: records of traces from different hosts
+ * merged on CLOCK_REALTIME (each file's anchor), labelled by host and trace (dump_multi.c).
+ *
+ * Two tiny traces with hand-picked clocks: "alpha" starts at real time R (monotonic 1 s),
+ * "beta" 200 ns later (monotonic 5 s). alpha's instants a1, a2 are at R+100 and R+300 ns,
+ * beta's b1, b2 at R+200 and R+350 ns, so the merged order is a1 b1 a2 b2, although beta's
+ * monotonic times are 4 s later than alpha's.
+ */
+#include <criterion/criterion.h>
+#include <sys/wait.h>
+
+#include "test_trcfile_util.h"
+
+#define TDM_R 1700000000000000000ull
+
+/* A trace of host `host` whose recording started at real time TDM_R + rt_off and monotonic
+ * time mono0, with instants named names[i] at mono0 + at[i]. */
+static void tdm_write(const char *path, const char *host, uint64_t rt_off, uint64_t mono0,
+		      const char *const *names, const uint64_t *at, unsigned n)
+{
+	struct trcfile_header_info h = tu_header();
+	h.host = host;
+	h.start_mono_ns = mono0;
+	h.start_realtime_ns = TDM_R + rt_off;
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
+	cr_assert_not_null(w);
+	struct trcfile_stream *meta = trcfile_stream_open(w, TRC_STREAM_META, 7, 0);
+	struct trcfile_stream *th = trcfile_stream_open(w, TRC_STREAM_THREAD, 7, 8);
+	for (unsigned i = 0; i < n; i++) {
+		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = mono0};
+		r.name.id = i + 1;
+		r.name.str = names[i];
+		r.name.len = (uint32_t)strlen(names[i]);
+		cr_assert_eq(trcfile_stream_append(meta, &r), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = mono0 + at[i]};
+		r.value.name_id = i + 1;
+		r.value.value = (int64_t)i;
+		cr_assert_eq(trcfile_stream_append(th, &r), 0);
+	}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+}
+
+static char *tdm_run(const char *dir, const char *const *args, int *status)
+{
+	char exe[512], outf[400];
+	const char *b = getenv("TRC_BUILD");
+	snprintf(exe, sizeof(exe), "%s/bin/trace-dump", b && *b ? b : "build");
+	snprintf(outf, sizeof(outf), "%s/out", dir);
+	const char *argv[16] = {exe};
+	int n = 1;
+	for (; args[n - 1] && n < 15; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0)
+			_exit(99);
+		dup2(o, 1);
+		execv(argv[0], (char **)argv);
+		_exit(98);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	size_t len;
+	uint8_t *o = tu_read_file(outf, &len);
+	char *s = realloc(o, len + 1);
+	s[len] = 0;
+	return s;
+}
+
+static void tdm_two(const char *dir, char *a, char *b, size_t len)
+{
+	snprintf(a, len, "%s/a.trc", dir);
+	snprintf(b, len, "%s/b.trc", dir);
+	tdm_write(a, "alpha Linux 6.1", 0, 1000000000ull, (const char *const[]){"a1", "a2"},
+		  (const uint64_t[]){100, 300}, 2);
+	tdm_write(b, "beta Linux 6.1", 200, 5000000000ull, (const char *const[]){"b1", "b2"},
+		  (const uint64_t[]){0, 150}, 2);
+}
+
+Test(dump_multi, events_merge_on_realtime_with_labels, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	tdm_two(dir, a, b, sizeof(a));
+	int st;
+	/* The order of the FILEs does not matter; time does. */
+	char *out = tdm_run(dir, (const char *const[]){"events", b, a, NULL}, &st);
+	cr_assert_eq(st, 0);
+	static const char *const want[] = {
+		"0.000000100 alpha a.trc 7/8 instant name=\"a1\"",
+		"0.000000200 beta b.trc 7/8 instant name=\"b1\"",
+		"0.000000300 alpha a.trc 7/8 instant name=\"a2\"",
+		"0.000000350 beta b.trc 7/8 instant name=\"b2\"",
+	};
+	const char *p = out;
+	for (size_t i = 0; i < 4; i++) {
+		const char *q = strstr(p, want[i]);
+		cr_assert_not_null(q, "\"%s\" missing or out of order in:\n%s", want[i], out);
+		p = q + 1;
+	}
+	free(out);
+	/* --from and --to count from the earliest start (alpha's). */
+	out = tdm_run(
+		dir,
+		(const char *const[]){"events", "--from", "150ns", "--to", "320ns", a, b, NULL},
+		&st);
+	cr_assert_eq(st, 0);
+	cr_expect_not_null(strstr(out, "name=\"b1\""), "%s", out);
+	cr_expect_not_null(strstr(out, "name=\"a2\""), "%s", out);
+	cr_expect_null(strstr(out, "name=\"a1\""), "%s", out);
+	cr_expect_null(strstr(out, "name=\"b2\""), "%s", out);
+	free(out);
+	tu_rm_rf(dir);
+}
+
+Test(dump_multi, chrome_merges_on_realtime_with_a_pid_range_per_trace, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	tdm_two(dir, a, b, sizeof(a));
+	int st;
+	char *out = tdm_run(dir, (const char *const[]){"chrome", a, b, NULL}, &st);
+	cr_assert_eq(st, 0);
+	/* trace 1 (a) shows pid 7 as 10000007, trace 2 (b) as 20000007; times in us from
+	 * alpha's start, the earliest. */
+	static const char *const want[] = {
+		"{\"ph\":\"i\",\"pid\":10000007,\"tid\":8,\"ts\":0.100,\"name\":\"a1\"",
+		"{\"ph\":\"i\",\"pid\":20000007,\"tid\":8,\"ts\":0.200,\"name\":\"b1\"",
+		"{\"ph\":\"i\",\"pid\":10000007,\"tid\":8,\"ts\":0.300,\"name\":\"a2\"",
+		"{\"ph\":\"i\",\"pid\":20000007,\"tid\":8,\"ts\":0.350,\"name\":\"b2\"",
+		"\"otherData\":{\"traces\":[{\"host\":\"alpha\",\"trace\":\"a.trc\",\"pid_offset\":"
+		"10000000,\"start_realtime_ns\":1700000000000000000,",
+	};
+	const char *p = out;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *q = strstr(p, want[i]);
+		cr_assert_not_null(q, "\"%s\" missing or out of order in:\n%s", want[i], out);
+		p = q + 1;
+	}
+	free(out);
+	tu_rm_rf(dir);
+}
+
+Test(dump_multi, summary_per_trace_in_realtime_order_with_totals, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	tdm_two(dir, a, b, sizeof(a));
+	int st;
+	char *out = tdm_run(dir, (const char *const[]){"summary", "--json", b, a, NULL}, &st);
+	cr_assert_eq(st, 0);
+	/* alpha started first (real time R), beta 200 ns later, whatever the order given. */
+	static const char *const want[] = {
+		"{\"traces\":[\n{\"host\":\"alpha\",\"trace\":\"a.trc\",\"start_realtime_ns\":"
+		"1700000000000000000,\"start_offset_ns\":0,\"summary\":{\"format_version\":\"1.1\"",
+		",{\"host\":\"beta\",\"trace\":\"b.trc\",\"start_realtime_ns\":1700000000000000200,"
+		"\"start_offset_ns\":200,\"summary\":{",
+		"],\"traces_count\":2,",
+		"\"events_recorded\":4,\"events_lost\":0}\n",
+	};
+	const char *p = out;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *q = strstr(p, want[i]);
+		cr_assert_not_null(q, "\"%s\" missing or out of order in:\n%s", want[i], out);
+		p = q + 1;
+	}
+	free(out);
+	out = tdm_run(dir, (const char *const[]){"summary", b, a, NULL}, &st);
+	cr_assert_eq(st, 0);
+	const char *x = strstr(out, "== alpha a.trc (started 0 ns after the first) ==\n");
+	const char *y = strstr(out, "== beta b.trc (started 200 ns after the first) ==\n");
+	cr_expect(x && y && x < y, "%s", out);
+	cr_expect_not_null(strstr(out, "\n== 2 traces: 4 events recorded, 0 lost, "), "%s", out);
+	free(out);
+	tu_rm_rf(dir);
+}
