@@ -42,7 +42,7 @@ else
 Q := @
 endif
 
-PKGS := liburcu liburcu-cds libzstd
+PKGS := liburcu liburcu-cds libzstd zlib
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # elfutils (symbols for trace-dump, src/analysis/symbols.c) and libstdc++'s demangler: linked into
@@ -83,7 +83,7 @@ INC_trcfile := -Isrc/trcfile $(INC_public)
 INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
 INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
 INC_analysis := -Isrc/analysis $(INC_trcfile)
-# Exporters (Parquet...) write other formats; they need only libc and zstd.
+# Exporters and format writers (Parquet, protobuf wire format, gzip): libc, zstd and zlib only.
 INC_export := -Isrc/export
 # The commands see the library's headers only (not ringbuf/ or sampler/).
 INC_run := -Itools -Isrc/recorder -Isrc/session $(INC_trcfile)
@@ -328,19 +328,22 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
 # ---- dependencies from Debian ------------------------------------------------------------------
+# protobuf-compiler: the tests decode trace-dump perfetto's and pprof's output with protoc (an
+# outside reader). zlib1g-dev: pprof's profile.proto must be gzip (zstd does not write gzip).
 DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev libdw-dev libelf-dev pkg-config clang time \
-	python3
+	python3 protobuf-compiler zlib1g-dev
 # Node.js and npm for the DuckDB tier, only when npm is missing (a Node.js installed from
 # elsewhere, e.g. NodeSource's nodejs, brings its own npm and conflicts with Debian's).
 DEB_PKGS_NODE := nodejs npm
 deps:
 	@missing=""; node_pkgs=""; \
 	command -v npm >/dev/null || { node_pkgs="$(DEB_PKGS_NODE)"; missing=1; }; \
-	for p in liburcu libzstd criterion libdw libelf; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
+	for p in liburcu libzstd criterion zlib libdw libelf; do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	command -v pkg-config >/dev/null || missing=1; \
 	command -v clang >/dev/null || missing=1; \
 	test -x /usr/bin/time || missing=1; \
 	command -v python3 >/dev/null || missing=1; \
+	command -v protoc >/dev/null || missing=1; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "  DEPS    installing $(DEB_PKGS) $$node_pkgs"; \

@@ -5,8 +5,9 @@
 //   BUILD_DIR    the build (build/bin/trace-run, trace-dump, build/tests/prog_*)
 //   MODULES_DIR  where `npm install @duckdb/node-api` put node_modules (make test-duckdb)
 //
-// It records three traces of different programs (prog_demo: threads, spans, allocations, RSS;
-// prog_e2e_emit: 30 000 spans and instants; prog_finst_calls: function entry/exit), exports
+// It records four traces of different programs (prog_demo: threads, spans, allocations, RSS;
+// prog_e2e_emit: 30 000 spans and instants; prog_finst_calls: function entry/exit;
+// prog_crossed_spans: crossed spans, FORMAT.md's span rule), exports
 // them together with a small row-group size (so every table has several row groups), and checks
 // per trace: the traces row (events recorded and lost, records, duration, exact RSS peak and its
 // source, allocations), event counts per kind, span count/total/max per name, allocation counts
@@ -60,6 +61,8 @@ try {
     { file: 'demo.trc', argv: ['tests/prog_demo'] },
     { file: 'emit.trc', argv: ['tests/prog_e2e_emit', '3', '10001'] },
     { file: 'fib.trc', argv: ['tests/prog_finst_calls', '18'] },
+    // FORMAT.md's span rule: crossed spans and an end of another name (spans named by begin)
+    { file: 'crossed.trc', argv: ['tests/prog_crossed_spans', '20'] },
   ];
   for (const t of traces) {
     run('bin/trace-run', ['-q', '-o', join(dir, t.file), '--', join(build, t.argv[0]), ...t.argv.slice(1)]);

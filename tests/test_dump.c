@@ -645,9 +645,11 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	td_expect_usage(dir, (const char *const[]){"chrom", trc, NULL},
 			"trace-dump: unknown command \"chrom\"; did you mean \"chrome\"? (see "
 			"trace-dump help)\n");
-	td_expect_usage(dir, (const char *const[]){"frobnicate", trc, NULL},
-			"trace-dump: unknown command \"frobnicate\" (and no such file); the "
-			"commands are summary, events, rss, chrome, flame, parquet and help\n");
+	td_expect_usage(
+		dir, (const char *const[]){"frobnicate", trc, NULL},
+		"trace-dump: unknown command \"frobnicate\" (and no such file); the "
+		"commands are summary, events, rss, chrome, flame, parquet, perfetto, pprof "
+		"and help\n");
 	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
 			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
 			"trace-dump help)\n");

@@ -16,7 +16,13 @@
  *   lost, exit, note                 "i" instants (thread, process, global scope)
  *   thread, process                  "M" thread_name / process_name metadata
  * Balance: an "E" with no open span on its thread is dropped (counted in otherData); spans
- * still open at the end are closed at the last timestamp with args.unfinished = true.
+ * still open at the end are closed at the last timestamp (at --to when the trace goes on)
+ * with args.unfinished = true.
+ * Slicing: --from/--to keep the records in the range (the iterator seeks to --from);
+ * --split-size cuts files at record boundaries once a file reaches the size: open spans end
+ * there (args.split) and begin again at the same time in the next file (args.continued),
+ * which starts with the process and thread names again (tools/dump_outfile.c names files).
+ * Per stream the open spans are kept (a stack as deep as the nesting) to name them again.
  * Timestamps: microseconds from the start of recording, nanoseconds kept as 3 decimals.
  *
  * Threads: single-threaded.
@@ -27,12 +33,15 @@
 #include <stdlib.h>
 
 #include "allocmap.h"
+#include "cli_duration.h"
 #include "cli_plural.h"
+#include "cli_size.h"
 #include "dump_common.h"
 #include "dump_symbols.h"
 
 static const char dump__chrome_help[] =
-	"usage: trace-dump chrome FILE... > trace.json\n"
+	"usage: trace-dump chrome [--from T] [--to T] [-o OUT [--split-size SIZE]] FILE\n"
+	"       trace-dump chrome FILE... > trace.json\n"
 	"\n"
 	"Chrome Trace Event JSON (an object with traceEvents), for ui.perfetto.dev,\n"
 	"chrome://tracing and speedscope. Streamed: memory does not grow with the trace.\n"
@@ -51,10 +60,34 @@ static const char dump__chrome_help[] =
 	"the order given), processes named \"HOST TRACE: command\"; otherData.traces lists\n"
 	"each FILE's host, trace, pid_offset and start_realtime_ns.\n"
 	"\n"
-	"  -h, --help  this text\n";
+	"  -o, --output OUT    write OUT instead of standard output\n"
+	"  --from T, --to T    only events from T to T (both included), counted from the\n"
+	"                      start of recording: a duration with a unit (1.5s, 200ms); spans\n"
+	"                      open at --to are closed there (args.unfinished=true)\n"
+	"  --split-size SIZE   with -o: numbered files OUT-001, OUT-002... (before OUT's\n"
+	"                      extension) of about SIZE each (1M or more: 512M, 1G), each a\n"
+	"                      whole trace of consecutive time ranges; spans open at a cut end\n"
+	"                      there (args.split=true) and begin again in the next file\n"
+	"                      (args.continued=true)\n"
+	"  -h, --help          this text\n";
 
 #define DUMP__LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__MAX_PIDS 4096
+#define DUMP__MIN_SPLIT (1u << 20)
+
+/* An open span: what names it again in the next file of --split-size. */
+struct dump__open {
+	uint32_t type; /* TRC_REC_SPAN_BEGIN or TRC_REC_FUNC_ENTER */
+	uint32_t name_id;
+	uint64_t addr;
+};
+
+struct dump__stack {
+	struct dump__open *v;
+	size_t cap;
+	char *thread_name; /* the last THREAD record's name seen in the merge (copy), or NULL */
+	uint32_t thread_name_len;
+};
 
 struct dump__chrome {
 	const struct trcfile_reader *r;
@@ -62,6 +95,7 @@ struct dump__chrome {
 	uint64_t start, last_ts;
 	bool first;
 	uint64_t *depth; /* open B per stream */
+	struct dump__stack *stacks; /* per stream: the open spans, for --split-size */
 	struct allocmap *live;
 	struct {
 		uint32_t pid;
@@ -70,6 +104,7 @@ struct dump__chrome {
 	unsigned n_pids;
 	uint64_t unmatched_end, closed_at_end;
 	bool live_approximate;
+	bool oom;
 	/* Several FILEs (dump__chrome_multi): pids shown as pid + pid_base (each trace its own
 	 * range), process names prefixed "HOST TRACE: "; NULL / 0 for one FILE. */
 	const struct dump_trace *label;
@@ -109,24 +144,16 @@ static void dump__name(const struct dump__chrome *c, uint32_t id)
 static void dump__func_name(const struct dump__chrome *c, uint32_t pid, uint64_t addr)
 {
 	char b[320];
-	const struct trcfile_module *m = trcfile_reader_module(c->r, pid, addr);
 	struct sym_info si;
-	int k;
-	if (m && c->syms && sym_resolve(c->syms, pid, addr, &si) == 0 && si.name) {
-		k = snprintf(b, sizeof(b), "%s", si.name);
-	} else if (m) {
-		const char *base = strrchr(m->path, '/');
-		base = base ? base + 1 : m->path;
-		k = snprintf(b, sizeof(b), "%.256s+0x%" PRIx64, base, addr - m->start + m->offset);
+	size_t k;
+	if (c->syms && sym_resolve(c->syms, pid, addr, &si) == 0 && si.name) {
+		int n = snprintf(b, sizeof(b), "%s", si.name);
+		k = n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1;
 	} else {
-		k = snprintf(b, sizeof(b), "0x%" PRIx64, addr);
+		k = dump_func_name(c->r, pid, addr, b, sizeof(b));
 	}
-	if (k < 0)
-		k = 0;
-	if ((size_t)k >= sizeof(b))
-		k = sizeof(b) - 1;
 	dump_str(",\"name\":");
-	dump_json_str(b, (size_t)k);
+	dump_json_str(b, k);
 }
 
 static void dump__meta(struct dump__chrome *c, const char *what, uint32_t pid, uint32_t tid,
@@ -208,6 +235,62 @@ static void dump__alloc(struct dump__chrome *c, uint32_t pid, uint32_t tid,
 	dump_str("}}");
 }
 
+/* Keeps the open span of stream sidx (its depth is the count); false on out of memory. */
+static bool dump__push(struct dump__chrome *c, unsigned sidx, const struct dump__open *o)
+{
+	struct dump__stack *st = &c->stacks[sidx];
+	if (c->depth[sidx] == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 16;
+		struct dump__open *v = realloc(st->v, cap * sizeof(*v));
+		if (!v) {
+			c->oom = true;
+			return false;
+		}
+		st->v = v;
+		st->cap = cap;
+	}
+	st->v[c->depth[sidx]++] = *o;
+	return true;
+}
+
+/* A "B" event for an open span, with args {FLAG:true} when flag is given. */
+static void dump__begin(struct dump__chrome *c, uint32_t pid, uint32_t tid, uint64_t ts,
+			const struct dump__open *o, const char *flag)
+{
+	dump__ev(c, 'B', pid, tid, ts);
+	if (o->type == TRC_REC_SPAN_BEGIN)
+		dump__name(c, o->name_id);
+	else
+		dump__func_name(c, pid, o->addr);
+	if (flag) {
+		dump_str(",\"args\":{\"");
+		dump_str(flag);
+		dump_str("\":true}");
+	}
+	dump_char('}');
+}
+
+/* A thread renamed in the merge: its name is said again at the start of the next file. */
+static void dump__keep_thread_name(struct dump__chrome *c, const struct trc_record *rec)
+{
+	unsigned ns = trcfile_reader_stream_count(c->r);
+	for (unsigned s = 0; s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
+		if (si->kind != TRC_STREAM_THREAD || si->pid != rec->thread.pid ||
+		    si->tid != rec->thread.tid)
+			continue;
+		char *n = malloc(rec->thread.name_len + 1u);
+		if (!n) {
+			c->oom = true;
+			return;
+		}
+		memcpy(n, rec->thread.name, rec->thread.name_len);
+		free(c->stacks[s].thread_name);
+		c->stacks[s].thread_name = n;
+		c->stacks[s].thread_name_len = rec->thread.name_len;
+	}
+}
+
 static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc_record *rec)
 {
 	const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, sidx);
@@ -216,17 +299,17 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 		c->last_ts = rec->ts_ns;
 	switch (rec->type) {
 	case TRC_REC_SPAN_BEGIN:
-		dump__ev(c, 'B', pid, tid, rec->ts_ns);
-		dump__name(c, rec->span.name_id);
-		dump_char('}');
-		c->depth[sidx]++;
+	case TRC_REC_FUNC_ENTER: {
+		struct dump__open o = {.type = rec->type};
+		if (rec->type == TRC_REC_SPAN_BEGIN)
+			o.name_id = rec->span.name_id;
+		else
+			o.addr = rec->func.addr;
+		if (!dump__push(c, sidx, &o))
+			break;
+		dump__begin(c, pid, tid, rec->ts_ns, &o, NULL);
 		break;
-	case TRC_REC_FUNC_ENTER:
-		dump__ev(c, 'B', pid, tid, rec->ts_ns);
-		dump__func_name(c, pid, rec->func.addr);
-		dump_char('}');
-		c->depth[sidx]++;
-		break;
+	}
 	case TRC_REC_SPAN_END:
 	case TRC_REC_FUNC_EXIT:
 		if (!c->depth[sidx]) {
@@ -295,6 +378,7 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 	case TRC_REC_THREAD:
 		dump__meta(c, "thread_name", rec->thread.pid, rec->thread.tid, rec->thread.name,
 			   rec->thread.name_len, false);
+		dump__keep_thread_name(c, rec);
 		break;
 	case TRC_REC_PROCESS:
 		dump__meta(c, "process_name", rec->process.pid, 0, rec->process.cmdline,
@@ -336,6 +420,77 @@ static void dump__prologue(struct dump__chrome *c)
 	}
 }
 
+/* Closes every open span at ts: "E" events with args {FLAG:true}. */
+static void dump__close_all(struct dump__chrome *c, uint64_t ts, const char *flag, bool pop)
+{
+	unsigned ns = trcfile_reader_stream_count(c->r);
+	for (unsigned s = 0; s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
+		uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
+		for (uint64_t d = c->depth[s]; d; d--) {
+			dump__ev(c, 'E', si->pid, tid, ts);
+			dump_str(",\"args\":{\"");
+			dump_str(flag);
+			dump_str("\":true}}");
+			if (pop)
+				c->closed_at_end++;
+		}
+		if (pop)
+			c->depth[s] = 0;
+	}
+}
+
+/* The end of a file: the array, then otherData. */
+static void dump__epilogue(struct dump__chrome *c)
+{
+	const struct trcfile_header *h = trcfile_reader_header(c->r);
+	dump_str("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"command\":");
+	char *tmp = malloc(h->cmdline_len + 1);
+	size_t n = h->cmdline_len;
+	if (n && h->cmdline[n - 1] == 0)
+		n--;
+	if (tmp) {
+		for (size_t i = 0; i < n; i++)
+			tmp[i] = h->cmdline[i] ? h->cmdline[i] : ' ';
+		dump_json_str(tmp, n);
+		free(tmp);
+	} else {
+		dump_json_str("", 0);
+	}
+	dump_printf(
+		",\"format_version\":\"%u.%u\",\"truncated\":%s,\"spans_closed_at_end\":%" PRIu64
+		",\"spans_unmatched_end\":%" PRIu64 ",\"heap_approximate\":%s}}\n",
+		h->version_major, h->version_minor,
+		trcfile_reader_truncated(c->r) ? "true" : "false", c->closed_at_end,
+		c->unmatched_end, c->live_approximate ? "true" : "false");
+}
+
+/* --split-size: ends this file at the last timestamp written (open spans end there,
+ * args.split) and starts the next: names of processes and threads, then the open spans begun
+ * again at that time (args.continued). */
+static int dump__split(struct dump__chrome *c, struct dump_outfile *of)
+{
+	uint64_t t = c->last_ts;
+	dump__close_all(c, t, "split", false);
+	dump__epilogue(c);
+	if (dump_outfile_next(of))
+		return DUMP_EXIT_FAIL;
+	c->first = true;
+	dump_str("{\"traceEvents\":[\n");
+	dump__prologue(c);
+	unsigned ns = trcfile_reader_stream_count(c->r);
+	for (unsigned s = 0; s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
+		uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
+		if (c->stacks[s].thread_name)
+			dump__meta(c, "thread_name", si->pid, si->tid, c->stacks[s].thread_name,
+				   c->stacks[s].thread_name_len, false);
+		for (uint64_t d = 0; d < c->depth[s]; d++)
+			dump__begin(c, si->pid, tid, t, &c->stacks[s].v[d], "continued");
+	}
+	return 0;
+}
+
 /* Several FILEs: one JSON, records merged on CLOCK_REALTIME (dump_multi.c), timestamps from the
  * earliest start of recording, trace i's processes shown as pid + (i + 1) x 10000000 (pids do
  * not reach 2^22 on Linux) and named "HOST TRACE: command". */
@@ -352,13 +507,15 @@ static int dump__chrome_multi(int argc, char **argv)
 	unsigned *base = calloc(n + 1, sizeof(*base));
 	uint64_t *last = calloc(n, sizeof(*last));
 	uint64_t *depth = NULL; /* open spans per stream of every file: file i's at base[i] */
+	struct dump__stack *stacks = NULL; /* the same streams' open spans */
 	if (!c || !base || !last)
 		goto nomem;
 	for (unsigned i = 0; i < n; i++)
 		base[i + 1] = base[i] + trcfile_reader_stream_count(m.t[i].r);
 	depth = calloc(base[n] ? base[n] : 1, sizeof(*depth));
+	stacks = calloc(base[n] ? base[n] : 1, sizeof(*stacks));
 	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
-	if (!depth || !c->live)
+	if (!depth || !stacks || !c->live)
 		goto nomem;
 	c->first = true;
 	if (dump_traces_start(&m, NULL) != DUMP_EXIT_OK)
@@ -370,6 +527,7 @@ static int dump__chrome_multi(int argc, char **argv)
 		c->pid_base = (i + 1) * DUMP__CHROME_PID_RANGE;
 		c->start = dump_trace_start(&m, i);
 		c->depth = depth + base[i];
+		c->stacks = stacks + base[i];
 		dump__prologue(c);
 		last[i] = dump_start_ns(m.t[i].r);
 	}
@@ -382,7 +540,10 @@ static int dump__chrome_multi(int argc, char **argv)
 		c->pid_base = (ti + 1) * DUMP__CHROME_PID_RANGE;
 		c->start = dump_trace_start(&m, ti);
 		c->depth = depth + base[ti];
+		c->stacks = stacks + base[ti];
 		dump__record(c, sidx, &rec);
+		if (c->oom)
+			goto nomem;
 		if (rec.ts_ns > last[ti])
 			last[ti] = rec.ts_ns;
 	}
@@ -414,8 +575,9 @@ static int dump__chrome_multi(int argc, char **argv)
 		dump_json_str(m.t[i].trace, strlen(m.t[i].trace));
 		dump_printf(",\"pid_offset\":%" PRIu64 ",\"start_realtime_ns\":%" PRIu64
 			    ",\"format_version\":\"%u.%u\",\"truncated\":%s}",
-			    (uint64_t)((i + 1) * DUMP__CHROME_PID_RANGE), h->start_realtime_ns, h->version_major,
-			    h->version_minor, trcfile_reader_truncated(m.t[i].r) ? "true" : "false");
+			    (uint64_t)((i + 1) * DUMP__CHROME_PID_RANGE), h->start_realtime_ns,
+			    h->version_major, h->version_minor,
+			    trcfile_reader_truncated(m.t[i].r) ? "true" : "false");
 	}
 	dump_printf("],\"start_realtime_ns\":%" PRId64 ",\"spans_closed_at_end\":%" PRIu64
 		    ",\"spans_unmatched_end\":%" PRIu64 ",\"heap_approximate\":%s}}\n",
@@ -428,6 +590,11 @@ nomem:
 out:
 	if (c)
 		allocmap_free(c->live);
+	for (unsigned k = 0; stacks && k < base[n]; k++) {
+		free(stacks[k].v);
+		free(stacks[k].thread_name);
+	}
+	free(stacks);
 	free(depth);
 	free(c);
 	free(base);
@@ -439,23 +606,67 @@ out:
 int dump_chrome_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"from", required_argument, NULL, 'f'},
+		{"to", required_argument, NULL, 'T'},
+		{"split-size", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *cmd = argv[0], *from_arg = NULL, *to_arg = NULL;
+	uint64_t from = 0, to = UINT64_MAX;
+	struct dump_outfile of = {.base = "-"};
+	char msg[256];
 	int opt;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		if (opt == 'h') {
+	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		if (dump_value_missing(cmd, argv))
+			return DUMP_EXIT_USAGE;
+		switch (opt) {
+		case 'o':
+			of.base = optarg;
+			break;
+		case 'f':
+		case 'T':
+			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &from : &to,
+					      msg, sizeof(msg)))
+				return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to",
+							msg);
+			if (opt == 'f')
+				from_arg = optarg;
+			else
+				to_arg = optarg;
+			break;
+		case 'S':
+			if (cli_parse_size(optarg, &of.split) || of.split < DUMP__MIN_SPLIT)
+				return dump_usage_error(
+					cmd,
+					"--split-size: invalid size \"%s\" (expected "
+					"1M or more: 64M, 1G)",
+					optarg);
+			break;
+		case 'h':
 			fputs(dump__chrome_help, stdout);
 			return DUMP_EXIT_OK;
+		default:
+			return dump_refused_option(cmd, opt, argv, opts);
 		}
-		return dump_refused_option(argv[0], opt, argv, opts);
 	}
-	if (argc - optind > 1)
+	if (from_arg && to_arg && from > to)
+		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
+					from_arg, to_arg);
+	if (argc - optind > 1) {
+		if (from_arg || to_arg || of.split || strcmp(of.base, "-"))
+			return dump_usage_error(cmd,
+						"--from, --to, -o and --split-size take one FILE "
+						"(several FILEs: standard output, whole traces)");
 		return dump__chrome_multi(argc, argv);
-	const char *path = dump_file_operand(argv[0], argc, argv);
+	}
+	const char *path = dump_file_operand(cmd, argc, argv);
 	if (!path)
 		return DUMP_EXIT_USAGE;
+	if (of.split && !strcmp(of.base, "-"))
+		return dump_usage_error(cmd, "--split-size writes files: give them a name with -o");
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
@@ -469,65 +680,60 @@ int dump_chrome_main(int argc, char **argv)
 	c->syms = dump_symbols_new(r);
 	c->first = true;
 	c->start = dump_start_ns(r);
-	c->last_ts = c->start;
 	c->depth = calloc(ns ? ns : 1, sizeof(*c->depth));
+	c->stacks = calloc(ns ? ns : 1, sizeof(*c->stacks));
 	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
 	it = trcfile_iter_new(r);
-	if (!c->depth || !c->live || !it) {
+	if (!c->depth || !c->stacks || !c->live || !it) {
 		dump_error("%s: %s", path,
 			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
 						       : "out of memory");
 		goto out;
 	}
+	uint64_t t_from = from > UINT64_MAX - c->start ? UINT64_MAX : c->start + from;
+	uint64_t t_to = to > UINT64_MAX - c->start ? UINT64_MAX : c->start + to;
+	c->last_ts = from_arg ? t_from : c->start;
+	if (dump_outfile_next(&of))
+		goto out;
 	dump_str("{\"traceEvents\":[\n");
 	dump__prologue(c);
 	struct trc_record rec;
 	unsigned sidx;
-	int err;
-	while ((err = trcfile_iter_next(it, &rec, &sidx)) == 1)
+	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
+	while (!err && !c->oom && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+		err = 0;
+		if (rec.ts_ns > t_to) {
+			/* What is open is known to be open until --to: closed there. */
+			c->last_ts = t_to;
+			break;
+		}
+		if (rec.ts_ns < t_from)
+			continue;
+		if (dump_outfile_full(&of) && dump__split(c, &of))
+			goto out;
 		dump__record(c, sidx, &rec);
-	if (err < 0) {
+	}
+	if (err < 0 || c->oom) {
 		/* What was written so far is not valid JSON; say why and fail. */
-		dump_flush();
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		dump_outfile_close(&of);
+		dump_error("%s: %s", path, c->oom ? "out of memory" : trcfile_reader_errmsg(r));
 		goto out;
 	}
-	for (unsigned s = 0; s < ns; s++) {
-		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
-		uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
-		for (; c->depth[s]; c->depth[s]--) {
-			dump__ev(c, 'E', si->pid, tid, c->last_ts);
-			dump_str(",\"args\":{\"unfinished\":true}}");
-			c->closed_at_end++;
-		}
-	}
-	const struct trcfile_header *h = trcfile_reader_header(r);
-	dump_str("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"command\":");
-	{
-		char *tmp = malloc(h->cmdline_len + 1);
-		size_t n = h->cmdline_len;
-		if (n && h->cmdline[n - 1] == 0)
-			n--;
-		if (tmp) {
-			for (size_t i = 0; i < n; i++)
-				tmp[i] = h->cmdline[i] ? h->cmdline[i] : ' ';
-			dump_json_str(tmp, n);
-			free(tmp);
-		} else {
-			dump_json_str("", 0);
-		}
-	}
-	dump_printf(
-		",\"format_version\":\"%u.%u\",\"truncated\":%s,\"spans_closed_at_end\":%" PRIu64
-		",\"spans_unmatched_end\":%" PRIu64 ",\"heap_approximate\":%s}}\n",
-		h->version_major, h->version_minor, trcfile_reader_truncated(r) ? "true" : "false",
-		c->closed_at_end, c->unmatched_end, c->live_approximate ? "true" : "false");
+	dump__close_all(c, c->last_ts, "unfinished", true);
+	dump__epilogue(c);
+	if (dump_outfile_close(&of))
+		goto out;
 	rc = DUMP_EXIT_OK;
 out:
 	trcfile_iter_free(it);
 	if (c) {
 		allocmap_free(c->live);
 		sym_resolver_free(c->syms);
+		for (unsigned s = 0; s < ns && c->stacks; s++) {
+			free(c->stacks[s].v);
+			free(c->stacks[s].thread_name);
+		}
+		free(c->stacks);
 		free(c->depth);
 		free(c);
 	}

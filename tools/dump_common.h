@@ -33,6 +33,7 @@
 
 struct dump_out {
 	int fd;
+	uint64_t written; /* bytes written to fd so far (all files) */
 	size_t len;
 	char buf[DUMP_OUT_BYTES];
 };
@@ -119,6 +120,34 @@ uint64_t dump_start_ns(const struct trcfile_reader *r);
 /* Prints "trace-dump: ..." on stderr (file and output errors; not usage errors). */
 void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The name of function address addr of pid into buf (NUL-terminated, len >= 320 holds any):
+ * module+offset ("prog+0x2136"), or "0xADDR" without a module record (tools/dump_symbol.c;
+ * the one function a symbolizer replaces). Returns the name's length. */
+size_t dump_func_name(const struct trcfile_reader *r, uint32_t pid, uint64_t addr, char *buf,
+		      size_t len);
+
+/* The exporters' output files (-o OUT, --split-size SIZE; tools/dump_outfile.c). With split 0
+ * OUT is written as is ("-": standard output); with a split size the files are OUT numbered
+ * before its extension (trace.pftrace -> trace-001.pftrace, trace-002.pftrace...). */
+struct dump_outfile {
+	const char *base;
+	uint64_t split; /* 0: one file */
+	unsigned n; /* files opened so far */
+	uint64_t start; /* dump_out.written + len when the current file was opened */
+	char name[4096];
+};
+/* Flushes what is buffered, closes the current file (if any) and opens the next one as the
+ * output. 0, or DUMP_EXIT_FAIL after the message. */
+int dump_outfile_next(struct dump_outfile *o);
+/* Flushes and closes the current file; standard output is the output again. 0 or
+ * DUMP_EXIT_FAIL after the message. */
+int dump_outfile_close(struct dump_outfile *o);
+/* True when the current file has reached the split size. */
+static inline bool dump_outfile_full(const struct dump_outfile *o)
+{
+	return o->split && dump_out.written + dump_out.len - o->start >= o->split;
+}
+
 /* ---- several traces at once (dump_multi.c) ---------------------------------------------- */
 
 /* One input of a command that takes several FILEs. */
@@ -165,5 +194,7 @@ int dump_rss_main(int argc, char **argv);
 int dump_chrome_main(int argc, char **argv);
 int dump_flame_main(int argc, char **argv);
 int dump_parquet_main(int argc, char **argv);
+int dump_perfetto_main(int argc, char **argv);
+int dump_pprof_main(int argc, char **argv);
 
 #endif /* TRC_DUMP_COMMON_H */

@@ -1,10 +1,10 @@
 /* dump_multi.c - several traces as one: readers opened together, records merged on
  * CLOCK_REALTIME, each labelled by its host and trace.
  *
- * Purpose: the commands that accept several FILEs (events, chrome, summary, parquet; perfetto
- * can use the same: open, start, then dump_traces_next until 0) see one record stream. Each
- * file keeps its own merged iterator (trcfile_iter: time order within the file); this file
- * merges those heads by real time, t_rt = ts_ns + anchor where anchor = start_realtime_ns -
+ * Purpose: the commands that accept several FILEs (events, chrome, perfetto, summary, parquet:
+ * open, start, then dump_traces_next until 0) see one record stream. Each file keeps its own
+ * merged iterator (trcfile_iter: time order within the file); this file merges those heads by
+ * real time, t_rt = ts_ns + anchor where anchor = start_realtime_ns -
  * start_mono_ns of that file's header, so traces from several machines line up. Ties go to
  * the file given first, so the order is the same on every run.
  *

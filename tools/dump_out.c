@@ -42,6 +42,7 @@ static void dump__write_fd(const char *p, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		dump_out.written += (uint64_t)w;
 	}
 }
 

@@ -16,10 +16,11 @@
  * groups (pq_writer_opts.rows_per_group rows per table), the open-span stacks and the
  * live-allocation table (capped; past the cap a free's size is unknown: null).
  *
- * Span matching is the summary's: an end closes the innermost open begin of the same name id
- * on the same stream (searching at most DP_MATCH_DEPTH frames down), spans opened inside it
- * and never closed stay open; spans still open at the end of a trace are not rows (as the
- * summary does not count them). So the spans table agrees with `summary --json` exactly.
+ * Span matching is FORMAT.md's rule, the summary's and every export's: a stream has one stack
+ * of open spans and functions; span_end and func_exit close the innermost frame whatever it
+ * is, and a span closed is a row named by its begin (depth: the frames open around it). Spans
+ * still open at the end of a trace are not rows (the summary does not count them either). So
+ * the spans table agrees with `summary --json` exactly.
  *
  * The traces table takes its figures from the summary computation itself
  * (summary_compute), so they are the summary's, exactly.
@@ -68,9 +69,7 @@ static const char dump__parquet_help[] =
 	"                           by it)\n"
 	"  -h, --help               this text\n";
 
-#define DP_MATCH_DEPTH 4096u /* as the summary's span matching */
-#define DP_STACK_MAX (1u << 20)
-#define DP_FUNC_STACK_MAX (1u << 16)
+#define DP_STACK_MAX (1u << 20) /* as the summary: past it the outer half is forgotten */
 #define DP_LIVE_MAX_ENTRIES (1u << 20)
 
 /* ---- the tables ------------------------------------------------------------------------ */
@@ -159,8 +158,11 @@ static const struct {
 
 /* ---- per-trace state ------------------------------------------------------------------- */
 
+/* An open span or function of a stream (FORMAT.md's one stack per stream). */
 struct dp_frame {
+	uint32_t func; /* 1 for a function (addr), 0 for a span (name_id) */
 	uint32_t name_id;
+	uint64_t addr;
 	uint64_t ts;
 };
 
@@ -168,14 +170,8 @@ struct dp_stream {
 	uint32_t pid, tid;
 	char *thread; /* owned; "" when unknown */
 	size_t thread_len;
-	struct dp_frame *spans;
-	size_t n_spans, cap_spans;
-	struct dp_frame_fn {
-		uint64_t addr, ts;
-	} * funcs; /* open functions */
-	size_t n_funcs, cap_funcs;
-	uint64_t funcs_dropped; /* entries past DP_FUNC_STACK_MAX */
-	uint64_t last_span_ts; /* begin of the innermost open span */
+	struct dp_frame *stack; /* open spans and functions, innermost last */
+	size_t n_stack, cap_stack;
 };
 
 struct dp {
@@ -256,77 +252,57 @@ static void dp_set_thread(struct dp_stream *s, const char *name, size_t len)
 	s->thread_len = len;
 }
 
-static void dp_span_begin(struct dp *d, struct dp_stream *s, uint32_t id, uint64_t ts)
+/* span_begin and func_enter push a frame. */
+static void dp_push(struct dp *d, struct dp_stream *s, struct dp_frame f)
 {
-	if (s->n_spans == s->cap_spans) {
-		if (s->cap_spans >= DP_STACK_MAX) {
-			/* As the summary: drop the older half (they stay open, never rows). */
-			size_t drop = s->n_spans / 2;
-			memmove(s->spans, s->spans + drop, (s->n_spans - drop) * sizeof(*s->spans));
-			s->n_spans -= drop;
+	if (s->n_stack == s->cap_stack) {
+		if (s->cap_stack >= DP_STACK_MAX) {
+			/* As the summary: forget the outer half (they stay open, never rows). */
+			size_t drop = s->n_stack / 2;
+			memmove(s->stack, s->stack + drop, (s->n_stack - drop) * sizeof(*s->stack));
+			s->n_stack -= drop;
 		} else {
-			size_t cap = s->cap_spans ? 2 * s->cap_spans : 64;
-			void *p = realloc(s->spans, cap * sizeof(*s->spans));
+			size_t cap = s->cap_stack ? 2 * s->cap_stack : 64;
+			void *p = realloc(s->stack, cap * sizeof(*s->stack));
 			if (!p) {
 				dp_check(d, -ENOMEM);
 				return;
 			}
-			s->spans = p;
-			s->cap_spans = cap;
+			s->stack = p;
+			s->cap_stack = cap;
 		}
 	}
-	s->spans[s->n_spans++] = (struct dp_frame){id, ts};
-	s->last_span_ts = ts;
+	s->stack[s->n_stack++] = f;
 }
 
-static void dp_span_end(struct dp *d, struct dp_stream *s, uint32_t id, uint64_t ts)
+/* span_end and func_exit close the innermost frame whatever it is; a span closed is a row,
+ * named by its begin (FORMAT.md's rule, as the summary and the viewers' exports). */
+static void dp_pop(struct dp *d, struct dp_stream *s, uint64_t ts)
 {
-	size_t i = s->n_spans;
-	size_t lowest = s->n_spans > DP_MATCH_DEPTH ? s->n_spans - DP_MATCH_DEPTH : 0;
-	while (i > lowest && s->spans[i - 1].name_id != id)
-		i--;
-	if (i == lowest)
+	if (!s->n_stack)
 		return; /* an end without its begin: no row (the summary counts it unmatched) */
-	uint64_t begin = s->spans[i - 1].ts;
-	size_t depth = i - 1;
-	memmove(&s->spans[i - 1], &s->spans[i], (s->n_spans - i) * sizeof(*s->spans));
-	s->n_spans--;
-	s->last_span_ts = s->n_spans ? s->spans[s->n_spans - 1].ts : 0;
+	struct dp_frame top = s->stack[--s->n_stack];
+	if (top.func)
+		return;
 	struct pq_writer *w = d->t[DP_SPANS];
 	dp_labels(d, w);
 	dp_check(d, pq_put_i64(w, 2, s->pid));
 	dp_check(d, pq_put_i64(w, 3, s->tid));
 	dp_check(d, pq_put_str(w, 4, s->thread ? s->thread : "", s->thread_len));
-	dp_put_name(d, w, 5, id);
-	dp_check(d, pq_put_i64(w, 6, dp_rt(d, begin)));
-	dp_check(d, pq_put_i64(w, 7, (int64_t)(ts >= begin ? ts - begin : 0)));
-	dp_check(d, pq_put_i64(w, 8, (int64_t)depth));
+	dp_put_name(d, w, 5, top.name_id);
+	dp_check(d, pq_put_i64(w, 6, dp_rt(d, top.ts)));
+	dp_check(d, pq_put_i64(w, 7, (int64_t)(ts >= top.ts ? ts - top.ts : 0)));
+	dp_check(d, pq_put_i64(w, 8, (int64_t)s->n_stack));
 	dp_check(d, pq_end_row(w));
 	d->spans++;
 }
 
 static void dp_func(struct dp *d, struct dp_stream *s, const struct trc_record *rec)
 {
-	if (rec->type == TRC_REC_FUNC_ENTER) {
-		if (s->n_funcs == s->cap_funcs) {
-			size_t cap = s->cap_funcs ? 2 * s->cap_funcs : 64;
-			void *p = cap <= DP_FUNC_STACK_MAX
-					  ? realloc(s->funcs, cap * sizeof(*s->funcs))
-					  : NULL;
-			if (!p) {
-				s->funcs_dropped++;
-				goto row;
-			}
-			s->funcs = p;
-			s->cap_funcs = cap;
-		}
-		s->funcs[s->n_funcs++] = (struct dp_frame_fn){rec->func.addr, rec->ts_ns};
-	} else if (s->funcs_dropped) {
-		s->funcs_dropped--;
-	} else if (s->n_funcs) {
-		s->n_funcs--;
-	}
-row:;
+	if (rec->type == TRC_REC_FUNC_ENTER)
+		dp_push(d, s, (struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
+	else
+		dp_pop(d, s, rec->ts_ns);
 	struct pq_writer *w = d->t[DP_EVENTS];
 	dp_labels(d, w);
 	dp_check(d, pq_put_i64(w, 2, s->pid));
@@ -394,10 +370,11 @@ static void dp_alloc(struct dp *d, struct dp_stream *s, const struct trc_record 
 	dp_check(d, pq_put_i64(w, 6, (int64_t)rec->alloc.addr));
 	dp_check(d, known ? pq_put_i64(w, 7, (int64_t)size) : pq_put_null(w, 7));
 	/* The innermost open context: the span or function entered last. */
-	if (s->n_funcs && (!s->n_spans || s->funcs[s->n_funcs - 1].ts >= s->last_span_ts))
-		dp_put_func(d, w, 8, s->pid, s->funcs[s->n_funcs - 1].addr);
-	else if (s->n_spans)
-		dp_put_name(d, w, 8, s->spans[s->n_spans - 1].name_id);
+	const struct dp_frame *top = s->n_stack ? &s->stack[s->n_stack - 1] : NULL;
+	if (top && top->func)
+		dp_put_func(d, w, 8, s->pid, top->addr);
+	else if (top)
+		dp_put_name(d, w, 8, top->name_id);
 	else
 		dp_check(d, pq_put_null(w, 8));
 	dp_check(d, pq_end_row(w));
@@ -437,10 +414,10 @@ static void dp_record(struct dp *d, unsigned sidx, const struct trc_record *rec)
 	struct dp_stream *s = &d->st[sidx];
 	switch (rec->type) {
 	case TRC_REC_SPAN_BEGIN:
-		dp_span_begin(d, s, rec->span.name_id, rec->ts_ns);
+		dp_push(d, s, (struct dp_frame){.name_id = rec->span.name_id, .ts = rec->ts_ns});
 		break;
 	case TRC_REC_SPAN_END:
-		dp_span_end(d, s, rec->span.name_id, rec->ts_ns);
+		dp_pop(d, s, rec->ts_ns);
 		break;
 	case TRC_REC_INSTANT:
 	case TRC_REC_COUNTER:
@@ -520,8 +497,7 @@ static void dp_trace_free(struct dp *d)
 {
 	for (unsigned i = 0; i < d->n_st; i++) {
 		free(d->st[i].thread);
-		free(d->st[i].spans);
-		free(d->st[i].funcs);
+		free(d->st[i].stack);
 	}
 	free(d->st);
 	d->st = NULL;

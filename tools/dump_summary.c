@@ -74,7 +74,11 @@ static const char dump__summary_help[] =
 	"                            span_max_ns, counter_min, counter_max, counter_last}, by "
 	"name;\n"
 	"                            counter_* are null without counters\n"
-	"  spans_unmatched_end       span_end records with no open span of that name\n"
+	"  spans_unmatched_end       span_end records with no open span or function\n"
+	"  spans_end_mismatched      ends that closed a span of another name, or a span and a\n"
+	"                            function closing each other (an end closes the innermost\n"
+	"                            open span or function: the rule every viewer draws; the\n"
+	"                            span is counted under its begin's name)\n"
 	"  spans_open_at_end         spans never ended\n"
 	"  percentiles_approximate   true when histogram memory ran out (some spans left out)\n"
 	"  functions                 array of {name, calls, total_ns, mean_ns, p50_ns, p99_ns,\n"
@@ -242,6 +246,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	}
 	dump_char(']');
 	dump__kv_u64("spans_unmatched_end", s->spans_unmatched_end, &first);
+	dump__kv_u64("spans_end_mismatched", s->spans_end_mismatched, &first);
 	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
 	dump__kv_bool("percentiles_approximate", s->percentiles_approximate, &first);
 	dump_functions_json(ft);
@@ -437,6 +442,11 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				    cli_plural(s->spans_unmatched_end, "end", "ends"),
 				    s->spans_open_at_end,
 				    cli_plural(s->spans_open_at_end, "span", "spans"));
+		if (s->spans_end_mismatched)
+			dump_printf("  (%" PRIu64 " %s closed another name's span or a function: "
+				    "ends close the innermost)\n",
+				    s->spans_end_mismatched,
+				    cli_plural(s->spans_end_mismatched, "end", "ends"));
 	}
 	if (ft) {
 		const struct func_row *rows;

@@ -1,6 +1,7 @@
 /* run_options.c - trace-run's command line. Every bad value is a usage error (exit 2) with a
  * one-line message naming it; nothing is started before the whole line is valid. */
 #include "run_options.h"
+#include "cli_size.h"
 #include "cli_usage.h"
 #include "cli_version.h"
 #include "trcfile.h"
@@ -67,49 +68,7 @@ static const char run__usage[] =
 
 int run_parse_size(const char *text, uint64_t *out)
 {
-	if (!text || !*text)
-		return -EINVAL;
-	errno = 0;
-	char *end;
-	if (*text == '-' || *text == '+')
-		return -EINVAL;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (end == text)
-		return -EINVAL;
-	if (errno == ERANGE)
-		return -ERANGE;
-	unsigned shift = 0;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		shift = 10;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*end) {
-		end++;
-		if (*end == 'i')
-			end++;
-		if (*end == 'B' || *end == 'b')
-			end++;
-		if (*end)
-			return -EINVAL;
-	}
-	if (shift && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return cli_parse_size(text, out);
 }
 
 static int run__parse_uint(const char *text, unsigned long lo, unsigned long hi, unsigned long *out)

@@ -69,7 +69,11 @@ struct summary {
 	size_t n_notes;
 	uint64_t notes_dropped;
 
-	uint64_t spans_unmatched_end, spans_open_at_end;
+	/* The span rule (FORMAT.md): an end closes the innermost open span or function of its
+	 * stream. Unmatched: a span_end with nothing open. Mismatched: an end that closed a span
+	 * of another name, or a span and a function closing each other. Open at end: spans (not
+	 * functions) never closed. */
+	uint64_t spans_unmatched_end, spans_end_mismatched, spans_open_at_end;
 	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;

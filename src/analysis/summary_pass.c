@@ -102,14 +102,20 @@ static void summary__record(struct summary__state *m, const struct trc_record *r
 		if (!st)
 			return;
 		st->begins++;
-		summary__span_begin(m, rec->span.name_id, rec->ts_ns);
+		summary__span_begin(m, rec->span.name_id, 0, rec->ts_ns);
 		break;
 	case TRC_REC_SPAN_END:
 		st = summary__idstat(m, rec->span.name_id);
 		if (!st)
 			return;
 		st->ends++;
-		summary__span_end(m, st, rec->span.name_id, rec->ts_ns);
+		summary__span_end(m, rec->span.name_id, 0, rec->ts_ns);
+		break;
+	case TRC_REC_FUNC_ENTER:
+		summary__span_begin(m, 0, 1, rec->ts_ns);
+		break;
+	case TRC_REC_FUNC_EXIT:
+		summary__span_end(m, 0, 1, rec->ts_ns);
 		break;
 	case TRC_REC_INSTANT:
 		st = summary__idstat(m, rec->value.name_id);
@@ -208,8 +214,32 @@ summary__pass_chunk(struct summary__state *m, struct summary__walk *w, struct tr
 		const uint32_t t = ev.type;
 		if (t > TRC_REC_COUNTER) { /* alloc, free, function enter and exit */
 			w->per_type[t]++;
-			if (t == TRC_REC_ALLOC)
+			if (t == TRC_REC_ALLOC) {
 				m->s->alloc_bytes += ev.b;
+			} else if (t == TRC_REC_FUNC_ENTER) {
+				/* Functions share the spans' stack (FORMAT.md's span rule). */
+				if (trcfile__likely(sn < scap)) {
+					stk[sn++] = (struct summary__frame){0, 1, ev.ts_ns};
+				} else {
+					m->spans.n = sn;
+					summary__span_begin(m, 0, 1, ev.ts_ns);
+					stk = m->spans.stack;
+					sn = m->spans.n;
+					scap = m->spans.cap;
+					if (m->err)
+						goto fail;
+				}
+			} else if (t == TRC_REC_FUNC_EXIT) {
+				if (trcfile__likely(sn && stk[sn - 1].func)) {
+					sn--;
+				} else {
+					m->spans.n = sn;
+					summary__span_end(m, 0, 1, ev.ts_ns);
+					sn = m->spans.n;
+					if (m->err)
+						goto fail;
+				}
+			}
 			continue;
 		}
 		const uint64_t a = ev.a; /* span begin/end, instant, counter: the name id */
@@ -227,11 +257,12 @@ summary__pass_chunk(struct summary__state *m, struct summary__walk *w, struct tr
 			st->begins++;
 			if (trcfile__likely(sn < scap)) {
 				stk[sn].name_id = (uint32_t)a;
+				stk[sn].func = 0;
 				stk[sn].ts = ts;
 				sn++;
 			} else {
 				m->spans.n = sn;
-				summary__span_begin(m, (uint32_t)a, ts);
+				summary__span_begin(m, (uint32_t)a, 0, ts);
 				stk = m->spans.stack;
 				sn = m->spans.n;
 				scap = m->spans.cap;
@@ -240,13 +271,13 @@ summary__pass_chunk(struct summary__state *m, struct summary__walk *w, struct tr
 			}
 		} else if (t == TRC_REC_SPAN_END) {
 			st->ends++;
-			if (trcfile__likely(sn && stk[sn - 1].name_id == a)) {
+			if (trcfile__likely(sn && stk[sn - 1].name_id == a && !stk[sn - 1].func)) {
 				/* ts only grew since the begin: deltas are >= 0 here */
 				if (summary__span_duration(m, st, ts - stk[--sn].ts))
 					goto fail;
 			} else {
 				m->spans.n = sn;
-				summary__span_end(m, st, (uint32_t)a, ts);
+				summary__span_end(m, (uint32_t)a, 0, ts);
 				sn = m->spans.n;
 				if (m->err)
 					goto fail;
@@ -308,7 +339,7 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 		return m->err;
 	if (rc < 0)
 		return m->err = rc;
-	s->spans_open_at_end += m->spans.n;
+	s->spans_open_at_end += summary__spans_open(&m->spans);
 	uint64_t events = decoded;
 	for (unsigned t = 0; t < TRC_REC_TYPE_COUNT; t++) {
 		if (!summary__name_counted(t))

@@ -58,9 +58,10 @@ struct summary__names {
 	uint64_t hist_budget; /* bytes histograms may still take */
 };
 
-/* An open span (summary_spans.c). */
+/* An open span or function (summary_spans.c). */
 struct summary__frame {
-	uint32_t name_id;
+	uint32_t name_id; /* a span's name id; 0 for a function */
+	uint32_t func; /* 1: a function (func_enter), 0: a span */
 	uint64_t ts;
 };
 
@@ -178,11 +179,13 @@ void summary__threads_finish(struct summary__state *m);
 
 /* ---- summary_spans.c ---- */
 
-/* A span begins on the stream being walked (any stack depth). */
-void summary__span_begin(struct summary__state *m, uint32_t id, uint64_t ts);
-/* A span of st's name ends: matched with the innermost open one of that name, if any. */
-void summary__span_end(struct summary__state *m, struct summary__idstat *st, uint32_t id,
-		       uint64_t ts);
+/* A span (func 0) or function (func 1) begins on the stream being walked (any depth). */
+void summary__span_begin(struct summary__state *m, uint32_t id, uint32_t func, uint64_t ts);
+/* A span_end (func 0, name id) or func_exit (func 1) closes the innermost open frame, whatever
+ * it is (FORMAT.md's rule); a span closed is charged to its begin's name. */
+void summary__span_end(struct summary__state *m, uint32_t id, uint32_t func, uint64_t ts);
+/* Spans (not functions) open on the stack. */
+uint64_t summary__spans_open(const struct summary__spans *sp);
 void summary__spans_free(struct summary__spans *sp);
 
 /* ---- summary_rss.c ---- */

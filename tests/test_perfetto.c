@@ -1,0 +1,473 @@
+/* test_perfetto.c - `trace-dump perfetto` read back by an outside reader.
+ *
+ * Purpose: the export is only right if Perfetto's schema reads it as meant. Each test writes a
+ * trace with the file writer, exports it, decodes the output with `protoc --decode` against
+ * tests/perfetto_trace.proto (Perfetto's field numbers, copied), and replays the packets with
+ * tests/check_perfetto.py (sequences, interning, incremental clock, slice stacks), which also
+ * checks names, counts and values against `trace-dump summary --json`. The tests then check
+ * the exact values of the small fixed trace (test_trcfile_util.h) that the checker reports.
+ *
+ * Needs protoc (Debian protobuf-compiler) and python3: `make deps` installs both.
+ * Threads: each test is one process (Criterion); the commands run as children.
+ */
+#include <criterion/criterion.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include "test_trcfile_util.h"
+
+static const char *tp_build(void)
+{
+	const char *b = getenv("TRC_BUILD");
+	return b && *b ? b : "build";
+}
+
+/* Runs a shell command; returns its exit status. */
+static int tp_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int tp_sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *tp_slurp(const char *dir, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	size_t n = 0;
+	uint8_t *b = tu_read_file(path, &n);
+	char *s = realloc(b, n + 1);
+	s[n] = 0;
+	return s;
+}
+
+/* Exports dir/in.trc with extra perfetto options, decodes it and runs the checker; returns the
+ * checker's JSON report (asserts on any failure, with its message). */
+static char *tp_export_check(const char *dir, const char *opts)
+{
+	const char *td = tp_build();
+	int rc = tp_sh("%s/bin/trace-dump perfetto %s '%s/in.trc' -o '%s/out.pb' 2>'%s/err'", td,
+		       opts, dir, dir, dir);
+	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tp_slurp(dir, "err"));
+	rc = tp_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
+		   dir, dir, dir);
+	cr_assert_eq(rc, 0, "protoc refused the output: %s", tp_slurp(dir, "err"));
+	rc = tp_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", td, dir, dir);
+	cr_assert_eq(rc, 0);
+	rc = tp_sh("python3 tests/check_perfetto.py '%s/out.txt' '%s/sum.json' > '%s/check' 2>&1",
+		   dir, dir, dir);
+	char *out = tp_slurp(dir, "check");
+	cr_assert_eq(rc, 0, "%s", out);
+	return out;
+}
+
+/* Asserts that the checker's report contains s. */
+#define tp_has(report, s) cr_assert(strstr(report, s), "not in the report: %s\n%s", s, report)
+
+Test(perfetto, small_trace_decodes_and_agrees_with_summary, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 3), 0);
+	tu_plan_free(&p);
+	char *r = tp_export_check(dir, "");
+	/* 6 span begins + 1 function, 5 + 1 ends + 1 closed at the end, 1 instant, 3 counters,
+	 * 6 heap changes (4 allocs, 2 frees), 2 x 5 RSS values, 2 lost instants (ring full,
+	 * sampler late), 1 exit and 1 note instant. */
+	/* Thread a ends "main" while "compute" is open: by the span rule the end closes compute
+	 * (1000 ns; b's compute is 2000) and main stays open, closed at the end (unfinished). */
+	tp_has(r, "\"slices\": {\"compute\": 2, \"parse\": 3, \"prog+0x2136\": 1}");
+	tp_has(r, "\"slice_total_ns\": {\"compute\": 3000, \"parse\": 1350, \"prog+0x2136\": 300}");
+	tp_has(r, "\"unfinished\": {\"main\": 1}");
+	tp_has(r, "\"nesting\": {\"main/compute\": 1, \"main/parse\": 3, \"main/prog+0x2136\": 1}");
+	tp_has(r, "\"parse\": [1000001100, 1000001460, 1000002020]");
+	tp_has(r, "[\"ready\", {\"value\": -1}]");
+	tp_has(r, "[\"lost 7 records (ring_full)\", {\"count\": 7}]");
+	tp_has(r, "[\"lost 2 records (sampler_late)\", {\"count\": 2}]");
+	tp_has(r, "[\"exit\", {\"status\": 768}]");
+	tp_has(r, "[\"recorder: all good\", {}]");
+	tp_has(r, "\"queue\": [[10, 3, -4]]");
+	tp_has(r, "\"queue\": [\"4242/4242\"]");
+	tp_has(r, "\"heap live bytes\": [[64, 192, 4288, 4224, 4480, 4352]]");
+	tp_has(r, "\"RSS\": [[3145728, 5242880, 9437184, 8388608, 6291456]]");
+	tp_has(r, "\"RSS trace buffers\": [[65536, 65536, 65536, 65536, 65536]]");
+	tp_has(r, "\"threads\": {\"4242/4242\": \"main\", \"4242/4243\": \"worker \\\"1\\\"\"}");
+	tp_has(r, "\"processes\": {\"4242\": \"prog\"}");
+	tp_has(r, "\"cmdlines\": {\"4242\": [\"prog\", \"--flag\", \"arg with space\"]}");
+	free(r);
+	tu_rm_rf(dir);
+}
+
+/* Counters of one name on two threads are two tracks, each under its thread; names interned
+ * per sequence (the same name on two threads is interned on each). */
+Test(perfetto, counters_per_thread_and_names_per_sequence, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 8);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+	r.name.id = 1;
+	r.name.str = "depth";
+	r.name.len = 5;
+	tu_add(&p.streams[0], &r);
+	r.name.id = 2;
+	r.name.str = "step";
+	r.name.len = 4;
+	tu_add(&p.streams[0], &r);
+	for (int s = 1; s <= 2; s++) {
+		uint64_t t = 1000000000ull + 1000 * (uint64_t)s;
+		for (int i = 0; i < 300; i++) {
+			r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = t += 7};
+			r.value.name_id = 1;
+			r.value.value = s * 1000 + i;
+			tu_add(&p.streams[s], &r);
+			r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 200};
+			r.span.name_id = 2;
+			tu_add(&p.streams[s], &r);
+			r = (struct trc_record){.type = TRC_REC_SPAN_END,
+						.ts_ns = t += 100 + (uint64_t)s};
+			r.span.name_id = 2;
+			tu_add(&p.streams[s], &r);
+		}
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 50), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, "");
+	tp_has(rep, "\"counter_tracks\": {\"depth\": [\"7/7\", \"7/8\"]}");
+	tp_has(rep, "\"slices\": {\"step\": 600}");
+	tp_has(rep, "\"slice_total_ns\": {\"step\": 60900}");
+	free(rep);
+	tu_rm_rf(dir);
+}
+
+/* --from/--to keep the events in the range; a span cut by --to is closed there (unfinished),
+ * an end whose begin is before --from is dropped. */
+Test(perfetto, from_to_slice_the_trace, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 3), 0);
+	tu_plan_free(&p);
+	/* parse begins at 1100, 1460, 2020 ns: from 1200 to 2100 keeps the last two begins. */
+	int rc =
+		tp_sh("%s/bin/trace-dump perfetto --from 1200ns --to 2100ns '%s' -o '%s/cut.pb' "
+		      "&& protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+		      "< '%s/cut.pb' > '%s/cut.txt'",
+		      tp_build(), trc, dir, dir, dir);
+	cr_assert_eq(rc, 0);
+	char *t = tp_slurp(dir, "cut.txt");
+	size_t begins = 0, ends = 0;
+	for (const char *s = t; (s = strstr(s, "TYPE_SLICE_BEGIN")); s++)
+		begins++;
+	for (const char *s = t; (s = strstr(s, "TYPE_SLICE_END")); s++)
+		ends++;
+	cr_assert_eq(begins, 2, "%s", t);
+	cr_assert_eq(ends, 2, "%s", t); /* parse #2 ends at 1860; #3 is cut at 2100 */
+	cr_assert(strstr(t, "unfinished"), "%s", t);
+	free(t);
+	tu_rm_rf(dir);
+}
+
+Test(perfetto, usage_errors, .timeout = 60)
+{
+	const char *td = tp_build();
+	cr_assert_eq(tp_sh("%s/bin/trace-dump perfetto x.trc 2>/dev/null", td), 2);
+	cr_assert_eq(tp_sh("%s/bin/trace-dump perfetto --from 5 x.trc -o y 2>/dev/null", td), 2);
+	cr_assert_eq(
+		tp_sh("%s/bin/trace-dump perfetto --from 2s --to 1s x.trc -o y 2>/dev/null", td),
+		2);
+	cr_assert_eq(tp_sh("%s/bin/trace-dump perfetto --help | grep -q -- --from", td), 0);
+}
+
+/* --split-size: numbered files, each a whole trace (decoded and replayed alone), together
+ * every span once, durations adding up, consecutive time ranges; slices open at a cut end
+ * there and begin again in the next file. */
+Test(perfetto, split_size_writes_whole_consecutive_traces, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 9, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 9);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 10);
+	static const char *const nm[] = {"", "outer", "inner", "level"};
+	for (uint32_t i = 1; i < 4; i++) {
+		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+		r.name.id = i;
+		r.name.str = nm[i];
+		r.name.len = (uint32_t)strlen(nm[i]);
+		tu_add(&p.streams[0], &r);
+	}
+	for (int s = 1; s <= 2; s++) {
+		uint64_t t = 1000000000ull + (uint64_t)s;
+		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = t};
+		r.span.name_id = 1;
+		tu_add(&p.streams[s], &r);
+		for (int i = 0; i < 60000; i++) {
+			r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 90};
+			r.span.name_id = 2;
+			tu_add(&p.streams[s], &r);
+			r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = t += 5};
+			r.value.name_id = 3;
+			r.value.value = i % 1000;
+			tu_add(&p.streams[s], &r);
+			r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t += 40 + i % 7};
+			r.span.name_id = 2;
+			tu_add(&p.streams[s], &r);
+		}
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t += 10};
+		r.span.name_id = 1;
+		tu_add(&p.streams[s], &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 1000), 0);
+	tu_plan_free(&p);
+	const char *td = tp_build();
+	int rc = tp_sh("%s/bin/trace-dump perfetto --split-size 1M '%s' -o '%s/out.pftrace' "
+		       "2>'%s/err'",
+		       td, trc, dir, dir);
+	cr_assert_eq(rc, 0, "%s", tp_slurp(dir, "err"));
+	rc = tp_sh("%s/bin/trace-dump summary --json '%s' > '%s/sum.json'", td, trc, dir);
+	cr_assert_eq(rc, 0);
+	/* Every file decodes; sizes about 1 MiB but the last. */
+	unsigned n = 0;
+	char list[2048] = "";
+	size_t ll = 0;
+	for (;; n++) {
+		char f[400];
+		struct stat st;
+		snprintf(f, sizeof(f), "%s/out-%03u.pftrace", dir, n + 1);
+		if (stat(f, &st))
+			break;
+		if (n + 1 < 4)
+			cr_assert(st.st_size >= (1 << 20) && st.st_size < (1 << 20) + 4096,
+				  "%s: %lld bytes", f, (long long)st.st_size);
+		rc = tp_sh(
+			"protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+			"< '%s' > '%s.txt' 2>'%s/err'",
+			f, f, dir);
+		cr_assert_eq(rc, 0, "%s: %s", f, tp_slurp(dir, "err"));
+		ll += (size_t)snprintf(list + ll, sizeof(list) - ll, " '%s.txt'", f);
+	}
+	cr_assert_geq(n, 3, "only %u files", n);
+	rc = tp_sh("python3 tests/check_perfetto.py --split '%s/sum.json' %s > '%s/check' 2>&1",
+		   dir, list, dir);
+	char *rep = tp_slurp(dir, "check");
+	cr_assert_eq(rc, 0, "%s", rep);
+	tp_has(rep, "\"begins\": {\"inner\": 120000, \"outer\": 2}");
+	free(rep);
+	/* Without a size, or with one too small: usage errors. */
+	cr_assert_eq(
+		tp_sh("%s/bin/trace-dump perfetto --split-size 1K '%s' -o x 2>/dev/null", td, trc),
+		2);
+	cr_assert_eq(
+		tp_sh("%s/bin/trace-dump perfetto --split-size 1M '%s' -o - 2>/dev/null", td, trc),
+		2);
+	tu_rm_rf(dir);
+}
+
+/* Real traces: a recursive program built with -finstrument-functions (function slices named
+ * module+offset, nested as deep as the recursion) and the demo program (threads, spans,
+ * allocations, RSS), recorded by trace-run, agree with their summaries. */
+Test(perfetto, recorded_programs_agree_with_summary, .timeout = 120)
+{
+	static const char *const progs[] = {"prog_finst_calls 12", "prog_demo"};
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		const char *dir = tu_tmpdir();
+		int rc = tp_sh("%s/bin/trace-run -q -o '%s/in.trc' -- %s/tests/%s >/dev/null "
+			       "2>'%s/err'",
+			       tp_build(), dir, tp_build(), progs[i], dir);
+		cr_assert_eq(rc, 0, "trace-run %s: %s", progs[i], tp_slurp(dir, "err"));
+		char *r = tp_export_check(dir, "");
+		if (i == 0) /* fib(12) is 465 calls of fib, nested 12 deep under main */
+			cr_assert(strstr(r, "\": 465"), "%s", r);
+		free(r);
+		tu_rm_rf(dir);
+	}
+}
+
+/* The issue's crossed spans, BEGIN a, BEGIN b, END a, END b (at 0, 1.1, 2.2, 3.3 ms): one rule
+ * in the summary, chrome and perfetto (an end closes the innermost open span): b = 1.1 ms,
+ * a = 3.3 ms, two mismatched ends. */
+Test(perfetto, crossed_spans_follow_one_rule_everywhere, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 5, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 5, 5);
+	static const char *const nm[] = {"", "a", "b"};
+	for (uint32_t i = 1; i < 3; i++) {
+		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+		r.name.id = i;
+		r.name.str = nm[i];
+		r.name.len = 1;
+		tu_add(&p.streams[0], &r);
+	}
+	static const struct {
+		uint32_t type, id;
+		uint64_t t;
+	} ev[] = {{TRC_REC_SPAN_BEGIN, 1, 0},
+		  {TRC_REC_SPAN_BEGIN, 2, 1100000},
+		  {TRC_REC_SPAN_END, 1, 2200000},
+		  {TRC_REC_SPAN_END, 2, 3300000}};
+	for (size_t i = 0; i < 4; i++) {
+		struct trc_record r = {.type = ev[i].type, .ts_ns = 1000000000ull + ev[i].t};
+		r.span.name_id = ev[i].id;
+		tu_add(&p.streams[1], &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 4), 0);
+	tu_plan_free(&p);
+	char *r = tp_export_check(dir, ""); /* perfetto agrees with the summary */
+	tp_has(r, "\"slice_total_ns\": {\"a\": 3300000, \"b\": 1100000}");
+	free(r);
+	char *sum = tp_slurp(dir, "sum.json");
+	tp_has(sum, "\"name\":\"a\",\"begins\":1,\"ends\":1,\"instants\":0,\"counters\":0,"
+		    "\"spans\":1,\"span_total_ns\":3300000");
+	tp_has(sum, "\"name\":\"b\",\"begins\":1,\"ends\":1,\"instants\":0,\"counters\":0,"
+		    "\"spans\":1,\"span_total_ns\":1100000");
+	tp_has(sum, "\"spans_end_mismatched\":2");
+	free(sum);
+	int rc = tp_sh("%s/bin/trace-dump chrome '%s' | python3 -c \"import json,sys\n"
+		       "ev=json.load(sys.stdin)['traceEvents']\n"
+		       "st=[];d={}\n"
+		       "for e in ev:\n"
+		       "  if e['ph']=='B': st.append(e)\n"
+		       "  if e['ph']=='E': b=st.pop(); d[b['name']]=e['ts']-b['ts']\n"
+		       "assert d=={'a':3300.0,'b':1100.0}, d\" > '%s/err' 2>&1",
+		       tp_build(), trc, dir);
+	cr_assert_eq(rc, 0, "chrome: %s", tp_slurp(dir, "err"));
+	tu_rm_rf(dir);
+}
+
+/* Spans and functions share one stack (FORMAT.md): a span ended inside a function it began
+ * around closes the function, and the function's exit closes the span. Enough records that
+ * the summary's hot loop (not only its general path) sees them. */
+Test(perfetto, spans_and_functions_share_one_stack, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 6, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 6, 6);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+	r.name.id = 1;
+	r.name.str = "a";
+	r.name.len = 1;
+	tu_add(&p.streams[0], &r);
+	uint64_t t = 1000000000;
+	for (int i = 0; i < 500; i++) {
+		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 10};
+		r.span.name_id = 1;
+		tu_add(&p.streams[1], &r);
+		r = (struct trc_record){.type = TRC_REC_FUNC_ENTER, .ts_ns = t += 10};
+		r.func.addr = 0x401000;
+		tu_add(&p.streams[1], &r);
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t += 10};
+		r.span.name_id = 1;
+		tu_add(&p.streams[1], &r);
+		r = (struct trc_record){.type = TRC_REC_FUNC_EXIT, .ts_ns = t += 10};
+		r.func.addr = 0x401000;
+		tu_add(&p.streams[1], &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 2000), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, ""); /* perfetto agrees with the summary */
+	/* a: from its begin to the function's exit, 30 ns each; the function 10 ns each */
+	tp_has(rep, "\"slice_total_ns\": {\"0x401000\": 5000, \"a\": 15000}");
+	free(rep);
+	char *sum = tp_slurp(dir, "sum.json");
+	tp_has(sum, "\"spans_end_mismatched\":1000");
+	free(sum);
+	tu_rm_rf(dir);
+}
+
+/* Several FILEs: three traces recorded at once by trace-run (two demo programs overlapping in
+ * time, and a recursive one), exported together in an order that is not the order they
+ * started, make one trace on CLOCK_REALTIME. The checker (--multi) splits it by pid range
+ * and holds each trace to its own summary, checks the process names carry "HOST TRACE", the
+ * events come in realtime order within each trace's recording, and that every slice begin,
+ * instant and counter is where trace-dump chrome of the same FILEs puts it, to the ns. */
+Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	const char *td = tp_build();
+	int rc = tp_sh(
+		"T=%s/bin/trace-run; P=%s/tests; D='%s'; "
+		"$T -q --no-preload -o $D/a.trc -- $P/prog_demo >/dev/null 2>$D/err.a & pa=$!; "
+		"sleep 0.3; "
+		"$T -q --no-preload -o $D/b.trc -- $P/prog_demo >/dev/null 2>$D/err.b & pb=$!; "
+		"$T -q -o $D/c.trc -- $P/prog_finst_calls 12 >/dev/null 2>$D/err.c; c=$?; "
+		"wait $pa && wait $pb && exit $c",
+		td, td, dir);
+	cr_assert_eq(rc, 0, "trace-run: %s %s %s", tp_slurp(dir, "err.a"), tp_slurp(dir, "err.b"),
+		     tp_slurp(dir, "err.c"));
+	static const char *const order[] = {"c", "b", "a"};
+	struct utsname u;
+	cr_assert_eq(uname(&u), 0);
+	char args[2048] = "";
+	size_t al = 0;
+	for (size_t i = 0; i < 3; i++) {
+		rc = tp_sh("%s/bin/trace-dump summary --json '%s/%s.trc' > '%s/%s.json'", td, dir,
+			   order[i], dir, order[i]);
+		cr_assert_eq(rc, 0);
+		al += (size_t)snprintf(args + al, sizeof(args) - al, " '%s %s.trc' '%s/%s.json'",
+				       u.nodename, order[i], dir, order[i]);
+	}
+	rc = tp_sh(
+		"X=%s/bin/trace-dump; D='%s'; $X perfetto $D/c.trc $D/b.trc $D/a.trc -o $D/out.pb "
+		"2>$D/err && $X chrome $D/c.trc $D/b.trc $D/a.trc > $D/out.json 2>>$D/err",
+		td, dir);
+	cr_assert_eq(rc, 0, "%s", tp_slurp(dir, "err"));
+	rc = tp_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
+		   dir, dir, dir);
+	cr_assert_eq(rc, 0, "protoc refused the output: %s", tp_slurp(dir, "err"));
+	rc = tp_sh("python3 tests/check_perfetto.py --multi '%s/out.txt' '%s/out.json'%s > "
+		   "'%s/check' 2>&1",
+		   dir, dir, args, dir);
+	char *rep = tp_slurp(dir, "check");
+	cr_assert_eq(rc, 0, "%s", rep);
+	/* The two demos overlap: the merge goes from one trace to another many times. */
+	const char *sw = strstr(rep, "\"switches\": ");
+	cr_assert(sw && atoi(sw + 12) >= 10, "%s", rep);
+	free(rep);
+	/* Without -o, or with what takes one FILE: usage errors. */
+	rc = tp_sh("D='%s'; %s/bin/trace-dump perfetto $D/a.trc $D/b.trc 2>/dev/null", dir, td);
+	cr_assert_eq(rc, 2);
+	static const char *const one[] = {"--from 1s", "--to 1s", "--split-size 1M"};
+	for (size_t i = 0; i < 3; i++) {
+		rc = tp_sh("D='%s'; %s/bin/trace-dump perfetto %s $D/a.trc $D/b.trc -o $D/x.pb "
+			   "2>$D/err",
+			   dir, td, one[i]);
+		cr_assert_eq(rc, 2, "%s", one[i]);
+		char *e = tp_slurp(dir, "err");
+		cr_assert(strstr(e, "take one FILE"), "%s", e);
+		free(e);
+	}
+	tu_rm_rf(dir);
+}

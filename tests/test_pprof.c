@@ -1,0 +1,136 @@
+/* test_pprof.c - `trace-dump pprof` read back by an outside reader.
+ *
+ * Purpose: the heap profile is only right if pprof's schema reads it as meant. Each test
+ * exports a trace made with the writer, gunzips the output, decodes it with `protoc --decode`
+ * against tests/profile.proto (pprof's field numbers, copied) and checks it with
+ * tests/check_pprof.py (pprof's rules), then checks totals against `trace-dump summary --json`
+ * and exact stacks of the small fixed trace (test_trcfile_util.h).
+ * Needs protoc, gzip and python3 (`make deps`).
+ * Threads: each test is one process (Criterion); the commands run as children.
+ */
+#include <criterion/criterion.h>
+#include <sys/wait.h>
+
+#include "test_trcfile_util.h"
+
+static const char *tq_build(void)
+{
+	const char *b = getenv("TRC_BUILD");
+	return b && *b ? b : "build";
+}
+
+static int tq_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int tq_sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *tq_slurp(const char *dir, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	size_t n = 0;
+	uint8_t *b = tu_read_file(path, &n);
+	char *s = realloc(b, n + 1);
+	s[n] = 0;
+	return s;
+}
+
+/* Exports dir/in.trc with mode, decodes, checks; returns the checker's JSON. */
+static char *tq_export(const char *dir, const char *mode)
+{
+	int rc = tq_sh("%s/bin/trace-dump pprof %s '%s/in.trc' -o '%s/out.pb.gz' 2>'%s/err'",
+		       tq_build(), mode, dir, dir, dir);
+	cr_assert_eq(rc, 0, "trace-dump pprof %s: %s", mode, tq_slurp(dir, "err"));
+	rc = tq_sh("gzip -dc '%s/out.pb.gz' | protoc --decode=perftools.profiles.Profile -Itests "
+		   "tests/profile.proto > '%s/out.txt' 2>'%s/err'",
+		   dir, dir, dir);
+	cr_assert_eq(rc, 0, "not a gzip profile.proto: %s", tq_slurp(dir, "err"));
+	rc = tq_sh("python3 tests/check_pprof.py '%s/out.txt' > '%s/check' 2>&1", dir, dir);
+	char *out = tq_slurp(dir, "check");
+	cr_assert_eq(rc, 0, "%s", out);
+	return out;
+}
+
+/* A number of `trace-dump summary --json` of dir/in.trc. */
+static unsigned long long tq_summary(const char *dir, const char *key)
+{
+	int rc = tq_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", tq_build(),
+		       dir, dir);
+	cr_assert_eq(rc, 0);
+	char *s = tq_slurp(dir, "sum.json"), k[64];
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	char *at = strstr(s, k);
+	cr_assert_not_null(at, "%s not in the summary", key);
+	unsigned long long v = strtoull(at + strlen(k), NULL, 10);
+	free(s);
+	return v;
+}
+
+/* Asserts the profile's total is [objects, bytes]. */
+static void tq_total(const char *rep, unsigned long long objs, unsigned long long bytes)
+{
+	char want[100];
+	snprintf(want, sizeof(want), "\"total\": [%llu, %llu]", objs, bytes);
+	cr_assert(strstr(rep, want), "want %s (from the summary) in\n%s", want, rep);
+}
+
+#define tq_has(rep, s) cr_assert(strstr(rep, s), "not in the report: %s\n%s", s, rep)
+
+Test(pprof, small_trace_profiles_agree_with_summary, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 3), 0);
+	tu_plan_free(&p);
+	/* summary: allocs 4, alloc_bytes 4544, live_peak_bytes 4480, live_end_bytes 4352. Thread
+	 * a allocates 64, 128, 256 inside main/parse; thread b 4096 inside compute; a frees the
+	 * 128, b frees a's 64. The peak (4480) is after b's 4096 and a's free of 128. */
+	char *r = tq_export(dir, "--alloc");
+	tq_has(r, "\"types\": [[\"alloc_objects\", \"count\"], [\"alloc_space\", \"bytes\"]]");
+	tq_total(r, tq_summary(dir, "allocs"), tq_summary(dir, "alloc_bytes"));
+	tq_has(r, "\"total\": [4, 4544]");
+	tq_has(r, "\"tid 4242 main;main;parse\": [3, 448]");
+	tq_has(r, "\"tid 4243 worker \\\"1\\\";compute\": [1, 4096]");
+	free(r);
+	r = tq_export(dir, "--live-at end");
+	tq_has(r, "\"types\": [[\"inuse_objects\", \"count\"], [\"inuse_space\", \"bytes\"]]");
+	tq_total(r, 2, tq_summary(dir, "live_end_bytes"));
+	tq_has(r, "\"total\": [2, 4352]");
+	tq_has(r, "\"tid 4242 main;main;parse\": [1, 256]");
+	free(r);
+	r = tq_export(dir, "--live-at peak");
+	tq_total(r, 3, tq_summary(dir, "live_peak_bytes"));
+	tq_has(r, "\"total\": [3, 4480]");
+	free(r);
+	/* Before any allocation: empty; after the first: 64 bytes. */
+	r = tq_export(dir, "--live-at 1us");
+	tq_has(r, "\"total\": [0, 0]");
+	free(r);
+	r = tq_export(dir, "--live-at 1150ns");
+	tq_has(r, "\"total\": [1, 64]");
+	free(r);
+	tu_rm_rf(dir);
+}
+
+Test(pprof, usage_errors, .timeout = 60)
+{
+	const char *td = tq_build();
+	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof x.trc -o y 2>/dev/null", td), 2);
+	cr_assert_eq(
+		tq_sh("%s/bin/trace-dump pprof --alloc --live-at end x.trc -o y 2>/dev/null", td),
+		2);
+	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof --live-at soon x.trc -o y 2>/dev/null", td), 2);
+	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof --alloc x.trc 2>/dev/null", td), 2);
+	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof --help | grep -q -- --live-at", td), 0);
+}

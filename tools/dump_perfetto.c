@@ -1,0 +1,1088 @@
+/* dump_perfetto.c - `trace-dump perfetto`: Perfetto's native protobuf trace, streamed.
+ *
+ * Purpose: the export for traces too large for JSON. The output is a perfetto.protos.Trace
+ * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
+ * with the encoding Perfetto's own SDK uses to keep events small:
+ *   - one packet sequence per stream (trusted_packet_sequence_id = stream index + 2; 1 holds
+ *     the track descriptors and the trace's clock snapshot);
+ *   - each sequence starts with a packet that clears the incremental state and sets the
+ *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
+ *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
+ *     stream's thread track as the default track; later packets carry the delta from the
+ *     previous packet of the sequence (a timestamp that goes backwards is written absolute on
+ *     CLOCK_MONOTONIC instead, which leaves the incremental clock where it was);
+ *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
+ *     first use), sent in the packet that first uses them.
+ * So a slice begin costs about 14 bytes, an end about 12 (see README for measured figures).
+ *
+ * Mapping:
+ *   span_begin/end, func_enter/exit  TYPE_SLICE_BEGIN/END on the thread's track; functions are
+ *                                    named module+offset (0xADDR without a module record)
+ *   instant                          TYPE_INSTANT on the thread track, debug annotation value
+ *   counter                          a counter track per (thread, name), parent the thread
+ *   alloc/free                       a counter track "heap live bytes" per process
+ *   rss                              counter tracks "RSS" (program, buffers excluded) and
+ *                                    "RSS trace buffers" per sampled process
+ *   lost                             an instant "lost N records (reason)" on the thread
+ *   exit, note                       instants on the process track (of the program for notes)
+ *   thread, process                  TrackDescriptors (process: pid, cmdline, name once;
+ *                                    thread: pid, tid, name, re-sent when renamed)
+ * Balance follows trace-dump chrome: an end with no open span on its thread is dropped, spans
+ * still open at the end (or at --to) are closed at the last timestamp written, with a debug
+ * annotation unfinished = true.
+ *
+ * Memory: per stream a small state and its intern table (distinct names and functions of the
+ * thread), per process a few words, the counter-track table (distinct thread x counter name),
+ * and the live-allocation table (capped, as chrome's): never the number of events.
+ *
+ * Several FILEs (one trace): records merged on CLOCK_REALTIME by dump_multi.c, written on that
+ * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
+ * trace clock REALTIME instead of MONOTONIC. Trace N (from 1, in the order given) shows pids
+ * and tids as pid + N x 10000000 and tid + N x 10000000, the ranges trace-dump chrome gives
+ * pids (tids too: Perfetto keys threads by tid, and two hosts have the same tids), and names
+ * its processes "HOST TRACE: name". Every stream of every trace is its own sequence.
+ *
+ * Schema: field numbers from Perfetto's protos/perfetto/trace/ (copied, with the version, in
+ * tests/perfetto_trace.proto, which the tests decode the output with).
+ *
+ * Threads: single-threaded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "allocmap.h"
+#include "cli_duration.h"
+#include "cli_plural.h"
+#include "cli_size.h"
+#include "dump_common.h"
+#include "pb_wire.h"
+#include "u64map.h"
+
+static const char dump__perfetto_help[] =
+	"usage: trace-dump perfetto [--from T] [--to T] [--split-size SIZE] FILE -o OUT\n"
+	"       trace-dump perfetto FILE... -o OUT\n"
+	"\n"
+	"Perfetto's native protobuf trace (open OUT in ui.perfetto.dev or trace_processor):\n"
+	"a few bytes an event, streamed, memory bounded whatever the trace size.\n"
+	"  spans, functions   slices on each thread's track (functions named module+offset);\n"
+	"                     spans still open at the end are closed at the last timestamp,\n"
+	"                     an end without a begin is dropped\n"
+	"  instants           instants with a debug annotation 'value'\n"
+	"  counters           a counter track per thread and name\n"
+	"  allocations        a counter track 'heap live bytes' per process\n"
+	"  RSS                counter tracks 'RSS' (buffers excluded) and 'RSS trace buffers'\n"
+	"                     per sampled process\n"
+	"  lost records       instants on the thread that lost them; exit, notes: instants\n"
+	"Timestamps are CLOCK_MONOTONIC nanoseconds, as recorded.\n"
+	"Several FILEs (from one or many hosts): one trace, merged and timed on\n"
+	"CLOCK_REALTIME (each FILE's start of recording on both clocks lines them up);\n"
+	"trace N's pids and tids shown as pid + N x 10000000 (N from 1, in the order\n"
+	"given), processes named \"HOST TRACE: name\". --from, --to and --split-size take\n"
+	"one FILE.\n"
+	"\n"
+	"  -o, --output OUT    the file to write (required; - writes to standard output)\n"
+	"  --from T, --to T    only events from T to T (both included), counted from the\n"
+	"                      start of recording: a duration with a unit (1.5s, 200ms)\n"
+	"  --split-size SIZE   numbered files OUT-001, OUT-002... (before OUT's extension)\n"
+	"                      of about SIZE each (1M or more: 512M, 1G), each a whole trace\n"
+	"                      of consecutive time ranges; slices open at a cut end there\n"
+	"                      (annotated split) and begin again in the next file (continued)\n"
+	"  -h, --help          this text\n";
+
+/* Perfetto constants (tests/perfetto_trace.proto has the messages). */
+enum {
+	PF_TRACE_PACKET = 1,
+	/* TracePacket */
+	PF_TIMESTAMP = 8,
+	PF_CLOCK_SNAPSHOT = 6,
+	PF_SEQ_ID = 10,
+	PF_TRACK_EVENT = 11,
+	PF_INTERNED_DATA = 12,
+	PF_SEQ_FLAGS = 13,
+	PF_TIMESTAMP_CLOCK_ID = 58,
+	PF_DEFAULTS = 59,
+	PF_TRACK_DESCRIPTOR = 60,
+	PF_FIRST_ON_SEQ = 87,
+	/* sequence flags */
+	PF_SEQ_CLEARED = 1,
+	PF_SEQ_NEEDS = 2,
+	/* TrackEvent */
+	PF_TE_DEBUG = 4,
+	PF_TE_TYPE = 9,
+	PF_TE_NAME_IID = 10,
+	PF_TE_TRACK = 11,
+	PF_TE_NAME = 23,
+	PF_TE_COUNTER_VALUE = 30,
+	PF_TE_TRACK_EVENT_TAG = (PF_TRACK_EVENT << 3) | PB_LEN,
+	PF_TYPE_BEGIN = 1,
+	PF_TYPE_END = 2,
+	PF_TYPE_INSTANT = 3,
+	PF_TYPE_COUNTER = 4,
+	/* clocks */
+	PF_CLOCK_REALTIME = 1,
+	PF_CLOCK_MONOTONIC = 3,
+	PF_CLOCK_BOOTTIME = 6,
+	PF_CLOCK_SEQ = 64,
+	/* counter units */
+	PF_UNIT_COUNT = 2,
+	PF_UNIT_BYTES = 3,
+};
+
+#define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
+#define DUMP__PF_SEQ_BASE 2u
+#define DUMP__PF_MIN_SPLIT (1u << 20)
+
+/* Intern keys: kind in the top two bits. */
+#define DUMP__PF_KEY_NAME (1ull << 62)
+#define DUMP__PF_KEY_FUNC (2ull << 62)
+
+struct dump__pf_seq {
+	bool started;
+	uint64_t last_ts; /* of the incremental clock */
+	uint64_t track; /* the default track: the thread's, or the process's */
+	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
+	uint64_t depth; /* open slices */
+	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
+	size_t stack_cap;
+	uint64_t next_iid;
+	struct u64map iids; /* intern key -> iid */
+};
+
+struct dump__pf_proc {
+	uint32_t pid;
+	uint64_t track, heap_track, rss_track, rss_buf_track;
+	bool named;
+	uint64_t live_bytes;
+};
+
+struct dump__pf {
+	struct trcfile_reader *r; /* the trace of the record at hand */
+	struct pb_buf pkt;
+	struct dump__pf_seq *seqs; /* that trace's streams: all_seqs + seq_base */
+	unsigned n_streams; /* that trace's */
+	unsigned seq_base; /* the index of its first stream among every trace's */
+	struct dump__pf_seq *all_seqs;
+	unsigned n_all;
+	unsigned clock; /* the trace clock: MONOTONIC, REALTIME for several FILEs */
+	/* Several FILEs: the trace at hand's label and pid (and tid) offset; NULL, 0 for one. */
+	const struct dump_trace *label;
+	uint32_t pid_base;
+	uint64_t next_uuid;
+	struct dump__pf_proc *procs;
+	size_t n_procs, cap_procs;
+	struct u64map counters; /* (stream << 32 | name id) + 1 -> track uuid */
+	struct allocmap *live;
+	uint64_t last_ts;
+	uint64_t unmatched_end, closed_at_end;
+	bool live_approximate;
+	int err;
+	/* --split-size: the descriptors written so far (replayed at the start of each file) */
+	struct pb_buf desc_log;
+	bool replaying;
+};
+
+/* ---- packets --------------------------------------------------------------------------- */
+
+static void dump__pf_emit(struct dump__pf *p)
+{
+	if (p->pkt.err) {
+		p->err = p->pkt.err;
+		return;
+	}
+	dump_write(p->pkt.p, p->pkt.len);
+}
+
+/* A track descriptor packet on sequence 1: name, parent, and (by kind) process, thread or
+ * counter details. */
+static void dump__pf_descriptor(struct dump__pf *p, uint64_t uuid, uint64_t parent,
+				const char *name, size_t name_len, const struct dump__pf_proc *proc,
+				const char *cmdline, size_t cmdline_len, uint32_t tid,
+				int counter_unit)
+{
+	struct pb_buf *b = &p->pkt;
+	pb_reset(b);
+	size_t pk = pb_open(b, PF_TRACE_PACKET);
+	pb_uint(b, PF_SEQ_ID, 1);
+	size_t td = pb_open(b, PF_TRACK_DESCRIPTOR);
+	pb_uint(b, 1, uuid);
+	if (parent)
+		pb_uint(b, 5, parent);
+	if (tid) {
+		size_t th = pb_open(b, 4);
+		pb_uint(b, 1, proc->pid);
+		pb_uint(b, 2, tid + p->pid_base);
+		if (name)
+			pb_bytes(b, 5, name, name_len);
+		pb_close(b, th);
+	} else if (counter_unit >= 0) {
+		if (name)
+			pb_bytes(b, 2, name, name_len);
+		size_t cd = pb_open(b, 8);
+		if (counter_unit)
+			pb_uint(b, 3, (uint64_t)counter_unit);
+		pb_close(b, cd);
+	} else {
+		size_t pd = pb_open(b, 3);
+		pb_uint(b, 1, proc->pid);
+		/* cmdline: NUL-separated arguments, one repeated string each; the name is the
+		 * first argument's last path component. */
+		size_t n = cmdline_len;
+		if (n && cmdline[n - 1] == 0)
+			n--;
+		const char *first = NULL;
+		size_t first_len = 0;
+		for (size_t i = 0; cmdline && i <= n;) {
+			const char *e = memchr(cmdline + i, 0, n - i);
+			size_t len = e ? (size_t)(e - (cmdline + i)) : n - i;
+			if (!first) {
+				first = cmdline + i;
+				first_len = len;
+			}
+			pb_bytes(b, 2, cmdline + i, len);
+			i += len + 1;
+		}
+		if (first) {
+			const char *base = first;
+			for (size_t i = 0; i < first_len; i++)
+				if (first[i] == '/')
+					base = first + i + 1;
+			size_t base_len = first_len - (size_t)(base - first);
+			const struct dump_trace *l = p->label;
+			char *tmp =
+				l ? malloc(l->host_len + strlen(l->trace) + base_len + 4) : NULL;
+			if (tmp) {
+				/* Several FILEs: "HOST TRACE: name". */
+				int k = sprintf(tmp, "%.*s %s: ", (int)l->host_len, l->host,
+						l->trace);
+				memcpy(tmp + k, base, base_len);
+				pb_bytes(b, 6, tmp, (size_t)k + base_len);
+				free(tmp);
+			} else {
+				if (l)
+					p->err = -ENOMEM;
+				pb_bytes(b, 6, base, base_len);
+			}
+		}
+		pb_close(b, pd);
+	}
+	pb_close(b, td);
+	pb_close(b, pk);
+	dump__pf_emit(p);
+	if (!b->err) {
+		/* Kept for the next file of --split-size (tracks are few: bounded). */
+		if (pb_reserve(&p->desc_log, b->len) == 0) {
+			memcpy(p->desc_log.p + p->desc_log.len, b->p, b->len);
+			p->desc_log.len += b->len;
+		} else {
+			p->err = -ENOMEM;
+		}
+	}
+}
+
+/* The process pid of the trace at hand (described on first use). */
+static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->n_procs; i++)
+		if (p->procs[i].pid == pid + p->pid_base)
+			return &p->procs[i];
+	if (p->n_procs == p->cap_procs) {
+		size_t cap = p->cap_procs ? p->cap_procs * 2 : 16;
+		struct dump__pf_proc *n = realloc(p->procs, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return NULL;
+		}
+		p->procs = n;
+		p->cap_procs = cap;
+	}
+	struct dump__pf_proc *pr = &p->procs[p->n_procs++];
+	*pr = (struct dump__pf_proc){.pid = pid + p->pid_base, .track = p->next_uuid++};
+	uint32_t len = 0;
+	const char *cmd = trcfile_reader_process_cmdline(p->r, pid, &len);
+	const struct trcfile_header *h = trcfile_reader_header(p->r);
+	if (!cmd && pid == h->pid) {
+		cmd = h->cmdline;
+		len = h->cmdline_len;
+	}
+	pr->named = cmd != NULL;
+	dump__pf_descriptor(p, pr->track, 0, NULL, 0, pr, cmd, cmd ? len : 0, 0, -1);
+	return pr;
+}
+
+/* A counter track under parent, created on first use. */
+static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint64_t parent,
+				       const char *name, int unit)
+{
+	if (!*slot) {
+		*slot = p->next_uuid++;
+		dump__pf_descriptor(p, *slot, parent, name, strlen(name), NULL, NULL, 0, 0, unit);
+	}
+	return *slot;
+}
+
+/* Starts a packet of stream sidx at ts: the sequence's first packet first (if needed), then
+ * the new packet's header (timestamp, sequence, flags). Returns the packet's mark. */
+static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	struct pb_buf *b = &p->pkt;
+	uint32_t seq = p->seq_base + sidx + DUMP__PF_SEQ_BASE;
+	if (!s->started) {
+		s->started = true;
+		pb_reset(b);
+		size_t pk = pb_open(b, PF_TRACE_PACKET);
+		pb_uint(b, PF_TIMESTAMP, ts);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
+		pb_uint(b, PF_SEQ_ID, seq);
+		pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_CLEARED);
+		pb_uint(b, PF_FIRST_ON_SEQ, 1);
+		size_t d = pb_open(b, PF_DEFAULTS);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, PF_CLOCK_SEQ);
+		size_t ted = pb_open(b, 11);
+		pb_uint(b, 11, s->track);
+		pb_close(b, ted);
+		pb_close(b, d);
+		size_t cs = pb_open(b, PF_CLOCK_SNAPSHOT);
+		size_t c = pb_open(b, 1);
+		pb_uint(b, 1, PF_CLOCK_SEQ);
+		pb_uint(b, 2, ts);
+		pb_uint(b, 3, 1);
+		pb_close(b, c);
+		c = pb_open(b, 1);
+		pb_uint(b, 1, p->clock);
+		pb_uint(b, 2, ts);
+		pb_close(b, c);
+		pb_close(b, cs);
+		pb_close(b, pk);
+		dump__pf_emit(p);
+		s->last_ts = ts;
+	}
+	pb_reset(b);
+	size_t pk = pb_open(b, PF_TRACE_PACKET);
+	if (ts >= s->last_ts) {
+		pb_uint(b, PF_TIMESTAMP, ts - s->last_ts);
+		s->last_ts = ts;
+	} else {
+		pb_uint(b, PF_TIMESTAMP, ts);
+		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
+	}
+	pb_uint(b, PF_SEQ_ID, seq);
+	pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_NEEDS);
+	return pk;
+}
+
+/* The iid of an event name on stream sidx; adds InternedData to the open packet the first
+ * time. name/len are read only then (name may be NULL: then made from key). */
+static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, const char *name,
+			     size_t len)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	uint64_t *v = u64map_get(&s->iids, key);
+	if (v)
+		return *v;
+	uint64_t iid = ++s->next_iid;
+	if (u64map_put(&s->iids, key, iid, NULL, NULL)) {
+		p->err = -ENOMEM;
+		return 0;
+	}
+	struct pb_buf *b = &p->pkt;
+	size_t id = pb_open(b, PF_INTERNED_DATA);
+	size_t en = pb_open(b, 2);
+	pb_uint(b, 1, iid);
+	pb_bytes(b, 2, name, len);
+	pb_close(b, en);
+	pb_close(b, id);
+	return iid;
+}
+
+static uint64_t dump__pf_name_iid(struct dump__pf *p, unsigned sidx, uint32_t name_id)
+{
+	uint64_t key = DUMP__PF_KEY_NAME | name_id;
+	if (u64map_get(&p->seqs[sidx].iids, key))
+		return *u64map_get(&p->seqs[sidx].iids, key);
+	uint32_t len = 0;
+	const char *n = trcfile_reader_name(p->r, name_id, &len);
+	char b[16];
+	if (!n) {
+		len = (uint32_t)snprintf(b, sizeof(b), "#%u", name_id);
+		n = b;
+	}
+	return dump__pf_iid(p, sidx, key, n, len);
+}
+
+static uint64_t dump__pf_func_iid(struct dump__pf *p, unsigned sidx, uint32_t pid, uint64_t addr)
+{
+	uint64_t key = DUMP__PF_KEY_FUNC | (addr & ~(3ull << 62));
+	uint64_t *v = u64map_get(&p->seqs[sidx].iids, key);
+	if (v)
+		return *v;
+	char b[320];
+	size_t k = dump_func_name(p->r, pid, addr, b, sizeof(b));
+	return dump__pf_iid(p, sidx, key, b, k);
+}
+
+/* A whole track event packet on stream sidx. name_iid 0 = no interned name; name (non-NULL)
+ * = a plain name; track 0 = the sequence's default track. */
+struct dump__pf_ev {
+	unsigned type;
+	uint64_t name_iid;
+	const char *name;
+	size_t name_len;
+	uint64_t track;
+	bool has_value;
+	int64_t value;
+	const char *annot; /* debug annotation name for value (instants) */
+	const char *flag; /* a debug annotation FLAG = true ("unfinished", "split"...) */
+};
+
+static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump__pf_ev *e)
+{
+	struct pb_buf *b = &p->pkt;
+	size_t te = pb_open(b, PF_TRACK_EVENT);
+	pb_uint(b, PF_TE_TYPE, e->type);
+	if (e->name_iid)
+		pb_uint(b, PF_TE_NAME_IID, e->name_iid);
+	else if (e->name)
+		pb_bytes(b, PF_TE_NAME, e->name, e->name_len);
+	if (e->track)
+		pb_uint(b, PF_TE_TRACK, e->track);
+	if (e->has_value && e->annot) {
+		size_t da = pb_open(b, PF_TE_DEBUG);
+		pb_str(b, 10, e->annot);
+		pb_int(b, 4, e->value);
+		pb_close(b, da);
+	} else if (e->has_value) {
+		pb_int(b, PF_TE_COUNTER_VALUE, e->value);
+	}
+	if (e->flag) {
+		size_t da = pb_open(b, PF_TE_DEBUG);
+		pb_str(b, 10, e->flag);
+		pb_uint(b, 2, 1);
+		pb_close(b, da);
+	}
+	pb_close(b, te);
+	pb_close(b, pk);
+	dump__pf_emit(p);
+}
+
+/* The hot path: a track event packet of a started sequence, forward in time, whose name (if
+ * any) is already interned, written straight into the output buffer with no nesting fix-ups
+ * (the lengths are known before the bytes are placed). Returns false when it does not apply
+ * (the caller then takes the general path). Same bytes as the general path. */
+static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type,
+			  uint64_t iid, uint64_t track, bool has_value, int64_t value)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	if (!s->started || ts < s->last_ts)
+		return false;
+	uint8_t te[48], *q = te;
+	*q++ = (PF_TE_TYPE << 3) | PB_VARINT;
+	*q++ = (uint8_t)type;
+	if (iid) {
+		*q++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
+		q = pb_put_varint(q, iid);
+	}
+	if (track) {
+		*q++ = (PF_TE_TRACK << 3) | PB_VARINT;
+		q = pb_put_varint(q, track);
+	}
+	if (has_value) {
+		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
+		q = pb_put_varint(q, (uint64_t)value);
+	}
+	size_t tel = (size_t)(q - te);
+	/* Packet and header fit in 127 bytes: the packet's length is one byte. */
+	if (DUMP_OUT_BYTES - dump_out.len < 128 + sizeof(te))
+		dump_flush();
+	uint8_t *o0 = (uint8_t *)dump_out.buf + dump_out.len, *o = o0 + 2;
+	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
+	o = pb_put_varint(o, ts - s->last_ts);
+	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
+	o = pb_put_varint(o, p->seq_base + sidx + DUMP__PF_SEQ_BASE);
+	*o++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
+	*o++ = PF_SEQ_NEEDS;
+	*o++ = PF_TE_TRACK_EVENT_TAG;
+	*o++ = (uint8_t)tel;
+	memcpy(o, te, sizeof(te)); /* constant size: inlined; the tail is overwritten later */
+	o += tel;
+	o0[0] = (PF_TRACE_PACKET << 3) | PB_LEN;
+	o0[1] = (uint8_t)(o - o0 - 2);
+	dump_out.len = (size_t)(o - (uint8_t *)dump_out.buf);
+	s->last_ts = ts;
+	return true;
+}
+
+static void dump__pf_counter(struct dump__pf *p, unsigned sidx, uint64_t ts, uint64_t track,
+			     int64_t value)
+{
+	if (dump__pf_fast(p, sidx, ts, PF_TYPE_COUNTER, 0, track, true, value))
+		return;
+	size_t pk = dump__pf_begin(p, sidx, ts);
+	struct dump__pf_ev e = {
+		.type = PF_TYPE_COUNTER, .track = track, .has_value = true, .value = value};
+	dump__pf_event_body(p, pk, &e);
+}
+
+static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
+			   const struct trc_record *rec)
+{
+	struct dump__pf_proc *pr = dump__pf_proc(p, pid);
+	if (!pr)
+		return;
+	/* Key by process: a forked child has the same addresses as its parent (and traces of
+	 * other hosts, the same pids). */
+	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48) ^ ((uint64_t)p->pid_base << 20);
+	uint64_t old = 0;
+	if (rec->type == TRC_REC_ALLOC) {
+		if (allocmap_put(p->live, key, rec->alloc.size, &old)) {
+			p->live_approximate = true;
+			return;
+		}
+		pr->live_bytes += rec->alloc.size - old;
+	} else if (allocmap_take(p->live, key, &old)) {
+		pr->live_bytes -= old;
+	} else {
+		return; /* unknown address: nothing changes */
+	}
+	uint64_t t = dump__pf_counter_track(p, &pr->heap_track, pr->track, "heap live bytes",
+					    PF_UNIT_BYTES);
+	dump__pf_counter(p, sidx, rec->ts_ns, t, (int64_t)pr->live_bytes);
+}
+
+/* Pushes an open slice's intern key on its stream's stack; false on out of memory. */
+static bool dump__pf_push(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key)
+{
+	if (s->depth == s->stack_cap) {
+		size_t cap = s->stack_cap ? s->stack_cap * 2 : 16;
+		uint64_t *n = realloc(s->stack, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return false;
+		}
+		s->stack = n;
+		s->stack_cap = cap;
+	}
+	s->stack[s->depth++] = key;
+	return true;
+}
+
+/* A slice begin by the general path (interning its name as needed), with an optional flag. */
+static void dump__pf_slice_begin(struct dump__pf *p, unsigned sidx, uint64_t ts, uint32_t pid,
+				 uint64_t key, const char *flag)
+{
+	size_t pk = dump__pf_begin(p, sidx, ts);
+	struct dump__pf_ev e = {.type = PF_TYPE_BEGIN, .flag = flag};
+	if ((key & (3ull << 62)) == DUMP__PF_KEY_NAME)
+		e.name_iid = dump__pf_name_iid(p, sidx, (uint32_t)key);
+	else
+		e.name_iid = dump__pf_func_iid(p, sidx, pid, key & ~(3ull << 62));
+	dump__pf_event_body(p, pk, &e);
+}
+
+static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_record *rec)
+{
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	uint32_t pid = s->pid;
+	struct dump__pf_ev e = {0};
+	if (rec->ts_ns > p->last_ts)
+		p->last_ts = rec->ts_ns;
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_FUNC_ENTER: {
+		uint64_t key = rec->type == TRC_REC_SPAN_BEGIN
+				       ? DUMP__PF_KEY_NAME | rec->span.name_id
+				       : DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
+		uint64_t *iid = u64map_get(&s->iids, key);
+		if (!dump__pf_push(p, s, key))
+			break;
+		if (iid && dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, *iid, 0, false, 0))
+			break;
+		dump__pf_slice_begin(p, sidx, rec->ts_ns, pid, key, NULL);
+		break;
+	}
+	case TRC_REC_SPAN_END:
+	case TRC_REC_FUNC_EXIT: {
+		if (!s->depth) {
+			p->unmatched_end++;
+			break;
+		}
+		s->depth--;
+		if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_END, 0, 0, false, 0))
+			break;
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_END;
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_INSTANT: {
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_INSTANT;
+		e.name_iid = dump__pf_name_iid(p, sidx, rec->value.name_id);
+		e.has_value = true;
+		e.value = rec->value.value;
+		e.annot = "value";
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_COUNTER: {
+		uint64_t key = (((uint64_t)(p->seq_base + sidx) << 32) | rec->value.name_id) + 1;
+		uint64_t *t = u64map_get(&p->counters, key);
+		uint64_t track;
+		if (t) {
+			track = *t;
+		} else {
+			uint32_t len = 0;
+			const char *n = trcfile_reader_name(p->r, rec->value.name_id, &len);
+			char b[16];
+			if (!n) {
+				len = (uint32_t)snprintf(b, sizeof(b), "#%u", rec->value.name_id);
+				n = b;
+			}
+			track = p->next_uuid++;
+			if (u64map_put(&p->counters, key, track, NULL, NULL)) {
+				p->err = -ENOMEM;
+				break;
+			}
+			dump__pf_descriptor(p, track, s->track, n, len, NULL, NULL, 0, 0,
+					    PF_UNIT_COUNT);
+		}
+		dump__pf_counter(p, sidx, rec->ts_ns, track, rec->value.value);
+		break;
+	}
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		dump__pf_alloc(p, sidx, pid, rec);
+		break;
+	case TRC_REC_RSS: {
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->rss.pid ? rec->rss.pid : pid);
+		if (!pr)
+			break;
+		uint64_t bb = rec->rss.buffers_bytes;
+		uint64_t prog = rec->rss.rss_bytes > bb ? rec->rss.rss_bytes - bb : 0;
+		uint64_t t1 =
+			dump__pf_counter_track(p, &pr->rss_track, pr->track, "RSS", PF_UNIT_BYTES);
+		uint64_t t2 = dump__pf_counter_track(p, &pr->rss_buf_track, pr->track,
+						     "RSS trace buffers", PF_UNIT_BYTES);
+		dump__pf_counter(p, sidx, rec->ts_ns, t1, (int64_t)prog);
+		dump__pf_counter(p, sidx, rec->ts_ns, t2, (int64_t)bb);
+		break;
+	}
+	case TRC_REC_LOST: {
+		char b[96];
+		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
+				 cli_plural(rec->lost.count, "record", "records"),
+				 trcfile_lost_reason_name(rec->lost.reason));
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_INSTANT;
+		e.name = b;
+		e.name_len = (size_t)k;
+		e.has_value = true;
+		e.value = (int64_t)rec->lost.count;
+		e.annot = "count";
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_EXIT:
+	case TRC_REC_NOTE: {
+		uint32_t ep = rec->type == TRC_REC_EXIT ? rec->exit.pid
+							: trcfile_reader_header(p->r)->pid;
+		struct dump__pf_proc *pr = dump__pf_proc(p, ep);
+		if (!pr)
+			break;
+		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
+		e.type = PF_TYPE_INSTANT;
+		e.track = pr->track;
+		if (rec->type == TRC_REC_EXIT) {
+			e.name = "exit";
+			e.name_len = 4;
+			e.has_value = true;
+			e.value = rec->exit.status;
+			e.annot = "status";
+		} else {
+			e.name = rec->note.text;
+			e.name_len = rec->note.len;
+		}
+		dump__pf_event_body(p, pk, &e);
+		break;
+	}
+	case TRC_REC_THREAD: {
+		/* A rename (or a thread the prologue could not name): its track again. */
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->thread.pid);
+		if (!pr)
+			break;
+		for (unsigned k = 0; k < p->n_streams; k++) {
+			const struct trcfile_stream_info *ti = trcfile_reader_stream(p->r, k);
+			if (ti->kind == TRC_STREAM_THREAD && ti->pid == rec->thread.pid &&
+			    ti->tid == rec->thread.tid)
+				dump__pf_descriptor(p, p->seqs[k].track, pr->track,
+						    rec->thread.name, rec->thread.name_len, pr,
+						    NULL, 0, rec->thread.tid, -1);
+		}
+		break;
+	}
+	case TRC_REC_PROCESS: {
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->process.pid);
+		if (pr && !pr->named) {
+			pr->named = true;
+			dump__pf_descriptor(p, pr->track, 0, NULL, 0, pr, rec->process.cmdline,
+					    rec->process.cmdline_len, 0, -1);
+		}
+		break;
+	}
+	}
+}
+
+/* The trace's clock snapshot, then a track for every process and thread of the streams. */
+static void dump__pf_clock(struct dump__pf *p, uint64_t t0)
+{
+	struct pb_buf *b = &p->pkt;
+	pb_reset(b);
+	size_t pk = pb_open(b, PF_TRACE_PACKET);
+	pb_uint(b, PF_TIMESTAMP, t0);
+	pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
+	pb_uint(b, PF_SEQ_ID, 1);
+	size_t cs = pb_open(b, PF_CLOCK_SNAPSHOT);
+	/* The output has one clock domain, CLOCK_MONOTONIC (CLOCK_REALTIME for several FILEs):
+	 * it is the trace clock, and BOOTTIME (Perfetto's default) is pinned to it so either
+	 * reads the same. */
+	size_t c = pb_open(b, 1);
+	pb_uint(b, 1, p->clock);
+	pb_uint(b, 2, t0);
+	pb_close(b, c);
+	c = pb_open(b, 1);
+	pb_uint(b, 1, PF_CLOCK_BOOTTIME);
+	pb_uint(b, 2, t0);
+	pb_close(b, c);
+	pb_uint(b, 2, p->clock);
+	pb_close(b, cs);
+	pb_close(b, pk);
+	dump__pf_emit(p);
+}
+
+/* The tracks of the trace at hand. */
+static void dump__pf_tracks(struct dump__pf *p)
+{
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
+		/* META and RSS streams may say pid 0: they are the program's. */
+		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+		p->seqs[s].pid = pid;
+		struct dump__pf_proc *pr = dump__pf_proc(p, pid);
+		if (!pr)
+			return;
+		if (si->kind != TRC_STREAM_THREAD) {
+			p->seqs[s].track = pr->track;
+			continue;
+		}
+		p->seqs[s].track = p->next_uuid++;
+		uint32_t len = 0;
+		const char *name = trcfile_reader_thread_name(p->r, si->pid, si->tid, &len);
+		dump__pf_descriptor(p, p->seqs[s].track, pr->track, name, len, pr, NULL, 0, si->tid,
+				    -1);
+	}
+}
+
+static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
+{
+	dump__pf_clock(p, t0);
+	dump__pf_tracks(p);
+}
+
+/* --split-size: ends this file at the last timestamp written (open slices end there, flagged
+ * "split") and starts the next one: clock, every track described so far, fresh sequences,
+ * and the open slices begun again at that time (flagged "continued"). Each file is a whole
+ * trace; together they cover consecutive time ranges. */
+static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
+{
+	uint64_t t = p->last_ts;
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		for (uint64_t d = p->seqs[s].depth; d; d--) {
+			size_t pk = dump__pf_begin(p, s, t);
+			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "split"};
+			dump__pf_event_body(p, pk, &e);
+		}
+	}
+	if (dump_outfile_next(of))
+		return DUMP_EXIT_FAIL;
+	dump__pf_clock(p, t);
+	dump_write(p->desc_log.p, p->desc_log.len);
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		struct dump__pf_seq *q = &p->seqs[s];
+		q->started = false;
+		q->next_iid = 0;
+		u64map_destroy(&q->iids);
+		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
+		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+		for (uint64_t d = 0; d < q->depth; d++)
+			dump__pf_slice_begin(p, s, t, pid, q->stack[d], "continued");
+	}
+	return 0;
+}
+
+/* The exporter's state for n streams (of every trace); NULL when out of memory. */
+static struct dump__pf *dump__pf_new(unsigned n)
+{
+	struct dump__pf *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->n_all = n;
+	p->next_uuid = 1;
+	p->clock = PF_CLOCK_MONOTONIC;
+	p->all_seqs = calloc(n ? n : 1, sizeof(*p->all_seqs));
+	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
+	u64map_init(&p->counters, SIZE_MAX);
+	for (unsigned k = 0; p->all_seqs && k < n; k++)
+		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
+	p->seqs = p->all_seqs;
+	p->n_streams = n;
+	return p;
+}
+
+static void dump__pf_free(struct dump__pf *p)
+{
+	if (!p)
+		return;
+	for (unsigned s = 0; s < p->n_all && p->all_seqs; s++) {
+		u64map_destroy(&p->all_seqs[s].iids);
+		free(p->all_seqs[s].stack);
+	}
+	pb_buf_free(&p->desc_log);
+	u64map_destroy(&p->counters);
+	allocmap_free(p->live);
+	pb_buf_free(&p->pkt);
+	free(p->procs);
+	free(p->all_seqs);
+	free(p);
+}
+
+/* Spans still open in the trace at hand: closed at ts (flagged unfinished). */
+static void dump__pf_close_open(struct dump__pf *p, uint64_t ts)
+{
+	for (unsigned s = 0; s < p->n_streams; s++) {
+		for (; p->seqs[s].depth; p->seqs[s].depth--) {
+			size_t pk = dump__pf_begin(p, s, ts);
+			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
+			dump__pf_event_body(p, pk, &e);
+			p->closed_at_end++;
+		}
+	}
+}
+
+/* Several FILEs: the pid (and tid) range of trace i, as trace-dump chrome's. */
+#define DUMP__PF_PID_RANGE 10000000u
+
+/* Makes trace i of m the one at hand. */
+static void dump__pf_select(struct dump__pf *p, struct dump_traces *m, const unsigned *base,
+			    unsigned i)
+{
+	p->r = m->t[i].r;
+	p->label = &m->t[i];
+	p->pid_base = (i + 1) * DUMP__PF_PID_RANGE;
+	p->seq_base = base[i];
+	p->seqs = p->all_seqs + base[i];
+	p->n_streams = base[i + 1] - base[i];
+}
+
+/* Several FILEs into one output: records merged on CLOCK_REALTIME (dump_multi.c) and written on
+ * that clock, each trace's processes and threads in their own pid/tid range. */
+static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
+{
+	struct dump_traces m;
+	if (dump_traces_open(&m, paths, n) != DUMP_EXIT_OK)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	struct dump__pf *p = NULL;
+	struct dump_outfile of = {.base = out};
+	unsigned *base = calloc(n + 1, sizeof(*base));
+	uint64_t *last = calloc(n, sizeof(*last)); /* each trace's last time, on REALTIME */
+	if (!base || !last)
+		goto nomem;
+	for (unsigned i = 0; i < n; i++)
+		base[i + 1] = base[i] + trcfile_reader_stream_count(m.t[i].r);
+	p = dump__pf_new(base[n]);
+	if (!p || !p->all_seqs || !p->live)
+		goto nomem;
+	p->clock = PF_CLOCK_REALTIME;
+	if (dump_traces_start(&m, NULL) != DUMP_EXIT_OK)
+		goto out;
+	if (dump_outfile_next(&of))
+		goto out;
+	dump__pf_clock(p, (uint64_t)m.start_rt);
+	for (unsigned i = 0; i < n; i++) {
+		dump__pf_select(p, &m, base, i);
+		dump__pf_tracks(p);
+		last[i] = dump_start_ns(m.t[i].r) + (uint64_t)m.t[i].anchor;
+	}
+	struct trc_record rec;
+	unsigned ti, sidx;
+	int err;
+	while (!p->err && (err = dump_traces_next(&m, &rec, &ti, &sidx)) == 1) {
+		dump__pf_select(p, &m, base, ti);
+		rec.ts_ns += (uint64_t)m.t[ti].anchor; /* on CLOCK_REALTIME */
+		dump__pf_record(p, sidx, &rec);
+		if (rec.ts_ns > last[ti])
+			last[ti] = rec.ts_ns;
+	}
+	if (!p->err && err < 0) {
+		dump_outfile_close(&of);
+		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
+		goto out;
+	}
+	/* Spans still open: closed at their trace's last timestamp. */
+	for (unsigned i = 0; i < n; i++) {
+		dump__pf_select(p, &m, base, i);
+		dump__pf_close_open(p, last[i]);
+	}
+	if (p->err) {
+		dump_outfile_close(&of);
+		dump_error("%s", strerror(-p->err));
+		goto out;
+	}
+	if (dump_outfile_close(&of))
+		goto out;
+	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
+	goto out;
+nomem:
+	dump_error("out of memory");
+out:
+	dump__pf_free(p);
+	free(base);
+	free(last);
+	dump_traces_close(&m);
+	return rc;
+}
+
+int dump_perfetto_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"from", required_argument, NULL, 'f'},
+		{"to", required_argument, NULL, 'T'},
+		{"split-size", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = argv[0], *out = NULL, *from_arg = NULL, *to_arg = NULL;
+	uint64_t from = 0, to = UINT64_MAX;
+	struct dump_outfile of = {0};
+	char msg[256];
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		if (dump_value_missing(cmd, argv))
+			return DUMP_EXIT_USAGE;
+		switch (opt) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+		case 'T':
+			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &from : &to,
+					      msg, sizeof(msg)))
+				return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to",
+							msg);
+			if (opt == 'f')
+				from_arg = optarg;
+			else
+				to_arg = optarg;
+			break;
+		case 'S':
+			if (cli_parse_size(optarg, &of.split) || of.split < DUMP__PF_MIN_SPLIT)
+				return dump_usage_error(
+					cmd,
+					"--split-size: invalid size \"%s\" (expected "
+					"1M or more: 64M, 1G)",
+					optarg);
+			break;
+		case 'h':
+			fputs(dump__perfetto_help, stdout);
+			return DUMP_EXIT_OK;
+		default:
+			return dump_refused_option(cmd, opt, argv, opts);
+		}
+	}
+	if (from_arg && to_arg && from > to)
+		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
+					from_arg, to_arg);
+	if (argc - optind > 1) {
+		if (from_arg || to_arg || of.split)
+			return dump_usage_error(cmd, "--from, --to and --split-size take one FILE "
+						     "(several FILEs: whole traces)");
+		if (!out)
+			return dump_usage_error(cmd, "-o OUT is required (the output is binary)");
+		return dump__pf_multi(argv + optind, (unsigned)(argc - optind), out);
+	}
+	const char *path = dump_file_operand(cmd, argc, argv);
+	if (!path)
+		return DUMP_EXIT_USAGE;
+	if (!out)
+		return dump_usage_error(cmd, "-o OUT is required (the output is binary)");
+	struct trcfile_reader *r = dump_open(path, false);
+	if (!r)
+		return DUMP_EXIT_FAIL;
+	int rc = DUMP_EXIT_FAIL;
+	struct trcfile_iter *it = NULL;
+	struct dump__pf *p = dump__pf_new(trcfile_reader_stream_count(r));
+	if (!p)
+		goto out;
+	p->r = r;
+	it = trcfile_iter_new(r);
+	if (!p->seqs || !p->live || !it) {
+		dump_error("%s: %s", path,
+			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
+						       : "out of memory");
+		goto out;
+	}
+	of.base = out;
+	if (of.split && !strcmp(out, "-")) {
+		rc = dump_usage_error(cmd, "--split-size writes files: -o - cannot be split");
+		goto out;
+	}
+	if (dump_outfile_next(&of))
+		goto out;
+	uint64_t start = dump_start_ns(r);
+	uint64_t t_from = from > UINT64_MAX - start ? UINT64_MAX : start + from;
+	uint64_t t_to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
+	p->last_ts = from_arg ? t_from : start;
+	dump__pf_prologue(p, p->last_ts);
+	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
+	struct trc_record rec;
+	unsigned sidx;
+	while (!err && !p->err && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+		err = 0;
+		if (rec.ts_ns > t_to) {
+			/* What is open is known to be open until --to: closed there. */
+			p->last_ts = t_to;
+			break;
+		}
+		if (rec.ts_ns < t_from)
+			continue;
+		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
+			goto out;
+		dump__pf_record(p, sidx, &rec);
+	}
+	if (err < 0) {
+		dump_outfile_close(&of);
+		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		goto out;
+	}
+	if (p->err) {
+		dump_error("%s", strerror(-p->err));
+		goto out;
+	}
+	/* Spans still open: closed at the last timestamp written. */
+	dump__pf_close_open(p, p->last_ts);
+	if (dump_outfile_close(&of))
+		goto out;
+	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
+out:
+	trcfile_iter_free(it);
+	dump__pf_free(p);
+	trcfile_reader_close(r);
+	return rc;
+}
