@@ -7,7 +7,21 @@
  *   events_per_s (recorded), bytes_per_event (trace file), recorder_cpu (CPU seconds of
  *   trace-run per second of run: the wait4 total less the program's own CPU, which it prints),
  *   recorder_peak_rss_bytes (trace-run's own ru_maxrss, from its report line).
- * case=flood: producers as fast as they can (1 thread): events_per_s recorded and lost.
+ * case=max-lossless: as 1thread with a ladder that climbs from 30 M to 100 M events/s in 10 M
+ *   steps: the highest paced rate with nothing lost in every one of RUNS runs of 10 s.
+ * case=flood: producers as fast as they can (1 thread, 5 s): events_per_s recorded and lost,
+ *   lost_fraction, finish_s (program exit to trace-run exit: the last drain and the
+ *   compression of stored chunks), bytes_per_event of the finished file, write_mb_per_s (what
+ *   trace-run wrote while recording, per second of the run) beside machine_write_mb_per_s:
+ *   memcpy plus pwrite of as many bytes to a file in the same folder, measured in the same run,
+ *   so a disk-bound result shows as one; rss_samples beside rss_samples_requested (10 Hz: the
+ *   sampler keeps its rate during the flood).
+ *
+ * case=threads-200: 200 threads each emitting 200 000 events at once (work_events 40M 200),
+ *   as a new user would: events lost (lost_fraction), the ring bytes resident in the program
+ *   at their peak (ring_bytes_resident: the summary's buffers_resident_peak_bytes), the
+ *   program's peak RSS (program_maxrss_bytes, buffers included) and trace-run's own
+ *   (recorder_peak_rss_bytes). Medians of RUNS runs.
  *
  * Paths: trace-run, trace-dump and work_paced are found next to this program
  * (build/bench/../bin). Trace files go to build/bench/ and are deleted after each run.
@@ -25,9 +39,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <stdint.h>
 #include <unistd.h>
 
 static char dir_bench[PATH_MAX], trace_run[PATH_MAX + 32], trace_dump[PATH_MAX + 32], work[PATH_MAX + 32];
+static char work_events[PATH_MAX + 32];
 
 struct e2e_result {
 	bool ok;
@@ -36,6 +52,9 @@ struct e2e_result {
 	double file_bytes;
 	double recorder_cpu_s;
 	double recorder_rss_bytes;
+	double finish_s; /* program's end to trace-run's exit */
+	double written_bytes; /* what trace-run wrote while recording */
+	double rss_samples; /* RSS samples in the trace (the sampler's rate under load) */
 };
 
 static double now_s(void)
@@ -111,12 +130,21 @@ static struct e2e_result run_once(int threads, double rate_per_thread, double se
 	struct rusage ru;
 	double t0 = now_s();
 	int rc = run_cmd(argv, out, err, &ru);
-	r.wall_s = now_s() - t0;
+	double t1 = now_s();
+	r.wall_s = t1 - t0;
 	char *o = slurp(out), *e = slurp(err);
-	double prog_cpu = 0;
+	double prog_cpu = 0, end_ns = 0;
 	const char *p = strstr(o, "emitted ");
-	if (p)
-		sscanf(p, "emitted %lf cpu_s %lf", &r.emitted, &prog_cpu);
+	if (p && sscanf(p, "emitted %lf cpu_s %lf end_mono_ns %lf", &r.emitted, &prog_cpu,
+			&end_ns) == 3)
+		r.finish_s = t1 - end_ns / 1e9;
+	r.written_bytes = -1;
+	p = strstr(e, "MiB written while recording");
+	if (p) {
+		while (p > e && p[-1] != '(')
+			p--;
+		r.written_bytes = strtod(p, NULL) * 1048576.0;
+	}
 	r.recorder_cpu_s = tv_s(ru.ru_utime) + tv_s(ru.ru_stime) - prog_cpu;
 	p = strstr(e, "recorder RSS ");
 	if (p) {
@@ -128,11 +156,14 @@ static struct e2e_result run_once(int threads, double rate_per_thread, double se
 	struct stat st;
 	if (rc == 0 && stat(trace, &st) == 0) {
 		r.file_bytes = (double)st.st_size;
+		if (r.written_bytes < 0)
+			r.written_bytes = r.file_bytes; /* nothing was stored: the file is it */
 		char *dargv[] = {trace_dump, "summary", "--json", trace, NULL};
 		if (run_cmd(dargv, out, NULL, NULL) == 0) {
 			char *j = slurp(out);
 			r.events_recorded = json_num(j, "events_recorded");
 			r.events_lost = json_num(j, "events_lost");
+			r.rss_samples = json_num(j, "rss_samples");
 			r.ok = r.events_recorded >= 0;
 			free(j);
 		}
@@ -163,8 +194,13 @@ static void paced_case(const char *name, int threads, int runs, double seconds, 
 	static const double full_ladder[] = {1e6, 5e6, 10e6, 15e6, 20e6, 25e6, 30e6, 35e6, 40e6,
 					     50e6, 60e6, 80e6};
 	static const double quick_ladder[] = {5e6, 20e6, 30e6};
-	const double *ladder = quick ? quick_ladder : full_ladder;
-	int n_ladder = quick ? 3 : (int)(sizeof(full_ladder) / sizeof(full_ladder[0]));
+	static const double max_ladder[] = {30e6, 40e6, 50e6, 60e6, 70e6, 80e6, 90e6, 100e6};
+	static const double max_quick_ladder[] = {30e6, 60e6};
+	bool max = !strcmp(name, "max-lossless");
+	const double *ladder = max ? (quick ? max_quick_ladder : max_ladder)
+				   : (quick ? quick_ladder : full_ladder);
+	int n_ladder = max ? (quick ? 2 : (int)(sizeof(max_ladder) / sizeof(max_ladder[0])))
+			   : (quick ? 3 : (int)(sizeof(full_ladder) / sizeof(full_ladder[0])));
 	double probe_s = quick ? 0.3 : 2.0;
 	int best = -1;
 	for (int i = 0; i < n_ladder; i++) {
@@ -215,9 +251,49 @@ static void paced_case(const char *name, int threads, int runs, double seconds, 
 	       median(bpe, got), median(cpu, got), median(rss, got), threads, seconds, got);
 }
 
+/* This machine's own rate for what the writer does with stored chunks: memcpy into a 1 MiB
+ * buffer, pwrite to a file in the bench folder, total bytes (as many as a flood run writes),
+ * MB/s. The file is deleted. */
+static double machine_write_mb_per_s(double total)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/e2e-disk-%d.tmp", dir_bench, (int)getpid());
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return 0;
+	size_t chunk = 1u << 20;
+	size_t src_n = 64u << 20;
+	uint8_t *src = malloc(src_n), *buf = malloc(chunk);
+	if (!src || !buf) {
+		free(src);
+		free(buf);
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	for (size_t i = 0; i < src_n; i++)
+		src[i] = (uint8_t)(i * 131u >> 3);
+	memset(buf, 0, chunk);
+	double t0 = now_s();
+	off_t off = 0;
+	for (double done = 0; done < total; done += (double)chunk) {
+		memcpy(buf, src + ((size_t)off % src_n), chunk);
+		if (pwrite(fd, buf, chunk, off) != (ssize_t)chunk)
+			break;
+		off += (off_t)chunk;
+	}
+	double t = now_s() - t0;
+	close(fd);
+	unlink(path);
+	free(src);
+	free(buf);
+	return t > 0 ? (double)off / t / 1e6 : 0;
+}
+
 static void flood_case(int runs, double seconds)
 {
-	double eps[MAX_RUNS], lost[MAX_RUNS], lostf[MAX_RUNS];
+	double eps[MAX_RUNS], lost[MAX_RUNS], lostf[MAX_RUNS], fin[MAX_RUNS], bpe[MAX_RUNS];
+	double wmb[MAX_RUNS], wbytes[MAX_RUNS], rss[MAX_RUNS];
 	int got = 0;
 	for (int k = 0; k < runs; k++) {
 		struct e2e_result r = run_once(1, 0, seconds);
@@ -226,17 +302,76 @@ static void flood_case(int runs, double seconds)
 		eps[got] = r.events_recorded / seconds;
 		lost[got] = r.events_lost;
 		lostf[got] = r.emitted > 0 ? r.events_lost / r.emitted : 0;
-		printf("  flood     run %d: recorded %.0f lost %.0f emitted %.0f\n", k,
-		       r.events_recorded, r.events_lost, r.emitted);
+		fin[got] = r.finish_s;
+		bpe[got] = r.events_recorded > 0 ? r.file_bytes / r.events_recorded : 0;
+		wmb[got] = r.written_bytes / seconds / 1e6;
+		wbytes[got] = r.written_bytes;
+		rss[got] = r.rss_samples;
+		printf("  flood     run %d: recorded %.0f lost %.0f emitted %.0f; finish %.2f s, "
+		       "%.2f bytes/event, %.0f MB written while recording (%.0f MB/s)\n",
+		       k, r.events_recorded, r.events_lost, r.emitted, r.finish_s, bpe[got],
+		       r.written_bytes / 1e6, wmb[got]);
 		got++;
 	}
 	if (!got) {
 		printf("SUMMARY bench=e2e case=flood events_per_s=0 failed=1\n");
 		return;
 	}
+	double machine = machine_write_mb_per_s(median(wbytes, got));
+	printf("  flood     this machine: memcpy + pwrite of as many bytes: %.0f MB/s\n", machine);
 	printf("SUMMARY bench=e2e case=flood events_per_s=%.0f lost=%.0f lost_fraction=%.4f "
+	       "finish_s=%.3f bytes_per_event=%.3f write_mb_per_s=%.1f "
+	       "machine_write_mb_per_s=%.1f rss_samples=%.0f rss_samples_requested=%.0f "
 	       "seconds=%.1f runs=%d\n",
-	       median(eps, got), median(lost, got), median(lostf, got), seconds, got);
+	       median(eps, got), median(lost, got), median(lostf, got), median(fin, got),
+	       median(bpe, got), median(wmb, got), machine, median(rss, got), seconds * 10,
+	       seconds, got);
+}
+
+static void threads_case(int runs)
+{
+	double lostf[MAX_RUNS], res[MAX_RUNS], prog[MAX_RUNS], rec[MAX_RUNS];
+	int got = 0;
+	char trace[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32];
+	snprintf(trace, sizeof(trace), "%s/e2e-%d.trc", dir_bench, (int)getpid());
+	snprintf(out, sizeof(out), "%s/e2e-%d.out", dir_bench, (int)getpid());
+	snprintf(err, sizeof(err), "%s/e2e-%d.err", dir_bench, (int)getpid());
+	for (int k = 0; k < runs; k++) {
+		char *argv[] = {trace_run, "--no-preload", "-o", trace, "--", work_events, "40000000",
+				"200", NULL};
+		if (run_cmd(argv, out, err, NULL) != 0)
+			continue;
+		char *e = slurp(err);
+		const char *p = strstr(e, "recorder RSS ");
+		double rrss = p ? strtod(p + 13, NULL) * 1048576.0 : 0;
+		free(e);
+		char *dargv[] = {trace_dump, "summary", "--json", trace, NULL};
+		if (run_cmd(dargv, out, NULL, NULL) != 0)
+			continue;
+		char *j = slurp(out);
+		double recd = json_num(j, "events_recorded"), lost = json_num(j, "events_lost");
+		lostf[got] = recd + lost > 0 ? lost / (recd + lost) : 0;
+		res[got] = json_num(j, "buffers_resident_peak_bytes");
+		prog[got] = json_num(j, "exit_maxrss_bytes");
+		rec[got] = rrss;
+		free(j);
+		printf("  threads-200 run %d: lost %.0f of %.0f, ring bytes resident %.1f MiB, program "
+		       "peak RSS %.1f MiB, recorder peak RSS %.1f MiB\n",
+		       k, lost, recd + lost, res[got] / 1048576.0, prog[got] / 1048576.0,
+		       rrss / 1048576.0);
+		got++;
+	}
+	unlink(trace);
+	unlink(out);
+	unlink(err);
+	if (!got) {
+		printf("SUMMARY bench=e2e case=threads-200 failed=1 lost_fraction=1\n");
+		return;
+	}
+	printf("SUMMARY bench=e2e case=threads-200 lost_fraction=%.4f ring_bytes_resident=%.0f "
+	       "program_maxrss_bytes=%.0f recorder_peak_rss_bytes=%.0f threads=200 "
+	       "events_per_thread=200000 runs=%d\n",
+	       median(lostf, got), median(res, got), median(prog, got), median(rec, got), got);
 }
 
 int main(int argc, char **argv)
@@ -265,6 +400,7 @@ int main(int argc, char **argv)
 	snprintf(trace_run, sizeof(trace_run), "%s/../bin/trace-run", self);
 	snprintf(trace_dump, sizeof(trace_dump), "%s/../bin/trace-dump", self);
 	snprintf(work, sizeof(work), "%s/work_paced", self);
+	snprintf(work_events, sizeof(work_events), "%s/work_events", self);
 	if (access(trace_run, X_OK) || access(trace_dump, X_OK) || access(work, X_OK)) {
 		fprintf(stderr, "bench_e2e: needs %s, %s and %s\n", trace_run, trace_dump, work);
 		return 1;
@@ -275,6 +411,8 @@ int main(int argc, char **argv)
 	       runs, seconds);
 	paced_case("1thread", 1, runs, seconds, quick);
 	paced_case("2threads", 2, runs, seconds, quick);
+	paced_case("max-lossless", 1, runs, seconds, quick);
 	flood_case(runs, quick ? 0.5 : 5.0);
+	threads_case(quick ? 1 : runs);
 	return 0;
 }

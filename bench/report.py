@@ -415,6 +415,11 @@ CHARTS = [
         ("bare loop (bench=ring)", "ring", "push", "bare_ns_per_record"),
         ("ring push (bench=ring)", "ring", "push", "ns_per_record"),
     ]),
+    ("the recorder's drain, ns per record (lower is better)", "ns", [
+        ("memcpy of the ring bytes", "drain", "raw", "memcpy_ns_per_record"),
+        ("fused drain: ring -> chunk bytes", "drain", "raw", "ns_per_record"),
+        ("old drain: struct trc_record", "drain", "raw", "struct_ns_per_record"),
+    ]),
     ("slowdown of the malloc workload, x untraced (lower is better)", "x", [
         ("trc (trace-run)", "peers", "malloc", "trc_slowdown"),
         ("heaptrack", "peers", "malloc", "heaptrack_slowdown"),

@@ -85,6 +85,11 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru);
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	printf("emitted %ld cpu_s %.6f\n", total, cpu);
+	struct timespec end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	/* end_mono_ns: when the program is done, for bench=e2e's finish_s (exit to trace-run's
+	 * exit) */
+	printf("emitted %ld cpu_s %.6f end_mono_ns %lld\n", total, cpu,
+	       (long long)end.tv_sec * 1000000000ll + end.tv_nsec);
 	return 0;
 }

@@ -7,8 +7,13 @@
  * append. Then the file is read back: every stream must hold exactly what was appended, in
  * order, and the merge must be in time order.
  *
- * STRESS_SCALE (env, default 1) multiplies the record count. Prints one line of figures;
- * exits 1 on any failure.
+ * It runs twice: compressed chunks only, then with TRCFILE_WRITER_STORE_WHEN_BEHIND and every
+ * fifth chunk stored besides (stored chunks go straight from the appending threads to the
+ * writer thread, beside the compressors' output), the watcher also checking that the stored
+ * count never goes back.
+ *
+ * STRESS_SCALE (env, default 1) multiplies the record count. Prints one line of figures per
+ * run; exits 1 on any failure.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -88,7 +93,7 @@ static void *appender(void *p)
 static void *watcher(void *p)
 {
 	(void)p;
-	uint64_t last = 0;
+	uint64_t last = 0, last_stored = 0;
 	while (!atomic_load(&done)) {
 		if (trcfile_writer_error(writer))
 			FAIL("writer error %d", trcfile_writer_error(writer));
@@ -96,6 +101,10 @@ static void *watcher(void *p)
 		if (b < last)
 			FAIL("bytes_written went back");
 		last = b;
+		uint64_t c = trcfile_writer_chunks_stored(writer);
+		if (c < last_stored)
+			FAIL("chunks_stored went back");
+		last_stored = c;
 		usleep(100);
 	}
 	return NULL;
@@ -136,17 +145,9 @@ static bool same(const struct trc_record *a, const struct trc_record *b)
 	}
 }
 
-int main(void)
+static int run(bool store)
 {
-	const char *sc = getenv("STRESS_SCALE");
-	if (sc) {
-		long v = atol(sc);
-		if (v < 1 || v > 10000) {
-			fprintf(stderr, "stress_trcfile: bad STRESS_SCALE '%s'\n", sc);
-			return 2;
-		}
-		records_per_stream *= (unsigned long)v;
-	}
+	atomic_store(&done, false);
 	char path[] = "/tmp/stress_trcfile.XXXXXX";
 	int fd = mkstemp(path);
 	if (fd < 0) {
@@ -159,6 +160,10 @@ int main(void)
 					.max_chunks_in_flight = 3,
 					.zstd_level = 1,
 					.flags = TRCFILE_WRITER_NO_FSYNC};
+	if (store) {
+		o.flags |= TRCFILE_WRITER_STORE_WHEN_BEHIND;
+		o.store_one_in = 5;
+	}
 	int err = 0;
 	writer = trcfile_writer_open_fd(fd, &h, &o, &err);
 	if (!writer) {
@@ -183,9 +188,14 @@ int main(void)
 	pthread_join(late, NULL);
 	atomic_store(&done, true);
 	pthread_join(w, NULL);
-	err = trcfile_writer_close(writer);
+	struct trcfile_writer_stats wst;
+	err = trcfile_writer_close_stats(writer, &wst);
 	if (err)
 		FAIL("close: %s", strerror(-err));
+	if (store && wst.chunks_stored == 0)
+		FAIL("no chunk was stored");
+	if (!store && wst.chunks_stored != 0)
+		FAIL("chunks stored without the flag");
 
 	struct trcfile_reader *r = NULL;
 	char msg[256];
@@ -239,8 +249,25 @@ int main(void)
 		FAIL("merge: rc %d, %lu of %lu records", rc, (unsigned long)n,
 		     (unsigned long)st.records);
 	trcfile_iter_free(it);
-	printf("stress_trcfile: %lu records in %lu chunks, %u streams, %d failures\n",
-	       (unsigned long)st.records, (unsigned long)st.chunks, ns, atomic_load(&failures));
+	printf("stress_trcfile: %lu records in %lu chunks (%lu stored), %u streams, %d failures\n",
+	       (unsigned long)st.records, (unsigned long)st.chunks,
+	       (unsigned long)wst.chunks_stored, ns, atomic_load(&failures));
 	trcfile_reader_close(r);
 	return atomic_load(&failures) ? 1 : 0;
+}
+
+int main(void)
+{
+	const char *sc = getenv("STRESS_SCALE");
+	if (sc) {
+		long v = atol(sc);
+		if (v < 1 || v > 10000) {
+			fprintf(stderr, "stress_trcfile: bad STRESS_SCALE '%s'\n", sc);
+			return 2;
+		}
+		records_per_stream *= (unsigned long)v;
+	}
+	int a = run(false);
+	int b = run(true);
+	return a || b ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-/* test_buildid.c - the build-id of MODULE records in the file (FORMAT.md 1.1): written and read
+/* test_buildid.c - the build-id of MODULE records in the file (FORMAT.md 1.2): written and read
  * back exactly, absent when not given (as in 1.0 files), kept by the reader's module table,
  * and a build-id longer than TRC_BUILD_ID_MAX refused by the writer. */
 #include "test_trcfile_util.h"
@@ -39,7 +39,7 @@ Test(buildid, written_and_read_back)
 	struct trcfile_reader *r = NULL;
 	char msg[256];
 	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
-	cr_expect_eq(trcfile_reader_header(r)->version_minor, 1);
+	cr_expect_eq(trcfile_reader_header(r)->version_minor, 2);
 	const struct trcfile_module *ma = trcfile_reader_module(r, 7, 0x400010);
 	const struct trcfile_module *mb = trcfile_reader_module(r, 7, 0x800010);
 	cr_assert(ma && mb);

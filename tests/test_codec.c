@@ -86,7 +86,7 @@ Test(codec, layout_matches_format_md)
 		ROW(chunk_hdr, first_ts, 24, 8),   ROW(chunk_hdr, last_ts, 32, 8),
 		ROW(chunk_hdr, count, 40, 4),	   ROW(chunk_hdr, raw_bytes, 44, 4),
 		ROW(chunk_hdr, comp_bytes, 48, 4), ROW(chunk_hdr, flags, 52, 4),
-		ROW(chunk_hdr, reserved, 56, 4),   ROW(chunk_hdr, crc, 60, 4),
+		ROW(chunk_hdr, payload_crc, 56, 4), ROW(chunk_hdr, crc, 60, 4),
 	};
 	check_rows("chunk header", chunk, sizeof(chunk) / sizeof(chunk[0]),
 		   sizeof(struct trcfile__chunk_hdr_image), 64);
@@ -455,11 +455,25 @@ Test(codec, chunk_header_damaged_copies_are_refused)
 		cr_assert_str_eq(why, "unknown stream kind");
 	}
 	h = t_chunk;
-	h.flags = 1;
+	h.flags = 2; /* bit 0 is "stored" (FORMAT.md "Stored chunks"); the rest are reserved */
 	cr_assert_eq(t_chunk_forged(&h, &why), -EBADMSG);
 	cr_assert_str_eq(why, "reserved chunk header bits set");
+	/* A stored chunk's payload is its records: comp_bytes = raw_bytes. */
+	h = t_chunk;
+	h.flags = 1;
+	h.comp_bytes = h.raw_bytes + 1;
+	cr_assert_eq(t_chunk_forged(&h, &why), -EBADMSG);
+	cr_assert_str_eq(why, "stored chunk whose payload is not its records' size");
+	h.comp_bytes = h.raw_bytes;
+	h.payload_crc = 0x12345678u;
+	cr_assert_eq(t_chunk_forged(&h, &why), 0, "%s", why);
+	trcfile__chunk_hdr_put(d, &h);
+	cr_assert_eq(trcfile__chunk_hdr_get(d, &got, &why), 0);
+	cr_assert_eq(got.payload_crc, 0x12345678u);
+	cr_assert_eq(got.flags, 1);
+	/* payload_crc is 0 in a compressed chunk */
 	memcpy(d, b, sizeof(b));
-	trcfile__put32(d + TRCFILE__OFFSET(chunk_hdr, reserved), 1);
+	trcfile__put32(d + TRCFILE__OFFSET(chunk_hdr, payload_crc), 1);
 	trcfile__put32(d + TRCFILE__OFFSET(chunk_hdr, crc),
 		       trcfile__crc32c(0, d, TRCFILE__OFFSET(chunk_hdr, crc)));
 	cr_assert_eq(trcfile__chunk_hdr_get(d, &got, &why), -EBADMSG);

@@ -648,8 +648,8 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	td_expect_usage(
 		dir, (const char *const[]){"frobnicate", trc, NULL},
 		"trace-dump: unknown command \"frobnicate\" (and no such file); the "
-		"commands are summary, events, rss, chrome, flame, parquet, perfetto, pprof "
-		"and help\n");
+		"commands are summary, events, rss, chrome, flame, parquet, perfetto, pprof, "
+		"compact and help\n");
 	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
 			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
 			"trace-dump help)\n");
@@ -659,7 +659,8 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	cr_expect(strstr(r.err, "trace-dump: missing.trc: No such file"), "%s", r.err);
 	td_free(&r);
 	/* help lists every command; help COMMAND is COMMAND --help. */
-	static const char *const cmds[] = {"summary", "events", "rss", "chrome", "help"};
+	static const char *const cmds[] = {"summary",  "events", "rss",	    "chrome", "parquet",
+					   "perfetto", "pprof",	 "compact", "help"};
 	char *help = td_ok(dir, (const char *const[]){"help", NULL}, NULL);
 	char *dash_help = td_ok(dir, (const char *const[]){"--help", NULL}, NULL);
 	cr_expect_str_eq(help, dash_help);
@@ -670,7 +671,7 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	}
 	free(help);
 	free(dash_help);
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 8; i++) {
 		char *a = td_ok(dir, (const char *const[]){"help", cmds[i], NULL}, NULL);
 		char *b = td_ok(dir, (const char *const[]){cmds[i], "--help", NULL}, NULL);
 		cr_expect_str_eq(a, b);
@@ -688,6 +689,43 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	v = td_ok(dir, (const char *const[]){"-V", NULL}, NULL);
 	cr_expect_str_eq(v, "trace-dump " CLI_VERSION "\n");
 	free(v);
+	tu_rm_rf(dir);
+}
+
+/* compact: a file with stored chunks becomes one without, with the same summary. */
+Test(dump, compact_compresses_stored_chunks, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char mixed[300], out[300];
+	snprintf(mixed, sizeof(mixed), "%s/mixed.trc", dir);
+	snprintf(out, sizeof(out), "%s/out.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_writer_opts o = {.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+					.flags = TRCFILE_WRITER_NO_FSYNC,
+					.store_one_in = 1};
+	cr_assert_eq(tu_write_plan(mixed, &p, &o, 3), 0);
+	tu_plan_free(&p);
+	struct td_run r = td_run(dir, (const char *const[]){"compact", mixed, "-o", out, NULL});
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "trace-dump compact: "), "%s", r.err);
+	cr_expect(strstr(r.err, " 4 stored chunks compressed; "), "%s", r.err);
+	td_free(&r);
+	char *a = td_ok(dir, (const char *const[]){"summary", "--json", mixed, NULL}, NULL);
+	char *b = td_ok(dir, (const char *const[]){"summary", "--json", out, NULL}, NULL);
+	cr_expect_str_eq(a, b);
+	free(a);
+	free(b);
+	td_expect_usage(dir, (const char *const[]){"compact", mixed, NULL},
+			"trace-dump compact: no output given (-o OUT) (see trace-dump compact "
+			"--help)\n");
+	td_expect_usage(dir, (const char *const[]){"compact", mixed, "-o", mixed, NULL},
+			"trace-dump compact: OUT is FILE: write another file, then rename it (see "
+			"trace-dump compact --help)\n");
+	r = td_run(dir, (const char *const[]){"compact", "missing.trc", "-o", out, NULL});
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "trace-dump: missing.trc: "), "%s", r.err);
+	td_free(&r);
 	tu_rm_rf(dir);
 }
 

@@ -385,7 +385,7 @@ Test(trcfile_hostile, forged_chunk_headers)
 		{HZ_CHUNK(count), 1, false},	       {HZ_CHUNK(raw_bytes), 0xffffffffu, false},
 		{HZ_CHUNK(raw_bytes), 3, false},       {HZ_CHUNK(comp_bytes), 0xffffffffu, false},
 		{HZ_CHUNK(comp_bytes), 1, false},      {HZ_CHUNK(kind), 7, false},
-		{HZ_CHUNK(flags), 1, false},	       {HZ_CHUNK(reserved), 9, false},
+		{HZ_CHUNK(flags), 1, false},	       {HZ_CHUNK(payload_crc), 9, false},
 		{HZ_CHUNK(seq), 1000, true},	       {HZ_CHUNK(stream_id), 77, true},
 	};
 	size_t i = f.n_chunks / 2;

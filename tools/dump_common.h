@@ -196,5 +196,6 @@ int dump_flame_main(int argc, char **argv);
 int dump_parquet_main(int argc, char **argv);
 int dump_perfetto_main(int argc, char **argv);
 int dump_pprof_main(int argc, char **argv);
+int dump_compact_main(int argc, char **argv);
 
 #endif /* TRC_DUMP_COMMON_H */

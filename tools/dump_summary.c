@@ -106,6 +106,10 @@ static const char dump__summary_help[] =
 	"  exit_maxrss_bytes         ru_maxrss at exit, buffers included (null: no exit record)\n"
 	"  exit_status               wait status of the program (null: no exit record)\n"
 	"  rss_spark_bytes           array: max sample per 1/60 of the duration (empty: none)\n"
+	"  lost_first_t_ns, lost_last_t_ns  when the first and last events were lost, from\n"
+	"                            the start (null: none lost)\n"
+	"  lost_spark                array: events lost per 1/60 of the duration (the\n"
+	"                            columns of rss_spark_bytes; empty: none lost)\n"
 	"  notes                     array of {t_ns (from the start), text}\n"
 	"  truncated                 true when the file has no valid footer (read up to its\n"
 	"                            last whole chunk)\n"
@@ -287,6 +291,24 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump_u64(s->spark_bytes[i]);
 	}
 	dump_char(']');
+	dump__key("lost_first_t_ns", &first);
+	if (s->lost_first_ts_ns)
+		dump_i64((int64_t)(s->lost_first_ts_ns - s->start_ns));
+	else
+		dump_str("null");
+	dump__key("lost_last_t_ns", &first);
+	if (s->lost_first_ts_ns)
+		dump_i64((int64_t)(s->lost_last_ts_ns - s->start_ns));
+	else
+		dump_str("null");
+	dump__key("lost_spark", &first);
+	dump_char('[');
+	for (unsigned i = 0; s->lost_first_ts_ns && i < SUMMARY_SPARK_COLUMNS; i++) {
+		if (i)
+			dump_char(',');
+		dump_u64(s->lost_spark[i]);
+	}
+	dump_char(']');
 	dump__key("notes", &first);
 	dump_char('[');
 	for (size_t i = 0; i < s->n_notes; i++) {
@@ -328,6 +350,33 @@ static void dump__sparkline(const struct summary *s)
 	char a[32], b[32];
 	dump_printf("  (%s .. %s)\n", dump_fmt_bytes(a, sizeof(a), lo),
 		    dump_fmt_bytes(b, sizeof(b), hi));
+}
+
+/* When events were lost: first and last, and a bar per 1/60 of the run (a space where
+ * nothing was lost), so a burst at the start reads differently from a steady leak. */
+static void dump__lost_over_time(const struct summary *s)
+{
+	static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+					    "\u2585", "\u2586", "\u2587", "\u2588"};
+	char a[32], b[32];
+	uint64_t t0 = s->lost_first_ts_ns > s->start_ns ? s->lost_first_ts_ns - s->start_ns : 0;
+	uint64_t t1 = s->lost_last_ts_ns > s->start_ns ? s->lost_last_ts_ns - s->start_ns : 0;
+	dump_printf("  lost from %s to %s; over time: ", dump_fmt_ns(a, sizeof(a), t0),
+		    dump_fmt_ns(b, sizeof(b), t1));
+	uint64_t hi = 0;
+	for (unsigned i = 0; i < SUMMARY_SPARK_COLUMNS; i++)
+		if (s->lost_spark[i] > hi)
+			hi = s->lost_spark[i];
+	dump_char('|');
+	for (unsigned i = 0; i < SUMMARY_SPARK_COLUMNS; i++) {
+		if (!s->lost_spark[i]) {
+			dump_char(' ');
+			continue;
+		}
+		uint64_t k = (s->lost_spark[i] * 8 - 1) / hi;
+		dump_str(bars[k > 7 ? 7 : k]);
+	}
+	dump_printf("| (max %" PRIu64 " in 1/%u of the run)\n", hi, SUMMARY_SPARK_COLUMNS);
 }
 
 static void dump__text(struct trcfile_reader *r, const struct summary *s,
@@ -391,6 +440,8 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				dump_printf(" %s %" PRIu64, trcfile_lost_reason_name(k),
 					    s->lost_per_reason[k]);
 		dump_char('\n');
+		if (s->lost_first_ts_ns)
+			dump__lost_over_time(s);
 	}
 	if (s->rss_ticks_skipped)
 		dump_printf("  RSS sampler ticks skipped (late): %" PRIu64 "\n",

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +35,7 @@
 #include "cli_plural.h"
 #include "cli_version.h"
 #include "recorder.h"
+#include "run_compact.h"
 #include "run_options.h"
 #include "run_spawn.h"
 #include "session.h"
@@ -217,6 +219,10 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	bool progress = opt.progress < 0 ? (!opt.quiet && isatty(STDERR_FILENO)) : opt.progress;
+	/* The writer's chunk buffers (64 KiB to 16 MiB) come and go with the streams: a fixed
+	 * mmap threshold keeps glibc from raising it after the first free, so freed buffers go
+	 * back to the system instead of staying in the heap (the recorder's RSS). */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 
 	/* Signals: blocked everywhere in trace-run, read from a signalfd by this thread. SIGPIPE
 	 * is blocked too (a write to a dead child's pipe returns EPIPE), never ignored, since an
@@ -301,8 +307,14 @@ int main(int argc, char **argv)
 	struct trcfile_writer_opts wopts = {
 		.zstd_level = opt.zstd_level,
 		.compress_threads = opt.compress_threads,
-		.flags = TRCFILE_WRITER_BACKGROUND | TRCFILE_WRITER_PREFAULT,
+		/* Compression never holds the drain back: chunks the compressors cannot take at
+		 * once go to the file stored, and are compressed before we exit (run_compact). */
+		.flags = TRCFILE_WRITER_BACKGROUND | TRCFILE_WRITER_PREFAULT |
+			 TRCFILE_WRITER_STORE_WHEN_BEHIND,
 	};
+	/* Test hook: every chunk stored, as when compression is always behind. */
+	if (getenv("TRC_TEST_STORE_ALL"))
+		wopts.store_one_in = 1;
 	int exit_code = RUN_EXIT_RECORDER_FAILED;
 	struct trcfile_writer *writer = NULL;
 	struct recorder *rec = NULL;
@@ -355,7 +367,9 @@ int main(int argc, char **argv)
 	struct recorder_stats st;
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
 	int rerr = recorder_finish(rec, &ex, &st);
-	int cerr = trcfile_writer_close(writer);
+	struct trcfile_writer_stats wst;
+	int cerr = trcfile_writer_close_stats(writer, &wst);
+	uint64_t stored = wst.chunks_stored;
 	if (rerr || cerr) {
 		fprintf(stderr,
 			"trace-run: writing %s failed: %s; the trace holds what was written "
@@ -365,6 +379,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	exit_code = run__exit_code(w.status);
+
+	double compact_s = 0;
+	bool compacted = false;
+	if (stored && !opt.keep_stored)
+		compacted = run_compact(output, opt.zstd_level, !opt.quiet && isatty(STDERR_FILENO),
+					&compact_s) == 0;
 
 	if (!opt.quiet) {
 		char peak[32], size[32], ended[160];
@@ -387,6 +407,19 @@ int main(int argc, char **argv)
 			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB\n",
 			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
 			peak, ended, (double)self.ru_maxrss / 1024.0);
+		if (stored && compacted)
+			fprintf(stderr,
+				"trace-run: %" PRIu64 " %s written uncompressed while compression "
+				"was behind (%.1f MiB written while recording); compressed before "
+				"exit in %.2f s\n",
+				stored, cli_plural(stored, "chunk was", "chunks were"),
+				(double)wst.bytes_written / 1048576.0, compact_s);
+		else if (stored)
+			fprintf(stderr,
+				"trace-run: %" PRIu64 " %s written uncompressed while compression "
+				"was behind; left so%s (trace-dump compact compresses them)\n",
+				stored, cli_plural(stored, "chunk was", "chunks were"),
+				opt.keep_stored ? " (--keep-stored)" : "");
 	}
 
 out:

@@ -52,6 +52,11 @@ static const char run__usage[] =
 	"      --max-threads N       ring slots: threads recording at once (default 256)\n"
 	"      --compression-level N zstd level 1..19 (default 1)\n"
 	"      --compress-threads N  compression threads (default 1)\n"
+	"      --keep-stored         when compression fell behind the program, chunks\n"
+	"                            were written uncompressed (stored); by default they\n"
+	"                            are compressed before trace-run exits, on every\n"
+	"                            core; this leaves them (trace-dump reads them;\n"
+	"                            trace-dump compact compresses them later)\n"
 	"      --clock auto|gettime  timestamps: auto uses the TSC when it is invariant\n"
 	"      --no-preload          do not put libtrc-preload.so in LD_PRELOAD (no\n"
 	"                            allocation or function events unless the program\n"
@@ -98,6 +103,7 @@ enum {
 	OPT_COMPRESS_THREADS,
 	OPT_CLOCK,
 	OPT_NO_PRELOAD,
+	OPT_KEEP_STORED,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
 };
@@ -115,6 +121,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		{"compress-threads", required_argument, NULL, OPT_COMPRESS_THREADS},
 		{"clock", required_argument, NULL, OPT_CLOCK},
 		{"no-preload", no_argument, NULL, OPT_NO_PRELOAD},
+		{"keep-stored", no_argument, NULL, OPT_KEEP_STORED},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"quiet", no_argument, NULL, 'q'},
@@ -207,6 +214,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			break;
 		case OPT_NO_PRELOAD:
 			o->preload = false;
+			break;
+		case OPT_KEEP_STORED:
+			o->keep_stored = true;
 			break;
 		case OPT_PROGRESS:
 			o->progress = 1;

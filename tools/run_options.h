@@ -27,6 +27,7 @@ struct run_options {
 	int progress; /* -1 auto (stderr is a terminal), 0 off, 1 on */
 	enum run_clock clock;
 	bool preload; /* put libtrc-preload.so in LD_PRELOAD */
+	bool keep_stored; /* leave chunks written stored as they are (no compaction at exit) */
 	char **argv; /* the command and its arguments, NULL-terminated */
 	int argc;
 };

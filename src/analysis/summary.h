@@ -93,6 +93,11 @@ struct summary {
 	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
 	uint64_t spark_bytes[SUMMARY_SPARK_COLUMNS];
 	unsigned n_spark;
+	/* Events lost over time (when it happened, not just how many): the lost counts of the
+	 * LOST records (not sampler ticks) per column of the same time range as spark_bytes,
+	 * and the times of the first and last such record (0 when none). */
+	uint64_t lost_spark[SUMMARY_SPARK_COLUMNS];
+	uint64_t lost_first_ts_ns, lost_last_ts_ns;
 
 	bool truncated;
 };

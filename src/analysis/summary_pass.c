@@ -88,6 +88,13 @@ static void summary__lost(struct summary__state *m, const struct trc_record *rec
 		s->events_lost += rec->lost.count;
 		if (th)
 			th->lost += rec->lost.count;
+		if (rec->lost.count) {
+			s->lost_spark[summary__spark_col(m, rec->ts_ns)] += rec->lost.count;
+			if (!s->lost_first_ts_ns || rec->ts_ns < s->lost_first_ts_ns)
+				s->lost_first_ts_ns = rec->ts_ns;
+			if (rec->ts_ns > s->lost_last_ts_ns)
+				s->lost_last_ts_ns = rec->ts_ns;
+		}
 	}
 }
 

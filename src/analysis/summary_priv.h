@@ -193,6 +193,8 @@ void summary__spans_free(struct summary__spans *sp);
 /* Before the passes: the sparkline's time range (from the index), the traced program. */
 void summary__rss_init(struct summary__state *m);
 void summary__rss_sample(struct summary__state *m, const struct trc_record *rec);
+/* The sparkline column (spark_bytes, lost_spark) a time falls in. */
+unsigned summary__spark_col(const struct summary__state *m, uint64_t ts_ns);
 void summary__rss_exit(struct summary__state *m, const struct trc_record *rec);
 /* After the passes: the sparkline's empty columns, the peak and where it came from. */
 void summary__rss_finish(struct summary__state *m);

@@ -41,6 +41,17 @@ static bool summary__rss_ours(const struct summary__rss *rs, uint32_t pid)
 	return !rs->root_pid || !pid || pid == rs->root_pid;
 }
 
+unsigned summary__spark_col(const struct summary__state *m, uint64_t ts_ns)
+{
+	const struct summary__rss *rs = &m->rss;
+	uint64_t span = rs->t1 > rs->t0 ? rs->t1 - rs->t0 : 1;
+	uint64_t t = ts_ns < rs->t0 ? 0 : ts_ns - rs->t0;
+	if (t > span)
+		t = span;
+	unsigned col = (unsigned)((__uint128_t)t * SUMMARY_SPARK_COLUMNS / (span + 1));
+	return col >= SUMMARY_SPARK_COLUMNS ? SUMMARY_SPARK_COLUMNS - 1 : col;
+}
+
 void summary__rss_sample(struct summary__state *m, const struct trc_record *rec)
 {
 	struct summary *s = m->s;
@@ -57,13 +68,7 @@ void summary__rss_sample(struct summary__state *m, const struct trc_record *rec)
 		s->buffers_resident_peak_bytes = b;
 	s->rss_samples++;
 	rs->have_sample = true;
-	uint64_t span = rs->t1 > rs->t0 ? rs->t1 - rs->t0 : 1;
-	uint64_t t = rec->ts_ns < rs->t0 ? 0 : rec->ts_ns - rs->t0;
-	if (t > span)
-		t = span;
-	unsigned col = (unsigned)((__uint128_t)t * SUMMARY_SPARK_COLUMNS / (span + 1));
-	if (col >= SUMMARY_SPARK_COLUMNS)
-		col = SUMMARY_SPARK_COLUMNS - 1;
+	unsigned col = summary__spark_col(m, rec->ts_ns);
 	if (v > s->spark_bytes[col])
 		s->spark_bytes[col] = v;
 	/* The last sample in time (streams come one after another, not in time order). */

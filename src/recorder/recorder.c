@@ -129,6 +129,29 @@ static int recorder__on_record(void *arg, const struct session_stream *st,
 	return 0;
 }
 
+/* The fused path (session.h): the drain encodes events into the stream's open chunk. */
+static int recorder__window_open(void *arg, const struct session_stream *st, uint64_t ts,
+				 struct trcfile_window *win)
+{
+	struct recorder *r = arg;
+	struct trcfile_stream *s = recorder__stream_for(r, st);
+	if (!s)
+		return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+	return trcfile_stream_window_open(s, ts, win);
+}
+
+static int recorder__window_close(void *arg, const struct session_stream *st,
+				  struct trcfile_window *win)
+{
+	struct recorder *r = arg;
+	/* The window was opened on this stream by the call just before: the cache holds it. */
+	struct trcfile_stream *s = recorder__stream_for(r, st);
+	if (!s)
+		return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+	r->events_local += win->count; /* every record of a window is an event */
+	return trcfile_stream_window_close(s, win);
+}
+
 static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 {
 	struct recorder *r = arg;
@@ -225,6 +248,8 @@ static long recorder__drain_once(struct recorder *r)
 	static const struct session_sink sink_template = {
 		.record = recorder__on_record,
 		.stream_end = recorder__on_stream_end,
+		.window_open = recorder__window_open,
+		.window_close = recorder__window_close,
 	};
 	struct session_sink sink = sink_template;
 	sink.arg = r;

@@ -5,9 +5,12 @@
  *   - the sampler thread (sampler/), which reads the program's RSS and pushes samples into a
  *     private ring;
  *   - the drain thread, which empties the session's per-thread rings (session_drain) and the
- *     sampler's ring into per-stream chunks of the writer. Compression and file writes happen
- *     on the writer's own threads, so draining never waits on zstd or the disk except through
- *     the writer's bounded back-pressure.
+ *     sampler's ring into per-stream chunks of the writer. Events are encoded straight from
+ *     their ring bytes into the open chunk (session.h's window, trcfile.h "The fused
+ *     append"); the rest goes record by record. Compression and file writes happen on the
+ *     writer's own threads; trace-run opens the writer with TRCFILE_WRITER_STORE_WHEN_BEHIND,
+ *     so draining never waits on zstd (a chunk the compressors cannot take is written stored)
+ *     and waits on the disk only when its bounded queue of stored chunks is full.
  * recorder_finish stops the sampler, drains everything that is left, appends the exit record
  * and notes, and joins the threads; the caller then closes the writer.
  *

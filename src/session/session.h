@@ -36,6 +36,8 @@
 
 #define SESSION_META_KEY 1u
 
+struct trcfile_window;
+
 struct session_config {
 	uint32_t max_slots; /* 0 = default (256) */
 	uint64_t ring_bytes; /* per-thread ring, power of two >= 4096; 0 = default 4 MiB */
@@ -68,6 +70,16 @@ struct session_sink {
 	/* The stream ended (its thread exited and its ring was drained); key will not recur.
 	 * May be NULL. */
 	void (*stream_end)(void *arg, const struct session_stream *st);
+	/* The fused path (optional; both or neither): event records (SPAN_BEGIN..FUNC_EXIT) of a
+	 * thread stream are encoded by the drain straight into a window of the stream's open
+	 * chunk (trcfile.h "The fused append"), with no struct trc_record in between; the
+	 * other records still go to record(). window_open lends the window for stream st (ts:
+	 * the first record's time), window_close takes it back; the drain closes a window before
+	 * it hands the same stream anything through record(). Nonzero returns stop the drain as
+	 * record()'s do. Without them every record goes through record(). */
+	int (*window_open)(void *arg, const struct session_stream *st, uint64_t ts,
+			   struct trcfile_window *win);
+	int (*window_close)(void *arg, const struct session_stream *st, struct trcfile_window *win);
 };
 
 /* Drains every ring once (records published so far), name/thread/process/module metadata,

@@ -1,4 +1,10 @@
-/* session_drain.c - turning the session region into struct trc_records (recorder side).
+/* session_drain.c - turning the session region into trace records (recorder side).
+ *
+ * Two ways out, chosen by the sink (session.h): events (spans, values, allocations, function
+ * entries) of a sink with a window are encoded straight from their ring bytes into the chunk
+ * bytes of FORMAT.md (the fused path: no struct trc_record, no call per record; the drain's
+ * cost is then close to copying the bytes, bench=drain); every other record, and every record
+ * of a sink without a window, is decoded into a struct trc_record for sink->record.
  *
  * One pass over the slot table per call: open a stream for every newly claimed slot, hand out
  * every record its ring has published, report what the ring dropped, and, for a slot whose
@@ -29,6 +35,7 @@
 #include <unistd.h>
 
 #include "session_internal.h"
+#include "trcfile_codec.h" /* the chunk encoding the fused path writes (FORMAT.md) */
 
 #define SESSION_REAP_NS 50000000ull
 #define SESSION_REFIT_NS 200000000ull
@@ -304,34 +311,264 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
 	return rc;
 }
 
-/* Hands out everything the ring has published. */
+/* ---- the fused path: ring events straight into chunk bytes ---------------------------------
+ *
+ * An event's ring record ({ts, a?, b?}, session_layout.h) becomes its chunk record (FORMAT.md
+ * "Records") in one step: type byte, ts delta, then the fields, the address predictors of the
+ * window carried along. No struct trc_record, no call per record. The bytes are exactly
+ * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
+
+_Static_assert((RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
+	       "padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
+
+/* Payload bytes each event type needs (the ring pads to 8). */
+static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
+	[TRC_REC_SPAN_BEGIN] = sizeof(struct trc_ring_span),
+	[TRC_REC_SPAN_END] = sizeof(struct trc_ring_span),
+	[TRC_REC_INSTANT] = sizeof(struct trc_ring_value),
+	[TRC_REC_COUNTER] = sizeof(struct trc_ring_value),
+	[TRC_REC_ALLOC] = sizeof(struct trc_ring_alloc),
+	[TRC_REC_FREE] = sizeof(struct trc_ring_free),
+	[TRC_REC_FUNC_ENTER] = sizeof(struct trc_ring_func),
+	[TRC_REC_FUNC_EXIT] = sizeof(struct trc_ring_func),
+};
+
+/* A varint, the one- and two-byte cases (nearly every delta, id and address step) inline. */
+static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
+{
+	if (__builtin_expect(v < 0x80, 1)) {
+		*p = (uint8_t)v;
+		return p + 1;
+	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 2;
+	}
+	return trcfile__put_varint(p, v);
+}
+
+/* Closes the stream's window if one is open. */
+static int session__window_close(struct session__ctx *c, struct session_slot *ds,
+				 struct trcfile_window *win, bool *open)
+{
+	if (!*open)
+		return 0;
+	*open = false;
+	c->delivered += win->count;
+	return c->sink->window_close(c->sink->arg, &ds->st, win);
+}
+
+/* The fused loop: from b->pos, while the records are well-formed events, encodes them into the
+ * window. Stops, with b->pos on it, at the first record that is anything else (metadata,
+ * padding, or whatever looks wrong: ring_batch_next and session__record then deal with it
+ * exactly as without a window, corruption included). Everything the loop touches per record
+ * is in locals: the chunk bytes are written through a uint8_t pointer, which may alias
+ * anything, so state left in memory would be reloaded after every byte.
+ * Returns 0 or the sink's nonzero value (or SESSION_CORRUPT from a name lookup). */
+static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
+			      struct ring_batch *b, struct trcfile_window *win, bool *open)
+{
+	struct trc_session *s = c->s;
+	const struct ring_consumer *cons = &ds->cons;
+	if (cons->error)
+		return 0;
+	const uint8_t *data = cons->data;
+	const uint64_t mask = cons->mask, cap = cons->capacity;
+	uint64_t pos = b->pos;
+	const uint64_t end = b->end;
+	const bool tsc = s->geom.clock_mode == TRC_CLOCK_TSC;
+	const struct trc_clock_conv cur = s->conv_cur, prev = s->conv_prev;
+	const uint8_t *seen = s->name_seen;
+	const uint64_t seen_bits = s->name_seen_bits;
+	/* The window, in locals while the loop runs (win holds them across calls out). */
+	uint8_t *p = win->p, *limit = win->limit;
+	uint64_t wts = win->ts, walloc = win->alloc_addr, wfunc = win->func_addr;
+	uint32_t count = win->count;
+	uint64_t last_ts = ds->last_ts_ns;
+	int rc = 0;
+
+#define SESSION__WIN_STORE()                 \
+	do {                                 \
+		win->p = p;                  \
+		win->ts = wts;               \
+		win->alloc_addr = walloc;    \
+		win->func_addr = wfunc;      \
+		win->count = count;          \
+	} while (0)
+#define SESSION__WIN_LOAD()                  \
+	do {                                 \
+		p = win->p;                  \
+		limit = win->limit;          \
+		wts = win->ts;               \
+		walloc = win->alloc_addr;    \
+		wfunc = win->func_addr;      \
+		count = win->count;          \
+	} while (0)
+
+	/* ring_batch_begin checked end - pos <= cap and both aligned; pos only moves by whole
+	 * checked records (multiples of 8, within avail), so that stays true below. */
+	if (end - pos > cap || (pos & 7u))
+		return 0;
+	while (pos != end) {
+		/* The rest of ring_batch_next's checks; anything odd is left to it. */
+		uint64_t avail = end - pos;
+		if (avail < RING_HDR_BYTES)
+			break;
+		uint64_t off = pos & mask;
+		__builtin_prefetch(data + ((off + 256) & mask));
+		struct ring__hdr hdr;
+		memcpy(&hdr, data + off, sizeof(hdr));
+		atomic_signal_fence(memory_order_seq_cst); /* the header is read once */
+		uint64_t len = hdr.len;
+		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > cap)
+			break;
+		uint32_t type = TRC_TAG_TYPE(hdr.tag), id = TRC_TAG_ID(hdr.tag);
+		if (!trc_rec_is_event(type)) /* padding too: its type byte is 0xff */
+			break;
+		uint32_t need = session__event_need[type];
+		if (len - RING_HDR_BYTES < need)
+			break;
+		if (type <= TRC_REC_COUNTER) {
+			if (id == 0 || id >= seen_bits)
+				break;
+		}
+		/* Copy first: the producer may change the bytes while we look at them. Word by
+		 * word with constant sizes (a memcpy of a variable size is a call). */
+		const uint8_t *pl = data + off + RING_HDR_BYTES;
+		uint64_t t, a = 0, bb = 0;
+		memcpy(&t, pl, 8);
+		if (need > 8)
+			memcpy(&a, pl + 8, 8);
+		if (need > 16)
+			memcpy(&bb, pl + 16, 8);
+		atomic_signal_fence(memory_order_seq_cst); /* the payload is read once */
+		if (tsc)
+			t = trc_clock_to_ns(t >= cur.tick0 ? &cur : &prev, t);
+		if (type <= TRC_REC_COUNTER &&
+		    __builtin_expect(!(seen[id / 8] & (1u << (id % 8))), 0)) {
+			/* The NAME goes to the meta stream: this stream's window stays open. */
+			if (*open)
+				SESSION__WIN_STORE();
+			rc = session__name(c, id, t);
+			if (rc)
+				goto out_stored;
+		}
+		if (!*open) {
+			rc = c->sink->window_open(c->sink->arg, &ds->st, t, win);
+			if (rc)
+				goto out_stored;
+			*open = true;
+			SESSION__WIN_LOAD();
+		}
+		/* The record, as trcfile__encode writes it (FORMAT.md "Records"). */
+		uint8_t t0 = (uint8_t)type;
+		uint64_t d = t - wts;
+		if (__builtin_expect(t < wts, 0)) {
+			d = wts - t;
+			t0 |= TRCFILE__NEG_DELTA;
+		}
+		wts = t;
+		*p++ = t0;
+		p = session__varint(p, d);
+		switch (type) {
+		case TRC_REC_SPAN_BEGIN:
+		case TRC_REC_SPAN_END:
+			p = session__varint(p, id);
+			break;
+		case TRC_REC_INSTANT:
+		case TRC_REC_COUNTER:
+			p = session__varint(p, id);
+			p = session__varint(p, trcfile__zigzag((int64_t)a));
+			break;
+		case TRC_REC_ALLOC:
+		case TRC_REC_FREE:
+			p = session__varint(p, trcfile__zigzag((int64_t)(a - walloc)));
+			walloc = a;
+			if (type == TRC_REC_ALLOC)
+				p = session__varint(p, bb);
+			break;
+		default: /* FUNC_ENTER, FUNC_EXIT */
+			p = session__varint(p, trcfile__zigzag((int64_t)(a - wfunc)));
+			p = session__varint(p, trcfile__zigzag((int64_t)(bb - a)));
+			wfunc = a;
+			break;
+		}
+		count++;
+		pos += len;
+		last_ts = t;
+		if (__builtin_expect(p >= limit, 0)) {
+			SESSION__WIN_STORE();
+			rc = session__window_close(c, ds, win, open);
+			if (rc)
+				goto out_stored;
+		}
+	}
+	if (*open)
+		SESSION__WIN_STORE();
+out_stored:
+	b->pos = pos;
+	ds->last_ts_ns = last_ts;
+	return rc;
+#undef SESSION__WIN_STORE
+#undef SESSION__WIN_LOAD
+}
+
+/* Hands out everything the ring has published: events through the sink's window when it has
+ * one (session__fused_run), everything else, and every record without a window, through
+ * session__record. */
 static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 {
 	struct ring_batch b;
 	struct ring_record rr = {0};
 	if (ring_batch_begin(&ds->cons, &b) < 0)
 		return session__corrupt(c, ds, "bad write position");
-	int n;
-	while ((n = ring_batch_next(&ds->cons, &b, &rr)) == 1) {
-		int rc = session__record(c, ds, &rr);
-		if (rc == SESSION_CORRUPT)
-			return session__corrupt(c, ds, "bad record");
-		if (rc) {
-			ring_batch_release(&ds->cons, &b);
-			return rc;
+	bool fused = c->sink->window_open && c->sink->window_close, open = false;
+	struct trcfile_window win;
+	int n, rc;
+	for (;;) {
+		if (fused) {
+			rc = session__fused_run(c, ds, &b, &win, &open);
+			if (rc)
+				goto stop;
 		}
+		if ((n = ring_batch_next(&ds->cons, &b, &rr)) != 1)
+			break;
+		/* Not an event, or not one the fused loop would take: the old path, after the
+		 * window is given back (the record may be for the same stream). */
+		rc = session__window_close(c, ds, &win, &open);
+		if (!rc)
+			rc = session__record(c, ds, &rr);
+		if (rc)
+			goto stop;
+	}
+	rc = session__window_close(c, ds, &win, &open);
+	if (rc) {
+		ring_batch_release(&ds->cons, &b);
+		return rc;
 	}
 	if (n < 0)
 		return session__corrupt(c, ds, "bad record header");
 	ring_batch_release(&ds->cons, &b);
 	int err;
-	int rc = session__report_dropped(c, ds, &err);
+	rc = session__report_dropped(c, ds, &err);
 	if (!rc && err)
 		return session__corrupt(c, ds, "dropped count went back");
 	return rc;
+
+stop:
+	if (rc == SESSION_CORRUPT) {
+		/* What the window holds was well-formed: it is kept. */
+		if ((rc = session__window_close(c, ds, &win, &open)))
+			return rc;
+		return session__corrupt(c, ds, "bad record");
+	}
+	/* The sink refused: what is in the window was still written. */
+	(void)session__window_close(c, ds, &win, &open);
+	ring_batch_release(&ds->cons, &b);
+	return rc;
 }
 
-/* The slot's ring is drained and its thread gone: make it claimable again. */
 static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 {
 	struct trc_slot *sl = session__slot(s, i);

@@ -10,7 +10,9 @@
  * wfcqueue to compressor threads (one reused ZSTD_CCtx each), then through a second queue to
  * one writer thread that writes them in completion order. At most max_chunks_in_flight chunks
  * are queued or being compressed/written: an append that fills a chunk beyond that blocks
- * until the writer catches up (back-pressure keeps memory bounded).
+ * until the writer catches up (back-pressure keeps memory bounded), unless the writer stores
+ * it instead (TRCFILE_WRITER_STORE_WHEN_BEHIND: straight to the writer thread, uncompressed,
+ * FORMAT.md "Stored chunks"; trcfile_compact compresses such chunks later).
  *
  * Writer concurrency (W = the writer handle, S = a stream handle):
  *
@@ -48,7 +50,7 @@
 /* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 1
+#define TRCFILE_VERSION_MINOR 2 /* 1.1: stored chunks; 1.2: module build-ids */
 
 /* Largest string (name, thread name, command line, path, note) a record may carry. */
 #define TRCFILE_MAX_STRING_BYTES (4u << 20)
@@ -88,6 +90,14 @@ struct trcfile_header_info {
  * recorder about (max_chunks_in_flight + 3) x 2 x chunk_bytes of resident memory. */
 #define TRCFILE_WRITER_PREFAULT (1u << 2)
 
+/* Compression never holds the appending thread back: when every compression slot is taken
+ * (the compressors are behind), a full chunk is written stored instead (FORMAT.md "Stored
+ * chunks": encoded, checksummed, indexed, not compressed), by the writer thread, at the cost of
+ * a CRC and the write. Stored chunks in flight have their own bound (max_chunks_in_flight
+ * again): when the disk is behind too, appends block, as without the flag.
+ * trcfile_compact compresses them later. */
+#define TRCFILE_WRITER_STORE_WHEN_BEHIND (1u << 3)
+
 /* Zero fields take the defaults: zstd level 1, 1 compressor thread, 1 MiB chunks,
  * 2 x compress_threads + 2 chunks in flight. chunk_bytes is clamped to
  * [TRCFILE_MIN_CHUNK_BYTES, TRCFILE_MAX_CHUNK_BYTES]. */
@@ -97,6 +107,9 @@ struct trcfile_writer_opts {
 	uint32_t chunk_bytes;
 	unsigned max_chunks_in_flight;
 	uint32_t flags; /* TRCFILE_WRITER_* */
+	/* Tests and benchmarks: store every n-th chunk submitted (1 = all), whatever the
+	 * compressors' state; 0 = never. */
+	unsigned store_one_in;
 };
 
 struct trcfile_writer;
@@ -130,6 +143,38 @@ uint32_t trcfile_stream_id(const struct trcfile_stream *s);
  * the writer's sticky error (-ENOSPC, -EIO, ...). */
 int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r);
 
+/* The fused append (the recorder's drain at memory speed): the caller encodes event records
+ * (types SPAN_BEGIN..FUNC_EXIT, FORMAT.md "Records") straight into the stream's open chunk,
+ * with no struct trc_record in between. A window is the free part of the open chunk and the
+ * chunk's coder state, lent to the caller:
+ *   trcfile_stream_window_open(s, ts, &win)   ts = the first record's time (it starts the
+ *                                              chunk's deltas when a new chunk is opened)
+ *   while (win.p < win.limit) { encode one event at win.p (at most TRCFILE_WINDOW_EVENT_MAX
+ *                               bytes), advance win.p, win.count++, update win.ts/addrs }
+ *   trcfile_stream_window_close(s, &win)       commits; submits the chunk once it is full
+ * Chunk boundaries are the same as trcfile_stream_append's for the same records, so both give
+ * the same bytes. Between open and close nothing else may touch the stream (same thread rule
+ * as append; other streams may be appended meanwhile). */
+#define TRCFILE_WINDOW_EVENT_MAX 32u /* type byte and three varints of at most 10 bytes */
+struct trcfile_window {
+	uint8_t *p; /* next byte to write */
+	uint8_t *limit; /* the chunk is full once p reaches it; p + TRCFILE_WINDOW_EVENT_MAX
+			 * bytes are writable whenever p < limit */
+	uint32_t count; /* records written into the window */
+	uint64_t ts; /* coder: the previous record's ts (the chunk's first_ts at its start) */
+	uint64_t alloc_addr, func_addr; /* coder: the address predictors (FORMAT.md) */
+};
+
+/* Lends the open chunk (opening one, first_ts = ts, when there is none). Returns 0 or the
+ * writer's sticky error / -ENOMEM. Blocks only as append does (never: a full chunk was
+ * submitted at the close that filled it). */
+int trcfile_stream_window_open(struct trcfile_stream *s, uint64_t ts, struct trcfile_window *win);
+
+/* Takes the window back: its records join the chunk, and a full chunk goes to the compressors
+ * (blocks when max_chunks_in_flight are queued, as append does). Returns 0 or the sticky
+ * error. */
+int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window *win);
+
 /* Ends the stream's open chunk now (e.g. a thread exited); the stream may still be appended.
  * Same thread rule as append. Returns 0 or the sticky error. */
 int trcfile_stream_flush(struct trcfile_stream *s);
@@ -141,11 +186,34 @@ int trcfile_stream_flush(struct trcfile_stream *s);
  * written). */
 int trcfile_writer_close(struct trcfile_writer *w);
 
+/* trcfile_writer_close, and the writer's final figures in *st (may be NULL). */
+struct trcfile_writer_stats {
+	uint64_t bytes_written; /* the whole file */
+	uint64_t chunks_stored; /* chunks the file holds stored */
+};
+int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st);
+
 /* The sticky error: 0 or the first -errno of the pipeline. Any thread. */
 int trcfile_writer_error(const struct trcfile_writer *w);
 
 /* Bytes written to the file so far (header and chunks). Any thread, relaxed. */
 uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w);
+
+/* Chunks sent to the file stored so far (TRCFILE_WRITER_STORE_WHEN_BEHIND, store_one_in).
+ * Any thread, relaxed. trcfile_writer_close stores no chunk because of the compressors (it waits
+ * for them); trcfile_writer_close_stats gives the final count. */
+uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
+
+/* Compresses a trace: writes out_path with the records of in_path, every chunk compressed
+ * (stored chunks compressed now; compressed ones copied as they are), the same streams,
+ * sequence numbers and header (o: compression level and threads; its chunk size is ignored).
+ * A file without a footer (a recorder killed) gets one: everything the reader recovers is
+ * kept. progress (may be NULL) is called after each chunk with chunks done and total. Returns
+ * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads. */
+int trcfile_compact(const char *in_path, const char *out_path,
+		    const struct trcfile_writer_opts *o,
+		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+		    uint64_t *stored_in, char *msg, size_t msg_len);
 
 /* ---- reader ---------------------------------------------------------------------------- */
 

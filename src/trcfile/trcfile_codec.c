@@ -504,6 +504,7 @@ void trcfile__chunk_hdr_put(uint8_t *p, const struct trcfile__chunk_hdr *h)
 	TRCFILE__PUT(d->raw_bytes, h->raw_bytes);
 	TRCFILE__PUT(d->comp_bytes, h->comp_bytes);
 	TRCFILE__PUT(d->flags, h->flags);
+	TRCFILE__PUT(d->payload_crc, h->payload_crc);
 	TRCFILE__PUT(d->crc, trcfile__crc32c(0, p, offsetof(struct trcfile__chunk_hdr_image, crc)));
 }
 
@@ -511,10 +512,9 @@ int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const
 {
 	const struct trcfile__chunk_hdr_image *d =
 		TRCFILE__CIMAGE(struct trcfile__chunk_hdr_image, p);
-	uint32_t magic, crc, reserved;
+	uint32_t magic, crc;
 	TRCFILE__GET(magic, d->magic);
 	TRCFILE__GET(crc, d->crc);
-	TRCFILE__GET(reserved, d->reserved);
 	if (magic != TRCFILE__CHUNK_MAGIC) {
 		*why = "no chunk magic";
 		return -EBADMSG;
@@ -534,12 +534,18 @@ int trcfile__chunk_hdr_get(const uint8_t *p, struct trcfile__chunk_hdr *h, const
 	TRCFILE__GET(h->raw_bytes, d->raw_bytes);
 	TRCFILE__GET(h->comp_bytes, d->comp_bytes);
 	TRCFILE__GET(h->flags, d->flags);
+	TRCFILE__GET(h->payload_crc, d->payload_crc);
 	if (h->kind < TRC_STREAM_THREAD || h->kind > TRC_STREAM_META) {
 		*why = "unknown stream kind";
 		return -EBADMSG;
 	}
-	if (h->flags != 0 || reserved != 0) {
+	if ((h->flags & ~TRCFILE__CHUNK_FLAGS_KNOWN) ||
+	    (!(h->flags & TRCFILE__CHUNK_STORED) && h->payload_crc != 0)) {
 		*why = "reserved chunk header bits set";
+		return -EBADMSG;
+	}
+	if ((h->flags & TRCFILE__CHUNK_STORED) && h->comp_bytes != h->raw_bytes) {
+		*why = "stored chunk whose payload is not its records' size";
 		return -EBADMSG;
 	}
 	*why = trcfile__chunk_sizes_check(h->count, h->raw_bytes, h->comp_bytes);

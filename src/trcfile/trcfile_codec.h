@@ -51,6 +51,10 @@
 
 #define TRCFILE__CHUNK_MAGIC 0x4b484354u /* "TCHK" */
 #define TRCFILE__CHUNK_HDR_BYTES 64u
+/* Chunk header flags (FORMAT.md "Chunks"): the payload is the records themselves, not a zstd
+ * frame; payload_crc is their crc32c. */
+#define TRCFILE__CHUNK_STORED 1u
+#define TRCFILE__CHUNK_FLAGS_KNOWN TRCFILE__CHUNK_STORED
 
 #define TRCFILE__FOOTER_MAGIC 0x52544654u /* "TFTR" */
 #define TRCFILE__FOOTER_FIXED_BYTES 16u
@@ -134,7 +138,7 @@ struct trcfile__chunk_hdr_image { /* FORMAT.md "Chunks" */
 	uint8_t raw_bytes[4];
 	uint8_t comp_bytes[4];
 	uint8_t flags[4];
-	uint8_t reserved[4];
+	uint8_t payload_crc[4]; /* stored chunks (flags bit 0): crc32c of the payload; else 0 */
 	uint8_t crc[4]; /* crc32c of the bytes before it */
 };
 
@@ -532,6 +536,7 @@ struct trcfile__chunk_hdr {
 	uint32_t stream_id, seq, kind, pid, tid;
 	uint64_t first_ts, last_ts;
 	uint32_t count, raw_bytes, comp_bytes, flags;
+	uint32_t payload_crc; /* stored chunks: crc32c of the payload; else 0 */
 };
 
 void trcfile__chunk_hdr_put(uint8_t *p, const struct trcfile__chunk_hdr *h);

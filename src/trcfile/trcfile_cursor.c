@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "trcfile_reader_priv.h"
+#include "trcfile_stored.h"
 
 int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, size_t *cap)
 {
@@ -37,7 +38,9 @@ int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, siz
 	    h.tid != si->tid)
 		goto bad;
 	const uint8_t *frame = p + TRCFILE__CHUNK_HDR_BYTES;
-	why = trcfile__frame_check(frame, c->comp_bytes, c->raw_bytes);
+	bool stored = trcfile__chunk_is_stored(&h);
+	why = stored ? trcfile__stored_check(frame, &h)
+		     : trcfile__frame_check(frame, c->comp_bytes, c->raw_bytes);
 	if (why)
 		goto bad;
 	if (*cap < c->raw_bytes) {
@@ -48,6 +51,11 @@ int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, siz
 					     c->raw_bytes);
 		*buf = nb;
 		*cap = c->raw_bytes;
+	}
+	if (stored) {
+		/* A stored chunk's payload is its records (FORMAT.md "Stored chunks"). */
+		memcpy(*buf, frame, c->raw_bytes);
+		return 0;
 	}
 	size_t n = ZSTD_decompressDCtx(r->dctx, *buf, c->raw_bytes, frame, c->comp_bytes);
 	if (ZSTD_isError(n)) {

@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "trcfile_reader_priv.h"
+#include "trcfile_stored.h"
 
 /* Bounds on what metadata tables may hold (hostile META streams). */
 #define TRCFILE__META_MAX_ENTRIES (1u << 20)
@@ -449,7 +450,9 @@ static int trcfile__scan(struct trcfile_reader *r)
 				u64map_destroy(&ids);
 				return err;
 			}
-			why = trcfile__frame_check(p, h.comp_bytes, h.raw_bytes);
+			why = trcfile__chunk_is_stored(&h)
+				      ? trcfile__stored_check(p, &h)
+				      : trcfile__frame_check(p, h.comp_bytes, h.raw_bytes);
 		}
 		struct trcfile_stream_info *si = NULL;
 		const uint64_t *sidx = u64map_get(&ids, h.stream_id);

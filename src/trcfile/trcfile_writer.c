@@ -17,6 +17,16 @@
  * Back-pressure: the `slots` semaphore starts at max_chunks_in_flight; submitting a chunk
  * takes a slot (blocking when none is left) and the writer thread gives it back once the
  * chunk is on disk, so at most that many chunks wait in the pipeline.
+ * Stored chunks (TRCFILE_WRITER_STORE_WHEN_BEHIND, FORMAT.md "Stored chunks"): when no slot is
+ * free at once, the appending thread takes a `store_slots` unit instead (blocking only when
+ * those are gone too: the disk is behind) and enqueues the chunk straight on the write queue,
+ * marked stored; the writer thread writes header and records as they are (CRC on its own
+ * thread) and gives the store slot back. The write queue thus has many producers (the
+ * compressors and the appending threads), still one consumer.
+ * Whole chunks (trcfile__stream_put_chunk, for trcfile_compact): a stored one enters the
+ * compress queue like any chunk; a compressed one goes to the write queue with its frame.
+ * The fused append (trcfile_stream_window_*) lends the open chunk's free bytes and coder to
+ * the stream's one appending thread; nothing else touches them meanwhile.
  *
  * Concurrency (see also the table in trcfile.h):
  *   - stream list: mutex `lock` (stream_open, close).
@@ -46,11 +56,20 @@
 #include <zstd.h>
 
 #include "trcfile_codec.h"
+#include "trcfile_stored.h"
 
 /* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
  * (fewer literals to decode), for ~0.2 more bytes per event (bench_dump --level). */
 #define TRCFILE__DEFAULT_LEVEL 1
 #define TRCFILE__MAX_THREADS 64u
+#define TRCFILE__STORE_IN_FLIGHT 16u /* stored chunks in flight, at least */
+/* Open chunks (one per stream being appended) share this many bytes before they shrink: with
+ * more than OPEN_BUDGET / chunk_bytes streams open at once (a program with hundreds of busy
+ * threads), each new chunk ends at OPEN_BUDGET / open chunks bytes, never below
+ * OPEN_MIN_CHUNK (or chunk_bytes, when that is smaller). The recorder's memory then stays
+ * near the budget, not chunk_bytes per thread. */
+#define TRCFILE__OPEN_BUDGET (32u << 20)
+#define TRCFILE__OPEN_MIN_CHUNK (64u << 10)
 
 struct trcfile__wchunk {
 	struct cds_wfcq_node node;
@@ -64,6 +83,9 @@ struct trcfile__wchunk {
 	size_t raw_len, raw_cap;
 	uint8_t *out; /* chunk header + frame, filled by a compressor */
 	size_t out_len, out_cap;
+	bool stored; /* goes to the file stored (FORMAT.md "Stored chunks"), took a store slot */
+	bool open; /* counted in open_chunks (a stream's chunk being appended) */
+	size_t limit; /* the chunk is full (submitted) once raw_len reaches this */
 	struct trcfile__wchunk *next_free;
 };
 
@@ -96,6 +118,8 @@ struct trcfile_writer {
 
 	pthread_mutex_t pool_lock;
 	struct trcfile__wchunk *pool;
+	unsigned pool_n, pool_max; /* chunks kept for reuse; beyond pool_max they are freed */
+	_Atomic uint32_t open_chunks; /* streams' chunks being appended (OPEN_BUDGET) */
 
 	struct cds_wfcq_head cq_head; /* to compress */
 	struct cds_wfcq_tail cq_tail;
@@ -104,6 +128,10 @@ struct trcfile_writer {
 	struct cds_wfcq_tail wq_tail;
 	sem_t wq_sem;
 	sem_t slots;
+	sem_t store_slots; /* stored chunks in flight (TRCFILE_WRITER_STORE_WHEN_BEHIND) */
+	bool store_when_behind; /* appending threads only, then close (which clears it) */
+	unsigned store_one_in;
+	_Atomic uint64_t submitted; /* chunks submitted, for store_one_in */
 	atomic_bool stop_compress, stop_write;
 
 	pthread_t compress_tids[TRCFILE__MAX_THREADS];
@@ -118,6 +146,7 @@ struct trcfile_writer {
 
 	_Atomic int error;
 	_Atomic uint64_t bytes_written;
+	_Atomic uint64_t chunks_stored;
 };
 
 static void trcfile__set_error(struct trcfile_writer *w, int err)
@@ -133,6 +162,12 @@ int trcfile_writer_error(const struct trcfile_writer *w)
 	return atomic_load_explicit(&((struct trcfile_writer *)w)->error, memory_order_relaxed);
 }
 
+uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w)
+{
+	return atomic_load_explicit(&((struct trcfile_writer *)w)->chunks_stored,
+				    memory_order_relaxed);
+}
+
 uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w)
 {
 	return atomic_load_explicit(&((struct trcfile_writer *)w)->bytes_written,
@@ -143,6 +178,17 @@ static void trcfile__sem_wait(sem_t *s)
 {
 	while (sem_wait(s) != 0 && errno == EINTR)
 		;
+}
+
+/* true when a unit was taken without waiting. */
+static bool trcfile__sem_trywait(sem_t *s)
+{
+	for (;;) {
+		if (sem_trywait(s) == 0)
+			return true;
+		if (errno != EINTR)
+			return false;
+	}
 }
 
 /* Writes all of buf at off. 0 or -errno (a zero-byte write counts as -EIO). */
@@ -167,20 +213,24 @@ static int trcfile__pwrite_all(int fd, const void *buf, size_t len, uint64_t off
 
 /* ---- chunk pool ----------------------------------------------------------------------- */
 
-static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size_t need)
+/* A chunk whose buffer holds limit + TRCFILE__FIXED_MAX_BYTES bytes, and need at least. */
+static struct trcfile__wchunk *trcfile__chunk_get_limit(struct trcfile_writer *w, size_t need,
+							size_t limit)
 {
 	struct trcfile__wchunk *c;
 	pthread_mutex_lock(&w->pool_lock);
 	c = w->pool;
-	if (c)
+	if (c) {
 		w->pool = c->next_free;
+		w->pool_n--;
+	}
 	pthread_mutex_unlock(&w->pool_lock);
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return NULL;
 	}
-	size_t want = (size_t)w->chunk_bytes + TRCFILE__FIXED_MAX_BYTES;
+	size_t want = limit + TRCFILE__FIXED_MAX_BYTES;
 	if (need > want)
 		want = need;
 	if (c->raw_cap < want) {
@@ -197,8 +247,16 @@ static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size
 	cds_wfcq_node_init(&c->node);
 	c->raw_len = 0;
 	c->out_len = 0;
+	c->stored = false;
+	c->open = false;
+	c->limit = limit;
 	memset(&c->hdr, 0, sizeof(c->hdr));
 	return c;
+}
+
+static struct trcfile__wchunk *trcfile__chunk_get(struct trcfile_writer *w, size_t need)
+{
+	return trcfile__chunk_get_limit(w, need, w->chunk_bytes);
 }
 
 /* Marks everything this thread wrote into c as published to whoever dequeues it next. */
@@ -224,9 +282,15 @@ static void trcfile__chunk_put(struct trcfile_writer *w, struct trcfile__wchunk 
 		return;
 	}
 	pthread_mutex_lock(&w->pool_lock);
-	c->next_free = w->pool;
-	w->pool = c;
+	bool keep = w->pool_n < w->pool_max;
+	if (keep) {
+		c->next_free = w->pool;
+		w->pool = c;
+		w->pool_n++;
+	}
 	pthread_mutex_unlock(&w->pool_lock);
+	if (!keep)
+		trcfile__chunk_free(c); /* more than the pipeline holds at once: give it back */
 }
 
 /* ---- pipeline threads ----------------------------------------------------------------- */
@@ -375,10 +439,44 @@ static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchun
 	atomic_fetch_add_explicit(&w->bytes_written, c->out_len, memory_order_relaxed);
 }
 
+/* A stored chunk: header, then the records as they are (FORMAT.md "Stored chunks"). Writer
+ * thread. */
+static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	if (trcfile_writer_error(w))
+		return;
+	c->hdr.raw_bytes = (uint32_t)c->raw_len;
+	c->hdr.comp_bytes = (uint32_t)c->raw_len;
+	c->hdr.flags = TRCFILE__CHUNK_STORED;
+	c->hdr.payload_crc = trcfile__crc32c_fast(0, c->raw, c->raw_len);
+	uint8_t hdr[TRCFILE__CHUNK_HDR_BYTES];
+	trcfile__chunk_hdr_put(hdr, &c->hdr);
+	int err = trcfile__index_add(w, w->offset, &c->hdr);
+	if (!err)
+		err = trcfile__pwrite_all(w->fd, hdr, sizeof(hdr), w->offset);
+	if (!err)
+		err = trcfile__pwrite_all(w->fd, c->raw, c->raw_len, w->offset + sizeof(hdr));
+	if (err) {
+		if (w->n_index && w->index[w->n_index - 1].offset == w->offset)
+			w->n_index--;
+		trcfile__set_error(w, err);
+		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
+			/* as in trcfile__write_chunk */
+		}
+		return;
+	}
+	w->offset += sizeof(hdr) + c->raw_len;
+	atomic_fetch_add_explicit(&w->bytes_written, sizeof(hdr) + c->raw_len,
+				  memory_order_relaxed);
+}
+
 static void *trcfile__writer_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
-	trcfile__maybe_background(w);
+	/* Stored chunks make the writer thread's latency the drain's: it stays at the normal
+	 * priority when they may come (its CPU time is small: copies into the page cache). */
+	if (!(w->flags & TRCFILE_WRITER_STORE_WHEN_BEHIND))
+		trcfile__maybe_background(w);
 	for (;;) {
 		trcfile__sem_wait(&w->wq_sem);
 		/* One consumer: the unlocked dequeue is enough (wfcqueue table, [3] alone). */
@@ -391,9 +489,13 @@ static void *trcfile__writer_main(void *arg)
 		struct trcfile__wchunk *c = caa_container_of(n, struct trcfile__wchunk, node);
 		/* Pairs with the release in trcfile__handoff by the enqueuing thread. */
 		(void)atomic_load_explicit(&c->handoff, memory_order_acquire);
-		trcfile__write_chunk(w, c);
+		bool stored = c->stored;
+		if (stored)
+			trcfile__write_stored(w, c);
+		else
+			trcfile__write_chunk(w, c);
 		trcfile__chunk_put(w, c);
-		sem_post(&w->slots);
+		sem_post(stored ? &w->store_slots : &w->slots);
 	}
 	return NULL;
 }
@@ -448,11 +550,35 @@ static int trcfile__submit(struct trcfile_stream *s)
 	if (!c)
 		return trcfile_writer_error(w);
 	s->cur = NULL;
+	if (c->open) {
+		c->open = false;
+		atomic_fetch_sub_explicit(&w->open_chunks, 1, memory_order_relaxed);
+	}
 	c->hdr.last_ts = s->coder.ts;
-	trcfile__sem_wait(&w->slots);
-	trcfile__handoff(c);
-	cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
-	sem_post(&w->cq_sem);
+	bool store = false;
+	if (w->store_one_in) {
+		uint64_t n = atomic_fetch_add_explicit(&w->submitted, 1, memory_order_relaxed);
+		store = n % w->store_one_in == 0;
+	}
+	if (!store) {
+		if (w->store_when_behind)
+			store = !trcfile__sem_trywait(&w->slots); /* the compressors are behind */
+		else
+			trcfile__sem_wait(&w->slots);
+	}
+	if (store) {
+		/* Straight to the writer thread (blocks only when the disk is behind too). */
+		trcfile__sem_wait(&w->store_slots);
+		c->stored = true;
+		atomic_fetch_add_explicit(&w->chunks_stored, 1, memory_order_relaxed);
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+		sem_post(&w->wq_sem);
+	} else {
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
+		sem_post(&w->cq_sem);
+	}
 	s->chunks++;
 	return trcfile_writer_error(w);
 }
@@ -462,6 +588,38 @@ int trcfile_stream_flush(struct trcfile_stream *s)
 	if (!s)
 		return -EINVAL;
 	return trcfile__submit(s);
+}
+
+/* Opens the stream's next chunk, its first record at ts; its limit from OPEN_BUDGET. */
+static struct trcfile__wchunk *trcfile__chunk_open(struct trcfile_stream *s, uint64_t ts,
+						   size_t need)
+{
+	struct trcfile_writer *w = s->w;
+	/* Relaxed: a count to size buffers by, no data is published through it. */
+	uint32_t n = atomic_fetch_add_explicit(&w->open_chunks, 1, memory_order_relaxed) + 1;
+	size_t limit = w->chunk_bytes;
+	if ((uint64_t)n * limit > TRCFILE__OPEN_BUDGET) {
+		limit = TRCFILE__OPEN_BUDGET / n;
+		if (limit < TRCFILE__OPEN_MIN_CHUNK)
+			limit = TRCFILE__OPEN_MIN_CHUNK;
+		if (limit > w->chunk_bytes)
+			limit = w->chunk_bytes;
+	}
+	struct trcfile__wchunk *c = trcfile__chunk_get_limit(w, need, limit);
+	if (!c) {
+		atomic_fetch_sub_explicit(&w->open_chunks, 1, memory_order_relaxed);
+		return NULL;
+	}
+	c->open = true;
+	c->hdr.stream_id = s->id;
+	c->hdr.seq = s->seq++;
+	c->hdr.kind = s->kind;
+	c->hdr.pid = s->pid;
+	c->hdr.tid = s->tid;
+	c->hdr.first_ts = ts;
+	trcfile__coder_reset(&s->coder, ts);
+	s->cur = c;
+	return c;
 }
 
 int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
@@ -481,23 +639,117 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 		c = NULL;
 	}
 	if (!c) {
-		c = trcfile__chunk_get(w, (size_t)need);
+		c = trcfile__chunk_open(s, r->ts_ns, (size_t)need);
 		if (!c)
 			return -ENOMEM;
-		c->hdr.stream_id = s->id;
-		c->hdr.seq = s->seq++;
-		c->hdr.kind = s->kind;
-		c->hdr.pid = s->pid;
-		c->hdr.tid = s->tid;
-		c->hdr.first_ts = r->ts_ns;
-		trcfile__coder_reset(&s->coder, r->ts_ns);
-		s->cur = c;
 	}
 	uint8_t *end = trcfile__encode(c->raw + c->raw_len, r, &s->coder);
 	c->raw_len = (size_t)(end - c->raw);
 	c->hdr.count++;
 	s->records++;
-	if (c->raw_len >= w->chunk_bytes)
+	if (c->raw_len >= c->limit)
+		return trcfile__submit(s);
+	return 0;
+}
+
+/* ---- whole chunks (trcfile_compact) ------------------------------------------------------ */
+
+int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__chunk_hdr *h,
+			      const uint8_t *payload)
+{
+	struct trcfile_writer *w = s->w;
+	int err = trcfile_writer_error(w);
+	if (err)
+		return err;
+	if (s->cur && (err = trcfile__submit(s)))
+		return err;
+	bool stored = trcfile__chunk_is_stored(h);
+	struct trcfile__wchunk *c = trcfile__chunk_get(w, stored ? h->raw_bytes : 0);
+	if (!c)
+		return -ENOMEM;
+	c->hdr = *h;
+	c->hdr.stream_id = s->id;
+	c->hdr.kind = s->kind;
+	c->hdr.pid = s->pid;
+	c->hdr.tid = s->tid;
+	c->hdr.flags = 0;
+	c->hdr.payload_crc = 0;
+	s->records += h->count;
+	if (h->seq >= s->seq)
+		s->seq = h->seq + 1;
+	s->chunks++;
+	if (stored) {
+		/* The compressors make it a frame, as any chunk appended record by record. */
+		memcpy(c->raw, payload, h->raw_bytes);
+		c->raw_len = h->raw_bytes;
+		trcfile__sem_wait(&w->slots);
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->cq_head, &w->cq_tail, &c->node);
+		sem_post(&w->cq_sem);
+		return trcfile_writer_error(w);
+	}
+	/* Compressed already: the frame as it is, straight to the writer thread. */
+	size_t need = (size_t)TRCFILE__CHUNK_HDR_BYTES + h->comp_bytes;
+	if (c->out_cap < need) {
+		uint8_t *out = realloc(c->out, need);
+		if (!out) {
+			trcfile__chunk_free(c);
+			return -ENOMEM;
+		}
+		c->out = out;
+		c->out_cap = need;
+	}
+	memcpy(c->out + TRCFILE__CHUNK_HDR_BYTES, payload, h->comp_bytes);
+	trcfile__chunk_hdr_put(c->out, &c->hdr);
+	c->out_len = need;
+	trcfile__sem_wait(&w->slots);
+	trcfile__handoff(c);
+	cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+	sem_post(&w->wq_sem);
+	return trcfile_writer_error(w);
+}
+
+/* ---- the fused append (trcfile.h "The fused append") ------------------------------------ */
+
+_Static_assert(TRCFILE_WINDOW_EVENT_MAX <= TRCFILE__FIXED_MAX_BYTES,
+	       "an event written below limit fits the slack every chunk buffer has");
+
+int trcfile_stream_window_open(struct trcfile_stream *s, uint64_t ts, struct trcfile_window *win)
+{
+	struct trcfile_writer *w = s->w;
+	int err = trcfile_writer_error(w);
+	if (trcfile__unlikely(err))
+		return err;
+	struct trcfile__wchunk *c = s->cur;
+	/* An open chunk is never full (append and close submit a chunk the moment it fills),
+	 * and its buffer holds chunk_bytes + TRCFILE__FIXED_MAX_BYTES. */
+	if (!c) {
+		c = trcfile__chunk_open(s, ts, 0);
+		if (!c)
+			return -ENOMEM;
+	}
+	win->p = c->raw + c->raw_len;
+	win->limit = c->raw + c->limit;
+	win->count = 0;
+	win->ts = s->coder.ts;
+	win->alloc_addr = s->coder.alloc_addr;
+	win->func_addr = s->coder.func_addr;
+	return 0;
+}
+
+int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window *win)
+{
+	struct trcfile__wchunk *c = s->cur;
+	if (!c)
+		return trcfile_writer_error(s->w);
+	c->raw_len = (size_t)(win->p - c->raw);
+	c->hdr.count += win->count;
+	s->records += win->count;
+	s->coder.ts = win->ts;
+	s->coder.alloc_addr = win->alloc_addr;
+	s->coder.func_addr = win->func_addr;
+	win->count = 0;
+	if (c->raw_len >= c->limit)
 		return trcfile__submit(s);
 	return 0;
 }
@@ -520,6 +772,7 @@ static void trcfile__writer_free(struct trcfile_writer *w)
 	sem_destroy(&w->cq_sem);
 	sem_destroy(&w->wq_sem);
 	sem_destroy(&w->slots);
+	sem_destroy(&w->store_slots);
 	cds_wfcq_destroy(&w->cq_head, &w->cq_tail);
 	cds_wfcq_destroy(&w->wq_head, &w->wq_tail);
 	pthread_mutex_destroy(&w->lock);
@@ -588,6 +841,14 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->cq_sem, 0, 0);
 	sem_init(&w->wq_sem, 0, 0);
 	sem_init(&w->slots, 0, in_flight);
+	/* Stored chunks wait only for the disk: a deeper queue rides out its pauses (writeback,
+	 * a busy core) without holding the drain. */
+	sem_init(&w->store_slots, 0, in_flight < TRCFILE__STORE_IN_FLIGHT ? TRCFILE__STORE_IN_FLIGHT
+								       : in_flight);
+	w->store_one_in = opts.store_one_in;
+	/* Every chunk the pipeline can hold at once, and a few being filled. */
+	w->pool_max = 2 * in_flight + TRCFILE__STORE_IN_FLIGHT + 8;
+	w->store_when_behind = (opts.flags & TRCFILE_WRITER_STORE_WHEN_BEHIND) != 0;
 
 	struct trcfile__file_hdr fh = {
 		.version_major = TRCFILE_VERSION_MAJOR,
@@ -734,12 +995,22 @@ static int trcfile__write_footer(struct trcfile_writer *w)
 
 int trcfile_writer_close(struct trcfile_writer *w)
 {
+	return trcfile_writer_close_stats(w, NULL);
+}
+
+int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st)
+{
+	if (st)
+		memset(st, 0, sizeof(*st));
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	w->closing = true;
 	pthread_mutex_unlock(&w->lock);
-	/* No appends run now (contract), so the streams are ours. */
+	/* No appends run now (contract), so the streams are ours. The last chunks wait for the
+	 * compressors: storing them would only leave work for a compaction, and nothing is
+	 * held back by waiting now. So trcfile_writer_chunks_stored read before close is final. */
+	w->store_when_behind = false;
 	for (uint32_t i = 0; i < w->n_streams; i++)
 		trcfile__submit(w->streams[i]);
 	trcfile__stop_threads(w);
@@ -752,6 +1023,10 @@ int trcfile_writer_close(struct trcfile_writer *w)
 	}
 	if (close(w->fd) != 0 && !err && errno != EINTR)
 		err = -errno;
+	if (st) {
+		st->bytes_written = trcfile_writer_bytes_written(w);
+		st->chunks_stored = trcfile_writer_chunks_stored(w);
+	}
 	trcfile__writer_free(w);
 	return err;
 }

@@ -1,0 +1,43 @@
+/* trcfile_stored.h - stored chunks: a chunk whose payload is its encoded records as they are,
+ * not a zstd frame (FORMAT.md "Stored chunks"). The writer stores a chunk when its compressors
+ * are behind, so compression never holds the recorder's drain back; a later compaction
+ * (trcfile_compact) compresses them.
+ *
+ * Purpose: the one place that checks a stored payload (its crc32c, in the chunk header's
+ * payload_crc field) and the CRC-32C that writes and checks it at memory speed (the SSE4.2
+ * crc32 instruction where the CPU has it; the same values as trcfile__crc32c).
+ *
+ * Threads: pure functions; the CPU check is done once, racily but idempotently.
+ */
+#ifndef TRC_TRCFILE_STORED_H
+#define TRC_TRCFILE_STORED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trcfile_codec.h"
+
+/* CRC-32C of buf, continuing from crc (0 to start): trcfile__crc32c's values, about 8 bytes a
+ * cycle with SSE4.2. */
+uint32_t trcfile__crc32c_fast(uint32_t crc, const void *buf, size_t len);
+
+/* Whether a chunk header says stored. */
+static inline int trcfile__chunk_is_stored(const struct trcfile__chunk_hdr *h)
+{
+	return (h->flags & TRCFILE__CHUNK_STORED) != 0;
+}
+
+/* Checks a stored chunk's payload (h->comp_bytes bytes at p) against its header. NULL or why
+ * not. */
+const char *trcfile__stored_check(const uint8_t *p, const struct trcfile__chunk_hdr *h);
+
+/* Appends one whole chunk to stream s of a writer (trcfile_compact): h's count, times, seq and
+ * sizes, payload its h->comp_bytes bytes, already checked. A stored chunk goes through the
+ * compressors; a compressed one is written as it is. The stream must have no open chunk of
+ * records, or it is submitted first. Same thread rule and blocking as trcfile_stream_append.
+ * 0 or -errno. */
+struct trcfile_stream;
+int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__chunk_hdr *h,
+			      const uint8_t *payload);
+
+#endif /* TRC_TRCFILE_STORED_H */

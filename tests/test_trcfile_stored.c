@@ -1,0 +1,451 @@
+/* test_trcfile_stored.c - stored chunks (FORMAT.md "Stored chunks") and compaction.
+ *
+ * The same records written three ways (every chunk compressed; every other chunk stored; every
+ * chunk stored) must read back identically, through the footer and through the recovery scan
+ * of a file cut before its footer (a recorder killed with stored chunks in the file). A damaged
+ * stored payload is an error naming the chunk. trcfile_compact turns a mixed or footer-less
+ * file into one with every chunk compressed and the same records. The fast CRC-32C agrees with
+ * the table one. Seeds with stored chunks go to the fuzz corpus (TRC_WRITE_CORPUS=1 rewrites
+ * them).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_trcfile_util.h"
+#include "trcfile_codec.h"
+#include "trcfile_reader_priv.h" /* the chunk index, for chunk sizes */
+#include "trcfile_stored.h"
+
+/* tu_small_plan plus a long thread stream of every event type (many chunks). */
+static void big_plan(struct tu_plan *p)
+{
+	tu_small_plan(p);
+	struct tu_stream *x = tu_plan_stream(p, TRC_STREAM_THREAD, 4242, 4300);
+	uint64_t t = 2000000000ull;
+	for (uint32_t i = 0; i < 6000; i++) {
+		struct trc_record r = {.type = 1 + i % 8, .ts_ns = t += 1 + (i % 7) * 100};
+		switch (r.type) {
+		case TRC_REC_SPAN_BEGIN:
+		case TRC_REC_SPAN_END:
+			r.span.name_id = 1 + i % 5;
+			break;
+		case TRC_REC_INSTANT:
+		case TRC_REC_COUNTER:
+			r.value.name_id = 1 + i % 5;
+			r.value.value = (int64_t)i * -77;
+			break;
+		case TRC_REC_ALLOC:
+		case TRC_REC_FREE:
+			r.alloc.addr = 0x7f0000000000ull + (i % 300) * 64;
+			r.alloc.size = r.type == TRC_REC_ALLOC ? i : 0;
+			break;
+		default:
+			r.func.addr = 0x401000 + (i % 40) * 16;
+			r.func.call_site = r.func.addr + 99;
+			break;
+		}
+		tu_add(x, &r);
+	}
+}
+
+/* Counts the stored and compressed chunks of a file by walking its chunk headers. */
+static void count_chunks(const char *path, unsigned *stored, unsigned *compressed)
+{
+	size_t len;
+	uint8_t *b = tu_read_file(path, &len);
+	*stored = *compressed = 0;
+	uint64_t off = trcfile__get32(b + 16);
+	while (off + TRCFILE__CHUNK_HDR_BYTES <= len) {
+		struct trcfile__chunk_hdr h;
+		const char *why;
+		if (trcfile__chunk_hdr_get(b + off, &h, &why) != 0)
+			break;
+		if (trcfile__chunk_is_stored(&h))
+			(*stored)++;
+		else
+			(*compressed)++;
+		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
+	}
+	free(b);
+}
+
+static struct trcfile_reader *open_ok(const char *path)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[512] = "";
+	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s: %s", path, msg);
+	return r;
+}
+
+/* Every record of a and b, merged in time order, equal one for one (max records of a when
+ * b is a prefix: b_prefix). Returns the records compared. */
+static size_t same_records(const char *a, const char *b, bool b_prefix)
+{
+	struct trcfile_reader *ra = open_ok(a), *rb = open_ok(b);
+	struct trcfile_iter *ia = trcfile_iter_new(ra), *ib = trcfile_iter_new(rb);
+	cr_assert(ia && ib);
+	size_t n = 0;
+	for (;;) {
+		struct trc_record x, y;
+		unsigned sx, sy;
+		int ka = trcfile_iter_next(ia, &x, &sx);
+		int kb = trcfile_iter_next(ib, &y, &sy);
+		cr_assert_geq(ka, 0, "%s: %s", a, trcfile_reader_errmsg(ra));
+		cr_assert_geq(kb, 0, "%s: %s", b, trcfile_reader_errmsg(rb));
+		if (b_prefix && kb == 0)
+			break;
+		cr_assert_eq(ka, kb, "record %zu: one file ended first", n);
+		if (ka == 0)
+			break;
+		cr_assert(tu_rec_eq(&x, &y), "record %zu differs (types %u, %u)", n, x.type, y.type);
+		cr_assert_eq(trcfile_reader_stream(ra, sx)->tid, trcfile_reader_stream(rb, sy)->tid);
+		n++;
+	}
+	trcfile_iter_free(ia);
+	trcfile_iter_free(ib);
+	trcfile_reader_close(ra);
+	trcfile_reader_close(rb);
+	return n;
+}
+
+static const struct trcfile_writer_opts small_chunks = {
+	.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+	.compress_threads = 2,
+	.flags = TRCFILE_WRITER_NO_FSYNC,
+};
+
+Test(trcfile_stored, mixed_and_stored_files_read_back_identically)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300], c[300];
+	snprintf(a, sizeof(a), "%s/compressed.trc", dir);
+	snprintf(b, sizeof(b), "%s/mixed.trc", dir);
+	snprintf(c, sizeof(c), "%s/stored.trc", dir);
+	struct tu_plan p = {0};
+	big_plan(&p);
+	struct trcfile_writer_opts o = small_chunks;
+	cr_assert_eq(tu_write_plan(a, &p, &o, 7), 0);
+	o.store_one_in = 2;
+	cr_assert_eq(tu_write_plan(b, &p, &o, 7), 0);
+	o.store_one_in = 1;
+	cr_assert_eq(tu_write_plan(c, &p, &o, 7), 0);
+
+	unsigned st, co;
+	count_chunks(a, &st, &co);
+	cr_assert_eq(st, 0);
+	cr_assert_gt(co, 10);
+	unsigned total = co;
+	count_chunks(b, &st, &co);
+	cr_assert_eq(st + co, total);
+	cr_assert(st >= total / 2 - 1 && co >= total / 2 - 1, "mixed: %u stored, %u compressed",
+		  st, co);
+	count_chunks(c, &st, &co);
+	cr_assert_eq(st, total);
+	cr_assert_eq(co, 0);
+
+	size_t n = tu_plan_records(&p);
+	cr_assert_eq(same_records(a, b, false), n);
+	cr_assert_eq(same_records(a, c, false), n);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* A recorder killed with stored chunks in the file: no footer; the scan keeps every whole
+ * chunk, stored or not. */
+Test(trcfile_stored, a_file_cut_before_its_footer_is_read_up_to_its_last_whole_chunk)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300], cut[300], cut2[300];
+	snprintf(a, sizeof(a), "%s/compressed.trc", dir);
+	snprintf(b, sizeof(b), "%s/mixed.trc", dir);
+	snprintf(cut, sizeof(cut), "%s/cut.trc", dir);
+	snprintf(cut2, sizeof(cut2), "%s/cut2.trc", dir);
+	struct tu_plan p = {0};
+	big_plan(&p);
+	struct trcfile_writer_opts o = small_chunks;
+	o.compress_threads = 1;
+	cr_assert_eq(tu_write_plan(a, &p, &o, 7), 0);
+	o.store_one_in = 2;
+	cr_assert_eq(tu_write_plan(b, &p, &o, 7), 0);
+
+	size_t len;
+	uint8_t *buf = tu_read_file(b, &len);
+	uint64_t footer = trcfile__get64(buf + len - TRCFILE__TRAILER_BYTES);
+	tu_write_file(cut, buf, footer); /* every chunk, no footer */
+	struct trcfile_reader *r = open_ok(cut);
+	cr_assert(trcfile_reader_truncated(r));
+	trcfile_reader_close(r);
+	cr_assert_eq(same_records(a, cut, false), tu_plan_records(&p));
+
+	/* Cut in the middle of the last chunk: a prefix of each stream survives. */
+	tu_write_file(cut2, buf, footer - 100);
+	r = open_ok(cut2);
+	struct trcfile_reader_stats rs;
+	trcfile_reader_get_stats(r, &rs);
+	cr_assert(rs.truncated);
+	cr_assert_gt(rs.bytes_ignored, 0);
+	uint64_t kept = rs.records;
+	cr_assert_gt(kept, 0);
+	cr_assert_lt(kept, tu_plan_records(&p));
+	struct trcfile_iter *it = trcfile_iter_new(r);
+	struct trc_record rec;
+	uint64_t got = 0;
+	int k;
+	while ((k = trcfile_iter_next(it, &rec, NULL)) == 1)
+		got++;
+	cr_assert_eq(k, 0, "%s", trcfile_reader_errmsg(r));
+	cr_assert_eq(got, kept);
+	trcfile_iter_free(it);
+	trcfile_reader_close(r);
+	free(buf);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile_stored, a_damaged_stored_payload_is_an_error_naming_the_chunk)
+{
+	const char *dir = tu_tmpdir();
+	char b[300], bad[300];
+	snprintf(b, sizeof(b), "%s/stored.trc", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.trc", dir);
+	struct tu_plan p = {0};
+	big_plan(&p);
+	struct trcfile_writer_opts o = small_chunks;
+	o.store_one_in = 1;
+	cr_assert_eq(tu_write_plan(b, &p, &o, 7), 0);
+	size_t len;
+	uint8_t *buf = tu_read_file(b, &len);
+	uint64_t off = trcfile__get32(buf + 16); /* the first chunk */
+	buf[off + TRCFILE__CHUNK_HDR_BYTES + 5] ^= 0x40;
+	tu_write_file(bad, buf, len);
+	struct trcfile_reader *r = open_ok(bad); /* the footer is fine */
+	struct trcfile_iter *it = trcfile_iter_new(r);
+	struct trc_record rec;
+	int k;
+	while ((k = trcfile_iter_next(it, &rec, NULL)) == 1)
+		;
+	cr_assert_eq(k, -EBADMSG);
+	cr_assert(strstr(trcfile_reader_errmsg(r), "stored chunk payload checksum mismatch"), "%s",
+		  trcfile_reader_errmsg(r));
+	cr_assert(strstr(trcfile_reader_errmsg(r), "damaged chunk"), "%s",
+		  trcfile_reader_errmsg(r));
+	trcfile_iter_free(it);
+	trcfile_reader_close(r);
+
+	/* Without its footer the scan stops at that chunk: nothing after it is trusted. */
+	uint64_t footer = trcfile__get64(buf + len - TRCFILE__TRAILER_BYTES);
+	tu_write_file(bad, buf, footer);
+	r = open_ok(bad);
+	struct trcfile_reader_stats rs;
+	trcfile_reader_get_stats(r, &rs);
+	cr_assert(rs.truncated);
+	cr_assert_eq(rs.chunks, 0);
+	cr_assert_eq(rs.bytes_recovered, off);
+	trcfile_reader_close(r);
+	free(buf);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+static uint64_t progress_calls, progress_last, progress_total;
+static void on_progress(void *arg, uint64_t done, uint64_t total)
+{
+	(void)arg;
+	progress_calls++;
+	progress_last = done;
+	progress_total = total;
+}
+
+Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300], out[300], cut[300], out2[300];
+	snprintf(a, sizeof(a), "%s/compressed.trc", dir);
+	snprintf(b, sizeof(b), "%s/mixed.trc", dir);
+	snprintf(out, sizeof(out), "%s/compact.trc", dir);
+	snprintf(cut, sizeof(cut), "%s/cut.trc", dir);
+	snprintf(out2, sizeof(out2), "%s/compact2.trc", dir);
+	struct tu_plan p = {0};
+	big_plan(&p);
+	struct trcfile_writer_opts o = small_chunks;
+	cr_assert_eq(tu_write_plan(a, &p, &o, 7), 0);
+	o.store_one_in = 3;
+	cr_assert_eq(tu_write_plan(b, &p, &o, 7), 0);
+	unsigned st_b, co_b, st, co;
+	count_chunks(b, &st_b, &co_b);
+	cr_assert_gt(st_b, 0);
+
+	char msg[512] = "";
+	uint64_t stored_in = 0;
+	struct trcfile_writer_opts co_opts = {.compress_threads = 2,
+					      .flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(trcfile_compact(b, out, &co_opts, on_progress, NULL, &stored_in, msg,
+				     sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(stored_in, st_b);
+	cr_assert_eq(progress_last, st_b + co_b);
+	cr_assert_eq(progress_total, st_b + co_b);
+	cr_assert_eq(progress_calls, st_b + co_b);
+	count_chunks(out, &st, &co);
+	cr_assert_eq(st, 0);
+	cr_assert_eq(co, st_b + co_b);
+	cr_assert_eq(same_records(a, out, false), tu_plan_records(&p));
+	/* Same streams, same sequence numbers and header. */
+	struct trcfile_reader *ra = open_ok(a), *ro = open_ok(out);
+	cr_assert_not(trcfile_reader_truncated(ro));
+	cr_assert_eq(trcfile_reader_stream_count(ra), trcfile_reader_stream_count(ro));
+	for (unsigned i = 0; i < trcfile_reader_stream_count(ra); i++) {
+		const struct trcfile_stream_info *x = trcfile_reader_stream(ra, i),
+						 *y = trcfile_reader_stream(ro, i);
+		cr_assert(x->id == y->id && x->kind == y->kind && x->pid == y->pid &&
+			  x->tid == y->tid && x->records == y->records && x->chunks == y->chunks);
+	}
+	cr_assert_eq(trcfile_reader_header(ro)->start_realtime_ns,
+		     trcfile_reader_header(ra)->start_realtime_ns);
+	cr_assert_str_eq(trcfile_reader_header(ro)->host, trcfile_reader_header(ra)->host);
+	trcfile_reader_close(ra);
+	trcfile_reader_close(ro);
+
+	/* A file without a footer gets one. */
+	size_t len;
+	uint8_t *buf = tu_read_file(b, &len);
+	tu_write_file(cut, buf, trcfile__get64(buf + len - TRCFILE__TRAILER_BYTES));
+	free(buf);
+	cr_assert_eq(trcfile_compact(cut, out2, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)), 0,
+		     "%s", msg);
+	ro = open_ok(out2);
+	cr_assert_not(trcfile_reader_truncated(ro));
+	trcfile_reader_close(ro);
+	cr_assert_eq(same_records(a, out2, false), tu_plan_records(&p));
+
+	/* A missing input is an error with a message. */
+	snprintf(cut, sizeof(cut), "%s/none.trc", dir);
+	cr_assert_eq(trcfile_compact(cut, out2, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)),
+		     -ENOENT);
+	cr_assert(strstr(msg, "none.trc"), "%s", msg);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile_stored, fast_crc32c_agrees_with_the_table)
+{
+	uint8_t buf[4096 + 16];
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	cr_assert_eq(trcfile__crc32c_fast(0, "123456789", 9), 0xe3069283u); /* the check value */
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; len < 300; len += 1 + len / 8)
+			cr_assert_eq(trcfile__crc32c_fast(0, buf + off, len),
+				     trcfile__crc32c(0, buf + off, len), "off %zu len %zu", off, len);
+	cr_assert_eq(trcfile__crc32c_fast(7, buf, 4096), trcfile__crc32c(7, buf, 4096));
+}
+
+/* Seeds with stored chunks for the reader's fuzzer: a mixed file, and the same cut before
+ * its footer. Written with TRC_WRITE_CORPUS=1; always read back here. */
+Test(trcfile_stored, fuzz_seeds_with_stored_chunks)
+{
+	const char *wr = getenv("TRC_WRITE_CORPUS");
+	char path[300];
+	if (wr && *wr && strcmp(wr, "0")) {
+		struct tu_plan p = {0};
+		tu_small_plan(&p);
+		struct trcfile_writer_opts o = {.chunk_bytes = TRCFILE_MIN_CHUNK_BYTES,
+						.compress_threads = 1,
+						.flags = TRCFILE_WRITER_NO_FSYNC,
+						.store_one_in = 2};
+		snprintf(path, sizeof(path), "tests/corpus/reader/stored.trc");
+		cr_assert_eq(tu_write_plan(path, &p, &o, 3), 0);
+		size_t len;
+		uint8_t *b = tu_read_file(path, &len);
+		snprintf(path, sizeof(path), "tests/corpus/reader/stored_truncated.trc");
+		tu_write_file(path, b, trcfile__get64(b + len - TRCFILE__TRAILER_BYTES) - 7);
+		free(b);
+		tu_plan_free(&p);
+	}
+	static const char *const seeds[] = {"stored.trc", "stored_truncated.trc"};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "tests/corpus/reader/%s", seeds[i]);
+		unsigned st, co;
+		count_chunks(path, &st, &co);
+		cr_assert_gt(st, 0, "%s has stored chunks", path);
+		cr_assert_gt(co, 0, "%s has compressed chunks", path);
+		struct trcfile_reader *r = open_ok(path);
+		cr_assert_eq(trcfile_reader_truncated(r), i == 1);
+		struct trcfile_iter *it = trcfile_iter_new(r);
+		struct trc_record rec;
+		int k;
+		while ((k = trcfile_iter_next(it, &rec, NULL)) == 1)
+			;
+		cr_assert_eq(k, 0, "%s: %s", path, trcfile_reader_errmsg(r));
+		trcfile_iter_free(it);
+		trcfile_reader_close(r);
+	}
+}
+
+/* The writer's memory does not grow with the streams open at once: past 32 MiB of open
+ * chunks (32 streams of 1 MiB chunks), each new chunk ends at 32 MiB / open chunks (at
+ * least 64 KiB). The records are the same either way. */
+static void budget_record(uint32_t k, uint32_t i, struct trc_record *r)
+{
+	*r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = 1000 + (uint64_t)i * 3};
+	r->value.name_id = 1 + k;
+	r->value.value = (int64_t)((uint64_t)i * 2654435761u ^ k);
+}
+
+Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/many.trc", dir);
+	enum { STREAMS = 128, PER = 200000 };
+	struct trcfile_header_info h = tu_header();
+	struct trcfile_writer_opts o = {.compress_threads = 2, .flags = TRCFILE_WRITER_NO_FSYNC};
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
+	cr_assert_not_null(w);
+	static struct trcfile_stream *st[STREAMS];
+	for (uint32_t k = 0; k < STREAMS; k++)
+		st[k] = trcfile_stream_open(w, TRC_STREAM_THREAD, 1, k);
+	for (uint32_t i = 0; i < PER; i += 100)
+		for (uint32_t k = 0; k < STREAMS; k++)
+			for (uint32_t j = i; j < i + 100; j++) {
+				struct trc_record r;
+				budget_record(k, j, &r);
+				cr_assert_eq(trcfile_stream_append(st[k], &r), 0);
+			}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+
+	struct trcfile_reader *rd = open_ok(path);
+	cr_assert_eq(trcfile_reader_header(rd)->chunk_bytes, TRCFILE_DEFAULT_CHUNK_BYTES);
+	cr_assert_eq(trcfile_reader_stream_count(rd), STREAMS);
+	/* A chunk's size is decided when it is opened: the first chunks of the first streams
+	 * were opened with few others open and may take 1 MiB; every later one shares. */
+	uint64_t max_raw = 0;
+	for (size_t i = 0; i < rd->n_chunks; i++)
+		if (rd->chunks[i].seq > 0 && rd->chunks[i].raw_bytes > max_raw)
+			max_raw = rd->chunks[i].raw_bytes;
+	for (unsigned i = 0; i < STREAMS; i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(rd, i);
+		cr_assert_eq(si->records, PER);
+		cr_assert_gt(si->chunks, 1, "stream %u: %u chunks", i, si->chunks);
+		struct trcfile_cursor *c = trcfile_cursor_new(rd, i);
+		struct trc_record got, want;
+		for (uint32_t j = 0; j < PER; j++) {
+			cr_assert_eq(trcfile_cursor_next(c, &got), 1);
+			budget_record(si->tid, j, &want);
+			cr_assert(tu_rec_eq(&got, &want), "stream %u record %u", i, j);
+		}
+		trcfile_cursor_free(c);
+	}
+	/* 128 open chunks: 256 KiB each (and a record's slack) */
+	cr_assert_leq(max_raw, (32u << 20) / STREAMS + 160, "largest chunk %llu bytes",
+		      (unsigned long long)max_raw);
+	cr_assert_geq(max_raw, (32u << 20) / STREAMS);
+	trcfile_reader_close(rd);
+	tu_rm_rf(dir);
+}

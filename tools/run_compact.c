@@ -1,0 +1,86 @@
+/* run_compact.c - trace-run's last step: compress the chunks the recorder wrote stored.
+ *
+ * Purpose: while the program ran, compression never held the drain back: a chunk the
+ * compressors could not take at once went to the file stored (FORMAT.md "Stored chunks").
+ * Before trace-run exits those are compressed (trcfile_compact) on every core, into a
+ * temporary file beside the trace that is then renamed over it, so the trace is whole at every
+ * moment: a trace-run killed here leaves the complete file with its stored chunks, which
+ * trace-dump reads as it is (and `trace-dump compact` finishes). --keep-stored skips this.
+ *
+ * Threads: the caller's (trcfile_compact starts and joins its own compressor threads).
+ */
+#include "run_compact.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trcfile.h"
+
+struct run__compact_progress {
+	uint64_t last_ns;
+};
+
+static uint64_t run__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void run__compact_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct run__compact_progress *p = arg;
+	uint64_t now = run__now_ns();
+	if (done != total && now - p->last_ns < 100000000ull)
+		return;
+	p->last_ns = now;
+	fprintf(stderr, "\rtrace-run: compressing the stored chunks: %3u%% (%llu of %llu chunks)",
+		total ? (unsigned)(done * 100 / total) : 100u, (unsigned long long)done,
+		(unsigned long long)total);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+int run_compact(const char *output, int zstd_level, bool progress, double *seconds)
+{
+	size_t n = strlen(output);
+	char *tmp = malloc(n + 32);
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, n + 32, "%s.compacting.XXXXXX", output);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		int e = -errno;
+		free(tmp);
+		return e;
+	}
+	close(fd);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct trcfile_writer_opts o = {
+		.zstd_level = zstd_level,
+		.compress_threads = cpus > 0 ? (unsigned)cpus : 1u,
+	};
+	struct run__compact_progress pr = {0};
+	char msg[512] = "";
+	uint64_t t0 = run__now_ns();
+	int err = trcfile_compact(output, tmp, &o, progress ? run__compact_progress : NULL, &pr,
+				  NULL, msg, sizeof(msg));
+	if (!err && rename(tmp, output) != 0)
+		err = -errno;
+	if (err) {
+		fprintf(stderr,
+			"trace-run: warning: could not compress the stored chunks of %s (%s); the "
+			"trace is complete as it is (trace-dump compact can try again)\n",
+			output, msg[0] ? msg : strerror(-err));
+		unlink(tmp);
+	}
+	if (seconds)
+		*seconds = (double)(run__now_ns() - t0) / 1e9;
+	free(tmp);
+	return err;
+}
