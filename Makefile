@@ -47,6 +47,10 @@ endif
 PKGS := liburcu liburcu-cds libzstd zlib
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# elfutils (symbols for trace-dump, src/analysis/symbols.c) and libstdc++'s demangler: linked into
+# what links the analysis code (trace-dump, tests, the fuzz target), not into trace-run.
+ELF_CFLAGS := $(shell pkg-config --cflags libdw libelf 2>/dev/null)
+ELF_LIBS := $(shell pkg-config --libs libdw libelf 2>/dev/null) -lstdc++
 CRIT_CFLAGS := $(shell pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS := $(shell pkg-config --libs criterion 2>/dev/null)
 
@@ -151,6 +155,11 @@ TRACE_DUMP := $(B)/bin/trace-dump
 TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 STRESS := $(patsubst tests/%.c,$(B)/tests/%,$(STRESS_SRCS))
 PROGS := $(patsubst tests/%.c,$(B)/tests/%,$(PROG_SRCS))
+# For function names (tests/test_symbols.c): shared libraries tests/lib_*.c (-> lib_*.so), C++
+# programs tests/prog_*.cc, and a stripped copy of prog_finst_calls.
+TESTLIBS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/lib_*.c))
+CXX_PROGS := $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/prog_*.cc))
+PROGS += $(TESTLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped
 FUZZERS := $(patsubst tests/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 WORKS := $(patsubst bench/%.c,$(B)/bench/%,$(WORK_SRCS)) \
@@ -229,7 +238,8 @@ $(TRACE_RUN): $(call obj,$(RUN_SRCS)) $(INTERNAL_LIBS)
 $(TRACE_DUMP): $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LINK_FLAGS) $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(ELF_LIBS) \
+		$(LDLIBS)
 
 # ---- tests -------------------------------------------------------------------------------------
 # Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly.
@@ -238,7 +248,8 @@ CLI_OBJS = $(call obj,$(CLI_SRCS))
 $(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS) $(CLI_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LINK_FLAGS) $< $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LINK_FLAGS) $< $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) \
+		$(ELF_LIBS) $(LDLIBS)
 
 $(B)/tests/stress_%: $(B)/obj/tests/stress_%.o $(INTERNAL_LIBS)
 	@mkdir -p $(@D)
@@ -246,6 +257,10 @@ $(B)/tests/stress_%: $(B)/obj/tests/stress_%.o $(INTERNAL_LIBS)
 	$(Q)$(CC) $(LINK_FLAGS) $< $(INTERNAL_LIBS) -o $@ $(DEP_LIBS) $(LDLIBS)
 
 $(B)/obj/tests/prog_finst_%.o: PART_CFLAGS = -finstrument-functions
+# ... and without sanitizers: their instrumentation adds instrumented functions of its own
+# (asan.module_ctor), which would change the functions these programs are known to call.
+$(B)/obj/tests/prog_finst_%.o: SAN_FLAGS :=
+$(B)/obj/src/analysis/%.o: PART_CFLAGS = $(ELF_CFLAGS)
 # A statically linked program: the preload library cannot enter it (trace-run still records
 # its lifetime and RSS).
 $(B)/tests/prog_static_%: $(B)/obj/tests/prog_static_%.o
@@ -274,12 +289,39 @@ $(B)/tests/prog_%: $(B)/obj/tests/prog_%.o $(LIBTRC_SO)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LINK_FLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDLIBS)
 
+# Shared libraries the programs load (no sanitizer: they are loaded into traced programs as a
+# user's libraries would be), built with -finstrument-functions.
+$(TESTLIBS): $(B)/tests/%.so: tests/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) -finstrument-functions \
+		$(CFLAGS) -shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+# prog_finst_names links lib_names_linked.so (found beside it) and dlopens lib_names_dl.so.
+$(B)/tests/prog_finst_names: $(B)/obj/tests/prog_finst_names.o $(LIBTRC_SO) \
+		$(B)/tests/lib_names_linked.so $(B)/tests/lib_names_dl.so
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LINK_FLAGS) $< $(B)/tests/lib_names_linked.so -L$(B)/lib -ltrc $(RPATH) \
+		-Wl,-rpath,'$$ORIGIN' -o $@ $(LDLIBS) -ldl
+$(CXX_PROGS): $(B)/tests/%: tests/%.cc $(LIBTRC_SO)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CXX     $@")
+	$(Q)$(CXX) $(BASE_CPPFLAGS) $(CPPFLAGS) -O2 -g -finstrument-functions -Wall -Wextra $(CXXFLAGS) \
+		$< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDFLAGS) $(LDLIBS)
+# The stripped program is built as a user's would be (gcc, no sanitizer), then stripped.
+$(B)/tests/prog_finst_calls_stripped: tests/prog_finst_calls.c $(LIBTRC_SO)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  STRIP   $@")
+	$(Q)gcc $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -finstrument-functions $(CFLAGS) $< \
+		-L$(B)/lib -ltrc $(RPATH) -o $@.full $(LDFLAGS) $(LDLIBS) && strip -o $@ $@.full && \
+		rm -f $@.full
+
 $(B)/fuzz/fuzz_%: tests/fuzz_%.c $(call obj,$(CORE_SRCS)) $(call obj,$(RT_SRCS))
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)clang $(BASE_CPPFLAGS) $(INC_all) $(CPPFLAGS) -std=gnu17 -g -O1 \
 		-fsanitize=fuzzer,address,undefined $(DEP_CFLAGS) $(CFLAGS) \
-		$< $(filter %.c,$(CORE_SRCS) $(RT_SRCS)) -o $@ $(DEP_LIBS) $(LDLIBS)
+		$< $(filter %.c,$(CORE_SRCS) $(RT_SRCS)) -o $@ $(DEP_LIBS) $(ELF_LIBS) $(LDLIBS)
 
 # ---- benchmarks --------------------------------------------------------------------------------
 $(B)/bench/bench_%: $(B)/obj/bench/bench_%.o $(INTERNAL_LIBS)
@@ -307,15 +349,16 @@ $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 # protobuf-compiler: the tests decode trace-dump perfetto's and pprof's output with protoc (an
 # outside reader). zlib1g-dev: pprof's profile.proto must be gzip (zstd does not write gzip).
 # jemalloc, tcmalloc, mimalloc: programs linked with them must keep them under trace-run.
-DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev pkg-config clang time python3 \
-	protobuf-compiler zlib1g-dev libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
+# libdw, libelf (elfutils): trace-dump names functions from the modules' symbol tables.
+DEB_PKGS := liburcu-dev libzstd-dev libcriterion-dev libdw-dev libelf-dev pkg-config clang time \
+	python3 protobuf-compiler zlib1g-dev libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
 # Node.js and npm for the DuckDB tier, only when npm is missing (a Node.js installed from
 # elsewhere, e.g. NodeSource's nodejs, brings its own npm and conflicts with Debian's).
 DEB_PKGS_NODE := nodejs npm
 deps:
 	@missing=""; node_pkgs=""; \
 	command -v npm >/dev/null || { node_pkgs="$(DEB_PKGS_NODE)"; missing=1; }; \
-	for p in liburcu libzstd criterion zlib jemalloc libtcmalloc; do \
+	for p in liburcu libzstd criterion zlib libdw libelf jemalloc libtcmalloc; do \
 		pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	test -e /usr/include/mimalloc.h || missing=1; \
 	command -v pkg-config >/dev/null || missing=1; \

@@ -132,7 +132,10 @@ Test(dump, golden_summary_text, .timeout = 60)
 	td_small(dir, trc, sizeof(trc));
 	struct td_run r = td_run(dir, (const char *const[]){"summary", trc, NULL});
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_empty(r.err);
+	/* The function table names the one function from its module's file, which is not here:
+	 * said once. */
+	cr_assert_str_eq(r.err, "trace-dump: /usr/bin/prog: the file is gone: its functions show "
+				"as module+offset\n");
 	td_golden("summary.txt", r.out, r.out_len);
 	td_free(&r);
 	/* summary is the default command */
@@ -642,10 +645,11 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	td_expect_usage(dir, (const char *const[]){"chrom", trc, NULL},
 			"trace-dump: unknown command \"chrom\"; did you mean \"chrome\"? (see "
 			"trace-dump help)\n");
-	td_expect_usage(dir, (const char *const[]){"frobnicate", trc, NULL},
-			"trace-dump: unknown command \"frobnicate\" (and no such file); the "
-			"commands are summary, events, rss, chrome, parquet, perfetto, pprof, "
-			"compact and help\n");
+	td_expect_usage(
+		dir, (const char *const[]){"frobnicate", trc, NULL},
+		"trace-dump: unknown command \"frobnicate\" (and no such file); the "
+		"commands are summary, events, rss, chrome, flame, parquet, perfetto, pprof, "
+		"compact and help\n");
 	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
 			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
 			"trace-dump help)\n");
@@ -655,8 +659,8 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 	cr_expect(strstr(r.err, "trace-dump: missing.trc: No such file"), "%s", r.err);
 	td_free(&r);
 	/* help lists every command; help COMMAND is COMMAND --help. */
-	static const char *const cmds[] = {"summary", "events",   "rss",   "chrome", "parquet",
-					   "perfetto", "pprof", "compact", "help"};
+	static const char *const cmds[] = {"summary",  "events", "rss",	    "chrome", "parquet",
+					   "perfetto", "pprof",	 "compact", "help"};
 	char *help = td_ok(dir, (const char *const[]){"help", NULL}, NULL);
 	char *dash_help = td_ok(dir, (const char *const[]){"--help", NULL}, NULL);
 	cr_expect_str_eq(help, dash_help);

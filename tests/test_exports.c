@@ -15,8 +15,16 @@
 
 /* Sorted, as `sort` orders them in the C locale. */
 static const char *const libtrc_exports[] = {
-	"trc__emit_full",   "trc__emit_slow",	"trc__mode",  "trc__self",
-	"trc__site_intern", "trc__thread_name", "trc_attach",
+	"__cyg_profile_func_enter",
+	"__cyg_profile_func_exit",
+	"trc__emit_full",
+	"trc__emit_slow",
+	"trc__mode",
+	"trc__modules_changed",
+	"trc__self",
+	"trc__site_intern",
+	"trc__thread_name",
+	"trc_attach",
 };
 
 static const char *const preload_exports[] = {
@@ -26,6 +34,7 @@ static const char *const preload_exports[] = {
 	"_longjmp",
 	"aligned_alloc",
 	"calloc",
+	"dlopen",
 	"free",
 	"longjmp",
 	"malloc",

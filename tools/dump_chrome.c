@@ -5,8 +5,9 @@
  * open-span depth, plus the live-allocation table for the heap counter (capped).
  *
  * Mapping (documented in --help):
- *   span_begin/end, func_enter/exit  "B"/"E" on (pid, tid); functions are named by address
- *                                    (module+offset when a module record covers it)
+ *   span_begin/end, func_enter/exit  "B"/"E" on (pid, tid); functions by their names (the
+ *                                    modules' symbol tables, dump_symbols.h), else
+ *                                    module+offset when a module record covers the address
  *   instant                          "i" (thread scope) with args.value
  *   counter                          "C" named after the counter, args.value
  *   alloc/free                       "C" "heap live bytes" per process (args.bytes)
@@ -42,6 +43,7 @@
 #include "cli_plural.h"
 #include "cli_size.h"
 #include "dump_common.h"
+#include "dump_symbols.h"
 
 static const char dump__chrome_help[] =
 	"usage: trace-dump chrome [--from T] [--to T] [-o OUT [--split-size SIZE]] FILE\n"
@@ -49,9 +51,10 @@ static const char dump__chrome_help[] =
 	"\n"
 	"Chrome Trace Event JSON (an object with traceEvents), for ui.perfetto.dev,\n"
 	"chrome://tracing and speedscope. Streamed: memory does not grow with the trace.\n"
-	"  spans, functions   B/E events per thread (functions named by address, or\n"
-	"                     module+offset); spans still open at the end are closed at the\n"
-	"                     last timestamp with args.unfinished=true; an end without a begin\n"
+	"  spans, functions   B/E events per thread (functions by name from the modules'\n"
+	"                     symbol tables, else module+offset); spans still open at the\n"
+	"                     end are closed at the last timestamp with args.unfinished=true;\n"
+	"                     an end without a begin\n"
 	"                     is dropped (counted in otherData.spans_unmatched_end)\n"
 	"  instants           i events with args.value; counters: C events\n"
 	"  allocations        a C counter 'heap live bytes' per process\n"
@@ -94,6 +97,7 @@ struct dump__stack {
 
 struct dump__chrome {
 	const struct trcfile_reader *r;
+	struct sym_resolver *syms; /* NULL: module+offset */
 	uint64_t start, last_ts;
 	bool first;
 	uint64_t *depth; /* open B per stream */
@@ -147,7 +151,14 @@ static void dump__name(const struct dump__chrome *c, uint32_t id)
 static void dump__func_name(const struct dump__chrome *c, uint32_t pid, uint64_t addr)
 {
 	char b[320];
-	size_t k = dump_func_name(c->r, pid, addr, b, sizeof(b));
+	struct sym_info si;
+	size_t k;
+	if (c->syms && sym_resolve(c->syms, pid, addr, &si) == 0 && si.name) {
+		int n = snprintf(b, sizeof(b), "%s", si.name);
+		k = n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1;
+	} else {
+		k = dump_func_name(c->r, pid, addr, b, sizeof(b));
+	}
 	dump_str(",\"name\":");
 	dump_json_str(b, k);
 }
@@ -679,6 +690,7 @@ int dump_chrome_main(int argc, char **argv)
 	if (!c)
 		goto out;
 	c->r = r;
+	c->syms = dump_symbols_new(r);
 	c->first = true;
 	c->start = dump_start_ns(r);
 	c->depth = calloc(ns ? ns : 1, sizeof(*c->depth));
@@ -766,6 +778,7 @@ out:
 	trcfile_iter_free(it);
 	if (c) {
 		allocmap_free(c->live);
+		sym_resolver_free(c->syms);
 		for (unsigned s = 0; s < ns && c->stacks; s++) {
 			free(c->stacks[s].v);
 			free(c->stacks[s].thread_name);

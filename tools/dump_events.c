@@ -20,6 +20,7 @@
 
 #include "cli_duration.h"
 #include "dump_common.h"
+#include "dump_symbols.h"
 
 static const char dump__events_help[] =
 	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
@@ -31,10 +32,15 @@ static const char dump__events_help[] =
 	"thread's events, rss for the sampler, meta for metadata; TYPE is one of span_begin\n"
 	"span_end instant counter alloc free func_enter func_exit rss lost thread process name\n"
 	"module note exit; FIELDS are key=value pairs (strings quoted, C escapes).\n"
+	"Function events name their function (fn, demangled) and its source line (src)\n"
+	"from the symbol tables and debug info of the module files recorded in the trace;\n"
+	"at= is always the module and file offset. A module file that is gone, changed\n"
+	"since the trace (another build-id) or stripped is said once on stderr.\n"
 	"\n"
 	"  --thread [PID/]TID  only that thread's stream (repeat for several)\n"
 	"  --name NAME         only spans, instants and counters named NAME (repeat for\n"
 	"                      several)\n"
+	"  --no-symbols        no fn= and src= (module+offset only; faster)\n"
 	"  --from T, --to T    only records from T to T (both included), counted from the\n"
 	"                      start of recording; T is a duration with a unit: ns, us, ms,\n"
 	"                      s, m or h, e.g. 1.5s, 200ms (a bare number is an error)\n"
@@ -122,7 +128,53 @@ static void dump__kv_str(const char *key, const char *s, uint32_t len)
 	dump_text_str(s, len);
 }
 
-static void dump__symbol(const struct trcfile_reader *r, uint32_t pid, uint64_t addr)
+/* The " fn=... src=..." text of recent addresses, as written: a trace calls the same functions
+ * over and over, and quoting the strings again each time is most of the cost of names. Direct
+ * mapped on the address. */
+#define DUMP__FN_CACHE 1024u
+/* More than the longest fields text: a name (cut at 2 KiB) and a source path (4 KiB), each
+ * byte escaped to at most 4, so writing it never flushes the buffer midway. */
+#define DUMP__FN_TEXT_MAX 32768u
+static struct dump__fn_text {
+	const struct sym_resolver *syms; /* the trace's resolver (several FILEs: one each) */
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t len; /* 0: empty slot */
+	char *text;
+} dump__fn_cache[DUMP__FN_CACHE];
+
+static void dump__fn_cache_free(void)
+{
+	for (unsigned i = 0; i < DUMP__FN_CACHE; i++) {
+		free(dump__fn_cache[i].text);
+		dump__fn_cache[i] = (struct dump__fn_text){0};
+	}
+}
+
+/* Writes " fn=NAME[+0xOFF] src=FILE:LINE" (what is known). */
+static void dump__fn_fields(const struct sym_info *sip)
+{
+	struct sym_info si = *sip;
+	if (si.name) {
+		size_t n = strlen(si.name);
+		dump__kv_str("fn", si.name, (uint32_t)(n < 2048 ? n : 2048)); /* cut: see below */
+		if (si.name_offset) {
+			dump_str("+");
+			dump_hex(si.name_offset);
+		}
+	}
+	if (si.src_file) {
+		char line[4200];
+		int k = snprintf(line, sizeof(line), "%s:%u", si.src_file, si.src_line);
+		if (k > 0)
+			dump__kv_str("src", line,
+				     (uint32_t)((size_t)k < sizeof(line) ? (size_t)k
+									 : sizeof(line) - 1));
+	}
+}
+
+static void dump__symbol(const struct trcfile_reader *r, struct sym_resolver *syms, uint32_t pid,
+			 uint64_t addr)
 {
 	const struct trcfile_module *m = trcfile_reader_module(r, pid, addr);
 	if (!m)
@@ -133,10 +185,47 @@ static void dump__symbol(const struct trcfile_reader *r, uint32_t pid, uint64_t 
 	dump_str(base);
 	dump_char('+');
 	dump_hex(addr - m->start + m->offset);
+	if (!syms)
+		return;
+	struct dump__fn_text *c = &dump__fn_cache[((addr >> 4) ^ pid) & (DUMP__FN_CACHE - 1)];
+	if (c->len && c->addr == addr && c->pid == pid && c->syms == syms) {
+		dump_write(c->text, c->len);
+		return;
+	}
+	/* Resolve first: the first address of a file may print a warning, which flushes the
+	 * output. Then room for the longest text, so it lands contiguous in the buffer. */
+	struct sym_info si;
+	if (sym_resolve(syms, pid, addr, &si) != 0)
+		return;
+	if (DUMP_OUT_BYTES - dump_out.len < DUMP__FN_TEXT_MAX)
+		dump_flush();
+	size_t at = dump_out.len;
+	dump__fn_fields(&si);
+	size_t len = dump_out.len - at;
+	char *copy = len && len < DUMP__FN_TEXT_MAX ? malloc(len) : NULL;
+	if (copy) {
+		memcpy(copy, dump_out.buf + at, len);
+		free(c->text);
+		*c = (struct dump__fn_text){
+			.syms = syms, .addr = addr, .pid = pid, .len = (uint32_t)len, .text = copy};
+	}
 }
 
-static void dump__record(const struct trcfile_reader *r, const struct trcfile_stream_info *si,
-			 const struct trc_record *rec, uint64_t start, const struct dump_trace *label)
+static void dump__build_id(const uint8_t *id, uint32_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (!len)
+		return;
+	dump_str(" build_id=");
+	for (uint32_t i = 0; i < len; i++) {
+		dump_char(hex[id[i] >> 4]);
+		dump_char(hex[id[i] & 15]);
+	}
+}
+
+static void dump__record(const struct trcfile_reader *r, struct sym_resolver *syms,
+			 const struct trcfile_stream_info *si, const struct trc_record *rec,
+			 uint64_t start, const struct dump_trace *label)
 {
 	dump_seconds((int64_t)(rec->ts_ns - start));
 	dump_char(' ');
@@ -183,7 +272,7 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 	case TRC_REC_FUNC_EXIT:
 		dump__kv_hex("addr", rec->func.addr);
 		dump__kv_hex("call_site", rec->func.call_site);
-		dump__symbol(r, si->pid, rec->func.addr);
+		dump__symbol(r, syms, si->pid, rec->func.addr);
 		break;
 	case TRC_REC_RSS: {
 		uint64_t b = rec->rss.buffers_bytes;
@@ -236,6 +325,7 @@ static void dump__record(const struct trcfile_reader *r, const struct trcfile_st
 		dump__kv_hex("end", rec->module.end);
 		dump__kv_hex("offset", rec->module.offset);
 		dump__kv_str("path", rec->module.path, rec->module.path_len);
+		dump__build_id(rec->module.build_id, rec->module.build_id_len);
 		break;
 	case TRC_REC_NOTE:
 		dump__kv_str("text", rec->note.text, rec->note.len);
@@ -383,7 +473,7 @@ static void dump__say_nothing_matched(const struct trcfile_reader *r, const char
 static int dump__events_multi(const char *cmd, int argc, char **argv,
 			      const struct dump__thread_filter *threads, unsigned n_threads,
 			      char **names, unsigned n_names, bool from_set, uint64_t from,
-			      uint64_t to)
+			      uint64_t to, bool no_symbols)
 {
 	struct dump_traces m;
 	unsigned n = (unsigned)(argc - optind);
@@ -391,9 +481,12 @@ static int dump__events_multi(const char *cmd, int argc, char **argv,
 		return DUMP_EXIT_FAIL;
 	int rc = DUMP_EXIT_FAIL;
 	bool **include = calloc(n, sizeof(*include));
+	struct sym_resolver **syms = calloc(n, sizeof(*syms));
 	bool any_thread = n_threads == 0;
-	if (!include)
+	if (!include || !syms)
 		goto out;
+	for (unsigned i = 0; i < n && !no_symbols; i++)
+		syms[i] = dump_symbols_new(m.t[i].r);
 	for (unsigned i = 0; i < n; i++) {
 		struct trcfile_reader *r = m.t[i].r;
 		unsigned ns = trcfile_reader_stream_count(r);
@@ -425,7 +518,7 @@ static int dump__events_multi(const char *cmd, int argc, char **argv,
 			continue;
 		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
-		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start, &m.t[ti]);
+		dump__record(r, syms[ti], trcfile_reader_stream(r, sidx), &rec, start, &m.t[ti]);
 		printed++;
 	}
 	dump_flush();
@@ -443,6 +536,10 @@ out:
 	for (unsigned i = 0; include && i < n; i++)
 		free(include[i]);
 	free(include);
+	dump__fn_cache_free();
+	for (unsigned i = 0; syms && i < n; i++)
+		sym_resolver_free(syms[i]);
+	free(syms);
 	dump_traces_close(&m);
 	return rc;
 }
@@ -450,9 +547,13 @@ out:
 int dump_events_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"thread", required_argument, NULL, 't'}, {"name", required_argument, NULL, 'n'},
-		{"from", required_argument, NULL, 'f'},	  {"to", required_argument, NULL, 'T'},
-		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+		{"thread", required_argument, NULL, 't'},
+		{"name", required_argument, NULL, 'n'},
+		{"from", required_argument, NULL, 'f'},
+		{"to", required_argument, NULL, 'T'},
+		{"no-symbols", no_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = argv[0];
 	/* Each --thread or --name takes at least one argument: argc bounds their number. */
@@ -466,6 +567,8 @@ int dump_events_main(int argc, char **argv)
 	uint64_t from = 0, to = UINT64_MAX;
 	struct trcfile_reader *r = NULL;
 	struct trcfile_iter *it = NULL;
+	struct sym_resolver *syms = NULL;
+	bool no_symbols = false;
 	char msg[320];
 	int c, rc = DUMP_EXIT_USAGE;
 
@@ -490,6 +593,9 @@ int dump_events_main(int argc, char **argv)
 			break;
 		case 'n':
 			names[n_names++] = optarg;
+			break;
+		case 'S':
+			no_symbols = true;
 			break;
 		case 'f':
 		case 'T':
@@ -519,7 +625,7 @@ int dump_events_main(int argc, char **argv)
 	}
 	if (argc - optind > 1) {
 		rc = dump__events_multi(cmd, argc, argv, threads, n_threads, names, n_names,
-					from_arg != NULL, from, to);
+					from_arg != NULL, from, to, no_symbols);
 		goto out;
 	}
 	path = dump_file_operand(cmd, argc, argv);
@@ -546,6 +652,8 @@ int dump_events_main(int argc, char **argv)
 			}
 	}
 	uint64_t start = dump_start_ns(r);
+	if (!no_symbols)
+		syms = dump_symbols_new(r);
 	it = trcfile_iter_new_subset(r, include);
 	if (!it) {
 		dump_error("%s: %s", path,
@@ -573,7 +681,7 @@ int dump_events_main(int argc, char **argv)
 			continue;
 		if (n_names && !dump__name_matches(r, &rec, names, n_names))
 			continue;
-		dump__record(r, trcfile_reader_stream(r, sidx), &rec, start, NULL);
+		dump__record(r, syms, trcfile_reader_stream(r, sidx), &rec, start, NULL);
 		printed++;
 	}
 	dump_flush();
@@ -592,6 +700,8 @@ int dump_events_main(int argc, char **argv)
 					  from_arg, to_arg, start);
 out:
 	trcfile_iter_free(it);
+	dump__fn_cache_free();
+	sym_resolver_free(syms);
 	dump_close(r, path);
 	free(include);
 	free(matched);

@@ -1,9 +1,9 @@
 /* dump_main.c - trace-dump: answers questions about a .trc file and exports it.
  *
  * Purpose: the entry point; picks the subcommand and hands over. Each subcommand lives in its
- * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c, dump_perfetto.c,
- * dump_pprof.c, dump_compact.c) with its own --help; output and its error policy are in
- * dump_out.c.
+ * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c, dump_flame.c,
+ * dump_perfetto.c, dump_pprof.c, dump_compact.c) with its own --help; output and its error policy
+ * are in dump_out.c.
  *
  * The first argument is a command, `help`, --help or --version. `trace-dump FILE` is short
  * for `trace-dump summary FILE` when FILE is not a command word: an existing file, or a name
@@ -25,10 +25,10 @@ static const struct {
 	const char *name;
 	int (*main)(int, char **);
 } dump__cmds[] = {
-	{"summary", dump_summary_main}, {"events", dump_events_main},
-	{"rss", dump_rss_main},		{"chrome", dump_chrome_main},
-	{"parquet", dump_parquet_main}, {"perfetto", dump_perfetto_main},
-	{"pprof", dump_pprof_main},
+	{"summary", dump_summary_main},	  {"events", dump_events_main},
+	{"rss", dump_rss_main},		  {"chrome", dump_chrome_main},
+	{"flame", dump_flame_main},	  {"parquet", dump_parquet_main},
+	{"perfetto", dump_perfetto_main}, {"pprof", dump_pprof_main},
 	{"compact", dump_compact_main},
 };
 
@@ -45,6 +45,8 @@ static void dump__usage(FILE *f)
 	      "  events   every record of every stream in one time order, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
+	      "  flame    folded stacks of functions and spans, by time or bytes allocated\n"
+	      "           (for flamegraph.pl, inferno, speedscope)\n"
 	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  perfetto Perfetto's protobuf trace, a few bytes an event (ui.perfetto.dev)\n"
 	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"
@@ -102,8 +104,8 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events",   "rss",   "chrome",  "parquet",
-					    "perfetto", "pprof", "compact", "help"};
+	static const char *const names[] = {"summary", "events",   "rss",   "chrome",  "flame",
+					    "parquet", "perfetto", "pprof", "compact", "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
@@ -145,7 +147,7 @@ static int dump__unknown_command(const char *word)
 			   shown, near);
 	else
 		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome, parquet, perfetto, pprof, compact and help",
+			   "events, rss, chrome, flame, parquet, perfetto, pprof, compact and help",
 			   shown);
 	return DUMP_EXIT_USAGE;
 }

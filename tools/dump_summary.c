@@ -9,6 +9,7 @@
  *
  * Threads: single-threaded.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,18 +19,23 @@
 
 #include "cli_plural.h"
 #include "dump_common.h"
+#include "dump_functions.h"
+#include "dump_symbols.h"
 #include "summary.h"
 
 static const char dump__summary_help[] =
-	"usage: trace-dump summary [--json] FILE...\n"
+	"usage: trace-dump summary [--json] [--sort self|total|calls|max|name] FILE...\n"
 	"\n"
 	"What the trace holds: command, duration, events recorded and lost (in total and per\n"
 	"thread), records per type, per name (counts, span durations: count, total, mean, p50,\n"
-	"p99, max; counters: min, max, last), allocations (count, bytes, peak live bytes),\n"
+	"p99, max; counters: min, max, last), functions (calls, inclusive and self time,\n"
+	"by name from the modules' symbol tables), allocations (count, bytes, peak live bytes),\n"
 	"RSS of the traced program (exact peak, sampled min/max/last, sample count, trace\n"
 	"buffers excluded, a sparkline over time) and the recorder's notes.\n"
 	"\n"
 	"  --json     one JSON object instead of text (keys below)\n"
+	"  --sort KEY order of the functions table: self (self time, the default), total\n"
+	"             (inclusive time), calls, max (longest call) or name\n"
 	"  -h, --help this text\n"
 	"\n"
 	"Several FILEs (from one or many hosts): each trace's summary in the order the traces\n"
@@ -79,6 +85,15 @@ static const char dump__summary_help[] =
 	"  spans_cut_by_loss         spans open when events of their thread were lost: end "
 	"unknown\n"
 	"  percentiles_approximate   true when histogram memory ran out (some spans left out)\n"
+	"  functions                 array of {name, calls, total_ns, mean_ns, p50_ns, p99_ns,\n"
+	"                            max_ns, self_total_ns, self_mean_ns, self_p50_ns,\n"
+	"                            self_p99_ns, self_max_ns} per function (-finstrument-\n"
+	"                            functions), named from the modules' symbol tables (else\n"
+	"                            module+offset), in --sort order; times inclusive of the\n"
+	"                            calls made, self_* without them\n"
+	"  function_exits_unmatched  function exits with no open call of that function\n"
+	"  function_calls_unclosed   calls closed by the exit of a function that called them\n"
+	"  function_calls_open_at_end  calls never exited (not timed)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
 	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order\n"
@@ -135,7 +150,8 @@ static void dump__kv_str(const char *k, const char *v, bool *first)
 	dump_json_str(v, strlen(v));
 }
 
-static void dump__json(struct trcfile_reader *r, const struct summary *s)
+static void dump__json(struct trcfile_reader *r, const struct summary *s,
+		       const struct func_table *ft)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -243,6 +259,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s)
 	dump__kv_u64("spans_open_at_end", s->spans_open_at_end, &first);
 	dump__kv_u64("spans_cut_by_loss", s->spans_cut_by_loss, &first);
 	dump__kv_bool("percentiles_approximate", s->percentiles_approximate, &first);
+	dump_functions_json(ft);
 	dump__kv_u64("allocs", s->allocs, &first);
 	dump__kv_u64("alloc_bytes", s->alloc_bytes, &first);
 	dump__kv_u64("frees", s->frees, &first);
@@ -369,7 +386,8 @@ static void dump__lost_over_time(const struct summary *s)
 	dump_printf("| (max %" PRIu64 " in 1/%u of the run)\n", hi, SUMMARY_SPARK_COLUMNS);
 }
 
-static void dump__text(struct trcfile_reader *r, const struct summary *s)
+static void dump__text(struct trcfile_reader *r, const struct summary *s,
+		       const struct func_table *ft, enum func_sort sort)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -499,6 +517,11 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s)
 				    s->spans_cut_by_loss,
 				    cli_plural(s->spans_cut_by_loss, "span", "spans"));
 	}
+	if (ft) {
+		const struct func_row *rows;
+		if (func_table_rows(ft, &rows))
+			dump_functions_text(ft, sort);
+	}
 	if (any_value) {
 		dump_printf("\ninstants and counters:\n  %-24s %10s %10s %14s %14s %14s\n", "name",
 			    "instants", "counters", "min", "max", "last");
@@ -589,7 +612,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s)
  * HOST TRACE, then the totals. JSON: {"traces":[{"host","trace","start_realtime_ns",
  * "start_offset_ns","summary":{...one FILE's object...}}...], "traces_count", "records",
  * "events_recorded", "events_lost"}. */
-static int dump__summary_multi(int argc, char **argv, bool json)
+static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort sort)
 {
 	struct dump_traces m;
 	unsigned n = (unsigned)(argc - optind);
@@ -627,6 +650,14 @@ static int dump__summary_multi(int argc, char **argv, bool json)
 		unsigned i = order[k];
 		const struct dump_trace *t = &m.t[i];
 		int64_t start = (int64_t)dump_start_ns(t->r) + t->anchor;
+		/* Each trace's functions, named from its own modules (no table when it fails). */
+		struct sym_resolver *syms = NULL;
+		struct func_table *ft = NULL;
+		if (s[i].per_type[TRC_REC_FUNC_ENTER]) {
+			int ferr;
+			syms = dump_symbols_new(t->r);
+			ft = dump_functions_compute(t->r, syms, sort, &ferr);
+		}
 		records += s[i].records;
 		recorded += s[i].events_recorded;
 		lost += s[i].events_lost;
@@ -635,10 +666,10 @@ static int dump__summary_multi(int argc, char **argv, bool json)
 			dump_json_str(t->host, t->host_len);
 			dump_str(",\"trace\":");
 			dump_json_str(t->trace, strlen(t->trace));
-			dump_printf(",\"start_realtime_ns\":%" PRId64 ",\"start_offset_ns\":%" PRId64
-				    ",\"summary\":",
+			dump_printf(",\"start_realtime_ns\":%" PRId64
+				    ",\"start_offset_ns\":%" PRId64 ",\"summary\":",
 				    start, start - m.start_rt);
-			dump__json(t->r, &s[i]);
+			dump__json(t->r, &s[i], ft);
 			dump_char('}');
 		} else {
 			char b[32];
@@ -648,8 +679,10 @@ static int dump__summary_multi(int argc, char **argv, bool json)
 			dump_str(t->trace);
 			dump_printf(" (started %s after the first) ==\n",
 				    dump_fmt_ns(b, sizeof(b), (uint64_t)(start - m.start_rt)));
-			dump__text(t->r, &s[i]);
+			dump__text(t->r, &s[i], ft, sort);
 		}
+		func_table_free(ft);
+		sym_resolver_free(syms);
 	}
 	if (json)
 		dump_printf("],\"traces_count\":%u,\"records\":%" PRIu64
@@ -673,16 +706,28 @@ int dump_summary_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"sort", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	enum func_sort sort = FUNC_SORT_SELF;
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (dump_value_missing(argv[0], argv))
+			return DUMP_EXIT_USAGE;
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 's':
+			if (!func_sort_parse(optarg, &sort))
+				return dump_usage_error(
+					argv[0],
+					"--sort: expected self, total, calls, max or "
+					"name, got \"%s\"",
+					optarg);
 			break;
 		case 'h':
 			fputs(dump__summary_help, stdout);
@@ -692,7 +737,7 @@ int dump_summary_main(int argc, char **argv)
 		}
 	}
 	if (argc - optind > 1)
-		return dump__summary_multi(argc, argv, json);
+		return dump__summary_multi(argc, argv, json, sort);
 	const char *path = dump_file_operand(argv[0], argc, argv);
 	if (!path)
 		return DUMP_EXIT_USAGE;
@@ -706,10 +751,27 @@ int dump_summary_main(int argc, char **argv)
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}
+	/* The function table: its own pass, only when there are function records. */
+	struct func_table *ft = NULL;
+	struct sym_resolver *syms = NULL;
+	if (s.per_type[TRC_REC_FUNC_ENTER]) {
+		syms = dump_symbols_new(r);
+		ft = dump_functions_compute(r, syms, sort, &err);
+		if (!ft) {
+			dump_error("%s: %s", path,
+				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
+			sym_resolver_free(syms);
+			summary_free(&s);
+			trcfile_reader_close(r);
+			return DUMP_EXIT_FAIL;
+		}
+	}
 	if (json)
-		dump__json(r, &s);
+		dump__json(r, &s, ft);
 	else
-		dump__text(r, &s);
+		dump__text(r, &s, ft, sort);
+	func_table_free(ft);
+	sym_resolver_free(syms);
 	summary_free(&s);
 	dump_close(r, path);
 	return DUMP_EXIT_OK;

@@ -129,6 +129,8 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 uint32_t trc__site_intern(uint32_t *site, const char *name);
 void trc__thread_name(const char *name);
+/* Reports the executable mappings not reported yet (the preload library's dlopen hook). */
+void trc__modules_changed(void);
 
 static inline unsigned trc__mode_load(void)
 {

@@ -40,6 +40,9 @@ struct recorder_config {
 	bool rss_enabled;
 	uint64_t rss_interval_ns;
 	enum trc_rss_source rss_source;
+	/* true: trace-run did not preload libtrc-preload.so (--no-preload); the note on a
+	 * program that never attached then names that instead of guessing. */
+	bool no_preload;
 	/* Test hook, passed to the sampler (NULL: pthread_create). Also used for the drain
 	 * thread, so a test can make either fail. */
 	int (*create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

@@ -148,6 +148,7 @@ static void trc__atfork_child(void)
 	trc__thread_forget();
 	trc__rt.pid = getpid();
 	trc__rt.region_pid = (uint32_t)trc__rt.pid | trc__rt.pid_tag;
+	trc__procinfo_atfork_child();
 	/* Shared mappings are not copied into the child's page tables: map the metadata again so
 	 * the child's resident share is exactly what the recorder counts. */
 	trc__populate_meta();

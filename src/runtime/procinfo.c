@@ -3,13 +3,29 @@
  * mapping (/proc/self/maps), so trace-dump can tell processes apart and name the addresses of
  * FUNC_ENTER/EXIT records.
  *
+ * Build-ids: each MODULE record carries the GNU build-id of its file, read from the process's
+ * own memory (no file access, so it is the build-id of the code that ran): the ELF header is
+ * at the start of the file's mapping at offset 0, which maps file bytes [0, its length); the
+ * PT_NOTE segments inside that range are searched for NT_GNU_BUILD_ID. Every check is against
+ * that mapping's length and the mapping must be readable, so a file with odd headers gives no
+ * build-id, never a fault.
+ *
+ * Modules mapped later (dlopen): trc__modules_changed (called by the preload library's dlopen
+ * hook) re-reads /proc/self/maps and writes the MODULE records of executable mappings not
+ * written before. "Written before" is a fixed table of hashes of (start, end, offset, path),
+ * reset when the process's first thread writes its records (also in a fork child); a full
+ * table, or a rescan that finds the table busy on another thread, writes duplicates (readers
+ * accept a module twice) rather than wait.
+ *
  * Slow path, on the claiming thread, which holds its ring with ok == 0 (trc.h). No malloc (the
  * preload library may be hooking it): fixed buffers on the stack, read(2) in chunks, lines
  * longer than the buffer are skipped. Records too large for the ring are dropped and counted
- * by the ring like any other. Modules mapped later (dlopen) are not reported.
+ * by the ring like any other.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,17 +90,90 @@ static uint64_t trc__hex(const char **s)
 	}
 }
 
+/* The mapping at file offset 0 of the path last seen in /proc/self/maps (the ELF header). */
+struct trc__elf_head {
+	uint64_t start, len;
+	uint32_t path_len;
+	char path[512];
+};
+
+/* The modules already written by this process (hashes; 0 = empty). */
+#define TRC__SEEN_MAX 1024u
+static uint64_t trc__seen[TRC__SEEN_MAX];
+static unsigned trc__n_seen;
+static atomic_flag trc__seen_lock = ATOMIC_FLAG_INIT;
+
+static uint64_t trc__module_hash(uint64_t start, uint64_t stop, uint64_t offset, const char *p,
+				 uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ start ^ (stop << 1) ^ (offset << 2);
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+/* True when the module was written before; else remembers it (when dedup is on). */
+static bool trc__module_seen(bool dedup, uint64_t h)
+{
+	if (!dedup)
+		return false;
+	for (unsigned i = 0; i < trc__n_seen; i++)
+		if (trc__seen[i] == h)
+			return true;
+	if (trc__n_seen < TRC__SEEN_MAX)
+		trc__seen[trc__n_seen++] = h;
+	return false;
+}
+
+/* The GNU build-id of the ELF file mapped at [base, base + len) from file offset 0, into
+ * out (TRC_BUILD_ID_MAX bytes); returns its length, 0 when there is none. */
+static uint32_t trc__build_id(uint64_t base, uint64_t len, uint8_t *out)
+{
+	const uint8_t *b = (const uint8_t *)(uintptr_t)base;
+	if (len < sizeof(Elf64_Ehdr))
+		return 0;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)b;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > len ||
+	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
+		return 0;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(b + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_NOTE || ph[i].p_offset > len ||
+		    ph[i].p_filesz > len - ph[i].p_offset || (ph[i].p_offset & 3))
+			continue;
+		uint64_t pos = ph[i].p_offset, end = ph[i].p_offset + ph[i].p_filesz;
+		while (end - pos >= sizeof(Elf64_Nhdr)) {
+			const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(b + pos);
+			uint64_t name_sz = ((uint64_t)nh->n_namesz + 3) & ~3ull;
+			uint64_t desc_sz = ((uint64_t)nh->n_descsz + 3) & ~3ull;
+			uint64_t body = pos + sizeof(*nh);
+			if (name_sz > end - body || desc_sz > end - body - name_sz)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(b + body, "GNU", 4) == 0 && nh->n_descsz > 0 &&
+			    nh->n_descsz <= TRC_BUILD_ID_MAX) {
+				memcpy(out, b + body + name_sz, nh->n_descsz);
+				return nh->n_descsz;
+			}
+			pos = body + name_sz + desc_sz;
+		}
+	}
+	return 0;
+}
+
 /* One line of /proc/self/maps: "start-end perms offset dev inode   path". */
 static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const char *line,
-				  size_t len)
+				  size_t len, struct trc__elf_head *head, bool dedup)
 {
 	const char *s = line, *end = line + len;
 	uint64_t start = trc__hex(&s);
 	if (s >= end || *s++ != '-')
 		return;
 	uint64_t stop = trc__hex(&s);
-	if (end - s < 6 || s[0] != ' ' || s[3] != 'x')
+	if (end - s < 6 || s[0] != ' ')
 		return;
+	bool readable = s[1] == 'r', exec = s[3] == 'x';
 	s += 6;
 	uint64_t offset = trc__hex(&s);
 	/* skip " dev inode", then spaces up to the path */
@@ -99,21 +188,35 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 	if (s >= end || (*s != '/' && *s != '['))
 		return;
 	uint32_t plen = (uint32_t)(end - s);
+	if (offset == 0 && readable && *s == '/' && plen <= sizeof(head->path)) {
+		head->start = start;
+		head->len = stop - start;
+		head->path_len = plen;
+		memcpy(head->path, s, plen);
+	}
+	if (!exec || trc__module_seen(dedup, trc__module_hash(start, stop, offset, s, plen)))
+		return;
+	uint8_t bid[TRC_BUILD_ID_MAX];
+	uint32_t bid_len = 0;
+	if (head->path_len == plen && memcmp(head->path, s, plen) == 0)
+		bid_len = trc__build_id(head->start, head->len, bid);
 	struct trc_ring_module *r =
-		trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), (uint32_t)sizeof(*r) + plen);
+		trc__reserve(t, TRC_TAG(TRC_REC_MODULE, 0), (uint32_t)sizeof(*r) + plen + bid_len);
 	if (!r)
 		return;
 	r->ts = trc__now(mode);
 	r->start = start;
 	r->end = stop;
 	r->offset = offset;
-	r->path_len = plen;
+	r->path_len = TRC_RING_MODULE_LENS(plen, bid_len);
 	memcpy(r + 1, s, plen);
+	memcpy((char *)(r + 1) + plen, bid, bid_len);
 	ring_commit_sp(&t->prod);
 }
 
-static void trc__emit_modules(struct trc__thread *t, unsigned mode)
+static void trc__emit_modules(struct trc__thread *t, unsigned mode, bool dedup)
 {
+	struct trc__elf_head head = {0};
 	char buf[8192];
 	size_t have = 0;
 	bool skipping = false; /* inside a line longer than buf */
@@ -134,7 +237,7 @@ static void trc__emit_modules(struct trc__thread *t, unsigned mode)
 				break;
 			size_t l = (size_t)(nl - (buf + pos));
 			if (!skipping)
-				trc__emit_module_line(t, mode, buf + pos, l);
+				trc__emit_module_line(t, mode, buf + pos, l, &head, dedup);
 			skipping = false;
 			pos += l + 1;
 		}
@@ -151,5 +254,28 @@ static void trc__emit_modules(struct trc__thread *t, unsigned mode)
 void trc__emit_process_info(struct trc__thread *t, unsigned mode)
 {
 	trc__emit_process(t, mode);
-	trc__emit_modules(t, mode);
+	/* The first writer of this process (meta_done); a dlopen rescan racing with it on
+	 * another thread finds the lock taken and writes duplicates. */
+	bool dedup = !atomic_flag_test_and_set_explicit(&trc__seen_lock, memory_order_acquire);
+	if (dedup)
+		trc__n_seen = 0;
+	trc__emit_modules(t, mode, dedup);
+	if (dedup) /* release: the table's entries before the next holder reads them */
+		atomic_flag_clear_explicit(&trc__seen_lock, memory_order_release);
+}
+
+void trc__procinfo_atfork_child(void)
+{
+	/* The only thread now; the parent's thread that held the lock is not here. */
+	atomic_flag_clear_explicit(&trc__seen_lock, memory_order_relaxed);
+	trc__n_seen = 0;
+}
+
+void trc__emit_new_modules(struct trc__thread *t, unsigned mode)
+{
+	/* acquire: pairs with the release above, the previous holder's entries are visible */
+	bool dedup = !atomic_flag_test_and_set_explicit(&trc__seen_lock, memory_order_acquire);
+	trc__emit_modules(t, mode, dedup);
+	if (dedup)
+		atomic_flag_clear_explicit(&trc__seen_lock, memory_order_release);
 }

@@ -72,6 +72,13 @@ void trc__populate_meta(void);
  * it holds (procinfo.c). Slow path. */
 void trc__emit_process_info(struct trc__thread *t, unsigned mode);
 
+/* Writes the MODULE records of executable mappings this process has not reported yet (after a
+ * dlopen), into the calling thread's ring, which it holds (procinfo.c). Slow path. */
+void trc__emit_new_modules(struct trc__thread *t, unsigned mode);
+
+/* Forgets which modules were reported (fork child handler, procinfo.c). */
+void trc__procinfo_atfork_child(void);
+
 /* Interns a string; returns its id (1, the "table full" entry, when there is no room). Lock-free,
  * async-signal-safe (intern.c). */
 uint32_t trc__intern(const char *s);

@@ -271,6 +271,37 @@ void trc__thread_name(const char *name)
 	t->ok = t->prod.data != NULL;
 }
 
+void trc__modules_changed(void)
+{
+	struct trc__thread *t = &trc__self;
+	unsigned mode = trc__mode_load();
+	if (!mode)
+		return;
+	if (t->busy || (t->prod.data && !t->ok)) {
+		/* Nested in this thread's own emit (signal handler): count, do not write. */
+		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
+		return;
+	}
+	t->ok = 0;
+	t->busy = 1;
+	TRC__BARRIER();
+	if (t->prod.data) {
+		trc__emit_new_modules(t, mode);
+	} else if (trc__claim(t) == 0) {
+		/* The process's first records include every module mapped now. */
+		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
+			trc__emit_process_info(t, mode);
+		else
+			trc__emit_new_modules(t, mode);
+		trc__emit_thread_record(t, mode);
+	} else {
+		atomic_fetch_add_explicit(&trc__rt.hdr->lost_no_slot, 1, memory_order_relaxed);
+	}
+	TRC__BARRIER();
+	t->busy = 0;
+	t->ok = t->prod.data != NULL;
+}
+
 void trc__thread_exit(void *arg)
 {
 	(void)arg;

@@ -212,6 +212,7 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	}
 
 	uint64_t v[5] = {0};
+	uint8_t bid_copy[TRC_BUILD_ID_MAX];
 	/* Copy first: the producer may change the bytes while we look at them. The payloads are
 	 * read as words v[i] at offset 8 * i (session_layout.h's payload structs). */
 	memcpy(v, rr->payload, pb < sizeof(v) ? pb : sizeof(v));
@@ -283,12 +284,19 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		break;
 	}
 	case TRC_REC_MODULE: {
-		uint64_t len = v[4];
-		if (len > pb - sizeof(struct trc_ring_module))
+		/* path, then build-id (session_layout.h TRC_RING_MODULE_LENS) */
+		uint64_t len = TRC_RING_MODULE_PATH_LEN(v[4]), bid = TRC_RING_MODULE_BID_LEN(v[4]);
+		const uint8_t *src = (const uint8_t *)rr->payload + sizeof(struct trc_ring_module);
+		if (len > pb - sizeof(struct trc_ring_module) || bid > TRC_BUILD_ID_MAX ||
+		    bid > pb - sizeof(struct trc_ring_module) - len)
 			return SESSION_CORRUPT;
+		/* Copied, like the path: the program may change its ring's bytes under us. */
+		memcpy(bid_copy, src + len, bid);
+		r.module.build_id = bid_copy;
+		r.module.build_id_len = (uint32_t)bid;
 		if (len > sizeof(s->text))
 			len = sizeof(s->text);
-		memcpy(s->text, (const uint8_t *)rr->payload + sizeof(struct trc_ring_module), len);
+		memcpy(s->text, src, len);
 		r.module.pid = ds->st.pid;
 		r.module.start = v[1];
 		r.module.end = v[2];

@@ -264,13 +264,18 @@ struct trc_ring_process { /* PROCESS, then cmdline_len bytes of command line */
 	uint64_t cmdline_len;
 };
 
-struct trc_ring_module { /* MODULE, then path_len bytes of path */
+/* MODULE, then the path's bytes, then the build-id's: path_len holds both lengths,
+ * TRC_RING_MODULE_LENS(path, build_id). */
+struct trc_ring_module {
 	uint64_t ts;
 	uint64_t start;
 	uint64_t end;
 	uint64_t offset;
 	uint64_t path_len;
 };
+#define TRC_RING_MODULE_LENS(path, bid) ((uint64_t)(path) | (uint64_t)(bid) << 32)
+#define TRC_RING_MODULE_PATH_LEN(v) ((v)&0xffffffffu)
+#define TRC_RING_MODULE_BID_LEN(v) ((v) >> 32)
 
 _Static_assert(sizeof(struct trc_ring_span) == 8 && sizeof(struct trc_ring_value) == 16 &&
 		       offsetof(struct trc_ring_value, value) == 8,

@@ -68,6 +68,9 @@ struct trc_record {
 			uint64_t offset; /* file offset of start */
 			const char *path;
 			uint32_t path_len;
+			/* the file's GNU build-id (0 bytes: unknown), at most TRC_BUILD_ID_MAX */
+			const uint8_t *build_id;
+			uint32_t build_id_len;
 		} module;
 		struct {
 			const char *text;

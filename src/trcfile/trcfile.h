@@ -50,7 +50,7 @@
 /* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 1 /* 1.1: stored chunks */
+#define TRCFILE_VERSION_MINOR 2 /* 1.1: stored chunks; 1.2: module build-ids */
 
 /* Largest string (name, thread name, command line, path, note) a record may carry. */
 #define TRCFILE_MAX_STRING_BYTES (4u << 20)
@@ -306,6 +306,8 @@ struct trcfile_module {
 	uint64_t start, end, offset;
 	const char *path;
 	uint32_t path_len;
+	uint32_t build_id_len; /* 0: not recorded (a format 1.0 file, or the file had none) */
+	uint8_t build_id[TRC_BUILD_ID_MAX];
 };
 const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *r, uint32_t pid,
 						   uint64_t addr);

@@ -66,9 +66,11 @@ long trcfile__record_max_bytes(const struct trc_record *r)
 		len = r->name.len;
 		break;
 	case TRC_REC_MODULE:
-		if (!trcfile__string_ok(r->module.path, r->module.path_len))
+		if (!trcfile__string_ok(r->module.path, r->module.path_len) ||
+		    r->module.build_id_len > TRC_BUILD_ID_MAX ||
+		    (r->module.build_id_len && !r->module.build_id))
 			return -EINVAL;
-		len = r->module.path_len;
+		len = r->module.path_len + r->module.build_id_len;
 		break;
 	case TRC_REC_NOTE:
 		if (!trcfile__string_ok(r->note.text, r->note.len))
@@ -101,6 +103,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		t0 |= TRCFILE__NEG_DELTA;
 	}
 	c->ts = r->ts_ns;
+	if (r->type == TRC_REC_MODULE && r->module.build_id_len)
+		t0 |= TRCFILE__MODULE_HAS_BUILD_ID;
 	*p++ = t0;
 	p = trcfile__put_varint(p, d);
 
@@ -167,6 +171,9 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		p = trcfile__put_varint(p, r->module.end);
 		p = trcfile__put_varint(p, r->module.offset);
 		p = trcfile__put_string(p, r->module.path, r->module.path_len);
+		if (r->module.build_id_len)
+			p = trcfile__put_string(p, (const char *)r->module.build_id,
+						r->module.build_id_len);
 		break;
 	case TRC_REC_NOTE:
 		p = trcfile__put_string(p, r->note.text, r->note.len);
@@ -236,7 +243,10 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		return -EBADMSG;
 	uint8_t t0 = *in.p++;
 	uint32_t type = t0 & TRCFILE__TYPE_MASK;
-	if ((t0 & TRCFILE__RESERVED_BITS) || type == TRC_REC_INVALID || type >= TRC_REC_TYPE_COUNT)
+	uint8_t reserved = t0 & TRCFILE__RESERVED_BITS;
+	if (type == TRC_REC_MODULE)
+		reserved &= (uint8_t)~TRCFILE__MODULE_HAS_BUILD_ID;
+	if (reserved || type == TRC_REC_INVALID || type >= TRC_REC_TYPE_COUNT)
 		return -EBADMSG;
 	uint64_t d = trcfile__in_u64(&in);
 	uint64_t ts = (t0 & TRCFILE__NEG_DELTA) ? c->ts - d : c->ts + d;
@@ -303,6 +313,14 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		r->module.end = trcfile__in_u64(&in);
 		r->module.offset = trcfile__in_u64(&in);
 		r->module.path = trcfile__in_str(&in, &r->module.path_len);
+		r->module.build_id = NULL;
+		r->module.build_id_len = 0;
+		if (t0 & TRCFILE__MODULE_HAS_BUILD_ID) {
+			r->module.build_id =
+				(const uint8_t *)trcfile__in_str(&in, &r->module.build_id_len);
+			if (r->module.build_id_len > TRC_BUILD_ID_MAX)
+				in.bad = true;
+		}
 		break;
 	case TRC_REC_NOTE:
 		r->note.text = trcfile__in_str(&in, &r->note.len);

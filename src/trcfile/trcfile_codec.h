@@ -67,6 +67,9 @@
 #define TRCFILE__TYPE_MASK 0x1fu
 #define TRCFILE__NEG_DELTA 0x80u
 #define TRCFILE__RESERVED_BITS 0x60u
+/* Bit 5 on a MODULE record (format 1.1): a build-id string follows the path. Reserved on
+ * every other type. */
+#define TRCFILE__MODULE_HAS_BUILD_ID 0x20u
 
 /* Bytes of the fixed part of the largest record (RSS: 1 + 13 varints of 10 bytes) plus a
  * string length varint. */

@@ -603,7 +603,11 @@ static int trcfile__module_add(struct trcfile_reader *r, const struct trc_record
 		.offset = rec->module.offset,
 		.path = copy,
 		.path_len = rec->module.path_len,
+		.build_id_len = rec->module.build_id_len,
 	};
+	if (rec->module.build_id_len)
+		memcpy(r->modules[r->n_modules - 1].build_id, rec->module.build_id,
+		       rec->module.build_id_len);
 	r->meta_bytes += rec->module.path_len + 1;
 	return 0;
 }

@@ -152,6 +152,10 @@ enum trc_stream_kind {
 /* Environment variable that makes the recorder stamp with clock_gettime ("gettime"). */
 #define TRC_CLOCK_ENV "TRC_CLOCK"
 
+/* The longest build-id a MODULE record carries (GNU build-ids are 20 bytes, sha1); longer ones
+ * are not recorded. */
+#define TRC_BUILD_ID_MAX 64u
+
 /* Thread names are cut to this many bytes, NUL included (the kernel's own limit). */
 #define TRC_THREAD_NAME_BYTES 16u
 

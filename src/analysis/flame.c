@@ -1,0 +1,379 @@
+/* flame.c - folded stacks from function and span records (contract in flame.h).
+ *
+ * A trie of frames: node 0 is the root (no frame); a node is (parent, kind, pid, key) with
+ * kind span (key = name id) or function (key = address, pid = its process: the same address
+ * is another function in another process), found through an open-addressing hash on that
+ * tuple. Each thread stream points at its innermost open node. Weights accumulate on nodes
+ * (self weight); folding walks each weighted node up to the root to write its stack, then
+ * sorts the lines so that stacks that read the same (one function in two processes) merge.
+ *
+ * Threads: one thread per flame.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flame.h"
+
+enum { FLAME__ROOT, FLAME__SPAN, FLAME__FUNC, FLAME__OUTSIDE };
+
+struct flame__node {
+	uint32_t parent;
+	uint32_t kind;
+	uint32_t pid;
+	uint64_t key;
+	uint64_t weight;
+};
+
+struct flame__stream {
+	uint32_t cur;
+	uint32_t folded; /* frames open past FLAME_MAX_NODES (not in the trie) */
+	uint64_t last_ts;
+	bool seen;
+};
+
+struct flame {
+	enum flame_weight weight;
+	struct flame__node *nodes;
+	uint32_t n_nodes, cap_nodes;
+	uint32_t *hash; /* node index + 1; 0 empty */
+	size_t hash_cap; /* power of two */
+	struct flame__stream *streams;
+	unsigned n_streams;
+	struct flame_stats stats;
+};
+
+static size_t flame__hash(uint32_t parent, uint32_t kind, uint32_t pid, uint64_t key)
+{
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)parent << 32 | (uint64_t)pid << 2 | kind) * 0xc2b2ae3d27d4eb4full;
+	return (size_t)(h ^ (h >> 31));
+}
+
+static int flame__rehash(struct flame *f, size_t cap)
+{
+	uint32_t *h = calloc(cap, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	for (uint32_t i = 1; i < f->n_nodes; i++) {
+		const struct flame__node *n = &f->nodes[i];
+		size_t j = flame__hash(n->parent, n->kind, n->pid, n->key) & (cap - 1);
+		while (h[j])
+			j = (j + 1) & (cap - 1);
+		h[j] = i + 1;
+	}
+	free(f->hash);
+	f->hash = h;
+	f->hash_cap = cap;
+	return 0;
+}
+
+/* The child of parent for (kind, pid, key), made when missing; UINT32_MAX when the trie is
+ * full, -ENOMEM (as UINT32_MAX - 1) when out of memory. */
+#define FLAME__FULL UINT32_MAX
+#define FLAME__NOMEM (UINT32_MAX - 1)
+static uint32_t flame__child(struct flame *f, uint32_t parent, uint32_t kind, uint32_t pid,
+			     uint64_t key)
+{
+	size_t mask = f->hash_cap - 1;
+	size_t j = flame__hash(parent, kind, pid, key) & mask;
+	for (; f->hash[j]; j = (j + 1) & mask) {
+		const struct flame__node *n = &f->nodes[f->hash[j] - 1];
+		if (n->parent == parent && n->kind == kind && n->pid == pid && n->key == key)
+			return f->hash[j] - 1;
+	}
+	if (f->n_nodes >= FLAME_MAX_NODES)
+		return FLAME__FULL;
+	if (f->n_nodes == f->cap_nodes) {
+		uint32_t nc = 2 * f->cap_nodes;
+		struct flame__node *p = realloc(f->nodes, (size_t)nc * sizeof(*p));
+		if (!p)
+			return FLAME__NOMEM;
+		f->nodes = p;
+		f->cap_nodes = nc;
+	}
+	uint32_t i = f->n_nodes++;
+	f->nodes[i] = (struct flame__node){.parent = parent, .kind = kind, .pid = pid, .key = key};
+	f->hash[j] = i + 1;
+	if (2 * (size_t)f->n_nodes > f->hash_cap && flame__rehash(f, 2 * f->hash_cap) != 0) {
+		f->n_nodes--;
+		f->hash[j] = 0;
+		return FLAME__NOMEM;
+	}
+	return i;
+}
+
+struct flame *flame_new(enum flame_weight weight)
+{
+	struct flame *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->weight = weight;
+	f->cap_nodes = 1024;
+	f->nodes = calloc(f->cap_nodes, sizeof(*f->nodes));
+	f->n_nodes = 1; /* the root */
+	if (!f->nodes || flame__rehash(f, 4096) != 0) {
+		flame_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void flame_free(struct flame *f)
+{
+	if (!f)
+		return;
+	free(f->nodes);
+	free(f->hash);
+	free(f->streams);
+	free(f);
+}
+
+static struct flame__stream *flame__stream(struct flame *f, unsigned sidx)
+{
+	if (sidx >= f->n_streams) {
+		unsigned nc = sidx + 16;
+		struct flame__stream *p = realloc(f->streams, (size_t)nc * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + f->n_streams, 0, (size_t)(nc - f->n_streams) * sizeof(*p));
+		f->streams = p;
+		f->n_streams = nc;
+	}
+	return &f->streams[sidx];
+}
+
+static int flame__push(struct flame *f, struct flame__stream *st, uint32_t kind, uint32_t pid,
+		       uint64_t key)
+{
+	if (st->folded) {
+		st->folded++;
+		f->stats.folded_frames++;
+		return 0;
+	}
+	uint32_t c = flame__child(f, st->cur, kind, pid, key);
+	if (c == FLAME__NOMEM)
+		return -ENOMEM;
+	if (c == FLAME__FULL) {
+		st->folded = 1;
+		f->stats.folded_frames++;
+		return 0;
+	}
+	st->cur = c;
+	return 0;
+}
+
+static void flame__pop(struct flame *f, struct flame__stream *st, uint32_t kind, uint32_t pid,
+		       uint64_t key)
+{
+	if (st->folded) {
+		st->folded--;
+		return;
+	}
+	for (uint32_t i = st->cur; i != 0; i = f->nodes[i].parent) {
+		const struct flame__node *n = &f->nodes[i];
+		if (n->kind == kind && n->pid == pid && n->key == key) {
+			st->cur = n->parent;
+			return;
+		}
+	}
+	f->stats.unmatched_ends++;
+}
+
+int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *si,
+	      const struct trc_record *rec)
+{
+	if (si->kind != TRC_STREAM_THREAD)
+		return 0;
+	struct flame__stream *st = flame__stream(f, sidx);
+	if (!st)
+		return -ENOMEM;
+	if (f->weight == FLAME_TIME) {
+		if (st->seen && st->cur != 0 && rec->ts_ns > st->last_ts) {
+			f->nodes[st->cur].weight += rec->ts_ns - st->last_ts;
+			f->stats.total_weight += rec->ts_ns - st->last_ts;
+		}
+		st->seen = true;
+		st->last_ts = rec->ts_ns;
+	}
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+		return flame__push(f, st, FLAME__SPAN, 0, rec->span.name_id);
+	case TRC_REC_SPAN_END:
+		flame__pop(f, st, FLAME__SPAN, 0, rec->span.name_id);
+		return 0;
+	case TRC_REC_FUNC_ENTER:
+		return flame__push(f, st, FLAME__FUNC, si->pid, rec->func.addr);
+	case TRC_REC_FUNC_EXIT:
+		flame__pop(f, st, FLAME__FUNC, si->pid, rec->func.addr);
+		return 0;
+	case TRC_REC_ALLOC: {
+		if (f->weight != FLAME_ALLOC)
+			return 0;
+		uint32_t at = st->cur;
+		if (at == 0) {
+			at = flame__child(f, 0, FLAME__OUTSIDE, 0, 0);
+			if (at == FLAME__NOMEM)
+				return -ENOMEM;
+			if (at == FLAME__FULL)
+				return 0; /* cannot happen: made on the first allocation */
+		}
+		f->nodes[at].weight += rec->alloc.size;
+		f->stats.total_weight += rec->alloc.size;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+void flame_get_stats(const struct flame *f, struct flame_stats *out)
+{
+	*out = f->stats;
+}
+
+/* ---- folding ----------------------------------------------------------------------------- */
+
+struct flame__line {
+	char *text;
+	size_t len;
+	uint64_t weight;
+};
+
+static int flame__line_cmp(const void *a, const void *b)
+{
+	const struct flame__line *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->text, y->text, n);
+	if (c)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* The frame's name into buf (cleaned for the folded format); returns its length. */
+static size_t flame__frame_name(const struct flame__node *n, const struct trcfile_reader *r,
+				struct sym_resolver *syms, char *buf, size_t cap)
+{
+	int k = 0;
+	if (n->kind == FLAME__OUTSIDE) {
+		k = snprintf(buf, cap, "%s", FLAME_OUTSIDE);
+	} else if (n->kind == FLAME__SPAN) {
+		uint32_t len = 0;
+		const char *s = trcfile_reader_name(r, (uint32_t)n->key, &len);
+		if (s)
+			k = snprintf(buf, cap, "%.*s", (int)(len < cap ? len : cap - 1), s);
+		else
+			k = snprintf(buf, cap, "#%" PRIu64, n->key);
+	} else if (syms) {
+		sym_display(syms, n->pid, n->key, buf, cap);
+		k = (int)strlen(buf);
+	} else {
+		const struct trcfile_module *m = trcfile_reader_module(r, n->pid, n->key);
+		if (m) {
+			const char *base = strrchr(m->path, '/');
+			k = snprintf(buf, cap, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+				     n->key - m->start + m->offset);
+		} else {
+			k = snprintf(buf, cap, "0x%" PRIx64, n->key);
+		}
+	}
+	size_t len = k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == ';')
+			buf[i] = ':';
+		else if (buf[i] == '\n' || buf[i] == '\r')
+			buf[i] = ' ';
+	}
+	return len;
+}
+
+int flame_fold(struct flame *f, const struct trcfile_reader *r, struct sym_resolver *syms,
+	       flame_emit_fn emit, void *ctx)
+{
+	int err = -ENOMEM;
+	size_t n_lines = 0;
+	struct flame__line *lines = NULL;
+	/* Each node's name, made once: offsets into one buffer. */
+	size_t *name_off = calloc(f->n_nodes, sizeof(*name_off));
+	uint32_t *name_len = calloc(f->n_nodes, sizeof(*name_len));
+	char *names = NULL;
+	size_t names_len = 0, names_cap = 0;
+	uint32_t *path = NULL;
+	size_t path_cap = 0;
+	if (!name_off || !name_len)
+		goto out;
+	for (uint32_t i = 1; i < f->n_nodes; i++) {
+		char buf[1024];
+		size_t len = flame__frame_name(&f->nodes[i], r, syms, buf, sizeof(buf));
+		if (names_len + len > names_cap) {
+			size_t nc = names_cap ? 2 * names_cap : 4096;
+			while (nc < names_len + len)
+				nc *= 2;
+			char *p = realloc(names, nc);
+			if (!p)
+				goto out;
+			names = p;
+			names_cap = nc;
+		}
+		memcpy(names + names_len, buf, len);
+		name_off[i] = names_len;
+		name_len[i] = (uint32_t)len;
+		names_len += len;
+	}
+	size_t n_weighted = 0;
+	for (uint32_t i = 1; i < f->n_nodes; i++)
+		n_weighted += f->nodes[i].weight != 0;
+	lines = calloc(n_weighted ? n_weighted : 1, sizeof(*lines));
+	if (!lines)
+		goto out;
+	for (uint32_t i = 1; i < f->n_nodes; i++) {
+		if (!f->nodes[i].weight)
+			continue;
+		size_t depth = 0, len = 0;
+		for (uint32_t j = i; j != 0; j = f->nodes[j].parent) {
+			if (depth == path_cap) {
+				size_t nc = path_cap ? 2 * path_cap : 64;
+				uint32_t *p = realloc(path, nc * sizeof(*p));
+				if (!p)
+					goto out;
+				path = p;
+				path_cap = nc;
+			}
+			path[depth++] = j;
+			len += name_len[j] + 1;
+		}
+		char *t = malloc(len);
+		if (!t)
+			goto out;
+		size_t pos = 0;
+		for (size_t d = depth; d-- > 0;) {
+			memcpy(t + pos, names + name_off[path[d]], name_len[path[d]]);
+			pos += name_len[path[d]];
+			if (d)
+				t[pos++] = ';';
+		}
+		lines[n_lines++] = (struct flame__line){t, pos, f->nodes[i].weight};
+	}
+	qsort(lines, n_lines, sizeof(*lines), flame__line_cmp);
+	for (size_t i = 0; i < n_lines;) {
+		uint64_t w = lines[i].weight;
+		size_t j = i + 1;
+		for (; j < n_lines && flame__line_cmp(&lines[i], &lines[j]) == 0; j++)
+			w += lines[j].weight;
+		emit(ctx, lines[i].text, lines[i].len, w);
+		i = j;
+	}
+	err = 0;
+out:
+	for (size_t i = 0; i < n_lines; i++)
+		free(lines[i].text);
+	free(lines);
+	free(path);
+	free(names);
+	free(name_len);
+	free(name_off);
+	return err;
+}

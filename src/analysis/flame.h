@@ -1,0 +1,57 @@
+/* flame.h - folded stacks ("a;b;c WEIGHT" lines, the text format flamegraph.pl, inferno and
+ * speedscope import) from a trace's function entries/exits and spans.
+ *
+ * Purpose: `trace-dump flame`. Each thread stream keeps its stack of open frames (spans by
+ * name, functions by address within their process); records are fed in any order that keeps
+ * each stream's own order (the merged iterator does). Weights:
+ *   FLAME_TIME   nanoseconds: the time between two consecutive records of a thread's stream
+ *                goes to the stack open between them (self time of its innermost frame);
+ *                nothing is counted while the stack is empty.
+ *   FLAME_ALLOC  bytes: each ALLOC's size goes to the stack open when it was made; an
+ *                allocation made with no frame open goes to the one frame FLAME_OUTSIDE, so
+ *                the weights add up to every byte allocated.
+ * Ends: a span end closes the innermost open span of its name (frames above it close too); a
+ * function exit closes the innermost open frame of its address; an end with no such frame
+ * open is ignored (counted).
+ *
+ * Memory: one node per distinct stack (a trie), bounded by FLAME_MAX_NODES: past it, deeper
+ * frames fold into their parent (counted in flame_stats). Threads: one thread per flame.
+ */
+#ifndef TRC_FLAME_H
+#define TRC_FLAME_H
+
+#include <stdint.h>
+
+#include "symbols.h"
+#include "trcfile.h"
+
+enum flame_weight { FLAME_TIME = 1, FLAME_ALLOC = 2 };
+
+#define FLAME_OUTSIDE "[no span or function]"
+#define FLAME_MAX_NODES (1u << 22)
+
+struct flame;
+
+struct flame_stats {
+	uint64_t unmatched_ends; /* ends with no open frame to close */
+	uint64_t folded_frames; /* frames not given a node (FLAME_MAX_NODES reached) */
+	uint64_t total_weight;
+};
+
+struct flame *flame_new(enum flame_weight weight);
+void flame_free(struct flame *f);
+
+/* Feeds one record of stream sidx (si its info). Returns 0 or -ENOMEM. */
+int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *si,
+	      const struct trc_record *rec);
+
+/* Calls emit once per distinct stack with a non-zero weight, in byte order of the folded text
+ * (frames named through r's names and syms, which may be NULL: then module+offset); ';' and
+ * line breaks inside a name are replaced by ':' and ' '. Returns 0 or -ENOMEM. */
+typedef void (*flame_emit_fn)(void *ctx, const char *stack, size_t len, uint64_t weight);
+int flame_fold(struct flame *f, const struct trcfile_reader *r, struct sym_resolver *syms,
+	       flame_emit_fn emit, void *ctx);
+
+void flame_get_stats(const struct flame *f, struct flame_stats *out);
+
+#endif /* TRC_FLAME_H */

@@ -1,0 +1,35 @@
+// prog_finst_cxx.cc - a C++ program built with -finstrument-functions (Makefile: tests/prog_*.cc
+// with g++), so trace-dump must demangle: a namespaced class's member function
+// names_cxx::Counter::bump(int) and a template instance names_cxx::twice<long>(long). Prints
+// "total=T" and exits 0.
+#include <cstdio>
+
+namespace names_cxx
+{
+class Counter
+{
+      public:
+	__attribute__((noinline)) long bump(int by)
+	{
+		total_ += by;
+		return total_;
+	}
+
+      private:
+	long total_ = 0;
+};
+
+template <typename T> __attribute__((noinline)) T twice(T v)
+{
+	return v + v;
+}
+} // namespace names_cxx
+
+int main()
+{
+	names_cxx::Counter c;
+	c.bump(2);
+	long t = names_cxx::twice<long>(c.bump(3));
+	std::printf("total=%ld\n", t);
+	return 0;
+}

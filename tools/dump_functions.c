@@ -1,0 +1,125 @@
+/* dump_functions.c - the summary's function table (src/analysis/functions.h), computed and
+ * printed for `trace-dump summary` (text and --json "functions").
+ *
+ * The table is its own pass over the thread streams, one cursor per stream (a function's calls
+ * and their nesting are per thread: no merge needed), and runs only when the trace holds
+ * function records. Text shows the first DUMP_FUNCTIONS_TEXT_ROWS rows in the chosen order,
+ * JSON every row.
+ *
+ * Threads: trace-dump's one thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dump_common.h"
+#include "dump_functions.h"
+
+struct func_table *dump_functions_compute(struct trcfile_reader *r, struct sym_resolver *syms,
+					  enum func_sort key, int *err)
+{
+	struct func_table *t = func_table_new();
+	struct trc_record *recs = malloc(256 * sizeof(*recs));
+	*err = -ENOMEM;
+	if (!t || !recs)
+		goto fail;
+	unsigned ns = trcfile_reader_stream_count(r);
+	for (unsigned s = 0; s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (si->kind != TRC_STREAM_THREAD)
+			continue;
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		if (!c)
+			goto fail;
+		int n;
+		while ((n = trcfile_cursor_read(c, recs, 256)) > 0)
+			for (int i = 0; i < n; i++)
+				if (func_table_add(t, s, si, &recs[i]) != 0) {
+					trcfile_cursor_free(c);
+					goto fail;
+				}
+		trcfile_cursor_free(c);
+		if (n < 0) {
+			*err = n;
+			goto fail;
+		}
+	}
+	if (func_table_finish(t, r, syms, key) != 0)
+		goto fail;
+	free(recs);
+	*err = 0;
+	return t;
+fail:
+	free(recs);
+	func_table_free(t);
+	return NULL;
+}
+
+static const char *const dump__sort_names[] = {
+	[FUNC_SORT_SELF] = "self time", [FUNC_SORT_TOTAL] = "total time",
+	[FUNC_SORT_CALLS] = "calls",	[FUNC_SORT_MAX] = "longest call",
+	[FUNC_SORT_NAME] = "name",
+};
+
+void dump_functions_text(const struct func_table *t, enum func_sort key)
+{
+	const struct func_row *rows;
+	size_t n = func_table_rows(t, &rows);
+	char b[10][32];
+	dump_printf("\nfunctions (by %s; inclusive time, then self time):\n",
+		    dump__sort_names[key]);
+	dump_printf("  %-28s %9s %11s %11s %11s %11s %11s %11s %11s %11s\n", "name", "calls",
+		    "total", "mean", "p50", "p99", "max", "self", "self mean", "self p99");
+	for (size_t i = 0; i < n && i < DUMP_FUNCTIONS_TEXT_ROWS; i++) {
+		const struct func_row *f = &rows[i];
+		dump_printf("  %-28s %9" PRIu64 " %11s %11s %11s %11s %11s %11s %11s %11s\n",
+			    f->name, f->calls, dump_fmt_ns(b[0], sizeof(b[0]), f->incl.total_ns),
+			    dump_fmt_ns(b[1], sizeof(b[1]), f->incl.mean_ns),
+			    dump_fmt_ns(b[2], sizeof(b[2]), f->incl.p50_ns),
+			    dump_fmt_ns(b[3], sizeof(b[3]), f->incl.p99_ns),
+			    dump_fmt_ns(b[4], sizeof(b[4]), f->incl.max_ns),
+			    dump_fmt_ns(b[5], sizeof(b[5]), f->self.total_ns),
+			    dump_fmt_ns(b[6], sizeof(b[6]), f->self.mean_ns),
+			    dump_fmt_ns(b[7], sizeof(b[7]), f->self.p99_ns));
+	}
+	if (n > DUMP_FUNCTIONS_TEXT_ROWS)
+		dump_printf("  (%zu more functions: summary --json lists every one)\n",
+			    n - DUMP_FUNCTIONS_TEXT_ROWS);
+	uint64_t unmatched, unclosed, unfinished;
+	func_table_counts(t, &unmatched, &unclosed, &unfinished);
+	if (unmatched || unclosed || unfinished)
+		dump_printf("  (%" PRIu64 " exits without an entry, %" PRIu64
+			    " calls closed by an outer exit, %" PRIu64 " calls open at the end)\n",
+			    unmatched, unclosed, unfinished);
+}
+
+static void dump__stat_json(const char *prefix, const struct func_stat *s)
+{
+	dump_printf(",\"%stotal_ns\":%" PRIu64 ",\"%smean_ns\":%" PRIu64 ",\"%sp50_ns\":%" PRIu64
+		    ",\"%sp99_ns\":%" PRIu64 ",\"%smax_ns\":%" PRIu64,
+		    prefix, s->total_ns, prefix, s->mean_ns, prefix, s->p50_ns, prefix, s->p99_ns,
+		    prefix, s->max_ns);
+}
+
+void dump_functions_json(const struct func_table *t)
+{
+	const struct func_row *rows = NULL;
+	size_t n = t ? func_table_rows(t, &rows) : 0;
+	dump_str(",\"functions\":[");
+	for (size_t i = 0; i < n; i++) {
+		dump_str(i ? ",{\"name\":" : "{\"name\":");
+		dump_json_str(rows[i].name, strlen(rows[i].name));
+		dump_printf(",\"calls\":%" PRIu64, rows[i].calls);
+		dump__stat_json("", &rows[i].incl);
+		dump__stat_json("self_", &rows[i].self);
+		dump_char('}');
+	}
+	dump_char(']');
+	uint64_t unmatched = 0, unclosed = 0, unfinished = 0;
+	if (t)
+		func_table_counts(t, &unmatched, &unclosed, &unfinished);
+	dump_printf(",\"function_exits_unmatched\":%" PRIu64 ",\"function_calls_unclosed\":%" PRIu64
+		    ",\"function_calls_open_at_end\":%" PRIu64,
+		    unmatched, unclosed, unfinished);
+}
