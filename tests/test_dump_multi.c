@@ -136,8 +136,8 @@ Test(dump_multi, chrome_merges_on_realtime_with_a_pid_range_per_trace, .timeout 
 		"{\"ph\":\"i\",\"pid\":20000007,\"tid\":8,\"ts\":0.200,\"name\":\"b1\"",
 		"{\"ph\":\"i\",\"pid\":10000007,\"tid\":8,\"ts\":0.300,\"name\":\"a2\"",
 		"{\"ph\":\"i\",\"pid\":20000007,\"tid\":8,\"ts\":0.350,\"name\":\"b2\"",
-		"\"otherData\":{\"traces\":[{\"host\":\"alpha\",\"trace\":\"a.trc\",\"pid_offset\":"
-		"10000000,\"start_realtime_ns\":1700000000000000000,",
+		("\"otherData\":{\"traces\":[{\"host\":\"alpha\",\"trace\":\"a.trc\",\"pid_offset\":"
+		 "10000000,\"start_realtime_ns\":1700000000000000000,"),
 	};
 	const char *p = out;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
