@@ -199,6 +199,8 @@ Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for
 /* Item 16: the trace hits the file size limit (as a full disk would: EFBIG, like ENOSPC): the
  * program runs on to its end, recording stops with one message, the trace stays readable and
  * says it is truncated, and trace-run exits with the program's status. */
+#define FSIZE_LIMIT (3u << 19)
+
 Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 120)
 {
 	const char *dir = e2e_tmpdir();
@@ -208,14 +210,16 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 	snprintf(errp, sizeof(errp), "%s/stderr", dir);
 	char *argv[] = {
 		(char *)TR, "-o",      out,	"--",  (char *)e2e_path("tests/prog_e2e_emit"),
-		"2",	    "3000000", "sleep", "300", NULL};
+		"2",	    "15000000", "sleep", "300", NULL};
 	double t0 = e2e_now();
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
 		/* The soft limit only (ulimit -S -f): the session's memfd is bounded by it too,
-		 * and trace-run lifts it to the hard limit while it sizes the session. */
-		struct rlimit rl = {64 << 10, RLIM_INFINITY};
+		 * and trace-run lifts it to the hard limit while it sizes the session. 1.5 MiB:
+		 * room for one stored chunk (1 MiB raw: written uncompressed when compression
+		 * falls behind, as under ASan), less than the 30 M events take compressed. */
+		struct rlimit rl = {FSIZE_LIMIT, RLIM_INFINITY};
 		setrlimit(RLIMIT_FSIZE, &rl);
 		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -227,7 +231,7 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 	struct e2e_run r = {0};
 	e2e_collect(dir, pid, &r, t0);
 	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	cr_expect_str_eq(r.out, "emitted 6000000\n");
+	cr_expect_str_eq(r.out, "emitted 30000000\n");
 	const char *msg = strstr(r.err, "File too large");
 	cr_expect(msg != NULL, "no message: %s", r.err);
 	if (msg)
@@ -235,7 +239,7 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 			  r.err);
 	struct stat st;
 	cr_assert_eq(stat(out, &st), 0);
-	cr_expect_leq(st.st_size, 64 << 10);
+	cr_expect_leq(st.st_size, FSIZE_LIMIT);
 	char *json = e2e_summary_json(dir, out);
 	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
 	cr_expect_gt(e2e_json_int(json, "events_recorded"), 0, "%s", json);
