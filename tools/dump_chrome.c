@@ -79,7 +79,6 @@ static const char dump__chrome_help[] =
 
 #define DUMP__LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__MAX_PIDS 4096
-#define DUMP__MIN_SPLIT (1u << 20)
 
 /* An open span: what names it again in the next file of --split-size. */
 struct dump__open {
@@ -626,10 +625,9 @@ int dump_chrome_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cmd = argv[0], *from_arg = NULL, *to_arg = NULL;
-	uint64_t from = 0, to = UINT64_MAX;
+	const char *cmd = argv[0];
+	struct dump_slice sl = {.to = UINT64_MAX};
 	struct dump_outfile of = {.base = "-"};
-	char msg[256];
 	int opt;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
@@ -639,35 +637,22 @@ int dump_chrome_main(int argc, char **argv)
 		case 'o':
 			of.base = optarg;
 			break;
-		case 'f':
-		case 'T':
-			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &from : &to,
-					      msg, sizeof(msg)))
-				return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to",
-							msg);
-			if (opt == 'f')
-				from_arg = optarg;
-			else
-				to_arg = optarg;
-			break;
-		case 'S':
-			if (cli_parse_size(optarg, &of.split) || of.split < DUMP__MIN_SPLIT)
-				return dump_usage_error(
-					cmd,
-					"--split-size: invalid size \"%s\" (expected "
-					"1M or more: 64M, 1G)",
-					optarg);
-			break;
 		case 'h':
 			fputs(dump__chrome_help, stdout);
 			return DUMP_EXIT_OK;
-		default:
-			return dump_refused_option(cmd, opt, argv, opts);
+		default: {
+			int k = dump_slice_option(cmd, opt, optarg, &sl, &of);
+			if (k > 0)
+				return k;
+			if (k < 0)
+				return dump_refused_option(cmd, opt, argv, opts);
+		}
 		}
 	}
-	if (from_arg && to_arg && from > to)
-		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
-					from_arg, to_arg);
+	if (dump_slice_check(cmd, &sl))
+		return DUMP_EXIT_USAGE;
+	const char *from_arg = sl.from_arg, *to_arg = sl.to_arg;
+	uint64_t from = sl.from, to = sl.to;
 	if (argc - optind > 1) {
 		if (from_arg || to_arg || of.split || strcmp(of.base, "-"))
 			return dump_usage_error(cmd,

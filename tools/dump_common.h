@@ -146,6 +146,22 @@ int dump_outfile_next(struct dump_outfile *o);
 /* Flushes and closes the current file; standard output is the output again. 0 or
  * DUMP_EXIT_FAIL after the message. */
 int dump_outfile_close(struct dump_outfile *o);
+/* The exporters' slicing options (--from, --to, --split-size), parsed the same way for every
+ * exporter. from/to are times from the start of recording; the text as typed is kept for
+ * messages (NULL: not given). */
+struct dump_slice {
+	const char *from_arg, *to_arg;
+	uint64_t from, to; /* to: UINT64_MAX when not given */
+};
+#define DUMP_MIN_SPLIT_BYTES (1u << 20)
+/* Takes option opt ('f' --from, 'T' --to, 'S' --split-size into o->split) with its value arg.
+ * Returns 0 when taken, DUMP_EXIT_USAGE after the message for a bad value, -1 when opt is
+ * not a slicing option. */
+int dump_slice_option(const char *cmd, int opt, const char *arg, struct dump_slice *sl,
+		      struct dump_outfile *o);
+/* After the options: a reversed range is a usage error. 0 or DUMP_EXIT_USAGE. */
+int dump_slice_check(const char *cmd, const struct dump_slice *sl);
+
 /* True when the current file has reached the split size. */
 static inline bool dump_outfile_full(const struct dump_outfile *o)
 {

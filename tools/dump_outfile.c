@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_duration.h"
+#include "cli_size.h"
 #include "dump_common.h"
 
 static int dump__outfile_close_fd(struct dump_outfile *o)
@@ -60,4 +62,38 @@ int dump_outfile_next(struct dump_outfile *o)
 int dump_outfile_close(struct dump_outfile *o)
 {
 	return dump__outfile_close_fd(o);
+}
+
+int dump_slice_option(const char *cmd, int opt, const char *arg, struct dump_slice *sl,
+		      struct dump_outfile *o)
+{
+	char msg[256];
+	switch (opt) {
+	case 'f':
+	case 'T':
+		if (duration_parse_ns(arg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &sl->from : &sl->to, msg,
+				      sizeof(msg)))
+			return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to", msg);
+		if (opt == 'f')
+			sl->from_arg = arg;
+		else
+			sl->to_arg = arg;
+		return 0;
+	case 'S':
+		if (cli_parse_size(arg, &o->split) || o->split < DUMP_MIN_SPLIT_BYTES)
+			return dump_usage_error(cmd,
+						"--split-size: invalid size \"%s\" (expected "
+						"1M or more: 64M, 1G)",
+						arg);
+		return 0;
+	}
+	return -1;
+}
+
+int dump_slice_check(const char *cmd, const struct dump_slice *sl)
+{
+	if (sl->from_arg && sl->to_arg && sl->from > sl->to)
+		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
+					sl->from_arg, sl->to_arg);
+	return 0;
 }

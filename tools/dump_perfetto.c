@@ -135,7 +135,6 @@ enum {
 
 #define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__PF_SEQ_BASE 2u
-#define DUMP__PF_MIN_SPLIT (1u << 20)
 
 /* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
@@ -974,10 +973,9 @@ int dump_perfetto_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cmd = argv[0], *out = NULL, *from_arg = NULL, *to_arg = NULL;
-	uint64_t from = 0, to = UINT64_MAX;
+	const char *cmd = argv[0], *out = NULL;
+	struct dump_slice sl = {.to = UINT64_MAX};
 	struct dump_outfile of = {0};
-	char msg[256];
 	int opt;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
@@ -987,35 +985,22 @@ int dump_perfetto_main(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case 'f':
-		case 'T':
-			if (duration_parse_ns(optarg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &from : &to,
-					      msg, sizeof(msg)))
-				return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to",
-							msg);
-			if (opt == 'f')
-				from_arg = optarg;
-			else
-				to_arg = optarg;
-			break;
-		case 'S':
-			if (cli_parse_size(optarg, &of.split) || of.split < DUMP__PF_MIN_SPLIT)
-				return dump_usage_error(
-					cmd,
-					"--split-size: invalid size \"%s\" (expected "
-					"1M or more: 64M, 1G)",
-					optarg);
-			break;
 		case 'h':
 			fputs(dump__perfetto_help, stdout);
 			return DUMP_EXIT_OK;
-		default:
-			return dump_refused_option(cmd, opt, argv, opts);
+		default: {
+			int k = dump_slice_option(cmd, opt, optarg, &sl, &of);
+			if (k > 0)
+				return k;
+			if (k < 0)
+				return dump_refused_option(cmd, opt, argv, opts);
+		}
 		}
 	}
-	if (from_arg && to_arg && from > to)
-		return dump_usage_error(cmd, "--from %s is after --to %s: the range is empty",
-					from_arg, to_arg);
+	if (dump_slice_check(cmd, &sl))
+		return DUMP_EXIT_USAGE;
+	const char *from_arg = sl.from_arg, *to_arg = sl.to_arg;
+	uint64_t from = sl.from, to = sl.to;
 	if (argc - optind > 1) {
 		if (from_arg || to_arg || of.split)
 			return dump_usage_error(cmd, "--from, --to and --split-size take one FILE "
