@@ -71,8 +71,8 @@ int dump_slice_option(const char *cmd, int opt, const char *arg, struct dump_sli
 	switch (opt) {
 	case 'f':
 	case 'T':
-		if (duration_parse_ns(arg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &sl->from : &sl->to, msg,
-				      sizeof(msg)))
+		if (duration_parse_ns(arg, 0, DUMP_TIME_MAX_NS, opt == 'f' ? &sl->from : &sl->to,
+				      msg, sizeof(msg)))
 			return dump_usage_error(cmd, "--%s: %s", opt == 'f' ? "from" : "to", msg);
 		if (opt == 'f')
 			sl->from_arg = arg;
