@@ -11,35 +11,6 @@
 
 #include "test_trcfile_util.h"
 
-static const char *tc_build(void)
-{
-	const char *b = getenv("TRC_BUILD");
-	return b && *b ? b : "build";
-}
-
-static int tc_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int tc_sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char *tc_slurp(const char *dir, const char *name)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	size_t n = 0;
-	uint8_t *b = tu_read_file(path, &n);
-	char *s = realloc(b, n + 1);
-	s[n] = 0;
-	return s;
-}
-
 /* The checker: argv = summary.json file...; prints begins per name, ok. */
 static const char tc_check[] =
 	"import json,sys,collections\n"
@@ -108,18 +79,18 @@ Test(chrome_slicing, split_size_files_are_whole_and_add_up, .timeout = 120)
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
 	cr_assert_eq(tu_write_plan(trc, &p, &o, 1000), 0);
 	tu_plan_free(&p);
-	const char *td = tc_build();
-	cr_assert_eq(tc_sh("%s/bin/trace-dump chrome --split-size 1M -o '%s/out.json' '%s'", td,
+	const char *td = tu_build();
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome --split-size 1M -o '%s/out.json' '%s'", td,
 			   dir, trc),
 		     0);
-	cr_assert_eq(tc_sh("%s/bin/trace-dump summary --json '%s' > '%s/sum.json'", td, trc, dir),
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/sum.json'", td, trc, dir),
 		     0);
 	char py[400];
 	snprintf(py, sizeof(py), "%s/check.py", dir);
 	tu_write_file(py, tc_check, strlen(tc_check));
-	int rc = tc_sh("python3 '%s' '%s/sum.json' '%s'/out-0*.json > '%s/check' 2>&1", py, dir,
+	int rc = tu_sh("python3 '%s' '%s/sum.json' '%s'/out-0*.json > '%s/check' 2>&1", py, dir,
 		       dir, dir);
-	char *rep = tc_slurp(dir, "check");
+	char *rep = tu_slurp_text(dir, "check");
 	cr_assert_eq(rc, 0, "%s", rep);
 	cr_assert(strstr(rep, "'outer': 2, 'inner': 40000"), "%s", rep);
 	unsigned files = 0;
@@ -128,7 +99,7 @@ Test(chrome_slicing, split_size_files_are_whole_and_add_up, .timeout = 120)
 	free(rep);
 	/* A split needs files. */
 	cr_assert_eq(
-		tc_sh("%s/bin/trace-dump chrome --split-size 1M '%s' >/dev/null 2>&1", td, trc), 2);
+		tu_sh("%s/bin/trace-dump chrome --split-size 1M '%s' >/dev/null 2>&1", td, trc), 2);
 	tu_rm_rf(dir);
 }
 
@@ -146,11 +117,11 @@ Test(chrome_slicing, from_to_keep_the_range, .timeout = 60)
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
 	cr_assert_eq(tu_write_plan(trc, &p, &o, 3), 0);
 	tu_plan_free(&p);
-	cr_assert_eq(tc_sh("%s/bin/trace-dump chrome --from 1200ns --to 2100ns -o '%s/cut.json' "
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome --from 1200ns --to 2100ns -o '%s/cut.json' "
 			   "'%s'",
-			   tc_build(), dir, trc),
+			   tu_build(), dir, trc),
 		     0);
-	int rc = tc_sh("python3 -c \"import json,sys\n"
+	int rc = tu_sh("python3 -c \"import json,sys\n"
 		       "ev=json.load(open(sys.argv[1]))['traceEvents']\n"
 		       "b=[(e['name'],e['ts']) for e in ev if e['ph']=='B']\n"
 		       "E=[e for e in ev if e['ph']=='E']\n"
@@ -160,11 +131,11 @@ Test(chrome_slicing, from_to_keep_the_range, .timeout = 60)
 		       "assert all(1.2<=e['ts']<=2.1 for e in ev if e['ph']!='M'), ev\n"
 		       "print(len(b), len(E))\" '%s/cut.json' > '%s/out' 2>&1",
 		       dir, dir);
-	char *out = tc_slurp(dir, "out");
+	char *out = tu_slurp_text(dir, "out");
 	cr_assert_eq(rc, 0, "%s", out);
 	free(out);
-	cr_assert_eq(tc_sh("%s/bin/trace-dump chrome --from 2s --to 1s '%s' 2>/dev/null",
-			   tc_build(), trc),
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome --from 2s --to 1s '%s' 2>/dev/null",
+			   tu_build(), trc),
 		     2);
 	tu_rm_rf(dir);
 }

@@ -16,53 +16,23 @@
 
 #include "test_trcfile_util.h"
 
-static const char *tp_build(void)
-{
-	const char *b = getenv("TRC_BUILD");
-	return b && *b ? b : "build";
-}
-
-/* Runs a shell command; returns its exit status. */
-static int tp_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int tp_sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char *tp_slurp(const char *dir, const char *name)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	size_t n = 0;
-	uint8_t *b = tu_read_file(path, &n);
-	char *s = realloc(b, n + 1);
-	s[n] = 0;
-	return s;
-}
-
 /* Exports dir/in.trc with extra perfetto options, decodes it and runs the checker; returns the
  * checker's JSON report (asserts on any failure, with its message). */
 static char *tp_export_check(const char *dir, const char *opts)
 {
-	const char *td = tp_build();
-	int rc = tp_sh("%s/bin/trace-dump perfetto %s '%s/in.trc' -o '%s/out.pb' 2>'%s/err'", td,
+	const char *td = tu_build();
+	int rc = tu_sh("%s/bin/trace-dump perfetto %s '%s/in.trc' -o '%s/out.pb' 2>'%s/err'", td,
 		       opts, dir, dir, dir);
-	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tp_slurp(dir, "err"));
-	rc = tp_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tu_slurp_text(dir, "err"));
+	rc = tu_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
 		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
 		   dir, dir, dir);
-	cr_assert_eq(rc, 0, "protoc refused the output: %s", tp_slurp(dir, "err"));
-	rc = tp_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", td, dir, dir);
+	cr_assert_eq(rc, 0, "protoc refused the output: %s", tu_slurp_text(dir, "err"));
+	rc = tu_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", td, dir, dir);
 	cr_assert_eq(rc, 0);
-	rc = tp_sh("python3 tests/check_perfetto.py '%s/out.txt' '%s/sum.json' > '%s/check' 2>&1",
+	rc = tu_sh("python3 tests/check_perfetto.py '%s/out.txt' '%s/sum.json' > '%s/check' 2>&1",
 		   dir, dir, dir);
-	char *out = tp_slurp(dir, "check");
+	char *out = tu_slurp_text(dir, "check");
 	cr_assert_eq(rc, 0, "%s", out);
 	return out;
 }
@@ -170,12 +140,12 @@ Test(perfetto, from_to_slice_the_trace, .timeout = 60)
 	tu_plan_free(&p);
 	/* parse begins at 1100, 1460, 2020 ns: from 1200 to 2100 keeps the last two begins. */
 	int rc =
-		tp_sh("%s/bin/trace-dump perfetto --from 1200ns --to 2100ns '%s' -o '%s/cut.pb' "
+		tu_sh("%s/bin/trace-dump perfetto --from 1200ns --to 2100ns '%s' -o '%s/cut.pb' "
 		      "&& protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
 		      "< '%s/cut.pb' > '%s/cut.txt'",
-		      tp_build(), trc, dir, dir, dir);
+		      tu_build(), trc, dir, dir, dir);
 	cr_assert_eq(rc, 0);
-	char *t = tp_slurp(dir, "cut.txt");
+	char *t = tu_slurp_text(dir, "cut.txt");
 	size_t begins = 0, ends = 0;
 	for (const char *s = t; (s = strstr(s, "TYPE_SLICE_BEGIN")); s++)
 		begins++;
@@ -190,13 +160,13 @@ Test(perfetto, from_to_slice_the_trace, .timeout = 60)
 
 Test(perfetto, usage_errors, .timeout = 60)
 {
-	const char *td = tp_build();
-	cr_assert_eq(tp_sh("%s/bin/trace-dump perfetto x.trc 2>/dev/null", td), 2);
-	cr_assert_eq(tp_sh("%s/bin/trace-dump perfetto --from 5 x.trc -o y 2>/dev/null", td), 2);
+	const char *td = tu_build();
+	cr_assert_eq(tu_sh("%s/bin/trace-dump perfetto x.trc 2>/dev/null", td), 2);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump perfetto --from 5 x.trc -o y 2>/dev/null", td), 2);
 	cr_assert_eq(
-		tp_sh("%s/bin/trace-dump perfetto --from 2s --to 1s x.trc -o y 2>/dev/null", td),
+		tu_sh("%s/bin/trace-dump perfetto --from 2s --to 1s x.trc -o y 2>/dev/null", td),
 		2);
-	cr_assert_eq(tp_sh("%s/bin/trace-dump perfetto --help | grep -q -- --from", td), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump perfetto --help | grep -q -- --from", td), 0);
 }
 
 /* --split-size: numbered files, each a whole trace (decoded and replayed alone), together
@@ -243,12 +213,12 @@ Test(perfetto, split_size_writes_whole_consecutive_traces, .timeout = 120)
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
 	cr_assert_eq(tu_write_plan(trc, &p, &o, 1000), 0);
 	tu_plan_free(&p);
-	const char *td = tp_build();
-	int rc = tp_sh("%s/bin/trace-dump perfetto --split-size 1M '%s' -o '%s/out.pftrace' "
+	const char *td = tu_build();
+	int rc = tu_sh("%s/bin/trace-dump perfetto --split-size 1M '%s' -o '%s/out.pftrace' "
 		       "2>'%s/err'",
 		       td, trc, dir, dir);
-	cr_assert_eq(rc, 0, "%s", tp_slurp(dir, "err"));
-	rc = tp_sh("%s/bin/trace-dump summary --json '%s' > '%s/sum.json'", td, trc, dir);
+	cr_assert_eq(rc, 0, "%s", tu_slurp_text(dir, "err"));
+	rc = tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/sum.json'", td, trc, dir);
 	cr_assert_eq(rc, 0);
 	/* Every file decodes; sizes about 1 MiB but the last. */
 	unsigned n = 0;
@@ -263,26 +233,26 @@ Test(perfetto, split_size_writes_whole_consecutive_traces, .timeout = 120)
 		if (n + 1 < 4)
 			cr_assert(st.st_size >= (1 << 20) && st.st_size < (1 << 20) + 4096,
 				  "%s: %lld bytes", f, (long long)st.st_size);
-		rc = tp_sh(
+		rc = tu_sh(
 			"protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
 			"< '%s' > '%s.txt' 2>'%s/err'",
 			f, f, dir);
-		cr_assert_eq(rc, 0, "%s: %s", f, tp_slurp(dir, "err"));
+		cr_assert_eq(rc, 0, "%s: %s", f, tu_slurp_text(dir, "err"));
 		ll += (size_t)snprintf(list + ll, sizeof(list) - ll, " '%s.txt'", f);
 	}
 	cr_assert_geq(n, 3, "only %u files", n);
-	rc = tp_sh("python3 tests/check_perfetto.py --split '%s/sum.json' %s > '%s/check' 2>&1",
+	rc = tu_sh("python3 tests/check_perfetto.py --split '%s/sum.json' %s > '%s/check' 2>&1",
 		   dir, list, dir);
-	char *rep = tp_slurp(dir, "check");
+	char *rep = tu_slurp_text(dir, "check");
 	cr_assert_eq(rc, 0, "%s", rep);
 	tp_has(rep, "\"begins\": {\"inner\": 120000, \"outer\": 2}");
 	free(rep);
 	/* Without a size, or with one too small: usage errors. */
 	cr_assert_eq(
-		tp_sh("%s/bin/trace-dump perfetto --split-size 1K '%s' -o x 2>/dev/null", td, trc),
+		tu_sh("%s/bin/trace-dump perfetto --split-size 1K '%s' -o x 2>/dev/null", td, trc),
 		2);
 	cr_assert_eq(
-		tp_sh("%s/bin/trace-dump perfetto --split-size 1M '%s' -o - 2>/dev/null", td, trc),
+		tu_sh("%s/bin/trace-dump perfetto --split-size 1M '%s' -o - 2>/dev/null", td, trc),
 		2);
 	tu_rm_rf(dir);
 }
@@ -295,10 +265,10 @@ Test(perfetto, recorded_programs_agree_with_summary, .timeout = 120)
 	static const char *const progs[] = {"prog_finst_calls 12", "prog_demo"};
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		const char *dir = tu_tmpdir();
-		int rc = tp_sh("%s/bin/trace-run -q -o '%s/in.trc' -- %s/tests/%s >/dev/null "
+		int rc = tu_sh("%s/bin/trace-run -q -o '%s/in.trc' -- %s/tests/%s >/dev/null "
 			       "2>'%s/err'",
-			       tp_build(), dir, tp_build(), progs[i], dir);
-		cr_assert_eq(rc, 0, "trace-run %s: %s", progs[i], tp_slurp(dir, "err"));
+			       tu_build(), dir, tu_build(), progs[i], dir);
+		cr_assert_eq(rc, 0, "trace-run %s: %s", progs[i], tu_slurp_text(dir, "err"));
 		char *r = tp_export_check(dir, "");
 		if (i == 0) /* fib(12) is 465 calls of fib, nested 12 deep under main */
 			cr_assert(strstr(r, "\": 465"), "%s", r);
@@ -344,22 +314,22 @@ Test(perfetto, crossed_spans_follow_one_rule_everywhere, .timeout = 60)
 	char *r = tp_export_check(dir, ""); /* perfetto agrees with the summary */
 	tp_has(r, "\"slice_total_ns\": {\"a\": 3300000, \"b\": 1100000}");
 	free(r);
-	char *sum = tp_slurp(dir, "sum.json");
+	char *sum = tu_slurp_text(dir, "sum.json");
 	tp_has(sum, "\"name\":\"a\",\"begins\":1,\"ends\":1,\"instants\":0,\"counters\":0,"
 		    "\"spans\":1,\"span_total_ns\":3300000");
 	tp_has(sum, "\"name\":\"b\",\"begins\":1,\"ends\":1,\"instants\":0,\"counters\":0,"
 		    "\"spans\":1,\"span_total_ns\":1100000");
 	tp_has(sum, "\"spans_end_mismatched\":2");
 	free(sum);
-	int rc = tp_sh("%s/bin/trace-dump chrome '%s' | python3 -c \"import json,sys\n"
+	int rc = tu_sh("%s/bin/trace-dump chrome '%s' | python3 -c \"import json,sys\n"
 		       "ev=json.load(sys.stdin)['traceEvents']\n"
 		       "st=[];d={}\n"
 		       "for e in ev:\n"
 		       "  if e['ph']=='B': st.append(e)\n"
 		       "  if e['ph']=='E': b=st.pop(); d[b['name']]=e['ts']-b['ts']\n"
 		       "assert d=={'a':3300.0,'b':1100.0}, d\" > '%s/err' 2>&1",
-		       tp_build(), trc, dir);
-	cr_assert_eq(rc, 0, "chrome: %s", tp_slurp(dir, "err"));
+		       tu_build(), trc, dir);
+	cr_assert_eq(rc, 0, "chrome: %s", tu_slurp_text(dir, "err"));
 	tu_rm_rf(dir);
 }
 
@@ -401,7 +371,7 @@ Test(perfetto, spans_and_functions_share_one_stack, .timeout = 60)
 	/* a: from its begin to the function's exit, 30 ns each; the function 10 ns each */
 	tp_has(rep, "\"slice_total_ns\": {\"0x401000\": 5000, \"a\": 15000}");
 	free(rep);
-	char *sum = tp_slurp(dir, "sum.json");
+	char *sum = tu_slurp_text(dir, "sum.json");
 	tp_has(sum, "\"spans_end_mismatched\":1000");
 	free(sum);
 	tu_rm_rf(dir);
@@ -416,8 +386,8 @@ Test(perfetto, spans_and_functions_share_one_stack, .timeout = 60)
 Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
 {
 	const char *dir = tu_tmpdir();
-	const char *td = tp_build();
-	int rc = tp_sh(
+	const char *td = tu_build();
+	int rc = tu_sh(
 		"T=%s/bin/trace-run; P=%s/tests; D='%s'; "
 		"$T -q --no-preload -o $D/a.trc -- $P/prog_demo >/dev/null 2>$D/err.a & pa=$!; "
 		"sleep 0.3; "
@@ -425,48 +395,48 @@ Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
 		"$T -q -o $D/c.trc -- $P/prog_finst_calls 12 >/dev/null 2>$D/err.c; c=$?; "
 		"wait $pa && wait $pb && exit $c",
 		td, td, dir);
-	cr_assert_eq(rc, 0, "trace-run: %s %s %s", tp_slurp(dir, "err.a"), tp_slurp(dir, "err.b"),
-		     tp_slurp(dir, "err.c"));
+	cr_assert_eq(rc, 0, "trace-run: %s %s %s", tu_slurp_text(dir, "err.a"), tu_slurp_text(dir, "err.b"),
+		     tu_slurp_text(dir, "err.c"));
 	static const char *const order[] = {"c", "b", "a"};
 	struct utsname u;
 	cr_assert_eq(uname(&u), 0);
 	char args[2048] = "";
 	size_t al = 0;
 	for (size_t i = 0; i < 3; i++) {
-		rc = tp_sh("%s/bin/trace-dump summary --json '%s/%s.trc' > '%s/%s.json'", td, dir,
+		rc = tu_sh("%s/bin/trace-dump summary --json '%s/%s.trc' > '%s/%s.json'", td, dir,
 			   order[i], dir, order[i]);
 		cr_assert_eq(rc, 0);
 		al += (size_t)snprintf(args + al, sizeof(args) - al, " '%s %s.trc' '%s/%s.json'",
 				       u.nodename, order[i], dir, order[i]);
 	}
-	rc = tp_sh(
+	rc = tu_sh(
 		"X=%s/bin/trace-dump; D='%s'; $X perfetto $D/c.trc $D/b.trc $D/a.trc -o $D/out.pb "
 		"2>$D/err && $X chrome $D/c.trc $D/b.trc $D/a.trc > $D/out.json 2>>$D/err",
 		td, dir);
-	cr_assert_eq(rc, 0, "%s", tp_slurp(dir, "err"));
-	rc = tp_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+	cr_assert_eq(rc, 0, "%s", tu_slurp_text(dir, "err"));
+	rc = tu_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
 		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
 		   dir, dir, dir);
-	cr_assert_eq(rc, 0, "protoc refused the output: %s", tp_slurp(dir, "err"));
-	rc = tp_sh("python3 tests/check_perfetto.py --multi '%s/out.txt' '%s/out.json'%s > "
+	cr_assert_eq(rc, 0, "protoc refused the output: %s", tu_slurp_text(dir, "err"));
+	rc = tu_sh("python3 tests/check_perfetto.py --multi '%s/out.txt' '%s/out.json'%s > "
 		   "'%s/check' 2>&1",
 		   dir, dir, args, dir);
-	char *rep = tp_slurp(dir, "check");
+	char *rep = tu_slurp_text(dir, "check");
 	cr_assert_eq(rc, 0, "%s", rep);
 	/* The two demos overlap: the merge goes from one trace to another many times. */
 	const char *sw = strstr(rep, "\"switches\": ");
 	cr_assert(sw && atoi(sw + 12) >= 10, "%s", rep);
 	free(rep);
 	/* Without -o, or with what takes one FILE: usage errors. */
-	rc = tp_sh("D='%s'; %s/bin/trace-dump perfetto $D/a.trc $D/b.trc 2>/dev/null", dir, td);
+	rc = tu_sh("D='%s'; %s/bin/trace-dump perfetto $D/a.trc $D/b.trc 2>/dev/null", dir, td);
 	cr_assert_eq(rc, 2);
 	static const char *const one[] = {"--from 1s", "--to 1s", "--split-size 1M"};
 	for (size_t i = 0; i < 3; i++) {
-		rc = tp_sh("D='%s'; %s/bin/trace-dump perfetto %s $D/a.trc $D/b.trc -o $D/x.pb "
+		rc = tu_sh("D='%s'; %s/bin/trace-dump perfetto %s $D/a.trc $D/b.trc -o $D/x.pb "
 			   "2>$D/err",
 			   dir, td, one[i]);
 		cr_assert_eq(rc, 2, "%s", one[i]);
-		char *e = tp_slurp(dir, "err");
+		char *e = tu_slurp_text(dir, "err");
 		cr_assert(strstr(e, "take one FILE"), "%s", e);
 		free(e);
 	}

@@ -13,47 +13,18 @@
 
 #include "test_trcfile_util.h"
 
-static const char *tq_build(void)
-{
-	const char *b = getenv("TRC_BUILD");
-	return b && *b ? b : "build";
-}
-
-static int tq_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int tq_sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char *tq_slurp(const char *dir, const char *name)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	size_t n = 0;
-	uint8_t *b = tu_read_file(path, &n);
-	char *s = realloc(b, n + 1);
-	s[n] = 0;
-	return s;
-}
-
 /* Exports dir/in.trc with mode, decodes, checks; returns the checker's JSON. */
 static char *tq_export(const char *dir, const char *mode)
 {
-	int rc = tq_sh("%s/bin/trace-dump pprof %s '%s/in.trc' -o '%s/out.pb.gz' 2>'%s/err'",
-		       tq_build(), mode, dir, dir, dir);
-	cr_assert_eq(rc, 0, "trace-dump pprof %s: %s", mode, tq_slurp(dir, "err"));
-	rc = tq_sh("gzip -dc '%s/out.pb.gz' | protoc --decode=perftools.profiles.Profile -Itests "
+	int rc = tu_sh("%s/bin/trace-dump pprof %s '%s/in.trc' -o '%s/out.pb.gz' 2>'%s/err'",
+		       tu_build(), mode, dir, dir, dir);
+	cr_assert_eq(rc, 0, "trace-dump pprof %s: %s", mode, tu_slurp_text(dir, "err"));
+	rc = tu_sh("gzip -dc '%s/out.pb.gz' | protoc --decode=perftools.profiles.Profile -Itests "
 		   "tests/profile.proto > '%s/out.txt' 2>'%s/err'",
 		   dir, dir, dir);
-	cr_assert_eq(rc, 0, "not a gzip profile.proto: %s", tq_slurp(dir, "err"));
-	rc = tq_sh("python3 tests/check_pprof.py '%s/out.txt' > '%s/check' 2>&1", dir, dir);
-	char *out = tq_slurp(dir, "check");
+	cr_assert_eq(rc, 0, "not a gzip profile.proto: %s", tu_slurp_text(dir, "err"));
+	rc = tu_sh("python3 tests/check_pprof.py '%s/out.txt' > '%s/check' 2>&1", dir, dir);
+	char *out = tu_slurp_text(dir, "check");
 	cr_assert_eq(rc, 0, "%s", out);
 	return out;
 }
@@ -61,10 +32,10 @@ static char *tq_export(const char *dir, const char *mode)
 /* A number of `trace-dump summary --json` of dir/in.trc. */
 static unsigned long long tq_summary(const char *dir, const char *key)
 {
-	int rc = tq_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", tq_build(),
+	int rc = tu_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", tu_build(),
 		       dir, dir);
 	cr_assert_eq(rc, 0);
-	char *s = tq_slurp(dir, "sum.json"), k[64];
+	char *s = tu_slurp_text(dir, "sum.json"), k[64];
 	snprintf(k, sizeof(k), "\"%s\":", key);
 	char *at = strstr(s, k);
 	cr_assert_not_null(at, "%s not in the summary", key);
@@ -125,12 +96,12 @@ Test(pprof, small_trace_profiles_agree_with_summary, .timeout = 60)
 
 Test(pprof, usage_errors, .timeout = 60)
 {
-	const char *td = tq_build();
-	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof x.trc -o y 2>/dev/null", td), 2);
+	const char *td = tu_build();
+	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof x.trc -o y 2>/dev/null", td), 2);
 	cr_assert_eq(
-		tq_sh("%s/bin/trace-dump pprof --alloc --live-at end x.trc -o y 2>/dev/null", td),
+		tu_sh("%s/bin/trace-dump pprof --alloc --live-at end x.trc -o y 2>/dev/null", td),
 		2);
-	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof --live-at soon x.trc -o y 2>/dev/null", td), 2);
-	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof --alloc x.trc 2>/dev/null", td), 2);
-	cr_assert_eq(tq_sh("%s/bin/trace-dump pprof --help | grep -q -- --live-at", td), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof --live-at soon x.trc -o y 2>/dev/null", td), 2);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof --alloc x.trc 2>/dev/null", td), 2);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof --help | grep -q -- --live-at", td), 0);
 }

@@ -14,10 +14,12 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "trcfile.h"
@@ -257,6 +259,38 @@ static inline uint8_t *tu_read_file(const char *path, size_t *len)
 	close(fd);
 	*len = done;
 	return buf;
+}
+
+/* dir/name as a NUL-terminated string (the tests that read tools' text output). */
+static inline char *tu_slurp_text(const char *dir, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	size_t n = 0;
+	uint8_t *b = tu_read_file(path, &n);
+	char *s = realloc(b, n + 1);
+	s[n] = 0;
+	return s;
+}
+
+/* The build the tests run ($TRC_BUILD: build, or build/asan in the sanitizer tier). */
+static inline const char *tu_build(void)
+{
+	const char *b = getenv("TRC_BUILD");
+	return b && *b ? b : "build";
+}
+
+/* Runs a shell command; returns its exit status (128 + N after signal N). */
+static inline int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int tu_sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static inline void tu_write_file(const char *path, const void *buf, size_t len)
