@@ -9,6 +9,7 @@
 #   tools/run_*.c, tools/cli_*.c    -> build/bin/trace-run
 #   tools/dump_*.c, tools/cli_*.c   -> build/bin/trace-dump
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
+#                                   (each linked with tests/harness_*.c: timeouts, file-size limit)
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
 #   tests/prog_*.c               -> build/tests/prog_*   programs the end-to-end tests trace
 #                                   (prog_finst_* are built with -finstrument-functions;
@@ -242,13 +243,15 @@ $(TRACE_DUMP): $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS)
 		$(LDLIBS)
 
 # ---- tests -------------------------------------------------------------------------------------
-# Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly.
+# Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly. Every suite
+# links the harness (tests/harness_*.c: the limits it and what it spawns run under).
 CLI_OBJS = $(call obj,$(CLI_SRCS))
+HARNESS_OBJS = $(call obj,$(wildcard tests/harness_*.c))
 
-$(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS) $(CLI_OBJS)
+$(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS) $(CLI_OBJS) $(HARNESS_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LINK_FLAGS) $< $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) \
+	$(Q)$(CC) $(LINK_FLAGS) $< $(HARNESS_OBJS) $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) \
 		$(ELF_LIBS) $(LDLIBS)
 
 $(B)/tests/stress_%: $(B)/obj/tests/stress_%.o $(INTERNAL_LIBS)
@@ -388,11 +391,19 @@ test: deps
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
+# Every suite declares a per-test timeout (tests/check_timeouts.sh keeps it so); SUITE_TIMEOUT is
+# the backstop for a whole suite (Criterion's runner itself stuck), killing its process group.
+SUITE_TIMEOUT ?= 600
 test-run-suites: tests
+	$(Q)tests/check_timeouts.sh $(TEST_SRCS) || { echo "FAIL: a suite has no timeout" >&2; exit 1; }
 	@fail=0; for t in $(TESTS); do \
 		echo "== $$t"; \
 		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) ASAN_OPTIONS=detect_leaks=0 \
-			$$t --jobs 2 || fail=1; \
+			timeout -k 10 $(SUITE_TIMEOUT) $$t --jobs 2; rc=$$?; \
+		if [ $$rc = 124 ] || [ $$rc = 137 ]; then \
+			echo "FAIL: $$t did not finish in $(SUITE_TIMEOUT) s (killed by make's backstop)" >&2; \
+		elif [ $$rc != 0 ]; then echo "FAIL: $$t (exit $$rc)" >&2; fi; \
+		[ $$rc = 0 ] || fail=1; \
 	done; exit $$fail
 
 test-run-stress: $(STRESS)
