@@ -160,7 +160,9 @@ PROGS := $(patsubst tests/%.c,$(B)/tests/%,$(PROG_SRCS))
 # programs tests/prog_*.cc, and a stripped copy of prog_finst_calls.
 TESTLIBS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/lib_*.c))
 CXX_PROGS := $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/prog_*.cc))
-PROGS += $(TESTLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped
+# LD_PRELOAD shims the tests put under the commands (tests/shim_*.c -> shim_*.so): fault injection.
+SHIMS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/shim_*.c))
+PROGS += $(TESTLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped $(SHIMS)
 FUZZERS := $(patsubst tests/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 WORKS := $(patsubst bench/%.c,$(B)/bench/%,$(WORK_SRCS)) \
@@ -299,6 +301,13 @@ $(TESTLIBS): $(B)/tests/%.so: tests/%.c
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) -finstrument-functions \
 		$(CFLAGS) -shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+# Shims are built without sanitizers: they are preloaded into sanitized and plain programs alike
+# (a static sanitizer runtime in the program does not mind a plain library before it).
+$(SHIMS): $(B)/tests/%.so: tests/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) $(CFLAGS) -shared $< \
+		-o $@ $(LDFLAGS) -ldl
 # prog_finst_names links lib_names_linked.so (found beside it) and dlopens lib_names_dl.so.
 $(B)/tests/prog_finst_names: $(B)/obj/tests/prog_finst_names.o $(LIBTRC_SO) \
 		$(B)/tests/lib_names_linked.so $(B)/tests/lib_names_dl.so
