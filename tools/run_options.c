@@ -70,10 +70,10 @@ static const char run__usage[] =
 	"  -V, --version             the version\n"
 	"\n"
 	"Exit status: the command's own (128+N if it was killed by signal N); 2 usage\n"
-	"error; 126 command not executable; 127 command not found; 1 the recorder failed,\n"
-	"or writing or closing the trace failed. A full disk (or ulimit -f) only stops the\n"
-	"recording: the trace keeps what came before, marked truncated, and the status is\n"
-	"the command's.\n";
+	"error; 126 command not executable; 127 command not found; 1 the recorder\n"
+	"failed, or writing or closing the trace failed. A full disk (or ulimit -f)\n"
+	"only stops the recording: the trace keeps what came before, marked truncated,\n"
+	"and the status is the command's.\n";
 
 int run_parse_size(const char *text, uint64_t *out)
 {
