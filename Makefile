@@ -403,11 +403,16 @@ test: deps
 # Every suite declares a per-test timeout (tests/check_timeouts.sh keeps it so); SUITE_TIMEOUT is
 # the backstop for a whole suite (Criterion's runner itself stuck), killing its process group.
 SUITE_TIMEOUT ?= 600
+# LeakSanitizer is on in the ASan tier, for the suites and everything they spawn (the variables
+# are inherited: trace-run, trace-dump, the programs traced). tests/lsan.supp holds what leaks
+# outside our code, each with its reason. exitcode: a leak fails the process that leaked.
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 test-run-suites: tests
 	$(Q)tests/check_timeouts.sh $(TEST_SRCS) || { echo "FAIL: a suite has no timeout" >&2; exit 1; }
 	@fail=0; for t in $(TESTS); do \
 		echo "== $$t"; \
-		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) ASAN_OPTIONS=detect_leaks=0 \
+		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) $(SAN_ENV) \
 			timeout -k 10 $(SUITE_TIMEOUT) $$t --jobs 2; rc=$$?; \
 		if [ $$rc = 124 ] || [ $$rc = 137 ]; then \
 			echo "FAIL: $$t did not finish in $(SUITE_TIMEOUT) s (killed by make's backstop)" >&2; \
