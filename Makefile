@@ -301,6 +301,36 @@ $(TESTLIBS): $(B)/tests/%.so: tests/%.c
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) -finstrument-functions \
 		$(CFLAGS) -shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+# Programs built without sanitizers in every tier and linked with nothing of ours
+# (tests/prog_plain_*.c): the first malloc they find is the one in LD_PRELOAD.
+$(B)/obj/tests/prog_plain_%.o: SAN_FLAGS :=
+$(B)/tests/prog_plain_%: $(B)/obj/tests/prog_plain_%.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(LDLIBS)
+
+# The ASan tier also builds the preload library instrumented (libtrc-preload-asan.so, linked
+# with clang's shared ASan runtime), for tests/test_preload_asan.c, which puts it in the
+# program's LD_PRELOAD before that runtime. What runs while the runtime initializes stays
+# uninstrumented (tests/preload_asan.ignore says which and why).
+ifeq ($(SAN),asan)
+PRELOAD_ASAN_SO := $(B)/lib/libtrc-preload-asan.so
+ASAN_RT_DIR := $(patsubst %/,%,$(dir $(shell clang -print-file-name=libclang_rt.asan-x86_64.so)))
+PRELOAD_ASAN_OBJS := $(patsubst %.c,$(B)/obj-preload-asan/%.o,$(PRELOAD_SRCS))
+$(B)/obj-preload-asan/%.o: %.c tests/preload_asan.ignore
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $< (ASan, shared runtime)")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(INC_preload) $(CPPFLAGS) $(BASE_CFLAGS) $(SAN_FLAGS) \
+		-fsanitize-ignorelist=tests/preload_asan.ignore $(CFLAGS) -c $< -o $@
+$(PRELOAD_ASAN_SO): $(PRELOAD_ASAN_OBJS) $(LIBTRC_SO) src/preload/preload.map
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared $(SAN_FLAGS) -shared-libasan -Wl,-soname,libtrc-preload-asan.so \
+		-Wl,--version-script=src/preload/preload.map $(PRELOAD_ASAN_OBJS) -L$(B)/lib -ltrc \
+		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(ASAN_RT_DIR) -o $@ $(LDFLAGS) $(LDLIBS) -ldl
+tests build-all: $(PRELOAD_ASAN_SO)
+endif
+
 # Shims are built without sanitizers: they are preloaded into sanitized and plain programs alike
 # (a static sanitizer runtime in the program does not mind a plain library before it).
 $(SHIMS): $(B)/tests/%.so: tests/%.c
