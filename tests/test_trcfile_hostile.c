@@ -551,6 +551,9 @@ static int hz_read_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uin
 		if (!err2)
 			summary_free(&s);
 		cr_assert_eq(err2 < 0, err < 0, "summary and cursor disagree: %d %d", err2, err);
+		/* and say the same (the summary's fast path decodes on its own) */
+		if (err2 < 0)
+			cr_assert_str_eq(trcfile_reader_errmsg(r), msg);
 		trcfile_reader_close(r);
 	}
 	free(b);
@@ -569,34 +572,102 @@ Test(trcfile_hostile, forged_records)
 	cr_assert_eq(hz_read_chunk(ok, sizeof(ok), 1, 100, msg, sizeof(msg)), -EBADMSG);
 	cr_assert_eq(hz_read_chunk(ok, sizeof(ok), 3, 105, msg, sizeof(msg)), -EBADMSG);
 
+	/* Each is refused where the bad record starts (issue 13: not by a later check, such as
+	 * the last record's time, that a decoder reading past the bad field would reach). */
 	struct {
 		uint8_t raw[40];
 		size_t len;
 		uint32_t count;
+		const char *want;
 	} bad[] = {
 		/* overlong varint (11 bytes) */
-		{{1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1}, 13, 1},
+		{{1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1},
+		 13,
+		 1,
+		 "bad record at byte 0"},
 		/* 10th byte above 1: does not fit 64 bits */
-		{{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 1}, 12, 1},
-		/* name id above 32 bits */
-		{{1, 0, 0x80, 0x80, 0x80, 0x80, 0x10}, 7, 1},
+		{{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 1},
+		 12,
+		 1,
+		 "bad record at byte 0"},
+		/* the same after a valid record */
+		{{1, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 1},
+		 15,
+		 2,
+		 "bad record at byte 3"},
+		{{1, 0, 1, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1},
+		 16,
+		 2,
+		 "bad record at byte 3"},
+		/* name id above 32 bits: refused, not cut to 32 bits (span, counter, name) */
+		{{1, 0, 0x80, 0x80, 0x80, 0x80, 0x10}, 7, 1, "bad record at byte 0"},
+		{{1, 0, 1, TRC_REC_COUNTER, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 2},
+		 11,
+		 2,
+		 "bad record at byte 3"},
+		{{TRC_REC_NAME, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 1, 'x'},
+		 9,
+		 1,
+		 "bad record at byte 0"},
 		/* unknown types, reserved bits */
-		{{0, 0, 0, 0}, 4, 2},
-		{{17, 0, 0, 0}, 4, 2},
-		{{0x21, 0, 1, 0}, 4, 2},
+		{{0, 0, 0, 0}, 4, 2, "bad record at byte 0"},
+		{{17, 0, 0, 0}, 4, 2, "bad record at byte 0"},
+		{{0x21, 0, 1, 0}, 4, 2, "bad record at byte 0"},
 		/* a string longer than the chunk, and longer than allowed */
-		{{TRC_REC_NOTE, 0, 0x20, 'a', 'b'}, 5, 1},
-		{{TRC_REC_NOTE, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'}, 8, 1},
+		{{TRC_REC_NOTE, 0, 0x20, 'a', 'b'}, 5, 1, "bad record at byte 0"},
+		{{TRC_REC_NOTE, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'},
+		 8,
+		 1,
+		 "bad record at byte 0"},
 		/* a record cut short */
-		{{TRC_REC_RSS, 0, 1, 1, 1, 1}, 6, 1},
+		{{TRC_REC_RSS, 0, 1, 1, 1, 1}, 6, 1, "bad record at byte 0"},
 		/* exit status out of 32 bits */
-		{{TRC_REC_EXIT, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0}, 10, 1},
+		{{TRC_REC_EXIT, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0},
+		 10,
+		 1,
+		 "bad record at byte 0"},
 	};
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		int err =
 			hz_read_chunk(bad[k].raw, bad[k].len, bad[k].count, 100, msg, sizeof(msg));
 		cr_assert_eq(err, -EBADMSG, "case %zu: %d", k, err);
-		cr_assert(strstr(msg, "damaged chunk"), "case %zu: %s", k, msg);
+		char want[200];
+		snprintf(want, sizeof(want), "damaged chunk 0 of stream 0 at offset %u: %s",
+			 hz_file_hdr(TRCFILE_MIN_CHUNK_BYTES).header_bytes, bad[k].want);
+		cr_assert_str_eq(msg, want, "case %zu", k);
+	}
+
+	/* The cases of varints and name ids again where the fast decoders meet them (more than
+	 * 160 bytes left in the chunk): the bad record first, then 100 valid ones. */
+	static const struct {
+		uint8_t head[16];
+		size_t len;
+	} fast_bad[] = {
+		{{TRC_REC_SPAN_BEGIN, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+		  1},
+		 12},
+		{{TRC_REC_SPAN_BEGIN, 0, 0x80, 0x80, 0x80, 0x80, 0x10}, 7},
+		{{TRC_REC_SPAN_END, 0, 0x81, 0x80, 0x80, 0x80, 0x10}, 7},
+		{{TRC_REC_COUNTER, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 2}, 8},
+		{{TRC_REC_INSTANT, 0, 0xff, 0xff, 0xff, 0xff, 0x1f, 2}, 8},
+		{{TRC_REC_COUNTER, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		  0x02},
+		 13},
+		{{TRC_REC_ALLOC, 0, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x03},
+		 13},
+	};
+	for (size_t k = 0; k < sizeof(fast_bad) / sizeof(fast_bad[0]); k++) {
+		uint8_t raw[400];
+		size_t n = fast_bad[k].len;
+		memcpy(raw, fast_bad[k].head, n);
+		for (int i = 0; i < 100; i++) {
+			raw[n++] = TRC_REC_SPAN_BEGIN;
+			raw[n++] = 1;
+			raw[n++] = 3;
+		}
+		cr_assert_eq(hz_read_chunk(raw, n, 101, 200, msg, sizeof(msg)), -EBADMSG,
+			     "fast case %zu accepted", k);
+		cr_assert(strstr(msg, ": bad record at byte 0"), "fast case %zu: %s", k, msg);
 	}
 
 	/* The same records long enough for the summary's fast path (>= 160 bytes left). */
@@ -707,6 +778,196 @@ Test(trcfile_hostile, garbage_after_the_header)
 		long n = hz_read_all(b, f.len, &f.plan, &st);
 		cr_assert_eq(n, 0);
 		cr_assert(st.truncated);
+	}
+	free(b);
+	hz_free(&f);
+}
+
+/* ---- chunks that are whole but must not be believed (issue 13) ---------------------------- */
+
+/* Opens (buf, len), reads every stream with its cursor; returns the records read, -1 when the
+ * open failed (message in msg). Copies why the scan stopped and the first damage note. */
+static long hz_read_notes(const uint8_t *buf, size_t len, char *msg, size_t msg_len,
+			  char *scan_stop, char *damage, size_t note_len,
+			  struct trcfile_reader_stats *st)
+{
+	struct trcfile_reader *r = NULL;
+	int err = trcfile_reader_open_mem(buf, len, &r, msg, msg_len);
+	if (err)
+		return -1;
+	long total = 0;
+	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		struct trc_record rec;
+		int rc;
+		while ((rc = trcfile_cursor_next(c, &rec)) == 1)
+			total++;
+		cr_assert_eq(rc, 0, "stream %u: %s", s, trcfile_reader_errmsg(r));
+		trcfile_cursor_free(c);
+	}
+	snprintf(scan_stop, note_len, "%s", trcfile_reader_scan_stop(r));
+	snprintf(damage, note_len, "%s", trcfile_reader_damage_note(r));
+	trcfile_reader_get_stats(r, st);
+	trcfile_reader_close(r);
+	return total;
+}
+
+/* A chunk of a stream that already had one (so the scan has its stream's pid and tid). */
+static size_t hz_later_chunk(const struct hz_file *f)
+{
+	for (size_t i = f->n_chunks / 2; i < f->n_chunks; i++)
+		if (trcfile__get32(f->buf + f->off[i] + HZ_CHUNK(seq)) > 0)
+			return i;
+	cr_assert_fail("no chunk with seq > 0");
+	return 0;
+}
+
+static long hz_records_before(const struct hz_file *f, size_t i)
+{
+	long n = 0;
+	for (size_t j = 0; j < i; j++)
+		n += f->count[j];
+	return n;
+}
+
+/* Recomputes the footer's and the trailer's checksums after a forgery. */
+static void hz_fix_footer(uint8_t *b, const struct hz_file *f)
+{
+	uint64_t foff = f->data_end;
+	size_t fbytes = f->len - TRCFILE__TRAILER_BYTES - foff;
+	uint8_t *t = b + f->len - TRCFILE__TRAILER_BYTES;
+	trcfile__put32(t + HZ_TRAILER(footer_crc), trcfile__crc32c(0, b + foff, fbytes));
+	trcfile__put32(t + HZ_TRAILER(trailer_crc), trcfile__crc32c(0, t, HZ_TRAILER(trailer_crc)));
+}
+
+/* A chunk written twice (same stream, same seq): two chunks with one (stream, seq) cannot
+ * come from one writer, and the file is refused naming them (FORMAT.md: duplicates not
+ * allowed). Without a footer, so the scan finds both. */
+Test(trcfile_hostile, duplicated_chunk_is_refused, .timeout = 60)
+{
+	struct hz_file f;
+	hz_make(&f);
+	size_t i = hz_later_chunk(&f);
+	size_t clen = f.end[i] - f.off[i];
+	uint8_t *b = malloc(f.data_end + clen);
+	memcpy(b, f.buf, f.end[i]);
+	memcpy(b + f.end[i], f.buf + f.off[i], clen);
+	memcpy(b + f.end[i] + clen, f.buf + f.end[i], f.data_end - f.end[i]);
+	char msg[512] = "", want[200];
+	struct trcfile_reader *r = NULL;
+	cr_assert_eq(trcfile_reader_open_mem(b, f.data_end + clen, &r, msg, sizeof(msg)), -EBADMSG,
+		     "a duplicated chunk was accepted");
+	snprintf(want, sizeof(want), "stream %u has two chunks with sequence number %u",
+		 trcfile__get32(f.buf + f.off[i] + HZ_CHUNK(stream_id)),
+		 trcfile__get32(f.buf + f.off[i] + HZ_CHUNK(seq)));
+	cr_assert_str_eq(msg, want);
+	free(b);
+	hz_free(&f);
+}
+
+/* A zstd frame without its content checksum (FORMAT.md: every compressed chunk has one):
+ * the chunk is damaged, whatever it decompresses to. With the footer, the chunk is skipped
+ * with a note and the rest read; without it, the scan stops there. */
+Test(trcfile_hostile, frame_without_checksum_is_not_believed, .timeout = 60)
+{
+	struct hz_file f;
+	hz_make(&f);
+	size_t i = hz_later_chunk(&f);
+	long full = (long)tu_plan_records(&f.plan);
+	uint8_t *b = malloc(f.len);
+	memcpy(b, f.buf, f.len);
+	uint8_t *h = b + f.off[i];
+	uint32_t comp = trcfile__get32(h + HZ_CHUNK(comp_bytes));
+	uint8_t *frame = h + TRCFILE__CHUNK_HDR_BYTES;
+	cr_assert_eq(trcfile__get32(h + HZ_CHUNK(flags)), 0, "a compressed chunk");
+	cr_assert(frame[4] & 0x04, "the writer's frames have a checksum");
+	/* The same frame without it: the descriptor's flag cleared, the last 4 bytes (the
+	 * checksum) left out of the chunk; the footer's entry says the same size. */
+	frame[4] &= (uint8_t)~0x04;
+	trcfile__put32(h + HZ_CHUNK(comp_bytes), comp - 4);
+	trcfile__put32(h + HZ_CHUNK(crc), trcfile__crc32c(0, h, HZ_CHUNK(crc)));
+	uint8_t *ft = b + f.data_end;
+	uint64_t ns = trcfile__get32(ft + HZ_FOOTER(stream_count));
+	uint64_t nc = trcfile__get64(ft + HZ_FOOTER(chunk_count));
+	int found = 0;
+	for (uint64_t k = 0; k < nc; k++) {
+		uint8_t *e = ft + trcfile__footer_chunk_at(ns, k);
+		if (trcfile__get64(e + HZ_FCHUNK(offset)) == f.off[i]) {
+			trcfile__put32(e + HZ_FCHUNK(comp_bytes), comp - 4);
+			found++;
+		}
+	}
+	cr_assert_eq(found, 1);
+	hz_fix_footer(b, &f);
+	/* the frame itself is sound without its checksum */
+	uint8_t *out = malloc(1 << 20);
+	size_t n = ZSTD_decompress(out, 1 << 20, frame, comp - 4);
+	cr_assert_not(ZSTD_isError(n), "%s", ZSTD_getErrorName(n));
+	free(out);
+
+	char msg[512] = "", stop[512], damage[512], want[512];
+	struct trcfile_reader_stats st;
+	long got = hz_read_notes(b, f.len, msg, sizeof(msg), stop, damage, sizeof(stop), &st);
+	cr_assert_eq(got, full - (long)f.count[i], "%ld of %ld records read: %s", got, full, msg);
+	cr_assert_not(st.truncated);
+	cr_assert_eq(st.chunks_damaged, 1);
+	snprintf(want, sizeof(want),
+		 "damaged chunk %u of stream %u at offset %llu: zstd frame without content "
+		 "checksum",
+		 trcfile__get32(h + HZ_CHUNK(seq)), trcfile__get32(h + HZ_CHUNK(stream_id)),
+		 (unsigned long long)f.off[i]);
+	cr_assert_str_eq(damage, want);
+	cr_assert_str_eq(stop, "");
+
+	/* No footer: the scan keeps the chunks before it. */
+	got = hz_read_notes(b, f.data_end, msg, sizeof(msg), stop, damage, sizeof(stop), &st);
+	cr_assert_eq(got, hz_records_before(&f, i), "%ld records: %s", got, msg);
+	cr_assert(st.truncated);
+	snprintf(want, sizeof(want), "zstd frame without content checksum at offset %llu",
+		 (unsigned long long)f.off[i]);
+	cr_assert_str_eq(stop, want);
+	free(b);
+	hz_free(&f);
+}
+
+/* A chunk whose header says another pid or tid than its stream's other chunks: with the
+ * footer, skipped with a note (the header disagrees with the index); without, the scan stops
+ * there. */
+Test(trcfile_hostile, chunk_of_another_pid_or_tid_is_not_believed, .timeout = 60)
+{
+	struct hz_file f;
+	hz_make(&f);
+	size_t i = hz_later_chunk(&f);
+	long full = (long)tu_plan_records(&f.plan);
+	uint8_t *b = malloc(f.len);
+	static const size_t fields[] = {HZ_CHUNK(pid), HZ_CHUNK(tid)};
+	for (size_t k = 0; k < 2; k++) {
+		memcpy(b, f.buf, f.len);
+		uint32_t v = trcfile__get32(f.buf + f.off[i] + fields[k]);
+		hz_forge_chunk_field(b, &f, i, fields[k], v + 1);
+		char msg[512] = "", stop[512], damage[512], want[512];
+		struct trcfile_reader_stats st;
+		long got =
+			hz_read_notes(b, f.len, msg, sizeof(msg), stop, damage, sizeof(stop), &st);
+		cr_assert_eq(got, full - (long)f.count[i], "field %zu: %ld of %ld records: %s", k,
+			     got, full, msg);
+		cr_assert_eq(st.chunks_damaged, 1);
+		snprintf(want, sizeof(want),
+			 "damaged chunk %u of stream %u at offset %llu: chunk header disagrees "
+			 "with the index",
+			 trcfile__get32(b + f.off[i] + HZ_CHUNK(seq)),
+			 trcfile__get32(b + f.off[i] + HZ_CHUNK(stream_id)),
+			 (unsigned long long)f.off[i]);
+		cr_assert_str_eq(damage, want, "field %zu", k);
+
+		got = hz_read_notes(b, f.data_end, msg, sizeof(msg), stop, damage, sizeof(stop),
+				    &st);
+		cr_assert_eq(got, hz_records_before(&f, i), "field %zu: %ld records: %s", k, got,
+			     msg);
+		snprintf(want, sizeof(want),
+			 "stream kind/pid/tid differ between chunks at offset %llu",
+			 (unsigned long long)f.off[i]);
+		cr_assert_str_eq(stop, want, "field %zu", k);
 	}
 	free(b);
 	hz_free(&f);

@@ -285,6 +285,10 @@ bool trcfile_reader_truncated(const struct trcfile_reader *r);
 const char *trcfile_reader_errmsg(const struct trcfile_reader *r);
 /* Why the first damaged chunk was skipped ("" if none was). */
 const char *trcfile_reader_damage_note(const struct trcfile_reader *r);
+/* When the file was read by a scan of its chunks (truncated: no valid footer), what the scan
+ * stopped at: "end of file", or the first thing that is not a whole chunk and where ("zstd
+ * frame without content checksum at offset 4242"). "" when the footer was used. */
+const char *trcfile_reader_scan_stop(const struct trcfile_reader *r);
 
 unsigned trcfile_reader_stream_count(const struct trcfile_reader *r);
 /* NULL when idx is out of range. */
