@@ -172,7 +172,8 @@ Test(dump, golden_summary_json, .timeout = 60)
 	/* A strict parser accepts it. */
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd),
-		 "%s summary --json '%s' | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		 "%s summary --json '%s' | python3 -c 'import json,sys; "
+		 "d=json.loads(sys.stdin.buffer.read().decode(\"utf-8\")); "
 		 "assert d[\"threads\"][0][\"name\"]==\"main\"; assert d[\"command\"][2]==\"arg "
 		 "with space\"'",
 		 td_dump(), trc);
@@ -476,7 +477,7 @@ Test(dump, rss_csv, .timeout = 60)
 /* Python checks the chrome output: strict JSON, B/E balanced per thread, names, counters. */
 static const char td_chrome_check[] =
 	"import json,sys,collections\n"
-	"d=json.load(open(sys.argv[1]))\n"
+	"d=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))\n"
 	"ev=d['traceEvents']\n"
 	"depth=collections.Counter()\n"
 	"for e in ev:\n"
@@ -516,7 +517,9 @@ Test(dump, chrome_is_strict_json_and_balanced, .timeout = 60)
 	td_free(&r);
 	tu_write_file(py, td_chrome_check, strlen(td_chrome_check));
 	char cmd[1000];
-	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(sys.stdin)' < '%s'",
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; "
+		 "json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))' < '%s'",
 		 json);
 	cr_assert_eq(system(cmd), 0, "python3 json.load refused the output");
 	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' > '%s/py.out' 2>&1", py, json, dir);
@@ -572,7 +575,8 @@ Test(dump, chrome_and_json_escape_hostile_strings, .timeout = 60)
 	td_free(&r);
 	char cmd[1000];
 	snprintf(cmd, sizeof(cmd),
-		 "python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		 "python3 -c 'import json,sys; "
+		 "d=json.loads(sys.stdin.buffer.read().decode(\"utf-8\")); "
 		 "assert d[\"otherData\"][\"spans_unmatched_end\"]==1; "
 		 "n=[e[\"name\"] for e in d[\"traceEvents\"] if e[\"ph\"]==\"B\"][0]; "
 		 "assert n.startswith(\"a\\\"b\\\\c\\n\\td\\x01\\x7f\\xff\\u00e9\\u20ac\"), "
@@ -584,13 +588,128 @@ Test(dump, chrome_and_json_escape_hostile_strings, .timeout = 60)
 	r = td_run_to(dir, json, (const char *const[]){"summary", "--json", trc, NULL});
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	td_free(&r);
-	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(sys.stdin)' < '%s'",
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; "
+		 "json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))' < '%s'",
 		 json);
 	cr_assert_eq(system(cmd), 0, "summary --json is not strict JSON");
 	r = td_run(dir, (const char *const[]){"events", trc, NULL});
 	cr_assert_eq(r.status, 0);
 	cr_assert(strstr(r.out, "name=\"a\\\"b\\\\c\\n\\td\\x01\\x7f"), "%s", r.out);
 	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+/* Issue 13: every kind of byte a string may hold, escaped exactly, in each JSON output (chrome,
+ * summary --json), and the output strict JSON read as strict UTF-8 (Python reading stdin in
+ * the C locale would take invalid UTF-8 through as surrogate escapes: bytes are decoded here
+ * with errors='strict'). Bytes that are not valid UTF-8 (surrogates U+D800..DFFF encoded,
+ * overlong forms, past U+10FFFF, cut short, never valid) become \u00XX, one per byte;
+ * control bytes \u00XX (\n, \t, \", \\ short); valid UTF-8 up to 4 bytes passes as it is. */
+static const char td_hostile_name[] = "A\x1f"
+				      "B\x7f"
+				      "C\xed\xa0\x80"
+				      "D\xed\xbf\xbf"
+				      "E\xf0\x9f\x98\x80"
+				      "F\xc0\xaf"
+				      "G\xe0\x80\xaf"
+				      "H\xf4\x90\x80\x80"
+				      "I\xf5\x80"
+				      "J\xff"
+				      "K\xc3\xa9"
+				      "L\x00"
+				      "M\r\x08"
+				      "N\"\\\n\t"
+				      "O\xf0\x9f\x98"
+				      "P\xe2\x82";
+static const char td_hostile_json[] = "\"A\\u001f"
+				      "B\x7f"
+				      "C\\u00ed\\u00a0\\u0080"
+				      "D\\u00ed\\u00bf\\u00bf"
+				      "E\xf0\x9f\x98\x80"
+				      "F\\u00c0\\u00af"
+				      "G\\u00e0\\u0080\\u00af"
+				      "H\\u00f4\\u0090\\u0080\\u0080"
+				      "I\\u00f5\\u0080"
+				      "J\\u00ff"
+				      "K\xc3\xa9"
+				      "L\\u0000"
+				      "M\\u000d\\u0008"
+				      "N\\\"\\\\\\n\\t"
+				      "O\\u00f0\\u009f\\u0098"
+				      "P\\u00e2\\u0082\"";
+
+/* 0 when path holds strict JSON in strict UTF-8. */
+static int td_strict_json(const char *path)
+{
+	return tu_sh("python3 -c 'import json,sys; "
+		     "json.loads(open(sys.argv[1],\"rb\").read().decode(\"utf-8\",\"strict\"))' "
+		     "'%s'",
+		     path);
+}
+
+Test(dump, json_escapes_every_kind_of_byte_exactly, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], json[300];
+	snprintf(trc, sizeof(trc), "%s/esc.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 1, 0);
+	struct trc_record rec = {.type = TRC_REC_NAME, .ts_ns = 10};
+	rec.name.id = 1;
+	rec.name.str = td_hostile_name;
+	rec.name.len = sizeof(td_hostile_name) - 1;
+	tu_add(m, &rec);
+	/* A note cut short in a 3-byte sequence, whose next byte in the chunk is the next
+	 * record's first, 0x8f (a NOTE with a negative time delta): a continuation byte, which an
+	 * escaper reading past the string's end would take in. */
+	rec = (struct trc_record){.type = TRC_REC_NOTE, .ts_ns = 20};
+	rec.note.text = "Q\xe2\x82";
+	rec.note.len = 3;
+	tu_add(m, &rec);
+	rec = (struct trc_record){.type = TRC_REC_NOTE, .ts_ns = 19};
+	rec.note.text = "R";
+	rec.note.len = 1;
+	tu_add(m, &rec);
+	struct tu_stream *t = tu_plan_stream(&p, TRC_STREAM_THREAD, 1, 2);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = 12};
+	rec.span.name_id = 1;
+	tu_add(t, &rec);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 13};
+	rec.span.name_id = 1;
+	tu_add(t, &rec);
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	static const char *const cmds[][2] = {{"chrome", "chrome.json"},
+					      {"summary", "summary.json"}};
+	for (size_t k = 0; k < 2; k++) {
+		snprintf(json, sizeof(json), "%s/%s", dir, cmds[k][1]);
+		const char *args[] = {cmds[k][0], trc, NULL, NULL};
+		if (k == 1) {
+			args[1] = "--json";
+			args[2] = trc;
+		}
+		struct td_run r = td_run_to(dir, json, args);
+		cr_assert_eq(r.status, 0, "%s: %s", cmds[k][0], r.err);
+		td_free(&r);
+		size_t len;
+		char *out = td_slurp(json, &len);
+		cr_assert_not_null(memmem(out, len, td_hostile_json, sizeof(td_hostile_json) - 1),
+				   "%s: the name is not escaped as expected:\n%s", cmds[k][0], out);
+		if (k == 0)
+			cr_assert_not_null(memmem(out, len, "\"Q\\u00e2\\u0082\"", 15),
+					   "the note cut short:\n%s", out);
+		free(out);
+		cr_assert_eq(td_strict_json(json), 0, "%s: not strict JSON in UTF-8", cmds[k][0]);
+	}
+	/* The checker itself refuses what it must: invalid UTF-8, a raw control byte. */
+	snprintf(json, sizeof(json), "%s/bad.json", dir);
+	tu_write_file(json, "[\"\xed\xa0\x80\"]", 7);
+	cr_assert_neq(td_strict_json(json), 0);
+	tu_write_file(json, "[\"\x1f\"]", 5);
+	cr_assert_neq(td_strict_json(json), 0);
+	tu_write_file(json, "[\"\xc3\xa9\"]", 6);
+	cr_assert_eq(td_strict_json(json), 0);
 	tu_rm_rf(dir);
 }
 
