@@ -260,6 +260,56 @@ static char *td_ok(const char *dir, const char *const *args, char **err)
 	return r.out;
 }
 
+/* Issue 13: every number trace-dump reads from its command line refuses 2^64
+ * (18446744073709551616) and a sign after spaces (" -1", which strtoull would negate into
+ * 2^64 - 1) with its usage error, never wraps them into a value. */
+Test(dump, numbers_past_64_bits_are_refused, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], out[400];
+	td_small(dir, trc, sizeof(trc));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	static const char big[] = "18446744073709551616";
+	td_expect_usage(dir, (const char *const[]){"events", "--thread", big, trc, NULL},
+			"trace-dump events: --thread: expected TID or PID/TID, got "
+			"\"18446744073709551616\" (see trace-dump events --help)\n");
+	td_expect_usage(
+		dir,
+		(const char *const[]){"events", "--thread", "1/18446744073709551616", trc, NULL},
+		"trace-dump events: --thread: expected TID or PID/TID, got "
+		"\"1/18446744073709551616\" (see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--thread", "4294967296", trc, NULL},
+			"trace-dump events: --thread: expected TID or PID/TID, got "
+			"\"4294967296\" (see trace-dump events --help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--from", "18446744073709551616ns", trc, NULL},
+		"trace-dump events: --from: invalid duration \"18446744073709551616ns\": "
+		"too large; accepted: 0s to 5124095h, with a unit (ns, us, ms, s, m, h) "
+		"(see trace-dump events --help)\n");
+	td_expect_usage(dir,
+			(const char *const[]){"compact", "--threads", big, "-o", out, trc, NULL},
+			"trace-dump compact: --threads: invalid value \"18446744073709551616\" "
+			"(expected 1 to 64) (see trace-dump compact --help)\n");
+	td_expect_usage(
+		dir,
+		(const char *const[]){"parquet", "--rows-per-group", big, "-o", out, trc, NULL},
+		"trace-dump parquet: --rows-per-group wants a count from 1 to 16777216, not "
+		"\"18446744073709551616\" (see trace-dump parquet --help)\n");
+	static const char *const sizes[] = {big, " -1", "18446744073709551615K"};
+	for (size_t i = 0; i < 3; i++) {
+		char want[300];
+		snprintf(want, sizeof(want),
+			 "trace-dump chrome: --split-size: invalid size \"%s\" (expected 1M or "
+			 "more: 64M, 1G) (see trace-dump chrome --help)\n",
+			 sizes[i]);
+		td_expect_usage(dir,
+				(const char *const[]){"chrome", "--split-size", sizes[i], "-o", out,
+						      trc, NULL},
+				want);
+	}
+	tu_rm_rf(dir);
+}
+
 Test(dump, events_durations_need_a_unit, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
