@@ -763,6 +763,99 @@ Test(dump, json_escapes_every_kind_of_byte_exactly, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* Issue 13: a trace of two processes (a parent and a child it forked, three threads): every
+ * event carries its own process's pid and its thread's tid, and each process and thread is
+ * named exactly once. */
+static const char td_two_procs_check[] =
+	"import json,sys,collections\n"
+	"d=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))\n"
+	"ev=d['traceEvents']\n"
+	"pn=collections.Counter((e['pid'],e['args']['name']) for e in ev\n"
+	"  if e['ph']=='M' and e['name']=='process_name')\n"
+	"assert pn=={(100,'parent --x'):1,(200,'child'):1}, pn\n"
+	"tn=collections.Counter((e['pid'],e['tid'],e['args']['name']) for e in ev\n"
+	"  if e['ph']=='M' and e['name']=='thread_name')\n"
+	"assert tn=={(100,100,'main'):1,(100,101,'worker'):1,(200,200,'kid'):1}, tn\n"
+	"be=[(e['ph'],e['pid'],e['tid'],e.get('name'),e['ts']) for e in ev if e['ph'] in 'BE']\n"
+	"want=[('B',100,100,'p.work',1.0),('B',200,200,'c.work',1.2),\n"
+	"  ('B',100,101,'p.work',1.5),('E',100,100,None,2.0),('E',200,200,None,2.2),\n"
+	"  ('E',100,101,None,2.5)]\n"
+	"assert be==want, be\n"
+	"print('ok')\n";
+
+Test(dump, chrome_two_processes_pids_tids_and_names_once, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], json[300], py[300];
+	snprintf(trc, sizeof(trc), "%s/two.trc", dir);
+	snprintf(json, sizeof(json), "%s/two.json", dir);
+	snprintf(py, sizeof(py), "%s/check.py", dir);
+	const uint64_t t0 = 1000000000ull; /* tu_header's start */
+	struct tu_plan p = {0};
+	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 100, 0);
+	struct trc_record r = {.type = TRC_REC_PROCESS, .ts_ns = t0};
+	r.process.pid = 100;
+	r.process.ppid = 1;
+	r.process.cmdline = "parent\0--x";
+	r.process.cmdline_len = 10;
+	tu_add(m, &r);
+	r = (struct trc_record){.type = TRC_REC_PROCESS, .ts_ns = t0 + 100};
+	r.process.pid = 200;
+	r.process.ppid = 100;
+	r.process.cmdline = "child";
+	r.process.cmdline_len = 5;
+	tu_add(m, &r);
+	static const struct {
+		uint32_t pid, tid;
+		const char *name;
+	} threads[] = {{100, 100, "main"}, {100, 101, "worker"}, {200, 200, "kid"}};
+	for (int i = 0; i < 3; i++) {
+		r = (struct trc_record){.type = TRC_REC_THREAD, .ts_ns = t0 + 200};
+		r.thread.pid = threads[i].pid;
+		r.thread.tid = threads[i].tid;
+		r.thread.name = threads[i].name;
+		r.thread.name_len = (uint32_t)strlen(threads[i].name);
+		tu_add(m, &r);
+	}
+	static const char *const names[] = {"p.work", "c.work"};
+	for (uint32_t i = 0; i < 2; i++) {
+		r = (struct trc_record){.type = TRC_REC_NAME, .ts_ns = t0 + 300};
+		r.name.id = i + 1;
+		r.name.str = names[i];
+		r.name.len = (uint32_t)strlen(names[i]);
+		tu_add(m, &r);
+	}
+	/* (pid, tid, name id, begin, end) */
+	static const uint32_t spans[3][5] = {
+		{100, 100, 1, 1000, 2000}, {100, 101, 1, 1500, 2500}, {200, 200, 2, 1200, 2200}};
+	for (int i = 0; i < 3; i++) {
+		struct tu_stream *t =
+			tu_plan_stream(&p, TRC_STREAM_THREAD, spans[i][0], spans[i][1]);
+		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t0 + spans[i][3]};
+		r.span.name_id = spans[i][2];
+		tu_add(t, &r);
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t0 + spans[i][4]};
+		r.span.name_id = spans[i][2];
+		tu_add(t, &r);
+	}
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	struct td_run run = td_run_to(dir, json, (const char *const[]){"chrome", trc, NULL});
+	cr_assert_eq(run.status, 0, "%s", run.err);
+	td_free(&run);
+	tu_write_file(py, td_two_procs_check, strlen(td_two_procs_check));
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' > '%s/py.out' 2>&1", py, json, dir);
+	if (system(cmd) != 0) {
+		char p2[400];
+		snprintf(p2, sizeof(p2), "%s/py.out", dir);
+		char *o = td_slurp(p2, NULL);
+		char *j = td_slurp(json, NULL);
+		cr_assert_fail("chrome of two processes:\n%s\n%s", o, j);
+	}
+	tu_rm_rf(dir);
+}
+
 Test(dump, help_and_usage, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
