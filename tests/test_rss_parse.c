@@ -273,7 +273,7 @@ static int status_with_rss(const char *rss, struct rss_status *s)
 	return rss_parse_status(text, (size_t)n, s);
 }
 
-Test(rss_parse, text_after_kb_is_refused)
+Test(rss_parse, text_after_kb_is_refused, .timeout = 10)
 {
 	struct rss_status s = {.rss_bytes = 12345};
 	cr_assert_eq(status_with_rss("\t7 kB", &s), 0);
@@ -294,7 +294,7 @@ Test(rss_parse, text_after_kb_is_refused)
 
 /* 2^64 - 1 is the largest number; 2^64 (18446744073709551616) and anything larger is an
  * overflow, refused as one, never wrapped to a small value (2^64 wraps to 0). */
-Test(rss_parse, two_to_the_64_is_an_overflow_not_zero)
+Test(rss_parse, two_to_the_64_is_an_overflow_not_zero, .timeout = 10)
 {
 	struct rss_statm m = {.resident_bytes = 12345};
 	static const char max[] = "18446744073709551615 1 1 1 0 1 0\n";
