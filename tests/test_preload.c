@@ -97,7 +97,8 @@ static void run_both(char *const argv[], const char *in, int want, struct trc_se
 			cr_assert(!strstr(c->v[i].str, "corrupt"), "%s", c->v[i].str);
 }
 
-Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	FILE *f = fopen(path_in, "w");
 	srand(1);
@@ -123,7 +124,8 @@ Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = set
 	session_destroy(s);
 }
 
-Test(preload, sh_pipeline_process_tree_and_exit_status, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, sh_pipeline_process_tree_and_exit_status, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	struct trc_session *s = new_session(32, 256 << 10);
 	struct ts_collect c = {0};
@@ -188,7 +190,8 @@ static long field(const char *text, const char *key)
 	return strtol(p + strlen(key), NULL, 0);
 }
 
-Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	struct trc_session *s = new_session(8, 4 << 20);
 	struct ts_collect c = {0};
@@ -225,7 +228,8 @@ Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .ini
 	session_destroy(s);
 }
 
-Test(preload, finstrument_functions_entries_and_exits, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, finstrument_functions_entries_and_exits, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	struct trc_session *s = new_session(8, 4 << 20);
 	struct ts_collect c = {0};
