@@ -357,26 +357,35 @@ Test(sampler, timing_10hz_over_2s, .timeout = 30)
 	child_end(&c);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of nine stops, not the worst: a loaded machine can delay any one wake-up by
+ * hundreds of ms, but not most of them, while a stop that waited for the tick (60 s) or
+ * polled in slices (0..slice each) is slow in most. */
 Test(sampler, stop_is_immediate_at_60s_interval, .timeout = 20)
 {
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 12);
 	struct sampler_config cfg = rig_config(r, &c.pid, 1, 60000 * MS, TRC_RSS_STATM);
-	uint64_t worst = 0;
+	uint64_t took[9];
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 9; i++) {
 		struct sampler *s = start_ok(&cfg);
 		wait_samples(s, 1, 2000 * MS);
 		sleep_ns(20 * MS); /* the thread is now in ppoll with ~60 s to go */
 		uint64_t t0 = now_ns();
 		sampler_stop(s);
-		uint64_t dt = now_ns() - t0;
-		if (dt > worst)
-			worst = dt;
+		took[i] = now_ns() - t0;
 	}
-	cr_expect_lt(worst, 100 * MS, "stop took %llu us", (unsigned long long)(worst / 1000));
+	qsort(took, 9, sizeof(took[0]), cmp_u64);
+	cr_expect_lt(took[4], 100 * MS, "median stop took %llu us (fastest %llu us)",
+		     (unsigned long long)(took[4] / 1000), (unsigned long long)(took[0] / 1000));
 	rig_drain(r);
-	cr_expect_eq(r->n, 5, "one sample per start (first at once), none at stop");
+	cr_expect_eq(r->n, 9, "one sample per start (first at once), none at stop");
 	rig_free(r);
 	child_end(&c);
 }
