@@ -47,6 +47,10 @@
 #include "trcfile_codec.h" /* the chunk encoding the fused path writes (FORMAT.md) */
 
 #define SESSION_REAP_NS 50000000ull
+/* The idle give-back (session_layout.h "Residency"): a ring that published nothing for this
+ * long, drained to its end, gives back its pages below the writer, when at least MIN of them. */
+#define SESSION_TRIM_IDLE_NS 200000000ull
+#define SESSION_TRIM_MIN_BYTES (64u << 10)
 #define SESSION_REFIT_NS 200000000ull
 #define SESSION_CORRUPT 1000000 /* internal: decode found the stream corrupt */
 /* How far a record's time may lie outside [session creation, now] (clock conversion error). */
@@ -380,8 +384,9 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
  * window carried along. No struct trc_record, no call per record. The bytes are exactly
  * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
 
-_Static_assert((RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
-	       "padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
+_Static_assert(
+	(RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
+	"padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
 
 /* Payload bytes each event type needs (the ring pads to 8). */
 static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
@@ -428,8 +433,8 @@ static int session__window_close(struct session__ctx *c, struct session_slot *ds
  * is in locals: the chunk bytes are written through a uint8_t pointer, which may alias
  * anything, so state left in memory would be reloaded after every byte.
  * Returns 0 or the sink's nonzero value (or SESSION_CORRUPT from a name lookup). */
-static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
-			      struct ring_batch *b, struct trcfile_window *win, bool *open)
+static int session__fused_run(struct session__ctx *c, struct session_slot *ds, struct ring_batch *b,
+			      struct trcfile_window *win, bool *open)
 {
 	struct trc_session *s = c->s;
 	const struct ring_consumer *cons = &ds->cons;
@@ -450,22 +455,22 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
 	uint64_t last_ts = ds->last_ts_ns;
 	int rc = 0;
 
-#define SESSION__WIN_STORE()                 \
-	do {                                 \
-		win->p = p;                  \
-		win->ts = wts;               \
-		win->alloc_addr = walloc;    \
-		win->func_addr = wfunc;      \
-		win->count = count;          \
+#define SESSION__WIN_STORE()              \
+	do {                              \
+		win->p = p;               \
+		win->ts = wts;            \
+		win->alloc_addr = walloc; \
+		win->func_addr = wfunc;   \
+		win->count = count;       \
 	} while (0)
-#define SESSION__WIN_LOAD()                  \
-	do {                                 \
-		p = win->p;                  \
-		limit = win->limit;          \
-		wts = win->ts;               \
-		walloc = win->alloc_addr;    \
-		wfunc = win->func_addr;      \
-		count = win->count;          \
+#define SESSION__WIN_LOAD()               \
+	do {                              \
+		p = win->p;               \
+		limit = win->limit;       \
+		wts = win->ts;            \
+		walloc = win->alloc_addr; \
+		wfunc = win->func_addr;   \
+		count = win->count;       \
 	} while (0)
 
 	/* ring_batch_begin checked end - pos <= cap and both aligned; pos only moves by whole
@@ -618,6 +623,8 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	if (n < 0)
 		return session__corrupt(c, ds, "bad record header");
 	ring_batch_release(&ds->cons, &b);
+	/* A writer waiting for room knows the drain is alive (session_layout.h "Residency"). */
+	atomic_fetch_add_explicit(&c->s->hdr->drain_beat, 1, memory_order_relaxed);
 	bool bad = false;
 	rc = session__report_reentrant(c, ds, c->now_ns - ds->dropped_seen_ns, &bad);
 	if (rc)
@@ -646,16 +653,76 @@ stop:
 	return rc;
 }
 
+/* Gives the ring pool bytes of a slot being freed back to the region's pool (session_layout.h
+ * "Residency"): what its resident size holds beyond the base. Both numbers come from the
+ * region, so both are bounded: the share by the ring, the pool never below zero. */
+static void session__pool_give_back(struct trc_session *s, struct trc_slot *sl)
+{
+	uint64_t res = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
+	if (res > s->geom.ring_bytes)
+		res = s->geom.ring_bytes;
+	if (res <= TRC_RING_BASE_BYTES)
+		return;
+	uint64_t share = res - TRC_RING_BASE_BYTES;
+	_Atomic uint64_t *used = &s->hdr->ring_pool_used;
+	uint64_t cur = atomic_load_explicit(used, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(used, &cur, cur > share ? cur - share : 0,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* Punches [off, off + len) of the region out of the memfd (and so out of every process that
+ * maps it). */
+static void session__punch(struct trc_session *s, uint64_t off, uint64_t len)
+{
+	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		(void)madvise(s->base + off, len, MADV_REMOVE);
+}
+
+/* The idle give-back of ring i (session_layout.h "Residency"), after its drain: once it has
+ * published nothing for SESSION_TRIM_IDLE_NS and is drained to its end, punch its pages below the
+ * writer's offset, under the slot's trim word. Drain thread. */
+static void session__trim_idle(struct session__ctx *c, uint32_t i)
+{
+	struct trc_session *s = c->s;
+	struct session_slot *ds = &s->slots[i];
+	struct trc_slot *sl = session__slot(s, i);
+	uint64_t x = atomic_load_explicit(&sl->trim, memory_order_acquire);
+	if (!(x & TRC_TRIM_DONE))
+		atomic_store_explicit(&s->trimmed[i], 0, memory_order_relaxed); /* faulted again */
+	uint64_t w = atomic_load_explicit(&sl->ctl.write_pos, memory_order_acquire);
+	if (w != ds->idle_w) {
+		ds->idle_w = w;
+		ds->idle_since_ns = c->now_ns;
+		return;
+	}
+	uint64_t len = (w & (s->geom.ring_bytes - 1)) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+	if (w != ds->cons.read || ds->trimmed_at == w + 1 || len < SESSION_TRIM_MIN_BYTES ||
+	    c->now_ns - ds->idle_since_ns < SESSION_TRIM_IDLE_NS)
+		return;
+	ds->trimmed_at = w + 1;
+	/* The writer has not announced a later lap: it writes at or above w's offset until its
+	 * next wrap, which waits while the word is busy. */
+	if ((x & TRC_TRIM_BUSY) || (uint32_t)x != trc_ring_lap(w, s->geom.ring_bytes) ||
+	    !atomic_compare_exchange_strong_explicit(&sl->trim, &x, x | TRC_TRIM_BUSY,
+						     memory_order_seq_cst, memory_order_relaxed))
+		return;
+	session__punch(s, trc_region_ring_off(&s->geom, i), len);
+	atomic_store_explicit(&s->trimmed[i], len, memory_order_relaxed);
+	/* Release: the punch is done before the writer may enter the next lap. */
+	atomic_store_explicit(&sl->trim, x | TRC_TRIM_DONE, memory_order_release);
+}
+
 static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 {
 	struct trc_slot *sl = session__slot(s, i);
-	off_t off = (off_t)trc_region_ring_off(&s->geom, i);
+	session__pool_give_back(s, sl);
 	/* Drops the ring's pages from the memfd and from every process that mapped them
 	 * (session_layout.h "Residency"). */
-	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-		      (off_t)s->geom.ring_bytes))
-		(void)madvise(session__ring(s, i), s->geom.ring_bytes, MADV_REMOVE);
+	session__punch(s, trc_region_ring_off(&s->geom, i), s->geom.ring_bytes);
 	(void)ring_ctl_init(&sl->ctl, s->geom.ring_bytes, 0);
+	atomic_store_explicit(&sl->trim, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->trimmed[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->lost_reentrant, 0, memory_order_relaxed);
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
@@ -750,6 +817,8 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 		if (c->sink->stream_end)
 			c->sink->stream_end(c->sink->arg, &ds->st);
 		session__free_slot(s, i, gen);
+	} else if (ds->active) {
+		session__trim_idle(c, i);
 	}
 	return 0;
 }
@@ -841,6 +910,11 @@ long session_drain(struct trc_session *s, const struct session_sink *sink)
 	if (rc)
 		return rc;
 	if (reap) {
+		/* The recorder's own page-table entries for the rings: dropped, so its RSS holds
+		 * only what it reads between two reaps (session_layout.h "Residency"). Shared
+		 * mapping: the data stays. */
+		(void)madvise(s->base + s->geom.rings_off, s->geom.region_bytes - s->geom.rings_off,
+			      MADV_DONTNEED);
 		session__reap_procs(s);
 		s->last_reap_ns = c.now_ns;
 		s->reap_no_slot_seen = no_slot;
