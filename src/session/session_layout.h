@@ -62,7 +62,8 @@
  *     the drain is alive: hdr->drain_beat moves at least every TRC_RING_WAIT_NS (the recorder
  *     bumps it after each ring it drains); then it drops and counts, and drops without waiting
  *     until its ring has had room again (a stopped or dead recorder costs one wait, not one per
- *     event). A ring the drain reaches late is not a dead drain: 200 rings of 1 MiB take the
+ *     event). The recorder gives the space of a ring it no longer reads (its stream ended
+ *     corrupt) back at once, so that writer never waits. A ring the drain reaches late is not a dead drain: 200 rings of 1 MiB take the
  *     drain well over 100 ms here when it gets a 200th of the CPU.
  *   - Idle rings give pages back. A ring that has published nothing for SESSION_TRIM_IDLE_NS and
  *     is drained to its end has its pages below the writer's offset punched out of the memfd by
