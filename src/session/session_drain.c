@@ -813,8 +813,8 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 			/* Nothing of it is read any more: give its writer the space back, so it
 			 * does not wait for a drain that will not come (session_layout.h
 			 * "Residency"). The producer clamps whatever it derives from read_pos. */
-			uint64_t w = atomic_load_explicit(&sl->ctl.write_pos, memory_order_relaxed);
-			atomic_store_explicit(&sl->ctl.read_pos, w, memory_order_release);
+			uint64_t wp = atomic_load_explicit(&sl->ctl.write_pos, memory_order_relaxed);
+			atomic_store_explicit(&sl->ctl.read_pos, wp, memory_order_release);
 		}
 		return 0;
 	}
