@@ -148,7 +148,7 @@ Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 30)
 	pthread_create(&th, NULL, bt_burst_main, &b);
 	pthread_barrier_wait(&bar);
 	/* The base, then the whole pool; then the full ring waited for a drain that never came
-	 * (TRC_RING_WAIT_NS) and dropped the rest. */
+	 * (ts_start's ring_wait_ns) and dropped the rest. */
 	cr_assert_eq(bt_rings(s), TRC_RING_BASE_BYTES + POOL);
 	cr_assert_eq(bt_kernel_rings(s), TRC_RING_BASE_BYTES + POOL);
 	cr_assert_eq(atomic_load(&s->hdr->ring_pool_used), POOL);

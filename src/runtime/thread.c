@@ -142,7 +142,7 @@ static bool trc__grow(struct trc__thread *t, uint64_t need)
 	return true;
 }
 
-/* 1 after a wait for the drain ran out (TRC_RING_WAIT_NS without progress): the thread drops
+/* 1 after a wait for the drain ran out (ring_wait_ns without a sign of life): the thread drops
  * without waiting until its ring has had room again. */
 static __thread uint8_t trc__nowait __attribute__((tls_model("initial-exec")));
 
@@ -195,7 +195,7 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 			 * outnumber the cores), and that says nothing of the drain. */
 			seen = b;
 			since = now;
-		} else if (now - since > TRC_RING_WAIT_NS) {
+		} else if (now - since > trc__rt.geom.ring_wait_ns) {
 			trc__nowait = 1;
 			return false;
 		}
@@ -218,7 +218,7 @@ static bool trc__enter_lap(struct trc__thread *t, uint32_t lap)
 			uint64_t now = trc__mono_ns();
 			if (!since)
 				since = now;
-			else if (now - since > TRC_RING_WAIT_NS)
+			else if (now - since > trc__rt.geom.ring_wait_ns)
 				return false;
 			if (k < 16) {
 				sched_yield();

@@ -26,6 +26,7 @@
 #define SESSION_DEFAULT_RING (4ull << 20)
 #define SESSION_DEFAULT_STRTAB (64u << 10)
 #define SESSION_DEFAULT_RING_POOL (64ull << 20)
+#define SESSION_DEFAULT_RING_WAIT_NS 10000000000ull
 #define SESSION_MAX_PROCS 1024u
 #define SESSION_CALIBRATE_NS 2000000ull
 
@@ -38,9 +39,12 @@ static int session__config(const struct session_config *cfg, struct trc_region_g
 	uint64_t ring = cfg && cfg->ring_bytes ? cfg->ring_bytes : SESSION_DEFAULT_RING;
 	uint64_t strtab = cfg && cfg->strtab_bytes ? cfg->strtab_bytes : SESSION_DEFAULT_STRTAB;
 	int e = trc_region_plan(g, slots, SESSION_MAX_PROCS, ring, strtab);
-	if (!e)
+	if (!e) {
 		g->ring_pool_bytes = cfg && cfg->ring_pool_bytes ? cfg->ring_pool_bytes
 								 : SESSION_DEFAULT_RING_POOL;
+		g->ring_wait_ns =
+			cfg && cfg->ring_wait_ns ? cfg->ring_wait_ns : SESSION_DEFAULT_RING_WAIT_NS;
+	}
 	return e;
 }
 

@@ -51,6 +51,8 @@
  * long, drained to its end, gives back its pages below the writer, when at least MIN of them. */
 #define SESSION_TRIM_IDLE_NS 200000000ull
 #define SESSION_TRIM_MIN_BYTES (64u << 10)
+/* The recorder drops its own mapping of the ring pages after reading this much of them. */
+#define SESSION_UNMAP_EVERY_BYTES (32ull << 20)
 #define SESSION_REFIT_NS 200000000ull
 #define SESSION_CORRUPT 1000000 /* internal: decode found the stream corrupt */
 /* How far a record's time may lie outside [session creation, now] (clock conversion error). */
@@ -592,6 +594,7 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	struct ring_record rr = {0};
 	if (ring_batch_begin(&ds->cons, &b) < 0)
 		return session__corrupt(c, ds, "bad write position");
+	const uint64_t start = b.pos;
 	/* Every record of the batch was committed before this clock read (the batch acquired
 	 * the write position): none may be stamped later. Read here, not once a pass: a pass over
 	 * full rings can take longer than the slack. */
@@ -622,6 +625,7 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	}
 	if (n < 0)
 		return session__corrupt(c, ds, "bad record header");
+	c->s->read_since_unmap += b.pos - start; /* the unmapping in session_drain */
 	ring_batch_release(&ds->cons, &b);
 	/* A writer waiting for room knows the drain is alive (session_layout.h "Residency"). */
 	atomic_fetch_add_explicit(&c->s->hdr->drain_beat, 1, memory_order_relaxed);
@@ -813,7 +817,8 @@ static int session__drain_slot(struct session__ctx *c, uint32_t i, bool reap)
 			/* Nothing of it is read any more: give its writer the space back, so it
 			 * does not wait for a drain that will not come (session_layout.h
 			 * "Residency"). The producer clamps whatever it derives from read_pos. */
-			uint64_t wp = atomic_load_explicit(&sl->ctl.write_pos, memory_order_relaxed);
+			uint64_t wp =
+				atomic_load_explicit(&sl->ctl.write_pos, memory_order_relaxed);
 			atomic_store_explicit(&sl->ctl.read_pos, wp, memory_order_release);
 		}
 		return 0;
@@ -912,16 +917,20 @@ long session_drain(struct trc_session *s, const struct session_sink *sink)
 		int rc = session__drain_slot(&c, i, reap);
 		if (rc)
 			return rc;
+		if (s->read_since_unmap >= SESSION_UNMAP_EVERY_BYTES) {
+			/* The recorder's own page-table entries for the rings: dropped, so its RSS
+			 * holds at most this much of the program's ring pages, however many threads
+			 * (session_layout.h "Residency"). Shared mapping: the data stays; the next
+			 * read maps a page again (a minor fault per 4 KiB read since, at worst). */
+			(void)madvise(s->base + s->geom.rings_off,
+				      s->geom.region_bytes - s->geom.rings_off, MADV_DONTNEED);
+			s->read_since_unmap = 0;
+		}
 	}
 	int rc = session__region_lost(&c);
 	if (rc)
 		return rc;
 	if (reap) {
-		/* The recorder's own page-table entries for the rings: dropped, so its RSS holds
-		 * only what it reads between two reaps (session_layout.h "Residency"). Shared
-		 * mapping: the data stays. */
-		(void)madvise(s->base + s->geom.rings_off, s->geom.region_bytes - s->geom.rings_off,
-			      MADV_DONTNEED);
 		session__reap_procs(s);
 		s->last_reap_ns = c.now_ns;
 		s->reap_no_slot_seen = no_slot;

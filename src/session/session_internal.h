@@ -62,6 +62,7 @@ struct trc_session {
 	uint64_t created_ns; /* CLOCK_MONOTONIC at creation: no record is older */
 	uint32_t cpus; /* online processors: the bound on how fast counters can move */
 	uint64_t last_reap_ns;
+	uint64_t read_since_unmap; /* ring bytes read since the drain last unmapped its view */
 	uint64_t reap_no_slot_seen;
 	uint8_t strtab_full_noted;
 	struct session_stream meta;

@@ -59,12 +59,14 @@
  *     dies between taking pool bytes and publishing resident_bytes leaks at most one chunk.
  *   - A writer whose ring is full waits for the drain (sched_yield in its slow path: on a machine
  *     whose cores the program's threads fill, that is what lets the drain run at all) as long as
- *     the drain is alive: hdr->drain_beat moves at least every TRC_RING_WAIT_NS (the recorder
- *     bumps it after each ring it drains); then it drops and counts, and drops without waiting
+ *     the drain is alive: hdr->drain_beat moves at least every hdr->ring_wait_ns of the writer's
+ *     sleeping (the recorder bumps it after each ring it drains; default 10 s: a drain held up
+ *     by a slow disk is alive); then it drops and counts, and drops without waiting
  *     until its ring has had room again (a stopped or dead recorder costs one wait, not one per
  *     event). The recorder gives the space of a ring it no longer reads (its stream ended
- *     corrupt) back at once, so that writer never waits. A ring the drain reaches late is not a dead drain: 200 rings of 1 MiB take the
- *     drain well over 100 ms here when it gets a 200th of the CPU.
+ *     corrupt) back at once, so that writer never waits. A ring the drain reaches late is not a
+ * dead drain: 200 rings of 1 MiB take the drain well over 100 ms here when it gets a 200th of the
+ * CPU.
  *   - Idle rings give pages back. A ring that has published nothing for SESSION_TRIM_IDLE_NS and
  *     is drained to its end has its pages below the writer's offset punched out of the memfd by
  *     the recorder (at least 64 KiB of them). That is safe without stopping the writer because
@@ -76,9 +78,10 @@
  *     punch the recorder sets TRC_TRIM_DONE; the writer, on its next wrap, faults its part in
  *     again (its slow path pays, not its hot path) and clears it. The recorder subtracts what it
  *     punched from the resident count until then.
- *   - The recorder's own mapping of the rings would hold every page it has read in its RSS: at
- *     each reap it drops its page-table entries for the ring area (MADV_DONTNEED on a shared
- *     mapping unmaps, the data stays in the memfd); its next read maps them again.
+ *   - The recorder's own mapping of the rings would hold every page it has read in its RSS (the
+ *     program's pages, counted twice): after reading 32 MiB of rings it drops its page-table
+ *     entries for the ring area (MADV_DONTNEED on a shared mapping unmaps, the data stays in the
+ *     memfd); its next reads map them again.
  *   - The writer publishes how much of its ring it has faulted in slot->resident_bytes (relaxed;
  *     only after the pages are in). The recorder counts exactly that for a CLAIMING, CLAIMED or
  *     RETIRED slot, and punches the ring's pages out of the memfd when it frees the slot, so they
@@ -143,7 +146,6 @@
 #define TRC_RING_PREFAULT_BYTES (64u << 10) /* faulted in at claim; then doubling */
 #define TRC_RING_FAULT_MAX_CHUNK (256u << 10) /* ... by at most this much at a time */
 #define TRC_RING_BASE_BYTES (1u << 20) /* a ring's own share; beyond it, from the pool */
-#define TRC_RING_WAIT_NS 1000000000ull /* a full ring waits while the drain beat this recently */
 
 struct trc_region_hdr {
 	/* Written last by the recorder (release); a process attaches only after an acquire load
@@ -171,6 +173,8 @@ struct trc_region_hdr {
 	uint64_t pid_ns;
 	/* Ring bytes shared by all rings beyond their first TRC_RING_BASE_BYTES ("Residency"). */
 	uint64_t ring_pool_bytes;
+	/* How long a writer with a full ring waits for a drain that shows no sign of life. */
+	uint64_t ring_wait_ns;
 
 	/* Shared counters (producers and recorder, relaxed: accounting only). */
 	_Alignas(64) _Atomic uint64_t lost_no_slot; /* events dropped: every slot taken */
@@ -243,7 +247,8 @@ _Static_assert(offsetof(struct trc_region_hdr, magic) == 0 &&
 		       offsetof(struct trc_region_hdr, reserved0) == 92 &&
 		       offsetof(struct trc_region_hdr, tsc_hz) == 96 &&
 		       offsetof(struct trc_region_hdr, pid_ns) == 104 &&
-		       offsetof(struct trc_region_hdr, ring_pool_bytes) == 112,
+		       offsetof(struct trc_region_hdr, ring_pool_bytes) == 112 &&
+		       offsetof(struct trc_region_hdr, ring_wait_ns) == 120,
 	       "region header layout (fixed part)");
 _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 		       offsetof(struct trc_region_hdr, lost_reentrant) == 136 &&
@@ -399,6 +404,7 @@ struct trc_region_geom {
 	uint64_t rings_off; /* == meta bytes: every attached process maps [0, rings_off) */
 	uint64_t ring_bytes;
 	uint64_t ring_pool_bytes; /* "Residency"; set by the recorder after trc_region_plan */
+	uint64_t ring_wait_ns; /* likewise */
 	uint32_t max_slots;
 	uint32_t max_procs;
 	uint32_t clock_mode; /* TRC_CLOCK_* */
@@ -450,6 +456,7 @@ static inline void trc_region_hdr_init(struct trc_region_hdr *h, const struct tr
 	h->rings_off = g->rings_off;
 	h->ring_bytes = g->ring_bytes;
 	h->ring_pool_bytes = g->ring_pool_bytes;
+	h->ring_wait_ns = g->ring_wait_ns;
 	h->clock_mode = g->clock_mode;
 }
 
@@ -513,6 +520,7 @@ static inline int trc_region_geom_check(struct trc_region_geom *g, const struct 
 	g->rings_off = h->rings_off;
 	g->ring_bytes = h->ring_bytes;
 	g->ring_pool_bytes = h->ring_pool_bytes; /* any value: it bounds only this tree's rings */
+	g->ring_wait_ns = h->ring_wait_ns; /* any value: it delays only this tree's threads */
 	g->max_slots = h->max_slots;
 	g->max_procs = h->max_procs;
 	g->clock_mode = h->clock_mode;
