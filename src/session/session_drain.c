@@ -390,17 +390,30 @@ _Static_assert(
 	(RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
 	"padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
 
-/* Payload bytes each event type needs (the ring pads to 8). */
-static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
-	[TRC_REC_SPAN_BEGIN] = sizeof(struct trc_ring_span),
-	[TRC_REC_SPAN_END] = sizeof(struct trc_ring_span),
-	[TRC_REC_INSTANT] = sizeof(struct trc_ring_value),
-	[TRC_REC_COUNTER] = sizeof(struct trc_ring_value),
-	[TRC_REC_ALLOC] = sizeof(struct trc_ring_alloc),
-	[TRC_REC_FREE] = sizeof(struct trc_ring_free),
-	[TRC_REC_FUNC_ENTER] = sizeof(struct trc_ring_func),
-	[TRC_REC_FUNC_EXIT] = sizeof(struct trc_ring_func),
+/* The exact ring length (header + payload) of each event type as trc.h writes it ({ts, a?, b?}),
+ * indexed by the tag's type byte; 0 for everything else (padding's 0xff, metadata, unknown). A
+ * record of another length is left to the general path, which takes any length >= need. */
+static const uint8_t session__event_len[256] = {
+	[TRC_REC_SPAN_BEGIN] = RING_HDR_BYTES + sizeof(struct trc_ring_span),
+	[TRC_REC_SPAN_END] = RING_HDR_BYTES + sizeof(struct trc_ring_span),
+	[TRC_REC_INSTANT] = RING_HDR_BYTES + sizeof(struct trc_ring_value),
+	[TRC_REC_COUNTER] = RING_HDR_BYTES + sizeof(struct trc_ring_value),
+	[TRC_REC_ALLOC] = RING_HDR_BYTES + sizeof(struct trc_ring_alloc),
+	[TRC_REC_FREE] = RING_HDR_BYTES + sizeof(struct trc_ring_free),
+	[TRC_REC_FUNC_ENTER] = RING_HDR_BYTES + sizeof(struct trc_ring_func),
+	[TRC_REC_FUNC_EXIT] = RING_HDR_BYTES + sizeof(struct trc_ring_func),
 };
+/* The fused loop reads 3 payload words whatever the type, when that stays inside data. */
+#define SESSION__MAX_EVENT_LEN (RING_HDR_BYTES + 24u)
+
+/* The clock conversion of a tick count at or after the current segment's start (nearly every
+ * record): trc_clock_to_ns's first branch, without the choice of segment and the second branch
+ * evaluated alongside. */
+static inline uint64_t session__ns_cur(const struct trc_clock_conv *cur, uint64_t t)
+{
+	return cur->ns0 +
+	       (uint64_t)(((unsigned __int128)(t - cur->tick0) * cur->mult) >> TRC_CLOCK_SHIFT);
+}
 
 /* A varint, the one- and two-byte cases (nearly every delta, id and address step) inline. */
 static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
@@ -480,40 +493,35 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	if (end - pos > cap || (pos & 7u))
 		return 0;
 	while (pos != end) {
-		/* The rest of ring_batch_next's checks; anything odd is left to it. */
+		/* The rest of ring_batch_next's checks, in the form an event passes: its exact
+		 * length for its type (which also says it is an event, and a multiple of 8), within
+		 * what was published and within data. Anything odd is left to ring_batch_next. */
 		uint64_t avail = end - pos;
-		if (avail < RING_HDR_BYTES)
-			break;
 		uint64_t off = pos & mask;
 		__builtin_prefetch(data + ((off + 256) & mask));
+		if (__builtin_expect(avail < RING_HDR_BYTES || off + SESSION__MAX_EVENT_LEN > cap,
+				     0))
+			break; /* (near the end of data: the general path, one record) */
 		struct ring__hdr hdr;
 		memcpy(&hdr, data + off, sizeof(hdr));
 		atomic_signal_fence(memory_order_seq_cst); /* the header is read once */
 		uint64_t len = hdr.len;
-		if (len < RING_HDR_BYTES || (len & 7u) || len > avail || off + len > cap)
-			break;
 		uint32_t type = TRC_TAG_TYPE(hdr.tag), id = TRC_TAG_ID(hdr.tag);
-		if (!trc_rec_is_event(type)) /* padding too: its type byte is 0xff */
+		if (len != session__event_len[type] || len > avail)
 			break;
-		uint32_t need = session__event_need[type];
-		if (len - RING_HDR_BYTES < need)
+		if (type <= TRC_REC_COUNTER && (id == 0 || id >= seen_bits))
 			break;
-		if (type <= TRC_REC_COUNTER) {
-			if (id == 0 || id >= seen_bits)
-				break;
-		}
-		/* Copy first: the producer may change the bytes while we look at them. Word by
-		 * word with constant sizes (a memcpy of a variable size is a call). */
+		/* Copy first: the producer may change the bytes while we look at them. Three words
+		 * whatever the type (inside data: checked above), no branch on the type. */
 		const uint8_t *pl = data + off + RING_HDR_BYTES;
-		uint64_t t, a = 0, bb = 0;
+		uint64_t t, a, bb;
 		memcpy(&t, pl, 8);
-		if (need > 8)
-			memcpy(&a, pl + 8, 8);
-		if (need > 16)
-			memcpy(&bb, pl + 16, 8);
+		memcpy(&a, pl + 8, 8);
+		memcpy(&bb, pl + 16, 8);
 		atomic_signal_fence(memory_order_seq_cst); /* the payload is read once */
 		if (tsc)
-			t = trc_clock_to_ns(t >= cur.tick0 ? &cur : &prev, t);
+			t = __builtin_expect(t >= cur.tick0, 1) ? session__ns_cur(&cur, t)
+								: trc_clock_to_ns(&prev, t);
 		if (__builtin_expect(!session__ts_ok(c, t), 0))
 			break; /* a time no record can have: the general path reports it */
 		if (type <= TRC_REC_COUNTER &&
