@@ -79,9 +79,10 @@
  *     again (its slow path pays, not its hot path) and clears it. The recorder subtracts what it
  *     punched from the resident count until then.
  *   - The recorder's own mapping of the rings would hold every page it has read in its RSS (the
- *     program's pages, counted twice): after reading 32 MiB of rings it drops its page-table
- *     entries for the ring area (MADV_DONTNEED on a shared mapping unmaps, the data stays in the
- *     memfd); its next reads map them again.
+ *     program's pages, counted twice): when the rings hold more than 32 MiB, it drops its
+ *     page-table entries for the ring area after every 16 MiB it reads (MADV_DONTNEED on a
+ *     shared mapping unmaps, the data stays in the memfd); its next reads map them again, at
+ *     ~10 us a page here, which is why it does not below that.
  *   - The writer publishes how much of its ring it has faulted in slot->resident_bytes (relaxed;
  *     only after the pages are in). The recorder counts exactly that for a CLAIMING, CLAIMED or
  *     RETIRED slot, and punches the ring's pages out of the memfd when it frees the slot, so they
