@@ -55,6 +55,8 @@
  * the rings hold more than SESSION_UNMAP_ABOVE_BYTES. */
 #define SESSION_UNMAP_EVERY_BYTES (16ull << 20)
 #define SESSION_UNMAP_ABOVE_BYTES (32ull << 20)
+/* The fused loop gives ring space back to the writer every this many bytes. */
+#define SESSION_SLICE_BYTES (256u << 10)
 #define SESSION_REFIT_NS 200000000ull
 #define SESSION_CORRUPT 1000000 /* internal: decode found the stream corrupt */
 /* How far a record's time may lie outside [session creation, now] (clock conversion error). */
@@ -451,7 +453,7 @@ static int session__window_close(struct session__ctx *c, struct session_slot *ds
  * anything, so state left in memory would be reloaded after every byte.
  * Returns 0 or the sink's nonzero value (or SESSION_CORRUPT from a name lookup). */
 static int session__fused_run(struct session__ctx *c, struct session_slot *ds, struct ring_batch *b,
-			      struct trcfile_window *win, bool *open)
+			      struct trcfile_window *win, bool *open, bool *sliced)
 {
 	struct trc_session *s = c->s;
 	const struct ring_consumer *cons = &ds->cons;
@@ -461,6 +463,10 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	const uint64_t mask = cons->mask, cap = cons->capacity;
 	uint64_t pos = b->pos;
 	const uint64_t end = b->end;
+	/* At most a slice of the batch per call: the caller gives its space back to the writer
+	 * between slices, so a writer waiting for room (session_layout.h "Residency") fills the
+	 * ring while the drain reads it instead of after. */
+	const uint64_t stop = end - pos > SESSION_SLICE_BYTES ? pos + SESSION_SLICE_BYTES : end;
 	const bool tsc = s->geom.clock_mode == TRC_CLOCK_TSC;
 	const struct trc_clock_conv cur = s->conv_cur, prev = s->conv_prev;
 	const uint8_t *seen = s->name_seen;
@@ -494,7 +500,7 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	 * checked records (multiples of 8, within avail), so that stays true below. */
 	if (end - pos > cap || (pos & 7u))
 		return 0;
-	while (pos != end) {
+	while ((int64_t)(stop - pos) > 0) {
 		/* The rest of ring_batch_next's checks, in the form an event passes: its exact
 		 * length for its type (which also says it is an event, and a multiple of 8), within
 		 * what was published and within data. Anything odd is left to ring_batch_next. */
@@ -585,6 +591,9 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 				goto out_stored;
 		}
 	}
+	/* Stopped at the slice's end rather than at the batch's or at a record the loop leaves
+	 * to ring_batch_next. */
+	*sliced = (int64_t)(stop - pos) <= 0 && pos != end;
 	if (*open)
 		SESSION__WIN_STORE();
 out_stored:
@@ -614,9 +623,14 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 	int n, rc;
 	for (;;) {
 		if (fused) {
-			rc = session__fused_run(c, ds, &b, &win, &open);
+			bool sliced = false;
+			rc = session__fused_run(c, ds, &b, &win, &open, &sliced);
 			if (rc)
 				goto stop;
+			if (sliced) {
+				ring_batch_release(&ds->cons, &b);
+				continue;
+			}
 		}
 		if ((n = ring_batch_next(&ds->cons, &b, &rr)) != 1)
 			break;
