@@ -94,6 +94,23 @@ Test(pprof, small_trace_profiles_agree_with_summary, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* A recorded program built with -finstrument-functions: its frames carry the functions' names
+ * from the program's symbols (not module+offset). prog_finst_calls allocates once, stdout's
+ * buffer, in printf called from main after fib has returned. */
+Test(pprof, recorded_program_frames_are_named, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	int rc = tu_sh("%s/bin/trace-run -q -o '%s/in.trc' -- %s/tests/prog_finst_calls 5 "
+		       ">/dev/null 2>'%s/err'",
+		       tu_build(), dir, tu_build(), dir);
+	cr_assert_eq(rc, 0, "trace-run: %s", tu_slurp_text(dir, "err"));
+	char *r = tq_export(dir, "--alloc");
+	cr_assert(strstr(r, ";main\": [1, "), "%s", r);
+	cr_assert_null(strstr(r, "prog_finst_calls+0x"), "%s", r);
+	free(r);
+	tu_rm_rf(dir);
+}
+
 Test(pprof, usage_errors, .timeout = 60)
 {
 	const char *td = tu_build();
