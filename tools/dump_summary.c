@@ -70,7 +70,8 @@ static const char dump__summary_help[] =
 	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, "
 	"sampler_late,\n"
 	"                            reentrant\n"
-	"  threads                   array of {pid, tid, name, events, lost}, by pid then tid\n"
+	"  threads                   array of {pid, tid, name, events, lost, alloc_bytes}, by\n"
+	"                            pid then tid (alloc_bytes: what its allocations asked for)\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
 	"                            span_max_ns, counter_min, counter_max, counter_last}, by "
@@ -96,8 +97,13 @@ static const char dump__summary_help[] =
 	"  function_calls_open_at_end  calls never exited (not timed)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
-	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order\n"
-	"  live_end_bytes            allocated and not freed at the end\n"
+	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order, of\n"
+	"                            the processes alive at that moment (a heap is per process)\n"
+	"  live_end_bytes            allocated and not freed by the traced program when it\n"
+	"                            exited (children: in live_by_process)\n"
+	"  live_by_process           array of {pid, allocs, alloc_bytes, live_peak_bytes,\n"
+	"                            live_end_bytes, exited} by pid: each process's heap;\n"
+	"                            live_end_bytes at its exit (exited true) or at the end\n"
 	"  frees_unknown             frees of addresses not allocated in the trace\n"
 	"  live_approximate          true when too many live allocations to track exactly\n"
 	"  rss_peak_bytes            exact peak RSS of the program (see above)\n"
@@ -220,6 +226,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump__kv_str("name", t->name, &f2);
 		dump__kv_u64("events", t->events, &f2);
 		dump__kv_u64("lost", t->lost, &f2);
+		dump__kv_u64("alloc_bytes", t->alloc_bytes, &f2);
 		dump_char('}');
 	}
 	dump_char(']');
@@ -266,6 +273,23 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	dump__kv_u64("free_bytes", s->free_bytes, &first);
 	dump__kv_u64("live_peak_bytes", s->live_peak_bytes, &first);
 	dump__kv_u64("live_end_bytes", s->live_end_bytes, &first);
+	dump__key("live_by_process", &first);
+	dump_char('[');
+	for (size_t i = 0; i < s->n_heaps; i++) {
+		const struct summary_heap *ph = &s->heaps[i];
+		bool f2 = true;
+		if (i)
+			dump_char(',');
+		dump_char('{');
+		dump__kv_u64("pid", ph->pid, &f2);
+		dump__kv_u64("allocs", ph->allocs, &f2);
+		dump__kv_u64("alloc_bytes", ph->alloc_bytes, &f2);
+		dump__kv_u64("live_peak_bytes", ph->live_peak_bytes, &f2);
+		dump__kv_u64("live_end_bytes", ph->live_end_bytes, &f2);
+		dump__kv_bool("exited", ph->exited, &f2);
+		dump_char('}');
+	}
+	dump_char(']');
 	dump__kv_u64("frees_unknown", s->frees_unknown, &first);
 	dump__kv_bool("live_approximate", s->live_approximate, &first);
 	dump__kv_u64("rss_peak_bytes", s->rss_peak_bytes, &first);
@@ -466,12 +490,13 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				    s->per_type[t]);
 
 	if (s->n_threads) {
-		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s\n", "pid", "tid", "name",
-			    "events", "lost");
+		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s %12s\n", "pid", "tid", "name",
+			    "events", "lost", "allocated");
 		for (size_t i = 0; i < s->n_threads; i++) {
 			const struct summary_thread *t = &s->threads[i];
-			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 "\n", t->pid,
-				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost);
+			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 " %12s\n", t->pid,
+				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost,
+				    dump_fmt_bytes(b1, sizeof(b1), t->alloc_bytes));
 		}
 	}
 
@@ -550,6 +575,19 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 			    dump_fmt_bytes(b3, sizeof(b3), s->live_peak_bytes),
 			    dump_fmt_bytes(b4, sizeof(b4), s->live_end_bytes),
 			    s->live_approximate ? " (approximate: too many live allocations)" : "");
+		if (s->n_heaps > 1) {
+			dump_printf("  %8s %10s %12s %12s %14s\n", "pid", "allocs", "allocated",
+				    "peak live", "live at exit");
+			for (size_t i = 0; i < s->n_heaps; i++) {
+				const struct summary_heap *ph = &s->heaps[i];
+				dump_printf("  %8u %10" PRIu64 " %12s %12s %14s%s\n", ph->pid,
+					    ph->allocs,
+					    dump_fmt_bytes(b1, sizeof(b1), ph->alloc_bytes),
+					    dump_fmt_bytes(b2, sizeof(b2), ph->live_peak_bytes),
+					    dump_fmt_bytes(b3, sizeof(b3), ph->live_end_bytes),
+					    ph->exited ? "" : " (no exit seen: at the end)");
+			}
+		}
 		if (s->frees_unknown)
 			dump_printf("  %" PRIu64 " %s of addresses allocated before tracing\n",
 				    s->frees_unknown,

@@ -30,6 +30,7 @@ void summary_free(struct summary *s)
 	for (size_t i = 0; i < s->n_notes; i++)
 		free((char *)s->notes[i].text);
 	free(s->notes);
+	free(s->heaps);
 	memset(s, 0, sizeof(*s));
 }
 

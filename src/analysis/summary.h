@@ -27,7 +27,16 @@ struct summary_thread {
 	uint32_t pid, tid;
 	const char *name; /* owned by the summary; "" when unknown */
 	uint64_t events, lost;
+	uint64_t alloc_bytes; /* bytes its allocation records asked for */
 	uint64_t first_ts_ns, last_ts_ns;
+};
+
+/* One process's heap (summary_live.c): what its threads allocated, its live bytes' peak, and
+ * its live bytes when it exited (exited: its EXIT record was seen), else at the trace's end. */
+struct summary_heap {
+	uint32_t pid;
+	bool exited;
+	uint64_t allocs, alloc_bytes, live_peak_bytes, live_end_bytes;
 };
 
 struct summary_name {
@@ -79,7 +88,13 @@ struct summary {
 	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;
+	/* Live bytes are per process (a child's heap is its own, and gone when it exits): the
+	 * peak is the largest sum of the heaps of the processes alive at one moment; at end is
+	 * the traced program's heap (header pid, or the only process) when it exited. Each
+	 * process's own figures are in heaps (sorted by pid; processes that allocated or freed). */
 	uint64_t live_peak_bytes, live_end_bytes;
+	struct summary_heap *heaps;
+	size_t n_heaps;
 	uint64_t frees_unknown; /* free of an address not allocated in the trace */
 	bool live_approximate; /* the live-allocation table hit its cap */
 
