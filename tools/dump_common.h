@@ -216,6 +216,7 @@ int dump_events_main(int argc, char **argv);
 int dump_rss_main(int argc, char **argv);
 int dump_chrome_main(int argc, char **argv);
 int dump_flame_main(int argc, char **argv);
+int dump_memory_main(int argc, char **argv);
 int dump_parquet_main(int argc, char **argv);
 int dump_perfetto_main(int argc, char **argv);
 int dump_pprof_main(int argc, char **argv);

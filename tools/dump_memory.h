@@ -1,0 +1,20 @@
+/* dump_memory.h - "what made RSS grow" (src/analysis/memory.h) as `trace-dump memory` prints
+ * it, and the summary's top five (dump_memory.c). Threads: trace-dump's one thread. */
+#ifndef TRC_DUMP_MEMORY_H
+#define TRC_DUMP_MEMORY_H
+
+#include "memory.h"
+
+#define DUMP_MEMORY_SUMMARY_ROWS 5u
+
+/* The report the summary shows (innermost sites, the largest one per interval); 0 or -errno
+ * (message in the reader; -ENOMEM: out of memory). */
+int dump_memory_for_summary(struct trcfile_reader *r, struct sym_resolver *syms,
+			    struct memory_report *m);
+/* The summary's text section (nothing when no interval grew) and its JSON member
+ * `,"memory":[...]` (the DUMP_MEMORY_SUMMARY_ROWS intervals of largest growth). start: the
+ * time relative times count from. */
+void dump_memory_summary_text(const struct memory_report *m, uint64_t start);
+void dump_memory_summary_json(const struct memory_report *m, uint64_t start);
+
+#endif /* TRC_DUMP_MEMORY_H */
