@@ -20,6 +20,7 @@
 #include "cli_plural.h"
 #include "dump_common.h"
 #include "dump_functions.h"
+#include "dump_memory.h"
 #include "dump_symbols.h"
 #include "summary.h"
 
@@ -106,6 +107,13 @@ static const char dump__summary_help[] =
 	"                            live_end_bytes at its exit (exited true) or at the end\n"
 	"  frees_unknown             frees of addresses not allocated in the trace\n"
 	"  live_approximate          true when too many live allocations to track exactly\n"
+	"  memory                    array: the 5 largest rises of a process's RSS between two\n"
+	"                            of its samples, each {pid, t0_ns, t1_ns (from the start),\n"
+	"                            rss_before_bytes, rss_after_bytes, rss_growth_bytes,\n"
+	"                            alloc_bytes, allocs, free_bytes, live_before_bytes,\n"
+	"                            live_after_bytes, sites: [{name, bytes, allocs}] (the site\n"
+	"                            that allocated most in it, then \"(other sites)\")}, largest\n"
+	"                            growth first; `trace-dump memory` has all\n"
 	"  rss_peak_bytes            exact peak RSS of the program (see above)\n"
 	"  rss_peak_source           string: exit | sampled | none\n"
 	"  rss_peak_sampled_bytes    largest sample\n"
@@ -157,7 +165,7 @@ static void dump__kv_str(const char *k, const char *v, bool *first)
 }
 
 static void dump__json(struct trcfile_reader *r, const struct summary *s,
-		       const struct func_table *ft)
+		       const struct func_table *ft, const struct memory_report *mem)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -292,6 +300,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	dump_char(']');
 	dump__kv_u64("frees_unknown", s->frees_unknown, &first);
 	dump__kv_bool("live_approximate", s->live_approximate, &first);
+	dump_memory_summary_json(mem, dump_start_ns(r));
 	dump__kv_u64("rss_peak_bytes", s->rss_peak_bytes, &first);
 	dump__kv_str("rss_peak_source",
 		     s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT      ? "exit"
@@ -411,7 +420,8 @@ static void dump__lost_over_time(const struct summary *s)
 }
 
 static void dump__text(struct trcfile_reader *r, const struct summary *s,
-		       const struct func_table *ft, enum func_sort sort)
+		       const struct func_table *ft, enum func_sort sort,
+		       const struct memory_report *mem)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -593,6 +603,8 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				    s->frees_unknown,
 				    cli_plural(s->frees_unknown, "free", "frees"));
 	}
+	if (mem)
+		dump_memory_summary_text(mem, dump_start_ns(r));
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
 	switch (s->rss_peak_source) {
@@ -707,7 +719,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			dump_printf(",\"start_realtime_ns\":%" PRId64
 				    ",\"start_offset_ns\":%" PRId64 ",\"summary\":",
 				    start, start - m.start_rt);
-			dump__json(t->r, &s[i], ft);
+			dump__json(t->r, &s[i], ft, NULL);
 			dump_char('}');
 		} else {
 			char b[32];
@@ -717,7 +729,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			dump_str(t->trace);
 			dump_printf(" (started %s after the first) ==\n",
 				    dump_fmt_ns(b, sizeof(b), (uint64_t)(start - m.start_rt)));
-			dump__text(t->r, &s[i], ft, sort);
+			dump__text(t->r, &s[i], ft, sort, NULL);
 		}
 		func_table_free(ft);
 		sym_resolver_free(syms);
@@ -804,10 +816,27 @@ int dump_summary_main(int argc, char **argv)
 			return DUMP_EXIT_FAIL;
 		}
 	}
+	/* What made RSS grow (the top five): two more merged passes, only with allocations. */
+	struct memory_report mem = {0};
+	if (s.allocs) {
+		if (!syms)
+			syms = dump_symbols_new(r);
+		err = dump_memory_for_summary(r, syms, &mem);
+		if (err) {
+			dump_error("%s: %s", path,
+				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
+			func_table_free(ft);
+			sym_resolver_free(syms);
+			summary_free(&s);
+			trcfile_reader_close(r);
+			return DUMP_EXIT_FAIL;
+		}
+	}
 	if (json)
-		dump__json(r, &s, ft);
+		dump__json(r, &s, ft, &mem);
 	else
-		dump__text(r, &s, ft, sort);
+		dump__text(r, &s, ft, sort, &mem);
+	memory_report_free(&mem);
 	func_table_free(ft);
 	sym_resolver_free(syms);
 	summary_free(&s);
