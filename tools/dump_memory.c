@@ -301,11 +301,11 @@ static void dump__csv(const struct memory_report *m, uint64_t start, enum dump__
 
 /* ---- the summary's top five ----------------------------------------------------------- */
 
-int dump_memory_for_summary(struct trcfile_reader *r, struct sym_resolver *syms,
-			    struct memory_report *m)
+struct memory_feed *dump_memory_feed_for_summary(struct trcfile_reader *r,
+						 struct sym_resolver *syms, int *err)
 {
 	const struct memory_opts o = {.stack = false, .sites = 1};
-	return memory_analyze(r, syms, &o, m);
+	return memory_feed_new(r, syms, &o, err);
 }
 
 void dump_memory_summary_text(const struct memory_report *m, uint64_t start)

@@ -7,10 +7,11 @@
 
 #define DUMP_MEMORY_SUMMARY_ROWS 5u
 
-/* The report the summary shows (innermost sites, the largest one per interval); 0 or -errno
- * (message in the reader; -ENOMEM: out of memory). */
-int dump_memory_for_summary(struct trcfile_reader *r, struct sym_resolver *syms,
-			    struct memory_report *m);
+/* The feed of the report the summary shows (innermost sites, the largest one per interval),
+ * for summary_compute_feeding; NULL with *err = -errno (message in the reader; -ENOMEM: out
+ * of memory). */
+struct memory_feed *dump_memory_feed_for_summary(struct trcfile_reader *r,
+						 struct sym_resolver *syms, int *err);
 /* The summary's text section (nothing when no interval grew) and its JSON member
  * `,"memory":[...]` (the DUMP_MEMORY_SUMMARY_ROWS intervals of largest growth). start: the
  * time relative times count from. */

@@ -136,6 +136,11 @@ static const char dump__summary_help[] =
 	"  chunks_missing            chunks absent before the last chunk of their stream\n"
 	"  chunks_damaged            chunks that failed their checks when read: skipped\n";
 
+static int dump__feed_memory(void *ctx, const struct trc_record *rec, unsigned sidx)
+{
+	return memory_feed_add(ctx, rec, sidx);
+}
+
 static void dump__key(const char *k, bool *first)
 {
 	if (!*first)
@@ -794,38 +799,35 @@ int dump_summary_main(int argc, char **argv)
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
+	/* What made RSS grow (the top five) rides on the summary's merged pass. */
 	struct summary s;
-	int err = summary_compute(r, &s);
+	struct sym_resolver *syms = dump_symbols_new(r);
+	struct memory_report mem = {0};
+	int err = 0;
+	struct memory_feed *feed = dump_memory_feed_for_summary(r, syms, &err);
+	if (feed)
+		err = summary_compute_feeding(r, &s, dump__feed_memory, feed);
+	if (!err)
+		err = memory_feed_finish(feed, &mem);
+	else
+		memory_feed_free(feed);
 	if (err) {
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		dump_error("%s: %s", path,
+			   err == -ENOMEM || !trcfile_reader_errmsg(r)[0]
+				   ? "out of memory"
+				   : trcfile_reader_errmsg(r));
+		sym_resolver_free(syms);
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}
 	/* The function table: its own pass, only when there are function records. */
 	struct func_table *ft = NULL;
-	struct sym_resolver *syms = NULL;
 	if (s.per_type[TRC_REC_FUNC_ENTER]) {
-		syms = dump_symbols_new(r);
 		ft = dump_functions_compute(r, syms, sort, &err);
 		if (!ft) {
 			dump_error("%s: %s", path,
 				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
-			sym_resolver_free(syms);
-			summary_free(&s);
-			trcfile_reader_close(r);
-			return DUMP_EXIT_FAIL;
-		}
-	}
-	/* What made RSS grow (the top five): two more merged passes, only with allocations. */
-	struct memory_report mem = {0};
-	if (s.allocs) {
-		if (!syms)
-			syms = dump_symbols_new(r);
-		err = dump_memory_for_summary(r, syms, &mem);
-		if (err) {
-			dump_error("%s: %s", path,
-				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
-			func_table_free(ft);
+			memory_report_free(&mem);
 			sym_resolver_free(syms);
 			summary_free(&s);
 			trcfile_reader_close(r);

@@ -404,74 +404,132 @@ static int memory__cmp_proc(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* The feed: the state, the options and the report it builds (m.out points at report). */
+struct memory_feed {
+	struct memory__state m;
+	struct memory_opts opts;
+	struct memory_report report;
+	bool failed;
+};
+
+static void memory__state_free(struct memory__state *m)
+{
+	for (size_t i = 0; i < m->out->n_procs; i++) {
+		allocmap_free(m->procs[i].live);
+		free(m->procs[i].acc.v);
+		u64map_destroy(&m->procs[i].acc.ix);
+	}
+	free(m->procs);
+	free(m->node_site);
+	u64map_destroy(&m->site_ix);
+	u64map_destroy(&m->pid_ix);
+	flame_free(m->fl);
+}
+
+void memory_feed_free(struct memory_feed *f)
+{
+	if (!f)
+		return;
+	memory__state_free(&f->m);
+	memory_report_free(&f->report);
+	free(f);
+}
+
+struct memory_feed *memory_feed_new(struct trcfile_reader *r, struct sym_resolver *syms,
+				    const struct memory_opts *opts, int *err)
+{
+	struct memory_feed *f = calloc(1, sizeof(*f));
+	if (!f) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->opts = *opts;
+	f->m = (struct memory__state){
+		.r = r,
+		.syms = syms,
+		.o = &f->opts,
+		.out = &f->report,
+		.fl = flame_new(FLAME_STACKS),
+		.root_pid = trcfile_reader_header(r)->pid,
+	};
+	u64map_init(&f->m.site_ix, SIZE_MAX);
+	u64map_init(&f->m.pid_ix, SIZE_MAX);
+	*err = f->m.fl ? memory__peaks(&f->m) : -ENOMEM;
+	if (*err) {
+		memory_feed_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+int memory_feed_add(struct memory_feed *f, const struct trc_record *rec, unsigned sidx)
+{
+	struct memory__state *m = &f->m;
+	if (f->failed || !m->out->n_procs)
+		return f->failed ? -ENOMEM : 0;
+	const struct trcfile_stream_info *si = trcfile_reader_stream(m->r, sidx);
+	int rc = 0;
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		rc = flame_add(m->fl, sidx, si, rec);
+		break;
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		if (si->kind == TRC_STREAM_THREAD)
+			rc = memory__alloc_free(m, rec, sidx, si);
+		break;
+	case TRC_REC_RSS:
+		rc = memory__sample(m, rec);
+		break;
+	default:
+		break;
+	}
+	f->failed = rc != 0;
+	return rc;
+}
+
+int memory_feed_finish(struct memory_feed *f, struct memory_report *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (f->failed) {
+		memory_feed_free(f);
+		return -ENOMEM;
+	}
+	struct flame_stats st;
+	flame_get_stats(f->m.fl, &st);
+	f->report.folded_frames = st.folded_frames;
+	memory__state_free(&f->m);
+	*out = f->report;
+	free(f);
+	if (out->n_procs)
+		qsort(out->procs, out->n_procs, sizeof(*out->procs), memory__cmp_proc);
+	return 0;
+}
+
 int memory_analyze(struct trcfile_reader *r, struct sym_resolver *syms,
 		   const struct memory_opts *opts, struct memory_report *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct memory__state m = {
-		.r = r,
-		.syms = syms,
-		.o = opts,
-		.out = out,
-		.fl = flame_new(FLAME_STACKS),
-		.root_pid = trcfile_reader_header(r)->pid,
-	};
-	u64map_init(&m.site_ix, SIZE_MAX);
-	u64map_init(&m.pid_ix, SIZE_MAX);
-	struct trcfile_iter *it = NULL;
-	int rc = m.fl ? memory__peaks(&m) : -ENOMEM;
-	if (!rc && out->n_procs) {
-		it = trcfile_iter_new(r);
-		if (!it)
-			rc = -ENOMEM;
-	}
+	int rc = 0;
+	struct memory_feed *f = memory_feed_new(r, syms, opts, &rc);
+	if (!f)
+		return rc;
+	struct trcfile_iter *it = f->report.n_procs ? trcfile_iter_new(r) : NULL;
+	if (f->report.n_procs && !it)
+		rc = -ENOMEM;
 	struct trc_record rec;
 	unsigned sidx;
-	while (!rc && it && (rc = trcfile_iter_next(it, &rec, &sidx)) == 1) {
-		rc = 0;
-		const struct trcfile_stream_info *si = trcfile_reader_stream(r, sidx);
-		switch (rec.type) {
-		case TRC_REC_SPAN_BEGIN:
-		case TRC_REC_SPAN_END:
-		case TRC_REC_FUNC_ENTER:
-		case TRC_REC_FUNC_EXIT:
-			rc = flame_add(m.fl, sidx, si, &rec);
-			break;
-		case TRC_REC_ALLOC:
-		case TRC_REC_FREE:
-			if (si->kind == TRC_STREAM_THREAD)
-				rc = memory__alloc_free(&m, &rec, sidx, si);
-			break;
-		case TRC_REC_RSS:
-			rc = memory__sample(&m, &rec);
-			break;
-		default:
-			break;
-		}
-	}
+	while (!rc && it && (rc = trcfile_iter_next(it, &rec, &sidx)) == 1)
+		rc = memory_feed_add(f, &rec, sidx);
 	trcfile_iter_free(it);
-	if (m.fl) {
-		struct flame_stats st;
-		flame_get_stats(m.fl, &st);
-		out->folded_frames = st.folded_frames;
-	}
-	for (size_t i = 0; i < out->n_procs; i++) {
-		allocmap_free(m.procs[i].live);
-		free(m.procs[i].acc.v);
-		u64map_destroy(&m.procs[i].acc.ix);
-	}
-	free(m.procs);
-	free(m.node_site);
-	u64map_destroy(&m.site_ix);
-	u64map_destroy(&m.pid_ix);
-	flame_free(m.fl);
 	if (rc < 0) {
-		memory_report_free(out);
+		memory_feed_free(f);
 		return rc;
 	}
-	if (out->n_procs)
-		qsort(out->procs, out->n_procs, sizeof(*out->procs), memory__cmp_proc);
-	return 0;
+	return memory_feed_finish(f, out);
 }
 
 void memory_report_free(struct memory_report *m)

@@ -90,6 +90,18 @@ int memory_analyze(struct trcfile_reader *r, struct sym_resolver *syms,
 		   const struct memory_opts *opts, struct memory_report *out);
 void memory_report_free(struct memory_report *m);
 
+/* The same fed by a merged pass the caller runs anyway (the summary's live bytes): new reads
+ * the RSS streams (the first pass; NULL with *err = -errno); add takes every record of the
+ * merged order (trcfile_iter) with its stream index (0 or -ENOMEM, then the feed is failed);
+ * finish makes the report (0, or -ENOMEM when an add failed) and frees the feed, as free
+ * does without a report. */
+struct memory_feed;
+struct memory_feed *memory_feed_new(struct trcfile_reader *r, struct sym_resolver *syms,
+				    const struct memory_opts *opts, int *err);
+int memory_feed_add(struct memory_feed *f, const struct trc_record *rec, unsigned sidx);
+int memory_feed_finish(struct memory_feed *f, struct memory_report *out);
+void memory_feed_free(struct memory_feed *f);
+
 /* The n growth intervals of every process with the largest RSS growth (ties: the earlier),
  * into out (pointers into m); returns how many (<= n). */
 size_t memory_top_intervals(const struct memory_report *m, const struct memory_interval **out,

@@ -124,6 +124,14 @@ struct summary {
  * trcfile_reader_errmsg(r)); on failure *s holds nothing to free. The summary owns its arrays
  * and strings: free with summary_free. */
 int summary_compute(struct trcfile_reader *r, struct summary *s);
+/* The same, also handing every record of the merged pass to feed(ctx, record, stream index)
+ * (memory.h's "what made RSS grow" needs that pass too: one pass instead of two; a callback
+ * so that the summary does not link what the feed links). The merged pass runs only when the
+ * trace has allocations: otherwise feed is never called. A feed's non-zero return stops the
+ * computation with "out of memory". */
+typedef int (*summary_feed_fn)(void *ctx, const struct trc_record *rec, unsigned sidx);
+int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
+			    void *feed_ctx);
 /* Frees what a summary owns and zeroes it. Accepts NULL and a zeroed summary. */
 void summary_free(struct summary *s);
 

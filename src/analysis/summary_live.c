@@ -129,8 +129,11 @@ int summary__live(struct summary__state *m)
 			trcfile__fail(m->r, -ENOMEM, "out of memory");
 		return m->err = -ENOMEM;
 	}
-	while (!m->err && (rc = trcfile_iter_next(it, &rec, &sidx)) == 1)
+	while (!m->err && (rc = trcfile_iter_next(it, &rec, &sidx)) == 1) {
 		summary__live_rec(m, &l, &rec, sidx);
+		if (m->feed && m->feed(m->feed_ctx, &rec, sidx))
+			summary__nomem(m);
+	}
 	trcfile_iter_free(it);
 	allocmap_free(l.map);
 	u64map_destroy(&l.pids);
