@@ -164,11 +164,11 @@ Test(dump, golden_summary_json, .timeout = 60)
 		"\"rss_samples\":5,",
 		"\"buffers_resident_peak_bytes\":131072,",
 		"\"truncated\":false,",
-		"{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7,"
-		"\"alloc_bytes\":4096}",
-		"\"live_end_bytes\":4352,\"live_by_process\":[{\"pid\":4242,\"allocs\":4,"
-		"\"alloc_bytes\":4544,\"live_peak_bytes\":4480,\"live_end_bytes\":4352,"
-		"\"exited\":true}]",
+		("{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7,"
+		 "\"alloc_bytes\":4096}"),
+		("\"live_end_bytes\":4352,\"live_by_process\":[{\"pid\":4242,\"allocs\":4,"
+		 "\"alloc_bytes\":4544,\"live_peak_bytes\":4480,\"live_end_bytes\":4352,"
+		 "\"exited\":true}]"),
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(r.out, want[i]), "missing %s in %s", want[i], r.out);
@@ -230,14 +230,14 @@ Test(dump, live_bytes_are_per_process, .timeout = 60)
 	struct td_run q = td_run(dir, (const char *const[]){"summary", "--json", trc, NULL});
 	cr_assert_eq(q.status, 0, "%s", q.err);
 	static const char *const want[] = {
-		"\"live_peak_bytes\":3500,\"live_end_bytes\":1300,\"live_by_process\":["
-		"{\"pid\":4242,\"allocs\":2,\"alloc_bytes\":1300,\"live_peak_bytes\":1300,"
-		"\"live_end_bytes\":1300,\"exited\":true},"
-		"{\"pid\":4300,\"allocs\":2,\"alloc_bytes\":2500,\"live_peak_bytes\":2500,"
-		"\"live_end_bytes\":2000,\"exited\":true}]",
+		("\"live_peak_bytes\":3500,\"live_end_bytes\":1300,\"live_by_process\":["
+		 "{\"pid\":4242,\"allocs\":2,\"alloc_bytes\":1300,\"live_peak_bytes\":1300,"
+		 "\"live_end_bytes\":1300,\"exited\":true},"
+		 "{\"pid\":4300,\"allocs\":2,\"alloc_bytes\":2500,\"live_peak_bytes\":2500,"
+		 "\"live_end_bytes\":2000,\"exited\":true}]"),
 		"\"free_bytes\":500,",
-		"{\"pid\":4300,\"tid\":4300,\"name\":\"\",\"events\":3,\"lost\":0,"
-		"\"alloc_bytes\":2500}",
+		("{\"pid\":4300,\"tid\":4300,\"name\":\"\",\"events\":3,\"lost\":0,"
+		 "\"alloc_bytes\":2500}"),
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_expect(strstr(q.out, want[i]), "missing %s in %s", want[i], q.out);
