@@ -283,6 +283,9 @@ Test(memory, usage_errors, .timeout = 60)
  * RSS rises while it touches them, and at the RSS peak the 16 MiB are live, from "touch". */
 Test(memory, recorded_program_allocation_in_its_span, .timeout = 120)
 {
+	if (getenv("TRC_SANITIZER_TIER"))
+		cr_skip_test(
+			"a sanitizer's allocator is not the preload library's: no allocations");
 	const char *dir = tu_tmpdir();
 	int rc = tu_sh("cd '%s' && %s/bin/trace-run -q --rss-interval 5ms -o in.trc -- "
 		       "%s/tests/prog_e2e_mem 16 200 > /dev/null 2> err",
