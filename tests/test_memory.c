@@ -249,6 +249,58 @@ Test(memory, summary_top_five, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* Per process: the RSS samples carry their pid (the sampler samples every process of the
+ * tree); a child (4300) allocating at the parent's address is charged to itself, its
+ * intervals are its own, and a sample without a pid is the traced program's (4242). */
+Test(memory, processes_apart, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4300, 4300);
+	tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	tm_rec(&p.streams[1], TRC_REC_ALLOC, 1500, 0x10000, 100);
+	tm_rec(&p.streams[2], TRC_REC_ALLOC, 1600, 0x10000, 9000);
+	tm_rec(&p.streams[2], TRC_REC_FREE, 2500, 0x10000, 0);
+	static const struct {
+		uint32_t pid;
+		uint64_t t, mib;
+	} smp[] = {{0, 1000, 1}, {4300, 1000, 1}, {0, 2000, 2}, {4300, 2000, 4}, {4300, 3000, 5}};
+	for (size_t i = 0; i < sizeof(smp) / sizeof(smp[0]); i++) {
+		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = TM_T0 + smp[i].t};
+		r.rss.source = TRC_RSS_STATM;
+		r.rss.pid = smp[i].pid;
+		r.rss.rss_bytes = smp[i].mib << 20;
+		tu_add(&p.streams[3], &r);
+	}
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	char *out = tm_run(dir, 0, "memory --csv intervals in.trc");
+	cr_expect_str_eq(out,
+			 "pid,t0_ns,t1_ns,rss_before_bytes,rss_after_bytes,rss_growth_bytes,"
+			 "alloc_bytes,allocs,free_bytes,live_before_bytes,live_after_bytes,site,"
+			 "site_bytes,site_allocs\n"
+			 "4242,1000,2000,1048576,2097152,1048576,100,1,0,0,100,"
+			 "\"[no span or function]\",100,1\n"
+			 "4300,1000,2000,1048576,4194304,3145728,9000,1,0,0,9000,"
+			 "\"[no span or function]\",9000,1\n"
+			 "4300,2000,3000,4194304,5242880,1048576,0,0,9000,9000,0,,,\n");
+	free(out);
+	out = tm_run(dir, 0, "memory --csv series in.trc");
+	cr_expect_str_eq(out, "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes\n"
+			      "4242,1000,1048576,0,1048576\n"
+			      "4242,2000,2097152,100,2097052\n"
+			      "4300,1000,1048576,0,1048576\n"
+			      "4300,2000,4194304,9000,4185304\n"
+			      "4300,3000,5242880,0,5242880\n");
+	free(out);
+	tu_rm_rf(dir);
+}
+
 Test(memory, usage_errors, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
