@@ -62,8 +62,8 @@ void flame_get_stats(const struct flame *f, struct flame_stats *out);
  * FLAME_MAX_NODES. */
 uint32_t flame_stream_node(const struct flame *f, unsigned sidx);
 /* The name of node's innermost frame (stack false) or its whole folded stack, outermost first
- * (stack true), into buf (cut to cap - 1, terminated; FLAME_OUTSIDE for node 0). Returns the
- * length. */
+ * (stack true: its innermost 256 frames), into buf (cut to cap - 1, terminated; FLAME_OUTSIDE
+ * for node 0). Returns the length. */
 size_t flame_node_name(const struct flame *f, uint32_t node, bool stack,
 		       const struct trcfile_reader *r, struct sym_resolver *syms, char *buf,
 		       size_t cap);
