@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness_util.h"
 #include "session.h"
 #include "trc.h"
 
@@ -123,7 +124,9 @@ static inline struct trc_session *ts_start(const struct session_config *cfg, int
 	struct session_config c = cfg ? *cfg : (struct session_config){0};
 	if (!c.ring_wait_ns)
 		c.ring_wait_ns = 200000000ull;
+	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
 	struct trc_session *s = session_create(&c, &err);
+	hu_fsize_restore(fsize);
 	if (!s)
 		return NULL;
 	int fd = session_fd(s);
