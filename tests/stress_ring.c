@@ -12,8 +12,14 @@
  * after a drop), so both a full ring and a draining ring get exercised.
  *
  * STRESS_SCALE (env, default 1) multiplies the record count. Prints one line of figures; exits
- * 0 on success, 1 with a message on the first failure. A watchdog alarm turns a hang into a
- * failure.
+ * 0 on success, 1 with a message on the first failure.
+ *
+ * Load: the two threads yield, and on a loaded 2-core machine each yield can cost a whole
+ * time slice (seen: 0.4 s of CPU in 5 minutes at load 20). So the producer also stops at
+ * STRESS_BUDGET_S * STRESS_SCALE seconds, once the run has covered what it is for (both
+ * phases, the positions across 2^64, records received and dropped); the checks are exact for
+ * whatever was sent. A watchdog turns a hang into a failure: a ring whose positions (pushed,
+ * drained or dropped) have not moved for STRESS_HANG_S.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -42,11 +48,15 @@
 #define STRESS_RING_BYTES 4096u
 #define STRESS_TAG 0x5eu
 #define STRESS_PHASE_RECORDS 65536u
+#define STRESS_HANG_S 60 /* no progress for this long is a hang */
+#define STRESS_BUDGET_S 60 /* per STRESS_SCALE: past it, stop once the run covered everything */
 
 struct stress {
 	struct ring_ctl *ctl;
 	uint8_t *data;
-	uint64_t records; /* how many the producer attempts */
+	uint64_t records; /* how many the producer attempts at most */
+	uint64_t start_pos; /* the ring's first position, a little below 2^64 */
+	double deadline_s; /* now_s() past which the producer stops once covered() */
 	/* Set (release) by the producer once its last push is done; the consumer's acquire load
 	 * pairs with it, so the final drain and dropped count see everything. */
 	_Atomic int done;
@@ -101,6 +111,17 @@ static void make_payload(uint8_t *dst, uint64_t seq, uint32_t n)
 	memcpy(dst + 8, &sum, 8);
 }
 
+static double now_s(void);
+
+/* Whether the run so far exercised everything it is for (producer thread, any time). */
+static bool covered(const struct stress *st, const struct ring_producer *p, uint64_t seq)
+{
+	uint64_t w = atomic_load_explicit(&st->ctl->write_pos, memory_order_relaxed);
+	uint64_t r = atomic_load_explicit(&st->ctl->read_pos, memory_order_relaxed);
+	return seq >= 2 * STRESS_PHASE_RECORDS && w < st->start_pos && r != st->start_pos &&
+	       ring_producer_dropped(p) > 0;
+}
+
 static void *producer_main(void *arg)
 {
 	struct stress *st = arg;
@@ -108,7 +129,10 @@ static void *producer_main(void *arg)
 	if (ring_producer_attach(&p, st->ctl, st->data, STRESS_RING_BYTES))
 		fail("producer attach", 0);
 	uint8_t buf[128];
-	for (uint64_t seq = 0; seq < st->records; seq++) {
+	uint64_t seq;
+	for (seq = 0; seq < st->records; seq++) {
+		if ((seq & 0xfff) == 0 && now_s() > st->deadline_s && covered(st, &p, seq))
+			break; /* the time budget is spent: stop at a record boundary */
 		uint32_t n = payload_bytes_of(seq);
 		int rc;
 		if (seq & 1) {
@@ -128,7 +152,7 @@ static void *producer_main(void *arg)
 		if (rc && polite)
 			sched_yield();
 	}
-	st->sent = st->records;
+	st->sent = seq;
 	if (ring_producer_dropped(&p) > st->sent)
 		fail("producer dropped more than it sent", ring_producer_dropped(&p));
 	atomic_store_explicit(&st->done, 1, memory_order_release);
@@ -194,7 +218,7 @@ static void *consumer_main(void *arg)
 	if (err)
 		fail("dropped count went backwards", st->dropped);
 	/* Drops after the last record received are gaps too. */
-	st->gaps += st->records - next_seq;
+	st->gaps += st->sent - next_seq; /* sent: published by done (acquire above) */
 	return NULL;
 }
 
@@ -203,6 +227,29 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Watchdog thread: ends the process when the ring has not moved for STRESS_HANG_S. Reads
+ * only the ring's atomics (relaxed: any change is progress). Runs until the process exits. */
+static void *watchdog_main(void *arg)
+{
+	struct ring_ctl *ctl = arg;
+	uint64_t last = 0;
+	unsigned still_s = 0;
+
+	for (;;) {
+		uint64_t now = atomic_load_explicit(&ctl->write_pos, memory_order_relaxed) +
+			       atomic_load_explicit(&ctl->read_pos, memory_order_relaxed) +
+			       atomic_load_explicit(&ctl->dropped, memory_order_relaxed);
+		if (now != last) {
+			last = now;
+			still_s = 0;
+		} else if (++still_s >= STRESS_HANG_S) {
+			fail("hang: the ring did not move for a minute", last);
+		}
+		sleep(1);
+	}
+	return NULL;
 }
 
 int main(void)
@@ -218,9 +265,6 @@ int main(void)
 		}
 		scale = v;
 	}
-	/* Watchdog: a hang is a failure (SIGALRM's default action ends the process). */
-	alarm((unsigned)(300 * scale));
-
 	struct stress st = {.records = STRESS_RECORDS_PER_SCALE * scale};
 	st.ctl = aligned_alloc(RING_CACHELINE, sizeof(*st.ctl));
 	st.data = aligned_alloc(RING_CACHELINE, STRESS_RING_BYTES);
@@ -231,8 +275,12 @@ int main(void)
 	if (ring_ctl_init(st.ctl, STRESS_RING_BYTES, start))
 		fail("ring_ctl_init", 0);
 
+	st.start_pos = start;
 	double t0 = now_s();
-	pthread_t prod, cons;
+	st.deadline_s = t0 + (double)STRESS_BUDGET_S * (double)scale;
+	pthread_t prod, cons, dog;
+	if (pthread_create(&dog, NULL, watchdog_main, st.ctl) || pthread_detach(dog))
+		fail("pthread_create", 0);
 	if (pthread_create(&cons, NULL, consumer_main, &st))
 		fail("pthread_create", 0);
 	if (pthread_create(&prod, NULL, producer_main, &st))
