@@ -181,8 +181,21 @@ static uint64_t recorder__buffers_of(void *arg, pid_t pid)
 {
 	struct recorder *r = arg;
 	uint64_t b = session_buffers_resident_bytes(r->cfg.session, pid);
-	recorder__note_buffers(r, b);
+	if (pid == r->cfg.pid)
+		recorder__note_buffers(r, b);
 	return b;
+}
+
+/* Sampler thread, every tick: the processes of the traced tree, as the session knows them
+ * (each registers when it attaches: exec'd images and fork children alike). A process that
+ * never attaches (static, setuid, --no-preload) is not seen; the program itself is sampled
+ * from the start. */
+static size_t recorder__discover(void *arg, pid_t *out, size_t max)
+{
+	struct recorder *r = arg;
+	uint32_t n = session_processes_running(r->cfg.session, 0, out,
+					       max > UINT32_MAX ? UINT32_MAX : (uint32_t)max);
+	return n < max ? n : max;
 }
 
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
@@ -197,9 +210,11 @@ static int recorder__append_sample(struct recorder *r, const struct rss_sample *
 	int err = trcfile_stream_append(r->rss_stream, &rec);
 	if (err)
 		return err;
-	const struct trc_rss_figures *f = &smp->fig;
-	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;
 	atomic_fetch_add_explicit(&r->rss_samples, 1, memory_order_relaxed);
+	const struct trc_rss_figures *f = &smp->fig;
+	if (f->pid != (uint32_t)r->cfg.pid)
+		return 0; /* the stats below are the program's */
+	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;
 	atomic_store_explicit(&r->last_rss, prog, memory_order_relaxed);
 	atomic_store_explicit(&r->last_buffers, f->buffers_bytes, memory_order_relaxed);
 	return 0;
@@ -378,6 +393,8 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 			.ring_capacity = SAMPLER_RING_BYTES,
 			.notify_fd = -1,
 			.create_thread = cfg->create_thread,
+			.discover = recorder__discover,
+			.discover_arg = r,
 		};
 		r->sampler = sampler_start(&sc, err);
 		if (!r->sampler)
@@ -489,17 +506,19 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 	uint64_t now_ns = trc_mono_ns();
 
 	if (session_processes_attached(r->cfg.session) == 0 && r->cfg.no_preload)
-		recorder__note(r, now_ns,
-			       "no events: the program never attached to the session: it does not "
-			       "link libtrc and trace-run ran it with --no-preload (without it, "
-			       "libtrc-preload.so records its allocations, and its functions when it "
-			       "is built with -finstrument-functions), so only its lifetime, exit "
-			       "status and RSS were recorded");
+		recorder__note(
+			r, now_ns,
+			"no events: the program never attached to the session: it does not "
+			"link libtrc and trace-run ran it with --no-preload (without it, "
+			"libtrc-preload.so records its allocations, and its functions when it "
+			"is built with -finstrument-functions), so only its lifetime, exit "
+			"status and RSS were recorded");
 	else if (session_processes_attached(r->cfg.session) == 0)
-		recorder__note(r, now_ns,
-			       "no events: the program never attached to the session (statically "
-			       "linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
-			       "status and RSS were recorded");
+		recorder__note(
+			r, now_ns,
+			"no events: the program never attached to the session (statically "
+			"linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
+			"status and RSS were recorded");
 	recorder__note_survivors(r, now_ns);
 	if (sst.skipped_ticks) {
 		char text[128];
