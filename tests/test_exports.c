@@ -21,6 +21,7 @@ static const char *const libtrc_exports[] = {
 	"trc__emit_slow",
 	"trc__mode",
 	"trc__modules_changed",
+	"trc__process_exiting",
 	"trc__self",
 	"trc__site_intern",
 	"trc__thread_name",
@@ -28,9 +29,11 @@ static const char *const libtrc_exports[] = {
 };
 
 static const char *const preload_exports[] = {
+	"_Exit",
 	"__cyg_profile_func_enter",
 	"__cyg_profile_func_exit",
 	"__longjmp_chk",
+	"_exit",
 	"_longjmp",
 	"aligned_alloc",
 	"calloc",

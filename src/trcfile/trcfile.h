@@ -50,7 +50,7 @@
 /* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 2 /* 1.1: stored chunks; 1.2: module build-ids */
+#define TRCFILE_VERSION_MINOR 3 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: exit flags */
 
 /* Largest string (name, thread name, command line, path, note) a record may carry. */
 #define TRCFILE_MAX_STRING_BYTES (4u << 20)
