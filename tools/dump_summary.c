@@ -19,6 +19,7 @@
 
 #include "cli_plural.h"
 #include "dump_common.h"
+#include "dump_summary_processes.h"
 #include "dump_functions.h"
 #include "dump_symbols.h"
 #include "summary.h"
@@ -289,6 +290,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump_i64(s->exit_status);
 	else
 		dump_str("null");
+	dump_summary_processes_json(s);
 	dump__key("rss_spark_bytes", &first);
 	dump_char('[');
 	for (unsigned i = 0; i < s->n_spark; i++) {
@@ -341,22 +343,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 
 static void dump__sparkline(const struct summary *s)
 {
-	static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
-					    "\u2585", "\u2586", "\u2587", "\u2588"};
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (unsigned i = 0; i < s->n_spark; i++) {
-		if (s->spark_bytes[i] < lo)
-			lo = s->spark_bytes[i];
-		if (s->spark_bytes[i] > hi)
-			hi = s->spark_bytes[i];
-	}
-	for (unsigned i = 0; i < s->n_spark; i++) {
-		unsigned k = hi > lo ? (unsigned)((s->spark_bytes[i] - lo) * 7 / (hi - lo)) : 0;
-		dump_str(bars[k]);
-	}
-	char a[32], b[32];
-	dump_printf("  (%s .. %s)\n", dump_fmt_bytes(a, sizeof(a), lo),
-		    dump_fmt_bytes(b, sizeof(b), hi));
+	dump_sparkline(s->spark_bytes, s->n_spark);
 }
 
 /* When events were lost: first and last, and a bar per 1/60 of the run (a space where
@@ -557,22 +544,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
-	switch (s->rss_peak_source) {
-	case SUMMARY_RSS_PEAK_EXIT:
-		dump_printf(
-			"  peak:      %s exact (ru_maxrss %s at exit minus %s of trace buffers)\n",
-			dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes),
-			dump_fmt_bytes(b2, sizeof(b2), s->rss_exit_maxrss_bytes),
-			dump_fmt_bytes(b3, sizeof(b3), s->rss_exit_buffers_bytes));
-		break;
-	case SUMMARY_RSS_PEAK_SAMPLED:
-		dump_printf("  peak:      %s, from the samples (no exit record: the exact peak is "
-			    "unknown)\n",
-			    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
-		break;
-	default:
-		dump_str("  peak:      unknown (no exit record and no samples)\n");
-	}
+	dump_summary_peak_text(s);
 	if (s->rss_samples) {
 		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " %s",
 			    dump_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
@@ -592,6 +564,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 	dump_printf("  buffers:   %s resident at most (excluded above)\n",
 		    dump_fmt_bytes(b6, sizeof(b6), s->buffers_resident_peak_bytes));
+	dump_summary_processes_text(s);
 
 	if (s->n_notes) {
 		dump_str("\nnotes:\n");

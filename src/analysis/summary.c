@@ -30,6 +30,9 @@ void summary_free(struct summary *s)
 	for (size_t i = 0; i < s->n_notes; i++)
 		free((char *)s->notes[i].text);
 	free(s->notes);
+	for (size_t i = 0; i < s->n_processes; i++)
+		free((char *)s->processes[i].command);
+	free(s->processes);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -38,6 +41,7 @@ int summary_compute(struct trcfile_reader *r, struct summary *s)
 	memset(s, 0, sizeof(*s));
 	struct summary__state m = {.r = r, .s = s};
 	summary__threads_init(&m.threads);
+	summary__procs_init(&m.procs);
 	if (summary__names_init(&m))
 		goto out;
 	summary__rss_init(&m);
@@ -54,6 +58,7 @@ int summary_compute(struct trcfile_reader *r, struct summary *s)
 	summary__threads_finish(&m);
 	summary__notes_finish(&m);
 	summary__rss_finish(&m);
+	summary__procs_finish(&m);
 	s->start_ns = r->hdr.start_mono_ns && r->hdr.start_mono_ns <= s->first_ts_ns
 			      ? r->hdr.start_mono_ns
 			      : s->first_ts_ns;
@@ -62,6 +67,7 @@ int summary_compute(struct trcfile_reader *r, struct summary *s)
 out:
 	summary__names_free(&m.names);
 	summary__threads_free(&m.threads);
+	summary__procs_free(&m.procs);
 	summary__spans_free(&m.spans);
 	if (m.err)
 		summary_free(s);
