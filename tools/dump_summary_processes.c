@@ -116,7 +116,7 @@ void dump_summary_processes_text(const struct summary *s)
 	if (s->n_processes < 2)
 		return;
 	dump_printf("\nprocesses (%zu; RSS without trace buffers):\n", s->n_processes);
-	dump_str("       pid     ppid   exit          peak  source   samples  max sampled  "
+	dump_str("       pid     ppid   exit                peak  source   samples  max sampled  "
 		 "command\n");
 	for (size_t i = 0; i < s->n_processes; i++) {
 		const struct summary_process *pr = &s->processes[i];

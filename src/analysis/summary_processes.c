@@ -245,10 +245,10 @@ void summary__procs_finish(struct summary__state *m)
 		summary__proc_peak(pr, a, own == top ? second : top);
 		if (!a->has_sample)
 			continue;
-		/* Between its first and last sample a process holds its last value in columns
-		 * where it has none; the tree's total is the sum. */
+		/* From its first sample to its last record (its exit) a process holds its last
+		 * value in columns where it has none; the tree's total is the sum. */
 		unsigned c0 = summary__spark_col(m, a->sample_first_ts);
-		unsigned c1 = summary__spark_col(m, a->sample_last_ts);
+		unsigned c1 = summary__spark_col(m, pr->last_ts_ns);
 		uint64_t prev = a->cols[c0];
 		for (unsigned c = c0; c <= c1; c++) {
 			uint64_t v = a->cols[c] ? a->cols[c] : prev;
