@@ -325,7 +325,8 @@ Test(sampler, stop_right_after_start, .timeout = 20)
 		uint64_t t0 = now_ns();
 		sampler_stop(start_ok(&cfg));
 		/* Start + stop includes creating and joining a thread, which a loaded 2-core
-		 * machine can delay by tens of ms; a stop that waited for the tick would take 60 s. */
+		 * machine can delay by tens of ms; a stop that waited for the tick would take 60 s.
+		 */
 		cr_expect_lt(now_ns() - t0, 1000 * MS);
 	}
 	rig_free(r);
@@ -392,7 +393,7 @@ Test(sampler, injected_start_failure_leaves_nothing, .timeout = 20)
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 12);
 	enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
-				     TRC_RSS_BOTH};
+					 TRC_RSS_BOTH};
 	int fds_before = count_fds();
 
 	for (size_t i = 0; i < 4; i++) {
@@ -421,13 +422,13 @@ Test(sampler, bad_configs_are_rejected, .timeout = 20)
 	struct sampler_config cfg;
 	int err;
 
-#define EXPECT_FAIL(mutate, want)                                           \
-	do {                                                                \
+#define EXPECT_FAIL(mutate, want)                                        \
+	do {                                                             \
 		cfg = rig_config(r, &c.pid, 1, 100 * MS, TRC_RSS_STATM); \
-		mutate;                                                     \
-		err = 0;                                                    \
-		cr_expect_null(sampler_start(&cfg, &err), #mutate);         \
-		cr_expect_eq(err, want, "%s: %d", #mutate, err);            \
+		mutate;                                                  \
+		err = 0;                                                 \
+		cr_expect_null(sampler_start(&cfg, &err), #mutate);      \
+		cr_expect_eq(err, want, "%s: %d", #mutate, err);         \
 	} while (0)
 
 	EXPECT_FAIL(cfg.n_pids = 0, -EINVAL);
@@ -579,16 +580,18 @@ static void expect_grown(const char *what, enum trc_rss_source src, uint64_t bef
 	/* The mapping itself is exact; allow the page tables (0.2 %), a few libc pages, and
 	 * sanitizer runtime noise in the ASan tier. */
 	cr_expect_geq(delta, (int64_t)((mib - 1) * MIB), "%s %s grew %lld bytes, want ~%llu MiB",
-		      trcfile_rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
+		      trcfile_rss_source_name(src), what, (long long)delta,
+		      (unsigned long long)mib);
 	cr_expect_leq(delta, (int64_t)((mib + 4) * MIB), "%s %s grew %lld bytes, want ~%llu MiB",
-		      trcfile_rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
+		      trcfile_rss_source_name(src), what, (long long)delta,
+		      (unsigned long long)mib);
 }
 
 Test(sampler, each_source_sees_known_growth, .timeout = 30)
 {
 	const uint64_t mib = 48;
 	enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
-				     TRC_RSS_BOTH};
+					 TRC_RSS_BOTH};
 	struct rss_sample before[4], after[4];
 	struct child c = child_start((unsigned)mib, "staged", "base\n");
 
@@ -607,7 +610,7 @@ Test(sampler, each_source_sees_known_growth, .timeout = 30)
 		switch (src) {
 		case TRC_RSS_STATM:
 			cr_expect_eq(a->fig.flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT |
-						 TRC_RSS_HAS_EXACT),
+						     TRC_RSS_HAS_EXACT),
 				     0);
 			break;
 		case TRC_RSS_STATUS:
@@ -615,13 +618,15 @@ Test(sampler, each_source_sees_known_growth, .timeout = 30)
 				     TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT);
 			expect_grown("anon", src, b->fig.anon_bytes, a->fig.anon_bytes, mib);
 			expect_grown("hwm", src, b->fig.hwm_bytes, a->fig.hwm_bytes, mib);
-			cr_expect_eq(a->fig.anon_bytes + a->fig.file_bytes + a->fig.shmem_bytes, a->fig.rss_bytes);
+			cr_expect_eq(a->fig.anon_bytes + a->fig.file_bytes + a->fig.shmem_bytes,
+				     a->fig.rss_bytes);
 			cr_expect_geq(a->fig.hwm_bytes, a->fig.rss_bytes);
 			break;
 		case TRC_RSS_SMAPS_ROLLUP:
 		case TRC_RSS_BOTH:
 			cr_expect(a->fig.flags & TRC_RSS_HAS_EXACT);
-			expect_grown("exact", src, b->fig.rss_exact_bytes, a->fig.rss_exact_bytes, mib);
+			expect_grown("exact", src, b->fig.rss_exact_bytes, a->fig.rss_exact_bytes,
+				     mib);
 			expect_grown("pss", src, b->fig.pss_bytes, a->fig.pss_bytes, mib);
 			cr_expect_leq(a->fig.pss_bytes, a->fig.rss_exact_bytes);
 			/* The child is idle: statm and the rollup agree (exactly, on this kernel).
@@ -833,4 +838,83 @@ Test(sampler, full_ring_drops_and_counts, .timeout = 20)
 	close(efd);
 	rig_free(r);
 	child_end(&c);
+}
+
+/* ---- a tree: pids discovered as they appear ------------------------------------------------ */
+
+struct discover_list {
+	_Atomic int n; /* pids listed so far (the test appends; the sampler thread reads) */
+	pid_t pids[4];
+	_Atomic int calls;
+};
+
+static size_t discover_list(void *arg, pid_t *out, size_t max)
+{
+	struct discover_list *d = arg;
+	int n = atomic_load(&d->n);
+	atomic_fetch_add(&d->calls, 1);
+	for (int i = 0; i < n && (size_t)i < max; i++)
+		out[i] = d->pids[i];
+	return (size_t)n;
+}
+
+Test(sampler, discovered_pids_join_on_the_same_ticks, .timeout = 20)
+{
+	struct child a = child_start(2, "wait", "ready\n");
+	struct child b = child_start(8, "wait", "ready\n");
+	struct discover_list d = {0};
+	struct rig *r = rig_new(1 << 16);
+	struct sampler_config cfg = rig_config(r, &a.pid, 1, 10 * MS, TRC_RSS_STATM);
+	struct sampler_stats st;
+	struct sampler *s;
+
+	cfg.discover = discover_list;
+	cfg.discover_arg = &d;
+	/* Listed again and again: a pid already sampled is not added twice; 0 and the root's own
+	 * pid are ignored. */
+	d.pids[0] = a.pid;
+	d.pids[1] = 0;
+	atomic_store(&d.n, 2);
+	s = start_ok(&cfg);
+	wait_samples(s, 5, 5000 * MS);
+	d.pids[2] = b.pid;
+	atomic_store(&d.n, 3);
+	wait_samples(s, 20, 5000 * MS);
+	/* b exits: dropped, and not re-added although still listed. */
+	child_end(&b);
+	sleep_ns(100 * MS);
+	sampler_get_stats(s, &st);
+	cr_expect_eq(st.pids_added, 1);
+	cr_expect(!st.process_gone);
+	cr_expect_gt(atomic_load(&d.calls), 10);
+	sampler_stop(s);
+	rig_drain(r);
+
+	size_t na = 0, nb = 0, same_tick = 0;
+	uint64_t first_b = 0, last_a_before = 0;
+	for (size_t k = 0; k < r->n; k++) {
+		const struct rss_sample *x = &r->samples[k];
+		if (x->fig.pid == (uint32_t)a.pid) {
+			na++;
+			if (!first_b)
+				last_a_before = x->ts_ns;
+		} else {
+			cr_assert_eq(x->fig.pid, (uint32_t)b.pid);
+			cr_expect_gt(x->fig.rss_bytes, 8 * MIB);
+			if (!first_b)
+				first_b = x->ts_ns;
+			nb++;
+			/* b's sample follows a's of the same tick (a is read first). */
+			if (k > 0 && r->samples[k - 1].fig.pid == (uint32_t)a.pid &&
+			    x->ts_ns - r->samples[k - 1].ts_ns < 5 * MS)
+				same_tick++;
+		}
+	}
+	cr_expect_gt(na, nb);
+	cr_expect_geq(nb, 5);
+	cr_expect_eq(same_tick, nb, "every b sample on one of a's ticks: %zu of %zu", same_tick,
+		     nb);
+	cr_expect_gt(first_b, last_a_before);
+	rig_free(r);
+	child_end(&a);
 }
