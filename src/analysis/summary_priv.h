@@ -91,6 +91,11 @@ struct summary__proc_acc {
 	uint64_t sample_first_ts, sample_last_ts;
 	uint64_t self_ts, self_hwm, self_buffers; /* its own EXIT record (the latest) */
 	uint64_t wait_maxrss, wait_buffers; /* trace-run's (wait4) EXIT record */
+	/* With VmHWM in every sample (status source), the moment of the peak is bracketed by
+	 * samples: bounds of the program's own peak from each sample i (summary_processes.c). */
+	uint64_t hwm_low, hwm_high; /* max (hwm_i - buffers up to i), max (hwm_i - buffers_i-1) */
+	uint64_t last_buffers, buffers_upto;
+	bool hwm_all; /* every sample so far had VmHWM, in time order */
 	bool has_self, has_wait, has_sample;
 };
 

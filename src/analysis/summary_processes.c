@@ -104,6 +104,37 @@ static void summary__proc_command(struct summary__state *m, struct summary_proce
 	a->command_ts = rec->ts_ns;
 }
 
+/* Bounds from a sample carrying VmHWM (see the top): the high-water mark hwm_i was reached at
+ * some time t <= t_i, when the buffers held at most what they had held up to t_i, so the
+ * program then had at least hwm_i - (their most so far); and between the previous sample and
+ * this one RSS stayed below hwm_i while the buffers held at least the smaller of the two
+ * samples' shares (they only shrink when a thread's ring is freed), so the program had at most
+ * hwm_i - that. Before the first sample nothing is known of the buffers (0). Called before
+ * the sample's time is recorded in a. */
+static void summary__proc_hwm(struct summary__proc_acc *a, const struct trc_record *rec)
+{
+	uint64_t b = rec->rss.buffers_bytes, h = rec->rss.hwm_bytes;
+	if (!a->has_sample)
+		a->hwm_all = true;
+	if (!a->hwm_all)
+		return;
+	if (!(rec->rss.flags & TRC_RSS_HAS_HWM) ||
+	    (a->has_sample && rec->ts_ns < a->sample_last_ts)) {
+		a->hwm_all = false;
+		return;
+	}
+	if (b > a->buffers_upto)
+		a->buffers_upto = b;
+	uint64_t least = !a->has_sample ? 0 : a->last_buffers < b ? a->last_buffers : b;
+	uint64_t lo = h > a->buffers_upto ? h - a->buffers_upto : 0;
+	uint64_t hi = h > least ? h - least : 0;
+	if (lo > a->hwm_low)
+		a->hwm_low = lo;
+	if (hi > a->hwm_high)
+		a->hwm_high = hi;
+	a->last_buffers = b;
+}
+
 static void summary__proc_sample(struct summary__state *m, struct summary_process *pr,
 				 struct summary__proc_acc *a, const struct trc_record *rec)
 {
@@ -117,6 +148,7 @@ static void summary__proc_sample(struct summary__state *m, struct summary_proces
 	unsigned col = summary__spark_col(m, rec->ts_ns);
 	if (v > a->cols[col])
 		a->cols[col] = v;
+	summary__proc_hwm(a, rec);
 	if (!a->has_sample || rec->ts_ns < a->sample_first_ts)
 		a->sample_first_ts = rec->ts_ns;
 	if (!a->has_sample || rec->ts_ns > a->sample_last_ts)
@@ -186,6 +218,25 @@ struct summary_peak summary__peak_interval(uint64_t hwm, uint64_t bmin, uint64_t
 	return p;
 }
 
+/* Narrows a process's peak interval with the bounds its VmHWM samples gave. After its last
+ * sample RSS stayed below hwm (the exit figure) and the buffers held at least the smaller of
+ * the last sample's share and the exit's. */
+static void summary__proc_hwm_bracket(struct summary_process *pr, const struct summary__proc_acc *a,
+				      uint64_t hwm, uint64_t eb)
+{
+	uint64_t least = a->last_buffers < eb ? a->last_buffers : eb;
+	uint64_t hi = hwm > least ? hwm - least : 0;
+	if (a->hwm_high > hi)
+		hi = a->hwm_high;
+	if (a->hwm_low > pr->peak.low_bytes)
+		pr->peak.low_bytes = a->hwm_low;
+	if (hi < pr->peak.high_bytes)
+		pr->peak.high_bytes = hi;
+	if (pr->peak.high_bytes < pr->peak.low_bytes)
+		pr->peak.high_bytes = pr->peak.low_bytes;
+	pr->peak.exact = pr->peak.low_bytes == pr->peak.high_bytes;
+}
+
 /* Decides one process's peak (see the top). others_max: the largest kernel figure of the other
  * processes (own VmHWM, buffers included). */
 static void summary__proc_peak(struct summary_process *pr, const struct summary__proc_acc *a,
@@ -205,6 +256,8 @@ static void summary__proc_peak(struct summary_process *pr, const struct summary_
 		pr->exit_buffers_bytes = eb;
 		pr->peak = summary__peak_interval(hwm, 0, bmax, pr->rss_sampled_max_bytes);
 		pr->peak_source = SUMMARY_PROC_PEAK_KERNEL;
+		if (a->has_sample && a->hwm_all)
+			summary__proc_hwm_bracket(pr, a, hwm, eb);
 	} else if (pr->rss_samples) {
 		pr->peak = (struct summary_peak){pr->rss_sampled_max_bytes,
 						 pr->rss_sampled_max_bytes, false};
