@@ -13,7 +13,10 @@
  * lay between what the process had when it attached (0 is assumed: the peak may precede its
  * first sample) and the most it ever had (samples and exit). The peak is the interval
  * [H - most, H - least], raised to the largest sample wherever it is below it (a peak is never
- * below a sampled value), and exact only when the interval is a point. Which H:
+ * below a sampled value), and exact only when the interval is a point. When every sample of
+ * the process carries its VmHWM (--rss-source status), the samples around the moment the
+ * high-water mark was reached bracket the buffers' share there (summary__proc_hwm), which
+ * narrows the interval to the buffers' growth between two samples. Which H:
  *   - the process's own VmHWM (SELF record): it counts that process alone;
  *   - for the program trace-run started, without one, wait4's ru_maxrss: the largest of the
  *     program and its waited-for descendants. When a descendant's own peak reaches it, it may
