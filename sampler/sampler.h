@@ -1,8 +1,10 @@
-/* sampler.h - the out-of-band RSS sampler: a thread that reads a process's RSS at a fixed rate
- * and pushes each sample into a ring, so no /proc read ever happens on the event path.
+/* sampler.h - the out-of-band RSS sampler: a thread that reads the RSS of a set of processes at
+ * a fixed rate and pushes each sample into a ring, so no /proc read ever happens on the event
+ * path.
  *
  * Purpose: DESIGN.md "The sampler". The recorder starts one sampler for the process trace-run
- * launched; the sampler is the producer of a ring whose memory the caller owns, and the
+ * launched, which also samples the processes of its tree as they attach (cfg.discover); the
+ * sampler is the producer of a ring whose memory the caller owns, and the
  * recorder drains that ring (records tagged SAMPLER_TAG_SAMPLE, payload struct rss_sample)
  * into the trace, beside the event streams, on the same clock (CLOCK_MONOTONIC).
  *

@@ -94,6 +94,19 @@ Test(e2e_processes, a_shell_and_its_two_children, .timeout = 120)
 	expect_near(e2e_json_int(b, "rss_peak_high_bytes"), u50, "50 MiB child, high");
 	cr_expect_lt(e2e_json_int(sh, "rss_peak_high_bytes"), u20 / 2,
 		     "the shell's peak is its own, not a child's: %s", sh);
+	/* trace-dump rss: a series per process, told apart by the pid column. */
+	char sub[300], pidcol[64];
+	snprintf(sub, sizeof(sub), "%s/rss", dir);
+	mkdir(sub, 0755);
+	r = e2e_run(sub, e2e_path("bin/trace-dump"), "rss", out, NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_expect(!strncmp(r.out, "time_ns,pid,", 12), "%s", r.out);
+	int64_t pids[3] = {root, e2e_json_int(a, "pid"), e2e_json_int(b, "pid")};
+	for (int i = 0; i < 3; i++) {
+		snprintf(pidcol, sizeof(pidcol), ",%lld,", (long long)pids[i]);
+		cr_expect(strstr(r.out, pidcol), "no rows of pid %lld", (long long)pids[i]);
+	}
+	e2e_free(&r);
 	/* Sampled on the same ticks: every process has samples, none above its peak. */
 	char *objs[] = {sh, a, b};
 	for (int i = 0; i < 3; i++) {
