@@ -67,7 +67,7 @@ struct recorder {
 	/* Drain-thread counters, published to the atomics below once per drain pass: a locked
 	 * add per record would cost more than the rest of the drain. */
 	uint64_t events_local, lost_local;
-	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers;
+	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers, max_rss;
 	/* Highest trace-buffer residency seen in the program: what its ru_maxrss is corrected
 	 * by (the buffers only shrink when threads exit and their rings are freed, so the peak
 	 * is the closest known figure to the share at the moment of the program's peak). */
@@ -216,6 +216,8 @@ static int recorder__append_sample(struct recorder *r, const struct rss_sample *
 		return 0; /* the stats below are the program's */
 	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;
 	atomic_store_explicit(&r->last_rss, prog, memory_order_relaxed);
+	if (prog > atomic_load_explicit(&r->max_rss, memory_order_relaxed))
+		atomic_store_explicit(&r->max_rss, prog, memory_order_relaxed); /* one writer */
 	atomic_store_explicit(&r->last_buffers, f->buffers_bytes, memory_order_relaxed);
 	return 0;
 }
@@ -556,4 +558,5 @@ void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
 	out->bytes_written = trcfile_writer_bytes_written(r->cfg.writer);
 	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
 	out->buffers_peak_bytes = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
+	out->rss_sampled_max_bytes = atomic_load_explicit(&r->max_rss, memory_order_relaxed);
 }
