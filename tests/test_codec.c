@@ -976,7 +976,7 @@ Test(codec, fast_decoder_declines_what_it_does_not_take, .timeout = 60)
 
 /* FORMAT.md "exit", version 1.3: the flags follow buffers_bytes when bit 5 of byte 0 is set;
  * a record without flags is the 1.0 encoding, byte for byte, and reads with flags 0. */
-Test(codec, exit_flags_bit5_and_old_encoding)
+Test(codec, exit_flags_bit5_and_old_encoding, .timeout = 60)
 {
 	uint8_t buf[64];
 	struct trcfile__coder c = {0}, cd = {0};

@@ -79,7 +79,7 @@ static const struct summary_process *find(const struct summary *s, uint32_t pid)
 
 /* The program (header pid 4242): wait4's 10 MiB with at most 1 MiB of buffers, statm
  * samples: the buffers' share at the peak is anywhere in [0, 1 MiB]. */
-Test(summary_processes, root_interval_from_ru_maxrss)
+Test(summary_processes, root_interval_from_ru_maxrss, .timeout = 60)
 {
 	struct tu_plan p = {0};
 	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
@@ -107,7 +107,7 @@ Test(summary_processes, root_interval_from_ru_maxrss)
 
 /* A sample above ru_maxrss less the most buffers: the peak is never below it. No buffers at
  * all: the interval is a point, exact. */
-Test(summary_processes, never_below_a_sample_and_exact_only_when_a_point)
+Test(summary_processes, never_below_a_sample_and_exact_only_when_a_point, .timeout = 60)
 {
 	struct tu_plan p = {0};
 	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
@@ -139,7 +139,7 @@ Test(summary_processes, never_below_a_sample_and_exact_only_when_a_point)
 /* A child's own VmHWM (SELF), with VmHWM in every sample: the samples bracket the moment of
  * the peak, and the buffers' share there is known: exact. With the share growing between the
  * two samples around the peak: the interval is that growth wide. */
-Test(summary_processes, hwm_samples_bracket_the_peak)
+Test(summary_processes, hwm_samples_bracket_the_peak, .timeout = 60)
 {
 	for (int grow = 0; grow < 2; grow++) {
 		struct tu_plan p = {0};
@@ -168,7 +168,7 @@ Test(summary_processes, hwm_samples_bracket_the_peak)
  * leaving by _exit(3), one killed (no exit record: its samples, flagged). The shell's ru_maxrss
  * is the larger child's: it is only an upper bound of the shell's own peak. The tree's total
  * is the sum per column. */
-Test(summary_processes, a_tree_of_three)
+Test(summary_processes, a_tree_of_three, .timeout = 60)
 {
 	static const char sh[] = "sh\0-c\0x", child[] = "child\0a";
 	struct tu_plan p = {0};
