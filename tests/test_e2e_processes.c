@@ -184,3 +184,35 @@ Test(e2e_processes, the_peak_is_never_below_a_sample, .timeout = 300)
 		free(json);
 	}
 }
+
+/* A vfork child's _exit writes nothing in its parent's name: the parent's own exit record is
+ * its own (its 8 MiB), the child's status is not taken for the parent's. */
+Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r =
+		e2e_run(dir, TR, "-q", "-o", out, "--", e2e_path("tests/prog_vfork_exit"), NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	char sub[300];
+	snprintf(sub, sizeof(sub), "%s/ev", dir);
+	mkdir(sub, 0755);
+	r = e2e_run(sub, e2e_path("bin/trace-dump"), "events", out, NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	int self = 0;
+	for (const char *p = r.out; (p = strstr(p, " exit pid=")) != NULL; p++) {
+		const char *eol = strchr(p, '\n');
+		bool is_self = strstr(p, " flags=") && strstr(p, " flags=") < eol;
+		if (!is_self)
+			continue;
+		self++;
+		cr_expect(strstr(p, " flags=1") && strstr(p, " flags=1") < eol, "%.*s",
+			  (int)(eol - p), p);
+		cr_expect_geq(strtoull(strstr(p, "maxrss_bytes=") + 13, NULL, 10), 8u << 20, "%.*s",
+			      (int)(eol - p), p);
+	}
+	cr_expect_eq(self, 1, "one record of the program's own: %s", r.out);
+	e2e_free(&r);
+}

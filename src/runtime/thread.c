@@ -308,6 +308,10 @@ void trc__process_exiting(int code)
 	unsigned mode = trc__mode_load();
 	if (!mode || t->busy || (t->prod.data && !t->ok))
 		return; /* exit from a signal handler that interrupted an emit: no record */
+	/* A vfork child runs on its parent's memory and thread: the record would be the parent's,
+	 * and the parent's own would then never be written. */
+	if (getpid() != trc__rt.pid)
+		return;
 	t->ok = 0;
 	t->busy = 1;
 	TRC__BARRIER();
