@@ -340,5 +340,6 @@ void summary__procs_finish(struct summary__state *m)
 	} else {
 		s->rss_peak = (struct summary_peak){s->rss_peak_bytes, s->rss_peak_bytes, false};
 	}
-	qsort(s->processes, s->n_processes, sizeof(*s->processes), summary__proc_cmp);
+	if (s->n_processes > 1)
+		qsort(s->processes, s->n_processes, sizeof(*s->processes), summary__proc_cmp);
 }
