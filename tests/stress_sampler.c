@@ -89,7 +89,19 @@ struct cycle {
 	uint64_t start_ns; /* CLOCK_MONOTONIC before sampler_start */
 	bool push_gone;
 	bool buffers_cb;
+	bool discover; /* the sampler starts with pids[0] and discovers the others */
 };
+
+/* cfg.discover of a cycle with c->discover: the pids after the first (written before the
+ * sampler starts, read by its thread only). */
+static size_t discover_of(void *arg, pid_t *out, size_t max)
+{
+	const struct cycle *c = arg;
+	size_t n = 0;
+	for (size_t i = 1; i < c->n_pids && n < max; i++)
+		out[n++] = c->pids[i];
+	return n;
+}
 
 /* What the consumer saw of one pid this cycle (main resets and reads it between cycles). */
 struct pid_seen {
@@ -232,7 +244,8 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 	if (ps->gone)
 		fail("sample for pid %u after its GONE record", s.fig.pid);
 	if (s.fig.source != (uint32_t)c->source)
-		fail("sample source %u, configured %s", s.fig.source, trcfile_rss_source_name(c->source));
+		fail("sample source %u, configured %s", s.fig.source,
+		     trcfile_rss_source_name(c->source));
 	if (s.ts_ns < c->start_ns || s.ts_ns > now_ns())
 		fail("pid %u: sample stamped outside its cycle", s.fig.pid);
 	if (s.ts_ns < ps->last_ts_ns)
@@ -243,7 +256,8 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 		     (unsigned long long)s.fig.rss_bytes, (unsigned long long)c->min_rss_bytes[i]);
 	if ((s.fig.flags & has_mask) != flags_of(c->source) ||
 	    (s.fig.flags & ~(has_mask | TRC_RSS_STRETCHED)))
-		fail("pid %u: flags %#x for source %s", s.fig.pid, s.fig.flags, trcfile_rss_source_name(c->source));
+		fail("pid %u: flags %#x for source %s", s.fig.pid, s.fig.flags,
+		     trcfile_rss_source_name(c->source));
 	if (s.interval_ns < c->interval_ns || s.interval_ns % c->interval_ns ||
 	    !(s.fig.flags & TRC_RSS_STRETCHED) != (s.interval_ns == c->interval_ns))
 		fail("pid %u: interval %llu (stretched flag %d) for configured %llu", s.fig.pid,
@@ -253,11 +267,13 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 	    (s.fig.hwm_bytes < s.fig.rss_bytes ||
 	     s.fig.anon_bytes + s.fig.file_bytes + s.fig.shmem_bytes != s.fig.rss_bytes))
 		fail("pid %u: status figures disagree: rss %llu hwm %llu anon+file+shmem %llu",
-		     s.fig.pid, (unsigned long long)s.fig.rss_bytes, (unsigned long long)s.fig.hwm_bytes,
+		     s.fig.pid, (unsigned long long)s.fig.rss_bytes,
+		     (unsigned long long)s.fig.hwm_bytes,
 		     (unsigned long long)(s.fig.anon_bytes + s.fig.file_bytes + s.fig.shmem_bytes));
 	if ((c->source == TRC_RSS_SMAPS_ROLLUP && s.fig.rss_bytes != s.fig.rss_exact_bytes) ||
 	    ((s.fig.flags & TRC_RSS_HAS_EXACT) &&
-	     (s.fig.rss_exact_bytes == 0 || s.fig.pss_bytes == 0 || s.fig.pss_bytes > s.fig.rss_exact_bytes)))
+	     (s.fig.rss_exact_bytes == 0 || s.fig.pss_bytes == 0 ||
+	      s.fig.pss_bytes > s.fig.rss_exact_bytes)))
 		fail("pid %u: smaps_rollup figures wrong: rss %llu exact %llu pss %llu", s.fig.pid,
 		     (unsigned long long)s.fig.rss_bytes, (unsigned long long)s.fig.rss_exact_bytes,
 		     (unsigned long long)s.fig.pss_bytes);
@@ -410,7 +426,9 @@ static struct cycle_run cycle_start(struct stress *st, struct figures *f, bool e
 	c->start_ns = now_ns();
 	struct sampler_config cfg = {
 		.pids = c->pids,
-		.n_pids = c->n_pids,
+		.n_pids = c->discover ? 1 : c->n_pids,
+		.discover = c->discover ? discover_of : NULL,
+		.discover_arg = c,
 		.interval_ns = c->interval_ns,
 		.source = c->source,
 		.buffers_resident_bytes = c->buffers_cb ? buffers_of : NULL,
@@ -423,8 +441,8 @@ static struct cycle_run cycle_start(struct stress *st, struct figures *f, bool e
 	};
 	run.s = sampler_start(&cfg, &err);
 	if (!run.s)
-		fail("sampler_start (%zu pids, %s): %s", c->n_pids, trcfile_rss_source_name(c->source),
-		     strerror(-err));
+		fail("sampler_start (%zu pids, %s): %s", c->n_pids,
+		     trcfile_rss_source_name(c->source), strerror(-err));
 	f->starts++;
 	pthread_mutex_lock(&st->lock);
 	st->live = run.s;
@@ -470,7 +488,7 @@ static void self_only(struct stress *st)
 static void phase_cycles(struct stress *st, struct figures *f, unsigned n)
 {
 	static const enum trc_rss_source rare[] = {TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
-					       TRC_RSS_BOTH};
+						   TRC_RSS_BOTH};
 	for (unsigned k = 0; k < n; k++) {
 		struct cycle *c = &st->cyc;
 		struct sampler_stats snap;
@@ -588,7 +606,7 @@ static void wait_gone(struct sampler *s, struct figures *f, pid_t pid, struct sa
 static void phase_deaths(struct stress *st, struct figures *f, unsigned n)
 {
 	static const enum trc_rss_source srcs[] = {TRC_RSS_STATM, TRC_RSS_STATUS,
-					       TRC_RSS_SMAPS_ROLLUP, TRC_RSS_BOTH};
+						   TRC_RSS_SMAPS_ROLLUP, TRC_RSS_BOTH};
 	for (unsigned k = 0; k < n; k++) {
 		struct cycle *c = &st->cyc;
 		struct sampler_stats fin = {0};
@@ -664,6 +682,7 @@ static void phase_multi(struct stress *st, struct figures *f, unsigned n)
 		c->interval_ns = rnd_range(1, 5) * MS;
 		c->push_gone = kill_one;
 		c->buffers_cb = k % 3 != 0;
+		c->discover = k % 4 >= 2; /* the same pids, found at the first tick */
 		uint64_t run_ns = rnd_range(5 * MS, 20 * MS);
 		struct cycle_run run = cycle_start(st, f, true);
 		sleep_ns(run_ns / 2);
