@@ -2,10 +2,11 @@
  *
  * Purpose: the preload library's _exit hook runs in the vfork child, which shares its parent's
  * memory and thread: it must write nothing there (the record would carry the parent's pid,
- * and mark the parent's own exit record as written). The parent then touches 8 MiB and
- * returns 0 from main, so its own record (from the runtime's destructor) says 8 MiB or more.
+ * and mark the parent's own exit record as written). The parent then touches 8 MiB and calls
+ * exit(6), so its own record (from the runtime's destructor) says 8 MiB or more, and status 6
+ * (the preload library's exit hook).
  *
- * Usage: prog_vfork_exit. Exit status 0; 1 when vfork or the child failed.
+ * Usage: prog_vfork_exit. Exit status 6; 1 when vfork or the child failed.
  *
  * Threads: one.
  */
@@ -30,5 +31,5 @@ int main(void)
 	for (size_t i = 0; i < n; i += 4096)
 		p[i] = 1;
 	free((void *)p);
-	return 0;
+	exit(6);
 }

@@ -64,8 +64,8 @@ Test(e2e_processes, a_shell_and_its_two_children, .timeout = 120)
 	const char *dir = e2e_tmpdir();
 	char out[256], script[1024], q20[300], q50[300];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
-	snprintf(script, sizeof(script), "%s 20 exit=300 & %s 50 exit=300; wait; exit 3", TOUCH,
-		 TOUCH);
+	snprintf(script, sizeof(script), "%s 20 exit=300 & %s 50 exit=300; wait; %s x y z; exit 3",
+		 TOUCH, TOUCH, TOUCH);
 	struct e2e_run r = e2e_run(dir, TR, "-q", "--rss-interval", "10ms", "-o", out, "--", "sh",
 				   "-c", script, NULL);
 	cr_assert_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
@@ -84,6 +84,14 @@ Test(e2e_processes, a_shell_and_its_two_children, .timeout = 120)
 	cr_expect_neq(e2e_json_int(a, "pid"), e2e_json_int(b, "pid"));
 	/* The shell's exit (wait4), exactly; the children's own peaks from the kernel. */
 	cr_expect_eq(e2e_json_int(sh, "exit"), 3, "%s", sh);
+	/* The children's own: main returned 0; the third returned 2 (usage error). */
+	cr_expect(strstr(a, "\"exit\":0,"), "%s", a);
+	cr_expect(strstr(b, "\"exit\":0,"), "%s", b);
+	char q3[300];
+	snprintf(q3, sizeof(q3), "\"%s\",\"x\",\"y\",\"z\"]", TOUCH);
+	char *c3 = process_obj(json, q3);
+	cr_expect(c3 && strstr(c3, "\"exit\":2,"), "%s", c3 ? c3 : json);
+	free(c3);
 	cr_expect(strstr(a, "\"rss_peak_source\":\"kernel\""), "%s", a);
 	cr_expect(strstr(b, "\"rss_peak_source\":\"kernel\""), "%s", b);
 	/* Each child's peak is its own, as untraced, not the largest of the tree. */
@@ -186,7 +194,7 @@ Test(e2e_processes, the_peak_is_never_below_a_sample, .timeout = 300)
 }
 
 /* A vfork child's _exit writes nothing in its parent's name: the parent's own exit record is
- * its own (its 8 MiB), the child's status is not taken for the parent's. */
+ * its own (its 8 MiB, its exit(6)), the child's status is not taken for the parent's. */
 Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 120)
 {
 	const char *dir = e2e_tmpdir();
@@ -194,7 +202,7 @@ Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 12
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	struct e2e_run r =
 		e2e_run(dir, TR, "-q", "-o", out, "--", e2e_path("tests/prog_vfork_exit"), NULL);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_assert_eq(r.exit_code, 6, "exit %d: %s", r.exit_code, r.err);
 	e2e_free(&r);
 	char sub[300];
 	snprintf(sub, sizeof(sub), "%s/ev", dir);
@@ -208,7 +216,10 @@ Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 12
 		if (!is_self)
 			continue;
 		self++;
-		cr_expect(strstr(p, " flags=1") && strstr(p, " flags=1") < eol, "%.*s",
+		/* Its own, with the code exit() was called with (the exit hook). */
+		cr_expect(strstr(p, " status=1536 ") && strstr(p, " status=1536 ") < eol, "%.*s",
+			  (int)(eol - p), p);
+		cr_expect(strstr(p, " flags=3") && strstr(p, " flags=3") < eol, "%.*s",
 			  (int)(eol - p), p);
 		cr_expect_geq(strtoull(strstr(p, "maxrss_bytes=") + 13, NULL, 10), 8u << 20, "%.*s",
 			      (int)(eol - p), p);

@@ -336,6 +336,14 @@ static uint64_t trc__own_buffers_bytes(void)
 
 /* Set once this process wrote its EXIT record (cleared in a fork child). */
 static atomic_flag trc__exit_written = ATOMIC_FLAG_INIT;
+/* The code exit() was called with, or main returned (the preload library's hooks); -1 when
+ * not known. Reset in a fork child. */
+static atomic_int trc__code = -1;
+
+void trc__exit_code(int code)
+{
+	atomic_store_explicit(&trc__code, code & 0xff, memory_order_relaxed);
+}
 
 void trc__emit_exit_info(struct trc__thread *t, unsigned mode, int code)
 {
@@ -357,16 +365,19 @@ void trc__emit_exit_info(struct trc__thread *t, unsigned mode, int code)
 /* Runs after the program's atexit handlers and its own destructors (this library was
  * initialised before the program, so it is finalised after it): the process's peak is final
  * but for the exit path itself. Only the copy of the runtime that describes the process writes
- * it; a process that dies by a signal, _exit()s or exec()s writes none. */
+ * it, with the exit code when the preload library's hooks saw it (exit(), main's return). A
+ * process that _exit()s writes it from the preload library's _exit hook instead; one that
+ * dies by a signal or exec()s writes none. */
 __attribute__((destructor)) static void trc__exit_dtor(void)
 {
 	if (trc__rt.describes && trc__rt.pid == getpid())
-		trc__process_exiting(-1);
+		trc__process_exiting(atomic_load_explicit(&trc__code, memory_order_relaxed));
 }
 
 void trc__procinfo_atfork_child(void)
 {
 	atomic_flag_clear_explicit(&trc__exit_written, memory_order_relaxed);
+	atomic_store_explicit(&trc__code, -1, memory_order_relaxed);
 	/* The only thread now; the parent's thread that held the lock is not here. */
 	atomic_flag_clear_explicit(&trc__seen_lock, memory_order_relaxed);
 	trc__n_seen = 0;
