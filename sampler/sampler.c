@@ -354,8 +354,7 @@ static int sampler__check_config(const struct sampler_config *cfg)
 	for (size_t i = 0; i < cfg->n_pids; i++)
 		if (cfg->pids[i] <= 0)
 			return -EINVAL;
-	if (cfg->interval_ns < TRC_RSS_INTERVAL_MIN_NS ||
-	    cfg->interval_ns > TRC_RSS_INTERVAL_MAX_NS)
+	if (cfg->interval_ns < TRC_RSS_INTERVAL_MIN_NS || cfg->interval_ns > TRC_RSS_INTERVAL_MAX_NS)
 		return -EINVAL;
 	if (cfg->source < TRC_RSS_STATM || cfg->source > TRC_RSS_BOTH)
 		return -EINVAL;

@@ -244,8 +244,7 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 	if (ps->gone)
 		fail("sample for pid %u after its GONE record", s.fig.pid);
 	if (s.fig.source != (uint32_t)c->source)
-		fail("sample source %u, configured %s", s.fig.source,
-		     trcfile_rss_source_name(c->source));
+		fail("sample source %u, configured %s", s.fig.source, trcfile_rss_source_name(c->source));
 	if (s.ts_ns < c->start_ns || s.ts_ns > now_ns())
 		fail("pid %u: sample stamped outside its cycle", s.fig.pid);
 	if (s.ts_ns < ps->last_ts_ns)
@@ -256,8 +255,7 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 		     (unsigned long long)s.fig.rss_bytes, (unsigned long long)c->min_rss_bytes[i]);
 	if ((s.fig.flags & has_mask) != flags_of(c->source) ||
 	    (s.fig.flags & ~(has_mask | TRC_RSS_STRETCHED)))
-		fail("pid %u: flags %#x for source %s", s.fig.pid, s.fig.flags,
-		     trcfile_rss_source_name(c->source));
+		fail("pid %u: flags %#x for source %s", s.fig.pid, s.fig.flags, trcfile_rss_source_name(c->source));
 	if (s.interval_ns < c->interval_ns || s.interval_ns % c->interval_ns ||
 	    !(s.fig.flags & TRC_RSS_STRETCHED) != (s.interval_ns == c->interval_ns))
 		fail("pid %u: interval %llu (stretched flag %d) for configured %llu", s.fig.pid,
@@ -267,13 +265,11 @@ static void check_sample(struct stress *st, const struct ring_record *r)
 	    (s.fig.hwm_bytes < s.fig.rss_bytes ||
 	     s.fig.anon_bytes + s.fig.file_bytes + s.fig.shmem_bytes != s.fig.rss_bytes))
 		fail("pid %u: status figures disagree: rss %llu hwm %llu anon+file+shmem %llu",
-		     s.fig.pid, (unsigned long long)s.fig.rss_bytes,
-		     (unsigned long long)s.fig.hwm_bytes,
+		     s.fig.pid, (unsigned long long)s.fig.rss_bytes, (unsigned long long)s.fig.hwm_bytes,
 		     (unsigned long long)(s.fig.anon_bytes + s.fig.file_bytes + s.fig.shmem_bytes));
 	if ((c->source == TRC_RSS_SMAPS_ROLLUP && s.fig.rss_bytes != s.fig.rss_exact_bytes) ||
 	    ((s.fig.flags & TRC_RSS_HAS_EXACT) &&
-	     (s.fig.rss_exact_bytes == 0 || s.fig.pss_bytes == 0 ||
-	      s.fig.pss_bytes > s.fig.rss_exact_bytes)))
+	     (s.fig.rss_exact_bytes == 0 || s.fig.pss_bytes == 0 || s.fig.pss_bytes > s.fig.rss_exact_bytes)))
 		fail("pid %u: smaps_rollup figures wrong: rss %llu exact %llu pss %llu", s.fig.pid,
 		     (unsigned long long)s.fig.rss_bytes, (unsigned long long)s.fig.rss_exact_bytes,
 		     (unsigned long long)s.fig.pss_bytes);
@@ -441,8 +437,8 @@ static struct cycle_run cycle_start(struct stress *st, struct figures *f, bool e
 	};
 	run.s = sampler_start(&cfg, &err);
 	if (!run.s)
-		fail("sampler_start (%zu pids, %s): %s", c->n_pids,
-		     trcfile_rss_source_name(c->source), strerror(-err));
+		fail("sampler_start (%zu pids, %s): %s", c->n_pids, trcfile_rss_source_name(c->source),
+		     strerror(-err));
 	f->starts++;
 	pthread_mutex_lock(&st->lock);
 	st->live = run.s;
@@ -488,7 +484,7 @@ static void self_only(struct stress *st)
 static void phase_cycles(struct stress *st, struct figures *f, unsigned n)
 {
 	static const enum trc_rss_source rare[] = {TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
-						   TRC_RSS_BOTH};
+					       TRC_RSS_BOTH};
 	for (unsigned k = 0; k < n; k++) {
 		struct cycle *c = &st->cyc;
 		struct sampler_stats snap;
@@ -606,7 +602,7 @@ static void wait_gone(struct sampler *s, struct figures *f, pid_t pid, struct sa
 static void phase_deaths(struct stress *st, struct figures *f, unsigned n)
 {
 	static const enum trc_rss_source srcs[] = {TRC_RSS_STATM, TRC_RSS_STATUS,
-						   TRC_RSS_SMAPS_ROLLUP, TRC_RSS_BOTH};
+					       TRC_RSS_SMAPS_ROLLUP, TRC_RSS_BOTH};
 	for (unsigned k = 0; k < n; k++) {
 		struct cycle *c = &st->cyc;
 		struct sampler_stats fin = {0};

@@ -80,12 +80,12 @@ Test(codec, layout_matches_format_md, .timeout = 60)
 		   sizeof(struct trcfile__file_hdr_image), 96);
 
 	static const struct layout_row chunk[] = {
-		ROW(chunk_hdr, magic, 0, 4),	    ROW(chunk_hdr, stream_id, 4, 4),
-		ROW(chunk_hdr, seq, 8, 4),	    ROW(chunk_hdr, kind, 12, 4),
-		ROW(chunk_hdr, pid, 16, 4),	    ROW(chunk_hdr, tid, 20, 4),
-		ROW(chunk_hdr, first_ts, 24, 8),    ROW(chunk_hdr, last_ts, 32, 8),
-		ROW(chunk_hdr, count, 40, 4),	    ROW(chunk_hdr, raw_bytes, 44, 4),
-		ROW(chunk_hdr, comp_bytes, 48, 4),  ROW(chunk_hdr, flags, 52, 4),
+		ROW(chunk_hdr, magic, 0, 4),	   ROW(chunk_hdr, stream_id, 4, 4),
+		ROW(chunk_hdr, seq, 8, 4),	   ROW(chunk_hdr, kind, 12, 4),
+		ROW(chunk_hdr, pid, 16, 4),	   ROW(chunk_hdr, tid, 20, 4),
+		ROW(chunk_hdr, first_ts, 24, 8),   ROW(chunk_hdr, last_ts, 32, 8),
+		ROW(chunk_hdr, count, 40, 4),	   ROW(chunk_hdr, raw_bytes, 44, 4),
+		ROW(chunk_hdr, comp_bytes, 48, 4), ROW(chunk_hdr, flags, 52, 4),
 		ROW(chunk_hdr, payload_crc, 56, 4), ROW(chunk_hdr, crc, 60, 4),
 	};
 	check_rows("chunk header", chunk, sizeof(chunk) / sizeof(chunk[0]),
@@ -808,8 +808,7 @@ static struct trc_record *t_records(size_t n)
 			r->exit.pid = (uint32_t)x;
 			r->exit.status = -(int32_t)(x % 300);
 			r->exit.maxrss_bytes = y;
-			r->exit.flags =
-				(uint32_t)(x % 4); /* 0: wait4's, 1 and 3: a process's own */
+			r->exit.flags = (uint32_t)(x % 4); /* 0: wait4's, 1 and 3: a process's own */
 			break;
 		case TRC_REC_RSS:
 			r->rss.source = TRC_RSS_STATM;

@@ -325,8 +325,7 @@ Test(sampler, stop_right_after_start, .timeout = 20)
 		uint64_t t0 = now_ns();
 		sampler_stop(start_ok(&cfg));
 		/* Start + stop includes creating and joining a thread, which a loaded 2-core
-		 * machine can delay by tens of ms; a stop that waited for the tick would take 60 s.
-		 */
+		 * machine can delay by tens of ms; a stop that waited for the tick would take 60 s. */
 		cr_expect_lt(now_ns() - t0, 1000 * MS);
 	}
 	rig_free(r);
@@ -393,7 +392,7 @@ Test(sampler, injected_start_failure_leaves_nothing, .timeout = 20)
 	struct child c = child_start(0, "wait", "ready\n");
 	struct rig *r = rig_new(1 << 12);
 	enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
-					 TRC_RSS_BOTH};
+				     TRC_RSS_BOTH};
 	int fds_before = count_fds();
 
 	for (size_t i = 0; i < 4; i++) {
@@ -422,13 +421,13 @@ Test(sampler, bad_configs_are_rejected, .timeout = 20)
 	struct sampler_config cfg;
 	int err;
 
-#define EXPECT_FAIL(mutate, want)                                        \
-	do {                                                             \
+#define EXPECT_FAIL(mutate, want)                                           \
+	do {                                                                \
 		cfg = rig_config(r, &c.pid, 1, 100 * MS, TRC_RSS_STATM); \
-		mutate;                                                  \
-		err = 0;                                                 \
-		cr_expect_null(sampler_start(&cfg, &err), #mutate);      \
-		cr_expect_eq(err, want, "%s: %d", #mutate, err);         \
+		mutate;                                                     \
+		err = 0;                                                    \
+		cr_expect_null(sampler_start(&cfg, &err), #mutate);         \
+		cr_expect_eq(err, want, "%s: %d", #mutate, err);            \
 	} while (0)
 
 	EXPECT_FAIL(cfg.n_pids = 0, -EINVAL);
@@ -580,18 +579,16 @@ static void expect_grown(const char *what, enum trc_rss_source src, uint64_t bef
 	/* The mapping itself is exact; allow the page tables (0.2 %), a few libc pages, and
 	 * sanitizer runtime noise in the ASan tier. */
 	cr_expect_geq(delta, (int64_t)((mib - 1) * MIB), "%s %s grew %lld bytes, want ~%llu MiB",
-		      trcfile_rss_source_name(src), what, (long long)delta,
-		      (unsigned long long)mib);
+		      trcfile_rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
 	cr_expect_leq(delta, (int64_t)((mib + 4) * MIB), "%s %s grew %lld bytes, want ~%llu MiB",
-		      trcfile_rss_source_name(src), what, (long long)delta,
-		      (unsigned long long)mib);
+		      trcfile_rss_source_name(src), what, (long long)delta, (unsigned long long)mib);
 }
 
 Test(sampler, each_source_sees_known_growth, .timeout = 30)
 {
 	const uint64_t mib = 48;
 	enum trc_rss_source sources[] = {TRC_RSS_STATM, TRC_RSS_STATUS, TRC_RSS_SMAPS_ROLLUP,
-					 TRC_RSS_BOTH};
+				     TRC_RSS_BOTH};
 	struct rss_sample before[4], after[4];
 	struct child c = child_start((unsigned)mib, "staged", "base\n");
 
@@ -610,7 +607,7 @@ Test(sampler, each_source_sees_known_growth, .timeout = 30)
 		switch (src) {
 		case TRC_RSS_STATM:
 			cr_expect_eq(a->fig.flags & (TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT |
-						     TRC_RSS_HAS_EXACT),
+						 TRC_RSS_HAS_EXACT),
 				     0);
 			break;
 		case TRC_RSS_STATUS:
@@ -618,15 +615,13 @@ Test(sampler, each_source_sees_known_growth, .timeout = 30)
 				     TRC_RSS_HAS_HWM | TRC_RSS_HAS_SPLIT);
 			expect_grown("anon", src, b->fig.anon_bytes, a->fig.anon_bytes, mib);
 			expect_grown("hwm", src, b->fig.hwm_bytes, a->fig.hwm_bytes, mib);
-			cr_expect_eq(a->fig.anon_bytes + a->fig.file_bytes + a->fig.shmem_bytes,
-				     a->fig.rss_bytes);
+			cr_expect_eq(a->fig.anon_bytes + a->fig.file_bytes + a->fig.shmem_bytes, a->fig.rss_bytes);
 			cr_expect_geq(a->fig.hwm_bytes, a->fig.rss_bytes);
 			break;
 		case TRC_RSS_SMAPS_ROLLUP:
 		case TRC_RSS_BOTH:
 			cr_expect(a->fig.flags & TRC_RSS_HAS_EXACT);
-			expect_grown("exact", src, b->fig.rss_exact_bytes, a->fig.rss_exact_bytes,
-				     mib);
+			expect_grown("exact", src, b->fig.rss_exact_bytes, a->fig.rss_exact_bytes, mib);
 			expect_grown("pss", src, b->fig.pss_bytes, a->fig.pss_bytes, mib);
 			cr_expect_leq(a->fig.pss_bytes, a->fig.rss_exact_bytes);
 			/* The child is idle: statm and the rollup agree (exactly, on this kernel).

@@ -508,19 +508,17 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 	uint64_t now_ns = trc_mono_ns();
 
 	if (session_processes_attached(r->cfg.session) == 0 && r->cfg.no_preload)
-		recorder__note(
-			r, now_ns,
-			"no events: the program never attached to the session: it does not "
-			"link libtrc and trace-run ran it with --no-preload (without it, "
-			"libtrc-preload.so records its allocations, and its functions when it "
-			"is built with -finstrument-functions), so only its lifetime, exit "
-			"status and RSS were recorded");
+		recorder__note(r, now_ns,
+			       "no events: the program never attached to the session: it does not "
+			       "link libtrc and trace-run ran it with --no-preload (without it, "
+			       "libtrc-preload.so records its allocations, and its functions when it "
+			       "is built with -finstrument-functions), so only its lifetime, exit "
+			       "status and RSS were recorded");
 	else if (session_processes_attached(r->cfg.session) == 0)
-		recorder__note(
-			r, now_ns,
-			"no events: the program never attached to the session (statically "
-			"linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
-			"status and RSS were recorded");
+		recorder__note(r, now_ns,
+			       "no events: the program never attached to the session (statically "
+			       "linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
+			       "status and RSS were recorded");
 	recorder__note_survivors(r, now_ns);
 	if (sst.skipped_ticks) {
 		char text[128];

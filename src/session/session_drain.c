@@ -161,10 +161,12 @@ static int session__name(struct session__ctx *c, uint32_t id, uint64_t ts_ns)
 }
 
 /* session__record reads payloads as little-endian words: v[1] = pid | tid << 32 (THREAD,
- * PROCESS), v[2] = cmdline_len, v[4] = path_len, ALLOC/FREE/FUNC fields in v[1], v[2]. */
+ * PROCESS), v[2] = cmdline_len, v[4] = path_len, ALLOC/FREE/FUNC fields in v[1], v[2];
+ * EXIT: v[1] = pid | flags << 32, v[2] = hwm, v[3] = buffers, v[4] = status. */
 _Static_assert(offsetof(struct trc_ring_exit, flags) == 12 &&
 		       offsetof(struct trc_ring_exit, hwm_bytes) == 2 * 8 &&
 		       offsetof(struct trc_ring_exit, buffers_bytes) == 3 * 8 &&
+		       offsetof(struct trc_ring_exit, status) == 4 * 8 &&
 		       offsetof(struct trc_ring_thread, pid) == 8 &&
 		       offsetof(struct trc_ring_thread, tid) == 12 &&
 		       offsetof(struct trc_ring_process, pid) == 8 &&
@@ -311,9 +313,9 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		break;
 	}
 	case TRC_REC_EXIT:
-		/* A process's own exit record (procinfo.c); the pid is the ring's owner's. */
+		/* A process's own exit record (procinfo.c); the pid is the ring's owner's. SELF
+		 * whatever the ring says: no process writes wait4's. */
 		r.exit.pid = ds->st.pid;
-		/* SELF whatever the ring says: no process writes wait4's. */
 		r.exit.flags = TRC_EXIT_SELF | ((uint32_t)(v[1] >> 32) & TRC_EXIT_STATUS);
 		r.exit.maxrss_bytes = v[2];
 		r.exit.buffers_bytes = v[3];
@@ -394,9 +396,8 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
  * window carried along. No struct trc_record, no call per record. The bytes are exactly
  * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
 
-_Static_assert(
-	(RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
-	"padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
+_Static_assert((RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
+	       "padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
 
 /* Payload bytes each event type needs (the ring pads to 8). */
 static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
@@ -443,8 +444,8 @@ static int session__window_close(struct session__ctx *c, struct session_slot *ds
  * is in locals: the chunk bytes are written through a uint8_t pointer, which may alias
  * anything, so state left in memory would be reloaded after every byte.
  * Returns 0 or the sink's nonzero value (or SESSION_CORRUPT from a name lookup). */
-static int session__fused_run(struct session__ctx *c, struct session_slot *ds, struct ring_batch *b,
-			      struct trcfile_window *win, bool *open)
+static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
+			      struct ring_batch *b, struct trcfile_window *win, bool *open)
 {
 	struct trc_session *s = c->s;
 	const struct ring_consumer *cons = &ds->cons;
@@ -465,22 +466,22 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	uint64_t last_ts = ds->last_ts_ns;
 	int rc = 0;
 
-#define SESSION__WIN_STORE()              \
-	do {                              \
-		win->p = p;               \
-		win->ts = wts;            \
-		win->alloc_addr = walloc; \
-		win->func_addr = wfunc;   \
-		win->count = count;       \
+#define SESSION__WIN_STORE()                 \
+	do {                                 \
+		win->p = p;                  \
+		win->ts = wts;               \
+		win->alloc_addr = walloc;    \
+		win->func_addr = wfunc;      \
+		win->count = count;          \
 	} while (0)
-#define SESSION__WIN_LOAD()               \
-	do {                              \
-		p = win->p;               \
-		limit = win->limit;       \
-		wts = win->ts;            \
-		walloc = win->alloc_addr; \
-		wfunc = win->func_addr;   \
-		count = win->count;       \
+#define SESSION__WIN_LOAD()                  \
+	do {                                 \
+		p = win->p;                  \
+		limit = win->limit;          \
+		wts = win->ts;               \
+		walloc = win->alloc_addr;    \
+		wfunc = win->func_addr;      \
+		count = win->count;          \
 	} while (0)
 
 	/* ring_batch_begin checked end - pos <= cap and both aligned; pos only moves by whole

@@ -63,8 +63,8 @@ struct trc_record {
 		} name;
 		struct {
 			uint32_t pid;
-			uint64_t start; /* first address of the mapping */
-			uint64_t end; /* one past its last address */
+			uint64_t start;  /* first address of the mapping */
+			uint64_t end;    /* one past its last address */
 			uint64_t offset; /* file offset of start */
 			const char *path;
 			uint32_t path_len;
@@ -78,12 +78,12 @@ struct trc_record {
 		} note;
 		struct {
 			uint32_t pid;
-			int32_t status; /* as from waitpid (not known with TRC_EXIT_SELF) */
+			int32_t status; /* as from waitpid (with TRC_EXIT_SELF: if TRC_EXIT_STATUS) */
 			/* ru_maxrss from wait4 (flags 0), or the process's own VmHWM as it
 			 * exited (TRC_EXIT_SELF); buffers included; 0 unknown */
 			uint64_t maxrss_bytes;
 			uint64_t buffers_bytes; /* trace buffers resident in it at exit */
-			uint32_t flags; /* TRC_EXIT_* of wire.h (format 1.3; 0 before) */
+			uint32_t flags;         /* TRC_EXIT_* of wire.h (format 1.3; 0 before) */
 		} exit;
 	};
 };
