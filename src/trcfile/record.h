@@ -78,7 +78,7 @@ struct trc_record {
 		} note;
 		struct {
 			uint32_t pid;
-			int32_t status; /* as from waitpid (with TRC_EXIT_SELF: if TRC_EXIT_STATUS) */
+			int32_t status; /* as from waitpid (SELF: known if STATUS) */
 			/* ru_maxrss from wait4 (flags 0), or the process's own VmHWM as it
 			 * exited (TRC_EXIT_SELF); buffers included; 0 unknown */
 			uint64_t maxrss_bytes;
