@@ -33,13 +33,20 @@ void summary_free(struct summary *s)
 	for (size_t i = 0; i < s->n_processes; i++)
 		free((char *)s->processes[i].command);
 	free(s->processes);
+	free(s->heaps);
 	memset(s, 0, sizeof(*s));
 }
 
 int summary_compute(struct trcfile_reader *r, struct summary *s)
 {
+	return summary_compute_feeding(r, s, NULL, NULL);
+}
+
+int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
+			    void *feed_ctx)
+{
 	memset(s, 0, sizeof(*s));
-	struct summary__state m = {.r = r, .s = s};
+	struct summary__state m = {.r = r, .s = s, .feed = feed, .feed_ctx = feed_ctx};
 	summary__threads_init(&m.threads);
 	summary__procs_init(&m.procs);
 	if (summary__names_init(&m))

@@ -114,6 +114,8 @@ struct summary__state {
 	struct summary__rss rss;
 	struct summary__procs procs;
 	size_t cap_notes;
+	summary_feed_fn feed; /* also given the merged pass's records (NULL: none) */
+	void *feed_ctx;
 	int err;
 };
 
