@@ -110,7 +110,6 @@ enum {
 	PF_FIRST_ON_SEQ = 87,
 	/* sequence flags */
 	PF_SEQ_CLEARED = 1,
-	PF_SEQ_NEEDS = 2,
 	/* TrackEvent */
 	PF_TE_DEBUG = 4,
 	PF_TE_TYPE = 9,
@@ -118,6 +117,7 @@ enum {
 	PF_TE_TRACK = 11,
 	PF_TE_NAME = 23,
 	PF_TE_COUNTER_VALUE = 30,
+	PF_TE_DOUBLE_COUNTER_VALUE = 44,
 	PF_TE_TRACK_EVENT_TAG = (PF_TRACK_EVENT << 3) | PB_LEN,
 	PF_TYPE_BEGIN = 1,
 	PF_TYPE_END = 2,
@@ -371,7 +371,6 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	}
 	pb_uint(b, PF_SEQ_ID, seq);
-	pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_NEEDS);
 	return pk;
 }
 
@@ -439,6 +438,25 @@ struct dump__pf_ev {
 	const char *flag; /* a debug annotation FLAG = true ("unfinished", "split"...) */
 };
 
+/* A counter's value at q (room for 12 bytes); returns the byte after it. A value >= 0 is an
+ * int64 counter_value (a varint: 1-10 bytes); a negative one, which as an int64 varint takes
+ * 10 bytes, is a double_counter_value (8): trace processor keeps every counter value as a
+ * double, so both read back the same. */
+static uint8_t *dump__pf_put_counter_value(uint8_t *q, int64_t v)
+{
+	if (v >= 0) {
+		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
+		return pb_put_varint(q, (uint64_t)v);
+	}
+	q = pb_put_varint(q, (PF_TE_DOUBLE_COUNTER_VALUE << 3) | PB_I64);
+	double d = (double)v;
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	for (int i = 0; i < 8; i++)
+		*q++ = (uint8_t)(bits >> (8 * i));
+	return q;
+}
+
 static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump__pf_ev *e)
 {
 	struct pb_buf *b = &p->pkt;
@@ -455,8 +473,8 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 		pb_str(b, 10, e->annot);
 		pb_int(b, 4, e->value);
 		pb_close(b, da);
-	} else if (e->has_value) {
-		pb_int(b, PF_TE_COUNTER_VALUE, e->value);
+	} else if (e->has_value && pb_reserve(b, 12) == 0) {
+		b->len = (size_t)(dump__pf_put_counter_value(b->p + b->len, e->value) - b->p);
 	}
 	if (e->flag) {
 		size_t da = pb_open(b, PF_TE_DEBUG);
@@ -490,10 +508,8 @@ static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsign
 		*q++ = (PF_TE_TRACK << 3) | PB_VARINT;
 		q = pb_put_varint(q, track);
 	}
-	if (has_value) {
-		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
-		q = pb_put_varint(q, (uint64_t)value);
-	}
+	if (has_value)
+		q = dump__pf_put_counter_value(q, value);
 	size_t tel = (size_t)(q - te);
 	/* Packet and header fit in 127 bytes: the packet's length is one byte. */
 	if (DUMP_OUT_BYTES - dump_out.len < 128 + sizeof(te))
@@ -503,8 +519,6 @@ static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsign
 	o = pb_put_varint(o, ts - s->last_ts);
 	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
 	o = pb_put_varint(o, p->seq_base + sidx + DUMP__PF_SEQ_BASE);
-	*o++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
-	*o++ = PF_SEQ_NEEDS;
 	*o++ = PF_TE_TRACK_EVENT_TAG;
 	*o++ = (uint8_t)tel;
 	memcpy(o, te, sizeof(te)); /* constant size: inlined; the tail is overwritten later */
