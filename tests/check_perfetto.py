@@ -70,7 +70,7 @@ def counter_value(te):
     """A counter event's value: counter_value (int64, written for values >= 0) or
     double_counter_value (written for negative values, 8 bytes instead of 10); either way a
     whole number here, as every counter trace-dump writes is one."""
-    v = counter_value(te)
+    v = one(te, "counter_value")
     if v is not None:
         if v < 0:
             fail("a negative counter_value (written as double_counter_value, 8 bytes)")

@@ -135,6 +135,7 @@ enum {
 
 #define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__PF_SEQ_BASE 2u
+#define DUMP__PF_DENSE_NAMES 4096u
 
 /* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
@@ -150,6 +151,10 @@ struct dump__pf_seq {
 	size_t stack_cap;
 	uint64_t next_iid;
 	struct u64map iids; /* intern key -> iid */
+	/* The same for event names of id < DUMP__PF_DENSE_NAMES, by id (0: not yet interned):
+	 * the span hot path's lookup without hashing. */
+	uint32_t *name_iid;
+	uint32_t name_cap;
 };
 
 struct dump__pf_proc {
@@ -374,6 +379,31 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 	return pk;
 }
 
+/* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
+static void dump__pf_dense_put(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key,
+			       uint64_t iid)
+{
+	if ((key & (3ull << 62)) != DUMP__PF_KEY_NAME || iid > UINT32_MAX)
+		return;
+	uint32_t id = (uint32_t)key;
+	if (id >= DUMP__PF_DENSE_NAMES)
+		return;
+	if (id >= s->name_cap) {
+		uint32_t cap = s->name_cap ? s->name_cap : 64;
+		while (cap <= id)
+			cap *= 2;
+		uint32_t *n = realloc(s->name_iid, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return;
+		}
+		memset(n + s->name_cap, 0, (cap - s->name_cap) * sizeof(*n));
+		s->name_iid = n;
+		s->name_cap = cap;
+	}
+	s->name_iid[id] = (uint32_t)iid;
+}
+
 /* The iid of an event name on stream sidx; adds InternedData to the open packet the first
  * time. name/len are read only then (name may be NULL: then made from key). */
 static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, const char *name,
@@ -388,6 +418,7 @@ static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, co
 		p->err = -ENOMEM;
 		return 0;
 	}
+	dump__pf_dense_put(p, s, key, iid);
 	struct pb_buf *b = &p->pkt;
 	size_t id = pb_open(b, PF_INTERNED_DATA);
 	size_t en = pb_open(b, 2);
@@ -487,45 +518,57 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 	dump__pf_emit(p);
 }
 
+/* Bytes of a counter value as dump__pf_put_counter_value writes it. */
+static inline size_t dump__pf_counter_value_size(int64_t v)
+{
+	return v >= 0 ? 2 + pb_varint_size((uint64_t)v) : 10;
+}
+
 /* The hot path: a track event packet of a started sequence, forward in time, whose name (if
  * any) is already interned, written straight into the output buffer with no nesting fix-ups
- * (the lengths are known before the bytes are placed). Returns false when it does not apply
- * (the caller then takes the general path). Same bytes as the general path. */
-static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type,
-			  uint64_t iid, uint64_t track, bool has_value, int64_t value)
+ * (every length is computed before the bytes are placed). Returns false when it does not
+ * apply (the caller then takes the general path). Same bytes as the general path. Inlined
+ * into each caller so the constant arguments fold away. */
+static inline __attribute__((always_inline)) bool
+dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type, uint64_t iid,
+	      uint64_t track, bool has_value, int64_t value)
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
-	if (!s->started || ts < s->last_ts)
+	if (__builtin_expect(!s->started || ts < s->last_ts, 0))
 		return false;
-	uint8_t te[48], *q = te;
-	*q++ = (PF_TE_TYPE << 3) | PB_VARINT;
-	*q++ = (uint8_t)type;
-	if (iid) {
-		*q++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
-		q = pb_put_varint(q, iid);
-	}
-	if (track) {
-		*q++ = (PF_TE_TRACK << 3) | PB_VARINT;
-		q = pb_put_varint(q, track);
-	}
-	if (has_value)
-		q = dump__pf_put_counter_value(q, value);
-	size_t tel = (size_t)(q - te);
-	/* Packet and header fit in 127 bytes: the packet's length is one byte. */
-	if (DUMP_OUT_BYTES - dump_out.len < 128 + sizeof(te))
+	uint64_t dt = ts - s->last_ts;
+	uint32_t seq = p->seq_base + sidx + DUMP__PF_SEQ_BASE;
+	size_t tel = 2 + (iid ? 1 + pb_varint_size(iid) : 0) +
+		     (track ? 1 + pb_varint_size(track) : 0) +
+		     (has_value ? dump__pf_counter_value_size(value) : 0);
+	size_t pkl = 1 + pb_varint_size(dt) + 1 + pb_varint_size(seq) + 2 + tel;
+	/* Packet and header fit in 127 bytes (at most 1+10+1+5+2+2+11+11+12): the packet's
+	 * length is one byte, and so is the track event's. */
+	struct dump_out *out = &dump_out;
+	if (__builtin_expect(DUMP_OUT_BYTES - out->len < 2 + pkl, 0))
 		dump_flush();
-	uint8_t *o0 = (uint8_t *)dump_out.buf + dump_out.len, *o = o0 + 2;
+	uint8_t *o = (uint8_t *)out->buf + out->len;
+	*o++ = (PF_TRACE_PACKET << 3) | PB_LEN;
+	*o++ = (uint8_t)pkl;
 	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
-	o = pb_put_varint(o, ts - s->last_ts);
+	o = pb_put_varint(o, dt);
 	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
-	o = pb_put_varint(o, p->seq_base + sidx + DUMP__PF_SEQ_BASE);
+	o = pb_put_varint(o, seq);
 	*o++ = PF_TE_TRACK_EVENT_TAG;
 	*o++ = (uint8_t)tel;
-	memcpy(o, te, sizeof(te)); /* constant size: inlined; the tail is overwritten later */
-	o += tel;
-	o0[0] = (PF_TRACE_PACKET << 3) | PB_LEN;
-	o0[1] = (uint8_t)(o - o0 - 2);
-	dump_out.len = (size_t)(o - (uint8_t *)dump_out.buf);
+	*o++ = (PF_TE_TYPE << 3) | PB_VARINT;
+	*o++ = (uint8_t)type;
+	if (iid) {
+		*o++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
+		o = pb_put_varint(o, iid);
+	}
+	if (track) {
+		*o++ = (PF_TE_TRACK << 3) | PB_VARINT;
+		o = pb_put_varint(o, track);
+	}
+	if (has_value)
+		o = dump__pf_put_counter_value(o, value);
+	out->len = (size_t)(o - (uint8_t *)out->buf);
 	s->last_ts = ts;
 	return true;
 }
@@ -601,9 +644,19 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
 	uint32_t pid = s->pid;
-	struct dump__pf_ev e = {0};
 	if (rec->ts_ns > p->last_ts)
 		p->last_ts = rec->ts_ns;
+	if (rec->type == TRC_REC_SPAN_BEGIN && rec->span.name_id < s->name_cap) {
+		/* The hot path of spans: a name already interned, by id. */
+		uint32_t iid = s->name_iid[rec->span.name_id];
+		if (iid && s->depth < s->stack_cap) {
+			s->stack[s->depth++] = DUMP__PF_KEY_NAME | rec->span.name_id;
+			if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, iid, 0, false, 0))
+				return;
+			s->depth--;
+		}
+	}
+	struct dump__pf_ev e = {0};
 	switch (rec->type) {
 	case TRC_REC_SPAN_BEGIN:
 	case TRC_REC_FUNC_ENTER: {
@@ -836,6 +889,8 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 		q->started = false;
 		q->next_iid = 0;
 		u64map_destroy(&q->iids);
+		if (q->name_cap)
+			memset(q->name_iid, 0, q->name_cap * sizeof(*q->name_iid));
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
 		for (uint64_t d = 0; d < q->depth; d++)
@@ -869,6 +924,7 @@ static void dump__pf_free(struct dump__pf *p)
 		return;
 	for (unsigned s = 0; s < p->n_all && p->all_seqs; s++) {
 		u64map_destroy(&p->all_seqs[s].iids);
+		free(p->all_seqs[s].name_iid);
 		free(p->all_seqs[s].stack);
 	}
 	pb_buf_free(&p->desc_log);
@@ -1057,20 +1113,20 @@ int dump_perfetto_main(int argc, char **argv)
 	p->last_ts = from_arg ? t_from : start;
 	dump__pf_prologue(p, p->last_ts);
 	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
-	struct trc_record rec;
+	const struct trc_record *rec;
 	unsigned sidx;
-	while (!err && !p->err && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+	while (!err && !p->err && (err = trcfile_iter_next_ref(it, &rec, &sidx)) == 1) {
 		err = 0;
-		if (rec.ts_ns > t_to) {
+		if (rec->ts_ns > t_to) {
 			/* What is open is known to be open until --to: closed there. */
 			p->last_ts = t_to;
 			break;
 		}
-		if (rec.ts_ns < t_from)
+		if (rec->ts_ns < t_from)
 			continue;
 		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
 			goto out;
-		dump__pf_record(p, sidx, &rec);
+		dump__pf_record(p, sidx, rec);
 	}
 	if (err < 0) {
 		dump_outfile_close(&of);

@@ -339,6 +339,10 @@ struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
 struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include);
 /* 1 with *rec (and *stream_idx, may be NULL) filled, 0 at the end, -EBADMSG / -ENOMEM. */
 int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx);
+/* The same without the copy: *rec points at the merge's own record, valid (strings too) until
+ * the next call on it. For the hot loops of the exporters. */
+int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec,
+			  unsigned *stream_idx);
 /* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */
 int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns);
 void trcfile_iter_free(struct trcfile_iter *it);

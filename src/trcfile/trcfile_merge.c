@@ -1,14 +1,20 @@
 /* trcfile_merge.c - all streams of a trace in one time order.
  *
- * Purpose: a binary min-heap over one cursor per stream, keyed by (ts_ns, stream index), so
- * equal times come out in stream-index order and each stream keeps its own order: the output
- * order is a function of the file alone.
+ * Purpose: a tournament (loser tree) over one cursor per stream, keyed by (ts_ns, stream
+ * index), so equal times come out in stream-index order and each stream keeps its own order:
+ * the output order is a function of the file alone. Each record costs log2(streams)
+ * comparisons against keys held in the tree itself, and each stream's records are decoded
+ * TRCFILE__MERGE_BATCH at a
+ * time by one tight loop (trcfile__cursor_batch), never past its loaded chunk; the record
+ * handed out is the one in that batch (trcfile_iter_next_ref), or a copy of it.
  *
- * Lazy advance: the record handed out last may point into its cursor's chunk buffer, so that
- * cursor moves on only at the start of the next call (moving on may load its next chunk over
- * the strings the caller is still reading).
+ * Lazy advance: the record handed out last may point into its cursor's chunk buffer (and,
+ * by reference, into its batch), so that stream moves on only at the start of the next call
+ * (moving on may decode its next batch over it, or load its next chunk over the strings the
+ * caller is still reading).
  *
- * Memory: one chunk buffer per stream that has records left, which is the reader's bound.
+ * Memory: one chunk buffer per stream that has records left, which is the reader's bound,
+ * and TRCFILE__MERGE_BATCH decoded records per stream.
  * Streams merge only after their total worst case passes a sanity limit, so a hostile index
  * cannot make the merge allocate without bound.
  *
@@ -21,42 +27,71 @@
 
 /* Worst case of all the chunk buffers one merge may hold at once. */
 #define TRCFILE__MERGE_MAX_BUFFER_BYTES (2ull << 30)
+/* Records decoded ahead per stream (within its loaded chunk): one tight decoding loop per
+ * batch instead of a call chain per record. */
+#define TRCFILE__MERGE_BATCH 32u
+
+/* A key of the tournament: a stream and the time of its next record. A stream with no record
+ * left has ts UINT64_MAX and s = n + its leaf, after every live key (a live record may have
+ * ts UINT64_MAX too: its s < n still puts it first). */
+struct trcfile__key {
+	uint64_t ts;
+	uint64_t s;
+};
 
 struct trcfile_iter {
 	struct trcfile_reader *r;
 	unsigned n;
 	struct trcfile_cursor **cur;
-	struct trc_record *head; /* head[s]: stream s's next record, valid while s is in heap */
-	unsigned *heap;
-	unsigned heap_n;
-	int pending; /* stream whose cursor must advance before the next pop, or -1 */
+	/* Stream s's decoded records: batch[s * TRCFILE__MERGE_BATCH + pos[s]] is its next one
+	 * (valid while it has one), up to cnt[s]. */
+	struct trc_record *batch;
+	unsigned *pos, *cnt;
+	/* A loser tree over k leaves (k = n rounded up to a power of two; leaf i is stream i):
+	 * loser[1..k-1] hold the key that lost the match at each node, win the overall winner.
+	 * Replacing the winner's key replays its path only: log2(k) comparisons, each against
+	 * one stored key, with no indirection. */
+	struct trcfile__key *loser;
+	struct trcfile__key win;
+	unsigned k;
+	bool pending; /* win's stream must pass its record before the next one is chosen */
 	bool started;
 	int error;
 };
 
-static bool trcfile__before(const struct trcfile_iter *it, unsigned a, unsigned b)
+static inline bool trcfile__before(struct trcfile__key a, struct trcfile__key b)
 {
-	uint64_t ta = it->head[a].ts_ns, tb = it->head[b].ts_ns;
-	return ta < tb || (ta == tb && a < b);
+	return a.ts < b.ts || (a.ts == b.ts && a.s < b.s);
 }
 
-static void trcfile__sift_down(struct trcfile_iter *it, unsigned i)
+/* Decodes stream s's next batch: 1 (its first record is next), 0 (s is done) or <0. */
+static int trcfile__refill(struct trcfile_iter *it, unsigned s)
 {
-	unsigned n = it->heap_n, *h = it->heap;
-	unsigned v = h[i];
-	for (;;) {
-		unsigned l = 2 * i + 1;
-		if (l >= n)
-			break;
-		unsigned m = l;
-		if (l + 1 < n && trcfile__before(it, h[l + 1], h[l]))
-			m = l + 1;
-		if (!trcfile__before(it, h[m], v))
-			break;
-		h[i] = h[m];
-		i = m;
-	}
-	h[i] = v;
+	int rc = trcfile__cursor_batch(it->cur[s], it->batch + (size_t)s * TRCFILE__MERGE_BATCH,
+				       TRCFILE__MERGE_BATCH);
+	if (rc <= 0)
+		return rc;
+	it->pos[s] = 0;
+	it->cnt[s] = (unsigned)rc;
+	return 1;
+}
+
+/* Moves stream s to its next record: 1 (there is one), 0 (s is done) or <0. */
+static inline int trcfile__advance(struct trcfile_iter *it, unsigned s)
+{
+	if (trcfile__likely(++it->pos[s] < it->cnt[s]))
+		return 1;
+	return trcfile__refill(it, s);
+}
+
+/* Stream s's key: its next record's time, or past everything when it has none. */
+static inline struct trcfile__key trcfile__key_of(const struct trcfile_iter *it, unsigned s,
+						  bool live)
+{
+	if (!live)
+		return (struct trcfile__key){UINT64_MAX, (uint64_t)it->n + s};
+	return (struct trcfile__key){
+		it->batch[(size_t)s * TRCFILE__MERGE_BATCH + it->pos[s]].ts_ns, s};
 }
 
 struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include)
@@ -80,14 +115,17 @@ struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const boo
 		return NULL;
 	it->r = r;
 	it->n = r->n_streams;
-	it->pending = -1;
 	unsigned n = it->n ? it->n : 1;
+	for (it->k = 1; it->k < n;)
+		it->k *= 2;
 	it->cur = calloc(n, sizeof(*it->cur));
-	it->head = calloc(n, sizeof(*it->head));
-	it->heap = calloc(n, sizeof(*it->heap));
-	if (!it->cur || !it->head || !it->heap)
+	it->batch = calloc((size_t)n * TRCFILE__MERGE_BATCH, sizeof(*it->batch));
+	it->pos = calloc(n, sizeof(*it->pos));
+	it->cnt = calloc(n, sizeof(*it->cnt));
+	it->loser = calloc(it->k, sizeof(*it->loser));
+	if (!it->cur || !it->batch || !it->pos || !it->cnt || !it->loser)
 		goto fail;
-	/* Streams left out keep a NULL cursor and never enter the heap. */
+	/* Streams left out keep a NULL cursor and are finished leaves from the start. */
 	for (unsigned s = 0; s < it->n; s++) {
 		if (include && !include[s])
 			continue;
@@ -114,60 +152,88 @@ void trcfile_iter_free(struct trcfile_iter *it)
 		for (unsigned s = 0; s < it->n; s++)
 			trcfile_cursor_free(it->cur[s]);
 	free(it->cur);
-	free(it->head);
-	free(it->heap);
+	free(it->batch);
+	free(it->pos);
+	free(it->cnt);
+	free(it->loser);
 	free(it);
 }
 
-/* Fills the heap with each stream's next record. */
+/* Plays the tournament from each stream's next record. */
 static int trcfile__iter_fill(struct trcfile_iter *it)
 {
-	it->heap_n = 0;
-	it->pending = -1;
-	for (unsigned s = 0; s < it->n; s++) {
-		if (!it->cur[s])
-			continue;
-		int rc = trcfile_cursor_next(it->cur[s], &it->head[s]);
-		if (rc < 0)
-			return it->error = rc;
-		if (rc == 1)
-			it->heap[it->heap_n++] = s;
+	unsigned k = it->k;
+	struct trcfile__key *w = calloc(2 * (size_t)k, sizeof(*w)); /* winners, leaves at k.. */
+	if (!w)
+		return it->error = -ENOMEM;
+	it->pending = false;
+	for (unsigned s = 0; s < k; s++) {
+		int rc = 0;
+		if (s < it->n && it->cur[s]) {
+			rc = trcfile__refill(it, s); /* (what was decoded ahead is dropped) */
+			if (rc < 0) {
+				free(w);
+				return it->error = rc;
+			}
+		}
+		w[k + s] = s < it->n ? trcfile__key_of(it, s, rc == 1)
+				     : (struct trcfile__key){UINT64_MAX, (uint64_t)it->n + s};
 	}
-	for (unsigned i = it->heap_n / 2; i-- > 0;)
-		trcfile__sift_down(it, i);
+	for (unsigned i = k; i-- > 1;) {
+		bool l = trcfile__before(w[2 * i], w[2 * i + 1]);
+		w[i] = l ? w[2 * i] : w[2 * i + 1];
+		it->loser[i] = l ? w[2 * i + 1] : w[2 * i];
+	}
+	it->win = w[1];
+	free(w);
 	it->started = true;
 	return 0;
 }
 
-int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx)
+int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec,
+			  unsigned *stream_idx)
 {
-	if (it->error)
+	if (trcfile__unlikely(it->error))
 		return it->error;
-	if (!it->started) {
+	if (trcfile__unlikely(!it->started)) {
 		int err = trcfile__iter_fill(it);
 		if (err)
 			return err;
 	}
-	if (it->pending >= 0) {
-		/* The stream handed out last is still at the root. */
-		unsigned s = (unsigned)it->pending;
-		it->pending = -1;
-		int rc = trcfile_cursor_next(it->cur[s], &it->head[s]);
-		if (rc < 0)
+	if (it->pending) {
+		/* The stream handed out last moves on, and replays its path to the root. */
+		unsigned s = (unsigned)it->win.s;
+		it->pending = false;
+		int rc = trcfile__advance(it, s);
+		if (trcfile__unlikely(rc < 0))
 			return it->error = rc;
-		if (rc == 0)
-			it->heap[0] = it->heap[--it->heap_n];
-		if (it->heap_n)
-			trcfile__sift_down(it, 0);
+		struct trcfile__key v = trcfile__key_of(it, s, rc == 1);
+		for (unsigned i = (s + it->k) / 2; i; i /= 2) {
+			if (trcfile__before(it->loser[i], v)) {
+				struct trcfile__key t = it->loser[i];
+				it->loser[i] = v;
+				v = t;
+			}
+		}
+		it->win = v;
 	}
-	if (!it->heap_n)
-		return 0;
-	unsigned s = it->heap[0];
-	*rec = it->head[s];
+	if (it->win.s >= it->n)
+		return 0; /* the best key is a finished stream's: all are */
+	unsigned s = (unsigned)it->win.s;
+	*rec = &it->batch[(size_t)s * TRCFILE__MERGE_BATCH + it->pos[s]];
 	if (stream_idx)
 		*stream_idx = s;
-	it->pending = (int)s;
+	it->pending = true;
 	return 1;
+}
+
+int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx)
+{
+	const struct trc_record *r;
+	int rc = trcfile_iter_next_ref(it, &r, stream_idx);
+	if (rc == 1)
+		*rec = *r;
+	return rc;
 }
 
 int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns)
