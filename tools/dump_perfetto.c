@@ -4,22 +4,30 @@
  * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
  * with the encoding Perfetto's own SDK uses to keep events small:
  *   - one packet sequence per stream (trusted_packet_sequence_id = stream index + 2; 1 holds
- *     the track descriptors and the trace's clock snapshot);
+ *     the track descriptors and the trace's clock snapshot), and one per counter track (ids
+ *     after the streams', in order of first use), so that no event names its track;
  *   - each sequence starts with a packet that clears the incremental state and sets the
  *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
  *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
- *     stream's thread track as the default track; later packets carry the delta from the
- *     previous packet of the sequence (a timestamp that goes backwards is written absolute on
- *     CLOCK_MONOTONIC instead, which leaves the incremental clock where it was);
+ *     stream's thread track (the counter track) as the default track; later packets carry
+ *     the delta from the previous packet of the sequence (a timestamp that goes backwards is
+ *     written absolute on CLOCK_MONOTONIC instead, which leaves the incremental clock where
+ *     it was). They carry no SEQ_NEEDS_INCREMENTAL_STATE: trace processor reads that flag
+ *     only to drop packets of a sequence whose state is lost, which a file never has;
  *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
- *     first use), sent in the packet that first uses them.
- * So a slice begin costs about 14 bytes, an end about 12 (see README for measured figures).
+ *     first use), sent in the packet that first uses them;
+ *   - counter values >= 0 are counter_value (a varint), negative ones double_counter_value
+ *     (8 bytes where an int64 varint takes 10; trace processor keeps both as doubles).
+ * So an event is its packet's tag and length, the time delta, the sequence id, the track
+ * event's tag and length and its type (10 bytes with 1-byte deltas), plus 2 for a slice
+ * begin's name and 3 or more for a counter's value (see README for measured figures).
  *
  * Mapping:
  *   span_begin/end, func_enter/exit  TYPE_SLICE_BEGIN/END on the thread's track; functions are
  *                                    named module+offset (0xADDR without a module record)
  *   instant                          TYPE_INSTANT on the thread track, debug annotation value
- *   counter                          a counter track per (thread, name), parent the thread
+ *   counter                          a counter track per (thread, name), parent the thread,
+ *                                    each its own sequence
  *   alloc/free                       a counter track "heap live bytes" per process
  *   rss                              counter tracks "RSS" (program, buffers excluded) and
  *                                    "RSS trace buffers" per sampled process
@@ -142,6 +150,7 @@ enum {
 #define DUMP__PF_KEY_FUNC (2ull << 62)
 
 struct dump__pf_seq {
+	uint32_t id; /* trusted_packet_sequence_id */
 	bool started;
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
@@ -159,7 +168,8 @@ struct dump__pf_seq {
 
 struct dump__pf_proc {
 	uint32_t pid;
-	uint64_t track, heap_track, rss_track, rss_buf_track;
+	uint64_t track;
+	uint64_t heap_ctr, rss_ctr, rss_buf_ctr; /* counter sequences (index + 1; 0: none yet) */
 	bool named;
 	uint64_t live_bytes;
 };
@@ -179,7 +189,11 @@ struct dump__pf {
 	uint64_t next_uuid;
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
-	struct u64map counters; /* (stream << 32 | name id) + 1 -> track uuid */
+	struct u64map counters; /* (stream << 32 | name id) + 1 -> counter index + 1 */
+	/* Every counter track is a sequence of its own, with the track as its default: its
+	 * events name no track. Sequence ids after the streams'. */
+	struct dump__pf_seq **ctrs;
+	size_t n_ctrs, cap_ctrs;
 	struct allocmap *live;
 	uint64_t last_ts;
 	uint64_t unmatched_end, closed_at_end;
@@ -318,24 +332,48 @@ static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
 	return pr;
 }
 
-/* A counter track under parent, created on first use. */
+/* A new counter track under parent, and its sequence: its index + 1, or 0 out of memory. */
+static uint64_t dump__pf_new_counter(struct dump__pf *p, uint64_t parent, const char *name,
+				     size_t len, int unit)
+{
+	if (p->n_ctrs == p->cap_ctrs) {
+		size_t cap = p->cap_ctrs ? p->cap_ctrs * 2 : 16;
+		struct dump__pf_seq **n = realloc(p->ctrs, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return 0;
+		}
+		p->ctrs = n;
+		p->cap_ctrs = cap;
+	}
+	struct dump__pf_seq *c = calloc(1, sizeof(*c));
+	if (!c) {
+		p->err = -ENOMEM;
+		return 0;
+	}
+	c->id = DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs;
+	c->track = p->next_uuid++;
+	u64map_init(&c->iids, SIZE_MAX);
+	p->ctrs[p->n_ctrs++] = c;
+	dump__pf_descriptor(p, c->track, parent, name, len, NULL, NULL, 0, 0, unit);
+	return p->n_ctrs;
+}
+
+/* A process's counter track in *slot, created on first use. */
 static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint64_t parent,
 				       const char *name, int unit)
 {
-	if (!*slot) {
-		*slot = p->next_uuid++;
-		dump__pf_descriptor(p, *slot, parent, name, strlen(name), NULL, NULL, 0, 0, unit);
-	}
+	if (!*slot)
+		*slot = dump__pf_new_counter(p, parent, name, strlen(name), unit);
 	return *slot;
 }
 
-/* Starts a packet of stream sidx at ts: the sequence's first packet first (if needed), then
- * the new packet's header (timestamp, sequence, flags). Returns the packet's mark. */
-static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
+/* Starts a packet of sequence s at ts: the sequence's first packet first (if needed), then
+ * the new packet's header (timestamp, sequence). Returns the packet's mark. */
+static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts)
 {
-	struct dump__pf_seq *s = &p->seqs[sidx];
 	struct pb_buf *b = &p->pkt;
-	uint32_t seq = p->seq_base + sidx + DUMP__PF_SEQ_BASE;
+	uint32_t seq = s->id;
 	if (!s->started) {
 		s->started = true;
 		pb_reset(b);
@@ -377,6 +415,12 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 	}
 	pb_uint(b, PF_SEQ_ID, seq);
 	return pk;
+}
+
+/* The same on stream sidx's sequence. */
+static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
+{
+	return dump__pf_begin_seq(p, &p->seqs[sidx], ts);
 }
 
 /* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
@@ -530,14 +574,13 @@ static inline size_t dump__pf_counter_value_size(int64_t v)
  * apply (the caller then takes the general path). Same bytes as the general path. Inlined
  * into each caller so the constant arguments fold away. */
 static inline __attribute__((always_inline)) bool
-dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type, uint64_t iid,
-	      uint64_t track, bool has_value, int64_t value)
+dump__pf_fast_seq(struct dump__pf_seq *s, uint64_t ts, unsigned type, uint64_t iid,
+		  uint64_t track, bool has_value, int64_t value)
 {
-	struct dump__pf_seq *s = &p->seqs[sidx];
 	if (__builtin_expect(!s->started || ts < s->last_ts, 0))
 		return false;
 	uint64_t dt = ts - s->last_ts;
-	uint32_t seq = p->seq_base + sidx + DUMP__PF_SEQ_BASE;
+	uint32_t seq = s->id;
 	size_t tel = 2 + (iid ? 1 + pb_varint_size(iid) : 0) +
 		     (track ? 1 + pb_varint_size(track) : 0) +
 		     (has_value ? dump__pf_counter_value_size(value) : 0);
@@ -573,14 +616,25 @@ dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type, uin
 	return true;
 }
 
-static void dump__pf_counter(struct dump__pf *p, unsigned sidx, uint64_t ts, uint64_t track,
-			     int64_t value)
+/* The same on stream sidx's sequence. */
+static inline __attribute__((always_inline)) bool
+dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type, uint64_t iid,
+	      uint64_t track, bool has_value, int64_t value)
 {
-	if (dump__pf_fast(p, sidx, ts, PF_TYPE_COUNTER, 0, track, true, value))
+	return dump__pf_fast_seq(&p->seqs[sidx], ts, type, iid, track, has_value, value);
+}
+
+/* A value of counter ctr (index + 1; 0, a track that could not be made, writes nothing), on
+ * the counter's own sequence. */
+static void dump__pf_counter(struct dump__pf *p, uint64_t ctr, uint64_t ts, int64_t value)
+{
+	if (!ctr)
 		return;
-	size_t pk = dump__pf_begin(p, sidx, ts);
-	struct dump__pf_ev e = {
-		.type = PF_TYPE_COUNTER, .track = track, .has_value = true, .value = value};
+	struct dump__pf_seq *c = p->ctrs[ctr - 1];
+	if (dump__pf_fast_seq(c, ts, PF_TYPE_COUNTER, 0, 0, true, value))
+		return;
+	size_t pk = dump__pf_begin_seq(p, c, ts);
+	struct dump__pf_ev e = {.type = PF_TYPE_COUNTER, .has_value = true, .value = value};
 	dump__pf_event_body(p, pk, &e);
 }
 
@@ -605,9 +659,9 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	} else {
 		return; /* unknown address: nothing changes */
 	}
-	uint64_t t = dump__pf_counter_track(p, &pr->heap_track, pr->track, "heap live bytes",
+	uint64_t t = dump__pf_counter_track(p, &pr->heap_ctr, pr->track, "heap live bytes",
 					    PF_UNIT_BYTES);
-	dump__pf_counter(p, sidx, rec->ts_ns, t, (int64_t)pr->live_bytes);
+	dump__pf_counter(p, t, rec->ts_ns, (int64_t)pr->live_bytes);
 }
 
 /* Pushes an open slice's intern key on its stream's stack; false on out of memory. */
@@ -709,15 +763,13 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 				len = (uint32_t)snprintf(b, sizeof(b), "#%u", rec->value.name_id);
 				n = b;
 			}
-			track = p->next_uuid++;
-			if (u64map_put(&p->counters, key, track, NULL, NULL)) {
+			track = dump__pf_new_counter(p, s->track, n, len, PF_UNIT_COUNT);
+			if (!track || u64map_put(&p->counters, key, track, NULL, NULL)) {
 				p->err = -ENOMEM;
 				break;
 			}
-			dump__pf_descriptor(p, track, s->track, n, len, NULL, NULL, 0, 0,
-					    PF_UNIT_COUNT);
 		}
-		dump__pf_counter(p, sidx, rec->ts_ns, track, rec->value.value);
+		dump__pf_counter(p, track, rec->ts_ns, rec->value.value);
 		break;
 	}
 	case TRC_REC_ALLOC:
@@ -731,11 +783,11 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 		uint64_t bb = rec->rss.buffers_bytes;
 		uint64_t prog = rec->rss.rss_bytes > bb ? rec->rss.rss_bytes - bb : 0;
 		uint64_t t1 =
-			dump__pf_counter_track(p, &pr->rss_track, pr->track, "RSS", PF_UNIT_BYTES);
-		uint64_t t2 = dump__pf_counter_track(p, &pr->rss_buf_track, pr->track,
+			dump__pf_counter_track(p, &pr->rss_ctr, pr->track, "RSS", PF_UNIT_BYTES);
+		uint64_t t2 = dump__pf_counter_track(p, &pr->rss_buf_ctr, pr->track,
 						     "RSS trace buffers", PF_UNIT_BYTES);
-		dump__pf_counter(p, sidx, rec->ts_ns, t1, (int64_t)prog);
-		dump__pf_counter(p, sidx, rec->ts_ns, t2, (int64_t)bb);
+		dump__pf_counter(p, t1, rec->ts_ns, (int64_t)prog);
+		dump__pf_counter(p, t2, rec->ts_ns, (int64_t)bb);
 		break;
 	}
 	case TRC_REC_LOST: {
@@ -884,6 +936,8 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 		return DUMP_EXIT_FAIL;
 	dump__pf_clock(p, t);
 	dump_write(p->desc_log.p, p->desc_log.len);
+	for (size_t c = 0; c < p->n_ctrs; c++)
+		p->ctrs[c]->started = false;
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		struct dump__pf_seq *q = &p->seqs[s];
 		q->started = false;
@@ -911,8 +965,10 @@ static struct dump__pf *dump__pf_new(unsigned n)
 	p->all_seqs = calloc(n ? n : 1, sizeof(*p->all_seqs));
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
 	u64map_init(&p->counters, SIZE_MAX);
-	for (unsigned k = 0; p->all_seqs && k < n; k++)
+	for (unsigned k = 0; p->all_seqs && k < n; k++) {
+		p->all_seqs[k].id = DUMP__PF_SEQ_BASE + k;
 		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
+	}
 	p->seqs = p->all_seqs;
 	p->n_streams = n;
 	return p;
@@ -927,6 +983,11 @@ static void dump__pf_free(struct dump__pf *p)
 		free(p->all_seqs[s].name_iid);
 		free(p->all_seqs[s].stack);
 	}
+	for (size_t c = 0; c < p->n_ctrs; c++) {
+		u64map_destroy(&p->ctrs[c]->iids);
+		free(p->ctrs[c]);
+	}
+	free(p->ctrs);
 	pb_buf_free(&p->desc_log);
 	u64map_destroy(&p->counters);
 	allocmap_free(p->live);
