@@ -31,67 +31,57 @@
  * batch instead of a call chain per record. */
 #define TRCFILE__MERGE_BATCH 32u
 
-/* A key of the tournament: a stream and the time of its next record. A stream with no record
- * left has ts UINT64_MAX and s = n + its leaf, after every live key (a live record may have
- * ts UINT64_MAX too: its s < n still puts it first). */
-struct trcfile__key {
-	uint64_t ts;
-	uint64_t s;
+/* A key of the tournament: the time of a stream's next record in the high 64 bits, the
+ * stream in the low ones, so one unsigned comparison (branch-free) orders by (ts_ns, stream).
+ * A stream with no record left has ts UINT64_MAX and stream n + its leaf, after every live
+ * key (a live record may have ts UINT64_MAX too: its stream < n still puts it first). */
+typedef unsigned __int128 trcfile__key;
+
+static inline trcfile__key trcfile__key_make(uint64_t ts, uint64_t s)
+{
+	return (trcfile__key)ts << 64 | s;
+}
+
+/* A stream's decoded records: next is its next one (while it has one), end one past the
+ * batch. */
+struct trcfile__lane {
+	const struct trc_record *next, *end;
 };
 
 struct trcfile_iter {
 	struct trcfile_reader *r;
 	unsigned n;
 	struct trcfile_cursor **cur;
-	/* Stream s's decoded records: batch[s * TRCFILE__MERGE_BATCH + pos[s]] is its next one
-	 * (valid while it has one), up to cnt[s]. */
-	struct trc_record *batch;
-	unsigned *pos, *cnt;
+	struct trc_record *batch; /* stream s's batch at s * TRCFILE__MERGE_BATCH */
+	struct trcfile__lane *lane;
 	/* A loser tree over k leaves (k = n rounded up to a power of two; leaf i is stream i):
 	 * loser[1..k-1] hold the key that lost the match at each node, win the overall winner.
 	 * Replacing the winner's key replays its path only: log2(k) comparisons, each against
-	 * one stored key, with no indirection. */
-	struct trcfile__key *loser;
-	struct trcfile__key win;
+	 * one stored key, with no indirection and no branch on the outcome. */
+	trcfile__key *loser;
+	trcfile__key win;
 	unsigned k;
 	bool pending; /* win's stream must pass its record before the next one is chosen */
 	bool started;
 	int error;
 };
 
-static inline bool trcfile__before(struct trcfile__key a, struct trcfile__key b)
-{
-	return a.ts < b.ts || (a.ts == b.ts && a.s < b.s);
-}
-
 /* Decodes stream s's next batch: 1 (its first record is next), 0 (s is done) or <0. */
 static int trcfile__refill(struct trcfile_iter *it, unsigned s)
 {
-	int rc = trcfile__cursor_batch(it->cur[s], it->batch + (size_t)s * TRCFILE__MERGE_BATCH,
-				       TRCFILE__MERGE_BATCH);
+	struct trc_record *b = it->batch + (size_t)s * TRCFILE__MERGE_BATCH;
+	int rc = trcfile__cursor_batch(it->cur[s], b, TRCFILE__MERGE_BATCH);
 	if (rc <= 0)
 		return rc;
-	it->pos[s] = 0;
-	it->cnt[s] = (unsigned)rc;
+	it->lane[s] = (struct trcfile__lane){b, b + rc};
 	return 1;
 }
 
-/* Moves stream s to its next record: 1 (there is one), 0 (s is done) or <0. */
-static inline int trcfile__advance(struct trcfile_iter *it, unsigned s)
-{
-	if (trcfile__likely(++it->pos[s] < it->cnt[s]))
-		return 1;
-	return trcfile__refill(it, s);
-}
-
 /* Stream s's key: its next record's time, or past everything when it has none. */
-static inline struct trcfile__key trcfile__key_of(const struct trcfile_iter *it, unsigned s,
-						  bool live)
+static inline trcfile__key trcfile__key_of(const struct trcfile_iter *it, unsigned s, bool live)
 {
-	if (!live)
-		return (struct trcfile__key){UINT64_MAX, (uint64_t)it->n + s};
-	return (struct trcfile__key){
-		it->batch[(size_t)s * TRCFILE__MERGE_BATCH + it->pos[s]].ts_ns, s};
+	return live ? trcfile__key_make(it->lane[s].next->ts_ns, s)
+		    : trcfile__key_make(UINT64_MAX, (uint64_t)it->n + s);
 }
 
 struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include)
@@ -120,10 +110,9 @@ struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const boo
 		it->k *= 2;
 	it->cur = calloc(n, sizeof(*it->cur));
 	it->batch = calloc((size_t)n * TRCFILE__MERGE_BATCH, sizeof(*it->batch));
-	it->pos = calloc(n, sizeof(*it->pos));
-	it->cnt = calloc(n, sizeof(*it->cnt));
+	it->lane = calloc(n, sizeof(*it->lane));
 	it->loser = calloc(it->k, sizeof(*it->loser));
-	if (!it->cur || !it->batch || !it->pos || !it->cnt || !it->loser)
+	if (!it->cur || !it->batch || !it->lane || !it->loser)
 		goto fail;
 	/* Streams left out keep a NULL cursor and are finished leaves from the start. */
 	for (unsigned s = 0; s < it->n; s++) {
@@ -153,8 +142,7 @@ void trcfile_iter_free(struct trcfile_iter *it)
 			trcfile_cursor_free(it->cur[s]);
 	free(it->cur);
 	free(it->batch);
-	free(it->pos);
-	free(it->cnt);
+	free(it->lane);
 	free(it->loser);
 	free(it);
 }
@@ -163,7 +151,7 @@ void trcfile_iter_free(struct trcfile_iter *it)
 static int trcfile__iter_fill(struct trcfile_iter *it)
 {
 	unsigned k = it->k;
-	struct trcfile__key *w = calloc(2 * (size_t)k, sizeof(*w)); /* winners, leaves at k.. */
+	trcfile__key *w = calloc(2 * (size_t)k, sizeof(*w)); /* winners, leaves at k.. */
 	if (!w)
 		return it->error = -ENOMEM;
 	it->pending = false;
@@ -176,11 +164,10 @@ static int trcfile__iter_fill(struct trcfile_iter *it)
 				return it->error = rc;
 			}
 		}
-		w[k + s] = s < it->n ? trcfile__key_of(it, s, rc == 1)
-				     : (struct trcfile__key){UINT64_MAX, (uint64_t)it->n + s};
+		w[k + s] = trcfile__key_of(it, s, rc == 1);
 	}
 	for (unsigned i = k; i-- > 1;) {
-		bool l = trcfile__before(w[2 * i], w[2 * i + 1]);
+		bool l = w[2 * i] < w[2 * i + 1];
 		w[i] = l ? w[2 * i] : w[2 * i + 1];
 		it->loser[i] = l ? w[2 * i + 1] : w[2 * i];
 	}
@@ -202,25 +189,31 @@ int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec
 	}
 	if (it->pending) {
 		/* The stream handed out last moves on, and replays its path to the root. */
-		unsigned s = (unsigned)it->win.s;
-		it->pending = false;
-		int rc = trcfile__advance(it, s);
-		if (trcfile__unlikely(rc < 0))
-			return it->error = rc;
-		struct trcfile__key v = trcfile__key_of(it, s, rc == 1);
+		unsigned s = (unsigned)it->win;
+		struct trcfile__lane *l = &it->lane[s];
+		trcfile__key v;
+		if (trcfile__likely(++l->next < l->end)) {
+			v = trcfile__key_make(l->next->ts_ns, s);
+		} else {
+			int rc = trcfile__refill(it, s);
+			if (trcfile__unlikely(rc < 0))
+				return it->error = rc;
+			v = trcfile__key_of(it, s, rc == 1);
+		}
+		trcfile__key *loser = it->loser;
 		for (unsigned i = (s + it->k) / 2; i; i /= 2) {
-			if (trcfile__before(it->loser[i], v)) {
-				struct trcfile__key t = it->loser[i];
-				it->loser[i] = v;
-				v = t;
-			}
+			trcfile__key o = loser[i];
+			bool b = o < v;
+			loser[i] = b ? v : o;
+			v = b ? o : v;
 		}
 		it->win = v;
+		it->pending = false;
 	}
-	if (it->win.s >= it->n)
+	unsigned s = (unsigned)it->win;
+	if (s >= it->n)
 		return 0; /* the best key is a finished stream's: all are */
-	unsigned s = (unsigned)it->win.s;
-	*rec = &it->batch[(size_t)s * TRCFILE__MERGE_BATCH + it->pos[s]];
+	*rec = it->lane[s].next;
 	if (stream_idx)
 		*stream_idx = s;
 	it->pending = true;
