@@ -562,6 +562,21 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 	dump__pf_emit(p);
 }
 
+/* pb_varint_size and pb_put_varint with the one-byte case (most deltas, ids and iids) first. */
+static inline size_t dump__pf_varint_size(uint64_t v)
+{
+	return __builtin_expect(v < 0x80, 1) ? 1 : pb_varint_size(v);
+}
+
+static inline uint8_t *dump__pf_put_varint(uint8_t *o, uint64_t v)
+{
+	if (__builtin_expect(v < 0x80, 1)) {
+		*o = (uint8_t)v;
+		return o + 1;
+	}
+	return pb_put_varint(o, v);
+}
+
 /* Bytes of a counter value as dump__pf_put_counter_value writes it. */
 static inline size_t dump__pf_counter_value_size(int64_t v)
 {
@@ -581,10 +596,10 @@ dump__pf_fast_seq(struct dump__pf_seq *s, uint64_t ts, unsigned type, uint64_t i
 		return false;
 	uint64_t dt = ts - s->last_ts;
 	uint32_t seq = s->id;
-	size_t tel = 2 + (iid ? 1 + pb_varint_size(iid) : 0) +
-		     (track ? 1 + pb_varint_size(track) : 0) +
+	size_t tel = 2 + (iid ? 1 + dump__pf_varint_size(iid) : 0) +
+		     (track ? 1 + dump__pf_varint_size(track) : 0) +
 		     (has_value ? dump__pf_counter_value_size(value) : 0);
-	size_t pkl = 1 + pb_varint_size(dt) + 1 + pb_varint_size(seq) + 2 + tel;
+	size_t pkl = 1 + dump__pf_varint_size(dt) + 1 + dump__pf_varint_size(seq) + 2 + tel;
 	/* Packet and header fit in 127 bytes (at most 1+10+1+5+2+2+11+11+12): the packet's
 	 * length is one byte, and so is the track event's. */
 	struct dump_out *out = &dump_out;
@@ -594,20 +609,20 @@ dump__pf_fast_seq(struct dump__pf_seq *s, uint64_t ts, unsigned type, uint64_t i
 	*o++ = (PF_TRACE_PACKET << 3) | PB_LEN;
 	*o++ = (uint8_t)pkl;
 	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
-	o = pb_put_varint(o, dt);
+	o = dump__pf_put_varint(o, dt);
 	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
-	o = pb_put_varint(o, seq);
+	o = dump__pf_put_varint(o, seq);
 	*o++ = PF_TE_TRACK_EVENT_TAG;
 	*o++ = (uint8_t)tel;
 	*o++ = (PF_TE_TYPE << 3) | PB_VARINT;
 	*o++ = (uint8_t)type;
 	if (iid) {
 		*o++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
-		o = pb_put_varint(o, iid);
+		o = dump__pf_put_varint(o, iid);
 	}
 	if (track) {
 		*o++ = (PF_TE_TRACK << 3) | PB_VARINT;
-		o = pb_put_varint(o, track);
+		o = dump__pf_put_varint(o, track);
 	}
 	if (has_value)
 		o = dump__pf_put_counter_value(o, value);
@@ -700,14 +715,20 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 	uint32_t pid = s->pid;
 	if (rec->ts_ns > p->last_ts)
 		p->last_ts = rec->ts_ns;
+	/* The hot paths of spans: a begin whose name is interned (by id), an end that closes an
+	 * open slice. */
 	if (rec->type == TRC_REC_SPAN_BEGIN && rec->span.name_id < s->name_cap) {
-		/* The hot path of spans: a name already interned, by id. */
 		uint32_t iid = s->name_iid[rec->span.name_id];
 		if (iid && s->depth < s->stack_cap) {
 			s->stack[s->depth++] = DUMP__PF_KEY_NAME | rec->span.name_id;
 			if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, iid, 0, false, 0))
 				return;
 			s->depth--;
+		}
+	} else if (rec->type == TRC_REC_SPAN_END && s->depth) {
+		if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_END, 0, 0, false, 0)) {
+			s->depth--;
+			return;
 		}
 	}
 	struct dump__pf_ev e = {0};
