@@ -231,28 +231,29 @@ int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, uns
 	 * before anything that reads them from the cursor. */
 	const uint8_t *p = c->p, *fast_end = trcfile__fast_end(c->p, c->pend);
 	struct trcfile__coder coder = c->coder;
-	for (; n < end; n++) {
+	uint32_t left = c->left;
+	for (; n < end; n++, left--) {
 		struct trcfile__event ev;
 		const uint8_t *q = trcfile__decode_fast(p, fast_end, &coder, &ev);
 		if (trcfile__likely(q != NULL)) {
 			trcfile__event_record(&ev, &recs[n]);
 			p = q;
-			c->left--;
 			continue;
 		}
 		c->p = p;
 		c->coder = coder;
+		c->left = left;
 		if (trcfile__decode_slow(&c->p, c->pend, &c->coder, &recs[n]) != 0) {
 			int err = trcfile__cursor_bad_record(c);
 			return n ? (int)n : err;
 		}
 		p = c->p;
 		coder = c->coder;
-		c->left--;
 	}
 	c->p = p;
 	c->coder = coder;
-	if (!c->left) {
+	c->left = left;
+	if (!left) {
 		/* As trcfile_cursor_next: a chunk whose end is wrong fails on its last record,
 		 * which is not handed out. */
 		int err = trcfile__cursor_chunk_done(c);
