@@ -396,8 +396,8 @@ Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
 		"$T -q -o $D/c.trc -- $P/prog_finst_calls 12 >/dev/null 2>$D/err.c; c=$?; "
 		"wait $pa && wait $pb && exit $c",
 		td, td, dir);
-	cr_assert_eq(rc, 0, "trace-run: %s %s %s", tu_slurp_text(dir, "err.a"), tu_slurp_text(dir, "err.b"),
-		     tu_slurp_text(dir, "err.c"));
+	cr_assert_eq(rc, 0, "trace-run: %s %s %s", tu_slurp_text(dir, "err.a"),
+		     tu_slurp_text(dir, "err.b"), tu_slurp_text(dir, "err.c"));
 	static const char *const order[] = {"c", "b", "a"};
 	struct utsname u;
 	cr_assert_eq(uname(&u), 0);

@@ -588,9 +588,10 @@ static inline size_t dump__pf_counter_value_size(int64_t v)
  * (every length is computed before the bytes are placed). Returns false when it does not
  * apply (the caller then takes the general path). Same bytes as the general path. Inlined
  * into each caller so the constant arguments fold away. */
-static inline __attribute__((always_inline)) bool
-dump__pf_fast_seq(struct dump__pf_seq *s, uint64_t ts, unsigned type, uint64_t iid,
-		  uint64_t track, bool has_value, int64_t value)
+static inline __attribute__((always_inline)) bool dump__pf_fast_seq(struct dump__pf_seq *s,
+								    uint64_t ts, unsigned type,
+								    uint64_t iid, uint64_t track,
+								    bool has_value, int64_t value)
 {
 	if (__builtin_expect(!s->started || ts < s->last_ts, 0))
 		return false;
@@ -632,9 +633,10 @@ dump__pf_fast_seq(struct dump__pf_seq *s, uint64_t ts, unsigned type, uint64_t i
 }
 
 /* The same on stream sidx's sequence. */
-static inline __attribute__((always_inline)) bool
-dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type, uint64_t iid,
-	      uint64_t track, bool has_value, int64_t value)
+static inline __attribute__((always_inline)) bool dump__pf_fast(struct dump__pf *p, unsigned sidx,
+								uint64_t ts, unsigned type,
+								uint64_t iid, uint64_t track,
+								bool has_value, int64_t value)
 {
 	return dump__pf_fast_seq(&p->seqs[sidx], ts, type, iid, track, has_value, value);
 }
