@@ -42,7 +42,7 @@ static inline trcfile__key trcfile__key_make(uint64_t ts, uint64_t s)
 	return (trcfile__key)ts << 64 | s;
 }
 
-/* A stream's decoded records: next is its next one (while it has one), end one past the
+/* A stream's decoded records: next is its next one (NULL once it has none), end one past the
  * batch. */
 struct trcfile__lane {
 	const struct trc_record *next, *end;
@@ -54,13 +54,16 @@ struct trcfile_iter {
 	struct trcfile_cursor **cur;
 	struct trc_record *batch; /* stream s's batch at s * TRCFILE__MERGE_BATCH */
 	struct trcfile__lane *lane;
-	/* A loser tree over k leaves (k = n rounded up to a power of two; leaf i is stream i):
-	 * loser[1..k-1] hold the key that lost the match at each node, win the overall winner.
-	 * Replacing the winner's key replays its path only: log2(k) comparisons, each against
-	 * one stored key, with no indirection and no branch on the outcome. */
+	/* A loser tree over k leaves (k = the streams with records left rounded up to a power of
+	 * two; leaf[s] is stream s's): loser[1..k-1] hold the key that lost the match at each
+	 * node, win the overall winner. Replacing the winner's key replays its path only:
+	 * log2(k) comparisons, each against one stored key, with no indirection and no branch
+	 * on the outcome. When half the leaves are finished streams the tree is played again
+	 * over the others (streams that end early, like the metadata's, cost nothing after). */
 	trcfile__key *loser;
 	trcfile__key win;
-	unsigned k;
+	unsigned k, live;
+	unsigned *leaf;
 	bool pending; /* win's stream must pass its record before the next one is chosen */
 	bool started;
 	int error;
@@ -77,11 +80,39 @@ static int trcfile__refill(struct trcfile_iter *it, unsigned s)
 	return 1;
 }
 
-/* Stream s's key: its next record's time, or past everything when it has none. */
-static inline trcfile__key trcfile__key_of(const struct trcfile_iter *it, unsigned s, bool live)
+/* The key of a finished leaf. */
+static inline trcfile__key trcfile__key_done(const struct trcfile_iter *it, unsigned leaf)
 {
-	return live ? trcfile__key_make(it->lane[s].next->ts_ns, s)
-		    : trcfile__key_make(UINT64_MAX, (uint64_t)it->n + s);
+	return trcfile__key_make(UINT64_MAX, (uint64_t)it->n + leaf);
+}
+
+/* Plays the tournament over the streams with records left; 0 or -ENOMEM. */
+static int trcfile__play(struct trcfile_iter *it)
+{
+	unsigned k = 1;
+	while (k < it->live)
+		k *= 2;
+	trcfile__key *w = calloc(2 * (size_t)k, sizeof(*w)); /* winners, leaves at k.. */
+	if (!w)
+		return -ENOMEM;
+	unsigned j = 0;
+	for (unsigned s = 0; s < it->n; s++) {
+		if (!it->lane[s].next)
+			continue;
+		it->leaf[s] = j;
+		w[k + j++] = trcfile__key_make(it->lane[s].next->ts_ns, s);
+	}
+	for (; j < k; j++)
+		w[k + j] = trcfile__key_done(it, j);
+	for (unsigned i = k; i-- > 1;) {
+		bool l = w[2 * i] < w[2 * i + 1];
+		w[i] = l ? w[2 * i] : w[2 * i + 1];
+		it->loser[i] = l ? w[2 * i + 1] : w[2 * i];
+	}
+	it->win = w[1];
+	it->k = k;
+	free(w);
+	return 0;
 }
 
 struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include)
@@ -111,8 +142,9 @@ struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const boo
 	it->cur = calloc(n, sizeof(*it->cur));
 	it->batch = calloc((size_t)n * TRCFILE__MERGE_BATCH, sizeof(*it->batch));
 	it->lane = calloc(n, sizeof(*it->lane));
+	it->leaf = calloc(n, sizeof(*it->leaf));
 	it->loser = calloc(it->k, sizeof(*it->loser));
-	if (!it->cur || !it->batch || !it->lane || !it->loser)
+	if (!it->cur || !it->batch || !it->lane || !it->leaf || !it->loser)
 		goto fail;
 	/* Streams left out keep a NULL cursor and are finished leaves from the start. */
 	for (unsigned s = 0; s < it->n; s++) {
@@ -143,6 +175,7 @@ void trcfile_iter_free(struct trcfile_iter *it)
 	free(it->cur);
 	free(it->batch);
 	free(it->lane);
+	free(it->leaf);
 	free(it->loser);
 	free(it);
 }
@@ -150,29 +183,20 @@ void trcfile_iter_free(struct trcfile_iter *it)
 /* Plays the tournament from each stream's next record. */
 static int trcfile__iter_fill(struct trcfile_iter *it)
 {
-	unsigned k = it->k;
-	trcfile__key *w = calloc(2 * (size_t)k, sizeof(*w)); /* winners, leaves at k.. */
-	if (!w)
-		return it->error = -ENOMEM;
 	it->pending = false;
-	for (unsigned s = 0; s < k; s++) {
-		int rc = 0;
-		if (s < it->n && it->cur[s]) {
-			rc = trcfile__refill(it, s); /* (what was decoded ahead is dropped) */
-			if (rc < 0) {
-				free(w);
-				return it->error = rc;
-			}
-		}
-		w[k + s] = trcfile__key_of(it, s, rc == 1);
+	it->live = 0;
+	for (unsigned s = 0; s < it->n; s++) {
+		it->lane[s].next = NULL;
+		if (!it->cur[s])
+			continue;
+		int rc = trcfile__refill(it, s); /* (what was decoded ahead is dropped) */
+		if (rc < 0)
+			return it->error = rc;
+		it->live += rc == 1;
 	}
-	for (unsigned i = k; i-- > 1;) {
-		bool l = w[2 * i] < w[2 * i + 1];
-		w[i] = l ? w[2 * i] : w[2 * i + 1];
-		it->loser[i] = l ? w[2 * i + 1] : w[2 * i];
-	}
-	it->win = w[1];
-	free(w);
+	int err = trcfile__play(it);
+	if (err)
+		return it->error = err;
 	it->started = true;
 	return 0;
 }
@@ -192,23 +216,36 @@ int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec
 		unsigned s = (unsigned)it->win;
 		struct trcfile__lane *l = &it->lane[s];
 		trcfile__key v;
+		bool replay = true;
+		it->pending = false;
 		if (trcfile__likely(++l->next < l->end)) {
 			v = trcfile__key_make(l->next->ts_ns, s);
 		} else {
 			int rc = trcfile__refill(it, s);
 			if (trcfile__unlikely(rc < 0))
 				return it->error = rc;
-			v = trcfile__key_of(it, s, rc == 1);
+			if (rc == 1) {
+				v = trcfile__key_make(l->next->ts_ns, s);
+			} else {
+				l->next = NULL;
+				v = trcfile__key_done(it, it->leaf[s]);
+				if (--it->live <= it->k / 2 && it->k > 1) {
+					int err = trcfile__play(it); /* over the others */
+					if (err)
+						return it->error = err;
+					replay = false;
+				}
+			}
 		}
 		trcfile__key *loser = it->loser;
-		for (unsigned i = (s + it->k) / 2; i; i /= 2) {
+		for (unsigned i = (it->leaf[s] + it->k) / 2; replay && i; i /= 2) {
 			trcfile__key o = loser[i];
 			bool b = o < v;
 			loser[i] = b ? v : o;
 			v = b ? o : v;
 		}
-		it->win = v;
-		it->pending = false;
+		if (replay)
+			it->win = v;
 	}
 	unsigned s = (unsigned)it->win;
 	if (s >= it->n)
