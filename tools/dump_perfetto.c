@@ -39,9 +39,11 @@
  * still open at the end (or at --to) are closed at the last timestamp written, with a debug
  * annotation unfinished = true.
  *
- * Memory: per stream a small state and its intern table (distinct names and functions of the
- * thread), per process a few words, the counter-track table (distinct thread x counter name),
- * and the live-allocation table (capped, as chrome's): never the number of events.
+ * Memory: per stream a small state, its intern table (distinct names and functions of the
+ * thread) and a dense copy of it for name ids below DUMP__PF_DENSE_NAMES (16 KiB at most),
+ * per process a few words, per counter track (distinct thread x counter name, and three a
+ * process) a small state, and the live-allocation table (capped, as chrome's): never the
+ * number of events.
  *
  * Several FILEs (one trace): records merged on CLOCK_REALTIME by dump_multi.c, written on that
  * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
