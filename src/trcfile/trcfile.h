@@ -329,7 +329,7 @@ int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsig
 int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns);
 void trcfile_cursor_free(struct trcfile_cursor *c);
 
-/* All streams merged in time order: a heap over one cursor per stream. Ties (equal ts_ns) go
+/* All streams merged in time order: a tournament over one cursor per stream. Ties (equal ts_ns) go
  * to the lower stream index, and within a stream records keep their stream order, so the
  * order is the same on every run. */
 struct trcfile_iter;
