@@ -329,9 +329,9 @@ int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsig
 int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns);
 void trcfile_cursor_free(struct trcfile_cursor *c);
 
-/* All streams merged in time order: a tournament over one cursor per stream. Ties (equal ts_ns) go
- * to the lower stream index, and within a stream records keep their stream order, so the
- * order is the same on every run. */
+/* All streams merged in time order: a tournament over one cursor per stream. Ties (equal
+ * ts_ns) go to the lower stream index, and within a stream records keep their stream order,
+ * so the order is the same on every run. */
 struct trcfile_iter;
 struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
 /* The same over the streams with include[stream index] true (an array of
