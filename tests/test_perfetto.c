@@ -259,8 +259,8 @@ Test(perfetto, split_size_writes_whole_consecutive_traces, .timeout = 120)
 }
 
 /* Real traces: a recursive program built with -finstrument-functions (function slices named
- * module+offset, nested as deep as the recursion) and the demo program (threads, spans,
- * allocations, RSS), recorded by trace-run, agree with their summaries. */
+ * by the program's symbols, nested as deep as the recursion) and the demo program (threads,
+ * spans, allocations, RSS), recorded by trace-run, agree with their summaries. */
 Test(perfetto, recorded_programs_agree_with_summary, .timeout = 120)
 {
 	static const char *const progs[] = {"prog_finst_calls 12", "prog_demo"};
@@ -271,8 +271,10 @@ Test(perfetto, recorded_programs_agree_with_summary, .timeout = 120)
 			       tu_build(), dir, tu_build(), progs[i], dir);
 		cr_assert_eq(rc, 0, "trace-run %s: %s", progs[i], tu_slurp_text(dir, "err"));
 		char *r = tp_export_check(dir, "");
-		if (i == 0) /* fib(12) is 465 calls of fib, nested 12 deep under main */
-			cr_assert(strstr(r, "\": 465"), "%s", r);
+		if (i == 0) { /* fib(12) is 465 calls of fib, nested 12 deep under main */
+			cr_assert(strstr(r, "\"fib\": 465"), "%s", r);
+			cr_assert(strstr(r, "\"main\": 1"), "%s", r);
+		}
 		free(r);
 		tu_rm_rf(dir);
 	}
