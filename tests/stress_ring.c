@@ -229,15 +229,18 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static atomic_bool watchdog_stop; /* main sets it once producer and consumer are joined */
+
 /* Watchdog thread: ends the process when the ring has not moved for STRESS_HANG_S. Reads
- * only the ring's atomics (relaxed: any change is progress). Runs until the process exits. */
+ * only the ring's atomics (relaxed: any change is progress). Main joins it (within a second
+ * of watchdog_stop) before freeing the ring. */
 static void *watchdog_main(void *arg)
 {
 	struct ring_ctl *ctl = arg;
 	uint64_t last = 0;
 	unsigned still_s = 0;
 
-	for (;;) {
+	while (!atomic_load(&watchdog_stop)) {
 		uint64_t now = atomic_load_explicit(&ctl->write_pos, memory_order_relaxed) +
 			       atomic_load_explicit(&ctl->read_pos, memory_order_relaxed) +
 			       atomic_load_explicit(&ctl->dropped, memory_order_relaxed);
@@ -279,7 +282,7 @@ int main(void)
 	double t0 = now_s();
 	st.deadline_s = t0 + (double)STRESS_BUDGET_S * (double)scale;
 	pthread_t prod, cons, dog;
-	if (pthread_create(&dog, NULL, watchdog_main, st.ctl) || pthread_detach(dog))
+	if (pthread_create(&dog, NULL, watchdog_main, st.ctl))
 		fail("pthread_create", 0);
 	if (pthread_create(&cons, NULL, consumer_main, &st))
 		fail("pthread_create", 0);
@@ -287,6 +290,8 @@ int main(void)
 		fail("pthread_create", 0);
 	pthread_join(prod, NULL);
 	pthread_join(cons, NULL);
+	atomic_store(&watchdog_stop, true);
+	pthread_join(dog, NULL);
 	double secs = now_s() - t0;
 
 	uint64_t end_pos = atomic_load(&st.ctl->write_pos);
