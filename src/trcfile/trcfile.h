@@ -210,8 +210,7 @@ uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
  * A file without a footer (a recorder killed) gets one: everything the reader recovers is
  * kept. progress (may be NULL) is called after each chunk with chunks done and total. Returns
  * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads. */
-int trcfile_compact(const char *in_path, const char *out_path,
-		    const struct trcfile_writer_opts *o,
+int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len);
 
@@ -262,6 +261,11 @@ struct trcfile_reader_stats {
 	uint64_t chunks_damaged; /* chunks found damaged when read (checksum, header): skipped,
 				  * the rest of the stream read on (so far: grows as chunks are
 				  * read) */
+	/* Metadata beyond the reader's bounds (64 MiB of strings, 2^20 entries a table): a
+	 * legitimate trace of very many processes or threads reads on, their strings cut. */
+	uint64_t meta_strings_cut; /* names, thread names, command lines, paths cut (to "") */
+	uint64_t meta_bytes_cut; /* the bytes those lost */
+	uint64_t meta_entries_dropped; /* definitions not kept (table full), e.g. modules */
 	bool truncated; /* no (valid) footer: read up to the last whole chunk */
 	bool footer_damaged; /* a footer was there but failed its checks (then scanned) */
 };
