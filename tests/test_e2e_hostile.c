@@ -319,3 +319,63 @@ Test(e2e_hostile, program_in_a_pid_namespace_loses_nothing_silently, .timeout = 
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* Item 5: forks that skip the atfork handlers (raw clone(SIGCHLD), glibc's _Fork; fork for
+ * comparison). The child's copy of its thread's state must not write into the parent's ring:
+ * each process's events are its own and exact, nothing lost, no ring corrupt. */
+static void rawfork_check(const char *how, bool preload)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	const long n = 20000;
+	struct e2e_run r =
+		preload ? e2e_run(dir, TR, "-q", "-o", out, "--",
+				  e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL)
+			: e2e_run(dir, TR, "-q", "--no-preload", "-o", out, "--",
+				  e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL);
+	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s %s", how, r.exit_code, r.out, r.err);
+	int parent = 0, child = 0;
+	const char *line = strstr(r.out, "parent ");
+	cr_assert(line && sscanf(line, "parent %d child %d", &parent, &child) == 2, "%s", r.out);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s: %s", how, json);
+	cr_expect_eq(e2e_json_int(json, "corrupt"), 0, "%s", how);
+	char pat[96];
+	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"tid\":%d,", parent, parent);
+	const char *pt = strstr(json, pat);
+	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"tid\":%d,", child, child);
+	const char *ct = strstr(json, pat);
+	cr_assert(pt && ct, "%s: parent %d and child %d threads: %s", how, parent, child, json);
+	if (!preload) {
+		cr_expect_eq(e2e_json_int_from(json, pt, "events"), 2 * n, "%s parent", how);
+		cr_expect_eq(e2e_json_int_from(json, ct, "events"), n, "%s child", how);
+	}
+	cr_expect_eq(e2e_json_int_from(json, pt, "lost"), 0, "%s", how);
+	cr_expect_eq(e2e_json_int_from(json, ct, "lost"), 0, "%s", how);
+	const char *pn = strstr(json, "{\"name\":\"rawfork.parent\",");
+	const char *cn = strstr(json, "{\"name\":\"rawfork.child\",");
+	cr_assert(pn && cn, "%s: %s", how, json);
+	cr_expect_eq(e2e_json_int_from(json, pn, "instants"), 2 * n, "%s", how);
+	cr_expect_eq(e2e_json_int_from(json, cn, "instants"), n, "%s", how);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_hostile, raw_clone_child_writes_its_own_stream, .timeout = 60)
+{
+	rawfork_check("clone", false);
+	rawfork_check("clone", true);
+}
+
+Test(e2e_hostile, underscore_fork_child_writes_its_own_stream, .timeout = 60)
+{
+	rawfork_check("_Fork", false);
+	rawfork_check("_Fork", true);
+}
+
+Test(e2e_hostile, fork_child_writes_its_own_stream, .timeout = 60)
+{
+	rawfork_check("fork", false);
+}

@@ -106,10 +106,15 @@ extern unsigned trc__mode;
  * that limit at the end of the part of the ring it has faulted in, so a writer about to leave
  * it takes the slow path (trc__emit_full), which faults the next chunk in first. */
 struct trc__thread {
-	/* 1 when the thread holds a ring and is not inside an emit: the only flag the fast path
-	 * tests. Cleared around each emit, so a signal handler that interrupts one sees 0 and goes
-	 * to the slow path, which counts its event as lost instead of corrupting the ring. */
-	volatile uint8_t ok;
+	/* The fast path's flag: *ok is 1 when the thread holds a ring and is not inside an emit,
+	 * the only thing the fast path tests. Cleared around each emit, so a signal handler that
+	 * interrupts one sees 0 and goes to the slow path, which counts its event as lost instead
+	 * of corrupting the ring. The byte lives outside TLS, in the runtime's page that the
+	 * kernel zeroes in a forked child (MADV_WIPEONFORK; src/runtime/thread.c): a child made
+	 * without the atfork handlers (raw clone, _Fork) finds 0, takes the slow path and gets a
+	 * ring of its own instead of writing into its parent's. ok[1] is 1 while the thread holds
+	 * a ring (0 in such a child too). No ring: ok points at a 0 never written. */
+	volatile uint8_t *ok;
 	uint8_t busy; /* inside a slow path (claim, naming) */
 	uint8_t parked; /* no free slot last time: retry when the recorder frees one */
 	uint8_t named; /* name[] holds a trc_thread_name */
@@ -167,11 +172,12 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 							    unsigned nwords, uint64_t a, uint64_t b)
 {
 	struct trc__thread *t = &trc__self;
-	if (TRC__UNLIKELY(!t->ok)) {
+	volatile uint8_t *ok = t->ok;
+	if (TRC__UNLIKELY(!*ok)) {
 		trc__emit_slow(tag, nwords, a, b);
 		return;
 	}
-	t->ok = 0;
+	*ok = 0;
 	TRC__BARRIER(); /* ok = 0 is in place before the ring is touched (signal handlers) */
 	struct trc__event *e =
 		(struct trc__event *)ring_reserve_fast_sp(&t->prod, tag, 8u + 8u * nwords);
@@ -189,7 +195,7 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 		trc__emit_full(t, tag, nwords, a, b);
 	}
 	TRC__BARRIER();
-	t->ok = 1;
+	*t->ok = 1; /* loaded again: cheaper than keeping a register across the emit */
 }
 
 /* The call site's name id, interned on first use. The acquire load pairs with the release

@@ -34,7 +34,67 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-__thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
+/* What a thread without a ring points its fast-path flag at: 0, and never written (ok[1],
+ * "holds a ring", is read by the preload library's jump hooks). */
+static volatile uint8_t trc__ok_none[2];
+
+__thread struct trc__thread trc__self
+	__attribute__((tls_model("initial-exec"))) = {.ok = trc__ok_none};
+
+/* ---- the fork guard ----------------------------------------------------------------------
+ *
+ * A fork that skips the atfork handlers (raw clone(SIGCHLD), glibc's _Fork) copies the
+ * forking thread's TLS, ring producer included: its fast path would go on writing into the
+ * parent's ring. TLS cannot tell the copy apart, so the fast-path flag lives in a private
+ * anonymous mapping marked MADV_WIPEONFORK, one cache line per slot (threads' flags never share
+ * a line): in the child the kernel zeroes it, the first event takes the slow path, which sees
+ * the zeroed line 0 (trc__forked_unseen) and adopts the child as a process of its own
+ * (trc__atfork_child). The cost on the fast path is one load of the flag's address. Kernels
+ * before 4.14 refuse the advice: the child is then not detected (as before). */
+#define TRC__GUARD_LINE 64u
+
+int trc__guard_map(const struct trc_region_geom *geom)
+{
+	uint64_t bytes = (uint64_t)(geom->max_slots + 1) * TRC__GUARD_LINE;
+	bytes = (bytes + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	trc__rt.guard_wipes = madvise(p, bytes, MADV_WIPEONFORK) == 0;
+	trc__rt.guard = p;
+	trc__rt.guard_bytes = bytes;
+	__atomic_store_n(trc__rt.guard, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Points the thread's fast-path flag at slot i's line (0 = in an emit; the caller sets 1). */
+static void trc__ok_bind(struct trc__thread *t, uint32_t i)
+{
+	volatile uint8_t *ok = trc__rt.guard + (uint64_t)(i + 1) * TRC__GUARD_LINE;
+	ok[0] = 0;
+	ok[1] = 1;
+	TRC__BARRIER();
+	t->ok = ok;
+}
+
+/* Back to no flag (no ring). */
+static void trc__ok_unbind(struct trc__thread *t)
+{
+	volatile uint8_t *ok = t->ok;
+	t->ok = trc__ok_none;
+	TRC__BARRIER();
+	if (ok != trc__ok_none) {
+		ok[0] = 0;
+		ok[1] = 0;
+	}
+}
+
+/* Sets the flag of a thread that holds a ring (no-op without one). */
+static void trc__ok_set(struct trc__thread *t, uint8_t v)
+{
+	if (t->ok != trc__ok_none)
+		t->ok[0] = v;
+}
 
 /* trc.h writes every event as struct trc__event {ts, a, b} cut to 8 + 8 * nwords bytes: the
  * payloads of session_layout.h's encoding table, byte for byte. */
@@ -50,6 +110,7 @@ _Static_assert(8 + 8 * 0 == sizeof(struct trc_ring_span) &&
 
 static void trc__drop_ring(struct trc__thread *t)
 {
+	trc__ok_unbind(t);
 	memset(&t->prod, 0, sizeof(t->prod)); /* prod.data == NULL: no ring */
 	t->faulted = 0;
 }
@@ -164,6 +225,7 @@ static int trc__claim(struct trc__thread *t)
 			return -EPROTO;
 		}
 		t->slot = i;
+		trc__ok_bind(t, i);
 		t->faulted = 0;
 		/* Nothing faulted yet: the fast path stops at once, until the head is in. */
 		ring_producer_cap_limit(&t->prod, 0);
@@ -209,6 +271,8 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	unsigned mode = trc__mode_load();
 	if (!mode)
 		return;
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child(); /* a copy made without the atfork handlers: a ring of its own */
 	struct trc_region_hdr *h = trc__rt.hdr;
 	if (t->prod.data) {
 		/* ok == 0 with a ring: a signal handler interrupted this thread's own emit.
@@ -236,7 +300,7 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	trc__emit_ring(t, mode, tag, nwords, a, b);
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = 1;
+	trc__ok_set(t, 1);
 }
 
 void trc__thread_name(const char *name)
@@ -245,13 +309,15 @@ void trc__thread_name(const char *name)
 	unsigned mode = trc__mode_load();
 	if (!mode || !name)
 		return;
-	if (t->busy || (t->prod.data && !t->ok)) {
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child();
+	if (t->busy || (t->prod.data && !*t->ok)) {
 		/* Nested in this thread's own emit (signal handler): do not write. A name is not
 		 * an event, so nothing is counted lost (emitted = recorded + lost counts events).
 		 */
 		return;
 	}
-	t->ok = 0;
+	trc__ok_set(t, 0);
 	t->busy = 1;
 	TRC__BARRIER();
 	memset(t->name, 0, sizeof(t->name));
@@ -268,7 +334,7 @@ void trc__thread_name(const char *name)
 	 * not an event, so nothing is counted lost. */
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = t->prod.data != NULL;
+	trc__ok_set(t, t->prod.data != NULL);
 }
 
 void trc__modules_changed(void)
@@ -277,12 +343,14 @@ void trc__modules_changed(void)
 	unsigned mode = trc__mode_load();
 	if (!mode)
 		return;
-	if (t->busy || (t->prod.data && !t->ok)) {
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child();
+	if (t->busy || (t->prod.data && !*t->ok)) {
 		/* Nested in this thread's own emit (signal handler): count, do not write. */
 		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
 		return;
 	}
-	t->ok = 0;
+	trc__ok_set(t, 0);
 	t->busy = 1;
 	TRC__BARRIER();
 	if (t->prod.data) {
@@ -299,16 +367,17 @@ void trc__modules_changed(void)
 	}
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = t->prod.data != NULL;
+	trc__ok_set(t, t->prod.data != NULL);
 }
 
 void trc__thread_exit(void *arg)
 {
 	(void)arg;
 	struct trc__thread *t = &trc__self;
-	if (!t->prod.data || t->busy || !t->ok)
+	/* A copy's ring is its parent's thread's: never retire it from here. */
+	if (!t->prod.data || t->busy || !*t->ok || trc__forked_unseen())
 		return;
-	t->ok = 0;
+	trc__ok_set(t, 0);
 	TRC__BARRIER();
 	struct trc_slot *s = trc__slot(t->slot);
 	uint64_t w = atomic_load_explicit(&s->state, memory_order_relaxed);
@@ -325,7 +394,6 @@ void trc__thread_forget(void)
 {
 	struct trc__thread *t = &trc__self;
 	/* The parent still owns that ring; the child claims its own on its next event. */
-	t->ok = 0;
 	trc__drop_ring(t);
 	t->busy = 0;
 	t->parked = 0;
