@@ -1,8 +1,8 @@
 /* prog_rt_rawfork.c - forks that skip the atfork handlers (issue 12 item 5): raw
  * clone(SIGCHLD) through syscall(2), and glibc's _Fork. The parent emits N instants
  * "rawfork.parent" before the fork and N after its child exited; the child emits N
- * "rawfork.child" and leaves by _exit. Each process's events must be its own, exact, with no corrupt ring.
- * `prog_rt_rawfork clone|_Fork|fork N`; prints "parent PID child PID". */
+ * "rawfork.child" and leaves by _exit. Each process's events must be its own, exact, with no
+ * corrupt ring. `prog_rt_rawfork clone|_Fork|fork N`; prints "parent PID child PID". */
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>

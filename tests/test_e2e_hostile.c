@@ -209,7 +209,7 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 	snprintf(outp, sizeof(outp), "%s/stdout", dir);
 	snprintf(errp, sizeof(errp), "%s/stderr", dir);
 	char *argv[] = {
-		(char *)TR, "-o",      out,	"--",  (char *)e2e_path("tests/prog_e2e_emit"),
+		(char *)TR, "-o",	out,	 "--",	(char *)e2e_path("tests/prog_e2e_emit"),
 		"2",	    "15000000", "sleep", "300", NULL};
 	double t0 = e2e_now();
 	pid_t pid = fork();
@@ -329,11 +329,10 @@ static void rawfork_check(const char *how, bool preload)
 	char out[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	const long n = 20000;
-	struct e2e_run r =
-		preload ? e2e_run(dir, TR, "-q", "-o", out, "--",
-				  e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL)
-			: e2e_run(dir, TR, "-q", "--no-preload", "-o", out, "--",
-				  e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL);
+	struct e2e_run r = preload ? e2e_run(dir, TR, "-q", "-o", out, "--",
+					     e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL)
+				   : e2e_run(dir, TR, "-q", "--no-preload", "-o", out, "--",
+					     e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL);
 	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s %s", how, r.exit_code, r.out, r.err);
 	int parent = 0, child = 0;
 	const char *line = strstr(r.out, "parent ");
@@ -378,4 +377,46 @@ Test(e2e_hostile, underscore_fork_child_writes_its_own_stream, .timeout = 60)
 Test(e2e_hostile, fork_child_writes_its_own_stream, .timeout = 60)
 {
 	rawfork_check("fork", false);
+}
+
+/* Item 11: emitted = recorded + lost per thread and per reason, for the losses of threads
+ * that hold no ring: NO_SLOT (more threads than --max-threads) and REENTRANT during a claim,
+ * beside REENTRANT on a ring (a signal handler's emit nested in one of the thread's own). */
+Test(e2e_hostile, losses_without_a_ring_are_the_threads_own, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "--no-preload", "--max-threads", "2", "-o", out,
+				   "--", e2e_path("tests/prog_rt_threadloss"), "6", "1000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s %s", r.exit_code, r.out, r.err);
+	char *json = e2e_summary_json(dir, out);
+	int threads = 0;
+	long total = 0;
+	for (const char *p = strstr(r.out, "thread "); p; p = strstr(p + 1, "thread ")) {
+		int tid = 0;
+		long emitted = 0;
+		cr_assert_eq(sscanf(p, "thread %d emitted %ld", &tid, &emitted), 2, "%s", p);
+		char pat[64];
+		snprintf(pat, sizeof(pat), "\"tid\":%d,", tid);
+		const char *th = strstr(json, pat);
+		cr_assert_not_null(th, "thread %d not in the summary: %s", tid, json);
+		int64_t events = e2e_json_int_from(json, th, "events");
+		int64_t lost = e2e_json_int_from(json, th, "lost");
+		cr_expect_eq(events + lost, emitted, "thread %d: %lld recorded + %lld lost != %ld",
+			     tid, (long long)events, (long long)lost, emitted);
+		threads++;
+		total += emitted;
+	}
+	cr_assert_eq(threads, 6, "%s", r.out);
+	cr_expect_eq(e2e_json_int(json, "events_recorded") + e2e_json_int(json, "events_lost"),
+		     total);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), 2000, "two threads held the slots");
+	const char *by = strstr(json, "\"lost_by_reason\"");
+	cr_assert_not_null(by);
+	cr_expect_eq(e2e_json_int_from(json, by, "no_slot"), 4000, "%s", by);
+	cr_expect_eq(e2e_json_int_from(json, by, "reentrant"), 7 + 2 * 3, "%s", by);
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
 }

@@ -125,6 +125,10 @@ struct trc__thread {
 	uint64_t freed_seen;
 	uint64_t faulted; /* bytes of the ring faulted in (from its start; grows by doubling) */
 	char name[16];
+	/* Its entry in the region's thread-loss table (index + 1, 0 none yet), taken for the
+	 * region pid tlost_pid (a fork child takes its own). Slow paths only. */
+	uint32_t tlost;
+	uint32_t tlost_pid;
 };
 
 extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));

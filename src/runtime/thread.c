@@ -9,8 +9,9 @@
  * publish CLAIMED (release). The first thread of a process to claim also writes the PROCESS and
  * MODULE records. Every claim writes a THREAD record. An event nested in the thread's own emit
  * (signal handler) is counted in its slot's lost_reentrant. When no slot is free the
- * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
- * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
+ * event is counted in the thread's entry of the region's thread-loss table (trc__lost_mine)
+ * and the thread parks: it rescans only when the recorder has freed a slot since
+ * (hdr->slots_freed moved), so a full table costs one load.
  *
  * Exit: a pthread key destructor (runs when a thread returns from its start routine or calls
  * pthread_exit) publishes RETIRED; the recorder drains the ring and frees the slot. An event
@@ -244,6 +245,45 @@ static int trc__claim(struct trc__thread *t)
 	return -ENOSPC;
 }
 
+/* Counts one event this thread lost while it held no ring (reason TRC_LOST_NO_SLOT or
+ * TRC_LOST_REENTRANT) in its entry of the region's thread-loss table, so the recorder reports
+ * it on this thread's stream; region-wide (the process's) only when the table is full.
+ * Taking an entry is a scan from the tid's place, once per thread; async-signal-safe. */
+static void trc__lost_mine(struct trc__thread *t, uint32_t reason)
+{
+	struct trc_region_hdr *h = trc__rt.hdr;
+	uint32_t n = trc__rt.geom.max_tlost;
+	if (t->tlost_pid != trc__rt.region_pid) {
+		t->tlost = 0;
+		t->tlost_pid = trc__rt.region_pid;
+	}
+	if (!t->tlost && n) {
+		uint32_t tid = (uint32_t)gettid();
+		uint64_t who = (uint64_t)trc__rt.region_pid << 32 | tid;
+		for (uint32_t k = 0, i = tid % n; k < n && !t->tlost;
+		     k++, i = i + 1 == n ? 0 : i + 1) {
+			struct trc_tlost *e = trc_region_tlost(trc__rt.base, &trc__rt.geom, i);
+			uint64_t w = atomic_load_explicit(&e->who, memory_order_relaxed);
+			if (w == 0 && atomic_compare_exchange_strong_explicit(&e->who, &w, who,
+									      memory_order_relaxed,
+									      memory_order_relaxed))
+				w = who;
+			if (w == who)
+				t->tlost = i + 1;
+		}
+	}
+	if (!t->tlost) {
+		atomic_fetch_add_explicit(reason == TRC_LOST_NO_SLOT ? &h->lost_no_slot
+								     : &h->lost_reentrant,
+					  1, memory_order_relaxed);
+		return;
+	}
+	struct trc_tlost *e = trc_region_tlost(trc__rt.base, &trc__rt.geom, t->tlost - 1);
+	atomic_fetch_add_explicit(reason == TRC_LOST_NO_SLOT ? &e->no_slot : &e->reentrant, 1,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->tlost_added, 1, memory_order_relaxed);
+}
+
 /* Writes one event record through the ring's general path (wrap, full). ok == 0. */
 static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, unsigned nwords,
 			   uint64_t a, uint64_t b)
@@ -272,8 +312,8 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	if (!mode)
 		return;
 	if (__builtin_expect(trc__forked_unseen(), 0))
-		trc__atfork_child(); /* a copy made without the atfork handlers: a ring of its own */
-	struct trc_region_hdr *h = trc__rt.hdr;
+		trc__atfork_child(); /* a copy made without the atfork handlers: a ring of its own
+				      */
 	if (t->prod.data) {
 		/* ok == 0 with a ring: a signal handler interrupted this thread's own emit.
 		 * Writing now would corrupt the ring; the loss is this thread's. */
@@ -282,14 +322,15 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 		return;
 	}
 	if (t->busy) {
-		/* Inside a claim: no ring of its own yet, so the process counts it. */
-		atomic_fetch_add_explicit(&h->lost_reentrant, 1, memory_order_relaxed);
+		/* Inside a claim: no ring of its own yet, so its entry of the loss table counts it.
+		 */
+		trc__lost_mine(t, TRC_LOST_REENTRANT);
 		return;
 	}
 	t->busy = 1;
 	TRC__BARRIER();
 	if (trc__claim(t) != 0) {
-		atomic_fetch_add_explicit(&h->lost_no_slot, 1, memory_order_relaxed);
+		trc__lost_mine(t, TRC_LOST_NO_SLOT);
 		TRC__BARRIER();
 		t->busy = 0;
 		return;
@@ -347,7 +388,11 @@ void trc__modules_changed(void)
 		trc__atfork_child();
 	if (t->busy || (t->prod.data && !*t->ok)) {
 		/* Nested in this thread's own emit (signal handler): count, do not write. */
-		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
+		if (t->prod.data)
+			atomic_fetch_add_explicit(&trc__slot(t->slot)->lost_reentrant, 1,
+						  memory_order_relaxed);
+		else
+			trc__lost_mine(t, TRC_LOST_REENTRANT);
 		return;
 	}
 	trc__ok_set(t, 0);
@@ -363,7 +408,7 @@ void trc__modules_changed(void)
 			trc__emit_new_modules(t, mode);
 		trc__emit_thread_record(t, mode);
 	} else {
-		atomic_fetch_add_explicit(&trc__rt.hdr->lost_no_slot, 1, memory_order_relaxed);
+		trc__lost_mine(t, TRC_LOST_NO_SLOT);
 	}
 	TRC__BARRIER();
 	t->busy = 0;
