@@ -381,9 +381,8 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
  * window carried along. No struct trc_record, no call per record. The bytes are exactly
  * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
 
-_Static_assert(
-	(RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
-	"padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
+_Static_assert((RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
+	       "padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
 
 /* Payload bytes each event type needs (the ring pads to 8). */
 static const uint8_t session__event_need[TRC_REC_FUNC_EXIT + 1] = {
@@ -430,8 +429,8 @@ static int session__window_close(struct session__ctx *c, struct session_slot *ds
  * is in locals: the chunk bytes are written through a uint8_t pointer, which may alias
  * anything, so state left in memory would be reloaded after every byte.
  * Returns 0 or the sink's nonzero value (or SESSION_CORRUPT from a name lookup). */
-static int session__fused_run(struct session__ctx *c, struct session_slot *ds, struct ring_batch *b,
-			      struct trcfile_window *win, bool *open)
+static int session__fused_run(struct session__ctx *c, struct session_slot *ds,
+			      struct ring_batch *b, struct trcfile_window *win, bool *open)
 {
 	struct trc_session *s = c->s;
 	const struct ring_consumer *cons = &ds->cons;
@@ -452,22 +451,22 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	uint64_t last_ts = ds->last_ts_ns;
 	int rc = 0;
 
-#define SESSION__WIN_STORE()              \
-	do {                              \
-		win->p = p;               \
-		win->ts = wts;            \
-		win->alloc_addr = walloc; \
-		win->func_addr = wfunc;   \
-		win->count = count;       \
+#define SESSION__WIN_STORE()                 \
+	do {                                 \
+		win->p = p;                  \
+		win->ts = wts;               \
+		win->alloc_addr = walloc;    \
+		win->func_addr = wfunc;      \
+		win->count = count;          \
 	} while (0)
-#define SESSION__WIN_LOAD()               \
-	do {                              \
-		p = win->p;               \
-		limit = win->limit;       \
-		wts = win->ts;            \
-		walloc = win->alloc_addr; \
-		wfunc = win->func_addr;   \
-		count = win->count;       \
+#define SESSION__WIN_LOAD()                  \
+	do {                                 \
+		p = win->p;                  \
+		limit = win->limit;          \
+		wts = win->ts;               \
+		walloc = win->alloc_addr;    \
+		wfunc = win->func_addr;      \
+		count = win->count;          \
 	} while (0)
 
 	/* ring_batch_begin checked end - pos <= cap and both aligned; pos only moves by whole
