@@ -78,7 +78,7 @@ static void trc__ok_bind(struct trc__thread *t, uint32_t i)
 	t->ok = ok;
 }
 
-/* Back to no flag (no ring). */
+/* Back to no flag (no ring). Before the slot is given up (RETIRED): see trc__thread_exit. */
 static void trc__ok_unbind(struct trc__thread *t)
 {
 	volatile uint8_t *ok = t->ok;
@@ -422,7 +422,9 @@ void trc__thread_exit(void *arg)
 	/* A copy's ring is its parent's thread's: never retire it from here. */
 	if (!t->prod.data || t->busy || !*t->ok || trc__forked_unseen())
 		return;
-	trc__ok_set(t, 0);
+	/* Off the slot's flag line before RETIRED: once the recorder frees the slot, its next
+	 * claimer owns the line (a late write here would clear that thread's flag). */
+	trc__ok_unbind(t);
 	TRC__BARRIER();
 	struct trc_slot *s = trc__slot(t->slot);
 	uint64_t w = atomic_load_explicit(&s->state, memory_order_relaxed);
