@@ -234,7 +234,8 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		if (i)
 			dump_char(',');
 		dump_char('{');
-		dump__kv_str("name", n->name, &f2);
+		dump__key("name", &f2);
+		dump_json_str(n->name, n->name_len); /* all its bytes, NULs included */
 		dump__kv_u64("begins", n->begins, &f2);
 		dump__kv_u64("ends", n->ends, &f2);
 		dump__kv_u64("instants", n->instants, &f2);

@@ -33,6 +33,8 @@ struct summary_thread {
 struct summary_name {
 	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record,
 			   * "(other names)" for ids past the summary's table bound */
+	uint32_t name_len; /* its bytes: a NAME string may hold NUL bytes (name is also
+			    * NUL-terminated after them) */
 	uint64_t begins, ends, instants, counters;
 	/* span durations (matched begin/end of the same stream), ns */
 	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;

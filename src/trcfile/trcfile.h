@@ -216,8 +216,7 @@ uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
  * A file without a footer (a recorder killed) gets one: everything the reader recovers is
  * kept. progress (may be NULL) is called after each chunk with chunks done and total. Returns
  * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads. */
-int trcfile_compact(const char *in_path, const char *out_path,
-		    const struct trcfile_writer_opts *o,
+int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len);
 
@@ -296,6 +295,10 @@ bool trcfile_reader_truncated(const struct trcfile_reader *r);
 const char *trcfile_reader_errmsg(const struct trcfile_reader *r);
 /* Why the first damaged chunk was skipped ("" if none was). */
 const char *trcfile_reader_damage_note(const struct trcfile_reader *r);
+/* When the file was read by a scan of its chunks (truncated: no valid footer), what the scan
+ * stopped at: "end of file", or the first thing that is not a whole chunk and where ("zstd
+ * frame without content checksum at offset 4242"). "" when the footer was used. */
+const char *trcfile_reader_scan_stop(const struct trcfile_reader *r);
 
 unsigned trcfile_reader_stream_count(const struct trcfile_reader *r);
 /* NULL when idx is out of range. */

@@ -76,6 +76,8 @@ struct trcfile_reader {
 	 * so a chunk read by several passes counts once; why the first one was. */
 	uint8_t *chunk_damaged;
 	char damage_note[512];
+	/* Why the recovery scan stopped ("" when the footer was used). */
+	char scan_stop[200];
 };
 
 /* Largest raw chunk the format allows for a chunk of `count` records in this file. */
