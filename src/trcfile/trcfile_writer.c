@@ -118,7 +118,7 @@ struct trcfile_writer {
 	uint32_t flags;
 
 	pthread_mutex_t lock; /* open streams, the stream spill, closing */
-	struct trcfile_stream *open_streams; /* not ended yet */
+	struct trcfile_stream *open_streams, *open_tail; /* not ended yet, by id */
 	uint32_t n_streams; /* opened so far: the next id */
 	bool closing;
 	char *spill_dir; /* where the spill files go (NULL: $TMPDIR or /tmp) */
@@ -563,10 +563,13 @@ struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trc_st
 		return NULL;
 	}
 	s->id = w->n_streams++;
-	s->next = w->open_streams;
-	if (s->next)
-		s->next->prev = s;
-	w->open_streams = s;
+	/* At the tail: close submits the open streams' last chunks in id order, as always. */
+	s->prev = w->open_tail;
+	if (s->prev)
+		s->prev->next = s;
+	else
+		w->open_streams = s;
+	w->open_tail = s;
 	pthread_mutex_unlock(&w->lock);
 	return s;
 }
@@ -594,6 +597,8 @@ static int trcfile__stream_retire(struct trcfile_writer *w, struct trcfile_strea
 		w->open_streams = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	else
+		w->open_tail = s->prev;
 	s->prev = s->next = NULL;
 	return err;
 }
