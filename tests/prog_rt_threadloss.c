@@ -39,9 +39,9 @@ static void *worker(void *arg)
 		TRC_INSTANT("tl.work", i);
 	emitted += n;
 	if (trc__self.prod.data) {
-		*trc__self.ok = 0; /* as inside an emit */
+		*trc__self.ok_flag = 0; /* as inside an emit */
 		raise(SIGUSR1);
-		*trc__self.ok = 1;
+		*trc__self.ok_flag = 1;
 		emitted += 3;
 	}
 	printf("thread %d emitted %ld\n", (int)gettid(), emitted);

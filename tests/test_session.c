@@ -555,7 +555,7 @@ Test(session, no_session_means_no_state_and_no_records, .timeout = 180)
 	TRC_END("x");
 	trc_thread_name("t");
 	cr_assert_null(trc__self.prod.data, "no ring was claimed");
-	cr_assert_eq(*trc__self.ok, 0);
+	cr_assert_eq(*trc__self.ok_flag, 0);
 	cr_assert_null(trc__rt.base);
 }
 

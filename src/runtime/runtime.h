@@ -14,7 +14,7 @@
  *   trc__site_intern           any                     other interns (fetch_add, CAS) no
  *   thread exit (key dtor)     exiting thread          drain                           no
  *   fork child handler         child's only thread     nothing                         no
- * Signal handlers may run any of the emit paths on top of any of them: trc__self.ok/busy turn a
+ * Signal handlers may run any of the emit paths on top of any of them: trc__self.ok_flag/busy turn a
  * nested event into a counted loss.
  */
 #ifndef TRC_RUNTIME_H

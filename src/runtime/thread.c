@@ -40,7 +40,7 @@
 static volatile uint8_t trc__ok_none[2];
 
 __thread struct trc__thread trc__self
-	__attribute__((tls_model("initial-exec"))) = {.ok = trc__ok_none};
+	__attribute__((tls_model("initial-exec"))) = {.ok_flag = trc__ok_none};
 
 /* ---- the fork guard ----------------------------------------------------------------------
  *
@@ -75,14 +75,14 @@ static void trc__ok_bind(struct trc__thread *t, uint32_t i)
 	ok[0] = 0;
 	ok[1] = 1;
 	TRC__BARRIER();
-	t->ok = ok;
+	t->ok_flag = ok;
 }
 
 /* Back to no flag (no ring). Before the slot is given up (RETIRED): see trc__thread_exit. */
 static void trc__ok_unbind(struct trc__thread *t)
 {
-	volatile uint8_t *ok = t->ok;
-	t->ok = trc__ok_none;
+	volatile uint8_t *ok = t->ok_flag;
+	t->ok_flag = trc__ok_none;
 	TRC__BARRIER();
 	if (ok != trc__ok_none) {
 		ok[0] = 0;
@@ -93,8 +93,8 @@ static void trc__ok_unbind(struct trc__thread *t)
 /* Sets the flag of a thread that holds a ring (no-op without one). */
 static void trc__ok_set(struct trc__thread *t, uint8_t v)
 {
-	if (t->ok != trc__ok_none)
-		t->ok[0] = v;
+	if (t->ok_flag != trc__ok_none)
+		t->ok_flag[0] = v;
 }
 
 /* trc.h writes every event as struct trc__event {ts, a, b} cut to 8 + 8 * nwords bytes: the
@@ -352,7 +352,7 @@ void trc__thread_name(const char *name)
 		return;
 	if (__builtin_expect(trc__forked_unseen(), 0))
 		trc__atfork_child();
-	if (t->busy || (t->prod.data && !*t->ok)) {
+	if (t->busy || (t->prod.data && !*t->ok_flag)) {
 		/* Nested in this thread's own emit (signal handler): do not write. A name is not
 		 * an event, so nothing is counted lost (emitted = recorded + lost counts events).
 		 */
@@ -386,7 +386,7 @@ void trc__modules_changed(void)
 		return;
 	if (__builtin_expect(trc__forked_unseen(), 0))
 		trc__atfork_child();
-	if (t->busy || (t->prod.data && !*t->ok)) {
+	if (t->busy || (t->prod.data && !*t->ok_flag)) {
 		/* Nested in this thread's own emit (signal handler): count, do not write. */
 		if (t->prod.data)
 			atomic_fetch_add_explicit(&trc__slot(t->slot)->lost_reentrant, 1,
@@ -420,7 +420,7 @@ void trc__thread_exit(void *arg)
 	(void)arg;
 	struct trc__thread *t = &trc__self;
 	/* A copy's ring is its parent's thread's: never retire it from here. */
-	if (!t->prod.data || t->busy || !*t->ok || trc__forked_unseen())
+	if (!t->prod.data || t->busy || !*t->ok_flag || trc__forked_unseen())
 		return;
 	/* Off the slot's flag line before RETIRED: once the recorder frees the slot, its next
 	 * claimer owns the line (a late write here would clear that thread's flag). */
