@@ -164,7 +164,11 @@ Test(dump, golden_summary_json, .timeout = 60)
 		"\"rss_samples\":5,",
 		"\"buffers_resident_peak_bytes\":131072,",
 		"\"truncated\":false,",
-		"{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7}",
+		("{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7,"
+		 "\"alloc_bytes\":4096}"),
+		("\"live_end_bytes\":4352,\"live_by_process\":[{\"pid\":4242,\"allocs\":4,"
+		 "\"alloc_bytes\":4544,\"live_peak_bytes\":4480,\"live_end_bytes\":4352,"
+		 "\"exited\":true}]"),
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(r.out, want[i]), "missing %s in %s", want[i], r.out);
@@ -178,6 +182,75 @@ Test(dump, golden_summary_json, .timeout = 60)
 		 "with space\"'",
 		 td_dump(), trc);
 	cr_assert_eq(system(cmd), 0);
+	tu_rm_rf(dir);
+}
+
+/* Heaps are per process (issue 14 item 5): a forked child (pid 4300) reuses its parent's
+ * address A for an allocation of its own and frees it, allocates 2000 at B and exits; then
+ * the parent allocates 300. The parent's 1000 at A stays live (one map per process), the
+ * child's 2000 leaves the tree's live bytes at its exit, and live at end is the parent's.
+ * One map for all would give live at end 2300 and peak 2500. */
+Test(dump, live_bytes_are_per_process, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4300, 4300);
+	const uint64_t t0 = 1000000000ull;
+	struct trc_record r;
+	/* stream 1: the parent's thread, 2: the child's; A = 0x...1000, B = 0x...2000 */
+	static const struct {
+		int st;
+		uint32_t type;
+		uint64_t dt, addr, size;
+	} ev[] = {
+		{1, TRC_REC_ALLOC, 100, 0x7f0000001000ull, 1000},
+		{2, TRC_REC_ALLOC, 200, 0x7f0000001000ull, 500},
+		{2, TRC_REC_ALLOC, 300, 0x7f0000002000ull, 2000},
+		{2, TRC_REC_FREE, 400, 0x7f0000001000ull, 0},
+		{1, TRC_REC_ALLOC, 600, 0x7f0000003000ull, 300},
+	};
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		r = (struct trc_record){.type = ev[i].type, .ts_ns = t0 + ev[i].dt};
+		r.alloc.addr = ev[i].addr;
+		r.alloc.size = ev[i].size;
+		tu_add(&p.streams[ev[i].st], &r);
+	}
+	r = (struct trc_record){.type = TRC_REC_EXIT, .ts_ns = t0 + 500};
+	r.exit.pid = 4300;
+	tu_add(&p.streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_EXIT, .ts_ns = t0 + 700};
+	r.exit.pid = 4242;
+	tu_add(&p.streams[0], &r);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	struct td_run q = td_run(dir, (const char *const[]){"summary", "--json", trc, NULL});
+	cr_assert_eq(q.status, 0, "%s", q.err);
+	static const char *const want[] = {
+		("\"live_peak_bytes\":3500,\"live_end_bytes\":1300,\"live_by_process\":["
+		 "{\"pid\":4242,\"allocs\":2,\"alloc_bytes\":1300,\"live_peak_bytes\":1300,"
+		 "\"live_end_bytes\":1300,\"exited\":true},"
+		 "{\"pid\":4300,\"allocs\":2,\"alloc_bytes\":2500,\"live_peak_bytes\":2500,"
+		 "\"live_end_bytes\":2000,\"exited\":true}]"),
+		"\"free_bytes\":500,",
+		("{\"pid\":4300,\"tid\":4300,\"name\":\"\",\"events\":3,\"lost\":0,"
+		 "\"alloc_bytes\":2500}"),
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_expect(strstr(q.out, want[i]), "missing %s in %s", want[i], q.out);
+	td_free(&q);
+	q = td_run(dir, (const char *const[]){"summary", trc, NULL});
+	cr_assert_eq(q.status, 0, "%s", q.err);
+	cr_expect(strstr(q.out, "      4300          2      2.4 KiB      2.4 KiB        2.0 KiB\n"),
+		  "%s", q.out);
+	cr_expect(strstr(q.out, "      4300     4300  -                               3          "
+				"0      2.4 KiB\n"),
+		  "%s", q.out);
+	td_free(&q);
 	tu_rm_rf(dir);
 }
 

@@ -42,7 +42,9 @@ static struct trc_session *new_session(uint32_t slots, uint64_t ring)
 {
 	struct session_config cfg = {.max_slots = slots, .ring_bytes = ring};
 	int err;
+	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
 	struct trc_session *s = session_create(&cfg, &err);
+	hu_fsize_restore(fsize);
 	cr_assert_not_null(s);
 	int fd = session_fd(s);
 	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);

@@ -584,6 +584,7 @@ Test(session, attach_refuses_fds_that_are_not_a_session, .timeout = 180)
 
 Test(session, config_is_validated, .timeout = 180)
 {
+	hu_fsize_lift(); /* the default session's memfd is sized for 256 4 MiB rings */
 	int err = 0;
 	struct session_config bad_ring = {.ring_bytes = 5000};
 	cr_assert_null(session_create(&bad_ring, &err));
@@ -661,6 +662,7 @@ Test(session, forced_clock_gettime, .timeout = 180)
 
 Test(session, env_forces_clock_gettime, .timeout = 180)
 {
+	hu_fsize_lift(); /* the default session's memfd is sized for 256 4 MiB rings */
 	setenv("TRC_CLOCK", "gettime", 1);
 	int err;
 	struct trc_session *s = session_create(NULL, &err);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness_util.h"
 #include "session.h"
 #include "trc.h"
 
@@ -118,7 +119,9 @@ static inline uint64_t ts_lost_total(const struct ts_collect *c)
 static inline struct trc_session *ts_start(const struct session_config *cfg, int *attach_rc)
 {
 	int err = 0;
+	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
 	struct trc_session *s = session_create(cfg, &err);
+	hu_fsize_restore(fsize);
 	if (!s)
 		return NULL;
 	int fd = session_fd(s);

@@ -1075,6 +1075,7 @@ int dump_perfetto_main(int argc, char **argv)
 out:
 	trcfile_iter_free(it);
 	dump__pf_free(p);
+	dump_func_names_release(r);
 	trcfile_reader_close(r);
 	return rc;
 }

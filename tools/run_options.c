@@ -49,9 +49,10 @@ static const char run__usage[] =
 	"                            (default 16M); faulted in as written; larger rings\n"
 	"                            lose fewer events in bursts, smaller ones cost less\n"
 	"                            memory per busy thread\n"
-	"      --max-threads N       ring slots: threads recording at once (default 256)\n"
+	"      --max-threads N       ring slots: threads recording at once, 1 to 4096\n"
+	"                            (default 256)\n"
 	"      --compression-level N zstd level 1..19 (default 1)\n"
-	"      --compress-threads N  compression threads (default 1)\n"
+	"      --compress-threads N  compression threads, 1 to 64 (default 1)\n"
 	"      --keep-stored         when compression fell behind the program, chunks\n"
 	"                            were written uncompressed (stored); by default they\n"
 	"                            are compressed before trace-run exits, on every\n"
@@ -69,7 +70,10 @@ static const char run__usage[] =
 	"  -V, --version             the version\n"
 	"\n"
 	"Exit status: the command's own (128+N if it was killed by signal N); 2 usage\n"
-	"error; 126 command not executable; 127 command not found; 1 the recorder failed.\n";
+	"error; 126 command not executable; 127 command not found; 1 the recorder\n"
+	"failed, or writing or closing the trace failed. A full disk (or ulimit -f)\n"
+	"only stops the recording: the trace keeps what came before, marked truncated,\n"
+	"and the status is the command's.\n";
 
 int run_parse_size(const char *text, uint64_t *out)
 {
