@@ -32,8 +32,6 @@ static void layout(struct trc_region_hdr *h, uint32_t slots, uint32_t procs, uin
 	h->hdr_bytes = sizeof(*h);
 	h->slot_bytes = sizeof(struct trc_slot);
 	h->proc_bytes = sizeof(struct trc_proc);
-	h->tlost_bytes = sizeof(struct trc_tlost);
-	h->max_tlost = TRC_TLOST_ENTRIES;
 	h->max_slots = slots;
 	h->max_procs = procs;
 	h->ring_bytes = ring;
@@ -42,9 +40,8 @@ static void layout(struct trc_region_hdr *h, uint32_t slots, uint32_t procs, uin
 	h->procs_off = pg * (1 + spare);
 	h->slots_off =
 		h->procs_off + trc_page_up((uint64_t)procs * sizeof(struct trc_proc)) + pg * spare;
-	h->tlost_off =
-		h->slots_off + trc_page_up((uint64_t)slots * sizeof(struct trc_slot)) + pg * spare;
-	h->strtab_off = h->tlost_off +
+	/* The thread-loss table has no header field: it starts at the page after the slots. */
+	h->strtab_off = trc_region_tlost_at(h->slots_off, slots) +
 			trc_page_up((uint64_t)TRC_TLOST_ENTRIES * sizeof(struct trc_tlost)) +
 			pg * spare;
 	h->rings_off = h->strtab_off + trc_page_up(strtab) + pg * spare;
@@ -298,9 +295,9 @@ Test(session_layout, check_refuses_offsets_off_a_page, .timeout = 60)
 	/* A page to spare around every part: moved by 64 bytes either way, each offset stays in
 	 * order and in bounds, and only its alignment is wrong. */
 	struct trc_region_hdr h;
-	uint64_t *off[] = {&h.procs_off, &h.slots_off, &h.tlost_off, &h.strtab_off, &h.rings_off};
-	const char *name[] = {"procs_off", "slots_off", "tlost_off", "strtab_off", "rings_off"};
-	for (int i = 0; i < 5; i++) {
+	uint64_t *off[] = {&h.procs_off, &h.slots_off, &h.strtab_off, &h.rings_off};
+	const char *name[] = {"procs_off", "slots_off", "strtab_off", "rings_off"};
+	for (int i = 0; i < 4; i++) {
 		for (int sign = -1; sign <= 1; sign += 2) {
 			layout(&h, SLOTS, PROCS, RING, STRTAB, 1);
 			struct trc_region_geom g;
@@ -353,17 +350,17 @@ Test(session_layout, check_refuses_a_thread_loss_table_out_of_place, .timeout = 
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
 	good(&h, &g);
-	h.tlost_off = h.slots_off; /* over the slot table */
-	refused(&h, g.region_bytes, "tlost over slots");
-	good(&h, &g);
-	h.strtab_off = h.tlost_off; /* the string table over it */
+	cr_assert_eq(g.tlost_off, trc_region_tlost_at(h.slots_off, h.max_slots));
+	h.strtab_off = g.tlost_off; /* the string table over it */
 	refused(&h, g.region_bytes, "strtab over tlost");
 	good(&h, &g);
-	h.max_tlost = TRC_TLOST_ENTRIES + 1;
-	refused(&h, g.region_bytes, "more thread-loss entries than the maximum");
+	h.strtab_off -= TRC_REGION_PAGE; /* over its last page */
+	refused(&h, g.region_bytes, "strtab over the end of tlost");
 	good(&h, &g);
-	h.tlost_bytes = 16;
-	refused(&h, g.region_bytes, "another thread-loss entry size");
+	/* More slots push the table (it follows them) into the string table. */
+	h.max_slots += TRC_REGION_PAGE / sizeof(struct trc_slot) + 1;
+	h.region_bytes = h.rings_off + (uint64_t)h.max_slots * RING;
+	refused(&h, h.region_bytes, "slots pushing tlost into strtab");
 }
 
 Test(session_layout, check_refuses_rings_over_the_string_table, .timeout = 60)

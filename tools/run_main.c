@@ -317,6 +317,7 @@ int main(int argc, char **argv)
 	struct session_config scfg = {
 		.max_slots = opt.max_threads,
 		.ring_bytes = opt.buffer_bytes,
+		.ring_pool_bytes = opt.ring_budget_bytes,
 		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
 	};
 	/* The session is a memfd, which a file size limit (ulimit -f) also bounds: lift the soft
