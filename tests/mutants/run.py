@@ -262,6 +262,12 @@ def main():
                     f"the verdicts (see {base_log})")
         say(f"baseline: plain suites run in {time.monotonic() - t_start:.0f} s")
 
+    # The suite that caught each mutant last time goes first this time (build/mutants/caught_by).
+    memo_path = os.path.join(OUT, "caught_by")
+    memo = {}
+    if os.path.exists(memo_path):
+        with open(memo_path) as f:
+            memo = dict(line.split() for line in f if len(line.split()) == 2)
     counts = {"caught": 0, "equivalent": 0, "survived": 0, "stale": 0, "invalid": 0}
     survivors = []
     for e in entries:
@@ -301,7 +307,8 @@ def main():
                         counts["caught"] += 1
                     break
                 built.add(tier)
-                for name, cmd, env in order(suites(tier), e["hint"]):
+                hints = ([memo[mid]] if mid in memo else []) + e["hint"]
+                for name, cmd, env in order(suites(tier), hints):
                     if (tier, name) in broken:
                         continue
                     st, secs = run(cmd, log, env=env)
@@ -309,6 +316,7 @@ def main():
                         what = {"fail": "", "timeout": " (timeout)", "disk": " (disk filling)"}
                         verdict = f"caught by {tier}/{name}{what[st]}"
                         counts["caught"] += 1
+                        memo[mid] = name
                         break
                 if verdict:
                     break
@@ -320,6 +328,8 @@ def main():
             counts["survived"] += 1
             survivors.append(e)
         say(f"MUTANT {mid:32} {verdict} [{time.monotonic() - t0:.0f} s] {e['file']}: {e['bug']}")
+        with open(memo_path, "w") as f:
+            f.writelines(f"{k} {v}\n" for k, v in sorted(memo.items()))
 
     total = len(entries) - counts["stale"] - counts["invalid"]
     live = total - counts["equivalent"]
