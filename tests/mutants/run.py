@@ -20,7 +20,9 @@ MUTANTS_CHECK=1 only checks that every entry applies (its text occurs once).
 Output: one line per mutant, then `SUMMARY mutants total=N caught=C equivalent=E survived=S
 caught_pct=X`; the report is also written to build/mutants/report.txt. Exit status 0 when the
 share is at least MUTANTS_MIN_PCT (default 90) and no entry is STALE or INVALID.
-Threads: one; runs nothing in parallel (the suites use two workers each).
+A run stopped by SIGINT or SIGTERM stops its suite and puts the file back; one killed outright
+leaves its mutant in the copy, which the next run's refresh of the copy undoes.
+Threads: one (and a watcher of the disk per run); runs no two suites at once (the suites use two workers each).
 """
 import os
 import shutil
@@ -42,6 +44,16 @@ TIERS = os.environ.get("MUTANTS_TIERS", "plain,asan,tsan").split(",")
 MIN_PCT = float(os.environ.get("MUTANTS_MIN_PCT", "90"))
 
 report_lines = []
+current = {"pgid": None}  # the process group running now, stopped with us
+
+
+def stop(signum, frame):
+    if current["pgid"]:
+        try:
+            os.killpg(current["pgid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    raise SystemExit(128 + signum)  # unwinds through the restore of the mutated file
 
 
 def say(line):
@@ -144,6 +156,7 @@ def run(cmd, log, env=None, timeout=TIMEOUT):
         p = subprocess.Popen(cmd, cwd=WORK, stdout=out, stderr=subprocess.STDOUT,
                              env=env, start_new_session=True, stdin=subprocess.DEVNULL)
         verdict = [None]
+        current["pgid"] = p.pid
 
         def watch():
             while p.poll() is None:
@@ -166,6 +179,7 @@ def run(cmd, log, env=None, timeout=TIMEOUT):
         except ProcessLookupError:
             pass
         w.join()
+        current["pgid"] = None
     status = verdict[0] or ("ok" if rc == 0 else "fail")
     return status, time.monotonic() - t0
 
@@ -349,4 +363,6 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     sys.exit(main())
