@@ -2,14 +2,18 @@
  * (tests/mutants/LIST names the bugs each test is for).
  *
  * Purpose: the histogram's quantile rank (ceil(q * n), 1-based) on values that have buckets of
- * their own, where a quantile one rank off is a different number.
+ * their own, where a quantile one rank off is a different number; the ring's pending bytes,
+ * exact while healthy and 0 (never a garbage distance) when the shared positions are corrupt.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "histogram.h"
+#include "ring.h"
 
 /* mutants hist-quantile-rank, hist-quantile-ceil: values 1..10, one each (exact buckets below
  * HIST_SUB): the quantile q is the value of rank ceil(10 q). */
@@ -30,4 +34,33 @@ Test(mut_units, histogram_quantile_ranks_exact)
 			     (unsigned long long)hist_quantile(h, cases[i].q, 10),
 			     (unsigned long long)cases[i].want);
 	hist_free(h);
+}
+
+/* mutant ring-pending-unclamped: what the consumer has left to read, from the shared write
+ * position it cannot trust. */
+Test(mut_units, ring_pending_bytes_exact_and_clamped)
+{
+	enum { CAP = 256 };
+	struct ring_ctl *ctl = aligned_alloc(RING_CACHELINE, sizeof(*ctl));
+	uint8_t *data = malloc(CAP);
+	cr_assert(ctl && data);
+	memset(data, 0, CAP);
+	struct ring_producer p;
+	struct ring_consumer c;
+	cr_assert_eq(ring_ctl_init(ctl, CAP, 0), 0);
+	cr_assert_eq(ring_producer_attach(&p, ctl, data, CAP), 0);
+	cr_assert_eq(ring_consumer_attach(&c, ctl, data, CAP), 0);
+	static const uint8_t payload[40];
+	cr_assert_eq(ring_consumer_pending_bytes(&c), 0);
+	cr_assert_eq(ring_push_sp(&p, 1, payload, sizeof(payload)), 0);
+	uint64_t one = ring_consumer_pending_bytes(&c);
+	cr_assert(one >= sizeof(payload) + 8 && one % 8 == 0, "one record: %llu bytes",
+		  (unsigned long long)one);
+	cr_assert_eq(ring_push_sp(&p, 1, payload, sizeof(payload)), 0);
+	cr_assert_eq(ring_consumer_pending_bytes(&c), 2 * one);
+	/* A write position a capacity and more ahead of the reader: corrupt, nothing pending. */
+	atomic_store(&ctl->write_pos, atomic_load(&ctl->read_pos) + 16 * CAP);
+	cr_assert_eq(ring_consumer_pending_bytes(&c), 0);
+	free(ctl);
+	free(data);
 }
