@@ -12,7 +12,7 @@
 
 #include "allocmap.h"
 
-Test(allocmap, matches_a_reference_under_churn)
+Test(allocmap, matches_a_reference_under_churn, .timeout = 60)
 {
 	enum { N = 4096 };
 	static uint64_t ref_size[N];

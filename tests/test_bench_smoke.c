@@ -102,7 +102,7 @@ static int run_harness(const char *mode)
 
 TestSuite(bench_smoke, .init = setup, .fini = teardown, .timeout = 60);
 
-Test(bench_smoke, good_programs_pass_and_lines_are_collected)
+Test(bench_smoke, good_programs_pass_and_lines_are_collected, .timeout = 180)
 {
 	fake_bench("ring", GOOD_RING);
 	cr_assert_eq(run_harness("smoke"), 0, "%s", slurp("harness.out"));
@@ -117,7 +117,7 @@ Test(bench_smoke, good_programs_pass_and_lines_are_collected)
 	free(runs);
 }
 
-Test(bench_smoke, crashing_program_fails)
+Test(bench_smoke, crashing_program_fails, .timeout = 180)
 {
 	fake_bench("ring", GOOD_RING);
 	fake_bench("crash", "echo 'SUMMARY bench=crash case=x v=1'\nkill -SEGV $$");
@@ -130,7 +130,7 @@ Test(bench_smoke, crashing_program_fails)
 	free(runs);
 }
 
-Test(bench_smoke, nonzero_exit_fails)
+Test(bench_smoke, nonzero_exit_fails, .timeout = 180)
 {
 	fake_bench("bad", "echo 'SUMMARY bench=bad case=x v=1'\nexit 3");
 	cr_assert_neq(run_harness("smoke"), 0);
@@ -139,7 +139,7 @@ Test(bench_smoke, nonzero_exit_fails)
 	free(runs);
 }
 
-Test(bench_smoke, no_summary_line_fails)
+Test(bench_smoke, no_summary_line_fails, .timeout = 180)
 {
 	fake_bench("quiet", "echo 'a table but no summary'");
 	cr_assert_neq(run_harness("smoke"), 0);
@@ -148,7 +148,7 @@ Test(bench_smoke, no_summary_line_fails)
 	free(runs);
 }
 
-Test(bench_smoke, malformed_summary_lines_fail)
+Test(bench_smoke, malformed_summary_lines_fail, .timeout = 180)
 {
 	/* one program per kind of bad line, all in one harness run */
 	static const char *bad[] = {
@@ -178,7 +178,7 @@ Test(bench_smoke, malformed_summary_lines_fail)
 	free(runs);
 }
 
-Test(bench_smoke, missing_program_fails_only_when_its_source_exists)
+Test(bench_smoke, missing_program_fails_only_when_its_source_exists, .timeout = 180)
 {
 	fake_bench("ring", GOOD_RING);
 	sh("touch %s/bench/bench_notyet.c", sandbox);
@@ -197,7 +197,7 @@ Test(bench_smoke, missing_program_fails_only_when_its_source_exists)
 	free(runs);
 }
 
-Test(bench_smoke, hung_program_is_stopped)
+Test(bench_smoke, hung_program_is_stopped, .timeout = 180)
 {
 	fake_bench("hang", "echo 'SUMMARY bench=hang case=x v=1'\nexec sleep 30");
 	char cmd[512];
@@ -210,12 +210,12 @@ Test(bench_smoke, hung_program_is_stopped)
 	free(runs);
 }
 
-Test(bench_smoke, usage_error)
+Test(bench_smoke, usage_error, .timeout = 180)
 {
 	cr_expect_eq(run_harness("sideways"), 2);
 }
 
-Test(bench_smoke, report_carries_figures_spread_and_status)
+Test(bench_smoke, report_carries_figures_spread_and_status, .timeout = 180)
 {
 	fake_bench("ring", GOOD_RING);
 	fake_bench("rss",
@@ -246,7 +246,7 @@ Test(bench_smoke, report_carries_figures_spread_and_status)
 	free(svg);
 }
 
-Test(bench_smoke, no_chart_without_figures_and_no_stale_chart)
+Test(bench_smoke, no_chart_without_figures_and_no_stale_chart, .timeout = 180)
 {
 	fake_bench("plain", "echo 'SUMMARY bench=plain case=x v=1'");
 	sh("echo '<svg>old</svg>' >%s/build/bench/report.svg", sandbox);

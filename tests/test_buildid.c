@@ -21,7 +21,7 @@ static struct trc_record tb_module(uint64_t start, const char *path, const uint8
 	return r;
 }
 
-Test(buildid, written_and_read_back)
+Test(buildid, written_and_read_back, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[320];
@@ -69,7 +69,7 @@ Test(buildid, written_and_read_back)
 	tu_rm_rf(dir);
 }
 
-Test(buildid, too_long_is_refused)
+Test(buildid, too_long_is_refused, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[320];

@@ -53,7 +53,7 @@ static void check_rows(const char *what, const struct layout_row *rows, size_t n
 		     spec_total);
 }
 
-Test(codec, layout_matches_format_md)
+Test(codec, layout_matches_format_md, .timeout = 60)
 {
 	static const struct layout_row hdr[] = {
 		ROW(file_hdr, magic, 0, 8),
@@ -137,7 +137,7 @@ Test(codec, layout_matches_format_md)
 
 /* What a put writes, read back at FORMAT.md's offsets (a second, independent reading of the
  * spec: the magic numbers, the endianness, the checksum's span). */
-Test(codec, put_writes_format_md_bytes)
+Test(codec, put_writes_format_md_bytes, .timeout = 60)
 {
 	uint8_t b[64];
 	struct trcfile__chunk_hdr ch = {.stream_id = 7,
@@ -238,7 +238,7 @@ static void t_header_eq(const struct trcfile__file_hdr *a, const struct trcfile_
 	cr_assert_arr_eq(a->tool, b->tool, a->tool_len);
 }
 
-Test(codec, header_round_trip)
+Test(codec, header_round_trip, .timeout = 60)
 {
 	struct trcfile__file_hdr h = t_header(), got;
 	uint8_t *b = t_header_bytes(&h);
@@ -278,7 +278,7 @@ static int t_header_get(const struct trcfile__file_hdr *h, const uint8_t *b, cha
 	return trcfile__header_get(b, h->header_bytes, h->header_bytes, &got, why, n);
 }
 
-Test(codec, header_damaged_copies_are_refused)
+Test(codec, header_damaged_copies_are_refused, .timeout = 60)
 {
 	struct trcfile__file_hdr h = t_header();
 	uint8_t *b = t_header_bytes(&h);
@@ -398,7 +398,7 @@ static void t_chunk_eq(const struct trcfile__chunk_hdr *a, const struct trcfile_
 	cr_assert_eq(a->flags, b->flags);
 }
 
-Test(codec, chunk_header_round_trip)
+Test(codec, chunk_header_round_trip, .timeout = 60)
 {
 	uint8_t b[TRCFILE__CHUNK_HDR_BYTES];
 	memset(b, 0xee, sizeof(b));
@@ -427,7 +427,7 @@ static int t_chunk_forged(const struct trcfile__chunk_hdr *h, const char **why)
 	return trcfile__chunk_hdr_get(b, &got, why);
 }
 
-Test(codec, chunk_header_damaged_copies_are_refused)
+Test(codec, chunk_header_damaged_copies_are_refused, .timeout = 60)
 {
 	uint8_t b[TRCFILE__CHUNK_HDR_BYTES], d[TRCFILE__CHUNK_HDR_BYTES];
 	trcfile__chunk_hdr_put(b, &t_chunk);
@@ -570,7 +570,7 @@ static uint8_t *t_footer(size_t *bytes, struct trcfile__trailer *t)
 	return f;
 }
 
-Test(codec, footer_and_trailer_round_trip)
+Test(codec, footer_and_trailer_round_trip, .timeout = 60)
 {
 	size_t bytes;
 	struct trcfile__trailer t, gt;
@@ -625,7 +625,7 @@ Test(codec, footer_and_trailer_round_trip)
 	free(f);
 }
 
-Test(codec, trailer_damaged_copies_are_refused)
+Test(codec, trailer_damaged_copies_are_refused, .timeout = 60)
 {
 	size_t bytes;
 	struct trcfile__trailer t, got;
@@ -649,7 +649,7 @@ Test(codec, trailer_damaged_copies_are_refused)
 	free(f);
 }
 
-Test(codec, footer_damaged_copies_are_refused)
+Test(codec, footer_damaged_copies_are_refused, .timeout = 60)
 {
 	size_t bytes;
 	struct trcfile__trailer t;
@@ -852,7 +852,7 @@ static uint8_t *t_encode(const struct trc_record *recs, size_t n, size_t *len)
 	return b;
 }
 
-Test(codec, records_round_trip_fast_and_checked_alike)
+Test(codec, records_round_trip_fast_and_checked_alike, .timeout = 60)
 {
 	const size_t n = 20000;
 	struct trc_record *recs = t_records(n);
@@ -900,7 +900,7 @@ Test(codec, records_round_trip_fast_and_checked_alike)
 	free(recs);
 }
 
-Test(codec, fast_decoder_declines_what_it_does_not_take)
+Test(codec, fast_decoder_declines_what_it_does_not_take, .timeout = 60)
 {
 	uint8_t b[2 * TRCFILE__FAST_MARGIN];
 	memset(b, 0, sizeof(b));

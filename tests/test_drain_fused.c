@@ -202,7 +202,7 @@ static void *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-Test(drain_fused, every_event_type_matches_the_old_encoder)
+Test(drain_fused, every_event_type_matches_the_old_encoder, .timeout = 60)
 {
 	struct session_config cfg = {.max_slots = 4, .force_clock_gettime = true};
 	int rc = -1;

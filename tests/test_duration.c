@@ -58,7 +58,7 @@ static void parse_bad(const char *text, int err, const char *why)
 	parse_bad_in(text, RSS_MIN, RSS_MAX, err, want);
 }
 
-Test(duration, accepts_units_exactly)
+Test(duration, accepts_units_exactly, .timeout = 60)
 {
 	cr_expect_eq(parse_ok("100ms"), 100000000ull);
 	cr_expect_eq(parse_ok("0.5s"), 500000000ull);
@@ -76,7 +76,7 @@ Test(duration, accepts_units_exactly)
 	cr_expect_eq(parse_ok("007ms"), 7000000ull);
 }
 
-Test(duration, minutes_and_hours)
+Test(duration, minutes_and_hours, .timeout = 60)
 {
 	/* --help promises up to 1h: it is accepted, in every spelling of the same hour. */
 	cr_expect_eq(parse_ok("1h"), RSS_MAX);
@@ -103,7 +103,7 @@ Test(duration, minutes_and_hours)
 		     "18446744073709551615ns, with a unit (ns, us, ms, s, m, h)");
 }
 
-Test(duration, bare_number_suggests_the_units)
+Test(duration, bare_number_suggests_the_units, .timeout = 60)
 {
 	/* Every unit that gives an accepted value is suggested, none that does not. */
 	parse_bad_in("100", 0, UINT64_MAX, -EINVAL,
@@ -128,7 +128,7 @@ Test(duration, bare_number_suggests_the_units)
 		"\"123456789012345678901234567890123456789012345678...\" has no unit; " RSS_RANGE);
 }
 
-Test(duration, zero_and_negative)
+Test(duration, zero_and_negative, .timeout = 60)
 {
 	parse_bad("0s", -ERANGE, "zero");
 	parse_bad("0ms", -ERANGE, "zero");
@@ -146,7 +146,7 @@ Test(duration, zero_and_negative)
 		     "with a unit (ns, us, ms, s, m, h)");
 }
 
-Test(duration, nan_and_infinite)
+Test(duration, nan_and_infinite, .timeout = 60)
 {
 	parse_bad("nan", -EINVAL, "not a number");
 	parse_bad("NaN", -EINVAL, "not a number");
@@ -157,7 +157,7 @@ Test(duration, nan_and_infinite)
 	parse_bad("infinity", -EINVAL, "not a number");
 }
 
-Test(duration, below_floor_and_above_an_hour)
+Test(duration, below_floor_and_above_an_hour, .timeout = 60)
 {
 	parse_bad("999us", -ERANGE, "too small");
 	parse_bad("999999ns", -ERANGE, "too small");
@@ -169,7 +169,7 @@ Test(duration, below_floor_and_above_an_hour)
 	parse_bad("1.0000001h", -ERANGE, "too large");
 }
 
-Test(duration, overflow)
+Test(duration, overflow, .timeout = 60)
 {
 	/* 2^64 ns and beyond, in every way of getting there: never wrapped into range. */
 	parse_bad("18446744073709551616ns", -ERANGE, "too large");
@@ -189,7 +189,7 @@ Test(duration, overflow)
 		     "18446744073709551615ns, with a unit (ns, us, ms, s, m, h)");
 }
 
-Test(duration, garbage_empty_and_unknown_unit)
+Test(duration, garbage_empty_and_unknown_unit, .timeout = 60)
 {
 	parse_bad("", -EINVAL, "empty value");
 	parse_bad("ms", -EINVAL, "not a number");
@@ -215,7 +215,7 @@ Test(duration, garbage_empty_and_unknown_unit)
 	parse_bad("99999999999999999999999999xs", -EINVAL, "unknown unit");
 }
 
-Test(duration, null_and_hostile_text)
+Test(duration, null_and_hostile_text, .timeout = 60)
 {
 	uint64_t ns;
 	char msg[160];
@@ -240,7 +240,7 @@ Test(duration, null_and_hostile_text)
 	cr_expect_eq(duration_parse_ns("100", RSS_MIN, RSS_MAX, &ns, NULL, 0), -EINVAL);
 }
 
-Test(duration, custom_range)
+Test(duration, custom_range, .timeout = 60)
 {
 	uint64_t ns = 0;
 	char msg[200];
@@ -257,7 +257,7 @@ Test(duration, custom_range)
 	cr_expect_eq(ns, 0);
 }
 
-Test(duration, format)
+Test(duration, format, .timeout = 60)
 {
 	char buf[32];
 	cr_expect_str_eq(duration_format_ns(1000000, buf, sizeof(buf)), "1ms");
@@ -278,7 +278,7 @@ Test(duration, format)
 			     vals[i], "%s", buf);
 }
 
-Test(rss_source, parse_and_name)
+Test(rss_source, parse_and_name, .timeout = 60)
 {
 	static const struct {
 		const char *name;

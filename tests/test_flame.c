@@ -126,7 +126,7 @@ static const char tf_alloc_want[] = "[no span or function] 8\n"
 				    "outer;prog+0x1000 64\n"
 				    "prog+0x1000;inner 100\n";
 
-Test(flame, hand_computed_time_and_bytes)
+Test(flame, hand_computed_time_and_bytes, .timeout = 180)
 {
 	const char *dir = tu_tmpdir();
 	char path[320];

@@ -78,7 +78,7 @@ static struct func_table *tfn_table(struct trcfile_reader *r, enum func_sort key
 	return t;
 }
 
-Test(functions, hand_computed_calls_and_times)
+Test(functions, hand_computed_calls_and_times, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	struct trcfile_reader *r = tfn_open(dir);
@@ -126,7 +126,7 @@ Test(functions, hand_computed_calls_and_times)
 	tu_rm_rf(dir);
 }
 
-Test(functions, sort_keys)
+Test(functions, sort_keys, .timeout = 60)
 {
 	enum func_sort k;
 	cr_expect(func_sort_parse("self", &k) && k == FUNC_SORT_SELF);

@@ -12,7 +12,7 @@
 
 #include "histogram.h"
 
-Test(histogram, buckets)
+Test(histogram, buckets, .timeout = 60)
 {
 	for (uint64_t v = 0; v < HIST_SUB; v++) {
 		unsigned g, sub;
@@ -44,7 +44,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-Test(histogram, quantiles_within_3_percent)
+Test(histogram, quantiles_within_3_percent, .timeout = 60)
 {
 	enum { N = 100000 };
 	uint64_t *v = malloc(N * sizeof(*v));
@@ -79,7 +79,7 @@ Test(histogram, quantiles_within_3_percent)
 	free(v);
 }
 
-Test(histogram, budget_and_hot_group)
+Test(histogram, budget_and_hot_group, .timeout = 60)
 {
 	struct hist *h = NULL;
 	struct hist_hot hot = {0};

@@ -28,7 +28,7 @@ static void tp_expect(const uint8_t *got, size_t got_len, const uint8_t *want, s
 		  "bytes differ\n got:  %s\n want: %s", g, w);
 }
 
-Test(parquet, thrift_compact_fields_byte_exact)
+Test(parquet, thrift_compact_fields_byte_exact, .timeout = 60)
 {
 	struct thrift_enc e;
 	thrift_enc_init(&e);
@@ -69,7 +69,7 @@ Test(parquet, thrift_compact_fields_byte_exact)
 	thrift_enc_free(&e);
 }
 
-Test(parquet, thrift_nesting_is_bounded)
+Test(parquet, thrift_nesting_is_bounded, .timeout = 60)
 {
 	struct thrift_enc e;
 	thrift_enc_init(&e);
@@ -79,7 +79,7 @@ Test(parquet, thrift_nesting_is_bounded)
 	thrift_enc_free(&e);
 }
 
-Test(parquet, rle_hybrid_byte_exact)
+Test(parquet, rle_hybrid_byte_exact, .timeout = 60)
 {
 	struct pq_buf b = {0};
 	/* Ten zeros at bit width 1: one RLE run, header varint(10 << 1), value in one byte. */
@@ -117,7 +117,7 @@ Test(parquet, rle_hybrid_byte_exact)
 	cr_assert_eq(pq_bit_width(8), 4);
 }
 
-Test(parquet, page_headers_byte_exact)
+Test(parquet, page_headers_byte_exact, .timeout = 60)
 {
 	struct thrift_enc e;
 	thrift_enc_init(&e);
@@ -167,7 +167,7 @@ static uint8_t *tp_slurp(const char *path, size_t *len)
 }
 
 /* One REQUIRED INT64 column "v" holding 1 and 2, uncompressed: every byte of the file. */
-Test(parquet, whole_small_file_byte_exact)
+Test(parquet, whole_small_file_byte_exact, .timeout = 60)
 {
 	char path[] = "/tmp/trc-parquet-XXXXXX";
 	int fd = mkstemp(path);
@@ -235,7 +235,7 @@ Test(parquet, whole_small_file_byte_exact)
 
 /* One REQUIRED STRING column "s" holding "b", "a", uncompressed: a dictionary page, a data page
  * of RLE_DICTIONARY indices, and the column metadata that points at both. */
-Test(parquet, string_column_byte_exact)
+Test(parquet, string_column_byte_exact, .timeout = 60)
 {
 	char path[] = "/tmp/trc-parquet-XXXXXX";
 	int fd = mkstemp(path);
@@ -296,7 +296,7 @@ Test(parquet, string_column_byte_exact)
 	free(got);
 }
 
-Test(parquet, misuse_is_refused_and_sticky)
+Test(parquet, misuse_is_refused_and_sticky, .timeout = 60)
 {
 	char path[] = "/tmp/trc-parquet-XXXXXX";
 	int fd = mkstemp(path);
@@ -332,7 +332,7 @@ Test(parquet, misuse_is_refused_and_sticky)
 
 /* Many rows over several row groups, strings and nulls: the file ends with a footer whose
  * length points back at a FileMetaData that records every row. */
-Test(parquet, row_groups_and_footer_framing)
+Test(parquet, row_groups_and_footer_framing, .timeout = 60)
 {
 	char path[] = "/tmp/trc-parquet-XXXXXX";
 	int fd = mkstemp(path);

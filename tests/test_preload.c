@@ -97,7 +97,7 @@ static void run_both(char *const argv[], const char *in, int want, struct trc_se
 			cr_assert(!strstr(c->v[i].str, "corrupt"), "%s", c->v[i].str);
 }
 
-Test(preload, sort_same_output_allocations_recorded, .init = setup, .fini = teardown)
+Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = setup, .fini = teardown)
 {
 	FILE *f = fopen(path_in, "w");
 	srand(1);
@@ -123,7 +123,7 @@ Test(preload, sort_same_output_allocations_recorded, .init = setup, .fini = tear
 	session_destroy(s);
 }
 
-Test(preload, sh_pipeline_process_tree_and_exit_status, .init = setup, .fini = teardown)
+Test(preload, sh_pipeline_process_tree_and_exit_status, .timeout = 180, .init = setup, .fini = teardown)
 {
 	struct trc_session *s = new_session(32, 256 << 10);
 	struct ts_collect c = {0};
@@ -144,7 +144,7 @@ Test(preload, sh_pipeline_process_tree_and_exit_status, .init = setup, .fini = t
 	session_destroy(s);
 }
 
-Test(preload, python_same_output_and_status, .init = setup, .fini = teardown)
+Test(preload, python_same_output_and_status, .timeout = 180, .init = setup, .fini = teardown)
 {
 	struct trc_session *s = new_session(32, 1 << 20);
 	struct ts_collect c = {0};
@@ -165,7 +165,7 @@ Test(preload, python_same_output_and_status, .init = setup, .fini = teardown)
 	session_destroy(s);
 }
 
-Test(preload, no_session_changes_nothing, .init = setup, .fini = teardown)
+Test(preload, no_session_changes_nothing, .timeout = 180, .init = setup, .fini = teardown)
 {
 	FILE *f = fopen(path_in, "w");
 	for (int i = 0; i < 1000; i++)
@@ -188,7 +188,7 @@ static long field(const char *text, const char *key)
 	return strtol(p + strlen(key), NULL, 0);
 }
 
-Test(preload, signal_handler_allocations_accounted_exactly, .init = setup, .fini = teardown)
+Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .init = setup, .fini = teardown)
 {
 	struct trc_session *s = new_session(8, 4 << 20);
 	struct ts_collect c = {0};
@@ -225,7 +225,7 @@ Test(preload, signal_handler_allocations_accounted_exactly, .init = setup, .fini
 	session_destroy(s);
 }
 
-Test(preload, finstrument_functions_entries_and_exits, .init = setup, .fini = teardown)
+Test(preload, finstrument_functions_entries_and_exits, .timeout = 180, .init = setup, .fini = teardown)
 {
 	struct trc_session *s = new_session(8, 4 << 20);
 	struct ts_collect c = {0};
@@ -269,7 +269,7 @@ Test(preload, finstrument_functions_entries_and_exits, .init = setup, .fini = te
 	session_destroy(s);
 }
 
-Test(preload, threads_and_exit_from_a_thread, .init = setup, .fini = teardown)
+Test(preload, threads_and_exit_from_a_thread, .timeout = 180, .init = setup, .fini = teardown)
 {
 	struct trc_session *s = new_session(32, 1 << 20);
 	struct ts_collect c = {0};

@@ -222,7 +222,7 @@ static void run_schedule(uint64_t cap, uint64_t start_pos, uint64_t seed, int st
 
 /* ---- wrap-around, sizes, alignment ---------------------------------------------------------- */
 
-Test(ring, wrap_every_payload_size)
+Test(ring, wrap_every_payload_size, .timeout = 60)
 {
 	/* Each size on its own, in a small ring so it wraps many times, starting at a different
 	 * offset each time; the consumer drains at random so the ring is also often full. */
@@ -232,14 +232,14 @@ Test(ring, wrap_every_payload_size)
 	}
 }
 
-Test(ring, wrap_every_start_offset_mixed_sizes)
+Test(ring, wrap_every_start_offset_mixed_sizes, .timeout = 60)
 {
 	/* Every 8-byte aligned start offset of a 512-byte ring, mixed sizes up to ~300 bytes. */
 	for (uint64_t off = 0; off < 512; off += 8)
 		run_schedule(512, off, 77 + off, 400, 0, 300, 55);
 }
 
-Test(ring, positions_overflow_2_64)
+Test(ring, positions_overflow_2_64, .timeout = 60)
 {
 	/* Start a few laps before 2^64 so the free-running positions wrap to 0 mid-test. */
 	for (uint64_t k = 0; k < 64; k++) {
@@ -267,7 +267,7 @@ Test(ring, positions_overflow_2_64)
 	}
 }
 
-Test(ring, padding_skipped_and_record_lands_at_zero)
+Test(ring, padding_skipped_and_record_lands_at_zero, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 256, 0);
@@ -298,7 +298,7 @@ Test(ring, padding_skipped_and_record_lands_at_zero)
 
 /* ---- full ring, drops, oversized ------------------------------------------------------------- */
 
-Test(ring, full_ring_drops_exactly_what_does_not_fit)
+Test(ring, full_ring_drops_exactly_what_does_not_fit, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 1024, 0);
@@ -339,7 +339,7 @@ Test(ring, full_ring_drops_exactly_what_does_not_fit)
 	tring_close(&t);
 }
 
-Test(ring, full_ring_with_padding_fills_to_the_byte)
+Test(ring, full_ring_with_padding_fills_to_the_byte, .timeout = 60)
 {
 	/* Start at offset 1000 of 1024: the first 32-byte record needs 24 bytes of padding, then
 	 * 31 records fit (24 + 31 * 32 = 1016), then exactly one 8-byte record, then nothing. */
@@ -367,7 +367,7 @@ Test(ring, full_ring_with_padding_fills_to_the_byte)
 	tring_close(&t);
 }
 
-Test(ring, oversized_refused_and_counted)
+Test(ring, oversized_refused_and_counted, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 256, 0);
@@ -403,7 +403,7 @@ Test(ring, oversized_refused_and_counted)
 	tring_close(&t);
 }
 
-Test(ring, empty_ring)
+Test(ring, empty_ring, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 64, 4096);
@@ -425,7 +425,7 @@ Test(ring, empty_ring)
 	tring_close(&t);
 }
 
-Test(ring, uncommitted_record_is_invisible_and_reusable)
+Test(ring, uncommitted_record_is_invisible_and_reusable, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 128, 0);
@@ -452,7 +452,7 @@ Test(ring, uncommitted_record_is_invisible_and_reusable)
 	tring_close(&t);
 }
 
-Test(ring, touched_bytes)
+Test(ring, touched_bytes, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 256, (uint64_t)0 - 64);
@@ -481,7 +481,7 @@ Test(ring, touched_bytes)
 
 /* ---- bad arguments ------------------------------------------------------------------------- */
 
-Test(ring, bad_capacities_rejected)
+Test(ring, bad_capacities_rejected, .timeout = 60)
 {
 	/* Too small, not a power of two, too large. */
 	/* clang-format off */
@@ -582,7 +582,7 @@ static void fill_random(void *dst, size_t n, uint64_t *s)
 		b[i] = (uint8_t)rng_next(s);
 }
 
-Test(ring, corruption_random_bytes_many_seeds)
+Test(ring, corruption_random_bytes_many_seeds, .timeout = 60)
 {
 	unsigned corrupt = 0, clean = 0;
 	for (uint64_t seed = 1; seed <= 4000; seed++) {
@@ -679,7 +679,7 @@ static void expect_corrupt_after(struct tring *t, int good)
 	cr_assert_eq(ring_batch_next(&t->c, &b, &r), -EPROTO);
 }
 
-Test(ring, corrupt_len_zero)
+Test(ring, corrupt_len_zero, .timeout = 60)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 0);
@@ -688,7 +688,7 @@ Test(ring, corrupt_len_zero)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_len_not_multiple_of_8)
+Test(ring, corrupt_len_not_multiple_of_8, .timeout = 60)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 0);
@@ -697,7 +697,7 @@ Test(ring, corrupt_len_not_multiple_of_8)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_len_shorter_than_header)
+Test(ring, corrupt_len_shorter_than_header, .timeout = 60)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 0);
@@ -706,7 +706,7 @@ Test(ring, corrupt_len_shorter_than_header)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_len_past_write_pos)
+Test(ring, corrupt_len_past_write_pos, .timeout = 60)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 0);
@@ -716,7 +716,7 @@ Test(ring, corrupt_len_past_write_pos)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_len_past_end_of_data)
+Test(ring, corrupt_len_past_end_of_data, .timeout = 60)
 {
 	struct tring t;
 	/* Records start at offset 240 of 256: the producer pads to the end. Make the first real
@@ -729,7 +729,7 @@ Test(ring, corrupt_len_past_end_of_data)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_pad_not_reaching_end)
+Test(ring, corrupt_pad_not_reaching_end, .timeout = 60)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 0);
@@ -740,7 +740,7 @@ Test(ring, corrupt_pad_not_reaching_end)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_write_minus_read_over_capacity)
+Test(ring, corrupt_write_minus_read_over_capacity, .timeout = 60)
 {
 	struct tring t;
 	uint64_t p0 = healthy(&t, 1ull << 40);
@@ -776,7 +776,7 @@ Test(ring, corrupt_write_minus_read_over_capacity)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_dropped_going_backwards)
+Test(ring, corrupt_dropped_going_backwards, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 64, 0);
@@ -794,7 +794,7 @@ Test(ring, corrupt_dropped_going_backwards)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_capacity_field_ignored)
+Test(ring, corrupt_capacity_field_ignored, .timeout = 60)
 {
 	/* The consumer trusts its own capacity, never the one in shared memory. */
 	struct tring t;
@@ -812,7 +812,7 @@ Test(ring, corrupt_capacity_field_ignored)
 	tring_close(&t);
 }
 
-Test(ring, corrupt_hand_made_batch)
+Test(ring, corrupt_hand_made_batch, .timeout = 60)
 {
 	/* The batch is the caller's; one that claims more than a ring's worth, or sits between
 	 * records, is refused rather than read. */
@@ -831,7 +831,7 @@ Test(ring, corrupt_hand_made_batch)
 
 /* ---- the producer against a broken consumer ------------------------------------------------ */
 
-Test(ring, producer_stays_in_bounds_whatever_read_pos_says)
+Test(ring, producer_stays_in_bounds_whatever_read_pos_says, .timeout = 60)
 {
 	/* The producer trusts the consumer, but a read position that is impossible must still
 	 * never make it write outside data (guard bytes after it) or over unread bytes. */
@@ -880,7 +880,7 @@ static void drain_all(struct tring *t)
 	ring_batch_release(&t->c, &b);
 }
 
-Test(ring, limit_cap_sends_the_fast_path_to_its_caller)
+Test(ring, limit_cap_sends_the_fast_path_to_its_caller, .timeout = 60)
 {
 	/* The runtime faults a ring in ahead of its writer and caps the fast path at the end of
 	 * the faulted part: a record that would end past it must fail ring_reserve_fast_sp
@@ -918,7 +918,7 @@ Test(ring, limit_cap_sends_the_fast_path_to_its_caller)
 	tring_close(&t);
 }
 
-Test(ring, limit_cap_zero_and_cap_below_the_writer)
+Test(ring, limit_cap_zero_and_cap_below_the_writer, .timeout = 60)
 {
 	struct tring t;
 	tring_open(&t, 256, 0);
@@ -936,7 +936,7 @@ Test(ring, limit_cap_zero_and_cap_below_the_writer)
 	tring_close(&t);
 }
 
-Test(ring, limit_cap_random_against_the_model)
+Test(ring, limit_cap_random_against_the_model, .timeout = 60)
 {
 	/* Random caps (below, at and beyond the capacity) while pushing through the fast path
 	 * first, as the runtime does: whatever the fast path accepts is what the model accepts,

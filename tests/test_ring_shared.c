@@ -195,7 +195,7 @@ static void wait_ready(int fd)
 	cr_assert_eq(read(fd, &c, 1), 1, "producer never got through its first phase");
 }
 
-Test(ring_shared, fork_producer_parent_consumer)
+Test(ring_shared, fork_producer_parent_consumer, .timeout = 180)
 {
 	const uint64_t cap = 16384, n_fill = 1000, n_total = 1000000;
 	struct region r;
@@ -295,12 +295,12 @@ static void killed_midway(uint64_t cap, bool consume_while_running, useconds_t r
 	region_close(&r);
 }
 
-Test(ring_shared, producer_killed_while_consumer_runs)
+Test(ring_shared, producer_killed_while_consumer_runs, .timeout = 180)
 {
 	killed_midway(65536, true, 100000);
 }
 
-Test(ring_shared, producer_killed_with_full_ring)
+Test(ring_shared, producer_killed_with_full_ring, .timeout = 180)
 {
 	/* Nobody consumes before the kill: the ring is full and the child is dropping. */
 	killed_midway(8192, false, 50000);

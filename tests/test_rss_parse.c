@@ -71,7 +71,7 @@ static int rollup_file(const char *name, struct rss_rollup *out)
 
 /* ---- real captures --------------------------------------------------------------------- */
 
-Test(rss_parse, statm_live)
+Test(rss_parse, statm_live, .timeout = 60)
 {
 	struct rss_statm s;
 	cr_assert_eq(statm_file("statm.live", &s), 0);
@@ -80,7 +80,7 @@ Test(rss_parse, statm_live)
 	cr_expect_eq(s.shared_bytes, 296 * PAGE);
 }
 
-Test(rss_parse, statm_page_size_scales)
+Test(rss_parse, statm_page_size_scales, .timeout = 60)
 {
 	static const char text[] = "10 3 1 1 0 2 0\n";
 	struct rss_statm s;
@@ -91,7 +91,7 @@ Test(rss_parse, statm_page_size_scales)
 	cr_expect_eq(rss_parse_statm(NULL, 0, PAGE, &s), -EINVAL);
 }
 
-Test(rss_parse, status_live)
+Test(rss_parse, status_live, .timeout = 60)
 {
 	struct rss_status s;
 	cr_assert_eq(status_file("status.live", &s), 0);
@@ -105,7 +105,7 @@ Test(rss_parse, status_live)
 	cr_expect_eq(s.anon_bytes + s.file_bytes + s.shmem_bytes, s.rss_bytes);
 }
 
-Test(rss_parse, smaps_rollup_live)
+Test(rss_parse, smaps_rollup_live, .timeout = 60)
 {
 	struct rss_rollup r;
 	cr_assert_eq(rollup_file("smaps_rollup.live", &r), 0);
@@ -114,7 +114,7 @@ Test(rss_parse, smaps_rollup_live)
 	cr_expect_eq(r.pss_bytes, 32949 * KIB);
 }
 
-Test(rss_parse, sources_agree_on_one_capture)
+Test(rss_parse, sources_agree_on_one_capture, .timeout = 60)
 {
 	struct rss_statm m;
 	struct rss_status s;
@@ -126,7 +126,7 @@ Test(rss_parse, sources_agree_on_one_capture)
 	cr_expect_eq(s.rss_bytes, r.rss_bytes);
 }
 
-Test(rss_parse, zombie)
+Test(rss_parse, zombie, .timeout = 60)
 {
 	struct rss_statm m;
 	struct rss_status s;
@@ -144,7 +144,7 @@ struct bad_case {
 	int err;
 };
 
-Test(rss_parse, statm_malformed)
+Test(rss_parse, statm_malformed, .timeout = 60)
 {
 	static const struct bad_case cases[] = {
 		{"statm.truncated", -EINVAL},	   {"statm.no_newline", -EINVAL},
@@ -160,7 +160,7 @@ Test(rss_parse, statm_malformed)
 	}
 }
 
-Test(rss_parse, status_malformed)
+Test(rss_parse, status_malformed, .timeout = 60)
 {
 	static const struct bad_case cases[] = {
 		{"status.truncated", -EINVAL},	    {"status.nonnumeric", -EINVAL},
@@ -175,7 +175,7 @@ Test(rss_parse, status_malformed)
 	}
 }
 
-Test(rss_parse, smaps_rollup_malformed)
+Test(rss_parse, smaps_rollup_malformed, .timeout = 60)
 {
 	static const struct bad_case cases[] = {
 		{"smaps_rollup.truncated", -EINVAL},	{"smaps_rollup.no_header", -EINVAL},
@@ -189,7 +189,7 @@ Test(rss_parse, smaps_rollup_malformed)
 	}
 }
 
-Test(rss_parse, status_edge_lines)
+Test(rss_parse, status_edge_lines, .timeout = 60)
 {
 	/* Unknown and value-less lines are skipped; a used line must be "Key:<ws>N kB". */
 	static const char ok[] =
@@ -220,7 +220,7 @@ Test(rss_parse, status_edge_lines)
 
 /* ---- every cut point of the real captures ---------------------------------------------- */
 
-Test(rss_parse, every_prefix_fails_or_agrees)
+Test(rss_parse, every_prefix_fails_or_agrees, .timeout = 60)
 {
 	struct blob m = load("statm.live"), st = load("status.live"),
 		    ro = load("smaps_rollup.live");

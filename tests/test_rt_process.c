@@ -56,7 +56,7 @@ static char *read_file(const char *path)
 	return buf;
 }
 
-Test(rt_process, exec_child_threads_counted_exactly, .init = setup)
+Test(rt_process, exec_child_threads_counted_exactly, .timeout = 180, .init = setup)
 {
 	struct trc_session *s = new_session();
 	struct ts_collect c = {0};
@@ -89,7 +89,7 @@ Test(rt_process, exec_child_threads_counted_exactly, .init = setup)
 	session_destroy(s);
 }
 
-Test(rt_process, exec_again_attaches_and_retires_the_old_image, .init = setup)
+Test(rt_process, exec_again_attaches_and_retires_the_old_image, .timeout = 180, .init = setup)
 {
 	struct trc_session *s = new_session();
 	struct ts_collect c = {0};
@@ -108,7 +108,7 @@ Test(rt_process, exec_again_attaches_and_retires_the_old_image, .init = setup)
 	session_destroy(s);
 }
 
-Test(rt_process, forked_grandchild_is_its_own_process, .init = setup)
+Test(rt_process, forked_grandchild_is_its_own_process, .timeout = 180, .init = setup)
 {
 	struct trc_session *s = new_session();
 	struct ts_collect c = {0};
@@ -137,7 +137,7 @@ Test(rt_process, forked_grandchild_is_its_own_process, .init = setup)
 	session_destroy(s);
 }
 
-Test(rt_process, exit_from_a_secondary_thread, .init = setup)
+Test(rt_process, exit_from_a_secondary_thread, .timeout = 180, .init = setup)
 {
 	struct trc_session *s = new_session();
 	struct ts_collect c = {0};
@@ -154,7 +154,7 @@ Test(rt_process, exit_from_a_secondary_thread, .init = setup)
 	session_destroy(s);
 }
 
-Test(rt_process, no_session_same_output_and_status, .init = setup)
+Test(rt_process, no_session_same_output_and_status, .timeout = 180, .init = setup)
 {
 	char *argv[] = {prog, "2", "1000", NULL};
 	char out1[] = "/tmp/trc-test-rt-XXXXXX", out2[] = "/tmp/trc-test-rt-XXXXXX";

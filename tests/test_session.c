@@ -24,7 +24,7 @@ static struct trc_session *start(uint32_t slots, uint64_t ring)
 	return s;
 }
 
-Test(session, records_round_trip_with_names_and_time)
+Test(session, records_round_trip_with_names_and_time, .timeout = 180)
 {
 	struct trc_session *s = start(8, 64 << 10);
 	uint64_t t0 = trc_mono_ns();
@@ -109,7 +109,7 @@ Test(session, records_round_trip_with_names_and_time)
 	session_destroy(s);
 }
 
-Test(session, module_records_cover_this_executable)
+Test(session, module_records_cover_this_executable, .timeout = 180)
 {
 	struct trc_session *s = start(4, 64 << 10);
 	TRC_INSTANT("x", 1);
@@ -153,7 +153,7 @@ static void *worker(void *p)
 	return NULL;
 }
 
-Test(session, threads_known_counts_nothing_lost_with_big_rings)
+Test(session, threads_known_counts_nothing_lost_with_big_rings, .timeout = 180)
 {
 	enum { T = 6, N = 20000 };
 	struct trc_session *s = start(16, 1 << 20);
@@ -187,7 +187,7 @@ Test(session, threads_known_counts_nothing_lost_with_big_rings)
 	session_destroy(s);
 }
 
-Test(session, full_ring_recorded_plus_lost_equals_emitted)
+Test(session, full_ring_recorded_plus_lost_equals_emitted, .timeout = 180)
 {
 	enum { N = 100000 };
 	struct trc_session *s = start(4, 16 << 10); /* holds ~680 counter records */
@@ -206,7 +206,7 @@ Test(session, full_ring_recorded_plus_lost_equals_emitted)
 	session_destroy(s);
 }
 
-Test(session, thread_churn_recycles_slots_and_attributes_correctly)
+Test(session, thread_churn_recycles_slots_and_attributes_correctly, .timeout = 180)
 {
 	enum { THREADS = 1000, BATCH = 4, N = 50 };
 	struct trc_session *s = start(8, 16 << 10);
@@ -246,7 +246,7 @@ Test(session, thread_churn_recycles_slots_and_attributes_correctly)
 	session_destroy(s);
 }
 
-Test(session, slots_exhausted_counts_lost_exactly)
+Test(session, slots_exhausted_counts_lost_exactly, .timeout = 180)
 {
 	enum { T = 4, N = 1000 };
 	struct trc_session *s = start(2, 64 << 10);
@@ -274,7 +274,7 @@ Test(session, slots_exhausted_counts_lost_exactly)
 	session_destroy(s);
 }
 
-Test(session, thread_name_emits_thread_record)
+Test(session, thread_name_emits_thread_record, .timeout = 180)
 {
 	struct trc_session *s = start(4, 64 << 10);
 	TRC_INSTANT("a", 1);
@@ -306,7 +306,7 @@ static void *emit_and_wait(void *p)
 	return NULL;
 }
 
-Test(session, corrupt_ring_is_reported_and_other_streams_survive)
+Test(session, corrupt_ring_is_reported_and_other_streams_survive, .timeout = 180)
 {
 	enum { N = 100 };
 	struct trc_session *s = start(4, 16 << 10);
@@ -357,7 +357,7 @@ Test(session, corrupt_ring_is_reported_and_other_streams_survive)
 	session_destroy(s);
 }
 
-Test(session, garbage_slot_table_and_strtab_do_not_crash_the_drain)
+Test(session, garbage_slot_table_and_strtab_do_not_crash_the_drain, .timeout = 180)
 {
 	struct trc_session *s = start(4, 16 << 10);
 	TRC_INSTANT("ok", 1);
@@ -429,7 +429,7 @@ static void check_resident(struct trc_session *s, uint64_t want)
 		     (unsigned long)want);
 }
 
-Test(session, resident_bytes_match_the_kernel_exactly)
+Test(session, resident_bytes_match_the_kernel_exactly, .timeout = 180)
 {
 	enum { RING = 256 << 10, HEAD = TRC_RING_PREFAULT_BYTES };
 	struct trc_session *s = start(8, RING);
@@ -470,7 +470,7 @@ Test(session, resident_bytes_match_the_kernel_exactly)
 
 /* ---- fork ---------------------------------------------------------------------------------- */
 
-Test(session, fork_child_writes_its_own_rings)
+Test(session, fork_child_writes_its_own_rings, .timeout = 180)
 {
 	enum { N = 500 };
 	struct trc_session *s = start(8, 64 << 10);
@@ -522,7 +522,7 @@ Test(session, fork_child_writes_its_own_rings)
 
 /* ---- attach refusals and no session --------------------------------------------------------- */
 
-Test(session, no_session_means_no_state_and_no_records)
+Test(session, no_session_means_no_state_and_no_records, .timeout = 180)
 {
 	unsetenv(TRC_SESSION_FD_ENV);
 	cr_assert_eq(trc_attach(), -ENOENT);
@@ -539,7 +539,7 @@ Test(session, no_session_means_no_state_and_no_records)
 	cr_assert_null(trc__rt.base);
 }
 
-Test(session, attach_refuses_fds_that_are_not_a_session)
+Test(session, attach_refuses_fds_that_are_not_a_session, .timeout = 180)
 {
 	setenv(TRC_SESSION_FD_ENV, "abc", 1);
 	cr_assert_eq(trc_attach(), -EINVAL);
@@ -562,7 +562,7 @@ Test(session, attach_refuses_fds_that_are_not_a_session)
 	cr_assert_null(trc__self.prod.data);
 }
 
-Test(session, config_is_validated)
+Test(session, config_is_validated, .timeout = 180)
 {
 	int err = 0;
 	struct session_config bad_ring = {.ring_bytes = 5000};
@@ -629,17 +629,17 @@ static void check_clock(bool force_gettime)
 	session_destroy(s);
 }
 
-Test(session, tsc_timestamps_convert_to_monotonic)
+Test(session, tsc_timestamps_convert_to_monotonic, .timeout = 180)
 {
 	check_clock(false);
 }
 
-Test(session, forced_clock_gettime)
+Test(session, forced_clock_gettime, .timeout = 180)
 {
 	check_clock(true);
 }
 
-Test(session, env_forces_clock_gettime)
+Test(session, env_forces_clock_gettime, .timeout = 180)
 {
 	setenv("TRC_CLOCK", "gettime", 1);
 	int err;
@@ -651,7 +651,7 @@ Test(session, env_forces_clock_gettime)
 	session_destroy(s);
 }
 
-Test(clock, conversion_is_exact_for_known_rates)
+Test(clock, conversion_is_exact_for_known_rates, .timeout = 180)
 {
 	struct trc_clock_pair a = {.tsc = 1000, .ns = 5000};
 	struct trc_clock_pair b = {.tsc = 1000 + 3000000000ull, .ns = 5000 + 1000000000ull};
@@ -669,7 +669,7 @@ Test(clock, conversion_is_exact_for_known_rates)
 	cr_assert_eq(trc_clock_fit(&c, &b, &a), -EINVAL);
 }
 
-Test(session, string_table_full_falls_back_and_says_so)
+Test(session, string_table_full_falls_back_and_says_so, .timeout = 180)
 {
 	struct session_config cfg = {.max_slots = 2, .ring_bytes = 16 << 10, .strtab_bytes = 4096};
 	int rc;
@@ -715,7 +715,7 @@ static int stopping_record(void *arg, const struct session_stream *st, const str
 	return --stop_after == 0 ? 77 : 0;
 }
 
-Test(session, sink_error_stops_the_drain_and_nothing_is_lost)
+Test(session, sink_error_stops_the_drain_and_nothing_is_lost, .timeout = 180)
 {
 	struct trc_session *s = start(4, 64 << 10);
 	for (int i = 0; i < 100; i++)

@@ -71,7 +71,7 @@ static void refused(const struct trc_region_hdr *h, uint64_t mapped, const char 
 
 /* ---- a good header -------------------------------------------------------------------------- */
 
-Test(session_layout, plan_is_accepted_and_read_back_exactly)
+Test(session_layout, plan_is_accepted_and_read_back_exactly, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom want, got;
@@ -90,7 +90,7 @@ Test(session_layout, plan_is_accepted_and_read_back_exactly)
 	cr_assert_eq(got.clock_mode, TRC_CLOCK_TSC);
 }
 
-Test(session_layout, every_plan_passes_the_check)
+Test(session_layout, every_plan_passes_the_check, .timeout = 60)
 {
 	/* The recorder never publishes a region the runtime would refuse (session_create also
 	 * checks its own header), over the whole range of every value. */
@@ -132,27 +132,27 @@ Test(session_layout, every_plan_passes_the_check)
 
 /* ---- the plan refuses what the check would refuse ------------------------------------------- */
 
-Test(session_layout, plan_refuses_zero_slots)
+Test(session_layout, plan_refuses_zero_slots, .timeout = 60)
 {
 	struct trc_region_geom g;
 	cr_assert_eq(trc_region_plan(&g, 0, PROCS, RING, STRTAB), -EINVAL);
 }
 
-Test(session_layout, plan_refuses_too_many_slots)
+Test(session_layout, plan_refuses_too_many_slots, .timeout = 60)
 {
 	struct trc_region_geom g;
 	cr_assert_eq(trc_region_plan(&g, TRC_REGION_MAX_SLOTS, PROCS, RING, STRTAB), 0);
 	cr_assert_eq(trc_region_plan(&g, TRC_REGION_MAX_SLOTS + 1, PROCS, RING, STRTAB), -EINVAL);
 }
 
-Test(session_layout, plan_refuses_too_many_procs)
+Test(session_layout, plan_refuses_too_many_procs, .timeout = 60)
 {
 	struct trc_region_geom g;
 	cr_assert_eq(trc_region_plan(&g, SLOTS, TRC_REGION_MAX_PROCS, RING, STRTAB), 0);
 	cr_assert_eq(trc_region_plan(&g, SLOTS, TRC_REGION_MAX_PROCS + 1, RING, STRTAB), -EINVAL);
 }
 
-Test(session_layout, plan_refuses_bad_ring_sizes)
+Test(session_layout, plan_refuses_bad_ring_sizes, .timeout = 60)
 {
 	struct trc_region_geom g;
 	cr_assert_eq(trc_region_plan(&g, SLOTS, PROCS, TRC_REGION_PAGE / 2, STRTAB), -EINVAL);
@@ -161,7 +161,7 @@ Test(session_layout, plan_refuses_bad_ring_sizes)
 	cr_assert_eq(trc_region_plan(&g, SLOTS, PROCS, RING_MAX_CAPACITY, STRTAB), 0);
 }
 
-Test(session_layout, plan_refuses_bad_string_tables)
+Test(session_layout, plan_refuses_bad_string_tables, .timeout = 60)
 {
 	struct trc_region_geom g;
 	cr_assert_eq(trc_region_plan(&g, SLOTS, PROCS, RING, TRC_REGION_PAGE - 1), -EINVAL);
@@ -175,7 +175,7 @@ Test(session_layout, plan_refuses_bad_string_tables)
 
 /* ---- the check: one test per rule ----------------------------------------------------------- */
 
-Test(session_layout, check_refuses_wrong_magic)
+Test(session_layout, check_refuses_wrong_magic, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -184,7 +184,7 @@ Test(session_layout, check_refuses_wrong_magic)
 	refused(&h, g.region_bytes, "magic");
 }
 
-Test(session_layout, check_refuses_another_version)
+Test(session_layout, check_refuses_another_version, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -193,7 +193,7 @@ Test(session_layout, check_refuses_another_version)
 	refused(&h, g.region_bytes, "version");
 }
 
-Test(session_layout, check_refuses_another_header_size)
+Test(session_layout, check_refuses_another_header_size, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -202,7 +202,7 @@ Test(session_layout, check_refuses_another_header_size)
 	refused(&h, g.region_bytes, "hdr_bytes");
 }
 
-Test(session_layout, check_refuses_another_slot_size)
+Test(session_layout, check_refuses_another_slot_size, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -211,7 +211,7 @@ Test(session_layout, check_refuses_another_slot_size)
 	refused(&h, g.region_bytes, "slot_bytes");
 }
 
-Test(session_layout, check_refuses_another_proc_size)
+Test(session_layout, check_refuses_another_proc_size, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -220,7 +220,7 @@ Test(session_layout, check_refuses_another_proc_size)
 	refused(&h, g.region_bytes, "proc_bytes");
 }
 
-Test(session_layout, check_refuses_a_size_that_is_not_the_mapping)
+Test(session_layout, check_refuses_a_size_that_is_not_the_mapping, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -229,7 +229,7 @@ Test(session_layout, check_refuses_a_size_that_is_not_the_mapping)
 	refused(&h, g.region_bytes - TRC_REGION_PAGE, "mapping smaller than the header says");
 }
 
-Test(session_layout, check_refuses_zero_slots)
+Test(session_layout, check_refuses_zero_slots, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -238,7 +238,7 @@ Test(session_layout, check_refuses_zero_slots)
 	refused(&h, g.region_bytes, "max_slots 0");
 }
 
-Test(session_layout, check_refuses_too_many_slots)
+Test(session_layout, check_refuses_too_many_slots, .timeout = 60)
 {
 	/* A region that really holds that many rings: only the count is wrong. */
 	struct trc_region_hdr h;
@@ -246,49 +246,49 @@ Test(session_layout, check_refuses_too_many_slots)
 	refused(&h, h.region_bytes, "max_slots above the maximum");
 }
 
-Test(session_layout, check_refuses_too_many_procs)
+Test(session_layout, check_refuses_too_many_procs, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	layout(&h, SLOTS, TRC_REGION_MAX_PROCS + 1, RING, STRTAB, 0);
 	refused(&h, h.region_bytes, "max_procs above the maximum");
 }
 
-Test(session_layout, check_refuses_rings_below_a_page)
+Test(session_layout, check_refuses_rings_below_a_page, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	layout(&h, SLOTS, PROCS, TRC_REGION_PAGE / 2, STRTAB, 0);
 	refused(&h, h.region_bytes, "ring_bytes below a page");
 }
 
-Test(session_layout, check_refuses_rings_not_a_power_of_two)
+Test(session_layout, check_refuses_rings_not_a_power_of_two, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	layout(&h, SLOTS, PROCS, RING - TRC_REGION_PAGE, STRTAB, 0);
 	refused(&h, h.region_bytes, "ring_bytes not a power of two");
 }
 
-Test(session_layout, check_refuses_rings_above_the_maximum)
+Test(session_layout, check_refuses_rings_above_the_maximum, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	layout(&h, 1, PROCS, RING_MAX_CAPACITY * 2, STRTAB, 0);
 	refused(&h, h.region_bytes, "ring_bytes above the ring's maximum");
 }
 
-Test(session_layout, check_refuses_a_string_table_below_a_page)
+Test(session_layout, check_refuses_a_string_table_below_a_page, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	layout(&h, SLOTS, PROCS, RING, 64, 0);
 	refused(&h, h.region_bytes, "strtab_bytes below a page");
 }
 
-Test(session_layout, check_refuses_a_string_table_above_the_maximum)
+Test(session_layout, check_refuses_a_string_table_above_the_maximum, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	layout(&h, SLOTS, PROCS, RING, trc_page_up(TRC_STRTAB_MAX_BYTES), 0);
 	refused(&h, h.region_bytes, "strtab_bytes above the maximum");
 }
 
-Test(session_layout, check_refuses_offsets_off_a_page)
+Test(session_layout, check_refuses_offsets_off_a_page, .timeout = 60)
 {
 	/* A page to spare around every part: moved by 64 bytes either way, each offset stays in
 	 * order and in bounds, and only its alignment is wrong. */
@@ -306,7 +306,7 @@ Test(session_layout, check_refuses_offsets_off_a_page)
 	}
 }
 
-Test(session_layout, check_refuses_a_process_table_over_the_header)
+Test(session_layout, check_refuses_a_process_table_over_the_header, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -315,7 +315,7 @@ Test(session_layout, check_refuses_a_process_table_over_the_header)
 	refused(&h, g.region_bytes, "procs_off 0");
 }
 
-Test(session_layout, check_refuses_a_slot_table_over_the_process_table)
+Test(session_layout, check_refuses_a_slot_table_over_the_process_table, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -327,7 +327,7 @@ Test(session_layout, check_refuses_a_slot_table_over_the_process_table)
 	refused(&h, g.region_bytes, "slots before procs");
 }
 
-Test(session_layout, check_refuses_a_string_table_over_the_slot_table)
+Test(session_layout, check_refuses_a_string_table_over_the_slot_table, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -343,7 +343,7 @@ Test(session_layout, check_refuses_a_string_table_over_the_slot_table)
 	refused(&h, g.region_bytes, "strtab before slots");
 }
 
-Test(session_layout, check_refuses_rings_over_the_string_table)
+Test(session_layout, check_refuses_rings_over_the_string_table, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -356,7 +356,7 @@ Test(session_layout, check_refuses_rings_over_the_string_table)
 	refused(&h, g.region_bytes, "rings before strtab");
 }
 
-Test(session_layout, check_refuses_rings_past_the_end)
+Test(session_layout, check_refuses_rings_past_the_end, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -368,7 +368,7 @@ Test(session_layout, check_refuses_rings_past_the_end)
 	refused(&h, g.region_bytes, "rings_off past the end");
 }
 
-Test(session_layout, check_refuses_offsets_that_wrap_around)
+Test(session_layout, check_refuses_offsets_that_wrap_around, .timeout = 60)
 {
 	/* Sums of offsets and sizes that wrap past 2^64 must not pass for small ones: here the
 	 * process table would start 4 KiB below 2^64 and "end" at 0. */
@@ -384,7 +384,7 @@ Test(session_layout, check_refuses_offsets_that_wrap_around)
 	refused(&h, g.region_bytes, "strtab_off near 2^64");
 }
 
-Test(session_layout, check_refuses_an_unknown_clock)
+Test(session_layout, check_refuses_an_unknown_clock, .timeout = 60)
 {
 	struct trc_region_hdr h;
 	struct trc_region_geom g;
@@ -398,7 +398,7 @@ Test(session_layout, check_refuses_an_unknown_clock)
 
 /* ---- reading the shared header -------------------------------------------------------------- */
 
-Test(session_layout, header_read_copies_the_layout_and_not_the_counters)
+Test(session_layout, header_read_copies_the_layout_and_not_the_counters, .timeout = 60)
 {
 	struct trc_region_hdr shared, copy;
 	struct trc_region_geom g;
@@ -415,7 +415,7 @@ Test(session_layout, header_read_copies_the_layout_and_not_the_counters)
 	cr_assert_eq(atomic_load(&copy.strtab_used), 0);
 }
 
-Test(session_layout, attach_refuses_a_session_whose_header_was_changed)
+Test(session_layout, attach_refuses_a_session_whose_header_was_changed, .timeout = 60)
 {
 	/* session_create checked its own header; a traced process scribbled on it since. */
 	struct session_config cfg = {.max_slots = 4, .ring_bytes = 16 << 10};

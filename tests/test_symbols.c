@@ -216,7 +216,7 @@ Test(symbols, chrome_names_functions, .timeout = 60)
 	e2e_rm_rf(dir);
 }
 
-Test(symbols, demangle)
+Test(symbols, demangle, .timeout = 180)
 {
 	char b[128];
 	cr_assert(sym_demangle("_ZN9names_cxx7Counter4bumpEi", b, sizeof(b)));

@@ -95,7 +95,7 @@ static void tu_check_streams(struct trcfile_reader *r, const struct tu_plan *p)
 	}
 }
 
-Test(trcfile, every_record_type_round_trips)
+Test(trcfile, every_record_type_round_trips, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -193,7 +193,7 @@ static void *tu_append_thread(void *arg)
 	}
 }
 
-Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
+Test(trcfile, many_streams_from_many_threads_merge_in_time_order, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -298,7 +298,7 @@ Test(trcfile, many_streams_from_many_threads_merge_in_time_order)
 	tu_rm_rf(dir);
 }
 
-Test(trcfile, footer_and_scan_give_the_same_index)
+Test(trcfile, footer_and_scan_give_the_same_index, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300], cut[300];
@@ -326,7 +326,7 @@ Test(trcfile, footer_and_scan_give_the_same_index)
 	tu_rm_rf(dir);
 }
 
-Test(trcfile, empty_trace_and_empty_streams)
+Test(trcfile, empty_trace_and_empty_streams, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -360,7 +360,7 @@ Test(trcfile, empty_trace_and_empty_streams)
 	tu_rm_rf(dir);
 }
 
-Test(trcfile, bad_records_are_refused_and_do_not_poison_the_stream)
+Test(trcfile, bad_records_are_refused_and_do_not_poison_the_stream, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -418,7 +418,7 @@ Test(trcfile, bad_records_are_refused_and_do_not_poison_the_stream)
 
 /* A write error (file size limit reached) becomes the sticky error; the chunks written
  * before stay readable and the file reads as truncated. */
-Test(trcfile, write_error_is_sticky_and_keeps_written_chunks)
+Test(trcfile, write_error_is_sticky_and_keeps_written_chunks, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -491,7 +491,7 @@ Test(trcfile, write_error_is_sticky_and_keeps_written_chunks)
 
 /* One chunk in flight, one compressor: every append that fills a chunk waits for the
  * writer; nothing deadlocks and nothing is lost. */
-Test(trcfile, back_pressure_with_one_chunk_in_flight)
+Test(trcfile, back_pressure_with_one_chunk_in_flight, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -520,7 +520,7 @@ Test(trcfile, back_pressure_with_one_chunk_in_flight)
 	tu_rm_rf(dir);
 }
 
-Test(trcfile, flush_ends_a_chunk_and_the_stream_continues)
+Test(trcfile, flush_ends_a_chunk_and_the_stream_continues, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -545,7 +545,7 @@ Test(trcfile, flush_ends_a_chunk_and_the_stream_continues)
 }
 
 /* Timestamps that go backwards within a stream are kept exactly. */
-Test(trcfile, decreasing_times_round_trip)
+Test(trcfile, decreasing_times_round_trip, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -569,7 +569,7 @@ Test(trcfile, decreasing_times_round_trip)
 
 /* ---- summary ------------------------------------------------------------------------- */
 
-Test(trcfile, summary_of_the_small_trace)
+Test(trcfile, summary_of_the_small_trace, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -663,7 +663,7 @@ Test(trcfile, summary_of_the_small_trace)
 	tu_rm_rf(dir);
 }
 
-Test(trcfile, summary_falls_back_to_samples_without_exit)
+Test(trcfile, summary_falls_back_to_samples_without_exit, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -696,7 +696,7 @@ Test(trcfile, summary_falls_back_to_samples_without_exit)
 }
 
 /* Percentiles stay within the histogram's 1/32 relative resolution on a wide spread. */
-Test(trcfile, summary_percentiles_are_close)
+Test(trcfile, summary_percentiles_are_close, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -729,7 +729,7 @@ Test(trcfile, summary_percentiles_are_close)
 	tu_rm_rf(dir);
 }
 
-Test(trcfile, type_and_reason_names)
+Test(trcfile, type_and_reason_names, .timeout = 60)
 {
 	cr_assert_str_eq(trcfile_type_name(TRC_REC_SPAN_BEGIN), "span_begin");
 	cr_assert_str_eq(trcfile_type_name(TRC_REC_EXIT), "exit");
@@ -750,7 +750,7 @@ Test(trcfile, type_and_reason_names)
 /* The seeds are small valid traces; with TRC_WRITE_CORPUS=1 this test (re)writes them, else
  * it checks that each one still opens and reads without error (a format change must come
  * with new seeds). */
-Test(trcfile, fuzz_seed_corpus)
+Test(trcfile, fuzz_seed_corpus, .timeout = 60)
 {
 	const char *dir = "tests/corpus/reader";
 	const char *wr = getenv("TRC_WRITE_CORPUS");
@@ -817,7 +817,7 @@ Test(trcfile, fuzz_seed_corpus)
 
 /* Hostile numbers of distinct name ids and durations stay within the summary's bounds: ids
  * past the table are counted together, histograms past their budget are marked. */
-Test(trcfile, summary_memory_is_bounded)
+Test(trcfile, summary_memory_is_bounded, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];

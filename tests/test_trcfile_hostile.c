@@ -215,7 +215,7 @@ static long hz_read_all(const uint8_t *buf, size_t len, const struct tu_plan *pl
 	return failed ? -1 : total;
 }
 
-Test(trcfile_hostile, truncation_at_every_offset)
+Test(trcfile_hostile, truncation_at_every_offset, .timeout = 60)
 {
 	struct hz_file f;
 	hz_make(&f);
@@ -254,7 +254,7 @@ Test(trcfile_hostile, truncation_at_every_offset)
 	hz_free(&f);
 }
 
-Test(trcfile_hostile, flipped_bytes)
+Test(trcfile_hostile, flipped_bytes, .timeout = 60)
 {
 	struct hz_file f;
 	hz_make(&f);
@@ -295,7 +295,7 @@ static int hz_open_msg(const uint8_t *b, size_t len, char *msg, size_t n)
 	return err;
 }
 
-Test(trcfile_hostile, header_checks_and_versions)
+Test(trcfile_hostile, header_checks_and_versions, .timeout = 60)
 {
 	struct hz_file f;
 	hz_make(&f);
@@ -377,7 +377,7 @@ static void hz_forge_chunk_field(uint8_t *b, const struct hz_file *f, size_t i, 
 	trcfile__put32(h + HZ_CHUNK(crc), trcfile__crc32c(0, h, HZ_CHUNK(crc)));
 }
 
-Test(trcfile_hostile, forged_chunk_headers)
+Test(trcfile_hostile, forged_chunk_headers, .timeout = 60)
 {
 	struct hz_file f;
 	hz_make(&f);
@@ -422,7 +422,7 @@ Test(trcfile_hostile, forged_chunk_headers)
 	hz_free(&f);
 }
 
-Test(trcfile_hostile, forged_footers)
+Test(trcfile_hostile, forged_footers, .timeout = 60)
 {
 	struct hz_file f;
 	hz_make(&f);
@@ -557,7 +557,7 @@ static int hz_read_chunk(const uint8_t *raw, size_t raw_len, uint32_t count, uin
 	return err;
 }
 
-Test(trcfile_hostile, forged_records)
+Test(trcfile_hostile, forged_records, .timeout = 60)
 {
 	char msg[512];
 	/* Valid: span_begin delta 0 name 1; span_end delta 5 name 1. */
@@ -623,7 +623,7 @@ Test(trcfile_hostile, forged_records)
 
 /* Chunks that decompress to the most the header allows, in many streams: a merge would need
  * gigabytes, and is refused with a message instead of allocating. */
-Test(trcfile_hostile, merge_memory_is_bounded)
+Test(trcfile_hostile, merge_memory_is_bounded, .timeout = 60)
 {
 	enum { STREAMS = 160 };
 	size_t raw_len = TRCFILE_MAX_CHUNK_BYTES;
@@ -691,7 +691,7 @@ Test(trcfile_hostile, merge_memory_is_bounded)
 }
 
 /* Random garbage after a valid header: the scan stops at once, nothing crashes. */
-Test(trcfile_hostile, garbage_after_the_header)
+Test(trcfile_hostile, garbage_after_the_header, .timeout = 60)
 {
 	struct hz_file f;
 	hz_make(&f);

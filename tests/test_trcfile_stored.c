@@ -116,7 +116,7 @@ static const struct trcfile_writer_opts small_chunks = {
 	.flags = TRCFILE_WRITER_NO_FSYNC,
 };
 
-Test(trcfile_stored, mixed_and_stored_files_read_back_identically)
+Test(trcfile_stored, mixed_and_stored_files_read_back_identically, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char a[300], b[300], c[300];
@@ -154,7 +154,7 @@ Test(trcfile_stored, mixed_and_stored_files_read_back_identically)
 
 /* A recorder killed with stored chunks in the file: no footer; the scan keeps every whole
  * chunk, stored or not. */
-Test(trcfile_stored, a_file_cut_before_its_footer_is_read_up_to_its_last_whole_chunk)
+Test(trcfile_stored, a_file_cut_before_its_footer_is_read_up_to_its_last_whole_chunk, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char a[300], b[300], cut[300], cut2[300];
@@ -205,7 +205,7 @@ Test(trcfile_stored, a_file_cut_before_its_footer_is_read_up_to_its_last_whole_c
 }
 
 /* A damaged chunk is skipped with its reason kept, the rest read (issue 12 item 15). */
-Test(trcfile_stored, a_damaged_stored_payload_is_skipped_naming_the_chunk)
+Test(trcfile_stored, a_damaged_stored_payload_is_skipped_naming_the_chunk, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char b[300], bad[300];
@@ -265,7 +265,7 @@ static void on_progress(void *arg, uint64_t done, uint64_t total)
 	progress_total = total;
 }
 
-Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records)
+Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char a[300], b[300], out[300], cut[300], out2[300];
@@ -336,7 +336,7 @@ Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records
 	tu_rm_rf(dir);
 }
 
-Test(trcfile_stored, fast_crc32c_agrees_with_the_table)
+Test(trcfile_stored, fast_crc32c_agrees_with_the_table, .timeout = 60)
 {
 	uint8_t buf[4096 + 16];
 	uint32_t x = 12345;
@@ -354,7 +354,7 @@ Test(trcfile_stored, fast_crc32c_agrees_with_the_table)
 
 /* Seeds with stored chunks for the reader's fuzzer: a mixed file, and the same cut before
  * its footer. Written with TRC_WRITE_CORPUS=1; always read back here. */
-Test(trcfile_stored, fuzz_seeds_with_stored_chunks)
+Test(trcfile_stored, fuzz_seeds_with_stored_chunks, .timeout = 60)
 {
 	const char *wr = getenv("TRC_WRITE_CORPUS");
 	char path[300];
@@ -404,7 +404,7 @@ static void budget_record(uint32_t k, uint32_t i, struct trc_record *r)
 	r->value.value = (int64_t)((uint64_t)i * 2654435761u ^ k);
 }
 
-Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget)
+Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];

@@ -13,7 +13,7 @@
 
 #include "u64map.h"
 
-Test(u64map, put_get_del)
+Test(u64map, put_get_del, .timeout = 60)
 {
 	struct u64map m;
 	u64map_init(&m, SIZE_MAX);
@@ -55,7 +55,7 @@ Test(u64map, put_get_del)
 	u64map_destroy(NULL);
 }
 
-Test(u64map, replace)
+Test(u64map, replace, .timeout = 60)
 {
 	struct u64map m;
 	u64map_init(&m, SIZE_MAX);
@@ -73,7 +73,7 @@ Test(u64map, replace)
 	u64map_destroy(&m);
 }
 
-Test(u64map, growth_keeps_every_entry)
+Test(u64map, growth_keeps_every_entry, .timeout = 60)
 {
 	struct u64map m;
 	u64map_init(&m, SIZE_MAX);
@@ -98,7 +98,7 @@ Test(u64map, growth_keeps_every_entry)
 	u64map_destroy(&m);
 }
 
-Test(u64map, the_cap)
+Test(u64map, the_cap, .timeout = 60)
 {
 	struct u64map m;
 	u64map_init(&m, 3);
@@ -124,7 +124,7 @@ Test(u64map, the_cap)
 	u64map_destroy(&m);
 }
 
-Test(u64map, iteration_visits_each_entry_once)
+Test(u64map, iteration_visits_each_entry_once, .timeout = 60)
 {
 	struct u64map m;
 	u64map_init(&m, SIZE_MAX);
@@ -209,7 +209,7 @@ static void check_deletions(const uint64_t *keys, const size_t *slot, int n)
 /* Backward-shift deletion: deleting from the middle of a probe run (one that wraps around the
  * end of the table, too) must leave every other member findable, and must not move a member
  * that already sits between its home and the hole. */
-Test(u64map, deletion_keeps_probe_runs_whole)
+Test(u64map, deletion_keeps_probe_runs_whole, .timeout = 60)
 {
 	/* A run of 5 homed at slot 14 wraps to slot 2; then keys homed at 0 and 15 queue up
 	 * behind it. */
@@ -233,7 +233,7 @@ Test(u64map, deletion_keeps_probe_runs_whole)
 }
 
 /* Alloc/free churn against a plain array: the map and the reference agree after every step. */
-Test(u64map, churn_matches_a_reference)
+Test(u64map, churn_matches_a_reference, .timeout = 60)
 {
 	enum { SLOTS = 512 };
 	struct u64map m;
