@@ -55,7 +55,7 @@ static void add_counter(struct tu_stream *s, uint32_t id, int64_t v, uint64_t ts
  * values from -5 to 4500 under id 2 (its maximum is the name's, its last value the latest in
  * time). The summary merges the ids of one string: a value cut to 32 bits on the fast path, or
  * the larger of two minima kept, each changes an exact figure below. */
-Test(mut_summary, counter_of_two_threads_exact)
+Test(mut_summary, counter_of_two_threads_exact, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -92,7 +92,7 @@ Test(mut_summary, counter_of_two_threads_exact)
 
 /* The same counter on one thread only, long enough for the fast path: negative values must
  * keep their 64 bits there. */
-Test(mut_summary, counter_negative_on_the_fast_path)
+Test(mut_summary, counter_negative_on_the_fast_path, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -122,7 +122,7 @@ Test(mut_summary, counter_negative_on_the_fast_path)
 
 /* RSS samples 5, 3, 8, 4 MiB (no buffers): sampled minimum 3, peak 8, last 4; and the peak
  * without an EXIT record is the sampled one. */
-Test(mut_summary, rss_sampled_min_peak_last)
+Test(mut_summary, rss_sampled_min_peak_last, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];

@@ -17,7 +17,7 @@ static const struct trcfile_writer_opts small_chunks = {
 };
 
 /* Stream 0 at t0 + 10 i, stream 1 at t0 + 10 i + 5, 20000 instants each (many chunks). */
-Test(mut_trcfile, seek_lands_on_the_first_record_at_or_after_t)
+Test(mut_trcfile, seek_lands_on_the_first_record_at_or_after_t, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];

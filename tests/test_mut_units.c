@@ -17,7 +17,7 @@
 
 /* mutants hist-quantile-rank, hist-quantile-ceil: values 1..10, one each (exact buckets below
  * HIST_SUB): the quantile q is the value of rank ceil(10 q). */
-Test(mut_units, histogram_quantile_ranks_exact)
+Test(mut_units, histogram_quantile_ranks_exact, .timeout = 60)
 {
 	struct hist *h = NULL;
 	struct hist_hot hot = {0};
@@ -38,7 +38,7 @@ Test(mut_units, histogram_quantile_ranks_exact)
 
 /* mutant ring-pending-unclamped: what the consumer has left to read, from the shared write
  * position it cannot trust. */
-Test(mut_units, ring_pending_bytes_exact_and_clamped)
+Test(mut_units, ring_pending_bytes_exact_and_clamped, .timeout = 60)
 {
 	enum { CAP = 256 };
 	struct ring_ctl *ctl = aligned_alloc(RING_CACHELINE, sizeof(*ctl));
