@@ -3,17 +3,20 @@
  *
  * Purpose: the histogram's quantile rank (ceil(q * n), 1-based) on values that have buckets of
  * their own, where a quantile one rank off is a different number; the ring's pending bytes,
- * exact while healthy and 0 (never a garbage distance) when the shared positions are corrupt.
+ * exact while healthy and 0 (never a garbage distance) when the shared positions are corrupt;
+ * statm text with a second line after its one line is not a statm file.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "histogram.h"
 #include "ring.h"
+#include "rss_parse.h"
 
 /* mutants hist-quantile-rank, hist-quantile-ceil: values 1..10, one each (exact buckets below
  * HIST_SUB): the quantile q is the value of rank ceil(10 q). */
@@ -63,4 +66,22 @@ Test(mut_units, ring_pending_bytes_exact_and_clamped, .timeout = 60)
 	cr_assert_eq(ring_consumer_pending_bytes(&c), 0);
 	free(ctl);
 	free(data);
+}
+
+/* mutant sampler-statm-trailing: /proc/PID/statm is one line; text after it is refused. */
+Test(mut_units, statm_one_line_only, .timeout = 60)
+{
+	static const char ok[] = "10 4 2 1 0 3 0\n";
+	struct rss_statm st = {0};
+	cr_assert_eq(rss_parse_statm(ok, sizeof(ok) - 1, 4096, &st), 0);
+	cr_assert_eq(st.size_bytes, 10 * 4096);
+	cr_assert_eq(st.resident_bytes, 4 * 4096);
+	cr_assert_eq(st.shared_bytes, 2 * 4096);
+	static const char *const bad[] = {"10 4 2 1 0 3 0\n7\n", "10 4 2 1 0 3 0\n\n",
+					  "10 4 2 1 0 3 0\n10 4 2 1 0 3 0\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rss_statm junk = {0};
+		cr_assert_eq(rss_parse_statm(bad[i], strlen(bad[i]), 4096, &junk), -EINVAL,
+			     "accepted: \"%s\"", bad[i]);
+	}
 }
