@@ -1,8 +1,10 @@
-/* test_mut_trcfile.c - the reader's time seek, exactly (tests/mutants/LIST: cursor-seek-strict).
+/* test_mut_trcfile.c - the reader's time seek, exactly, and trace-dump events' escaping of names
+ * (tests/mutants/LIST: cursor-seek-strict, dump-text-del).
  *
  * Purpose: after a seek to t, the first record returned is the first whose time is at or after
  * t, records at exactly t included, in a stream of many chunks and in the merged iteration of
- * two streams (what trace-dump's --from uses).
+ * two streams (what trace-dump's --from uses); a name's control bytes and DEL shown escaped by
+ * trace-dump events.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
@@ -68,6 +70,41 @@ Test(mut_trcfile, seek_lands_on_the_first_record_at_or_after_t, .timeout = 60)
 		trcfile_iter_free(it);
 	}
 	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* trace-dump events shows a name's control bytes and DEL escaped, never raw to the terminal
+ * (mutant dump-text-del). */
+Test(mut_trcfile, events_text_escapes_control_bytes_and_del, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	static const char name[] = "a\x7f"
+				   "b\x1b"
+				   "c\"d\\e\tf";
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000ull};
+	r.name.id = 2;
+	r.name.str = name;
+	r.name.len = sizeof(name) - 1;
+	tu_add(&p.streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_INSTANT, .ts_ns = 1000000100ull};
+	r.value.name_id = 2;
+	r.value.value = 5;
+	tu_add(&p.streams[1], &r);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(
+		tu_sh("%s/bin/trace-dump events '%s' >'%s/out.txt' 2>&1", tu_build(), path, dir),
+		0);
+	char *out = tu_slurp_text(dir, "out.txt");
+	cr_assert(strstr(out, "\"a\\x7fb\\x1bc\\\"d\\\\e\\tf\""), "%s", out);
+	cr_assert_null(strchr(out, 0x7f), "a raw DEL in: %s", out);
+	cr_assert_null(strchr(out, 0x1b), "a raw ESC in: %s", out);
+	free(out);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
 }
