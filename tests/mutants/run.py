@@ -16,7 +16,8 @@ the shared disk.
 Environment: MUTANTS=id1,id2 runs those only; MUTANTS_TIERS=plain,asan,tsan (default all three);
 MUTANTS_TIMEOUT=seconds per suite (default 300); MUTANTS_NO_BASELINE=1 skips the run of the plain
 suites on the unmutated tree (which drops suites that already fail from the verdicts);
-MUTANTS_CHECK=1 only checks that every entry applies (its text occurs once).
+MUTANTS_CHECK=1 only checks that every entry applies (its text occurs once); MUTANTS_TREE=dir
+copies that checkout instead of this one.
 Output: one line per mutant, then `SUMMARY mutants total=N caught=C equivalent=E survived=S
 caught_pct=X`; the report is also written to build/mutants/report.txt. Exit status 0 when the
 share is at least MUTANTS_MIN_PCT (default 90) and no entry is STALE or INVALID.
@@ -32,9 +33,12 @@ import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The tree whose files (and LIST) are copied: this one, or MUTANTS_TREE (another checkout, e.g.
+# a trial merge of branches); the copy and the report stay under this tree's build/.
+ROOT = os.path.abspath(os.environ.get("MUTANTS_TREE", HERE))
 LIST = os.path.join(ROOT, "tests", "mutants", "LIST")
-OUT = os.path.join(ROOT, "build", "mutants")
+OUT = os.path.join(HERE, "build", "mutants")
 WORK = os.path.join(OUT, "work")
 REPORT = os.path.join(OUT, "report.txt")
 
@@ -258,6 +262,9 @@ def main():
     os.makedirs(os.path.join(OUT, "tmp"), exist_ok=True)
     t_start = time.monotonic()
     changed = sync_tree()
+    head = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=ROOT,
+                          capture_output=True, text=True).stdout.strip()
+    say(f"tree {ROOT} at {head}")
     say(f"mutants: {len(entries)} from tests/mutants/LIST; tree copied to {WORK} "
         f"({changed} files refreshed); tiers {','.join(TIERS)}; {TIMEOUT} s per suite")
     base_log = os.path.join(OUT, "logs", "baseline.log")
