@@ -333,6 +333,13 @@ def main():
                     if (tier, name) in broken:
                         continue
                     st, secs = run(cmd, log, env=env)
+                    if st == "fail":
+                        # Twice in a row: a timing test that a loaded machine failed once is
+                        # not a catch (a planted bug fails it every time).
+                        st, secs2 = run(cmd, log, env=env)
+                        if st == "ok":
+                            say(f"note: {mid}: {tier}/{name} failed once, passed again: "
+                                "not counted (see its log)")
                     if st != "ok":
                         what = {"fail": "", "timeout": " (timeout)", "disk": " (disk filling)"}
                         verdict = f"caught by {tier}/{name}{what[st]}"
