@@ -6,7 +6,8 @@ The copy is build/mutants/work (git-tracked files only, refreshed file by file s
 and each mutant rebuilds incrementally). For each mutant: the edit is applied (its text must occur
 exactly once, else the entry is STALE), the plain tier is built (a compile error makes the entry
 INVALID), then the plain suites run one after another, the hinted ones first, stopping at the
-first that fails (the mutant is caught); only if all pass, the plain stress programs, then the
+first that fails twice in a row (the mutant is caught; failing once only is a loaded machine's
+flaky timing, noted and not counted); only if all pass, the plain stress programs, then the
 ASan+UBSan suites, then the TSan stress programs. The file is restored after each mutant.
 
 Every run is in its own process group under a timeout, and is stopped (counted as a failure) if
