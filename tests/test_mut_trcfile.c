@@ -1,10 +1,12 @@
-/* test_mut_trcfile.c - the reader's time seek, exactly, and trace-dump events' escaping of names
- * (tests/mutants/LIST: cursor-seek-strict, dump-text-del).
+/* test_mut_trcfile.c - the reader's time seek, exactly, and what trace-dump shows of names and
+ * heaps (tests/mutants/LIST: cursor-seek-strict, dump-text-del, chrome-two-processes-key,
+ * json-bad-continuation).
  *
  * Purpose: after a seek to t, the first record returned is the first whose time is at or after
  * t, records at exactly t included, in a stream of many chunks and in the merged iteration of
  * two streams (what trace-dump's --from uses); a name's control bytes and DEL shown escaped by
- * trace-dump events.
+ * trace-dump events; chrome's live heap kept per process when a forked child allocates at its
+ * parent's address; a UTF-8 lead byte not followed by continuation bytes escaped in JSON.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
@@ -104,6 +106,87 @@ Test(mut_trcfile, events_text_escapes_control_bytes_and_del, .timeout = 120)
 	cr_assert(strstr(out, "\"a\\x7fb\\x1bc\\\"d\\\\e\\tf\""), "%s", out);
 	cr_assert_null(strchr(out, 0x7f), "a raw DEL in: %s", out);
 	cr_assert_null(strchr(out, 0x1b), "a raw ESC in: %s", out);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* A trace of two processes (a parent and its forked child: the same heap addresses) with one
+ * NAME, for trace-dump's JSON outputs. */
+static void two_process_plan(struct tu_plan *p, const char *name, uint32_t name_len)
+{
+	tu_plan_stream(p, TRC_STREAM_META, 10, 0);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 10, 10);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 11, 11);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000ull};
+	r.name.id = 2;
+	r.name.str = name;
+	r.name.len = name_len;
+	tu_add(&p->streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_INSTANT, .ts_ns = 1000000050ull};
+	r.value.name_id = 2;
+	tu_add(&p->streams[1], &r);
+	/* parent: ALLOC X 100 at 100; child: ALLOC X 50 at 200, FREE X at 300 */
+	r = (struct trc_record){.type = TRC_REC_ALLOC, .ts_ns = 1000000100ull};
+	r.alloc.addr = 0x7f0000001000ull;
+	r.alloc.size = 100;
+	tu_add(&p->streams[1], &r);
+	r.ts_ns = 1000000200ull;
+	r.alloc.size = 50;
+	tu_add(&p->streams[2], &r);
+	r = (struct trc_record){.type = TRC_REC_FREE, .ts_ns = 1000000300ull};
+	r.alloc.addr = 0x7f0000001000ull;
+	tu_add(&p->streams[2], &r);
+}
+
+/* trace-dump chrome keeps each process's live heap apart: the child's block at the parent's
+ * address is its own (mutant chrome-two-processes-key). */
+Test(mut_trcfile, chrome_live_heap_per_process, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	two_process_plan(&p, "mark", 4);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome '%s' -o '%s/out.json' >'%s/err.txt' 2>&1",
+			   tu_build(), path, dir, dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.json");
+	/* In time order: parent 100; child 50, then 0; the parent's 100 untouched. */
+	static const char key[] = "\"name\":\"heap live bytes\",\"args\":{\"bytes\":";
+	unsigned long long want[] = {100, 50, 0}, got[4] = {0};
+	int n = 0;
+	for (const char *q = strstr(out, key); q; q = strstr(q + 1, key)) {
+		cr_assert_lt(n, 4, "%s", out);
+		got[n++] = strtoull(q + sizeof(key) - 1, NULL, 10);
+	}
+	cr_assert_eq(n, 3, "%s", out);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(got[i], want[i], "heap live bytes #%d: %llu, want %llu: %s", i, got[i],
+			     want[i], out);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* A lead byte followed by another lead byte is not UTF-8: both bytes escaped in JSON
+ * (mutant json-bad-continuation). */
+Test(mut_trcfile, json_lead_byte_without_continuation_escaped, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	static const char name[] = "a\xc3\xc3z\xe2\x82\xf0y\xc3\xa9";
+	struct tu_plan p = {0};
+	two_process_plan(&p, name, sizeof(name) - 1);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' >'%s/out.json' 2>&1", tu_build(),
+			   path, dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.json");
+	/* Invalid bytes one by one as \u00XX; the valid é (c3 a9) as it is. */
+	cr_assert(strstr(out, "\"a\\u00c3\\u00c3z\\u00e2\\u0082\\u00f0y\xc3\xa9\""), "%s", out);
 	free(out);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
