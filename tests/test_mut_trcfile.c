@@ -1,12 +1,13 @@
 /* test_mut_trcfile.c - the reader's time seek, exactly, and what trace-dump shows of names and
  * heaps (tests/mutants/LIST: cursor-seek-strict, dump-text-del, chrome-two-processes-key,
- * json-bad-continuation).
+ * chrome-rss-pid, json-bad-continuation).
  *
  * Purpose: after a seek to t, the first record returned is the first whose time is at or after
  * t, records at exactly t included, in a stream of many chunks and in the merged iteration of
  * two streams (what trace-dump's --from uses); a name's control bytes and DEL shown escaped by
  * trace-dump events; chrome's live heap kept per process when a forked child allocates at its
- * parent's address; a UTF-8 lead byte not followed by continuation bytes escaped in JSON.
+ * parent's address, and a child's RSS samples on the child; a UTF-8 lead byte not followed by
+ * continuation bytes escaped in JSON.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
@@ -187,6 +188,60 @@ Test(mut_trcfile, json_lead_byte_without_continuation_escaped, .timeout = 120)
 	char *out = tu_slurp_text(dir, "out.json");
 	/* Invalid bytes one by one as \u00XX; the valid é (c3 a9) as it is. */
 	cr_assert(strstr(out, "\"a\\u00c3\\u00c3z\\u00e2\\u0082\\u00f0y\xc3\xa9\""), "%s", out);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* The pid of the chrome event that holds at, and its program_bytes. */
+static void rss_event(const char *out, const char *at, unsigned long *pid, unsigned long *bytes)
+{
+	const char *q = at;
+	while (q > out && strncmp(q, "\"pid\":", 6) != 0)
+		q--;
+	cr_assert_eq(strncmp(q, "\"pid\":", 6), 0, "no pid before %.60s", at);
+	*pid = strtoul(q + 6, NULL, 10);
+	const char *b = strstr(at, "\"program_bytes\":");
+	cr_assert_not_null(b);
+	*bytes = strtoul(b + 16, NULL, 10);
+}
+
+/* trace-dump chrome puts an RSS sample on the process it measured (a child's samples come in
+ * the RSS stream of the traced program): mutant chrome-rss-pid. */
+Test(mut_trcfile, chrome_rss_sample_on_its_process, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	two_process_plan(&p, "mark", 4);
+	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 10, 0);
+	struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = 1000000400ull};
+	r.rss.pid = 10;
+	r.rss.rss_bytes = 5u << 20;
+	tu_add(rss, &r);
+	r.ts_ns = 1000000500ull;
+	r.rss.pid = 11;
+	r.rss.rss_bytes = 7u << 20;
+	tu_add(rss, &r);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome '%s' -o '%s/out.json' >'%s/err.txt' 2>&1",
+			   tu_build(), path, dir, dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.json");
+	unsigned long pids[2] = {0}, bytes[2] = {0};
+	int n = 0;
+	for (const char *q = strstr(out, "\"name\":\"RSS\""); q;
+	     q = strstr(q + 1, "\"name\":\"RSS\"")) {
+		cr_assert_lt(n, 2, "%s", out);
+		rss_event(out, q, &pids[n], &bytes[n]);
+		n++;
+	}
+	cr_assert_eq(n, 2, "%s", out);
+	cr_assert_eq(pids[0], 10);
+	cr_assert_eq(bytes[0], 5ul << 20);
+	cr_assert_eq(pids[1], 11, "the child's sample shown on pid %lu", pids[1]);
+	cr_assert_eq(bytes[1], 7ul << 20);
 	free(out);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
