@@ -5,7 +5,8 @@
  * their own, where a quantile one rank off is a different number; the ring's pending bytes,
  * exact while healthy and 0 (never a garbage distance) when the shared positions are corrupt;
  * statm text with a second line after its one line is not a statm file; protobuf nested
- * messages of 1-, 2- and 3-byte lengths, byte for byte.
+ * messages of 1-, 2- and 3-byte lengths, byte for byte; Thrift compact list headers of 14, 15
+ * and 16 elements (the short form holds 0..14).
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
@@ -19,6 +20,7 @@
 #include "pb_wire.h"
 #include "ring.h"
 #include "rss_parse.h"
+#include "thrift_compact.h"
 
 /* mutants hist-quantile-rank, hist-quantile-ceil: values 1..10, one each (exact buckets below
  * HIST_SUB): the quantile q is the value of rank ceil(10 q). */
@@ -121,5 +123,33 @@ Test(mut_units, protobuf_nested_lengths_byte_exact, .timeout = 60)
 		cr_assert_eq(b.len, k, "n %zu: %zu bytes, want %zu", n, b.len, k);
 		cr_assert_eq(memcmp(b.p, want, k), 0, "n %zu: bytes differ", n);
 		pb_buf_free(&b);
+	}
+}
+
+/* mutant thrift-list-short: a list header's size nibble 15 means "size follows", so 15
+ * elements take the long form (0xf0 | type, then the size). */
+Test(mut_units, thrift_list_header_at_14_15_16, .timeout = 60)
+{
+	static const struct {
+		uint32_t n;
+		uint8_t hdr[2];
+		size_t hdr_len;
+	} cases[] = {{14, {0xe5}, 1}, {15, {0xf5, 0x0f}, 2}, {16, {0xf5, 0x10}, 2}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct thrift_enc e;
+		thrift_enc_init(&e);
+		thrift_field_list(&e, 1, THRIFT_I32, cases[i].n);
+		for (uint32_t k = 0; k < cases[i].n; k++)
+			thrift_elem_i32(&e, 1); /* zigzag 2 */
+		cr_assert_eq(thrift_enc_error(&e), 0);
+		/* field 1, type list (0x19), the header, then n bytes of 0x02 */
+		size_t want_len = 1 + cases[i].hdr_len + cases[i].n;
+		cr_assert_eq(e.len, want_len, "n %u: %zu bytes", cases[i].n, e.len);
+		cr_assert_eq(e.buf[0], 0x19);
+		cr_assert_eq(memcmp(e.buf + 1, cases[i].hdr, cases[i].hdr_len), 0,
+			     "n %u: header %02x %02x", cases[i].n, e.buf[1], e.buf[2]);
+		for (uint32_t k = 0; k < cases[i].n; k++)
+			cr_assert_eq(e.buf[1 + cases[i].hdr_len + k], 0x02);
+		thrift_enc_free(&e);
 	}
 }
