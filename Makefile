@@ -9,6 +9,7 @@
 #   tools/run_*.c, tools/cli_*.c    -> build/bin/trace-run
 #   tools/dump_*.c, tools/cli_*.c   -> build/bin/trace-dump
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
+#                                   (each linked with tests/harness_*.c: timeouts, file-size limit)
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
 #   tests/prog_*.c               -> build/tests/prog_*   programs the end-to-end tests trace
 #                                   (prog_finst_* are built with -finstrument-functions;
@@ -159,7 +160,9 @@ PROGS := $(patsubst tests/%.c,$(B)/tests/%,$(PROG_SRCS))
 # programs tests/prog_*.cc, and a stripped copy of prog_finst_calls.
 TESTLIBS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/lib_*.c))
 CXX_PROGS := $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/prog_*.cc))
-PROGS += $(TESTLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped
+# LD_PRELOAD shims the tests put under the commands (tests/shim_*.c -> shim_*.so): fault injection.
+SHIMS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/shim_*.c))
+PROGS += $(TESTLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped $(SHIMS)
 FUZZERS := $(patsubst tests/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 WORKS := $(patsubst bench/%.c,$(B)/bench/%,$(WORK_SRCS)) \
@@ -242,13 +245,15 @@ $(TRACE_DUMP): $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS)
 		$(LDLIBS)
 
 # ---- tests -------------------------------------------------------------------------------------
-# Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly.
+# Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly. Every suite
+# links the harness (tests/harness_*.c: the limits it and what it spawns run under).
 CLI_OBJS = $(call obj,$(CLI_SRCS))
+HARNESS_OBJS = $(call obj,$(wildcard tests/harness_*.c))
 
-$(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS) $(CLI_OBJS)
+$(B)/tests/test_%: $(B)/obj/tests/test_%.o $(INTERNAL_LIBS) $(CLI_OBJS) $(HARNESS_OBJS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LINK_FLAGS) $< $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) \
+	$(Q)$(CC) $(LINK_FLAGS) $< $(HARNESS_OBJS) $(CLI_OBJS) $(INTERNAL_LIBS) -o $@ $(CRIT_LIBS) $(DEP_LIBS) \
 		$(ELF_LIBS) $(LDLIBS)
 
 $(B)/tests/stress_%: $(B)/obj/tests/stress_%.o $(INTERNAL_LIBS)
@@ -296,6 +301,43 @@ $(TESTLIBS): $(B)/tests/%.so: tests/%.c
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) -finstrument-functions \
 		$(CFLAGS) -shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+# Programs built without sanitizers in every tier and linked with nothing of ours
+# (tests/prog_plain_*.c): the first malloc they find is the one in LD_PRELOAD.
+$(B)/obj/tests/prog_plain_%.o: SAN_FLAGS :=
+$(B)/tests/prog_plain_%: $(B)/obj/tests/prog_plain_%.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(LDLIBS)
+
+# The ASan tier also builds the preload library instrumented (libtrc-preload-asan.so, linked
+# with clang's shared ASan runtime), for tests/test_preload_asan.c, which puts it in the
+# program's LD_PRELOAD before that runtime. What runs while the runtime initializes stays
+# uninstrumented (tests/preload_asan.ignore says which and why).
+ifeq ($(SAN),asan)
+PRELOAD_ASAN_SO := $(B)/lib/libtrc-preload-asan.so
+ASAN_RT_DIR := $(patsubst %/,%,$(dir $(shell clang -print-file-name=libclang_rt.asan-x86_64.so)))
+PRELOAD_ASAN_OBJS := $(patsubst %.c,$(B)/obj-preload-asan/%.o,$(PRELOAD_SRCS))
+$(B)/obj-preload-asan/%.o: %.c tests/preload_asan.ignore
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $< (ASan, shared runtime)")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(INC_preload) $(CPPFLAGS) $(BASE_CFLAGS) $(SAN_FLAGS) \
+		-fsanitize-ignorelist=tests/preload_asan.ignore $(CFLAGS) -c $< -o $@
+$(PRELOAD_ASAN_SO): $(PRELOAD_ASAN_OBJS) $(LIBTRC_SO) src/preload/preload.map
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared $(SAN_FLAGS) -shared-libasan -Wl,-soname,libtrc-preload-asan.so \
+		-Wl,--version-script=src/preload/preload.map $(PRELOAD_ASAN_OBJS) -L$(B)/lib -ltrc \
+		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(ASAN_RT_DIR) -o $@ $(LDFLAGS) $(LDLIBS) -ldl
+tests build-all: $(PRELOAD_ASAN_SO)
+endif
+
+# Shims are built without sanitizers: they are preloaded into sanitized and plain programs alike
+# (a static sanitizer runtime in the program does not mind a plain library before it).
+$(SHIMS): $(B)/tests/%.so: tests/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) $(CFLAGS) -shared $< \
+		-o $@ $(LDFLAGS) -ldl
 # prog_finst_names links lib_names_linked.so (found beside it) and dlopens lib_names_dl.so.
 $(B)/tests/prog_finst_names: $(B)/obj/tests/prog_finst_names.o $(LIBTRC_SO) \
 		$(B)/tests/lib_names_linked.so $(B)/tests/lib_names_dl.so
@@ -385,14 +427,28 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan test-asan
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-tsan
 	$(Q)$(MAKE) --no-print-directory test-duckdb
+	$(Q)$(MAKE) --no-print-directory test-go-pprof
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
+# Every suite declares a per-test timeout (tests/check_timeouts.sh keeps it so); SUITE_TIMEOUT is
+# the backstop for a whole suite (Criterion's runner itself stuck), killing its process group.
+SUITE_TIMEOUT ?= 600
+# LeakSanitizer is on in the ASan tier, for the suites and everything they spawn (the variables
+# are inherited: trace-run, trace-dump, the programs traced). tests/lsan.supp holds what leaks
+# outside our code, each with its reason. exitcode: a leak fails the process that leaked.
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 test-run-suites: tests
+	$(Q)tests/check_timeouts.sh $(TEST_SRCS) || { echo "FAIL: a suite has no timeout" >&2; exit 1; }
 	@fail=0; for t in $(TESTS); do \
 		echo "== $$t"; \
-		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) ASAN_OPTIONS=detect_leaks=0 \
-			$$t --jobs 2 || fail=1; \
+		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) $(SAN_ENV) \
+			timeout -k 10 $(SUITE_TIMEOUT) $$t --jobs 2; rc=$$?; \
+		if [ $$rc = 124 ] || [ $$rc = 137 ]; then \
+			echo "FAIL: $$t did not finish in $(SUITE_TIMEOUT) s (killed by make's backstop)" >&2; \
+		elif [ $$rc != 0 ]; then echo "FAIL: $$t (exit $$rc)" >&2; fi; \
+		[ $$rc = 0 ] || fail=1; \
 	done; exit $$fail
 
 test-run-stress: $(STRESS)
@@ -460,6 +516,24 @@ $(DUCKDB_DIR)/.installed-$(DUCKDB_NPM:@duckdb/node-api@%=%):
 test-duckdb: build-all $(DUCKDB_DIR)/.installed-$(DUCKDB_NPM:@duckdb/node-api@%=%)
 	@echo "== test-duckdb: tests/duckdb_check.mjs (DuckDB reads trace-dump parquet)"
 	$(Q)node tests/duckdb_check.mjs $(B) $(DUCKDB_DIR)
+
+# Go's own pprof reads `trace-dump pprof` output: `go tool pprof -top` totals against
+# `trace-dump summary --json` (tests/go_pprof_check.sh). Go is Debian's golang-go, installed here
+# when missing (as root; otherwise the apt-get line to run is printed).
+.PHONY: test-go-pprof
+test-go-pprof: build-all
+	@command -v go >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "  DEPS    installing golang-go"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				golang-go) >$${TMPDIR:-/tmp}/trc-deps-go.log 2>&1 \
+			|| { echo "apt-get failed, see $${TMPDIR:-/tmp}/trc-deps-go.log" >&2; exit 1; }; \
+		else \
+			echo "test-go-pprof: go missing; run as root: apt-get install -y golang-go" >&2; \
+			exit 1; \
+		fi; }
+	@echo "== test-go-pprof: tests/go_pprof_check.sh (go tool pprof reads trace-dump pprof)"
+	$(Q)bash tests/go_pprof_check.sh $(B)
 
 asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan tests

@@ -15,10 +15,13 @@
  *            ratio = ns_per_record / memcpy_ns_per_record (issue 11 target <= 2).
  *
  * Output: a readable table, then `SUMMARY bench=drain case=raw ...` (medians of the runs, with
- * _min and _max). Flags: --quick, --runs N.
+ * _min and _max). Flags: --quick, --runs N, --fused-only (fused drains alone, for callgrind:
+ * `valgrind --tool=callgrind --toggle-collect=session_drain build/bench/bench_drain --quick
+ * --fused-only`, then Ir / (runs x records) is the fused drain's instructions per record).
  * Threads: main only.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +148,7 @@ __attribute__((noinline)) static uint64_t produce(uint32_t n, uint32_t id)
 			bytes += 24;
 			break;
 		case 5:
-			trc__emit(m, TRC_TAG(TRC_REC_INSTANT, id), 1, (uint64_t)-(int64_t)i, 0);
+			trc__emit(m, TRC_TAG(TRC_REC_INSTANT, id), 1, (uint64_t) - (int64_t)i, 0);
 			bytes += 24;
 			break;
 		case 6:
@@ -173,16 +176,19 @@ int main(int argc, char **argv)
 {
 	int runs = 7;
 	uint32_t records = 400000; /* ~9.6 MB of ring: more than this machine's caches */
+	bool fused_only = false; /* --fused-only: for callgrind, session_drain's Ir / records */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			runs = 3;
 			records = 200000;
+		} else if (!strcmp(argv[i], "--fused-only")) {
+			fused_only = true;
 		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
 			runs = atoi(argv[++i]);
 			if (runs < 1)
 				runs = 1;
 		} else {
-			fprintf(stderr, "usage: bench_drain [--quick] [--runs N]\n");
+			fprintf(stderr, "usage: bench_drain [--quick] [--runs N] [--fused-only]\n");
 			return 2;
 		}
 	}
@@ -224,6 +230,17 @@ int main(int argc, char **argv)
 		produce(records, id);
 		drain_all(s, &fused);
 	}
+	if (fused_only) {
+		/* valgrind --tool=callgrind --toggle-collect=session_drain: Ir / (runs * records)
+		 * is the fused drain's instructions per record. */
+		for (int r = 0; r < runs; r++) {
+			produce(records, id);
+			if (drain_all(s, &fused) != (long)records)
+				return 1;
+		}
+		printf("bench=drain fused-only: %d runs of %u records\n", runs, records);
+		return 0;
+	}
 
 	double *fus = calloc((size_t)runs, sizeof(double));
 	double *str = calloc((size_t)runs, sizeof(double));
@@ -243,19 +260,26 @@ int main(int argc, char **argv)
 		str[r] = (double)(now_ns() - t0) / records;
 		/* memcpy of the same bytes, straight after the producer wrote them */
 		produce(records, id);
+		/* The records' bytes: the ring wraps early at the end of its faulted part (session_
+		 * layout.h "Residency"), so they are [0, write offset) and, before that, the end of
+		 * the faulted part (within a record: the padding's header), never the padding. */
 		const uint8_t *ring = trc__self.prod.data;
-		uint64_t cap = trc__self.prod.capacity, off = trc__self.prod.write - ring_bytes;
+		uint64_t cap = trc__self.prod.capacity;
+		uint64_t lap_end = trc__self.faulted < cap ? trc__self.faulted - 8 : cap;
+		uint64_t wo = trc__self.prod.write & (cap - 1);
+		uint64_t head = wo < ring_bytes ? wo : ring_bytes;
+		uint64_t spans[2][2] = {{lap_end - (ring_bytes - head), ring_bytes - head},
+					{wo - head, head}};
 		t0 = now_ns();
-		for (uint64_t done = 0; done < ring_bytes;) {
-			uint64_t o = (off + done) & (cap - 1);
-			uint64_t n = ring_bytes - done;
-			if (n > CHUNK_BYTES)
-				n = CHUNK_BYTES;
-			if (n > cap - o)
-				n = cap - o;
-			memcpy(copy, ring + o, n);
-			__asm__ volatile("" ::"r"(copy) : "memory");
-			done += n;
+		for (int sp = 0; sp < 2; sp++) {
+			for (uint64_t done = 0; done < spans[sp][1];) {
+				uint64_t n = spans[sp][1] - done;
+				if (n > CHUNK_BYTES)
+					n = CHUNK_BYTES;
+				memcpy(copy, ring + spans[sp][0] + done, n);
+				__asm__ volatile("" ::"r"(copy) : "memory");
+				done += n;
+			}
 		}
 		cpy[r] = (double)(now_ns() - t0) / records;
 		drain_all(s, &fused); /* untimed: frees the ring */
@@ -264,7 +288,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_drain: drained %ld / %ld records of %u\n", got_f, got_s,
 			records);
 	struct stats f = stats_of(fus, runs), o = stats_of(str, runs), c = stats_of(cpy, runs);
-	printf("bench=drain  runs=%d  records=%u per run  ring bytes=%" PRIu64 " (%.1f per record)\n",
+	printf("bench=drain  runs=%d  records=%u per run  ring bytes=%" PRIu64
+	       " (%.1f per record)\n",
 	       runs, records, ring_bytes, (double)ring_bytes / records);
 	printf("  %-34s %8s %8s %8s\n", "ns per record", "median", "min", "max");
 	printf("  %-34s %8.2f %8.2f %8.2f\n", "fused drain (ring -> chunk bytes)", f.median, f.min,

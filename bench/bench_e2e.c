@@ -42,7 +42,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
-static char dir_bench[PATH_MAX], trace_run[PATH_MAX + 32], trace_dump[PATH_MAX + 32], work[PATH_MAX + 32];
+static char dir_bench[PATH_MAX], trace_run[PATH_MAX + 32], trace_dump[PATH_MAX + 32],
+	work[PATH_MAX + 32];
 static char work_events[PATH_MAX + 32];
 
 struct e2e_result {
@@ -119,7 +120,8 @@ static double tv_s(struct timeval tv)
 static struct e2e_result run_once(int threads, double rate_per_thread, double seconds)
 {
 	struct e2e_result r = {0};
-	char trace[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32], rate[32], thr[8], secs[32];
+	char trace[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32], rate[32], thr[8],
+		secs[32];
 	snprintf(trace, sizeof(trace), "%s/e2e-%d.trc", dir_bench, (int)getpid());
 	snprintf(out, sizeof(out), "%s/e2e-%d.out", dir_bench, (int)getpid());
 	snprintf(err, sizeof(err), "%s/e2e-%d.err", dir_bench, (int)getpid());
@@ -135,8 +137,8 @@ static struct e2e_result run_once(int threads, double rate_per_thread, double se
 	char *o = slurp(out), *e = slurp(err);
 	double prog_cpu = 0, end_ns = 0;
 	const char *p = strstr(o, "emitted ");
-	if (p && sscanf(p, "emitted %lf cpu_s %lf end_mono_ns %lf", &r.emitted, &prog_cpu,
-			&end_ns) == 3)
+	if (p &&
+	    sscanf(p, "emitted %lf cpu_s %lf end_mono_ns %lf", &r.emitted, &prog_cpu, &end_ns) == 3)
 		r.finish_s = t1 - end_ns / 1e9;
 	r.written_bytes = -1;
 	p = strstr(e, "MiB written while recording");
@@ -191,8 +193,8 @@ static double median(double *v, int n)
 static void paced_case(const char *name, int threads, int runs, double seconds, bool quick)
 {
 	/* total rates (all threads) tried, low to high; --quick tries three rungs only */
-	static const double full_ladder[] = {1e6, 5e6, 10e6, 15e6, 20e6, 25e6, 30e6, 35e6, 40e6,
-					     50e6, 60e6, 80e6};
+	static const double full_ladder[] = {1e6,  5e6,	 10e6, 15e6, 20e6, 25e6,
+					     30e6, 35e6, 40e6, 50e6, 60e6, 80e6};
 	static const double quick_ladder[] = {5e6, 20e6, 30e6};
 	static const double max_ladder[] = {30e6, 40e6, 50e6, 60e6, 70e6, 80e6, 90e6, 100e6};
 	static const double max_quick_ladder[] = {30e6, 60e6};
@@ -324,8 +326,8 @@ static void flood_case(int runs, double seconds)
 	       "machine_write_mb_per_s=%.1f rss_samples=%.0f rss_samples_requested=%.0f "
 	       "seconds=%.1f runs=%d\n",
 	       median(eps, got), median(lost, got), median(lostf, got), median(fin, got),
-	       median(bpe, got), median(wmb, got), machine, median(rss, got), seconds * 10,
-	       seconds, got);
+	       median(bpe, got), median(wmb, got), machine, median(rss, got), seconds * 10, seconds,
+	       got);
 }
 
 static void threads_case(int runs)
@@ -337,8 +339,8 @@ static void threads_case(int runs)
 	snprintf(out, sizeof(out), "%s/e2e-%d.out", dir_bench, (int)getpid());
 	snprintf(err, sizeof(err), "%s/e2e-%d.err", dir_bench, (int)getpid());
 	for (int k = 0; k < runs; k++) {
-		char *argv[] = {trace_run, "--no-preload", "-o", trace, "--", work_events, "40000000",
-				"200", NULL};
+		char *argv[] = {trace_run,   "--no-preload", "-o",  trace, "--",
+				work_events, "40000000",     "200", NULL};
 		if (run_cmd(argv, out, err, NULL) != 0)
 			continue;
 		char *e = slurp(err);
@@ -355,7 +357,8 @@ static void threads_case(int runs)
 		prog[got] = json_num(j, "exit_maxrss_bytes");
 		rec[got] = rrss;
 		free(j);
-		printf("  threads-200 run %d: lost %.0f of %.0f, ring bytes resident %.1f MiB, program "
+		printf("  threads-200 run %d: lost %.0f of %.0f, ring bytes resident %.1f MiB, "
+		       "program "
 		       "peak RSS %.1f MiB, recorder peak RSS %.1f MiB\n",
 		       k, lost, recd + lost, res[got] / 1048576.0, prog[got] / 1048576.0,
 		       rrss / 1048576.0);
@@ -378,6 +381,7 @@ int main(int argc, char **argv)
 {
 	bool quick = false;
 	int runs = 5;
+	const char *only = NULL; /* case=NAME: that case alone */
 	/* line by line: a harness that stops us on a timeout still sees what was measured */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i < argc; i++) {
@@ -385,6 +389,8 @@ int main(int argc, char **argv)
 			quick = true;
 		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
 			runs = atoi(argv[++i]);
+		else if (!strncmp(argv[i], "case=", 5))
+			only = argv[i] + 5;
 	}
 	if (runs < 1 || runs > MAX_RUNS)
 		runs = 5;
@@ -407,12 +413,18 @@ int main(int argc, char **argv)
 	}
 	double seconds = quick ? 0.5 : 10.0;
 	printf("bench=e2e: trace-run -- work_paced THREADS RATE SECONDS, default settings "
-	       "(16 MiB rings, zstd level 1), %d runs of %.0f s\n",
+	       "(16 MiB rings, 64 MiB ring budget, zstd level 1), %d runs of %.0f s\n",
 	       runs, seconds);
-	paced_case("1thread", 1, runs, seconds, quick);
-	paced_case("2threads", 2, runs, seconds, quick);
-	paced_case("max-lossless", 1, runs, seconds, quick);
-	flood_case(runs, quick ? 0.5 : 5.0);
-	threads_case(quick ? 1 : runs);
+#define E2E_WANT(name) (!only || !strcmp(only, name))
+	if (E2E_WANT("1thread"))
+		paced_case("1thread", 1, runs, seconds, quick);
+	if (E2E_WANT("2threads"))
+		paced_case("2threads", 2, runs, seconds, quick);
+	if (E2E_WANT("max-lossless"))
+		paced_case("max-lossless", 1, runs, seconds, quick);
+	if (E2E_WANT("flood"))
+		flood_case(runs, quick ? 0.5 : 5.0);
+	if (E2E_WANT("threads-200"))
+		threads_case(quick ? 1 : runs);
 	return 0;
 }

@@ -112,6 +112,60 @@ void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t tota
 	return ring__place_sp(p, p->write, tag, total);
 }
 
+uint64_t ring_producer_used(struct ring_producer *p)
+{
+	/* Pairs with the release store of read_pos in ring_batch_release. */
+	p->cached_read = atomic_load_explicit(&p->ctl->read_pos, memory_order_acquire);
+	uint64_t used = p->write - p->cached_read;
+	return used > p->capacity ? p->capacity : used;
+}
+
+/* Whether pad + total more bytes fit at the write position, re-reading read_pos when the cached
+ * copy says no. */
+static bool ring__room(struct ring_producer *p, uint64_t pad, uint64_t total)
+{
+	uint64_t w = p->write;
+	if (w + pad + total - p->cached_read <= p->capacity)
+		return true;
+	/* Pairs with the release store of read_pos in ring_batch_release. */
+	p->cached_read = atomic_load_explicit(&p->ctl->read_pos, memory_order_acquire);
+	return w + pad + total - p->cached_read <= p->capacity;
+}
+
+int ring_producer_has_room(struct ring_producer *p, uint32_t payload_bytes)
+{
+	uint64_t total = ring_record_bytes(payload_bytes);
+	if (total > p->capacity)
+		return 1;
+	uint64_t off = p->write & p->mask;
+	return ring__room(p, off + total > p->capacity ? p->capacity - off : 0, total);
+}
+
+int ring_producer_wrap_sp(struct ring_producer *p, uint32_t payload_bytes)
+{
+	uint64_t total = ring_record_bytes(payload_bytes);
+	uint64_t off = p->write & p->mask;
+	uint64_t pad = off ? p->capacity - off : 0;
+	if (total > p->capacity || !ring__room(p, pad, total))
+		return -ENOBUFS;
+	if (pad) {
+		/* off and capacity are multiples of 8: the padding is at least a header, and the
+		 * room check covers its bytes. */
+		struct ring__hdr *ph = (struct ring__hdr *)(void *)(p->data + off);
+		ph->len = (uint32_t)pad;
+		ph->tag = RING_TAG_PAD;
+		p->write += pad;
+		p->next = p->write;
+	}
+	ring__set_limit(p);
+	return 0;
+}
+
+void *ring_producer_drop_sp(struct ring_producer *p)
+{
+	return ring__drop(p, -ENOBUFS);
+}
+
 int ring__corrupt(struct ring_consumer *c)
 {
 	c->error = -EPROTO;

@@ -102,6 +102,27 @@ int ring_producer_attach(struct ring_producer *p, struct ring_ctl *ctl, void *da
  * the limit. P only; out of line (a slow-path call). */
 void ring_producer_cap_limit(struct ring_producer *p, uint64_t data_cap);
 
+/* Bytes in use (written, not yet released by the consumer), re-reading the consumer's position.
+ * P only; out of line. */
+uint64_t ring_producer_used(struct ring_producer *p);
+
+/* Whether a record of payload_bytes fits now (wrap included), re-reading the consumer's position
+ * when the cached one says full: for a caller that would rather wait for the consumer than drop.
+ * A record larger than the ring "fits" (ring_reserve_sp then refuses it). P only; out of line. */
+int ring_producer_has_room(struct ring_producer *p, uint32_t payload_bytes);
+
+/* Wraps early: pads from the write offset to the end of data, so the next record goes at offset
+ * 0, provided a record of payload_bytes then fits (the padding occupies ring space until the
+ * consumer passes it). For a caller that uses only the head of data (the runtime, which keeps
+ * its rings as small as the drain allows). The padding is published with the next commit.
+ * Returns 0 (also when already at offset 0 and the record fits) or -ENOBUFS (no room: nothing
+ * written, nothing counted). P only; out of line. */
+int ring_producer_wrap_sp(struct ring_producer *p, uint32_t payload_bytes);
+
+/* Drops a record the caller decided not to write, counted as full (-ENOBUFS). Returns NULL, as
+ * a failed reserve does. P only; out of line. */
+void *ring_producer_drop_sp(struct ring_producer *p);
+
 /* Out-of-line part of ring_reserve_sp: wrap, full, oversized; total is ring_record_bytes of the
  * payload. P only. */
 void *ring__reserve_slow_sp(struct ring_producer *p, uint32_t tag, uint64_t total);

@@ -9,11 +9,16 @@
  *      frame with checksum): the record decoders (the cursor's and the summary's) get fuzzed.
  * Each read walks everything the way trace-dump does: the merged iteration with a seek, each
  * stream's cursor in batches, the summary and the metadata lookups. The reader must give an
- * error or records for any input; ASan/UBSan (the fuzz build) catch the rest.
+ * error or records for any input, and the ways of reading must agree (fuzz_agree: record
+ * counts of the merge, the cursors and the summary; the summary does not refuse what the
+ * cursors read); ASan/UBSan (the fuzz build) catch the rest.
  * Seed corpus: tests/corpus/reader/ (small valid traces, a truncated one, an empty one),
  * written by test_trcfile's fuzz_seed_corpus test when TRC_WRITE_CORPUS=1.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* What was read must add up, whichever way it was read: a decoder that accepts wrong data
+ * on one path but not another (the summary's fast decoder against the cursor's checked one,
+ * say) shows here as a difference, not only as a crash. Aborts (a finding) when it does not. */
+static void fuzz_agree(bool ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "fuzz_reader: readers disagree: %s\n", what);
+		abort();
+	}
+}
+
 static void fuzz_read(const uint8_t *data, size_t size)
 {
 	struct trcfile_reader *r = NULL;
@@ -35,10 +51,12 @@ static void fuzz_read(const uint8_t *data, size_t size)
 	struct trc_record rec;
 	unsigned sidx;
 	uint64_t last = 0;
+	long merged = 0;
+	int merged_rc = -1;
 	struct trcfile_iter *it = trcfile_iter_new(r);
 	if (it) {
-		int n = 0;
-		while (trcfile_iter_next(it, &rec, &sidx) == 1 && n++ < 1000000) {
+		while (merged < 1000000 && (merged_rc = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+			merged++;
 			last = rec.ts_ns;
 			/* Touch the strings: ASan checks they lie inside the chunk buffer. */
 			volatile char sink = 0;
@@ -54,17 +72,37 @@ static void fuzz_read(const uint8_t *data, size_t size)
 		trcfile_iter_free(it);
 	}
 	struct trc_record batch[64];
+	long by_cursor = 0;
+	bool cursors_ok = true;
 	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
 		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
-		if (!c)
+		if (!c) {
+			cursors_ok = false;
 			break;
-		while (trcfile_cursor_read(c, batch, 64) > 0)
-			;
+		}
+		long n, in_stream = 0;
+		while ((n = trcfile_cursor_read(c, batch, 64)) > 0)
+			in_stream += n;
+		cursors_ok &= n == 0;
+		fuzz_agree((uint64_t)in_stream <= trcfile_reader_stream(r, s)->records,
+			   "a stream read more records than its chunks hold");
+		by_cursor += in_stream;
 		trcfile_cursor_free(c);
 	}
+	if (cursors_ok && merged_rc == 0)
+		fuzz_agree(merged == by_cursor, "merged and per-stream record counts");
 	struct summary sm;
-	if (summary_compute(r, &sm) == 0)
+	int sum_rc = summary_compute(r, &sm);
+	if (sum_rc == 0) {
+		if (cursors_ok)
+			fuzz_agree(sm.records == (uint64_t)by_cursor,
+				   "the summary's and the cursors' record counts");
 		summary_free(&sm);
+	} else if (cursors_ok) {
+		/* The same chunks decoded by the summary's own loop: no record it refuses
+		 * that the cursors took (other failures, memory bounds, may happen). */
+		fuzz_agree(sum_rc != -EBADMSG, "the summary refused what the cursors read");
+	}
 	trcfile_reader_name(r, 1, NULL);
 	trcfile_reader_module(r, trcfile_reader_header(r)->pid, 0x401000);
 	trcfile_reader_close(r);
@@ -104,11 +142,53 @@ static void fuzz_fix_checksums(uint8_t *b, size_t size)
 	trcfile__put32(t + crc_at, trcfile__crc32c(0, t, crc_at));
 }
 
+/* The fast decoder against the checked one on the same records: where the fast one decodes a
+ * record (it may decline any), the checked one must decode the same record to the same place
+ * and coder state; where the fast one's record runs past the end (it reads without bounds
+ * checks, into the margin), the checked one must refuse it. The fast decoder only runs with
+ * TRCFILE__FAST_MARGIN bytes after it, so the records are copied before a zeroed margin. */
+static void fuzz_decoders_agree(const uint8_t *raw, size_t len)
+{
+	uint8_t *buf = calloc(1, len + TRCFILE__FAST_MARGIN);
+	if (!buf)
+		return;
+	memcpy(buf, raw, len);
+	const uint8_t *p = buf, *end = buf + len;
+	struct trcfile__coder c;
+	trcfile__coder_reset(&c, 1000);
+	while (p < end) {
+		struct trcfile__coder fc = c, sc = c;
+		struct trcfile__event ev;
+		const uint8_t *q = trcfile__decode_fast(p, end, &fc, &ev);
+		const uint8_t *sp = p;
+		struct trc_record srec, frec;
+		memset(&srec, 0, sizeof(srec));
+		memset(&frec, 0, sizeof(frec));
+		int rc = trcfile__decode_slow(&sp, end, &sc, &srec);
+		if (q && q <= end) {
+			fuzz_agree(rc == 0,
+				   "the fast decoder took a record the checked one refused");
+			trcfile__event_record(&ev, &frec);
+			fuzz_agree(sp == q && !memcmp(&frec, &srec, sizeof(frec)) &&
+					   !memcmp(&fc, &sc, sizeof(fc)),
+				   "the fast and the checked decoder read a record differently");
+		} else if (q) {
+			fuzz_agree(rc != 0, "the checked decoder read past the end of the records");
+		}
+		if (rc)
+			break;
+		p = sp;
+		c = sc;
+	}
+	free(buf);
+}
+
 /* A valid file around one chunk whose raw records are the input. */
 static void fuzz_wrapped_chunk(const uint8_t *raw, size_t raw_len)
 {
 	if (raw_len < 2 || raw_len > (64u << 10))
 		return;
+	fuzz_decoders_agree(raw, raw_len);
 	static const char host[] = "fuzz";
 	struct trcfile__file_hdr h = {.version_major = TRCFILE_VERSION_MAJOR,
 				      .version_minor = TRCFILE_VERSION_MINOR,

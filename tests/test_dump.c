@@ -164,7 +164,11 @@ Test(dump, golden_summary_json, .timeout = 60)
 		"\"rss_samples\":5,",
 		"\"buffers_resident_peak_bytes\":131072,",
 		"\"truncated\":false,",
-		"{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7}",
+		("{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7,"
+		 "\"alloc_bytes\":4096}"),
+		("\"live_end_bytes\":4352,\"live_by_process\":[{\"pid\":4242,\"allocs\":4,"
+		 "\"alloc_bytes\":4544,\"live_peak_bytes\":4480,\"live_end_bytes\":4352,"
+		 "\"exited\":true}]"),
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert(strstr(r.out, want[i]), "missing %s in %s", want[i], r.out);
@@ -172,11 +176,81 @@ Test(dump, golden_summary_json, .timeout = 60)
 	/* A strict parser accepts it. */
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd),
-		 "%s summary --json '%s' | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		 "%s summary --json '%s' | python3 -c 'import json,sys; "
+		 "d=json.loads(sys.stdin.buffer.read().decode(\"utf-8\")); "
 		 "assert d[\"threads\"][0][\"name\"]==\"main\"; assert d[\"command\"][2]==\"arg "
 		 "with space\"'",
 		 td_dump(), trc);
 	cr_assert_eq(system(cmd), 0);
+	tu_rm_rf(dir);
+}
+
+/* Heaps are per process (issue 14 item 5): a forked child (pid 4300) reuses its parent's
+ * address A for an allocation of its own and frees it, allocates 2000 at B and exits; then
+ * the parent allocates 300. The parent's 1000 at A stays live (one map per process), the
+ * child's 2000 leaves the tree's live bytes at its exit, and live at end is the parent's.
+ * One map for all would give live at end 2300 and peak 2500. */
+Test(dump, live_bytes_are_per_process, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4300, 4300);
+	const uint64_t t0 = 1000000000ull;
+	struct trc_record r;
+	/* stream 1: the parent's thread, 2: the child's; A = 0x...1000, B = 0x...2000 */
+	static const struct {
+		int st;
+		uint32_t type;
+		uint64_t dt, addr, size;
+	} ev[] = {
+		{1, TRC_REC_ALLOC, 100, 0x7f0000001000ull, 1000},
+		{2, TRC_REC_ALLOC, 200, 0x7f0000001000ull, 500},
+		{2, TRC_REC_ALLOC, 300, 0x7f0000002000ull, 2000},
+		{2, TRC_REC_FREE, 400, 0x7f0000001000ull, 0},
+		{1, TRC_REC_ALLOC, 600, 0x7f0000003000ull, 300},
+	};
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		r = (struct trc_record){.type = ev[i].type, .ts_ns = t0 + ev[i].dt};
+		r.alloc.addr = ev[i].addr;
+		r.alloc.size = ev[i].size;
+		tu_add(&p.streams[ev[i].st], &r);
+	}
+	r = (struct trc_record){.type = TRC_REC_EXIT, .ts_ns = t0 + 500};
+	r.exit.pid = 4300;
+	tu_add(&p.streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_EXIT, .ts_ns = t0 + 700};
+	r.exit.pid = 4242;
+	tu_add(&p.streams[0], &r);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	struct td_run q = td_run(dir, (const char *const[]){"summary", "--json", trc, NULL});
+	cr_assert_eq(q.status, 0, "%s", q.err);
+	static const char *const want[] = {
+		("\"live_peak_bytes\":3500,\"live_end_bytes\":1300,\"live_by_process\":["
+		 "{\"pid\":4242,\"allocs\":2,\"alloc_bytes\":1300,\"live_peak_bytes\":1300,"
+		 "\"live_end_bytes\":1300,\"exited\":true},"
+		 "{\"pid\":4300,\"allocs\":2,\"alloc_bytes\":2500,\"live_peak_bytes\":2500,"
+		 "\"live_end_bytes\":2000,\"exited\":true}]"),
+		"\"free_bytes\":500,",
+		("{\"pid\":4300,\"tid\":4300,\"name\":\"\",\"events\":3,\"lost\":0,"
+		 "\"alloc_bytes\":2500}"),
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_expect(strstr(q.out, want[i]), "missing %s in %s", want[i], q.out);
+	td_free(&q);
+	q = td_run(dir, (const char *const[]){"summary", trc, NULL});
+	cr_assert_eq(q.status, 0, "%s", q.err);
+	cr_expect(strstr(q.out, "      4300          2      2.4 KiB      2.4 KiB        2.0 KiB\n"),
+		  "%s", q.out);
+	cr_expect(strstr(q.out, "      4300     4300  -                               3          "
+				"0      2.4 KiB\n"),
+		  "%s", q.out);
+	td_free(&q);
 	tu_rm_rf(dir);
 }
 
@@ -257,6 +331,56 @@ static char *td_ok(const char *dir, const char *const *args, char **err)
 	else
 		free(r.err);
 	return r.out;
+}
+
+/* Issue 13: every number trace-dump reads from its command line refuses 2^64
+ * (18446744073709551616) and a sign after spaces (" -1", which strtoull would negate into
+ * 2^64 - 1) with its usage error, never wraps them into a value. */
+Test(dump, numbers_past_64_bits_are_refused, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], out[400];
+	td_small(dir, trc, sizeof(trc));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	static const char big[] = "18446744073709551616";
+	td_expect_usage(dir, (const char *const[]){"events", "--thread", big, trc, NULL},
+			"trace-dump events: --thread: expected TID or PID/TID, got "
+			"\"18446744073709551616\" (see trace-dump events --help)\n");
+	td_expect_usage(
+		dir,
+		(const char *const[]){"events", "--thread", "1/18446744073709551616", trc, NULL},
+		"trace-dump events: --thread: expected TID or PID/TID, got "
+		"\"1/18446744073709551616\" (see trace-dump events --help)\n");
+	td_expect_usage(dir, (const char *const[]){"events", "--thread", "4294967296", trc, NULL},
+			"trace-dump events: --thread: expected TID or PID/TID, got "
+			"\"4294967296\" (see trace-dump events --help)\n");
+	td_expect_usage(
+		dir, (const char *const[]){"events", "--from", "18446744073709551616ns", trc, NULL},
+		"trace-dump events: --from: invalid duration \"18446744073709551616ns\": "
+		"too large; accepted: 0s to 5124095h, with a unit (ns, us, ms, s, m, h) "
+		"(see trace-dump events --help)\n");
+	td_expect_usage(dir,
+			(const char *const[]){"compact", "--threads", big, "-o", out, trc, NULL},
+			"trace-dump compact: --threads: invalid value \"18446744073709551616\" "
+			"(expected 1 to 64) (see trace-dump compact --help)\n");
+	td_expect_usage(
+		dir,
+		(const char *const[]){"parquet", "--rows-per-group", big, "-o", out, trc, NULL},
+		"trace-dump parquet: --rows-per-group wants a count from 1 to 16777216, not "
+		"\"18446744073709551616\" (see trace-dump parquet --help)\n");
+	static const char *const sizes[] = {big, " -1", "18446744073709551615K"};
+	for (size_t i = 0; i < 3; i++) {
+		char want[300];
+		snprintf(want, sizeof(want),
+			 "trace-dump chrome: --split-size: invalid size \"%s\" (expected 1M or "
+			 "more: 64M, 1G) (see trace-dump chrome --help)\n",
+			 sizes[i]);
+		td_expect_usage(dir,
+				(const char *const[]){"chrome", "--split-size", sizes[i], "-o", out,
+						      trc, NULL},
+				want);
+	}
+	tu_rm_rf(dir);
 }
 
 Test(dump, events_durations_need_a_unit, .timeout = 60)
@@ -476,7 +600,7 @@ Test(dump, rss_csv, .timeout = 60)
 /* Python checks the chrome output: strict JSON, B/E balanced per thread, names, counters. */
 static const char td_chrome_check[] =
 	"import json,sys,collections\n"
-	"d=json.load(open(sys.argv[1]))\n"
+	"d=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))\n"
 	"ev=d['traceEvents']\n"
 	"depth=collections.Counter()\n"
 	"for e in ev:\n"
@@ -516,7 +640,9 @@ Test(dump, chrome_is_strict_json_and_balanced, .timeout = 60)
 	td_free(&r);
 	tu_write_file(py, td_chrome_check, strlen(td_chrome_check));
 	char cmd[1000];
-	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(sys.stdin)' < '%s'",
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; "
+		 "json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))' < '%s'",
 		 json);
 	cr_assert_eq(system(cmd), 0, "python3 json.load refused the output");
 	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' > '%s/py.out' 2>&1", py, json, dir);
@@ -572,7 +698,8 @@ Test(dump, chrome_and_json_escape_hostile_strings, .timeout = 60)
 	td_free(&r);
 	char cmd[1000];
 	snprintf(cmd, sizeof(cmd),
-		 "python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		 "python3 -c 'import json,sys; "
+		 "d=json.loads(sys.stdin.buffer.read().decode(\"utf-8\")); "
 		 "assert d[\"otherData\"][\"spans_unmatched_end\"]==1; "
 		 "n=[e[\"name\"] for e in d[\"traceEvents\"] if e[\"ph\"]==\"B\"][0]; "
 		 "assert n.startswith(\"a\\\"b\\\\c\\n\\td\\x01\\x7f\\xff\\u00e9\\u20ac\"), "
@@ -584,13 +711,221 @@ Test(dump, chrome_and_json_escape_hostile_strings, .timeout = 60)
 	r = td_run_to(dir, json, (const char *const[]){"summary", "--json", trc, NULL});
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	td_free(&r);
-	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(sys.stdin)' < '%s'",
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; "
+		 "json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))' < '%s'",
 		 json);
 	cr_assert_eq(system(cmd), 0, "summary --json is not strict JSON");
 	r = td_run(dir, (const char *const[]){"events", trc, NULL});
 	cr_assert_eq(r.status, 0);
 	cr_assert(strstr(r.out, "name=\"a\\\"b\\\\c\\n\\td\\x01\\x7f"), "%s", r.out);
 	td_free(&r);
+	tu_rm_rf(dir);
+}
+
+/* Issue 13: every kind of byte a string may hold, escaped exactly, in each JSON output (chrome,
+ * summary --json), and the output strict JSON read as strict UTF-8 (Python reading stdin in
+ * the C locale would take invalid UTF-8 through as surrogate escapes: bytes are decoded here
+ * with errors='strict'). Bytes that are not valid UTF-8 (surrogates U+D800..DFFF encoded,
+ * overlong forms, past U+10FFFF, cut short, never valid) become \u00XX, one per byte;
+ * control bytes \u00XX (\n, \t, \", \\ short); valid UTF-8 up to 4 bytes passes as it is. */
+static const char td_hostile_name[] = "A\x1f"
+				      "B\x7f"
+				      "C\xed\xa0\x80"
+				      "D\xed\xbf\xbf"
+				      "E\xf0\x9f\x98\x80"
+				      "F\xc0\xaf"
+				      "G\xe0\x80\xaf"
+				      "H\xf4\x90\x80\x80"
+				      "I\xf5\x80"
+				      "J\xff"
+				      "K\xc3\xa9"
+				      "L\x00"
+				      "M\r\x08"
+				      "N\"\\\n\t"
+				      "O\xf0\x9f\x98"
+				      "P\xe2\x82";
+static const char td_hostile_json[] = "\"A\\u001f"
+				      "B\x7f"
+				      "C\\u00ed\\u00a0\\u0080"
+				      "D\\u00ed\\u00bf\\u00bf"
+				      "E\xf0\x9f\x98\x80"
+				      "F\\u00c0\\u00af"
+				      "G\\u00e0\\u0080\\u00af"
+				      "H\\u00f4\\u0090\\u0080\\u0080"
+				      "I\\u00f5\\u0080"
+				      "J\\u00ff"
+				      "K\xc3\xa9"
+				      "L\\u0000"
+				      "M\\u000d\\u0008"
+				      "N\\\"\\\\\\n\\t"
+				      "O\\u00f0\\u009f\\u0098"
+				      "P\\u00e2\\u0082\"";
+
+/* 0 when path holds strict JSON in strict UTF-8. */
+static int td_strict_json(const char *path)
+{
+	return tu_sh("python3 -c 'import json,sys; "
+		     "json.loads(open(sys.argv[1],\"rb\").read().decode(\"utf-8\",\"strict\"))' "
+		     "'%s'",
+		     path);
+}
+
+Test(dump, json_escapes_every_kind_of_byte_exactly, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], json[300];
+	snprintf(trc, sizeof(trc), "%s/esc.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 1, 0);
+	struct trc_record rec = {.type = TRC_REC_NAME, .ts_ns = 10};
+	rec.name.id = 1;
+	rec.name.str = td_hostile_name;
+	rec.name.len = sizeof(td_hostile_name) - 1;
+	tu_add(m, &rec);
+	/* A note cut short in a 3-byte sequence, whose next byte in the chunk is the next
+	 * record's first, 0x8f (a NOTE with a negative time delta): a continuation byte, which an
+	 * escaper reading past the string's end would take in. */
+	rec = (struct trc_record){.type = TRC_REC_NOTE, .ts_ns = 20};
+	rec.note.text = "Q\xe2\x82";
+	rec.note.len = 3;
+	tu_add(m, &rec);
+	rec = (struct trc_record){.type = TRC_REC_NOTE, .ts_ns = 19};
+	rec.note.text = "R";
+	rec.note.len = 1;
+	tu_add(m, &rec);
+	struct tu_stream *t = tu_plan_stream(&p, TRC_STREAM_THREAD, 1, 2);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = 12};
+	rec.span.name_id = 1;
+	tu_add(t, &rec);
+	rec = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 13};
+	rec.span.name_id = 1;
+	tu_add(t, &rec);
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	static const char *const cmds[][2] = {{"chrome", "chrome.json"},
+					      {"summary", "summary.json"}};
+	for (size_t k = 0; k < 2; k++) {
+		snprintf(json, sizeof(json), "%s/%s", dir, cmds[k][1]);
+		const char *args[] = {cmds[k][0], trc, NULL, NULL};
+		if (k == 1) {
+			args[1] = "--json";
+			args[2] = trc;
+		}
+		struct td_run r = td_run_to(dir, json, args);
+		cr_assert_eq(r.status, 0, "%s: %s", cmds[k][0], r.err);
+		td_free(&r);
+		size_t len;
+		char *out = td_slurp(json, &len);
+		cr_assert_not_null(memmem(out, len, td_hostile_json, sizeof(td_hostile_json) - 1),
+				   "%s: the name is not escaped as expected:\n%s", cmds[k][0], out);
+		if (k == 0)
+			cr_assert_not_null(memmem(out, len, "\"Q\\u00e2\\u0082\"", 15),
+					   "the note cut short:\n%s", out);
+		free(out);
+		cr_assert_eq(td_strict_json(json), 0, "%s: not strict JSON in UTF-8", cmds[k][0]);
+	}
+	/* The checker itself refuses what it must: invalid UTF-8, a raw control byte. */
+	snprintf(json, sizeof(json), "%s/bad.json", dir);
+	tu_write_file(json, "[\"\xed\xa0\x80\"]", 7);
+	cr_assert_neq(td_strict_json(json), 0);
+	tu_write_file(json, "[\"\x1f\"]", 5);
+	cr_assert_neq(td_strict_json(json), 0);
+	tu_write_file(json, "[\"\xc3\xa9\"]", 6);
+	cr_assert_eq(td_strict_json(json), 0);
+	tu_rm_rf(dir);
+}
+
+/* Issue 13: a trace of two processes (a parent and a child it forked, three threads): every
+ * event carries its own process's pid and its thread's tid, and each process and thread is
+ * named exactly once. */
+static const char td_two_procs_check[] =
+	"import json,sys,collections\n"
+	"d=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))\n"
+	"ev=d['traceEvents']\n"
+	"pn=collections.Counter((e['pid'],e['args']['name']) for e in ev\n"
+	"  if e['ph']=='M' and e['name']=='process_name')\n"
+	"assert pn=={(100,'parent --x'):1,(200,'child'):1}, pn\n"
+	"tn=collections.Counter((e['pid'],e['tid'],e['args']['name']) for e in ev\n"
+	"  if e['ph']=='M' and e['name']=='thread_name')\n"
+	"assert tn=={(100,100,'main'):1,(100,101,'worker'):1,(200,200,'kid'):1}, tn\n"
+	"be=[(e['ph'],e['pid'],e['tid'],e.get('name'),e['ts']) for e in ev if e['ph'] in 'BE']\n"
+	"want=[('B',100,100,'p.work',1.0),('B',200,200,'c.work',1.2),\n"
+	"  ('B',100,101,'p.work',1.5),('E',100,100,None,2.0),('E',200,200,None,2.2),\n"
+	"  ('E',100,101,None,2.5)]\n"
+	"assert be==want, be\n"
+	"print('ok')\n";
+
+Test(dump, chrome_two_processes_pids_tids_and_names_once, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], json[300], py[300];
+	snprintf(trc, sizeof(trc), "%s/two.trc", dir);
+	snprintf(json, sizeof(json), "%s/two.json", dir);
+	snprintf(py, sizeof(py), "%s/check.py", dir);
+	const uint64_t t0 = 1000000000ull; /* tu_header's start */
+	struct tu_plan p = {0};
+	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 100, 0);
+	struct trc_record r = {.type = TRC_REC_PROCESS, .ts_ns = t0};
+	r.process.pid = 100;
+	r.process.ppid = 1;
+	r.process.cmdline = "parent\0--x";
+	r.process.cmdline_len = 10;
+	tu_add(m, &r);
+	r = (struct trc_record){.type = TRC_REC_PROCESS, .ts_ns = t0 + 100};
+	r.process.pid = 200;
+	r.process.ppid = 100;
+	r.process.cmdline = "child";
+	r.process.cmdline_len = 5;
+	tu_add(m, &r);
+	static const struct {
+		uint32_t pid, tid;
+		const char *name;
+	} threads[] = {{100, 100, "main"}, {100, 101, "worker"}, {200, 200, "kid"}};
+	for (int i = 0; i < 3; i++) {
+		r = (struct trc_record){.type = TRC_REC_THREAD, .ts_ns = t0 + 200};
+		r.thread.pid = threads[i].pid;
+		r.thread.tid = threads[i].tid;
+		r.thread.name = threads[i].name;
+		r.thread.name_len = (uint32_t)strlen(threads[i].name);
+		tu_add(m, &r);
+	}
+	static const char *const names[] = {"p.work", "c.work"};
+	for (uint32_t i = 0; i < 2; i++) {
+		r = (struct trc_record){.type = TRC_REC_NAME, .ts_ns = t0 + 300};
+		r.name.id = i + 1;
+		r.name.str = names[i];
+		r.name.len = (uint32_t)strlen(names[i]);
+		tu_add(m, &r);
+	}
+	/* (pid, tid, name id, begin, end) */
+	static const uint32_t spans[3][5] = {
+		{100, 100, 1, 1000, 2000}, {100, 101, 1, 1500, 2500}, {200, 200, 2, 1200, 2200}};
+	for (int i = 0; i < 3; i++) {
+		struct tu_stream *t =
+			tu_plan_stream(&p, TRC_STREAM_THREAD, spans[i][0], spans[i][1]);
+		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t0 + spans[i][3]};
+		r.span.name_id = spans[i][2];
+		tu_add(t, &r);
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t0 + spans[i][4]};
+		r.span.name_id = spans[i][2];
+		tu_add(t, &r);
+	}
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	struct td_run run = td_run_to(dir, json, (const char *const[]){"chrome", trc, NULL});
+	cr_assert_eq(run.status, 0, "%s", run.err);
+	td_free(&run);
+	tu_write_file(py, td_two_procs_check, strlen(td_two_procs_check));
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' > '%s/py.out' 2>&1", py, json, dir);
+	if (system(cmd) != 0) {
+		char p2[400];
+		snprintf(p2, sizeof(p2), "%s/py.out", dir);
+		char *o = td_slurp(p2, NULL);
+		char *j = td_slurp(json, NULL);
+		cr_assert_fail("chrome of two processes:\n%s\n%s", o, j);
+	}
 	tu_rm_rf(dir);
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <sys/wait.h>
 
+#include "harness_util.h"
 #include "test_trcfile_util.h"
 #include "trcfile_codec.h"
 
@@ -220,6 +221,7 @@ Test(dump_hostile, sparse_file_with_a_huge_footer_claim_reads_in_bounded_memory,
 	memcpy(&foff, tr, 8);
 	/* Everything but the trailer, then 20 GiB of hole, then a trailer whose footer is
 	 * everything from the old footer to it (valid trailer checksum). */
+	struct rlimit fsize = hu_fsize_lift(); /* a hole, not the disk */
 	int fd = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, b, n - 32), (ssize_t)(n - 32));
@@ -233,6 +235,7 @@ Test(dump_hostile, sparse_file_with_a_huge_footer_claim_reads_in_bounded_memory,
 	memcpy(nt + 20, &crc, 4);
 	cr_assert_eq(pwrite(fd, nt, 32, (off_t)(size - 32)), 32);
 	close(fd);
+	hu_fsize_restore(fsize);
 	free(b);
 	/* A gigabyte of address space is far more than this trace needs, and far less than the
 	 * footer claims (no limit under a sanitizer, which reserves terabytes of shadow). */

@@ -39,6 +39,7 @@ Test(e2e_cli, bad_values_are_usage_errors, .timeout = 60)
 		{"bad source", {(char *)TR, "--rss-source", "vmrss", "true", NULL}, "vmrss"},
 		{"bad buffer", {(char *)TR, "--buffer-size", "3M", "true", NULL}, "3M"},
 		{"huge buffer", {(char *)TR, "--buffer-size", "64G", "true", NULL}, "64G"},
+		{"zero budget", {(char *)TR, "--ring-budget", "0", "true", NULL}, "--ring-budget"},
 		{"bad level", {(char *)TR, "--compression-level", "99", "true", NULL}, "99"},
 		{"unknown option", {(char *)TR, "--frobnicate", "true", NULL}, "--frobnicate"},
 		{"missing value", {(char *)TR, "--rss-interval", NULL}, "--rss-interval"},

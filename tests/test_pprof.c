@@ -29,17 +29,16 @@ static char *tq_export(const char *dir, const char *mode)
 	return out;
 }
 
-/* A number of `trace-dump summary --json` of dir/in.trc. */
+/* A top-level number of `trace-dump summary --json` of dir/in.trc (the same key names a
+ * thread's or a process's figure inside arrays: read by a JSON parser). */
 static unsigned long long tq_summary(const char *dir, const char *key)
 {
-	int rc = tu_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", tu_build(),
-		       dir, dir);
-	cr_assert_eq(rc, 0);
-	char *s = tu_slurp_text(dir, "sum.json"), k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	char *at = strstr(s, k);
-	cr_assert_not_null(at, "%s not in the summary", key);
-	unsigned long long v = strtoull(at + strlen(k), NULL, 10);
+	int rc = tu_sh("%s/bin/trace-dump summary --json '%s/in.trc' | python3 -c 'import json, "
+		       "sys; print(json.load(sys.stdin)[\"%s\"])' > '%s/sum.txt'",
+		       tu_build(), dir, key, dir);
+	cr_assert_eq(rc, 0, "%s not in the summary", key);
+	char *s = tu_slurp_text(dir, "sum.txt");
+	unsigned long long v = strtoull(s, NULL, 10);
 	free(s);
 	return v;
 }
@@ -90,6 +89,26 @@ Test(pprof, small_trace_profiles_agree_with_summary, .timeout = 60)
 	free(r);
 	r = tq_export(dir, "--live-at 1150ns");
 	tq_has(r, "\"total\": [1, 64]");
+	free(r);
+	tu_rm_rf(dir);
+}
+
+/* A recorded program built with -finstrument-functions: its frames carry the functions' names
+ * from the program's symbols (not module+offset). prog_finst_calls allocates once, stdout's
+ * buffer, in printf called from main after fib has returned. */
+Test(pprof, recorded_program_frames_are_named, .timeout = 60)
+{
+	if (getenv("TRC_SANITIZER_TIER"))
+		cr_skip_test(
+			"a sanitizer's allocator is not the preload library's: no allocations");
+	const char *dir = tu_tmpdir();
+	int rc = tu_sh("%s/bin/trace-run -q -o '%s/in.trc' -- %s/tests/prog_finst_calls 5 "
+		       ">/dev/null 2>'%s/err'",
+		       tu_build(), dir, tu_build(), dir);
+	cr_assert_eq(rc, 0, "trace-run: %s", tu_slurp_text(dir, "err"));
+	char *r = tq_export(dir, "--alloc");
+	cr_assert(strstr(r, ";main\": [1, "), "%s", r);
+	cr_assert_null(strstr(r, "prog_finst_calls+0x"), "%s", r);
 	free(r);
 	tu_rm_rf(dir);
 }

@@ -42,7 +42,9 @@ static struct trc_session *new_session(uint32_t slots, uint64_t ring)
 {
 	struct session_config cfg = {.max_slots = slots, .ring_bytes = ring};
 	int err;
+	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
 	struct trc_session *s = session_create(&cfg, &err);
+	hu_fsize_restore(fsize);
 	cr_assert_not_null(s);
 	int fd = session_fd(s);
 	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
@@ -97,7 +99,8 @@ static void run_both(char *const argv[], const char *in, int want, struct trc_se
 			cr_assert(!strstr(c->v[i].str, "corrupt"), "%s", c->v[i].str);
 }
 
-Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	FILE *f = fopen(path_in, "w");
 	srand(1);
@@ -123,7 +126,8 @@ Test(preload, sort_same_output_allocations_recorded, .timeout = 180, .init = set
 	session_destroy(s);
 }
 
-Test(preload, sh_pipeline_process_tree_and_exit_status, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, sh_pipeline_process_tree_and_exit_status, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	struct trc_session *s = new_session(32, 256 << 10);
 	struct ts_collect c = {0};
@@ -188,7 +192,8 @@ static long field(const char *text, const char *key)
 	return strtol(p + strlen(key), NULL, 0);
 }
 
-Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	struct trc_session *s = new_session(8, 4 << 20);
 	struct ts_collect c = {0};
@@ -225,7 +230,8 @@ Test(preload, signal_handler_allocations_accounted_exactly, .timeout = 180, .ini
 	session_destroy(s);
 }
 
-Test(preload, finstrument_functions_entries_and_exits, .timeout = 180, .init = setup, .fini = teardown)
+Test(preload, finstrument_functions_entries_and_exits, .timeout = 180, .init = setup,
+     .fini = teardown)
 {
 	struct trc_session *s = new_session(8, 4 << 20);
 	struct ts_collect c = {0};
@@ -445,5 +451,93 @@ Test(preload, heaptracks_extra_allocation_is_its_own_libstdcxx_pool, .init = set
 	cr_assert_eq(ts_lost_total(&plain) + ts_lost_total(&with_cxx), 0);
 	ts_collect_free(&plain);
 	ts_collect_free(&with_cxx);
+	session_destroy(s);
+}
+
+/* Issue 13: what each member of the malloc family records, exactly. prog_preload_exact makes
+ * known calls between two INSTANT markers on its main thread (see there) and prints the
+ * addresses it got; the ALLOC and FREE records of that thread between the markers must be
+ * exactly these, in this order. */
+struct exact_rec {
+	enum trc_rec_type type;
+	char who; /* the program's name for the address */
+	uint64_t size; /* ALLOC only */
+};
+
+static uint64_t exact_addr(const char *out, char who)
+{
+	char key[4] = {who, '=', 0};
+	return (uint64_t)strtoull(strstr(out, key) ? strstr(out, key) + 2 : "0", NULL, 0);
+}
+
+Test(preload, each_allocation_call_records_exact_sizes, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	static const struct exact_rec want[] = {
+		{TRC_REC_ALLOC, 'a', 1000}, /* malloc(1000) */
+		{TRC_REC_ALLOC, 'b', 3000}, /* calloc(10, 300): n * size */
+		{TRC_REC_FREE, 'a', 0}, /* realloc(a, 50000): the old block freed ... */
+		{TRC_REC_ALLOC, 'c', 50000}, /* ... and the new one allocated */
+		{TRC_REC_ALLOC, 'd', 700}, /* realloc(NULL, 700): an allocation only */
+		{TRC_REC_FREE, 'd', 0}, /* realloc(d, 0): a free only */
+		/* free(NULL), a failed realloc, an overflowing calloc: nothing */
+		{TRC_REC_ALLOC, 'f', 1100}, /* posix_memalign(64, 1100) */
+		{TRC_REC_ALLOC, 'g', 1280}, /* aligned_alloc(256, 1280) */
+		{TRC_REC_ALLOC, 'h', 1300}, /* memalign(128, 1300) */
+		{TRC_REC_ALLOC, 'i', 1400}, /* valloc(1400) */
+		{TRC_REC_ALLOC, 'j', 1500}, /* pvalloc(1500): the size asked for */
+		{TRC_REC_ALLOC, 'k', 600}, /* reallocarray(NULL, 20, 30) */
+		{TRC_REC_FREE, 'b', 0},
+		{TRC_REC_FREE, 'c', 0},
+		{TRC_REC_FREE, 'f', 0},
+		{TRC_REC_FREE, 'g', 0},
+		{TRC_REC_FREE, 'h', 0},
+		{TRC_REC_FREE, 'i', 0},
+		{TRC_REC_FREE, 'j', 0},
+		{TRC_REC_FREE, 'k', 0},
+	};
+	const size_t n_want = sizeof(want) / sizeof(want[0]);
+	struct trc_session *s = new_session(8, 4 << 20);
+	struct ts_collect c = {0};
+	char prog[400];
+	snprintf(prog, sizeof(prog), "%s/tests/prog_preload_exact", build);
+	char *argv[] = {prog, NULL};
+	const char *env[] = {preload_env, NULL};
+	int st = ts_run_traced(s, &c, argv, env, NULL, path_b);
+	cr_assert_eq(st, 0, "status %x", st);
+	cr_assert_eq(ts_lost_total(&c), 0);
+	size_t len;
+	char *out = slurp(path_b, &len);
+	size_t begin = c.n, end = c.n;
+	for (size_t i = 0; i < c.n; i++) {
+		const struct trc_record *r = &c.v[i].r;
+		if (r->type == TRC_REC_INSTANT && r->value.value == 1)
+			begin = i;
+		if (r->type == TRC_REC_INSTANT && r->value.value == 2)
+			end = i;
+	}
+	cr_assert(begin < end && end < c.n, "the markers: %zu %zu of %zu", begin, end, c.n);
+	size_t k = 0;
+	for (size_t i = begin + 1; i < end; i++) {
+		const struct ts_rec *x = &c.v[i];
+		if (x->st.key != c.v[begin].st.key ||
+		    (x->r.type != TRC_REC_ALLOC && x->r.type != TRC_REC_FREE))
+			continue;
+		cr_assert_lt(k, n_want, "more records than calls: %s %#lx %lu",
+			     x->r.type == TRC_REC_ALLOC ? "ALLOC" : "FREE",
+			     (unsigned long)x->r.alloc.addr, (unsigned long)x->r.alloc.size);
+		const struct exact_rec *w = &want[k];
+		cr_assert_eq(x->r.type, w->type, "record %zu (%c): type %u", k, w->who, x->r.type);
+		cr_assert_eq(x->r.alloc.addr, exact_addr(out, w->who), "record %zu (%c): address",
+			     k, w->who);
+		if (w->type == TRC_REC_ALLOC)
+			cr_assert_eq(x->r.alloc.size, w->size,
+				     "record %zu (%c): size %lu, want %lu", k, w->who,
+				     (unsigned long)x->r.alloc.size, (unsigned long)w->size);
+		k++;
+	}
+	cr_assert_eq(k, n_want, "%zu records for %zu expected", k, n_want);
+	free(out);
+	ts_collect_free(&c);
 	session_destroy(s);
 }

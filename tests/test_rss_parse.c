@@ -259,3 +259,76 @@ Test(rss_parse, every_prefix_fails_or_agrees, .timeout = 60)
 	free(st.text);
 	free(ro.text);
 }
+
+/* ---- the edges of a number and of a line (issue 13) -------------------------------------- */
+
+/* A status file with the five memory lines, VmRSS's value and tail replaced by `rss`. */
+static int status_with_rss(const char *rss, struct rss_status *s)
+{
+	char text[512];
+	int n = snprintf(text, sizeof(text),
+			 "Name:\tx\nState:\tS (sleeping)\nVmHWM:\t2 kB\nVmRSS:%s\nRssAnon:\t1 kB\n"
+			 "RssFile:\t0 kB\nRssShmem:\t0 kB\n",
+			 rss);
+	return rss_parse_status(text, (size_t)n, s);
+}
+
+Test(rss_parse, text_after_kb_is_refused, .timeout = 10)
+{
+	struct rss_status s = {.rss_bytes = 12345};
+	cr_assert_eq(status_with_rss("\t7 kB", &s), 0);
+	cr_assert_eq(s.rss_bytes, 7 * KIB);
+	static const char *const bad[] = {"\t7 kB extra", "\t7 kBx", "\t7 kB ", "\t7 kB\t",
+					  "\t7 kb",	  "\t7 KB",  "\t7 k",	"\t7 kBkB"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s.rss_bytes = 12345;
+		cr_expect_eq(status_with_rss(bad[i], &s), -EINVAL, "\"%s\"", bad[i]);
+		cr_expect_eq(s.rss_bytes, 12345, "\"%s\": output written on error", bad[i]);
+	}
+	/* smaps_rollup's lines by the same rule */
+	static const char rollup[] = "0-1 ---p 00000000 00:00 0 [rollup]\nRss:  3 kB junk\n"
+				     "Pss:  2 kB\n";
+	struct rss_rollup r;
+	cr_expect_eq(rss_parse_smaps_rollup(rollup, strlen(rollup), &r), -EINVAL);
+}
+
+/* 2^64 - 1 is the largest number; 2^64 (18446744073709551616) and anything larger is an
+ * overflow, refused as one, never wrapped to a small value (2^64 wraps to 0). */
+Test(rss_parse, two_to_the_64_is_an_overflow_not_zero, .timeout = 10)
+{
+	struct rss_statm m = {.resident_bytes = 12345};
+	static const char max[] = "18446744073709551615 1 1 1 0 1 0\n";
+	cr_assert_eq(rss_parse_statm(max, strlen(max), 1, &m), 0);
+	cr_assert_eq(m.size_bytes, UINT64_MAX);
+	cr_assert_eq(m.resident_bytes, 1);
+	static const char *const over[] = {
+		"18446744073709551616 1 1 1 0 1 0\n", /* 2^64 */
+		"1 18446744073709551616 1 1 0 1 0\n",
+		"1 1 1 1 0 1 18446744073709551616\n", /* a field the parser does not keep */
+		"1 18446744073709551617 1 1 0 1 0\n",
+		"1 18446744073709551620 1 1 0 1 0\n", /* wraps to 4 */
+		"1 36893488147419103232 1 1 0 1 0\n", /* 2^65 */
+		"1 184467440737095516160 1 1 0 1 0\n",
+	};
+	for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+		m.resident_bytes = 12345;
+		cr_expect_eq(rss_parse_statm(over[i], strlen(over[i]), 1, &m), -ERANGE, "%s",
+			     over[i]);
+		cr_expect_eq(m.resident_bytes, 12345, "%s: output written on error", over[i]);
+	}
+	/* Pages and KiB times their unit: the largest that fits, and one more. */
+	static const char pages_max[] = "1 4503599627370495 1 1 0 1 0\n"; /* (2^64-1) / 4096 */
+	cr_assert_eq(rss_parse_statm(pages_max, strlen(pages_max), PAGE, &m), 0);
+	cr_assert_eq(m.resident_bytes, 4503599627370495ull * PAGE);
+	static const char pages_over[] = "1 4503599627370496 1 1 0 1 0\n";
+	cr_expect_eq(rss_parse_statm(pages_over, strlen(pages_over), PAGE, &m), -ERANGE);
+	struct rss_status s;
+	cr_assert_eq(status_with_rss("\t18014398509481983 kB", &s), 0); /* (2^64-1) / 1024 */
+	cr_assert_eq(s.rss_bytes, 18014398509481983ull * KIB);
+	cr_expect_eq(status_with_rss("\t18014398509481984 kB", &s), -ERANGE);
+	cr_expect_eq(status_with_rss("\t18446744073709551616 kB", &s), -ERANGE);
+	static const char rollup[] = "0-1 ---p 00000000 00:00 0 [rollup]\n"
+				     "Rss:  18446744073709551616 kB\nPss:  2 kB\n";
+	struct rss_rollup r;
+	cr_expect_eq(rss_parse_smaps_rollup(rollup, strlen(rollup), &r), -ERANGE);
+}

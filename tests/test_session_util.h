@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness_util.h"
 #include "session.h"
 #include "trc.h"
 
@@ -118,7 +119,14 @@ static inline uint64_t ts_lost_total(const struct ts_collect *c)
 static inline struct trc_session *ts_start(const struct session_config *cfg, int *attach_rc)
 {
 	int err = 0;
-	struct trc_session *s = session_create(cfg, &err);
+	/* A ring filled with no drain running waits for one (session_layout.h "Residency"): in
+	 * these tests, that is by design, so not the recorder's 10 s. */
+	struct session_config c = cfg ? *cfg : (struct session_config){0};
+	if (!c.ring_wait_ns)
+		c.ring_wait_ns = 200000000ull;
+	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
+	struct trc_session *s = session_create(&c, &err);
+	hu_fsize_restore(fsize);
 	if (!s)
 		return NULL;
 	int fd = session_fd(s);

@@ -14,7 +14,8 @@ int cli_parse_size(const char *text, uint64_t *out)
 		return -EINVAL;
 	errno = 0;
 	char *end;
-	if (*text == '-' || *text == '+')
+	/* A digit first: strtoull would skip spaces and take a sign, and " -1" is 2^64 - 1. */
+	if (*text < '0' || *text > '9')
 		return -EINVAL;
 	unsigned long long v = strtoull(text, &end, 10);
 	if (end == text)

@@ -44,6 +44,7 @@
 #include "cli_size.h"
 #include "dump_common.h"
 #include "dump_symbols.h"
+#include "u64map.h"
 
 static const char dump__chrome_help[] =
 	"usage: trace-dump chrome [--from T] [--to T] [-o OUT [--split-size SIZE]] FILE\n"
@@ -115,7 +116,38 @@ struct dump__chrome {
 	 * range), process names prefixed "HOST TRACE: "; NULL / 0 for one FILE. */
 	const struct dump_trace *label;
 	uint64_t pid_base;
+	/* The names shown in this output file: process (pid shown) and thread (pid shown << 32 |
+	 * tid) -> a hash of the name. The prologue names every process and thread; a PROCESS or
+	 * THREAD record met later is shown only when it renames (an exec, pthread_setname_np):
+	 * each is named once, not once more per record. Emptied at each --split-size file. */
+	struct u64map shown_procs, shown_threads;
 };
+
+/* At most this many names are remembered (beyond: shown again, as before). */
+#define DUMP__SHOWN_MAX (1u << 20)
+
+static void dump__shown_reset(struct dump__chrome *c, bool init)
+{
+	if (!init) {
+		u64map_destroy(&c->shown_procs);
+		u64map_destroy(&c->shown_threads);
+	}
+	u64map_init(&c->shown_procs, DUMP__SHOWN_MAX);
+	u64map_init(&c->shown_threads, DUMP__SHOWN_MAX);
+}
+
+/* Whether (map, key) shows this name already; else remembers it. FNV-1a of the bytes. */
+static bool dump__shown(struct u64map *m, uint64_t key, const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ len;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	const uint64_t *v = u64map_get(m, key);
+	if (v && *v == h)
+		return true;
+	(void)u64map_put(m, key, h, NULL, NULL); /* full: shown again next time */
+	return false;
+}
 
 /* Starts an event object: {"ph":"X","pid":P,"tid":T,"ts":TS */
 static void dump__ev(struct dump__chrome *c, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
@@ -165,6 +197,10 @@ static void dump__func_name(const struct dump__chrome *c, uint32_t pid, uint64_t
 static void dump__meta(struct dump__chrome *c, const char *what, uint32_t pid, uint32_t tid,
 		       const char *name, size_t len, bool cmdline)
 {
+	uint64_t shown_pid = pid + c->pid_base;
+	if (cmdline ? dump__shown(&c->shown_procs, shown_pid, name, len)
+		    : dump__shown(&c->shown_threads, shown_pid << 32 | tid, name, len))
+		return;
 	if (!c->first)
 		dump_str(",\n");
 	c->first = false;
@@ -489,6 +525,7 @@ static int dump__split(struct dump__chrome *c, struct dump_outfile *of)
 		return DUMP_EXIT_FAIL;
 	c->first = true;
 	dump_str("{\"traceEvents\":[\n");
+	dump__shown_reset(c, false); /* a new file names everything again */
 	dump__prologue(c);
 	unsigned ns = trcfile_reader_stream_count(c->r);
 	for (unsigned s = 0; s < ns; s++) {
@@ -527,6 +564,7 @@ static int dump__chrome_multi(int argc, char **argv)
 	depth = calloc(base[n] ? base[n] : 1, sizeof(*depth));
 	stacks = calloc(base[n] ? base[n] : 1, sizeof(*stacks));
 	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
+	dump__shown_reset(c, true);
 	if (!depth || !stacks || !c->live)
 		goto nomem;
 	c->first = true;
@@ -600,8 +638,11 @@ static int dump__chrome_multi(int argc, char **argv)
 nomem:
 	dump_error("out of memory");
 out:
-	if (c)
+	if (c) {
 		allocmap_free(c->live);
+		u64map_destroy(&c->shown_procs);
+		u64map_destroy(&c->shown_threads);
+	}
 	for (unsigned k = 0; stacks && k < base[n]; k++) {
 		free(stacks[k].v);
 		free(stacks[k].thread_name);
@@ -681,6 +722,7 @@ int dump_chrome_main(int argc, char **argv)
 	c->depth = calloc(ns ? ns : 1, sizeof(*c->depth));
 	c->stacks = calloc(ns ? ns : 1, sizeof(*c->stacks));
 	c->live = allocmap_new(DUMP__LIVE_MAX_ENTRIES);
+	dump__shown_reset(c, true);
 	it = trcfile_iter_new(r);
 	if (!c->depth || !c->stacks || !c->live || !it) {
 		dump_error("%s: %s", path,
@@ -732,9 +774,9 @@ int dump_chrome_main(int argc, char **argv)
 		dump__record(c, sidx, &rec);
 	}
 	if (err < 0 || c->oom) {
-		const char *why = c->oom ? "out of memory"
-			      : c->fail_msg[0] ? c->fail_msg
-					       : trcfile_reader_errmsg(r);
+		const char *why = c->oom	   ? "out of memory"
+				  : c->fail_msg[0] ? c->fail_msg
+						   : trcfile_reader_errmsg(r);
 		/* No partial JSON: an output file is cut back to where the document started; a
 		 * pipe, which cannot be taken back, gets the document closed after the last whole
 		 * event, with otherData saying it is incomplete and why. Either way, status 1. */
@@ -763,6 +805,8 @@ out:
 	trcfile_iter_free(it);
 	if (c) {
 		allocmap_free(c->live);
+		u64map_destroy(&c->shown_procs);
+		u64map_destroy(&c->shown_threads);
 		sym_resolver_free(c->syms);
 		for (unsigned s = 0; s < ns && c->stacks; s++) {
 			free(c->stacks[s].v);

@@ -124,11 +124,14 @@ uint64_t dump_start_ns(const struct trcfile_reader *r);
 /* Prints "trace-dump: ..." on stderr (file and output errors; not usage errors). */
 void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The name of function address addr of pid into buf (NUL-terminated, len >= 320 holds any):
- * module+offset ("prog+0x2136"), or "0xADDR" without a module record (tools/dump_symbol.c;
- * the one function a symbolizer replaces). Returns the name's length. */
+/* The name of function address addr of pid into buf (NUL-terminated, cut to len - 1): the
+ * function's name from the module's symbols (demangled), else module+offset ("prog+0x2136"),
+ * else "0xADDR" without a module record (tools/dump_symbol.c). Returns the name's length.
+ * The first call for a reader reads its modules' symbols (warnings on stderr, once). */
 size_t dump_func_name(const struct trcfile_reader *r, uint32_t pid, uint64_t addr, char *buf,
 		      size_t len);
+/* Frees what dump_func_name keeps for r: call before closing r (dump_close does). */
+void dump_func_names_release(const struct trcfile_reader *r);
 
 /* The exporters' output files (-o OUT, --split-size SIZE; tools/dump_outfile.c). With split 0
  * OUT is written as is ("-": standard output); with a split size the files are OUT numbered
@@ -213,6 +216,7 @@ int dump_events_main(int argc, char **argv);
 int dump_rss_main(int argc, char **argv);
 int dump_chrome_main(int argc, char **argv);
 int dump_flame_main(int argc, char **argv);
+int dump_memory_main(int argc, char **argv);
 int dump_parquet_main(int argc, char **argv);
 int dump_perfetto_main(int argc, char **argv);
 int dump_pprof_main(int argc, char **argv);

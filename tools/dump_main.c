@@ -2,8 +2,8 @@
  *
  * Purpose: the entry point; picks the subcommand and hands over. Each subcommand lives in its
  * own file (dump_summary.c, dump_events.c, dump_rss.c, dump_chrome.c, dump_flame.c,
- * dump_perfetto.c, dump_pprof.c, dump_compact.c) with its own --help; output and its error policy
- * are in dump_out.c.
+ * dump_perfetto.c, dump_pprof.c, dump_compact.c, dump_memory.c) with its own --help; output and its
+ * error policy are in dump_out.c.
  *
  * The first argument is a command, `help`, --help or --version. `trace-dump FILE` is short
  * for `trace-dump summary FILE` when FILE is not a command word: an existing file, or a name
@@ -29,7 +29,7 @@ static const struct {
 	{"rss", dump_rss_main},		  {"chrome", dump_chrome_main},
 	{"flame", dump_flame_main},	  {"parquet", dump_parquet_main},
 	{"perfetto", dump_perfetto_main}, {"pprof", dump_pprof_main},
-	{"compact", dump_compact_main},
+	{"compact", dump_compact_main},	  {"memory", dump_memory_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -47,6 +47,8 @@ static void dump__usage(FILE *f)
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
 	      "  flame    folded stacks of functions and spans, by time or bytes allocated\n"
 	      "           (for flamegraph.pl, inferno, speedscope)\n"
+	      "  memory   what made RSS grow: allocations by site between RSS samples, live\n"
+	      "           heap beside RSS, what was live at the RSS peak\n"
 	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  perfetto Perfetto's protobuf trace, a few bytes an event (ui.perfetto.dev)\n"
 	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"
@@ -104,8 +106,9 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events",   "rss",   "chrome",  "flame",
-					    "parquet", "perfetto", "pprof", "compact", "help"};
+	static const char *const names[] = {"summary", "events",  "rss",      "chrome",
+					    "flame",   "parquet", "perfetto", "pprof",
+					    "compact", "memory",  "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 

@@ -374,12 +374,13 @@ struct trcfile_reader *dump_open(const char *path, bool quiet)
 		struct trcfile_reader_stats st;
 		trcfile_reader_get_stats(r, &st);
 		dump_error("warning: %s is truncated (%s): read %" PRIu64 " %s, %" PRIu64
-			   " %s; %" PRIu64 " %s at the end ignored",
+			   " %s; %" PRIu64 " %s at the end ignored (stopped at: %s)",
 			   path,
 			   st.footer_damaged ? "damaged footer" : "no footer, recorder killed?",
 			   st.chunks, cli_plural(st.chunks, "chunk", "chunks"), st.records,
 			   cli_plural(st.records, "record", "records"), st.bytes_ignored,
-			   cli_plural(st.bytes_ignored, "byte", "bytes"));
+			   cli_plural(st.bytes_ignored, "byte", "bytes"),
+			   trcfile_reader_scan_stop(r));
 	}
 	if (!quiet) {
 		struct trcfile_reader_stats st;
@@ -403,6 +404,7 @@ void dump_close(struct trcfile_reader *r, const char *path)
 			   path, st.chunks_damaged,
 			   cli_plural(st.chunks_damaged, "chunk", "chunks"),
 			   trcfile_reader_damage_note(r));
+	dump_func_names_release(r);
 	trcfile_reader_close(r);
 }
 

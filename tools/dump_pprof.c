@@ -8,7 +8,7 @@
  * replays them (span_begin / func_enter push a frame; span_end / func_exit pop the innermost,
  * the rule FORMAT.md gives for spans); an allocation is charged to that stack, under a root
  * frame for its thread ("tid T NAME"). Function frames are named by dump_func_name
- * (module+offset until symbols are read), span frames by the span's name. Stacks are interned
+ * (their symbol names, else module+offset), span frames by the span's name. Stacks are interned
  * in a trie (node = parent + frame), so memory grows with the distinct stacks, never with the
  * number of events.
  *
@@ -503,6 +503,7 @@ out:
 	}
 	free(gz);
 	pb_buf_free(&b);
+	dump_func_names_release(r);
 	trcfile_reader_close(r);
 	return rc;
 }

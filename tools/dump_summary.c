@@ -20,6 +20,7 @@
 #include "cli_plural.h"
 #include "dump_common.h"
 #include "dump_functions.h"
+#include "dump_memory.h"
 #include "dump_symbols.h"
 #include "summary.h"
 
@@ -70,7 +71,8 @@ static const char dump__summary_help[] =
 	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, "
 	"sampler_late,\n"
 	"                            reentrant\n"
-	"  threads                   array of {pid, tid, name, events, lost}, by pid then tid\n"
+	"  threads                   array of {pid, tid, name, events, lost, alloc_bytes}, by\n"
+	"                            pid then tid (alloc_bytes: what its allocations asked for)\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
 	"                            span_max_ns, counter_min, counter_max, counter_last}, by "
@@ -96,10 +98,22 @@ static const char dump__summary_help[] =
 	"  function_calls_open_at_end  calls never exited (not timed)\n"
 	"  allocs, alloc_bytes       allocation records and their bytes\n"
 	"  frees, free_bytes         free records and the bytes they released (known sizes)\n"
-	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order\n"
-	"  live_end_bytes            allocated and not freed at the end\n"
+	"  live_peak_bytes           peak of allocated-and-not-freed bytes, in time order, of\n"
+	"                            the processes alive at that moment (a heap is per process)\n"
+	"  live_end_bytes            allocated and not freed by the traced program when it\n"
+	"                            exited (children: in live_by_process)\n"
+	"  live_by_process           array of {pid, allocs, alloc_bytes, live_peak_bytes,\n"
+	"                            live_end_bytes, exited} by pid: each process's heap;\n"
+	"                            live_end_bytes at its exit (exited true) or at the end\n"
 	"  frees_unknown             frees of addresses not allocated in the trace\n"
 	"  live_approximate          true when too many live allocations to track exactly\n"
+	"  memory                    array: the 5 largest rises of a process's RSS between two\n"
+	"                            of its samples, each {pid, t0_ns, t1_ns (from the start),\n"
+	"                            rss_before_bytes, rss_after_bytes, rss_growth_bytes,\n"
+	"                            alloc_bytes, allocs, free_bytes, live_before_bytes,\n"
+	"                            live_after_bytes, sites: [{name, bytes, allocs}] (the site\n"
+	"                            that allocated most in it, then \"(other sites)\")}, largest\n"
+	"                            growth first; `trace-dump memory` has all\n"
 	"  rss_peak_bytes            exact peak RSS of the program (see above)\n"
 	"  rss_peak_source           string: exit | sampled | none\n"
 	"  rss_peak_sampled_bytes    largest sample\n"
@@ -121,6 +135,11 @@ static const char dump__summary_help[] =
 	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n"
 	"  chunks_missing            chunks absent before the last chunk of their stream\n"
 	"  chunks_damaged            chunks that failed their checks when read: skipped\n";
+
+static int dump__feed_memory(void *ctx, const struct trc_record *rec, unsigned sidx)
+{
+	return memory_feed_add(ctx, rec, sidx);
+}
 
 static void dump__key(const char *k, bool *first)
 {
@@ -151,7 +170,7 @@ static void dump__kv_str(const char *k, const char *v, bool *first)
 }
 
 static void dump__json(struct trcfile_reader *r, const struct summary *s,
-		       const struct func_table *ft)
+		       const struct func_table *ft, const struct memory_report *mem)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -220,6 +239,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump__kv_str("name", t->name, &f2);
 		dump__kv_u64("events", t->events, &f2);
 		dump__kv_u64("lost", t->lost, &f2);
+		dump__kv_u64("alloc_bytes", t->alloc_bytes, &f2);
 		dump_char('}');
 	}
 	dump_char(']');
@@ -231,7 +251,8 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		if (i)
 			dump_char(',');
 		dump_char('{');
-		dump__kv_str("name", n->name, &f2);
+		dump__key("name", &f2);
+		dump_json_str(n->name, n->name_len); /* all its bytes, NULs included */
 		dump__kv_u64("begins", n->begins, &f2);
 		dump__kv_u64("ends", n->ends, &f2);
 		dump__kv_u64("instants", n->instants, &f2);
@@ -266,8 +287,26 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	dump__kv_u64("free_bytes", s->free_bytes, &first);
 	dump__kv_u64("live_peak_bytes", s->live_peak_bytes, &first);
 	dump__kv_u64("live_end_bytes", s->live_end_bytes, &first);
+	dump__key("live_by_process", &first);
+	dump_char('[');
+	for (size_t i = 0; i < s->n_heaps; i++) {
+		const struct summary_heap *ph = &s->heaps[i];
+		bool f2 = true;
+		if (i)
+			dump_char(',');
+		dump_char('{');
+		dump__kv_u64("pid", ph->pid, &f2);
+		dump__kv_u64("allocs", ph->allocs, &f2);
+		dump__kv_u64("alloc_bytes", ph->alloc_bytes, &f2);
+		dump__kv_u64("live_peak_bytes", ph->live_peak_bytes, &f2);
+		dump__kv_u64("live_end_bytes", ph->live_end_bytes, &f2);
+		dump__kv_bool("exited", ph->exited, &f2);
+		dump_char('}');
+	}
+	dump_char(']');
 	dump__kv_u64("frees_unknown", s->frees_unknown, &first);
 	dump__kv_bool("live_approximate", s->live_approximate, &first);
+	dump_memory_summary_json(mem, dump_start_ns(r));
 	dump__kv_u64("rss_peak_bytes", s->rss_peak_bytes, &first);
 	dump__kv_str("rss_peak_source",
 		     s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT      ? "exit"
@@ -387,7 +426,8 @@ static void dump__lost_over_time(const struct summary *s)
 }
 
 static void dump__text(struct trcfile_reader *r, const struct summary *s,
-		       const struct func_table *ft, enum func_sort sort)
+		       const struct func_table *ft, enum func_sort sort,
+		       const struct memory_report *mem)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_reader_stats st;
@@ -466,12 +506,13 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				    s->per_type[t]);
 
 	if (s->n_threads) {
-		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s\n", "pid", "tid", "name",
-			    "events", "lost");
+		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s %12s\n", "pid", "tid", "name",
+			    "events", "lost", "allocated");
 		for (size_t i = 0; i < s->n_threads; i++) {
 			const struct summary_thread *t = &s->threads[i];
-			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 "\n", t->pid,
-				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost);
+			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 " %12s\n", t->pid,
+				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost,
+				    dump_fmt_bytes(b1, sizeof(b1), t->alloc_bytes));
 		}
 	}
 
@@ -550,11 +591,26 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 			    dump_fmt_bytes(b3, sizeof(b3), s->live_peak_bytes),
 			    dump_fmt_bytes(b4, sizeof(b4), s->live_end_bytes),
 			    s->live_approximate ? " (approximate: too many live allocations)" : "");
+		if (s->n_heaps > 1) {
+			dump_printf("  %8s %10s %12s %12s %14s\n", "pid", "allocs", "allocated",
+				    "peak live", "live at exit");
+			for (size_t i = 0; i < s->n_heaps; i++) {
+				const struct summary_heap *ph = &s->heaps[i];
+				dump_printf("  %8u %10" PRIu64 " %12s %12s %14s%s\n", ph->pid,
+					    ph->allocs,
+					    dump_fmt_bytes(b1, sizeof(b1), ph->alloc_bytes),
+					    dump_fmt_bytes(b2, sizeof(b2), ph->live_peak_bytes),
+					    dump_fmt_bytes(b3, sizeof(b3), ph->live_end_bytes),
+					    ph->exited ? "" : " (no exit seen: at the end)");
+			}
+		}
 		if (s->frees_unknown)
 			dump_printf("  %" PRIu64 " %s of addresses allocated before tracing\n",
 				    s->frees_unknown,
 				    cli_plural(s->frees_unknown, "free", "frees"));
 	}
+	if (mem)
+		dump_memory_summary_text(mem, dump_start_ns(r));
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
 	switch (s->rss_peak_source) {
@@ -669,7 +725,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			dump_printf(",\"start_realtime_ns\":%" PRId64
 				    ",\"start_offset_ns\":%" PRId64 ",\"summary\":",
 				    start, start - m.start_rt);
-			dump__json(t->r, &s[i], ft);
+			dump__json(t->r, &s[i], ft, NULL);
 			dump_char('}');
 		} else {
 			char b[32];
@@ -679,7 +735,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			dump_str(t->trace);
 			dump_printf(" (started %s after the first) ==\n",
 				    dump_fmt_ns(b, sizeof(b), (uint64_t)(start - m.start_rt)));
-			dump__text(t->r, &s[i], ft, sort);
+			dump__text(t->r, &s[i], ft, sort, NULL);
 		}
 		func_table_free(ft);
 		sym_resolver_free(syms);
@@ -744,22 +800,35 @@ int dump_summary_main(int argc, char **argv)
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
+	/* What made RSS grow (the top five) rides on the summary's merged pass. */
 	struct summary s;
-	int err = summary_compute(r, &s);
+	struct sym_resolver *syms = dump_symbols_new(r);
+	struct memory_report mem = {0};
+	int err = 0;
+	struct memory_feed *feed = dump_memory_feed_for_summary(r, syms, &err);
+	if (feed)
+		err = summary_compute_feeding(r, &s, dump__feed_memory, feed);
+	if (!err)
+		err = memory_feed_finish(feed, &mem);
+	else
+		memory_feed_free(feed);
 	if (err) {
-		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
+		dump_error("%s: %s", path,
+			   err == -ENOMEM || !trcfile_reader_errmsg(r)[0]
+				   ? "out of memory"
+				   : trcfile_reader_errmsg(r));
+		sym_resolver_free(syms);
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}
 	/* The function table: its own pass, only when there are function records. */
 	struct func_table *ft = NULL;
-	struct sym_resolver *syms = NULL;
 	if (s.per_type[TRC_REC_FUNC_ENTER]) {
-		syms = dump_symbols_new(r);
 		ft = dump_functions_compute(r, syms, sort, &err);
 		if (!ft) {
 			dump_error("%s: %s", path,
 				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
+			memory_report_free(&mem);
 			sym_resolver_free(syms);
 			summary_free(&s);
 			trcfile_reader_close(r);
@@ -767,9 +836,10 @@ int dump_summary_main(int argc, char **argv)
 		}
 	}
 	if (json)
-		dump__json(r, &s, ft);
+		dump__json(r, &s, ft, &mem);
 	else
-		dump__text(r, &s, ft, sort);
+		dump__text(r, &s, ft, sort, &mem);
+	memory_report_free(&mem);
 	func_table_free(ft);
 	sym_resolver_free(syms);
 	summary_free(&s);

@@ -185,8 +185,27 @@ static void run__kill_program(pid_t pid)
 	kill(pid, SIGKILL);
 }
 
-/* The one message of a recording that stopped (disk full, file size limit, I/O error) while
- * the program runs on: said once, when trace-run first sees it or at the end. */
+/* Disk full (ENOSPC) and the file size limit (EFBIG) stop the recording, not the program: the
+ * trace keeps what was written before, marked truncated, and trace-run exits with the
+ * program's status. Any other failure to write or close the trace (an I/O error, fsync or
+ * close failing) is trace-run's own failure: exit 1. */
+static bool run__disk_full(int err)
+{
+	return err == -ENOSPC || err == -EFBIG;
+}
+
+/* True when the trace reads back (header intact; a missing footer is read as truncated). */
+static bool run__trace_readable(const char *output)
+{
+	struct trcfile_reader *r = NULL;
+	if (trcfile_reader_open(output, &r, NULL, 0) != 0)
+		return false;
+	trcfile_reader_close(r);
+	return true;
+}
+
+/* The one message of a recording that stopped (disk full, file size limit) while the program
+ * runs on: said once, when trace-run first sees it or at the end. */
 static void run__recording_stopped(const char *output, int err, bool *said)
 {
 	if (*said)
@@ -215,7 +234,7 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 		if (pr == 0) {
 			struct recorder_stats st;
 			recorder_get_stats(rec, &st);
-			if (st.drain_error && !*stopped_said) {
+			if (run__disk_full(st.drain_error) && !*stopped_said) {
 				if (progress)
 					fputs("\r\033[K", stderr);
 				run__recording_stopped(output, st.drain_error, stopped_said);
@@ -298,6 +317,7 @@ int main(int argc, char **argv)
 	struct session_config scfg = {
 		.max_slots = opt.max_threads,
 		.ring_bytes = opt.buffer_bytes,
+		.ring_pool_bytes = opt.ring_budget_bytes,
 		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
 	};
 	/* The session is a memfd, which a file size limit (ulimit -f) also bounds: lift the soft
@@ -435,14 +455,25 @@ int main(int argc, char **argv)
 	int rerr = recorder_finish(rec, &ex, &st);
 	struct trcfile_writer_stats wst;
 	int cerr = trcfile_writer_close_stats(writer, &wst);
-	/* A recording that failed does not change the program's status: trace-run exits with it,
-	 * and says once that the trace is cut short (and leaves its chunks as they are). */
+	/* A recording that a full disk stopped does not change the program's status: trace-run
+	 * exits with it, and says once that the trace is cut short (and leaves its chunks as they
+	 * are). Any other write or close failure, or a trace that does not read back, is one line
+	 * and exit 1. */
 	uint64_t stored = wst.chunks_stored;
-	if (rerr || cerr) {
-		run__recording_stopped(output, rerr ? rerr : cerr, &stopped_said);
-		stored = 0;
-	}
+	int werr = rerr ? rerr : cerr;
 	exit_code = run__exit_code(w.status);
+	if (werr && run__disk_full(werr) && run__trace_readable(output)) {
+		run__recording_stopped(output, werr, &stopped_said);
+		stored = 0;
+	} else if (werr) {
+		char ended[160];
+		run__how_it_ended(w.status, ended, sizeof(ended));
+		fprintf(stderr,
+			"trace-run: %s %s failed: %s; the trace is incomplete or unreadable (%s)\n",
+			rerr ? "writing" : "closing", output, strerror(-werr), ended);
+		exit_code = RUN_EXIT_RECORDER_FAILED;
+		goto out;
+	}
 
 	double compact_s = 0;
 	bool compacted = false;

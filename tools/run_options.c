@@ -45,13 +45,16 @@ static const char run__usage[] =
 	"                            Pss, slow), both (statm and smaps_rollup, to\n"
 	"                            compare them)\n"
 	"      --no-rss              do not sample RSS\n"
-	"      --buffer-size SIZE    per-thread ring, a power of two from 64K to 1G\n"
-	"                            (default 16M); faulted in as written; larger rings\n"
-	"                            lose fewer events in bursts, smaller ones cost less\n"
-	"                            memory per busy thread\n"
-	"      --max-threads N       ring slots: threads recording at once (default 256)\n"
+	"      --buffer-size SIZE    the most one thread's ring grows to, a power of two\n"
+	"                            from 64K to 1G (default 16M); rings start at 64K\n"
+	"                            and grow only while the drain lags behind them\n"
+	"      --ring-budget SIZE    ring memory all threads share beyond 1M each\n"
+	"                            (default 64M): rings grow only as far as the drain\n"
+	"                            lags, and a thread whose ring is full waits for it\n"
+	"      --max-threads N       ring slots: threads recording at once, 1 to 4096\n"
+	"                            (default 256)\n"
 	"      --compression-level N zstd level 1..19 (default 1)\n"
-	"      --compress-threads N  compression threads (default 1)\n"
+	"      --compress-threads N  compression threads, 1 to 64 (default 1)\n"
 	"      --keep-stored         when compression fell behind the program, chunks\n"
 	"                            were written uncompressed (stored); by default they\n"
 	"                            are compressed before trace-run exits, on every\n"
@@ -69,7 +72,10 @@ static const char run__usage[] =
 	"  -V, --version             the version\n"
 	"\n"
 	"Exit status: the command's own (128+N if it was killed by signal N); 2 usage\n"
-	"error; 126 command not executable; 127 command not found; 1 the recorder failed.\n";
+	"error; 126 command not executable; 127 command not found; 1 the recorder\n"
+	"failed, or writing or closing the trace failed. A full disk (or ulimit -f)\n"
+	"only stops the recording: the trace keeps what came before, marked truncated,\n"
+	"and the status is the command's.\n";
 
 int run_parse_size(const char *text, uint64_t *out)
 {
@@ -98,6 +104,7 @@ enum {
 	OPT_RSS_SOURCE,
 	OPT_NO_RSS,
 	OPT_BUFFER_SIZE,
+	OPT_RING_BUDGET,
 	OPT_MAX_THREADS,
 	OPT_ZSTD_LEVEL,
 	OPT_COMPRESS_THREADS,
@@ -116,6 +123,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		{"rss-source", required_argument, NULL, OPT_RSS_SOURCE},
 		{"no-rss", no_argument, NULL, OPT_NO_RSS},
 		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
+		{"ring-budget", required_argument, NULL, OPT_RING_BUDGET},
 		{"max-threads", required_argument, NULL, OPT_MAX_THREADS},
 		{"compression-level", required_argument, NULL, OPT_ZSTD_LEVEL},
 		{"compress-threads", required_argument, NULL, OPT_COMPRESS_THREADS},
@@ -181,6 +189,12 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			o->buffer_bytes = b;
 			break;
 		}
+		case OPT_RING_BUDGET:
+			if (run_parse_size(optarg, &o->ring_budget_bytes) || !o->ring_budget_bytes)
+				return run__usage_error(
+					"--ring-budget: invalid size \"%s\" (expected %s)", optarg,
+					"a size above 0, e.g. 64M");
+			break;
 		case OPT_MAX_THREADS:
 			if (run__parse_uint(optarg, 1, RUN_MAX_THREADS, &n))
 				return run__usage_error(

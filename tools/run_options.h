@@ -20,6 +20,8 @@ struct run_options {
 	uint64_t rss_interval_ns;
 	enum trc_rss_source rss_source;
 	uint64_t buffer_bytes; /* per-thread ring */
+	uint64_t ring_budget_bytes; /* shared ring pool (session_config.ring_pool_bytes); 0 default
+				     */
 	uint32_t max_threads; /* ring slots in the session */
 	int zstd_level;
 	unsigned compress_threads;

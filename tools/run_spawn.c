@@ -2,6 +2,7 @@
 #include "run_spawn.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -149,11 +150,22 @@ void run_spawn_abort(struct run_child *c)
 		;
 }
 
+/* True when every path of a colon-separated list is readable. */
+static bool run__all_readable(const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+	bool ok = copy != NULL;
+	for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save))
+		ok = ok && access(p, R_OK) == 0;
+	free(copy);
+	return ok;
+}
+
 char *run_find_preload(void)
 {
 	const char *env = getenv("TRC_PRELOAD");
 	if (env && *env)
-		return access(env, R_OK) == 0 ? strdup(env) : NULL;
+		return run__all_readable(env) ? strdup(env) : NULL;
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)

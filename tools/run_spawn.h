@@ -52,7 +52,9 @@ int run_spawn_go(struct run_child *c);
 void run_spawn_abort(struct run_child *c);
 
 /* Finds libtrc-preload.so next to this executable (../lib/ or the same folder), or in
- * $TRC_PRELOAD. Returns a malloc'd path or NULL when none exists. */
+ * $TRC_PRELOAD: a path, or a colon-separated list of them put in the program's LD_PRELOAD in
+ * that order (the tests put a sanitizer's runtime right after an instrumented preload library
+ * that way, for the program only). Returns a malloc'd string or NULL when one is missing. */
 char *run_find_preload(void);
 
 #endif /* TRC_RUN_SPAWN_H */

@@ -36,6 +36,16 @@ bool allocmap_take(struct allocmap *a, uint64_t addr, uint64_t *size)
 	return u64map_del(&a->map, addr, size);
 }
 
+bool allocmap_next(const struct allocmap *a, size_t *pos, uint64_t *addr, uint64_t *size)
+{
+	return u64map_next(&a->map, pos, addr, size);
+}
+
+size_t allocmap_count(const struct allocmap *a)
+{
+	return u64map_count(&a->map);
+}
+
 void allocmap_free(struct allocmap *a)
 {
 	if (!a)

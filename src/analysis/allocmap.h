@@ -25,5 +25,10 @@ int allocmap_put(struct allocmap *m, uint64_t addr, uint64_t size, uint64_t *rep
 /* Removes addr; true with *size (may be NULL) filled if it was there. */
 bool allocmap_take(struct allocmap *m, uint64_t addr, uint64_t *size);
 void allocmap_free(struct allocmap *m);
+/* Iteration in no particular order: *pos starts at 0; true with *addr and *size filled while
+ * there are more (no put or take in between). */
+bool allocmap_next(const struct allocmap *m, size_t *pos, uint64_t *addr, uint64_t *size);
+/* Live allocations held. */
+size_t allocmap_count(const struct allocmap *m);
 
 #endif /* TRC_ALLOCMAP_H */

@@ -235,6 +235,43 @@ void flame_get_stats(const struct flame *f, struct flame_stats *out)
 	*out = f->stats;
 }
 
+uint32_t flame_stream_node(const struct flame *f, unsigned sidx)
+{
+	return sidx < f->n_streams ? f->streams[sidx].cur : 0;
+}
+
+static size_t flame__frame_name(const struct flame__node *n, const struct trcfile_reader *r,
+				struct sym_resolver *syms, char *buf, size_t cap);
+
+size_t flame_node_name(const struct flame *f, uint32_t node, bool stack,
+		       const struct trcfile_reader *r, struct sym_resolver *syms, char *buf,
+		       size_t cap)
+{
+	if (!cap)
+		return 0;
+	if (node == 0 || node >= f->n_nodes) {
+		snprintf(buf, cap, "%s", FLAME_OUTSIDE);
+		return strlen(buf);
+	}
+	if (!stack)
+		return flame__frame_name(&f->nodes[node], r, syms, buf, cap);
+	/* Outermost first: the depth, then each frame written at its place from the end. */
+	uint32_t path[256];
+	size_t depth = 0;
+	for (uint32_t j = node; j != 0 && depth < sizeof(path) / sizeof(path[0]);
+	     j = f->nodes[j].parent)
+		path[depth++] = j;
+	size_t pos = 0;
+	for (size_t d = depth; d-- > 0 && pos + 1 < cap;) {
+		size_t k = flame__frame_name(&f->nodes[path[d]], r, syms, buf + pos, cap - pos);
+		pos += k;
+		if (d && pos + 1 < cap)
+			buf[pos++] = ';';
+	}
+	buf[pos] = 0;
+	return pos;
+}
+
 /* ---- folding ----------------------------------------------------------------------------- */
 
 struct flame__line {

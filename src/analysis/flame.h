@@ -20,12 +20,15 @@
 #ifndef TRC_FLAME_H
 #define TRC_FLAME_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "symbols.h"
 #include "trcfile.h"
 
-enum flame_weight { FLAME_TIME = 1, FLAME_ALLOC = 2 };
+/* FLAME_STACKS: no weight, only the stacks (for flame_stream_node; memory.c). */
+enum flame_weight { FLAME_STACKS = 0, FLAME_TIME = 1, FLAME_ALLOC = 2 };
 
 #define FLAME_OUTSIDE "[no span or function]"
 #define FLAME_MAX_NODES (1u << 22)
@@ -53,5 +56,16 @@ int flame_fold(struct flame *f, const struct trcfile_reader *r, struct sym_resol
 	       flame_emit_fn emit, void *ctx);
 
 void flame_get_stats(const struct flame *f, struct flame_stats *out);
+
+/* The innermost open frame of stream sidx after the records fed so far: a node of the trie,
+ * 0 when no frame is open. Nodes are stable (never freed or renumbered) and below
+ * FLAME_MAX_NODES. */
+uint32_t flame_stream_node(const struct flame *f, unsigned sidx);
+/* The name of node's innermost frame (stack false) or its whole folded stack, outermost first
+ * (stack true: its innermost 256 frames), into buf (cut to cap - 1, terminated; FLAME_OUTSIDE
+ * for node 0). Returns the length. */
+size_t flame_node_name(const struct flame *f, uint32_t node, bool stack,
+		       const struct trcfile_reader *r, struct sym_resolver *syms, char *buf,
+		       size_t cap);
 
 #endif /* TRC_FLAME_H */

@@ -30,13 +30,20 @@ void summary_free(struct summary *s)
 	for (size_t i = 0; i < s->n_notes; i++)
 		free((char *)s->notes[i].text);
 	free(s->notes);
+	free(s->heaps);
 	memset(s, 0, sizeof(*s));
 }
 
 int summary_compute(struct trcfile_reader *r, struct summary *s)
 {
+	return summary_compute_feeding(r, s, NULL, NULL);
+}
+
+int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
+			    void *feed_ctx)
+{
 	memset(s, 0, sizeof(*s));
-	struct summary__state m = {.r = r, .s = s};
+	struct summary__state m = {.r = r, .s = s, .feed = feed, .feed_ctx = feed_ctx};
 	summary__threads_init(&m.threads);
 	if (summary__names_init(&m))
 		goto out;

@@ -27,12 +27,23 @@ struct summary_thread {
 	uint32_t pid, tid;
 	const char *name; /* owned by the summary; "" when unknown */
 	uint64_t events, lost;
+	uint64_t alloc_bytes; /* bytes its allocation records asked for */
 	uint64_t first_ts_ns, last_ts_ns;
+};
+
+/* One process's heap (summary_live.c): what its threads allocated, its live bytes' peak, and
+ * its live bytes when it exited (exited: its EXIT record was seen), else at the trace's end. */
+struct summary_heap {
+	uint32_t pid;
+	bool exited;
+	uint64_t allocs, alloc_bytes, live_peak_bytes, live_end_bytes;
 };
 
 struct summary_name {
 	const char *name; /* owned by the summary; "#<id>" when the id has no NAME record,
 			   * "(other names)" for ids past the summary's table bound */
+	uint32_t name_len; /* its bytes: a NAME string may hold NUL bytes (name is also
+			    * NUL-terminated after them) */
 	uint64_t begins, ends, instants, counters;
 	/* span durations (matched begin/end of the same stream), ns */
 	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;
@@ -79,7 +90,13 @@ struct summary {
 	bool percentiles_approximate; /* histogram memory ran out: some spans left out */
 
 	uint64_t allocs, frees, alloc_bytes, free_bytes;
+	/* Live bytes are per process (a child's heap is its own, and gone when it exits): the
+	 * peak is the largest sum of the heaps of the processes alive at one moment; at end is
+	 * the traced program's heap (header pid, or the only process) when it exited. Each
+	 * process's own figures are in heaps (sorted by pid; processes that allocated or freed). */
 	uint64_t live_peak_bytes, live_end_bytes;
+	struct summary_heap *heaps;
+	size_t n_heaps;
 	uint64_t frees_unknown; /* free of an address not allocated in the trace */
 	bool live_approximate; /* the live-allocation table hit its cap */
 
@@ -109,6 +126,14 @@ struct summary {
  * trcfile_reader_errmsg(r)); on failure *s holds nothing to free. The summary owns its arrays
  * and strings: free with summary_free. */
 int summary_compute(struct trcfile_reader *r, struct summary *s);
+/* The same, also handing every record of the merged pass to feed(ctx, record, stream index)
+ * (memory.h's "what made RSS grow" needs that pass too: one pass instead of two; a callback
+ * so that the summary does not link what the feed links). The merged pass runs only when the
+ * trace has allocations: otherwise feed is never called. A feed's non-zero return stops the
+ * computation with "out of memory". */
+typedef int (*summary_feed_fn)(void *ctx, const struct trc_record *rec, unsigned sidx);
+int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
+			    void *feed_ctx);
 /* Frees what a summary owns and zeroes it. Accepts NULL and a zeroed summary. */
 void summary_free(struct summary *s);
 

@@ -83,14 +83,25 @@ nomem:
 /* ---- by name string ---------------------------------------------------------------------- */
 
 struct summary__byname {
-	const char *name;
+	const char *name; /* may hold NUL bytes: compared by (name, len) */
+	uint32_t len;
 	const struct summary__idstat *st;
 };
+
+/* Byte order, then length: the strings of two NAME records are the same only when every
+ * byte is (a NUL inside a name does not end it). */
+static int summary__cmp_name(const struct summary__byname *x, const struct summary__byname *y)
+{
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	if (c)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
 
 static int summary__cmp_byname(const void *a, const void *b)
 {
 	const struct summary__byname *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
+	int c = summary__cmp_name(x, y);
 	if (c)
 		return c;
 	return x->st->id < y->st->id ? -1 : x->st->id > y->st->id;
@@ -155,16 +166,20 @@ int summary__names_finish(struct summary__state *m)
 		return summary__nomem(m);
 	}
 	for (size_t i = 0; i < names->n; i++) {
-		const char *name = trcfile_reader_name(m->r, names->ids[i].id, NULL);
+		uint32_t len = 0;
+		const char *name = trcfile_reader_name(m->r, names->ids[i].id, &len);
 		if (!name) {
 			snprintf(fallback[i], sizeof(fallback[i]), "#%u", names->ids[i].id);
 			name = fallback[i];
+			len = (uint32_t)strlen(name);
 		}
-		v[i] = (struct summary__byname){name, &names->ids[i]};
+		v[i] = (struct summary__byname){name, len, &names->ids[i]};
 	}
 	/* Ids past the table's bound, all together (hostile or broken input only). */
 	if (names->other_used)
-		v[names->n] = (struct summary__byname){SUMMARY__OTHER_NAMES, &names->other};
+		v[names->n] = (struct summary__byname){SUMMARY__OTHER_NAMES,
+						       (uint32_t)strlen(SUMMARY__OTHER_NAMES),
+						       &names->other};
 	qsort(v, n, sizeof(*v), summary__cmp_byname);
 	for (size_t i = 0; i < n && !m->err;) {
 		size_t j = i;
@@ -173,13 +188,14 @@ int summary__names_finish(struct summary__state *m)
 		uint64_t last_ts = 0;
 		bool have_counter = false;
 		memset(out, 0, sizeof(*out));
-		for (; j < n && strcmp(v[j].name, v[i].name) == 0; j++)
+		for (; j < n && summary__cmp_name(&v[j], &v[i]) == 0; j++)
 			if (summary__name_add(out, &h, v[j].st, &have_counter, &last_ts))
 				summary__nomem(m);
 		out->span_p50_ns = hist_quantile(&h, 0.50, out->span_max_ns);
 		out->span_p99_ns = hist_quantile(&h, 0.99, out->span_max_ns);
 		hist_clear(&h);
-		out->name = strdup(v[i].name);
+		out->name = summary__strndup(v[i].name, v[i].len);
+		out->name_len = v[i].len;
 		if (!out->name)
 			summary__nomem(m);
 		else

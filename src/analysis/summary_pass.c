@@ -319,6 +319,7 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 	struct summary *s = m->s;
 	const struct trcfile_stream_info *si = &m->r->streams[sidx];
 	struct summary__walk w = {.first = UINT64_MAX, .last = 0};
+	const uint64_t alloc_bytes_before = s->alloc_bytes; /* this stream's: the difference */
 	if (si->kind == TRC_STREAM_THREAD && si->records) {
 		w.th = summary__thread(m, si->pid, si->tid);
 		if (!w.th)
@@ -381,6 +382,7 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 	}
 	if (w.th) {
 		w.th->events += events;
+		w.th->alloc_bytes += s->alloc_bytes - alloc_bytes_before;
 		if (w.first <= w.last) {
 			if (!w.th->first_ts_ns || w.first < w.th->first_ts_ns)
 				w.th->first_ts_ns = w.first;

@@ -91,6 +91,8 @@ struct summary__state {
 	struct summary__spans spans;
 	struct summary__rss rss;
 	size_t cap_notes;
+	summary_feed_fn feed; /* also given the merged pass's records (NULL: none) */
+	void *feed_ctx;
 	int err;
 };
 

@@ -1,8 +1,8 @@
 /* summary_threads.c - the summary's per-thread table.
  *
- * Purpose: one entry per (pid, tid) in s->threads: its events, lost records and time range
- * (added by the pass over its stream) and its name (the reader's THREAD metadata at first,
- * then the last THREAD record seen in any stream). At most SUMMARY__THREADS_MAX threads
+ * Purpose: one entry per (pid, tid) in s->threads: its events, lost records, bytes allocated
+ * and time range (added by the pass over its stream) and its name (the reader's THREAD metadata at
+ * first, then the last THREAD record seen in any stream). At most SUMMARY__THREADS_MAX threads
  * (beyond: an error, hostile input only); names are cut to SUMMARY__THREAD_NAME_MAX bytes.
  *
  * Threads: the reader's thread.

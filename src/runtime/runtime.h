@@ -60,9 +60,12 @@ static inline uint8_t *trc__ring_data(uint32_t i)
 	return trc_region_ring(trc__rt.base, &trc__rt.geom, i);
 }
 
-/* Reserves a record on t->prod through the ring's general path (ring_reserve_sp), faulting in
- * more of the ring first when the record reaches past the faulted part (and raising the
- * producer's limit cap to match). Commit with ring_commit_sp(&t->prod). Slow paths; ok == 0. */
+/* Reserves a record on t->prod through the ring's general path (ring_reserve_sp). At the end of
+ * the faulted part of the ring it faults more in (raising the producer's limit cap to match)
+ * while the drain lags, within the region's ring pool, or else wraps early; when the ring is
+ * full it waits for the drain (yields, then short sleeps) while the drain shows signs of life;
+ * before entering a new lap it takes back pages the recorder gave back (session_layout.h
+ * "Residency"). Commit with ring_commit_sp(&t->prod). Slow paths; ok == 0. */
 void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes);
 
 /* Maps [0, rings_off) into this process's page tables (attach.c). */

@@ -23,9 +23,13 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -54,11 +58,28 @@ static void trc__drop_ring(struct trc__thread *t)
 	t->faulted = 0;
 }
 
+/* Maps len bytes at p in (MADV_POPULATE_WRITE) and touches each page once, so the hypervisor's
+ * first-touch cost is paid here rather than on the hot path (session_layout.h "Residency").
+ * Older kernels without MADV_POPULATE_WRITE: the touches fault the pages in. The range is ours
+ * and unpublished, or already holds data (the touch rewrites a byte with its own value). */
+static void trc__populate(uint8_t *p, uint64_t len)
+{
+	(void)madvise(p, len, MADV_POPULATE_WRITE);
+	for (uint64_t off = 0; off < len; off += TRC_REGION_PAGE)
+		__atomic_store_n(p + off, __atomic_load_n(p + off, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+}
+
+/* Where records of the ring may end: the faulted part, less room for the header of the padding
+ * that wraps early (written where the last record ended, so it must lie in the faulted part);
+ * the whole ring once it is all faulted in (it wraps at its end). */
+static uint64_t trc__usable(const struct trc__thread *t)
+{
+	return t->faulted < t->prod.capacity ? t->faulted - RING_HDR_BYTES : t->faulted;
+}
+
 /* Faults [t->faulted, want) of the ring in, publishes the new resident size and lets the fast
- * path run up to it (the producer's limit cap). The madvise maps the pages in one syscall; the
- * touch per page pays the hypervisor's first-touch cost here rather than on the hot path
- * (session_layout.h "Residency"). Older kernels without MADV_POPULATE_WRITE: the touches fault
- * the pages in. The range is ours and unpublished. */
+ * path run up to it (the producer's limit cap). */
 static void trc__fault_to(struct trc__thread *t, uint64_t want)
 {
 	uint64_t cap = t->prod.capacity;
@@ -66,39 +87,185 @@ static void trc__fault_to(struct trc__thread *t, uint64_t want)
 		want = cap;
 	if (want <= t->faulted)
 		return;
-	uint8_t *p = t->prod.data + t->faulted;
-	uint64_t len = want - t->faulted;
-	(void)madvise(p, len, MADV_POPULATE_WRITE);
-	for (uint64_t off = 0; off < len; off += TRC_REGION_PAGE)
-		__atomic_store_n(p + off, __atomic_load_n(p + off, __ATOMIC_RELAXED),
-				 __ATOMIC_RELAXED);
+	trc__populate(t->prod.data + t->faulted, want - t->faulted);
 	t->faulted = want;
 	atomic_store_explicit(&trc__slot(t->slot)->resident_bytes, want, memory_order_relaxed);
-	ring_producer_cap_limit(&t->prod, want);
+	ring_producer_cap_limit(&t->prod, trc__usable(t));
+}
+
+/* Pool bytes a ring with this much faulted in holds (session_layout.h "Residency"). */
+static uint64_t trc__pool_share(uint64_t faulted)
+{
+	return faulted > TRC_RING_BASE_BYTES ? faulted - TRC_RING_BASE_BYTES : 0;
+}
+
+/* Takes n bytes from the region's ring pool; false when it has not that much left. */
+static bool trc__pool_take(uint64_t n)
+{
+	if (n == 0)
+		return true;
+	_Atomic uint64_t *used = &trc__rt.hdr->ring_pool_used;
+	uint64_t cur = atomic_load_explicit(used, memory_order_relaxed);
+	do {
+		if (cur + n < cur || cur + n > trc__rt.geom.ring_pool_bytes)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(used, &cur, cur + n, memory_order_relaxed,
+							memory_order_relaxed));
+	return true;
+}
+
+/* Faults more of the ring in so that [0, need) is, growing by doubling (at most
+ * TRC_RING_FAULT_MAX_CHUNK at a time), beyond the base only with bytes from the pool. Returns
+ * whether [0, need) is faulted in now. */
+static bool trc__grow(struct trc__thread *t, uint64_t need)
+{
+	uint64_t cap = t->prod.capacity;
+	if (need > cap)
+		return false;
+	/* Doubling keeps the slow-path visits few; the cap bounds one visit's stall (~2 ms here
+	 * for 256 KiB) and what a thread holds beyond what it needs. */
+	uint64_t grow = t->faulted < TRC_RING_FAULT_MAX_CHUNK
+				? t->faulted * 2
+				: t->faulted + TRC_RING_FAULT_MAX_CHUNK;
+	uint64_t want = (need + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+	if (grow > want)
+		want = grow;
+	if (want > cap)
+		want = cap;
+	if (!trc__pool_take(trc__pool_share(want) - trc__pool_share(t->faulted))) {
+		/* Not that much: just what this record needs, if the pool has it. */
+		want = (need + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+		if (!trc__pool_take(trc__pool_share(want) - trc__pool_share(t->faulted)))
+			return false;
+	}
+	trc__fault_to(t, want);
+	return true;
+}
+
+/* 1 after a wait for the drain ran out (ring_wait_ns without a sign of life): the thread drops
+ * without waiting until its ring has had room again. */
+static __thread uint8_t trc__nowait __attribute__((tls_model("initial-exec")));
+
+static uint64_t trc__mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Room for the record where it would go now (wrap included), or, with wrap, room to wrap early
+ * and put it at offset 0 (then wraps). */
+static bool trc__room(struct ring_producer *p, uint32_t payload_bytes, bool wrap)
+{
+	return wrap ? ring_producer_wrap_sp(p, payload_bytes) == 0
+		    : ring_producer_has_room(p, payload_bytes) != 0;
+}
+
+/* Waits, yielding the CPU, until trc__room holds, as long as the drain is alive (its beat moves;
+ * session_layout.h "Residency"). Returns whether it holds. The yield is what lets the drain run
+ * at all when the program's threads outnumber the cores. */
+static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool wrap)
+{
+	struct ring_producer *p = &t->prod;
+	if (trc__room(p, payload_bytes, wrap)) {
+		trc__nowait = 0;
+		return true;
+	}
+	if (trc__nowait)
+		return false;
+	_Atomic uint64_t *beat = &trc__rt.hdr->drain_beat;
+	uint64_t seen = atomic_load_explicit(beat, memory_order_relaxed), since = trc__mono_ns();
+	for (unsigned k = 0;; k++) {
+		/* A few yields first (the drain may be on another core, about to release room);
+		 * then short sleeps: a thread that only yields stays runnable, and with the
+		 * program's threads filling the cores the drain would wait its turn behind every
+		 * one of them. */
+		if (k < 16) {
+			sched_yield();
+		} else {
+			struct timespec nap = {0, k < 64 ? 20000 : 200000};
+			nanosleep(&nap, NULL);
+		}
+		if (trc__room(p, payload_bytes, wrap))
+			return true;
+		uint64_t now = trc__mono_ns(), b = atomic_load_explicit(beat, memory_order_relaxed);
+		if (b != seen || k < 64) {
+			/* The clock runs only once this thread sleeps: while it merely yields it
+			 * may be off the CPU as long as the drain is (the program's threads
+			 * outnumber the cores), and that says nothing of the drain. */
+			seen = b;
+			since = now;
+		} else if (now - since > trc__rt.geom.ring_wait_ns) {
+			trc__nowait = 1;
+			return false;
+		}
+	}
+}
+
+/* Announces the lap the writer is about to write in (slot->trim, session_layout.h "Residency":
+ * the idle give-back), before it writes anything there; faults its part of the ring in again
+ * when the recorder gave pages of it back. Waits while the recorder punches (microseconds);
+ * false only when that never ends (the recorder died in between). */
+static bool trc__enter_lap(struct trc__thread *t, uint32_t lap)
+{
+	_Atomic uint64_t *word = &trc__slot(t->slot)->trim;
+	uint64_t x = atomic_load_explicit(word, memory_order_relaxed);
+	if ((uint32_t)x == lap && !(x & TRC_TRIM_DONE))
+		return true;
+	uint64_t since = 0;
+	for (unsigned k = 0;; k++) {
+		if (x & TRC_TRIM_BUSY) {
+			uint64_t now = trc__mono_ns();
+			if (!since)
+				since = now;
+			else if (now - since > trc__rt.geom.ring_wait_ns)
+				return false;
+			if (k < 16) {
+				sched_yield();
+			} else {
+				struct timespec nap = {0, 20000};
+				nanosleep(&nap, NULL);
+			}
+			x = atomic_load_explicit(word, memory_order_relaxed);
+			continue;
+		}
+		/* seq_cst: ordered before every store of the new lap's bytes, and against the
+		 * recorder's CAS to busy (one word: one of the two CASes fails). */
+		if (atomic_compare_exchange_weak_explicit(word, &x, lap, memory_order_seq_cst,
+							  memory_order_relaxed))
+			break;
+	}
+	/* Pages the recorder gave back come back here, in the slow path. No touch per page (as
+	 * trc__populate does): part of the range may hold records the drain is reading, and the
+	 * guest pages just freed are warm on the host. */
+	if (x & TRC_TRIM_DONE)
+		(void)madvise(t->prod.data, t->faulted, MADV_POPULATE_WRITE);
+	return true;
 }
 
 void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes)
 {
 	struct ring_producer *p = &t->prod;
-	uint64_t cap = p->capacity;
-	if (t->faulted < cap) {
-		/* Still in the first lap (the writer wraps only after the whole ring is faulted
-		 * in), which started at offset 0 (the recorder starts every ring at position 0). */
-		uint64_t total = ring_record_bytes(payload_bytes);
-		uint64_t off = p->write & p->mask;
-		/* A record that would wrap pads to the end of data: then all of it is needed. */
-		uint64_t need = off + total > cap ? cap : off + total;
-		if (need > t->faulted) {
-			/* Doubling keeps the slow-path visits few; the cap bounds one visit's stall
-			 * (~2 ms here for 256 KiB) and what a thread holds beyond what it wrote. */
-			uint64_t grow = t->faulted < TRC_RING_FAULT_MAX_CHUNK
-						? t->faulted * 2
-						: t->faulted + TRC_RING_FAULT_MAX_CHUNK;
-			uint64_t need_pages =
-				(need + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
-			trc__fault_to(t, need_pages > grow ? need_pages : grow);
-		}
+	uint64_t total = ring_record_bytes(payload_bytes);
+	uint64_t off = p->write & p->mask;
+	if (t->faulted < p->capacity && off + total > trc__usable(t) && total <= p->capacity) {
+		/* At the end of the faulted part (which is [0, faulted): rings start at position 0
+		 * and wrap early). Grow only when the drain lags by more than half of it; else,
+		 * or when it can grow no more, wrap to offset 0 (waiting for room if need be). */
+		uint64_t used = ring_producer_used(p);
+		bool lags = used + total > t->faulted / 2 || total > trc__usable(t);
+		if (lags && trc__grow(t, off + total + RING_HDR_BYTES))
+			;
+		else if (total > trc__usable(t) || !trc__wait_room(t, payload_bytes, true))
+			return ring_producer_drop_sp(p);
 	}
+	if (!trc__wait_room(t, payload_bytes, false))
+		return ring_producer_drop_sp(p);
+	/* The lap the record lands in: the next one when it wraps at the end of data. */
+	off = p->write & p->mask;
+	uint32_t lap = trc_ring_lap(p->write, p->capacity) + (off + total > p->capacity);
+	if (total <= p->capacity && !trc__enter_lap(t, lap))
+		return ring_producer_drop_sp(p);
 	return ring_reserve_sp(p, tag, payload_bytes);
 }
 

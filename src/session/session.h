@@ -41,7 +41,14 @@ struct trcfile_window;
 
 struct session_config {
 	uint32_t max_slots; /* 0 = default (256) */
-	uint64_t ring_bytes; /* per-thread ring, power of two >= 4096; 0 = default 4 MiB */
+	uint64_t ring_bytes; /* per-thread ring, power of two >= 4096; 0 = default 4 MiB: the most
+			      * one ring grows to */
+	/* Ring bytes shared by every ring beyond its first TRC_RING_BASE_BYTES (session_layout.h
+	 * "Residency"); 0 = default 64 MiB. */
+	uint64_t ring_pool_bytes;
+	/* How long a thread whose ring is full waits for a drain that shows no sign of life
+	 * (session_layout.h "Residency"); 0 = default 10 s. */
+	uint64_t ring_wait_ns;
 	uint32_t strtab_bytes; /* 0 = default (64 KiB); at least 4096, rounded up to a page */
 	bool force_clock_gettime; /* also forced by the environment variable TRC_CLOCK=gettime */
 };

@@ -25,6 +25,8 @@
 #define SESSION_DEFAULT_SLOTS 256u
 #define SESSION_DEFAULT_RING (4ull << 20)
 #define SESSION_DEFAULT_STRTAB (64u << 10)
+#define SESSION_DEFAULT_RING_POOL (64ull << 20)
+#define SESSION_DEFAULT_RING_WAIT_NS 10000000000ull
 #define SESSION_MAX_PROCS 1024u
 #define SESSION_CALIBRATE_NS 2000000ull
 
@@ -36,7 +38,14 @@ static int session__config(const struct session_config *cfg, struct trc_region_g
 	uint32_t slots = cfg && cfg->max_slots ? cfg->max_slots : SESSION_DEFAULT_SLOTS;
 	uint64_t ring = cfg && cfg->ring_bytes ? cfg->ring_bytes : SESSION_DEFAULT_RING;
 	uint64_t strtab = cfg && cfg->strtab_bytes ? cfg->strtab_bytes : SESSION_DEFAULT_STRTAB;
-	return trc_region_plan(g, slots, SESSION_MAX_PROCS, ring, strtab);
+	int e = trc_region_plan(g, slots, SESSION_MAX_PROCS, ring, strtab);
+	if (!e) {
+		g->ring_pool_bytes = cfg && cfg->ring_pool_bytes ? cfg->ring_pool_bytes
+								 : SESSION_DEFAULT_RING_POOL;
+		g->ring_wait_ns =
+			cfg && cfg->ring_wait_ns ? cfg->ring_wait_ns : SESSION_DEFAULT_RING_WAIT_NS;
+	}
+	return e;
 }
 
 static bool session__want_tsc(const struct session_config *cfg)
@@ -112,8 +121,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->geom = geom;
 	s->name_seen_bits = geom.strtab_bytes / 8 + 2;
 	s->slots = calloc(geom.max_slots, sizeof(*s->slots));
+	s->trimmed = calloc(geom.max_slots, sizeof(*s->trimmed));
 	s->name_seen = calloc(s->name_seen_bits / 8 + 1, 1);
-	if (!s->slots || !s->name_seen)
+	if (!s->slots || !s->trimmed || !s->name_seen)
 		goto free_s;
 
 	s->fd = memfd_create("trc-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -220,8 +230,11 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 			continue;
 		uint32_t owner = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
 		uint64_t n = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
+		uint64_t gone = atomic_load_explicit(&s->trimmed[i], memory_order_relaxed);
+		if (n > s->geom.ring_bytes)
+			n = s->geom.ring_bytes;
 		if (pid == 0 || owner == (uint32_t)pid)
-			rings += n < s->geom.ring_bytes ? n : s->geom.ring_bytes;
+			rings += n > gone ? n - gone : 0;
 	}
 	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
 	if (used > s->geom.max_procs)
@@ -248,6 +261,7 @@ void session_destroy(struct trc_session *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->slots);
+	free((void *)s->trimmed);
 	free(s->name_seen);
 	free(s);
 }

@@ -29,6 +29,9 @@ struct session_slot {
 	uint64_t reentrant_reported; /* the slot's lost_reentrant, as reported */
 	uint64_t dropped_seen_ns; /* when dropped_reported was last checked */
 	uint64_t last_ts_ns;
+	uint64_t idle_w; /* write position last seen, and since when (the idle give-back) */
+	uint64_t idle_since_ns;
+	uint64_t trimmed_at; /* idle_w + 1 when the ring was trimmed at that position, else 0 */
 };
 
 struct trc_session {
@@ -46,6 +49,9 @@ struct trc_session {
 
 	/* Drain state. (drain) */
 	struct session_slot *slots;
+	/* Per slot: ring bytes given back by the idle give-back and not faulted in again yet.
+	 * Written by the drain, read by session_buffers_resident_bytes from any thread. */
+	_Atomic uint64_t *trimmed;
 	uint8_t *name_seen; /* bit per name id: NAME record delivered */
 	uint64_t name_seen_bits;
 	uint64_t next_key;
@@ -56,6 +62,7 @@ struct trc_session {
 	uint64_t created_ns; /* CLOCK_MONOTONIC at creation: no record is older */
 	uint32_t cpus; /* online processors: the bound on how fast counters can move */
 	uint64_t last_reap_ns;
+	uint64_t read_since_unmap; /* ring bytes read since the drain last unmapped its view */
 	uint64_t reap_no_slot_seen;
 	uint8_t strtab_full_noted;
 	struct session_stream meta;

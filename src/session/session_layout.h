@@ -44,10 +44,45 @@
  *     TRC_RING_PREFAULT_BYTES (64 KiB: ~2700 events, ~0.1 ms), then, when the writer reaches the
  *     end of what is faulted, the slow path faults as much again, at most
  *     TRC_RING_FAULT_MAX_CHUNK (256 KiB) at a time (MADV_POPULATE_WRITE plus one touch per
- *     page), until the ring is whole. The writer reaches the slow path because its ring
- *     producer's fast path is capped at the end of the faulted part (ring_producer_cap_limit).
- *     The hot path never faults; the fault work is batched; a thread holds at most its head
- *     chunk, twice what it wrote, or 256 KiB beyond it.
+ *     page). The writer reaches the slow path because its ring producer's fast path is capped
+ *     at the end of the faulted part (ring_producer_cap_limit). The hot path never faults; the
+ *     fault work is batched.
+ *   - A ring grows only as far as the drain lags (memory that does not grow with the thread
+ *     count): at the end of its faulted part the writer wraps early to offset 0 (padding to the
+ *     end of data, ring_producer_wrap_sp) when what the drain has not yet consumed is at most
+ *     half of it, and faults more only when it is not. The first TRC_RING_BASE_BYTES of every
+ *     ring are its own; faulting beyond them takes the bytes from the region's pool
+ *     (hdr->ring_pool_used, at most hdr->ring_pool_bytes: trace-run --ring-budget), by CAS, so
+ *     ring pages resident stay within ring_pool_bytes + TRC_RING_BASE_BYTES per ring in use.
+ *     A ring that can grow no more reuses what it has. The recorder gives a ring's pool bytes
+ *     back (max(resident_bytes - TRC_RING_BASE_BYTES, 0)) when it frees the slot; a thread that
+ *     dies between taking pool bytes and publishing resident_bytes leaks at most one chunk.
+ *   - A writer whose ring is full waits for the drain (sched_yield in its slow path: on a machine
+ *     whose cores the program's threads fill, that is what lets the drain run at all) as long as
+ *     the drain is alive: hdr->drain_beat moves at least every hdr->ring_wait_ns of the writer's
+ *     sleeping (the recorder bumps it after each ring it drains; default 10 s: a drain held up
+ *     by a slow disk is alive); then it drops and counts, and drops without waiting
+ *     until its ring has had room again (a stopped or dead recorder costs one wait, not one per
+ *     event). The recorder gives the space of a ring it no longer reads (its stream ended
+ *     corrupt) back at once, so that writer never waits. A ring the drain reaches late is not a
+ * dead drain: 200 rings of 1 MiB take the drain well over 100 ms here when it gets a 200th of the
+ * CPU.
+ *   - Idle rings give pages back. A ring that has published nothing for SESSION_TRIM_IDLE_NS and
+ *     is drained to its end has its pages below the writer's offset punched out of the memfd by
+ *     the recorder (at least 64 KiB of them). That is safe without stopping the writer because
+ *     the writer reaches those pages again only after it wraps, and every wrap goes through its
+ *     slow path, which first announces the lap it enters in slot->trim (low 32 bits; CAS):
+ *     the recorder takes the word from "lap of the write position, not busy" to busy by CAS
+ *     before it punches, and the writer's CAS to the next lap fails while it is busy, so the
+ *     writer waits those microseconds (or drops, should the recorder die meanwhile). After the
+ *     punch the recorder sets TRC_TRIM_DONE; the writer, on its next wrap, faults its part in
+ *     again (its slow path pays, not its hot path) and clears it. The recorder subtracts what it
+ *     punched from the resident count until then.
+ *   - The recorder's own mapping of the rings would hold every page it has read in its RSS (the
+ *     program's pages, counted twice): when the rings hold more than 32 MiB, it drops its
+ *     page-table entries for the ring area after every 16 MiB it reads (MADV_DONTNEED on a
+ *     shared mapping unmaps, the data stays in the memfd); its next reads map them again, at
+ *     ~10 us a page here, which is why it does not below that.
  *   - The writer publishes how much of its ring it has faulted in slot->resident_bytes (relaxed;
  *     only after the pages are in). The recorder counts exactly that for a CLAIMING, CLAIMED or
  *     RETIRED slot, and punches the ring's pages out of the memfd when it frees the slot, so they
@@ -111,6 +146,7 @@
 #define TRC_PID_FOREIGN 0x80000000u
 #define TRC_RING_PREFAULT_BYTES (64u << 10) /* faulted in at claim; then doubling */
 #define TRC_RING_FAULT_MAX_CHUNK (256u << 10) /* ... by at most this much at a time */
+#define TRC_RING_BASE_BYTES (1u << 20) /* a ring's own share; beyond it, from the pool */
 
 struct trc_region_hdr {
 	/* Written last by the recorder (release); a process attaches only after an acquire load
@@ -136,6 +172,10 @@ struct trc_region_hdr {
 	 * another one writes its pids into slots and process entries with TRC_PID_FOREIGN set:
 	 * they are not the recorder's pids, so it never signals them. */
 	uint64_t pid_ns;
+	/* Ring bytes shared by all rings beyond their first TRC_RING_BASE_BYTES ("Residency"). */
+	uint64_t ring_pool_bytes;
+	/* How long a writer with a full ring waits for a drain that shows no sign of life. */
+	uint64_t ring_wait_ns;
 
 	/* Shared counters (producers and recorder, relaxed: accounting only). */
 	_Alignas(64) _Atomic uint64_t lost_no_slot; /* events dropped: every slot taken */
@@ -146,6 +186,9 @@ struct trc_region_hdr {
 	_Atomic uint64_t strtab_used; /* bytes of the string table reserved */
 	_Atomic uint64_t slots_freed; /* bumped by the recorder on every free: a producer that
 				       * found no slot rescans only when this moved */
+	_Atomic uint64_t ring_pool_used; /* pool bytes taken by rings (producers add by CAS, the
+					  * recorder gives back when it frees a slot) */
+	_Atomic uint64_t drain_beat; /* bumped by the recorder after each ring drained */
 };
 
 struct trc_proc {
@@ -169,8 +212,19 @@ struct trc_slot {
 	 * the ring when it frees the slot. */
 	_Atomic uint64_t lost_reentrant;
 	uint64_t image; /* the claimer's trc_image_token, written while CLAIMING */
+	/* Idle give-back handshake ("Residency"): low 32 bits the lap the writer announced,
+	 * TRC_TRIM_BUSY while the recorder punches, TRC_TRIM_DONE once it has. CAS only. */
+	_Atomic uint64_t trim;
 	struct ring_ctl ctl;
 };
+#define TRC_TRIM_BUSY (1ull << 32)
+#define TRC_TRIM_DONE (1ull << 33)
+
+/* The lap a ring position is in (rings start at position 0), as slot->trim holds it. */
+static inline uint32_t trc_ring_lap(uint64_t pos, uint64_t ring_bytes)
+{
+	return (uint32_t)(pos / ring_bytes);
+}
 
 /* ---- what both processes must agree on, whatever compiler built them ----------------------- */
 
@@ -193,14 +247,18 @@ _Static_assert(offsetof(struct trc_region_hdr, magic) == 0 &&
 		       offsetof(struct trc_region_hdr, clock_mode) == 88 &&
 		       offsetof(struct trc_region_hdr, reserved0) == 92 &&
 		       offsetof(struct trc_region_hdr, tsc_hz) == 96 &&
-		       offsetof(struct trc_region_hdr, pid_ns) == 104,
+		       offsetof(struct trc_region_hdr, pid_ns) == 104 &&
+		       offsetof(struct trc_region_hdr, ring_pool_bytes) == 112 &&
+		       offsetof(struct trc_region_hdr, ring_wait_ns) == 120,
 	       "region header layout (fixed part)");
 _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 		       offsetof(struct trc_region_hdr, lost_reentrant) == 136 &&
 		       offsetof(struct trc_region_hdr, procs_attached) == 144 &&
 		       offsetof(struct trc_region_hdr, procs_used) == 148 &&
 		       offsetof(struct trc_region_hdr, strtab_used) == 152 &&
-		       offsetof(struct trc_region_hdr, slots_freed) == 160,
+		       offsetof(struct trc_region_hdr, slots_freed) == 160 &&
+		       offsetof(struct trc_region_hdr, ring_pool_used) == 168 &&
+		       offsetof(struct trc_region_hdr, drain_beat) == 176,
 	       "region header layout (counters, on their own cache line)");
 _Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
 		       offsetof(struct trc_proc, ppid) == 4 &&
@@ -215,6 +273,7 @@ _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64
 		       offsetof(struct trc_slot, resident_bytes) == 32 &&
 		       offsetof(struct trc_slot, lost_reentrant) == 40 &&
 		       offsetof(struct trc_slot, image) == 48 &&
+		       offsetof(struct trc_slot, trim) == 56 &&
 		       offsetof(struct trc_slot, ctl) == 64,
 	       "slot layout (ring_ctl's own layout: ring.h)");
 /* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
@@ -345,6 +404,8 @@ struct trc_region_geom {
 	uint64_t strtab_bytes;
 	uint64_t rings_off; /* == meta bytes: every attached process maps [0, rings_off) */
 	uint64_t ring_bytes;
+	uint64_t ring_pool_bytes; /* "Residency"; set by the recorder after trc_region_plan */
+	uint64_t ring_wait_ns; /* likewise */
 	uint32_t max_slots;
 	uint32_t max_procs;
 	uint32_t clock_mode; /* TRC_CLOCK_* */
@@ -395,6 +456,8 @@ static inline void trc_region_hdr_init(struct trc_region_hdr *h, const struct tr
 	h->strtab_bytes = g->strtab_bytes;
 	h->rings_off = g->rings_off;
 	h->ring_bytes = g->ring_bytes;
+	h->ring_pool_bytes = g->ring_pool_bytes;
+	h->ring_wait_ns = g->ring_wait_ns;
 	h->clock_mode = g->clock_mode;
 }
 
@@ -457,6 +520,8 @@ static inline int trc_region_geom_check(struct trc_region_geom *g, const struct 
 	g->strtab_bytes = h->strtab_bytes;
 	g->rings_off = h->rings_off;
 	g->ring_bytes = h->ring_bytes;
+	g->ring_pool_bytes = h->ring_pool_bytes; /* any value: it bounds only this tree's rings */
+	g->ring_wait_ns = h->ring_wait_ns; /* any value: it delays only this tree's threads */
 	g->max_slots = h->max_slots;
 	g->max_procs = h->max_procs;
 	g->clock_mode = h->clock_mode;

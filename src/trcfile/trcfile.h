@@ -210,8 +210,7 @@ uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
  * A file without a footer (a recorder killed) gets one: everything the reader recovers is
  * kept. progress (may be NULL) is called after each chunk with chunks done and total. Returns
  * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads. */
-int trcfile_compact(const char *in_path, const char *out_path,
-		    const struct trcfile_writer_opts *o,
+int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len);
 
@@ -285,6 +284,10 @@ bool trcfile_reader_truncated(const struct trcfile_reader *r);
 const char *trcfile_reader_errmsg(const struct trcfile_reader *r);
 /* Why the first damaged chunk was skipped ("" if none was). */
 const char *trcfile_reader_damage_note(const struct trcfile_reader *r);
+/* When the file was read by a scan of its chunks (truncated: no valid footer), what the scan
+ * stopped at: "end of file", or the first thing that is not a whole chunk and where ("zstd
+ * frame without content checksum at offset 4242"). "" when the footer was used. */
+const char *trcfile_reader_scan_stop(const struct trcfile_reader *r);
 
 unsigned trcfile_reader_stream_count(const struct trcfile_reader *r);
 /* NULL when idx is out of range. */
@@ -329,9 +332,9 @@ int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsig
 int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns);
 void trcfile_cursor_free(struct trcfile_cursor *c);
 
-/* All streams merged in time order: a heap over one cursor per stream. Ties (equal ts_ns) go
- * to the lower stream index, and within a stream records keep their stream order, so the
- * order is the same on every run. */
+/* All streams merged in time order: a tournament over one cursor per stream. Ties (equal
+ * ts_ns) go to the lower stream index, and within a stream records keep their stream order,
+ * so the order is the same on every run. */
 struct trcfile_iter;
 struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
 /* The same over the streams with include[stream index] true (an array of
@@ -339,6 +342,10 @@ struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
 struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include);
 /* 1 with *rec (and *stream_idx, may be NULL) filled, 0 at the end, -EBADMSG / -ENOMEM. */
 int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx);
+/* The same without the copy: *rec points at the merge's own record, valid (strings too) until
+ * the next call on it. For the hot loops of the exporters. */
+int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec,
+			  unsigned *stream_idx);
 /* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */
 int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns);
 void trcfile_iter_free(struct trcfile_iter *it);

@@ -50,6 +50,11 @@ const char *trcfile_reader_damage_note(const struct trcfile_reader *r)
 	return r ? r->damage_note : "";
 }
 
+const char *trcfile_reader_scan_stop(const struct trcfile_reader *r)
+{
+	return r ? r->scan_stop : "";
+}
+
 const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err)
 {
 	if (off > r->size || len > r->size - off) {
@@ -518,6 +523,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
 	}
 	u64map_destroy(&ids);
+	snprintf(r->scan_stop, sizeof(r->scan_stop), "%s", stop);
 	r->stats.bytes_recovered = off;
 	r->stats.bytes_ignored = size - off;
 	if (r->n_streams)

@@ -76,6 +76,8 @@ struct trcfile_reader {
 	 * so a chunk read by several passes counts once; why the first one was. */
 	uint8_t *chunk_damaged;
 	char damage_note[512];
+	/* Why the recovery scan stopped ("" when the footer was used). */
+	char scan_stop[200];
 };
 
 /* Largest raw chunk the format allows for a chunk of `count` records in this file. */
@@ -130,5 +132,10 @@ struct trcfile_cursor {
 int trcfile__cursor_load_next(struct trcfile_cursor *c);
 /* Checks the end of a fully decoded chunk (bytes used up, last time). 0 or -EBADMSG. */
 int trcfile__cursor_chunk_done(struct trcfile_cursor *c);
+/* Up to max (>= 1) records of the cursor into recs, exactly as that many calls of
+ * trcfile_cursor_next would give them, but never past the loaded chunk (the records' strings
+ * point into it: they stay valid until the next call). The count (>= 1), 0 at the end, or
+ * <0: an error met after records were handed out comes at the next call. */
+int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, unsigned max);
 
 #endif /* TRC_TRCFILE_READER_PRIV_H */

@@ -1,0 +1,93 @@
+/* test_e2e_write_fail.c - trace-run when the trace cannot be written or closed (README,
+ * trace-run, "When the trace cannot be written"). A full disk stops the recording, not the
+ * program: one message, a trace that reads back marked truncated, the program's own status.
+ * Every other failure (an I/O error while recording, fsync, close or the footer's write
+ * failing, an output that refuses every write) is one line and exit 1. The failures are made
+ * by tests/shim_failio.c, preloaded into trace-run, on the trace file only. */
+#include "e2e_util.h"
+
+#define TR e2e_path("bin/trace-run")
+#define EMIT e2e_path("tests/prog_e2e_emit")
+
+/* Runs trace-run -q -o trace over a shell that runs prog_e2e_emit 2 6000000 and exits 3, with
+ * the shim making writes or closes of the trace fail as `mode` says. */
+static struct e2e_run run_failing(const char *dir, const char *trace, const char *mode)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "%s 2 6000000; exit 3", EMIT);
+	setenv("LD_PRELOAD", e2e_path("tests/shim_failio.so"), 1);
+	setenv("TRC_TEST_FAILIO", mode, 1);
+	struct e2e_run r = e2e_run(dir, (char *)TR, "-q", "-o", (char *)trace, "--", "/bin/sh",
+				   "-c", cmd, NULL);
+	unsetenv("LD_PRELOAD");
+	unsetenv("TRC_TEST_FAILIO");
+	return r;
+}
+
+/* Disk full at 1.5 MiB: the program runs to its end, exits with its status (3), recording
+ * stops with one message, and the trace reads back, truncated, with what came before. 1.5 MiB
+ * leaves room for one stored chunk (1 MiB raw, written uncompressed when compression falls
+ * behind, as under ASan), less than the 12 M events take compressed. */
+Test(e2e_write_fail, disk_full_stops_the_recording_not_the_program, .timeout = 180)
+{
+	const char *dir = e2e_tmpdir();
+	char trace[300], want[600];
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	struct e2e_run r = run_failing(dir, trace, "enospc:1572864");
+	cr_expect_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 12000000\n");
+	snprintf(want, sizeof(want),
+		 "trace-run: recording stopped: writing %s failed: No space left on device; the "
+		 "program runs on, and the trace holds what was written before (marked "
+		 "truncated)\n",
+		 trace);
+	cr_expect_str_eq(r.err, want);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, trace);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
+	cr_expect_gt(e2e_json_int(json, "events_recorded"), 0, "%s", json);
+	cr_expect_lt(e2e_json_int(json, "events_recorded"), 12000000, "%s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* Each failure that is not a full disk: exit 1, and exactly one line saying what failed and
+ * how the program ended. */
+Test(e2e_write_fail, other_write_or_close_failures_exit_1, .timeout = 180)
+{
+	static const struct {
+		const char *mode, *verb, *what;
+	} cases[] = {
+		{"eio:200000", "writing", "an I/O error while recording"},
+		{"footer", "closing", "the footer's write"},
+		{"fsync", "closing", "fsync"},
+		{"close", "closing", "close"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *dir = e2e_tmpdir();
+		char trace[300], want[600];
+		snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+		struct e2e_run r = run_failing(dir, trace, cases[i].mode);
+		cr_expect_eq(r.exit_code, 1, "%s: exit %d: %s", cases[i].what, r.exit_code, r.err);
+		cr_expect_str_eq(r.out, "emitted 12000000\n", "%s", cases[i].what);
+		snprintf(want, sizeof(want),
+			 "trace-run: %s %s failed: Input/output error; the trace is incomplete or "
+			 "unreadable (program exited with status 3)\n",
+			 cases[i].verb, trace);
+		cr_expect_str_eq(r.err, want, "%s", cases[i].what);
+		e2e_free(&r);
+		e2e_rm_rf(dir);
+	}
+}
+
+/* An output that takes no write at all (/dev/full): exit 1 before the program runs. */
+Test(e2e_write_fail, output_refusing_every_write_exits_1_before_the_program, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", "/dev/full", "--", EMIT, "1", "10", NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "", "the program ran");
+	cr_expect_str_eq(r.err, "trace-run: cannot create /dev/full: No space left on device\n");
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}

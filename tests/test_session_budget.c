@@ -1,0 +1,250 @@
+/* test_session_budget.c - ring memory that does not grow with the thread count (session_layout.h
+ * "Residency"): rings grow only as far as the drain lags and beyond their base only from the
+ * region's pool, a full ring waits for the drain instead of dropping, idle rings give their
+ * pages back and take them again without losing or corrupting a record. In one process, as
+ * test_session.c: the test creates the session, attaches, emits through trc.h and drains.
+ * Criterion runs each test in its own process. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "runtime.h"
+#include "session_internal.h"
+#include "test_session_util.h"
+
+/* A light sink (test_session_util's keeps every record): per stream, counters counted and
+ * checked to come in order 0, 1, 2... (a give-back that lost or scribbled on a record breaks
+ * that); lost counts summed. */
+struct bt_collect {
+	uint64_t counters, out_of_order, lost, thread_key;
+	int64_t next[64];
+	uint64_t keys[64];
+	int nkeys;
+};
+
+static int bt_record(void *arg, const struct session_stream *st, const struct trc_record *r)
+{
+	struct bt_collect *c = arg;
+	if (r->type == TRC_REC_LOST)
+		c->lost += r->lost.count;
+	if (r->type != TRC_REC_COUNTER)
+		return 0;
+	int k = 0;
+	while (k < c->nkeys && c->keys[k] != st->key)
+		k++;
+	if (k == c->nkeys) {
+		cr_assert_lt(k, 64);
+		c->keys[c->nkeys++] = st->key;
+		c->next[k] = 0;
+	}
+	if (r->value.value != c->next[k])
+		c->out_of_order++;
+	c->next[k] = r->value.value + 1;
+	c->counters++;
+	return 0;
+}
+
+static long bt_drain(struct trc_session *s, struct bt_collect *c)
+{
+	struct session_sink k = {.arg = c, .record = bt_record};
+	return session_drain(s, &k);
+}
+
+static void bt_drain_idle(struct trc_session *s, struct bt_collect *c)
+{
+	for (int idle = 0; idle < 2;)
+		idle = bt_drain(s, c) == 0 ? idle + 1 : 0;
+}
+
+static struct trc_session *bt_start(uint64_t ring, uint64_t pool)
+{
+	struct session_config cfg = {.max_slots = 32, .ring_bytes = ring, .ring_pool_bytes = pool};
+	int rc = -1;
+	struct trc_session *s = ts_start(&cfg, &rc);
+	cr_assert_not_null(s);
+	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
+	return s;
+}
+
+static uint64_t bt_rings(struct trc_session *s)
+{
+	return session_buffers_resident_bytes(s, getpid()) - s->geom.rings_off;
+}
+
+/* Resident bytes of the runtime's own mapping of the region, from the kernel. */
+static uint64_t bt_kernel_rings(struct trc_session *s)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	cr_assert_not_null(f);
+	char line[512];
+	int in = 0;
+	uint64_t rss = UINT64_MAX;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = start == (uintptr_t)trc__rt.base;
+			continue;
+		}
+		unsigned long kb;
+		if (in && sscanf(line, "Rss: %lu kB", &kb) == 1) {
+			rss = kb * 1024;
+			break;
+		}
+	}
+	fclose(f);
+	return rss - s->geom.rings_off;
+}
+
+Test(budget, ring_stays_at_its_head_while_the_drain_keeps_up, .timeout = 120)
+{
+	struct trc_session *s = bt_start(4 << 20, 0);
+	struct bt_collect c = {0};
+	/* 1000 counters (24 KB) between drains: at the end of the 64 KiB head the drain has
+	 * left less than half of it, so the ring wraps there instead of growing. */
+	for (int k = 0; k < 100; k++) {
+		for (int i = 0; i < 1000; i++)
+			TRC_COUNTER("c", k * 1000 + i);
+		bt_drain_idle(s, &c);
+	}
+	cr_assert_eq(bt_rings(s), TRC_RING_PREFAULT_BYTES);
+	cr_assert_eq(bt_kernel_rings(s), TRC_RING_PREFAULT_BYTES, "kernel: %lu",
+		     (unsigned long)bt_kernel_rings(s));
+	cr_assert_eq(c.counters, 100000);
+	cr_assert_eq(c.lost, 0);
+	cr_assert_eq(c.out_of_order, 0);
+	session_destroy(s);
+}
+
+struct bt_burst {
+	int n;
+	pthread_barrier_t *bar; /* NULL: emit and exit */
+	int rounds;
+};
+
+static void *bt_burst_main(void *p)
+{
+	struct bt_burst *b = p;
+	int64_t v = 0;
+	for (int r = 0; r < (b->rounds ? b->rounds : 1); r++) {
+		for (int i = 0; i < b->n; i++)
+			TRC_COUNTER("c", v++);
+		if (b->bar) {
+			pthread_barrier_wait(b->bar); /* burst done */
+			pthread_barrier_wait(b->bar); /* checked: go on */
+		}
+	}
+	return NULL;
+}
+
+Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 120)
+{
+	enum { POOL = 256 << 10, N = 100000 }; /* 2.4 MB of counters, nothing drained */
+	struct trc_session *s = bt_start(4 << 20, POOL);
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	struct bt_burst b = {.n = N, .bar = &bar};
+	pthread_t th;
+	pthread_create(&th, NULL, bt_burst_main, &b);
+	pthread_barrier_wait(&bar);
+	/* The base, then the whole pool; then the full ring waited for a drain that never came
+	 * (ts_start's ring_wait_ns) and dropped the rest. */
+	cr_assert_eq(bt_rings(s), TRC_RING_BASE_BYTES + POOL);
+	cr_assert_eq(bt_kernel_rings(s), TRC_RING_BASE_BYTES + POOL);
+	cr_assert_eq(atomic_load(&s->hdr->ring_pool_used), POOL);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	struct bt_collect c = {0};
+	bt_drain_idle(s, &c);
+	cr_assert_gt(c.lost, 0);
+	cr_assert_eq(c.counters + c.lost, N);
+	/* The thread exited: its slot freed, its pool bytes back, its pages gone. */
+	cr_assert_eq(atomic_load(&s->hdr->ring_pool_used), 0);
+	cr_assert_eq(bt_rings(s), 0);
+	cr_assert_eq(bt_kernel_rings(s), 0);
+	session_destroy(s);
+}
+
+struct bt_drainer {
+	struct trc_session *s;
+	struct bt_collect *c;
+	atomic_int stop;
+	uint64_t max_rings;
+};
+
+static void *bt_drainer_main(void *p)
+{
+	struct bt_drainer *d = p;
+	while (!atomic_load(&d->stop)) {
+		bt_drain(d->s, d->c);
+		uint64_t r = bt_rings(d->s);
+		if (r > d->max_rings)
+			d->max_rings = r;
+		ts_sleep_ms(1);
+	}
+	bt_drain_idle(d->s, d->c);
+	return NULL;
+}
+
+Test(budget, full_rings_wait_for_the_drain_and_stay_within_the_budget, .timeout = 120)
+{
+	enum { T = 16, N = 200000, POOL = 2 << 20 };
+	/* 16 threads x 4.8 MB into 4 MiB rings: without waiting, a drain that sleeps 1 ms between
+	 * passes loses most of it; with it, nothing, and the rings never hold more than the pool
+	 * plus a base each. */
+	struct trc_session *s = bt_start(4 << 20, POOL);
+	struct bt_collect c = {0};
+	struct bt_drainer d = {.s = s, .c = &c};
+	pthread_t dr, th[T];
+	pthread_create(&dr, NULL, bt_drainer_main, &d);
+	struct bt_burst b = {.n = N};
+	for (int i = 0; i < T; i++)
+		pthread_create(&th[i], NULL, bt_burst_main, &b);
+	for (int i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+	ts_sleep_ms(60); /* the last slots freed */
+	atomic_store(&d.stop, 1);
+	pthread_join(dr, NULL);
+	cr_assert_eq(c.lost, 0, "lost %lu, recorded %lu", (unsigned long)c.lost,
+		     (unsigned long)c.counters);
+	cr_assert_eq(c.counters, (uint64_t)T * N);
+	cr_assert_eq(c.out_of_order, 0);
+	cr_assert_leq(d.max_rings, POOL + (uint64_t)T * TRC_RING_BASE_BYTES, "max %lu",
+		      (unsigned long)d.max_rings);
+	cr_assert_eq(atomic_load(&s->hdr->ring_pool_used), 0);
+	session_destroy(s);
+}
+
+Test(budget, idle_ring_gives_pages_back_and_takes_them_again, .timeout = 120)
+{
+	enum { N = 20000 }; /* 480 KB a burst */
+	struct trc_session *s = bt_start(1 << 20, 0);
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	struct bt_burst b = {.n = N, .bar = &bar, .rounds = 3};
+	pthread_t th;
+	struct bt_collect c = {0};
+	pthread_create(&th, NULL, bt_burst_main, &b);
+	for (int r = 0; r < 3; r++) {
+		pthread_barrier_wait(&bar); /* the burst is in */
+		bt_drain_idle(s, &c); /* drained; the drain sees the position (and, after a
+				       * give-back, that the writer took the pages again) */
+		uint64_t busy = bt_rings(s);
+		cr_assert_gt(busy, 256 << 10, "round %d: %lu resident busy", r,
+			     (unsigned long)busy);
+		cr_assert_eq(bt_kernel_rings(s), busy, "round %d: the kernel agrees", r);
+		ts_sleep_ms(250); /* idle past SESSION_TRIM_IDLE_NS */
+		bt_drain(s, &c); /* gives the pages below the writer back */
+		uint64_t idle = bt_rings(s);
+		cr_assert_lt(idle, busy, "round %d: %lu resident idle, %lu busy", r,
+			     (unsigned long)idle, (unsigned long)busy);
+		cr_assert_eq(bt_kernel_rings(s), idle, "round %d: the kernel agrees", r);
+		pthread_barrier_wait(&bar); /* next burst: wraps into the pages given back */
+	}
+	pthread_join(th, NULL);
+	bt_drain_idle(s, &c);
+	cr_assert_eq(c.lost, 0);
+	cr_assert_eq(c.counters, 3 * N);
+	cr_assert_eq(c.out_of_order, 0);
+	session_destroy(s);
+}
