@@ -1,13 +1,14 @@
 /* test_mut_trcfile.c - the reader's time seek, exactly, and what trace-dump shows of names and
  * heaps (tests/mutants/LIST: cursor-seek-strict, dump-text-del, chrome-two-processes-key,
- * chrome-rss-pid, json-bad-continuation).
+ * chrome-rss-pid, json-bad-continuation, dump-events-fraction).
  *
  * Purpose: after a seek to t, the first record returned is the first whose time is at or after
  * t, records at exactly t included, in a stream of many chunks and in the merged iteration of
  * two streams (what trace-dump's --from uses); a name's control bytes and DEL shown escaped by
  * trace-dump events; chrome's live heap kept per process when a forked child allocates at its
  * parent's address, and a child's RSS samples on the child; a UTF-8 lead byte not followed by
- * continuation bytes escaped in JSON.
+ * continuation bytes escaped in JSON; the exact offsets trace-dump events names when --from
+ * leaves no record.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
@@ -243,6 +244,32 @@ Test(mut_trcfile, chrome_rss_sample_on_its_process, .timeout = 120)
 	cr_assert_eq(pids[1], 11, "the child's sample shown on pid %lu", pids[1]);
 	cr_assert_eq(bytes[1], 7ul << 20);
 	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* trace-dump events says where the records lie when --from leaves none, in exact offsets
+ * (mutant dump-events-fraction). */
+Test(mut_trcfile, events_no_match_names_exact_offsets, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	/* tu_header's start is 1 s: records 0.25 s and 1.234567891 s after it */
+	static const uint64_t ts[] = {1250000000ull, 2234567891ull};
+	for (int i = 0; i < 2; i++) {
+		struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = ts[i]};
+		r.value.name_id = 2;
+		tu_add(&p.streams[0], &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	tu_sh("%s/bin/trace-dump events --from 5s '%s' >'%s/out.txt' 2>'%s/err.txt'", tu_build(),
+	      path, dir, dir);
+	char *err = tu_slurp_text(dir, "err.txt");
+	cr_assert(strstr(err, "(its records lie between 0.25s and 1.234567891s)"), "%s", err);
+	free(err);
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
 }
