@@ -141,11 +141,13 @@ static void trc__retire_stale_slots(void)
 	}
 }
 
-static void trc__atfork_child(void)
+void trc__atfork_child(void)
 {
 	if (!trc__mode_load())
 		return;
 	trc__thread_forget();
+	/* The kernel zeroed the guard in this copy: this process is the attached one now. */
+	__atomic_store_n(trc__rt.guard, 1, __ATOMIC_RELAXED);
 	trc__rt.pid = getpid();
 	trc__rt.region_pid = (uint32_t)trc__rt.pid | trc__rt.pid_tag;
 	trc__procinfo_atfork_child();
@@ -153,7 +155,8 @@ static void trc__atfork_child(void)
 	 * the child's resident share is exactly what the recorder counts. */
 	trc__populate_meta();
 	/* Described once per process: by the first runtime copy whose handler runs. */
-	trc__rt.meta_done = trc__register_process() ? 0 : 1;
+	trc__rt.describes = trc__register_process();
+	trc__rt.meta_done = trc__rt.describes ? 0 : 1;
 }
 
 static int trc__parse_fd(const char *s)
@@ -220,6 +223,9 @@ int trc_attach(void)
 		}
 		trc__rt.atfork_ok = true;
 	}
+	err = trc__guard_map(&geom);
+	if (err)
+		goto unmap;
 	trc__rt.base = base;
 	trc__rt.hdr = h;
 	trc__rt.geom = geom;
@@ -232,7 +238,8 @@ int trc_attach(void)
 	trc__retire_stale_slots();
 	/* A second runtime in this image (libtrc.a beside the preload library's libtrc.so)
 	 * records its threads' events like the first, but the process is described once. */
-	trc__rt.meta_done = trc__register_process() ? 0 : 1;
+	trc__rt.describes = trc__register_process();
+	trc__rt.meta_done = trc__rt.describes ? 0 : 1;
 	/* Release: a thread that sees the mode also sees trc__rt (the program's own threads are
 	 * started after this anyway). */
 	__atomic_store_n(&trc__mode, geom.clock_mode, __ATOMIC_RELEASE);
