@@ -544,9 +544,10 @@ stress: deps
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-run-stress STRESS_SCALE=10
 
 # One-line bugs (tests/mutants/LIST) planted one at a time in a copy of the tree (build/mutants/
-# work), each run against the tiers until a suite fails; prints the share caught. Long (about a
-# minute a mutant, more for one that survives); not part of `make test`. MUTANTS=id1,id2 for a
-# few; see tests/mutants/run.py for the other settings.
+# work), each run against the tiers until a suite fails; prints the share caught. Seconds a
+# mutant once the suite that caught it last runs first, minutes for one that survives (about 10
+# minutes in all on 2 loaded cores); not part of `make test`. MUTANTS=id1,id2 for a few; see
+# tests/mutants/run.py for the other settings.
 .PHONY: mutants
 mutants: deps
 	$(Q)python3 tests/mutants/run.py
