@@ -543,6 +543,15 @@ tsan: deps
 stress: deps
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-run-stress STRESS_SCALE=10
 
+# One-line bugs (tests/mutants/LIST) planted one at a time in a copy of the tree (build/mutants/
+# work), each run against the tiers until a suite fails; prints the share caught. Seconds a
+# mutant once the suite that caught it last runs first, minutes for one that survives (about 10
+# minutes in all on 2 loaded cores); not part of `make test`. MUTANTS=id1,id2 for a few; see
+# tests/mutants/run.py for the other settings.
+.PHONY: mutants
+mutants: deps
+	$(Q)python3 tests/mutants/run.py
+
 fuzz: deps $(FUZZERS)
 	@for f in $(FUZZERS); do \
 		n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
@@ -599,6 +608,8 @@ help:
 	@echo "make asan|tsan   the same tree under build/asan or build/tsan (clang)"
 	@echo "make stress      the TSan stress programs at ten times the scale"
 	@echo "make fuzz        the reader's fuzz target, FUZZ_SECONDS=60 per target"
+	@echo "make mutants     plant each bug of tests/mutants/LIST in a copy of the tree, run the tiers,"
+	@echo "                 print the share caught (long; MUTANTS=id1,id2 runs a few; report in build/mutants)"
 	@echo "make bench       every benchmark, report in build/bench/ (about ten minutes); bench-quick: a minute"
 	@echo "make bench-peers the same workloads through LTTng-UST, uftrace and heaptrack"
 	@echo "make install     PREFIX=/usr/local: commands, libraries, trc.h, trc/wire.h, trc.pc"

@@ -1043,3 +1043,40 @@ Test(sampler, discovered_pids_join_on_the_same_ticks, .timeout = 20)
 	rig_free(r);
 	child_end(&a);
 }
+
+/* Each sample's interval is exactly the rule's (sampler.c, for one pid a tick's read is its
+ * sample's read_ns): the configured interval while the cheapest of the last
+ * SAMPLER_READ_WINDOW reads costs at most a tenth of it, else the smallest multiple of it at
+ * least ten times that read. smaps_rollup of 512 MiB (about 7 ms a read here) against 20 ms:
+ * stretched, and the window's minimum lands on both sides of a multiple. Mutants
+ * sampler-stretch-never, sampler-stretch-round-down (tests/mutants/LIST). */
+Test(sampler, stretched_interval_is_the_rule_exactly, .timeout = 60)
+{
+	const uint64_t iv = 20 * MS;
+	struct child c = child_start(512, "wait", "ready\n");
+	struct rig *r = rig_new(1 << 16);
+	struct sampler_config cfg = rig_config(r, &c.pid, 1, iv, TRC_RSS_SMAPS_ROLLUP);
+	struct sampler *s = start_ok(&cfg);
+	wait_samples(s, 20, 20000 * MS);
+	sampler_stop(s);
+	rig_drain(r);
+	cr_assert_geq(r->n, 20);
+	size_t stretched = 0;
+	for (size_t k = 0; k < r->n; k++) {
+		uint64_t cheapest = UINT64_MAX;
+		size_t j0 = k + 1 >= SAMPLER_READ_WINDOW ? k + 1 - SAMPLER_READ_WINDOW : 0;
+		for (size_t j = j0; j <= k; j++)
+			if (r->samples[j].fig.read_ns < cheapest)
+				cheapest = r->samples[j].fig.read_ns;
+		uint64_t want = cheapest <= iv / 10 ? iv : (10 * cheapest + iv - 1) / iv * iv;
+		cr_expect_eq(
+			r->samples[k].interval_ns, want,
+			"sample %zu: interval %llu ns, the rule gives %llu (cheapest read %llu)", k,
+			(unsigned long long)r->samples[k].interval_ns, (unsigned long long)want,
+			(unsigned long long)cheapest);
+		stretched += want > iv;
+	}
+	cr_assert_gt(stretched, 0, "reads of 512 MiB's smaps_rollup cost over 2 ms");
+	rig_free(r);
+	child_end(&c);
+}

@@ -1,0 +1,155 @@
+/* test_mut_summary.c - summary figures that only traces of a real size, or of several threads,
+ * exercise (tests/mutants/LIST: summary-names-merge-min, summary-rss-min and the summary's
+ * fast path).
+ *
+ * Purpose: exact expected values for a counter written by two threads (each thread's figures
+ * are merged into the name's), for a counter stream long enough that its records go through
+ * the summary's fast decoder (only a chunk's last bytes take the checked one), and for the RSS
+ * samples' minimum, peak and last. The traces are written with the real writer.
+ *
+ * Threads: single-threaded (Criterion runs the tests in worker processes).
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "summary.h"
+#include "test_trcfile_util.h"
+
+static struct trcfile_reader *open_trace(const char *path)
+{
+	struct trcfile_reader *r = NULL;
+	char msg[512] = "";
+	int err = trcfile_reader_open(path, &r, msg, sizeof(msg));
+	cr_assert_eq(err, 0, "reader_open: %d %s", err, msg);
+	return r;
+}
+
+static const struct summary_name *find_name(const struct summary *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_names; i++)
+		if (!strcmp(s->names[i].name, name))
+			return &s->names[i];
+	cr_assert_fail("no name \"%s\" in the summary", name);
+	return NULL;
+}
+
+static void add_name(struct tu_stream *meta, uint32_t id, const char *str, uint64_t ts)
+{
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = ts};
+	r.name.id = id;
+	r.name.str = str;
+	r.name.len = (uint32_t)strlen(str);
+	tu_add(meta, &r);
+}
+
+static void add_counter(struct tu_stream *s, uint32_t id, int64_t v, uint64_t ts)
+{
+	struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = ts};
+	r.value.name_id = id;
+	r.value.value = v;
+	tu_add(s, &r);
+}
+
+/* "depth" under two name ids (as two processes, or a name interned twice, have): thread 1
+ * writes 5000 values from -1000 to 3999 under id 1 (its minimum is the name's), thread 2 five
+ * values from -5 to 4500 under id 2 (its maximum is the name's, its last value the latest in
+ * time). The summary merges the ids of one string: a value cut to 32 bits on the fast path, or
+ * the larger of two minima kept, each changes an exact figure below. */
+Test(mut_summary, counter_of_two_threads_exact, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	const uint64_t t0 = 1000000000ull;
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4243);
+	struct tu_stream *meta = &p.streams[0], *a = &p.streams[1], *b = &p.streams[2];
+	add_name(meta, 1, "depth", t0);
+	add_name(meta, 2, "depth", t0);
+	for (int i = 0; i < 5000; i++)
+		add_counter(a, 1, (i * 7919) % 5000 - 1000, t0 + 1000 + 10 * (uint64_t)i);
+	static const int64_t bv[] = {-5, 4500, 17, 0, 42};
+	for (int i = 0; i < 5; i++)
+		add_counter(b, 2, bv[i], t0 + 2000 + 20000 * (uint64_t)i);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 64), 0);
+	struct trcfile_reader *rd = open_trace(path);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	const struct summary_name *n = find_name(&s, "depth");
+	cr_assert_eq(s.n_names, 1, "one entry per distinct string");
+	cr_assert_eq(n->counters, 5005);
+	cr_assert_eq(n->counter_min, -1000, "min %lld", (long long)n->counter_min);
+	cr_assert_eq(n->counter_max, 4500, "max %lld", (long long)n->counter_max);
+	/* The latest in time: thread 2's 42 at t0 + 82000 (thread 1 ends at t0 + 50990). */
+	cr_assert_eq(n->counter_last, 42, "last %lld", (long long)n->counter_last);
+	summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* The same counter on one thread only, long enough for the fast path: negative values must
+ * keep their 64 bits there. */
+Test(mut_summary, counter_negative_on_the_fast_path, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	const uint64_t t0 = 1000000000ull;
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	add_name(&p.streams[0], 1, "balance", t0);
+	for (int i = 0; i < 3000; i++) /* -3e9 .. about +3e9: past 32 bits both ways */
+		add_counter(&p.streams[1], 1, ((int64_t)(i % 1000) - 500) * 6000000ll,
+			    t0 + 100 + (uint64_t)i);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 3000), 0);
+	struct trcfile_reader *rd = open_trace(path);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	const struct summary_name *n = find_name(&s, "balance");
+	cr_assert_eq(n->counters, 3000);
+	cr_assert_eq(n->counter_min, -3000000000ll, "min %lld", (long long)n->counter_min);
+	cr_assert_eq(n->counter_max, 2994000000ll, "max %lld", (long long)n->counter_max);
+	cr_assert_eq(n->counter_last, 2994000000ll, "last %lld", (long long)n->counter_last);
+	summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* RSS samples 5, 3, 8, 4 MiB (no buffers): sampled minimum 3, peak 8, last 4; and the peak
+ * without an EXIT record is the sampled one. */
+Test(mut_summary, rss_sampled_min_peak_last, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	const uint64_t t0 = 1000000000ull;
+	struct tu_plan p = {0};
+	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	static const uint64_t mib[] = {5, 3, 8, 4};
+	for (int i = 0; i < 4; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = t0 + 100000000ull * (i + 1)};
+		r.rss.pid = 4242;
+		r.rss.rss_bytes = mib[i] << 20;
+		tu_add(rss, &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 4), 0);
+	struct trcfile_reader *rd = open_trace(path);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	cr_assert_eq(s.rss_samples, 4);
+	cr_assert_eq(s.rss_sampled_min_bytes, 3u << 20, "min %llu",
+		     (unsigned long long)s.rss_sampled_min_bytes);
+	cr_assert_eq(s.rss_peak_sampled_bytes, 8u << 20);
+	cr_assert_eq(s.rss_sampled_last_bytes, 4u << 20);
+	cr_assert_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_SAMPLED);
+	cr_assert_eq(s.rss_peak_bytes, 8u << 20);
+	summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
