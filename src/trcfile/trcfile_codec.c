@@ -184,6 +184,11 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		p = trcfile__put_varint(p, r->exit.maxrss_bytes);
 		p = trcfile__put_varint(p, r->exit.buffers_bytes);
 		break;
+	case TRC_REC_WAIT:
+		p = trcfile__put_varint(p, r->wait.waits);
+		p = trcfile__put_varint(p, r->wait.waited_ns);
+		p = trcfile__put_varint(p, r->wait.max_ns);
+		break;
 	}
 	return p;
 }
@@ -335,6 +340,11 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		r->exit.buffers_bytes = trcfile__in_u64(&in);
 		break;
 	}
+	case TRC_REC_WAIT:
+		r->wait.waits = trcfile__in_u64(&in);
+		r->wait.waited_ns = trcfile__in_u64(&in);
+		r->wait.max_ns = trcfile__in_u64(&in);
+		break;
 	}
 	if (in.bad)
 		return -EBADMSG;
