@@ -337,6 +337,11 @@ static void dump__record(const struct trcfile_reader *r, struct sym_resolver *sy
 		dump__kv("maxrss_bytes", rec->exit.maxrss_bytes);
 		dump__kv("buffers_bytes", rec->exit.buffers_bytes);
 		break;
+	case TRC_REC_WAIT:
+		dump__kv("waits", rec->wait.waits);
+		dump__kv("waited_ns", rec->wait.waited_ns);
+		dump__kv("max_ns", rec->wait.max_ns);
+		break;
 	}
 	dump_char('\n');
 }
