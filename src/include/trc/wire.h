@@ -22,22 +22,22 @@
 enum trc_rec_type {
 	TRC_REC_INVALID = 0,
 	TRC_REC_SPAN_BEGIN = 1, /* span: name_id */
-	TRC_REC_SPAN_END = 2, /* span: name_id */
-	TRC_REC_INSTANT = 3, /* value: name_id, value */
-	TRC_REC_COUNTER = 4, /* value: name_id, value */
-	TRC_REC_ALLOC = 5, /* alloc: addr, size */
-	TRC_REC_FREE = 6, /* alloc: addr (size 0) */
+	TRC_REC_SPAN_END = 2,   /* span: name_id */
+	TRC_REC_INSTANT = 3,    /* value: name_id, value */
+	TRC_REC_COUNTER = 4,    /* value: name_id, value */
+	TRC_REC_ALLOC = 5,      /* alloc: addr, size */
+	TRC_REC_FREE = 6,       /* alloc: addr (size 0) */
 	TRC_REC_FUNC_ENTER = 7, /* func: addr, call_site */
-	TRC_REC_FUNC_EXIT = 8, /* func: addr, call_site */
-	TRC_REC_RSS = 9, /* rss: one sample of the sampler */
-	TRC_REC_LOST = 10, /* lost: count records lost since the previous LOST of the stream */
-	TRC_REC_THREAD = 11, /* thread: pid, tid, name (a thread started or was renamed) */
-	TRC_REC_PROCESS = 12, /* process: pid, ppid, command line (a process attached) */
-	TRC_REC_NAME = 13, /* name: id -> string */
-	TRC_REC_MODULE = 14, /* module: a mapped executable file, for symbolizing addresses */
-	TRC_REC_NOTE = 15, /* note: a line of text from the recorder (e.g. why no events) */
-	TRC_REC_EXIT = 16, /* exit: a process ended (pid, status as from wait) */
-	TRC_REC_WAIT = 17, /* wait: the thread waited for the drain (waits, ns, longest) */
+	TRC_REC_FUNC_EXIT = 8,  /* func: addr, call_site */
+	TRC_REC_RSS = 9,        /* rss: one sample of the sampler */
+	TRC_REC_LOST = 10,      /* lost: count records lost since the previous LOST of the stream */
+	TRC_REC_THREAD = 11,    /* thread: pid, tid, name (a thread started or was renamed) */
+	TRC_REC_PROCESS = 12,   /* process: pid, ppid, command line (a process attached) */
+	TRC_REC_NAME = 13,      /* name: id -> string */
+	TRC_REC_MODULE = 14,    /* module: a mapped executable file, for symbolizing addresses */
+	TRC_REC_NOTE = 15,      /* note: a line of text from the recorder (e.g. why no events) */
+	TRC_REC_EXIT = 16,      /* exit: a process ended (pid, status as from wait) */
+	TRC_REC_WAIT = 17,      /* wait: the thread waited for the drain (waits, ns, longest) */
 	TRC_REC_TYPE_COUNT
 };
 
@@ -64,29 +64,29 @@ static inline int trc_rec_is_event(uint32_t type)
 /* ---- why records were lost (LOST record's reason) ------------------------------------------ */
 
 enum trc_lost_reason {
-	TRC_LOST_RING_FULL = 1, /* the thread's ring was full */
-	TRC_LOST_NO_SLOT = 2, /* every ring slot of the session was taken */
-	TRC_LOST_CORRUPT = 3, /* the ring was corrupt; count is what could be accounted */
-	TRC_LOST_OVERSIZED = 4, /* a record larger than the ring */
+	TRC_LOST_RING_FULL = 1,    /* the thread's ring was full */
+	TRC_LOST_NO_SLOT = 2,      /* every ring slot of the session was taken */
+	TRC_LOST_CORRUPT = 3,      /* the ring was corrupt; count is what could be accounted */
+	TRC_LOST_OVERSIZED = 4,    /* a record larger than the ring */
 	TRC_LOST_SAMPLER_LATE = 5, /* sampler ticks skipped because a tick came late */
-	TRC_LOST_REENTRANT = 6, /* a signal handler's event interrupted one of its thread */
+	TRC_LOST_REENTRANT = 6,    /* a signal handler's event interrupted one of its thread */
 	TRC_LOST_REASON_COUNT
 };
 
 /* ---- RSS samples: which /proc file(s) a sample read, and what it holds ---------------------- */
 
 enum trc_rss_source {
-	TRC_RSS_STATM = 1, /* resident pages: fast (one pread, ~1.5 us), the default */
-	TRC_RSS_STATUS = 2, /* VmRSS, VmHWM and the RssAnon/RssFile/RssShmem split */
+	TRC_RSS_STATM = 1,        /* resident pages: fast (one pread, ~1.5 us), the default */
+	TRC_RSS_STATUS = 2,       /* VmRSS, VmHWM and the RssAnon/RssFile/RssShmem split */
 	TRC_RSS_SMAPS_ROLLUP = 3, /* exact Rss and Pss: walks every mapping, ~13 us per MiB */
-	TRC_RSS_BOTH = 4 /* statm and smaps_rollup in one sample */
+	TRC_RSS_BOTH = 4          /* statm and smaps_rollup in one sample */
 };
 
-#define TRC_RSS_HAS_HWM (1u << 0) /* hwm_bytes is valid */
+#define TRC_RSS_HAS_HWM (1u << 0)   /* hwm_bytes is valid */
 #define TRC_RSS_HAS_SPLIT (1u << 1) /* anon/file/shmem are valid */
 #define TRC_RSS_HAS_EXACT (1u << 2) /* rss_exact_bytes and pss_bytes are valid */
 #define TRC_RSS_STRETCHED (1u << 3) /* the interval was stretched: the source was slow */
-#define TRC_RSS_FINAL (1u << 4) /* last sample: the process was gone after it */
+#define TRC_RSS_FINAL (1u << 4)     /* last sample: the process was gone after it */
 #define TRC_RSS_FLAGS_ALL 0x1fu
 
 /* The figures of one RSS sample: what the sampler reads, and what an RSS record carries (in
@@ -94,18 +94,18 @@ enum trc_rss_source {
  * is. Every byte count is as the source reports it, trace buffers included; buffers_bytes is
  * their share, so the program's own figure is rss_bytes - buffers_bytes. */
 struct trc_rss_figures {
-	uint32_t source; /* enum trc_rss_source */
-	uint32_t flags; /* TRC_RSS_* */
+	uint32_t source;          /* enum trc_rss_source */
+	uint32_t flags;           /* TRC_RSS_* */
 	uint32_t pid;
-	uint64_t rss_bytes; /* statm's resident size, status's VmRSS, or smaps_rollup's Rss */
-	uint64_t buffers_bytes; /* trace buffers resident in the process */
-	uint64_t hwm_bytes; /* VmHWM (status) */
-	uint64_t anon_bytes; /* RssAnon (status) */
-	uint64_t file_bytes; /* RssFile (status) */
-	uint64_t shmem_bytes; /* RssShmem (status) */
+	uint64_t rss_bytes;       /* statm's resident size, status's VmRSS, or smaps_rollup's Rss */
+	uint64_t buffers_bytes;   /* trace buffers resident in the process */
+	uint64_t hwm_bytes;       /* VmHWM (status) */
+	uint64_t anon_bytes;      /* RssAnon (status) */
+	uint64_t file_bytes;      /* RssFile (status) */
+	uint64_t shmem_bytes;     /* RssShmem (status) */
 	uint64_t rss_exact_bytes; /* Rss of smaps_rollup */
-	uint64_t pss_bytes; /* Pss of smaps_rollup */
-	uint64_t read_ns; /* how long reading the source took (wall time) */
+	uint64_t pss_bytes;       /* Pss of smaps_rollup */
+	uint64_t read_ns;         /* how long reading the source took (wall time) */
 };
 
 /* The sampling interval's range (the file header's rss_interval_ns when sampling is on): below
@@ -116,7 +116,7 @@ struct trc_rss_figures {
 /* ---- clocks: what producers stamp with (session header, file header, trc__mode) ------------ */
 
 #define TRC_CLOCK_GETTIME 1u /* CLOCK_MONOTONIC ns from clock_gettime */
-#define TRC_CLOCK_TSC 2u /* TSC ticks, converted to CLOCK_MONOTONIC ns by the recorder */
+#define TRC_CLOCK_TSC 2u     /* TSC ticks, converted to CLOCK_MONOTONIC ns by the recorder */
 
 /* The trace's one clock domain: CLOCK_MONOTONIC in nanoseconds. Every part reads "now" through
  * these (the vDSO: no syscall), so the conversion is written once. */
@@ -142,8 +142,8 @@ static inline uint64_t trc_mono_ns(void)
 
 enum trc_stream_kind {
 	TRC_STREAM_THREAD = 1, /* one thread's events */
-	TRC_STREAM_RSS = 2, /* the sampler's RSS series */
-	TRC_STREAM_META = 3 /* names, threads, processes, modules, notes, exits */
+	TRC_STREAM_RSS = 2,    /* the sampler's RSS series */
+	TRC_STREAM_META = 3    /* names, threads, processes, modules, notes, exits */
 };
 
 /* ---- the session: how a traced program finds it --------------------------------------------- */
