@@ -427,6 +427,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan test-asan
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-tsan
 	$(Q)$(MAKE) --no-print-directory test-duckdb
+	$(Q)$(MAKE) --no-print-directory test-go-pprof
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
@@ -515,6 +516,24 @@ $(DUCKDB_DIR)/.installed-$(DUCKDB_NPM:@duckdb/node-api@%=%):
 test-duckdb: build-all $(DUCKDB_DIR)/.installed-$(DUCKDB_NPM:@duckdb/node-api@%=%)
 	@echo "== test-duckdb: tests/duckdb_check.mjs (DuckDB reads trace-dump parquet)"
 	$(Q)node tests/duckdb_check.mjs $(B) $(DUCKDB_DIR)
+
+# Go's own pprof reads `trace-dump pprof` output: `go tool pprof -top` totals against
+# `trace-dump summary --json` (tests/go_pprof_check.sh). Go is Debian's golang-go, installed here
+# when missing (as root; otherwise the apt-get line to run is printed).
+.PHONY: test-go-pprof
+test-go-pprof: build-all
+	@command -v go >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "  DEPS    installing golang-go"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				golang-go) >$${TMPDIR:-/tmp}/trc-deps-go.log 2>&1 \
+			|| { echo "apt-get failed, see $${TMPDIR:-/tmp}/trc-deps-go.log" >&2; exit 1; }; \
+		else \
+			echo "test-go-pprof: go missing; run as root: apt-get install -y golang-go" >&2; \
+			exit 1; \
+		fi; }
+	@echo "== test-go-pprof: tests/go_pprof_check.sh (go tool pprof reads trace-dump pprof)"
+	$(Q)bash tests/go_pprof_check.sh $(B)
 
 asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan tests

@@ -66,6 +66,24 @@ def one(d, key, default=None):
     return v[0] if v else default
 
 
+def counter_value(te):
+    """A counter event's value: counter_value (int64, written for values >= 0) or
+    double_counter_value (written for negative values, 8 bytes instead of 10); either way a
+    whole number here, as every counter trace-dump writes is one."""
+    v = one(te, "counter_value")
+    if v is not None:
+        if v < 0:
+            fail("a negative counter_value (written as double_counter_value, 8 bytes)")
+        return v
+    d = one(te, "double_counter_value")
+    if d is None:
+        fail("a counter event without a value")
+    f = float(d)
+    if f >= 0 or f != int(f):
+        fail("double_counter_value %r: only negative whole numbers are written so" % d)
+    return int(f)
+
+
 def main_split():
     """--split SUMMARY FILE.txt...: the files of one --split-size export, in order: each is
     checked alone, and together they must hold every span once (begins not flagged continued),
@@ -211,9 +229,9 @@ def main_multi():
         elif typ == "TYPE_COUNTER":
             cn = one(tracks[track], "name")
             if cn == "heap live bytes":
-                r["heap"].append(one(te, "counter_value"))
+                r["heap"].append(counter_value(te))
             elif cn == "RSS":
-                r["rss"].append(one(te, "counter_value"))
+                r["rss"].append(counter_value(te))
             elif cn != "RSS trace buffers":
                 r["counters"][cn] = r["counters"].get(cn, 0) + 1
                 order.append((i, ts - start_rt, "C"))
@@ -384,7 +402,7 @@ def main():
         elif typ == "TYPE_COUNTER":
             if one(tracks[track], "counter") is None:
                 fail("counter value on a track that is not a counter track")
-            counters.setdefault(track, []).append(one(te, "counter_value"))
+            counters.setdefault(track, []).append(counter_value(te))
         else:
             fail("event type %r" % typ)
     for t, s in stacks.items():

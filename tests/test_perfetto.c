@@ -104,7 +104,8 @@ Test(perfetto, counters_per_thread_and_names_per_sequence, .timeout = 60)
 		for (int i = 0; i < 300; i++) {
 			r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = t += 7};
 			r.value.name_id = 1;
-			r.value.value = s * 1000 + i;
+			/* Thread 8's values are negative: written as double_counter_value. */
+			r.value.value = s == 1 ? 1000 + i : -(2000 + i);
 			tu_add(&p.streams[s], &r);
 			r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 200};
 			r.span.name_id = 2;

@@ -96,7 +96,7 @@ static uint64_t bt_kernel_rings(struct trc_session *s)
 	return rss - s->geom.rings_off;
 }
 
-Test(budget, ring_stays_at_its_head_while_the_drain_keeps_up)
+Test(budget, ring_stays_at_its_head_while_the_drain_keeps_up, .timeout = 120)
 {
 	struct trc_session *s = bt_start(4 << 20, 0);
 	struct bt_collect c = {0};
@@ -137,7 +137,7 @@ static void *bt_burst_main(void *p)
 	return NULL;
 }
 
-Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 30)
+Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 120)
 {
 	enum { POOL = 256 << 10, N = 100000 }; /* 2.4 MB of counters, nothing drained */
 	struct trc_session *s = bt_start(4 << 20, POOL);
@@ -186,7 +186,7 @@ static void *bt_drainer_main(void *p)
 	return NULL;
 }
 
-Test(budget, full_rings_wait_for_the_drain_and_stay_within_the_budget, .timeout = 60)
+Test(budget, full_rings_wait_for_the_drain_and_stay_within_the_budget, .timeout = 120)
 {
 	enum { T = 16, N = 200000, POOL = 2 << 20 };
 	/* 16 threads x 4.8 MB into 4 MiB rings: without waiting, a drain that sleeps 1 ms between
@@ -215,7 +215,7 @@ Test(budget, full_rings_wait_for_the_drain_and_stay_within_the_budget, .timeout 
 	session_destroy(s);
 }
 
-Test(budget, idle_ring_gives_pages_back_and_takes_them_again, .timeout = 30)
+Test(budget, idle_ring_gives_pages_back_and_takes_them_again, .timeout = 120)
 {
 	enum { N = 20000 }; /* 480 KB a burst */
 	struct trc_session *s = bt_start(1 << 20, 0);

@@ -4,22 +4,30 @@
  * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
  * with the encoding Perfetto's own SDK uses to keep events small:
  *   - one packet sequence per stream (trusted_packet_sequence_id = stream index + 2; 1 holds
- *     the track descriptors and the trace's clock snapshot);
+ *     the track descriptors and the trace's clock snapshot), and one per counter track (ids
+ *     after the streams', in order of first use), so that no event names its track;
  *   - each sequence starts with a packet that clears the incremental state and sets the
  *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
  *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
- *     stream's thread track as the default track; later packets carry the delta from the
- *     previous packet of the sequence (a timestamp that goes backwards is written absolute on
- *     CLOCK_MONOTONIC instead, which leaves the incremental clock where it was);
+ *     stream's thread track (the counter track) as the default track; later packets carry
+ *     the delta from the previous packet of the sequence (a timestamp that goes backwards is
+ *     written absolute on CLOCK_MONOTONIC instead, which leaves the incremental clock where
+ *     it was). They carry no SEQ_NEEDS_INCREMENTAL_STATE: trace processor reads that flag
+ *     only to drop packets of a sequence whose state is lost, which a file never has;
  *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
- *     first use), sent in the packet that first uses them.
- * So a slice begin costs about 14 bytes, an end about 12 (see README for measured figures).
+ *     first use), sent in the packet that first uses them;
+ *   - counter values >= 0 are counter_value (a varint), negative ones double_counter_value
+ *     (8 bytes where an int64 varint takes 10; trace processor keeps both as doubles).
+ * So an event is its packet's tag and length, the time delta, the sequence id, the track
+ * event's tag and length and its type (10 bytes with 1-byte deltas), plus 2 for a slice
+ * begin's name and 3 or more for a counter's value (see README for measured figures).
  *
  * Mapping:
  *   span_begin/end, func_enter/exit  TYPE_SLICE_BEGIN/END on the thread's track; functions are
  *                                    named module+offset (0xADDR without a module record)
  *   instant                          TYPE_INSTANT on the thread track, debug annotation value
- *   counter                          a counter track per (thread, name), parent the thread
+ *   counter                          a counter track per (thread, name), parent the thread,
+ *                                    each its own sequence
  *   alloc/free                       a counter track "heap live bytes" per process
  *   rss                              counter tracks "RSS" (program, buffers excluded) and
  *                                    "RSS trace buffers" per sampled process
@@ -31,9 +39,11 @@
  * still open at the end (or at --to) are closed at the last timestamp written, with a debug
  * annotation unfinished = true.
  *
- * Memory: per stream a small state and its intern table (distinct names and functions of the
- * thread), per process a few words, the counter-track table (distinct thread x counter name),
- * and the live-allocation table (capped, as chrome's): never the number of events.
+ * Memory: per stream a small state, its intern table (distinct names and functions of the
+ * thread) and a dense copy of it for name ids below DUMP__PF_DENSE_NAMES (16 KiB at most),
+ * per process a few words, per counter track (distinct thread x counter name, and three a
+ * process) a small state, and the live-allocation table (capped, as chrome's): never the
+ * number of events.
  *
  * Several FILEs (one trace): records merged on CLOCK_REALTIME by dump_multi.c, written on that
  * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
@@ -110,7 +120,6 @@ enum {
 	PF_FIRST_ON_SEQ = 87,
 	/* sequence flags */
 	PF_SEQ_CLEARED = 1,
-	PF_SEQ_NEEDS = 2,
 	/* TrackEvent */
 	PF_TE_DEBUG = 4,
 	PF_TE_TYPE = 9,
@@ -118,6 +127,7 @@ enum {
 	PF_TE_TRACK = 11,
 	PF_TE_NAME = 23,
 	PF_TE_COUNTER_VALUE = 30,
+	PF_TE_DOUBLE_COUNTER_VALUE = 44,
 	PF_TE_TRACK_EVENT_TAG = (PF_TRACK_EVENT << 3) | PB_LEN,
 	PF_TYPE_BEGIN = 1,
 	PF_TYPE_END = 2,
@@ -135,12 +145,14 @@ enum {
 
 #define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__PF_SEQ_BASE 2u
+#define DUMP__PF_DENSE_NAMES 4096u
 
 /* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
 #define DUMP__PF_KEY_FUNC (2ull << 62)
 
 struct dump__pf_seq {
+	uint32_t id; /* trusted_packet_sequence_id */
 	bool started;
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
@@ -150,11 +162,16 @@ struct dump__pf_seq {
 	size_t stack_cap;
 	uint64_t next_iid;
 	struct u64map iids; /* intern key -> iid */
+	/* The same for event names of id < DUMP__PF_DENSE_NAMES, by id (0: not yet interned):
+	 * the span hot path's lookup without hashing. */
+	uint32_t *name_iid;
+	uint32_t name_cap;
 };
 
 struct dump__pf_proc {
 	uint32_t pid;
-	uint64_t track, heap_track, rss_track, rss_buf_track;
+	uint64_t track;
+	uint64_t heap_ctr, rss_ctr, rss_buf_ctr; /* counter sequences (index + 1; 0: none yet) */
 	bool named;
 	uint64_t live_bytes;
 };
@@ -174,7 +191,11 @@ struct dump__pf {
 	uint64_t next_uuid;
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
-	struct u64map counters; /* (stream << 32 | name id) + 1 -> track uuid */
+	struct u64map counters; /* (stream << 32 | name id) + 1 -> counter index + 1 */
+	/* Every counter track is a sequence of its own, with the track as its default: its
+	 * events name no track. Sequence ids after the streams'. */
+	struct dump__pf_seq **ctrs;
+	size_t n_ctrs, cap_ctrs;
 	struct allocmap *live;
 	uint64_t last_ts;
 	uint64_t unmatched_end, closed_at_end;
@@ -313,24 +334,48 @@ static struct dump__pf_proc *dump__pf_proc(struct dump__pf *p, uint32_t pid)
 	return pr;
 }
 
-/* A counter track under parent, created on first use. */
+/* A new counter track under parent, and its sequence: its index + 1, or 0 out of memory. */
+static uint64_t dump__pf_new_counter(struct dump__pf *p, uint64_t parent, const char *name,
+				     size_t len, int unit)
+{
+	if (p->n_ctrs == p->cap_ctrs) {
+		size_t cap = p->cap_ctrs ? p->cap_ctrs * 2 : 16;
+		struct dump__pf_seq **n = realloc(p->ctrs, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return 0;
+		}
+		p->ctrs = n;
+		p->cap_ctrs = cap;
+	}
+	struct dump__pf_seq *c = calloc(1, sizeof(*c));
+	if (!c) {
+		p->err = -ENOMEM;
+		return 0;
+	}
+	c->id = DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs;
+	c->track = p->next_uuid++;
+	u64map_init(&c->iids, SIZE_MAX);
+	p->ctrs[p->n_ctrs++] = c;
+	dump__pf_descriptor(p, c->track, parent, name, len, NULL, NULL, 0, 0, unit);
+	return p->n_ctrs;
+}
+
+/* A process's counter track in *slot, created on first use. */
 static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint64_t parent,
 				       const char *name, int unit)
 {
-	if (!*slot) {
-		*slot = p->next_uuid++;
-		dump__pf_descriptor(p, *slot, parent, name, strlen(name), NULL, NULL, 0, 0, unit);
-	}
+	if (!*slot)
+		*slot = dump__pf_new_counter(p, parent, name, strlen(name), unit);
 	return *slot;
 }
 
-/* Starts a packet of stream sidx at ts: the sequence's first packet first (if needed), then
- * the new packet's header (timestamp, sequence, flags). Returns the packet's mark. */
-static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
+/* Starts a packet of sequence s at ts: the sequence's first packet first (if needed), then
+ * the new packet's header (timestamp, sequence). Returns the packet's mark. */
+static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts)
 {
-	struct dump__pf_seq *s = &p->seqs[sidx];
 	struct pb_buf *b = &p->pkt;
-	uint32_t seq = p->seq_base + sidx + DUMP__PF_SEQ_BASE;
+	uint32_t seq = s->id;
 	if (!s->started) {
 		s->started = true;
 		pb_reset(b);
@@ -371,8 +416,38 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	}
 	pb_uint(b, PF_SEQ_ID, seq);
-	pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_NEEDS);
 	return pk;
+}
+
+/* The same on stream sidx's sequence. */
+static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
+{
+	return dump__pf_begin_seq(p, &p->seqs[sidx], ts);
+}
+
+/* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
+static void dump__pf_dense_put(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key,
+			       uint64_t iid)
+{
+	if ((key & (3ull << 62)) != DUMP__PF_KEY_NAME || iid > UINT32_MAX)
+		return;
+	uint32_t id = (uint32_t)key;
+	if (id >= DUMP__PF_DENSE_NAMES)
+		return;
+	if (id >= s->name_cap) {
+		uint32_t cap = s->name_cap ? s->name_cap : 64;
+		while (cap <= id)
+			cap *= 2;
+		uint32_t *n = realloc(s->name_iid, cap * sizeof(*n));
+		if (!n) {
+			p->err = -ENOMEM;
+			return;
+		}
+		memset(n + s->name_cap, 0, (cap - s->name_cap) * sizeof(*n));
+		s->name_iid = n;
+		s->name_cap = cap;
+	}
+	s->name_iid[id] = (uint32_t)iid;
 }
 
 /* The iid of an event name on stream sidx; adds InternedData to the open packet the first
@@ -389,6 +464,7 @@ static uint64_t dump__pf_iid(struct dump__pf *p, unsigned sidx, uint64_t key, co
 		p->err = -ENOMEM;
 		return 0;
 	}
+	dump__pf_dense_put(p, s, key, iid);
 	struct pb_buf *b = &p->pkt;
 	size_t id = pb_open(b, PF_INTERNED_DATA);
 	size_t en = pb_open(b, 2);
@@ -439,6 +515,25 @@ struct dump__pf_ev {
 	const char *flag; /* a debug annotation FLAG = true ("unfinished", "split"...) */
 };
 
+/* A counter's value at q (room for 12 bytes); returns the byte after it. A value >= 0 is an
+ * int64 counter_value (a varint: 1-10 bytes); a negative one, which as an int64 varint takes
+ * 10 bytes, is a double_counter_value (8): trace processor keeps every counter value as a
+ * double, so both read back the same. */
+static uint8_t *dump__pf_put_counter_value(uint8_t *q, int64_t v)
+{
+	if (v >= 0) {
+		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
+		return pb_put_varint(q, (uint64_t)v);
+	}
+	q = pb_put_varint(q, (PF_TE_DOUBLE_COUNTER_VALUE << 3) | PB_I64);
+	double d = (double)v;
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	for (int i = 0; i < 8; i++)
+		*q++ = (uint8_t)(bits >> (8 * i));
+	return q;
+}
+
 static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump__pf_ev *e)
 {
 	struct pb_buf *b = &p->pkt;
@@ -455,8 +550,8 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 		pb_str(b, 10, e->annot);
 		pb_int(b, 4, e->value);
 		pb_close(b, da);
-	} else if (e->has_value) {
-		pb_int(b, PF_TE_COUNTER_VALUE, e->value);
+	} else if (e->has_value && pb_reserve(b, 12) == 0) {
+		b->len = (size_t)(dump__pf_put_counter_value(b->p + b->len, e->value) - b->p);
 	}
 	if (e->flag) {
 		size_t da = pb_open(b, PF_TE_DEBUG);
@@ -469,61 +564,96 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 	dump__pf_emit(p);
 }
 
+/* pb_varint_size and pb_put_varint with the one-byte case (most deltas, ids and iids) first. */
+static inline size_t dump__pf_varint_size(uint64_t v)
+{
+	return __builtin_expect(v < 0x80, 1) ? 1 : pb_varint_size(v);
+}
+
+static inline uint8_t *dump__pf_put_varint(uint8_t *o, uint64_t v)
+{
+	if (__builtin_expect(v < 0x80, 1)) {
+		*o = (uint8_t)v;
+		return o + 1;
+	}
+	return pb_put_varint(o, v);
+}
+
+/* Bytes of a counter value as dump__pf_put_counter_value writes it. */
+static inline size_t dump__pf_counter_value_size(int64_t v)
+{
+	return v >= 0 ? 2 + pb_varint_size((uint64_t)v) : 10;
+}
+
 /* The hot path: a track event packet of a started sequence, forward in time, whose name (if
  * any) is already interned, written straight into the output buffer with no nesting fix-ups
- * (the lengths are known before the bytes are placed). Returns false when it does not apply
- * (the caller then takes the general path). Same bytes as the general path. */
-static bool dump__pf_fast(struct dump__pf *p, unsigned sidx, uint64_t ts, unsigned type,
-			  uint64_t iid, uint64_t track, bool has_value, int64_t value)
+ * (every length is computed before the bytes are placed). Returns false when it does not
+ * apply (the caller then takes the general path). Same bytes as the general path. Inlined
+ * into each caller so the constant arguments fold away. */
+static inline __attribute__((always_inline)) bool dump__pf_fast_seq(struct dump__pf_seq *s,
+								    uint64_t ts, unsigned type,
+								    uint64_t iid, uint64_t track,
+								    bool has_value, int64_t value)
 {
-	struct dump__pf_seq *s = &p->seqs[sidx];
-	if (!s->started || ts < s->last_ts)
+	if (__builtin_expect(!s->started || ts < s->last_ts, 0))
 		return false;
-	uint8_t te[48], *q = te;
-	*q++ = (PF_TE_TYPE << 3) | PB_VARINT;
-	*q++ = (uint8_t)type;
-	if (iid) {
-		*q++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
-		q = pb_put_varint(q, iid);
-	}
-	if (track) {
-		*q++ = (PF_TE_TRACK << 3) | PB_VARINT;
-		q = pb_put_varint(q, track);
-	}
-	if (has_value) {
-		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
-		q = pb_put_varint(q, (uint64_t)value);
-	}
-	size_t tel = (size_t)(q - te);
-	/* Packet and header fit in 127 bytes: the packet's length is one byte. */
-	if (DUMP_OUT_BYTES - dump_out.len < 128 + sizeof(te))
+	uint64_t dt = ts - s->last_ts;
+	uint32_t seq = s->id;
+	size_t tel = 2 + (iid ? 1 + dump__pf_varint_size(iid) : 0) +
+		     (track ? 1 + dump__pf_varint_size(track) : 0) +
+		     (has_value ? dump__pf_counter_value_size(value) : 0);
+	size_t pkl = 1 + dump__pf_varint_size(dt) + 1 + dump__pf_varint_size(seq) + 2 + tel;
+	/* Packet and header fit in 127 bytes (at most 1+10+1+5+2+2+11+11+12): the packet's
+	 * length is one byte, and so is the track event's. */
+	struct dump_out *out = &dump_out;
+	if (__builtin_expect(DUMP_OUT_BYTES - out->len < 2 + pkl, 0))
 		dump_flush();
-	uint8_t *o0 = (uint8_t *)dump_out.buf + dump_out.len, *o = o0 + 2;
+	uint8_t *o = (uint8_t *)out->buf + out->len;
+	*o++ = (PF_TRACE_PACKET << 3) | PB_LEN;
+	*o++ = (uint8_t)pkl;
 	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
-	o = pb_put_varint(o, ts - s->last_ts);
+	o = dump__pf_put_varint(o, dt);
 	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
-	o = pb_put_varint(o, p->seq_base + sidx + DUMP__PF_SEQ_BASE);
-	*o++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
-	*o++ = PF_SEQ_NEEDS;
+	o = dump__pf_put_varint(o, seq);
 	*o++ = PF_TE_TRACK_EVENT_TAG;
 	*o++ = (uint8_t)tel;
-	memcpy(o, te, sizeof(te)); /* constant size: inlined; the tail is overwritten later */
-	o += tel;
-	o0[0] = (PF_TRACE_PACKET << 3) | PB_LEN;
-	o0[1] = (uint8_t)(o - o0 - 2);
-	dump_out.len = (size_t)(o - (uint8_t *)dump_out.buf);
+	*o++ = (PF_TE_TYPE << 3) | PB_VARINT;
+	*o++ = (uint8_t)type;
+	if (iid) {
+		*o++ = (PF_TE_NAME_IID << 3) | PB_VARINT;
+		o = dump__pf_put_varint(o, iid);
+	}
+	if (track) {
+		*o++ = (PF_TE_TRACK << 3) | PB_VARINT;
+		o = dump__pf_put_varint(o, track);
+	}
+	if (has_value)
+		o = dump__pf_put_counter_value(o, value);
+	out->len = (size_t)(o - (uint8_t *)out->buf);
 	s->last_ts = ts;
 	return true;
 }
 
-static void dump__pf_counter(struct dump__pf *p, unsigned sidx, uint64_t ts, uint64_t track,
-			     int64_t value)
+/* The same on stream sidx's sequence. */
+static inline __attribute__((always_inline)) bool dump__pf_fast(struct dump__pf *p, unsigned sidx,
+								uint64_t ts, unsigned type,
+								uint64_t iid, uint64_t track,
+								bool has_value, int64_t value)
 {
-	if (dump__pf_fast(p, sidx, ts, PF_TYPE_COUNTER, 0, track, true, value))
+	return dump__pf_fast_seq(&p->seqs[sidx], ts, type, iid, track, has_value, value);
+}
+
+/* A value of counter ctr (index + 1; 0, a track that could not be made, writes nothing), on
+ * the counter's own sequence. */
+static void dump__pf_counter(struct dump__pf *p, uint64_t ctr, uint64_t ts, int64_t value)
+{
+	if (!ctr)
 		return;
-	size_t pk = dump__pf_begin(p, sidx, ts);
-	struct dump__pf_ev e = {
-		.type = PF_TYPE_COUNTER, .track = track, .has_value = true, .value = value};
+	struct dump__pf_seq *c = p->ctrs[ctr - 1];
+	if (dump__pf_fast_seq(c, ts, PF_TYPE_COUNTER, 0, 0, true, value))
+		return;
+	size_t pk = dump__pf_begin_seq(p, c, ts);
+	struct dump__pf_ev e = {.type = PF_TYPE_COUNTER, .has_value = true, .value = value};
 	dump__pf_event_body(p, pk, &e);
 }
 
@@ -548,9 +678,9 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	} else {
 		return; /* unknown address: nothing changes */
 	}
-	uint64_t t = dump__pf_counter_track(p, &pr->heap_track, pr->track, "heap live bytes",
+	uint64_t t = dump__pf_counter_track(p, &pr->heap_ctr, pr->track, "heap live bytes",
 					    PF_UNIT_BYTES);
-	dump__pf_counter(p, sidx, rec->ts_ns, t, (int64_t)pr->live_bytes);
+	dump__pf_counter(p, t, rec->ts_ns, (int64_t)pr->live_bytes);
 }
 
 /* Pushes an open slice's intern key on its stream's stack; false on out of memory. */
@@ -587,9 +717,25 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
 	uint32_t pid = s->pid;
-	struct dump__pf_ev e = {0};
 	if (rec->ts_ns > p->last_ts)
 		p->last_ts = rec->ts_ns;
+	/* The hot paths of spans: a begin whose name is interned (by id), an end that closes an
+	 * open slice. */
+	if (rec->type == TRC_REC_SPAN_BEGIN && rec->span.name_id < s->name_cap) {
+		uint32_t iid = s->name_iid[rec->span.name_id];
+		if (iid && s->depth < s->stack_cap) {
+			s->stack[s->depth++] = DUMP__PF_KEY_NAME | rec->span.name_id;
+			if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_BEGIN, iid, 0, false, 0))
+				return;
+			s->depth--;
+		}
+	} else if (rec->type == TRC_REC_SPAN_END && s->depth) {
+		if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_END, 0, 0, false, 0)) {
+			s->depth--;
+			return;
+		}
+	}
+	struct dump__pf_ev e = {0};
 	switch (rec->type) {
 	case TRC_REC_SPAN_BEGIN:
 	case TRC_REC_FUNC_ENTER: {
@@ -642,15 +788,13 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 				len = (uint32_t)snprintf(b, sizeof(b), "#%u", rec->value.name_id);
 				n = b;
 			}
-			track = p->next_uuid++;
-			if (u64map_put(&p->counters, key, track, NULL, NULL)) {
+			track = dump__pf_new_counter(p, s->track, n, len, PF_UNIT_COUNT);
+			if (!track || u64map_put(&p->counters, key, track, NULL, NULL)) {
 				p->err = -ENOMEM;
 				break;
 			}
-			dump__pf_descriptor(p, track, s->track, n, len, NULL, NULL, 0, 0,
-					    PF_UNIT_COUNT);
 		}
-		dump__pf_counter(p, sidx, rec->ts_ns, track, rec->value.value);
+		dump__pf_counter(p, track, rec->ts_ns, rec->value.value);
 		break;
 	}
 	case TRC_REC_ALLOC:
@@ -664,11 +808,11 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 		uint64_t bb = rec->rss.buffers_bytes;
 		uint64_t prog = rec->rss.rss_bytes > bb ? rec->rss.rss_bytes - bb : 0;
 		uint64_t t1 =
-			dump__pf_counter_track(p, &pr->rss_track, pr->track, "RSS", PF_UNIT_BYTES);
-		uint64_t t2 = dump__pf_counter_track(p, &pr->rss_buf_track, pr->track,
+			dump__pf_counter_track(p, &pr->rss_ctr, pr->track, "RSS", PF_UNIT_BYTES);
+		uint64_t t2 = dump__pf_counter_track(p, &pr->rss_buf_ctr, pr->track,
 						     "RSS trace buffers", PF_UNIT_BYTES);
-		dump__pf_counter(p, sidx, rec->ts_ns, t1, (int64_t)prog);
-		dump__pf_counter(p, sidx, rec->ts_ns, t2, (int64_t)bb);
+		dump__pf_counter(p, t1, rec->ts_ns, (int64_t)prog);
+		dump__pf_counter(p, t2, rec->ts_ns, (int64_t)bb);
 		break;
 	}
 	case TRC_REC_LOST: {
@@ -817,11 +961,15 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 		return DUMP_EXIT_FAIL;
 	dump__pf_clock(p, t);
 	dump_write(p->desc_log.p, p->desc_log.len);
+	for (size_t c = 0; c < p->n_ctrs; c++)
+		p->ctrs[c]->started = false;
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		struct dump__pf_seq *q = &p->seqs[s];
 		q->started = false;
 		q->next_iid = 0;
 		u64map_destroy(&q->iids);
+		if (q->name_cap)
+			memset(q->name_iid, 0, q->name_cap * sizeof(*q->name_iid));
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
 		for (uint64_t d = 0; d < q->depth; d++)
@@ -842,8 +990,10 @@ static struct dump__pf *dump__pf_new(unsigned n)
 	p->all_seqs = calloc(n ? n : 1, sizeof(*p->all_seqs));
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
 	u64map_init(&p->counters, SIZE_MAX);
-	for (unsigned k = 0; p->all_seqs && k < n; k++)
+	for (unsigned k = 0; p->all_seqs && k < n; k++) {
+		p->all_seqs[k].id = DUMP__PF_SEQ_BASE + k;
 		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
+	}
 	p->seqs = p->all_seqs;
 	p->n_streams = n;
 	return p;
@@ -855,8 +1005,14 @@ static void dump__pf_free(struct dump__pf *p)
 		return;
 	for (unsigned s = 0; s < p->n_all && p->all_seqs; s++) {
 		u64map_destroy(&p->all_seqs[s].iids);
+		free(p->all_seqs[s].name_iid);
 		free(p->all_seqs[s].stack);
 	}
+	for (size_t c = 0; c < p->n_ctrs; c++) {
+		u64map_destroy(&p->ctrs[c]->iids);
+		free(p->ctrs[c]);
+	}
+	free(p->ctrs);
 	pb_buf_free(&p->desc_log);
 	u64map_destroy(&p->counters);
 	allocmap_free(p->live);
@@ -1043,20 +1199,20 @@ int dump_perfetto_main(int argc, char **argv)
 	p->last_ts = from_arg ? t_from : start;
 	dump__pf_prologue(p, p->last_ts);
 	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
-	struct trc_record rec;
+	const struct trc_record *rec;
 	unsigned sidx;
-	while (!err && !p->err && (err = trcfile_iter_next(it, &rec, &sidx)) == 1) {
+	while (!err && !p->err && (err = trcfile_iter_next_ref(it, &rec, &sidx)) == 1) {
 		err = 0;
-		if (rec.ts_ns > t_to) {
+		if (rec->ts_ns > t_to) {
 			/* What is open is known to be open until --to: closed there. */
 			p->last_ts = t_to;
 			break;
 		}
-		if (rec.ts_ns < t_from)
+		if (rec->ts_ns < t_from)
 			continue;
 		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
 			goto out;
-		dump__pf_record(p, sidx, &rec);
+		dump__pf_record(p, sidx, rec);
 	}
 	if (err < 0) {
 		dump_outfile_close(&of);

@@ -341,9 +341,9 @@ int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsig
 int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns);
 void trcfile_cursor_free(struct trcfile_cursor *c);
 
-/* All streams merged in time order: a heap over one cursor per stream. Ties (equal ts_ns) go
- * to the lower stream index, and within a stream records keep their stream order, so the
- * order is the same on every run. */
+/* All streams merged in time order: a tournament over one cursor per stream. Ties (equal
+ * ts_ns) go to the lower stream index, and within a stream records keep their stream order,
+ * so the order is the same on every run. */
 struct trcfile_iter;
 struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
 /* The same over the streams with include[stream index] true (an array of
@@ -351,6 +351,10 @@ struct trcfile_iter *trcfile_iter_new(struct trcfile_reader *r);
 struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const bool *include);
 /* 1 with *rec (and *stream_idx, may be NULL) filled, 0 at the end, -EBADMSG / -ENOMEM. */
 int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx);
+/* The same without the copy: *rec points at the merge's own record, valid (strings too) until
+ * the next call on it. For the hot loops of the exporters. */
+int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec,
+			  unsigned *stream_idx);
 /* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */
 int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns);
 void trcfile_iter_free(struct trcfile_iter *it);

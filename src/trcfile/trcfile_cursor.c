@@ -204,6 +204,65 @@ int trcfile_cursor_next(struct trcfile_cursor *c, struct trc_record *rec)
 	return trcfile__cursor_decode(c, rec);
 }
 
+int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, unsigned max)
+{
+	unsigned n = 0;
+	if (!max)
+		return 0;
+	if (c->have_peek) {
+		c->have_peek = false;
+		recs[n++] = c->peek;
+		/* The peeked record's strings live in the loaded chunk: stay in it. */
+		if (!c->left)
+			return (int)n;
+	}
+	if (c->error)
+		return n ? (int)n : c->error;
+	if (!c->left) {
+		if (n)
+			return (int)n;
+		int rc = trcfile__cursor_load_next(c);
+		if (rc <= 0)
+			return rc;
+	}
+	/* Never past this chunk: strings of the batch point into it. */
+	unsigned end = max - n > c->left ? n + c->left : max;
+	/* Position and coder in locals (registers) across the fast decodes; written back
+	 * before anything that reads them from the cursor. */
+	const uint8_t *p = c->p, *fast_end = trcfile__fast_end(c->p, c->pend);
+	struct trcfile__coder coder = c->coder;
+	uint32_t left = c->left;
+	for (; n < end; n++, left--) {
+		struct trcfile__event ev;
+		const uint8_t *q = trcfile__decode_fast(p, fast_end, &coder, &ev);
+		if (trcfile__likely(q != NULL)) {
+			trcfile__event_record(&ev, &recs[n]);
+			p = q;
+			continue;
+		}
+		c->p = p;
+		c->coder = coder;
+		c->left = left;
+		if (trcfile__decode_slow(&c->p, c->pend, &c->coder, &recs[n]) != 0) {
+			int err = trcfile__cursor_bad_record(c);
+			return n ? (int)n : err;
+		}
+		p = c->p;
+		coder = c->coder;
+	}
+	c->p = p;
+	c->coder = coder;
+	c->left = left;
+	if (!left) {
+		/* As trcfile_cursor_next: a chunk whose end is wrong fails on its last record,
+		 * which is not handed out. */
+		int err = trcfile__cursor_chunk_done(c);
+		if (err)
+			return n > 1 ? (int)n - 1 : err;
+	}
+	return (int)n;
+}
+
 int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsigned max)
 {
 	unsigned n = 0;
