@@ -753,6 +753,9 @@ static bool t_rec_eq(const struct trc_record *a, const struct trc_record *b)
 		return a->exit.pid == b->exit.pid && a->exit.status == b->exit.status &&
 		       a->exit.maxrss_bytes == b->exit.maxrss_bytes &&
 		       a->exit.buffers_bytes == b->exit.buffers_bytes;
+	case TRC_REC_WAIT:
+		return a->wait.waits == b->wait.waits && a->wait.waited_ns == b->wait.waited_ns &&
+		       a->wait.max_ns == b->wait.max_ns;
 	case TRC_REC_RSS:
 		return a->rss.pid == b->rss.pid && a->rss.rss_bytes == b->rss.rss_bytes &&
 		       a->rss.pss_bytes == b->rss.pss_bytes && a->rss.read_ns == b->rss.read_ns;
@@ -770,7 +773,8 @@ static struct trc_record *t_records(size_t n)
 	for (size_t i = 0; i < n; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		struct trc_record *r = &v[i];
-		r->type = TRC_REC_SPAN_BEGIN + (uint32_t)(i % 10 == 9 ? (seed >> 33) % 16 : i % 8);
+		r->type = TRC_REC_SPAN_BEGIN +
+			  (uint32_t)(i % 10 == 9 ? (seed >> 33) % (TRC_REC_TYPE_COUNT - 1) : i % 8);
 		ts += (seed >> 54);
 		r->ts_ns = i % 13 == 5 ? ts - (seed >> 60) : ts;
 		uint64_t x = seed >> 7, y = (i % 17 == 0) ? UINT64_MAX - i : seed >> 21;
@@ -807,6 +811,11 @@ static struct trc_record *t_records(size_t n)
 			r->exit.pid = (uint32_t)x;
 			r->exit.status = -(int32_t)(x % 300);
 			r->exit.maxrss_bytes = y;
+			break;
+		case TRC_REC_WAIT:
+			r->wait.waits = x;
+			r->wait.waited_ns = y;
+			r->wait.max_ns = i % 7 == 0 ? UINT64_MAX : y / 3;
 			break;
 		case TRC_REC_RSS:
 			r->rss.source = TRC_RSS_STATM;
@@ -937,6 +946,7 @@ Test(codec, fast_decoder_declines_what_it_does_not_take, .timeout = 60)
 				      TRC_REC_LOST,
 				      TRC_REC_NOTE,
 				      TRC_REC_EXIT,
+				      TRC_REC_WAIT,
 				      TRCFILE__TYPE_MASK};
 	for (size_t i = 0; i < sizeof(t0s); i++) {
 		b[0] = t0s[i];

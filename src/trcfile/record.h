@@ -63,8 +63,8 @@ struct trc_record {
 		} name;
 		struct {
 			uint32_t pid;
-			uint64_t start; /* first address of the mapping */
-			uint64_t end; /* one past its last address */
+			uint64_t start;  /* first address of the mapping */
+			uint64_t end;    /* one past its last address */
 			uint64_t offset; /* file offset of start */
 			const char *path;
 			uint32_t path_len;
@@ -79,14 +79,13 @@ struct trc_record {
 		struct {
 			uint32_t pid;
 			int32_t status; /* as from waitpid */
-			uint64_t maxrss_bytes; /* ru_maxrss from wait4, buffers included; 0 unknown
-						*/
+			uint64_t maxrss_bytes;  /* ru_maxrss from wait4, buffers included; 0 unknown */
 			uint64_t buffers_bytes; /* trace buffers resident in it at exit */
 		} exit;
 		struct {
-			uint64_t waits; /* waits for the drain since the stream's previous WAIT */
+			uint64_t waits;     /* waits for the drain since the stream's previous WAIT */
 			uint64_t waited_ns; /* their total time */
-			uint64_t max_ns; /* the thread's longest wait so far */
+			uint64_t max_ns;    /* the thread's longest wait so far */
 		} wait;
 	};
 };

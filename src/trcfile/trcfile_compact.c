@@ -29,7 +29,8 @@ static int trcfile__compact_fail(char *msg, size_t msg_len, int err, const char 
 	return err;
 }
 
-int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
+int trcfile_compact(const char *in_path, const char *out_path,
+		    const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len)
 {
@@ -69,8 +70,8 @@ int trcfile_compact(const char *in_path, const char *out_path, const struct trcf
 	uint64_t total = r->n_chunks, done = 0;
 	for (unsigned si = 0; si < r->n_streams && !err; si++) {
 		const struct trcfile_stream_info *info_s = &r->streams[si];
-		struct trcfile_stream *s = trcfile_stream_open(
-			w, (enum trc_stream_kind)info_s->kind, info_s->pid, info_s->tid);
+		struct trcfile_stream *s = trcfile_stream_open(w, (enum trc_stream_kind)info_s->kind,
+							       info_s->pid, info_s->tid);
 		if (!s) {
 			err = trcfile_writer_error(w) ?: -ENOMEM;
 			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
@@ -79,8 +80,7 @@ int trcfile_compact(const char *in_path, const char *out_path, const struct trcf
 		for (size_t i = r->stream_chunk0[si]; i < r->stream_chunk0[si + 1] && !err; i++) {
 			const struct trcfile__chunk_ref *c = &r->chunks[i];
 			const uint8_t *p = trcfile__read_at(
-				r, c->offset, (size_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes,
-				&err);
+				r, c->offset, (size_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes, &err);
 			if (!p) {
 				trcfile__compact_fail(msg, msg_len, err, in_path,
 						      trcfile_reader_errmsg(r));
@@ -105,8 +105,7 @@ int trcfile_compact(const char *in_path, const char *out_path, const struct trcf
 				snprintf(detail, sizeof(detail),
 					 "damaged chunk %u of stream %u at offset %llu: %s", c->seq,
 					 c->stream_id, (unsigned long long)c->offset, why);
-				err = trcfile__compact_fail(msg, msg_len, -EBADMSG, in_path,
-							    detail);
+				err = trcfile__compact_fail(msg, msg_len, -EBADMSG, in_path, detail);
 				break;
 			}
 			if (trcfile__chunk_is_stored(&ch))

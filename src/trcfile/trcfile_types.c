@@ -19,7 +19,8 @@ static const char *const trcfile__type_names[TRC_REC_TYPE_COUNT] = {
 	[TRC_REC_LOST] = "lost",	   [TRC_REC_THREAD] = "thread",
 	[TRC_REC_PROCESS] = "process",	   [TRC_REC_NAME] = "name",
 	[TRC_REC_MODULE] = "module",	   [TRC_REC_NOTE] = "note",
-	[TRC_REC_EXIT] = "exit",	   [TRC_REC_WAIT] = "wait",
+	[TRC_REC_EXIT] = "exit",
+	[TRC_REC_WAIT] = "wait",
 };
 
 const char *trcfile_type_name(uint32_t type)
@@ -35,8 +36,7 @@ static const char *const trcfile__rss_source_names[] = {
 	[TRC_RSS_SMAPS_ROLLUP] = "smaps_rollup",
 	[TRC_RSS_BOTH] = "both",
 };
-#define TRCFILE__N_RSS_SOURCES \
-	(sizeof(trcfile__rss_source_names) / sizeof(trcfile__rss_source_names[0]))
+#define TRCFILE__N_RSS_SOURCES (sizeof(trcfile__rss_source_names) / sizeof(trcfile__rss_source_names[0]))
 
 const char *trcfile_rss_source_name(uint32_t source)
 {

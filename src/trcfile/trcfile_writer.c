@@ -843,8 +843,8 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	sem_init(&w->slots, 0, in_flight);
 	/* Stored chunks wait only for the disk: a deeper queue rides out its pauses (writeback,
 	 * a busy core) without holding the drain. */
-	sem_init(&w->store_slots, 0,
-		 in_flight < TRCFILE__STORE_IN_FLIGHT ? TRCFILE__STORE_IN_FLIGHT : in_flight);
+	sem_init(&w->store_slots, 0, in_flight < TRCFILE__STORE_IN_FLIGHT ? TRCFILE__STORE_IN_FLIGHT
+								       : in_flight);
 	w->store_one_in = opts.store_one_in;
 	/* Every chunk the pipeline can hold at once, and a few being filled. */
 	w->pool_max = 2 * in_flight + TRCFILE__STORE_IN_FLIGHT + 8;
@@ -886,8 +886,7 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 	atomic_store_explicit(&w->bytes_written, hbytes, memory_order_relaxed);
 
 	if (w->flags & TRCFILE_WRITER_PREFAULT) {
-		/* Every chunk the pipeline can hold at once, plus a few open ones, fully touched.
-		 */
+		/* Every chunk the pipeline can hold at once, plus a few open ones, fully touched. */
 		struct trcfile__wchunk *warm[40];
 		unsigned n_warm = in_flight + 3 < 40 ? in_flight + 3 : 40, got = 0;
 		for (; got < n_warm; got++) {
@@ -895,8 +894,7 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 			if (!warm[got])
 				break;
 			memset(warm[got]->raw, 0, warm[got]->raw_cap);
-			size_t bound =
-				ZSTD_compressBound(warm[got]->raw_cap) + TRCFILE__CHUNK_HDR_BYTES;
+			size_t bound = ZSTD_compressBound(warm[got]->raw_cap) + TRCFILE__CHUNK_HDR_BYTES;
 			uint8_t *out = malloc(bound);
 			if (out) {
 				memset(out, 0, bound);
