@@ -2,9 +2,10 @@
  * absolute deadline or for stop.
  *
  * Behaviour and contract: sampler.h. Here, the mechanics:
- *   - One tick: read each live pid (timed), gather its sample, then decide the interval in
- *     force from the reads' cost, stamp it into every sample and push them all; then write
- *     the notify fd once, refresh the CPU-time stat, and compute the next deadline.
+ *   - One tick: add the pids cfg.discover lists that are new, read each live pid (timed), gather
+ * its sample, then decide the interval in force from the reads' cost, stamp it into every sample
+ * and push them all; then write the notify fd once, refresh the CPU-time stat, and compute the next
+ * deadline.
  *   - Waiting: ppoll on an eventfd with the time left to the deadline. ppoll never returns
  *     before its timeout (an hrtimer armed from a later "now"), so a sample is never early;
  *     lateness is absorbed by the absolute deadlines.
@@ -52,14 +53,18 @@ struct sampler {
 	void *buffers_arg;
 	int notify_fd;
 	bool push_gone_record;
+	size_t (*discover)(void *arg, pid_t *out, size_t max);
+	void *discover_arg;
 	int wake_fd;
 	pthread_t thread;
 
-	/* S only. */
+	/* S only. targets holds the live pids and the dropped ones (reader NULL), which are
+	 * remembered so a discovered pid is never sampled twice; cap_targets entries. */
 	struct ring_producer ring;
 	struct sampler__target *targets;
-	size_t n_targets;
+	size_t n_targets, cap_targets;
 	size_t n_live;
+	pid_t *found; /* SAMPLER_MAX_PIDS entries: what discover wrote this tick */
 	uint64_t read_window_ns[SAMPLER_READ_WINDOW];
 	unsigned read_window_fill;
 	unsigned read_window_pos;
@@ -77,6 +82,8 @@ struct sampler {
 	_Atomic uint64_t st_read_ns_total;
 	_Atomic uint64_t st_cpu_ns;
 	_Atomic uint64_t st_ring_dropped;
+	_Atomic uint64_t st_pids_added;
+	_Atomic uint64_t st_pids_refused;
 	atomic_int st_last_error;
 	atomic_bool st_process_gone;
 };
@@ -142,6 +149,72 @@ static uint64_t sampler__read_target(struct sampler *s, struct sampler__target *
 		t->sample.fig.buffers_bytes = s->buffers_resident_bytes(s->buffers_arg, t->pid);
 	t->has_sample = true;
 	return read_ns;
+}
+
+/* Whether pid is sampled now or was dropped before. S only. */
+static bool sampler__known(const struct sampler *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n_targets; i++)
+		if (s->targets[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* Room for one more target: grows the array up to twice SAMPLER_MAX_PIDS, then forgets the
+ * dropped pids (a forgotten one listed again is opened again and found gone). S only. */
+static bool sampler__make_room(struct sampler *s)
+{
+	if (s->n_live >= SAMPLER_MAX_PIDS)
+		return false;
+	if (s->n_targets < s->cap_targets)
+		return true;
+	if (s->cap_targets < 2 * SAMPLER_MAX_PIDS) {
+		size_t cap = s->cap_targets * 2 < 2 * SAMPLER_MAX_PIDS ? s->cap_targets * 2
+								       : 2 * SAMPLER_MAX_PIDS;
+		struct sampler__target *t = realloc(s->targets, cap * sizeof(*t));
+		if (t) {
+			s->targets = t;
+			s->cap_targets = cap;
+			return true;
+		}
+	}
+	size_t kept = 0;
+	for (size_t i = 0; i < s->n_targets; i++)
+		if (s->targets[i].reader)
+			s->targets[kept++] = s->targets[i];
+	s->n_targets = kept;
+	return kept < s->cap_targets;
+}
+
+/* Adds the processes cfg.discover lists that are new. A pid that cannot be opened (gone
+ * already, or not ours to read) is remembered as dropped. S only. */
+static void sampler__discover(struct sampler *s)
+{
+	size_t n = s->discover(s->discover_arg, s->found, SAMPLER_MAX_PIDS);
+	if (n > SAMPLER_MAX_PIDS)
+		n = SAMPLER_MAX_PIDS;
+	for (size_t i = 0; i < n; i++) {
+		pid_t pid = s->found[i];
+		if (pid <= 0 || sampler__known(s, pid))
+			continue;
+		if (!sampler__make_room(s)) {
+			sampler__stat_add(&s->st_pids_refused, 1);
+			continue;
+		}
+		int err = 0;
+		struct sampler__target *t = &s->targets[s->n_targets++];
+		*t = (struct sampler__target){.pid = pid};
+		t->reader = rss_reader_open(pid, s->source, &err);
+		if (!t->reader) {
+			if (err != -ESRCH) {
+				sampler__stat_add(&s->st_read_errors, 1);
+				atomic_store_explicit(&s->st_last_error, err, memory_order_relaxed);
+			}
+			continue;
+		}
+		s->n_live++;
+		sampler__stat_add(&s->st_pids_added, 1);
+	}
 }
 
 /* The interval in force after a tick whose reads took tick_read_ns: the configured one, or
@@ -219,6 +292,8 @@ static void *sampler__main(void *arg)
 	for (;;) {
 		uint64_t tick_read_ns = 0, interval, next, now;
 
+		if (s->discover)
+			sampler__discover(s);
 		for (size_t i = 0; i < s->n_targets; i++)
 			if (s->targets[i].reader)
 				tick_read_ns += sampler__read_target(s, &s->targets[i]);
@@ -301,6 +376,7 @@ static void sampler__free(struct sampler *s)
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	free(s->targets);
+	free(s->found);
 	free(s);
 }
 
@@ -326,8 +402,15 @@ struct sampler *sampler_start(const struct sampler_config *cfg, int *err)
 	s->buffers_arg = cfg->buffers_arg;
 	s->notify_fd = cfg->notify_fd;
 	s->push_gone_record = cfg->push_gone_record;
-	s->targets = calloc(cfg->n_pids, sizeof(*s->targets));
-	if (!s->targets) {
+	s->discover = cfg->discover;
+	s->discover_arg = cfg->discover_arg;
+	s->cap_targets = cfg->n_pids;
+	if (s->discover && s->cap_targets < 16)
+		s->cap_targets = 16;
+	s->targets = calloc(s->cap_targets, sizeof(*s->targets));
+	if (s->discover)
+		s->found = calloc(SAMPLER_MAX_PIDS, sizeof(*s->found));
+	if (!s->targets || (s->discover && !s->found)) {
 		e = -ENOMEM;
 		goto fail_free;
 	}
@@ -402,4 +485,6 @@ void sampler_get_stats(const struct sampler *s, struct sampler_stats *out)
 	out->cpu_ns = atomic_load_explicit(&s->st_cpu_ns, memory_order_relaxed);
 	out->ring_dropped = atomic_load_explicit(&s->st_ring_dropped, memory_order_relaxed);
 	out->last_error = atomic_load_explicit(&s->st_last_error, memory_order_relaxed);
+	out->pids_added = atomic_load_explicit(&s->st_pids_added, memory_order_relaxed);
+	out->pids_refused = atomic_load_explicit(&s->st_pids_refused, memory_order_relaxed);
 }

@@ -1,8 +1,10 @@
-/* sampler.h - the out-of-band RSS sampler: a thread that reads a process's RSS at a fixed rate
- * and pushes each sample into a ring, so no /proc read ever happens on the event path.
+/* sampler.h - the out-of-band RSS sampler: a thread that reads the RSS of a set of processes at
+ * a fixed rate and pushes each sample into a ring, so no /proc read ever happens on the event
+ * path.
  *
  * Purpose: DESIGN.md "The sampler". The recorder starts one sampler for the process trace-run
- * launched; the sampler is the producer of a ring whose memory the caller owns, and the
+ * launched, which also samples the processes of its tree as they attach (cfg.discover); the
+ * sampler is the producer of a ring whose memory the caller owns, and the
  * recorder drains that ring (records tagged SAMPLER_TAG_SAMPLE, payload struct rss_sample)
  * into the trace, beside the event streams, on the same clock (CLOCK_MONOTONIC).
  *
@@ -19,6 +21,11 @@
  *     multiple of interval_ns that is at least ten times that read (samples stay on the grid),
  *     the sample carries TRC_RSS_STRETCHED and interval_ns says which interval is in force.
  *     smaps_rollup of a 1 GiB process takes ~13 ms, so at 10 Hz it is sampled every 200 ms.
+ *
+ * A tree of processes: with cfg.discover the sampler asks, at the start of every tick, which
+ * processes exist, and samples each new one from that tick on, on the same grid as the rest;
+ * each is dropped when it is gone, as below. The traced tree's processes are thus sampled on
+ * the same ticks, each from its first tick to its exit.
  *
  * Process gone: when a read says the process is gone (ESRCH, or a zombie's empty figures:
  * never recorded as a 0-byte sample), that pid is dropped and the last sample stands; when
@@ -91,7 +98,7 @@ struct rss_gone {
 };
 
 struct sampler_config {
-	const pid_t *pids; /* today exactly 1; any number up to SAMPLER_MAX_PIDS works */
+	const pid_t *pids; /* the first pids (at least 1, up to SAMPLER_MAX_PIDS) */
 	size_t n_pids;
 	uint64_t interval_ns; /* in [TRC_RSS_INTERVAL_MIN_NS, TRC_RSS_INTERVAL_MAX_NS], wire.h */
 	enum trc_rss_source source;
@@ -112,6 +119,14 @@ struct sampler_config {
 	/* Push a SAMPLER_TAG_GONE record when a pid is dropped (off by default, so a consumer
 	 * that knows only SAMPLER_TAG_SAMPLE sees nothing else). */
 	bool push_gone_record;
+	/* Optional: the processes that appeared since (the traced tree's). Called in the sampler
+	 * thread at the start of every tick; writes up to max pids into out and returns how many
+	 * there are. A pid not sampled before is opened and read on that same tick; a pid the
+	 * sampler samples already, or has dropped, is ignored (a process is sampled from when it
+	 * appears until it is gone). Must not block. At most SAMPLER_MAX_PIDS pids are sampled at
+	 * once; more are counted in stats.pids_refused. */
+	size_t (*discover)(void *arg, pid_t *out, size_t max);
+	void *discover_arg;
 };
 
 struct sampler;
@@ -140,6 +155,8 @@ struct sampler_stats {
 	uint64_t cpu_ns; /* CPU time of the sampler thread so far (CLOCK_THREAD_CPUTIME_ID) */
 	uint64_t ring_dropped; /* records the ring could not take (full) */
 	int last_error; /* last read error other than -ESRCH, 0 if none */
+	uint64_t pids_added; /* pids added by cfg.discover */
+	uint64_t pids_refused; /* discovered pids not sampled: SAMPLER_MAX_PIDS live already */
 };
 
 /* Copies the stats. Any thread, while the handle lives; never blocks. */

@@ -89,7 +89,19 @@ struct cycle {
 	uint64_t start_ns; /* CLOCK_MONOTONIC before sampler_start */
 	bool push_gone;
 	bool buffers_cb;
+	bool discover; /* the sampler starts with pids[0] and discovers the others */
 };
+
+/* cfg.discover of a cycle with c->discover: the pids after the first (written before the
+ * sampler starts, read by its thread only). */
+static size_t discover_of(void *arg, pid_t *out, size_t max)
+{
+	const struct cycle *c = arg;
+	size_t n = 0;
+	for (size_t i = 1; i < c->n_pids && n < max; i++)
+		out[n++] = c->pids[i];
+	return n;
+}
 
 /* What the consumer saw of one pid this cycle (main resets and reads it between cycles). */
 struct pid_seen {
@@ -410,7 +422,9 @@ static struct cycle_run cycle_start(struct stress *st, struct figures *f, bool e
 	c->start_ns = now_ns();
 	struct sampler_config cfg = {
 		.pids = c->pids,
-		.n_pids = c->n_pids,
+		.n_pids = c->discover ? 1 : c->n_pids,
+		.discover = c->discover ? discover_of : NULL,
+		.discover_arg = c,
 		.interval_ns = c->interval_ns,
 		.source = c->source,
 		.buffers_resident_bytes = c->buffers_cb ? buffers_of : NULL,
@@ -664,6 +678,7 @@ static void phase_multi(struct stress *st, struct figures *f, unsigned n)
 		c->interval_ns = rnd_range(1, 5) * MS;
 		c->push_gone = kill_one;
 		c->buffers_cb = k % 3 != 0;
+		c->discover = k % 4 >= 2; /* the same pids, found at the first tick */
 		uint64_t run_ns = rnd_range(5 * MS, 20 * MS);
 		struct cycle_run run = cycle_start(st, f, true);
 		sleep_ns(run_ns / 2);

@@ -39,7 +39,7 @@ Test(buildid, written_and_read_back, .timeout = 60)
 	struct trcfile_reader *r = NULL;
 	char msg[256];
 	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
-	cr_expect_eq(trcfile_reader_header(r)->version_minor, 2);
+	cr_expect_eq(trcfile_reader_header(r)->version_minor, TRCFILE_VERSION_MINOR);
 	const struct trcfile_module *ma = trcfile_reader_module(r, 7, 0x400010);
 	const struct trcfile_module *mb = trcfile_reader_module(r, 7, 0x800010);
 	cr_assert(ma && mb);

@@ -752,7 +752,8 @@ static bool t_rec_eq(const struct trc_record *a, const struct trc_record *b)
 	case TRC_REC_EXIT:
 		return a->exit.pid == b->exit.pid && a->exit.status == b->exit.status &&
 		       a->exit.maxrss_bytes == b->exit.maxrss_bytes &&
-		       a->exit.buffers_bytes == b->exit.buffers_bytes;
+		       a->exit.buffers_bytes == b->exit.buffers_bytes &&
+		       a->exit.flags == b->exit.flags;
 	case TRC_REC_WAIT:
 		return a->wait.waits == b->wait.waits && a->wait.waited_ns == b->wait.waited_ns &&
 		       a->wait.max_ns == b->wait.max_ns;
@@ -811,6 +812,7 @@ static struct trc_record *t_records(size_t n)
 			r->exit.pid = (uint32_t)x;
 			r->exit.status = -(int32_t)(x % 300);
 			r->exit.maxrss_bytes = y;
+			r->exit.flags = (uint32_t)(x % 4); /* 0: wait4's, 1 and 3: a process's own */
 			break;
 		case TRC_REC_WAIT:
 			r->wait.waits = x;
@@ -979,4 +981,40 @@ Test(codec, fast_decoder_declines_what_it_does_not_take, .timeout = 60)
 		cr_assert_eq(trcfile__decode(&p, end, &c, &r), -EBADMSG, "case %zu", i);
 		cr_assert_eq(p, b, "case %zu", i);
 	}
+}
+
+/* FORMAT.md "exit", version 1.3: the flags follow buffers_bytes when bit 5 of byte 0 is set;
+ * a record without flags is the 1.0 encoding, byte for byte, and reads with flags 0. */
+Test(codec, exit_flags_bit5_and_old_encoding, .timeout = 60)
+{
+	uint8_t buf[64];
+	struct trcfile__coder c = {0}, cd = {0};
+	struct trc_record r = {.type = TRC_REC_EXIT, .ts_ns = 5};
+	r.exit.pid = 3;
+	r.exit.status = 256;
+	r.exit.maxrss_bytes = 100;
+	r.exit.buffers_bytes = 7;
+	uint8_t *e = trcfile__encode(buf, &r, &c);
+	static const uint8_t old[] = {TRC_REC_EXIT, 5, 3, 0x80, 0x04, 100, 7};
+	cr_assert_eq(e - buf, (long)sizeof(old));
+	cr_assert_arr_eq(buf, old, sizeof(old));
+
+	r.exit.flags = TRC_EXIT_SELF | TRC_EXIT_STATUS;
+	memset(&c, 0, sizeof(c));
+	e = trcfile__encode(buf, &r, &c);
+	cr_assert_eq(e - buf, (long)sizeof(old) + 1);
+	cr_assert_eq(buf[0], TRC_REC_EXIT | 0x20);
+	cr_assert_eq(buf[sizeof(old)], 3);
+	struct trc_record d;
+	const uint8_t *s = buf;
+	cr_assert_eq(trcfile__decode_slow(&s, e, &cd, &d), 0);
+	cr_assert_eq(s, e);
+	cr_assert_eq(d.exit.flags, 3);
+	cr_assert_eq(d.exit.maxrss_bytes, 100);
+
+	/* The bit stays reserved on other types (a NOTE's byte 0 with bit 5: damaged). */
+	uint8_t note[] = {TRC_REC_NOTE | 0x20, 0, 0};
+	s = note;
+	memset(&cd, 0, sizeof(cd));
+	cr_assert_eq(trcfile__decode_slow(&s, note + sizeof(note), &cd, &d), -EBADMSG);
 }

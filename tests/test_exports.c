@@ -19,8 +19,10 @@ static const char *const libtrc_exports[] = {
 	"__cyg_profile_func_exit",
 	"trc__emit_full",
 	"trc__emit_slow",
+	"trc__exit_code",
 	"trc__mode",
 	"trc__modules_changed",
+	"trc__process_exiting",
 	"trc__self",
 	"trc__site_intern",
 	"trc__thread_name",
@@ -28,13 +30,17 @@ static const char *const libtrc_exports[] = {
 };
 
 static const char *const preload_exports[] = {
+	"_Exit",
 	"__cyg_profile_func_enter",
 	"__cyg_profile_func_exit",
+	"__libc_start_main",
 	"__longjmp_chk",
+	"_exit",
 	"_longjmp",
 	"aligned_alloc",
 	"calloc",
 	"dlopen",
+	"exit",
 	"free",
 	"longjmp",
 	"malloc",

@@ -834,3 +834,82 @@ Test(sampler, full_ring_drops_and_counts, .timeout = 20)
 	rig_free(r);
 	child_end(&c);
 }
+
+/* ---- a tree: pids discovered as they appear ------------------------------------------------ */
+
+struct discover_list {
+	_Atomic int n; /* pids listed so far (the test appends; the sampler thread reads) */
+	pid_t pids[4];
+	_Atomic int calls;
+};
+
+static size_t discover_list(void *arg, pid_t *out, size_t max)
+{
+	struct discover_list *d = arg;
+	int n = atomic_load(&d->n);
+	atomic_fetch_add(&d->calls, 1);
+	for (int i = 0; i < n && (size_t)i < max; i++)
+		out[i] = d->pids[i];
+	return (size_t)n;
+}
+
+Test(sampler, discovered_pids_join_on_the_same_ticks, .timeout = 20)
+{
+	struct child a = child_start(2, "wait", "ready\n");
+	struct child b = child_start(8, "wait", "ready\n");
+	struct discover_list d = {0};
+	struct rig *r = rig_new(1 << 16);
+	struct sampler_config cfg = rig_config(r, &a.pid, 1, 10 * MS, TRC_RSS_STATM);
+	struct sampler_stats st;
+	struct sampler *s;
+
+	cfg.discover = discover_list;
+	cfg.discover_arg = &d;
+	/* Listed again and again: a pid already sampled is not added twice; 0 and the root's own
+	 * pid are ignored. */
+	d.pids[0] = a.pid;
+	d.pids[1] = 0;
+	atomic_store(&d.n, 2);
+	s = start_ok(&cfg);
+	wait_samples(s, 5, 5000 * MS);
+	d.pids[2] = b.pid;
+	atomic_store(&d.n, 3);
+	wait_samples(s, 20, 5000 * MS);
+	/* b exits: dropped, and not re-added although still listed. */
+	child_end(&b);
+	sleep_ns(100 * MS);
+	sampler_get_stats(s, &st);
+	cr_expect_eq(st.pids_added, 1);
+	cr_expect(!st.process_gone);
+	cr_expect_gt(atomic_load(&d.calls), 10);
+	sampler_stop(s);
+	rig_drain(r);
+
+	size_t na = 0, nb = 0, same_tick = 0;
+	uint64_t first_b = 0, last_a_before = 0;
+	for (size_t k = 0; k < r->n; k++) {
+		const struct rss_sample *x = &r->samples[k];
+		if (x->fig.pid == (uint32_t)a.pid) {
+			na++;
+			if (!first_b)
+				last_a_before = x->ts_ns;
+		} else {
+			cr_assert_eq(x->fig.pid, (uint32_t)b.pid);
+			cr_expect_gt(x->fig.rss_bytes, 8 * MIB);
+			if (!first_b)
+				first_b = x->ts_ns;
+			nb++;
+			/* b's sample follows a's of the same tick: a tick pushes every pid's
+			 * sample together, a (read first) then b. */
+			if (k > 0 && r->samples[k - 1].fig.pid == (uint32_t)a.pid)
+				same_tick++;
+		}
+	}
+	cr_expect_gt(na, nb);
+	cr_expect_geq(nb, 5);
+	cr_expect_eq(same_tick, nb, "every b sample on one of a's ticks: %zu of %zu", same_tick,
+		     nb);
+	cr_expect_gt(first_b, last_a_before);
+	rig_free(r);
+	child_end(&a);
+}

@@ -336,6 +336,8 @@ static void dump__record(const struct trcfile_reader *r, struct sym_resolver *sy
 		dump_i64(rec->exit.status);
 		dump__kv("maxrss_bytes", rec->exit.maxrss_bytes);
 		dump__kv("buffers_bytes", rec->exit.buffers_bytes);
+		if (rec->exit.flags)
+			dump__kv("flags", rec->exit.flags); /* 1: written by the process itself */
 		break;
 	case TRC_REC_WAIT:
 		dump__kv("waits", rec->wait.waits);

@@ -19,6 +19,7 @@
 
 #include "cli_plural.h"
 #include "dump_common.h"
+#include "dump_summary_processes.h"
 #include "dump_functions.h"
 #include "dump_memory.h"
 #include "dump_symbols.h"
@@ -31,8 +32,10 @@ static const char dump__summary_help[] =
 	"thread), records per type, per name (counts, span durations: count, total, mean, p50,\n"
 	"p99, max; counters: min, max, last), functions (calls, inclusive and self time,\n"
 	"by name from the modules' symbol tables), allocations (count, bytes, peak live bytes),\n"
-	"RSS of the traced program (exact peak, sampled min/max/last, sample count, trace\n"
-	"buffers excluded, a sparkline over time) and the recorder's notes.\n"
+	"RSS of the traced program (peak, sampled min/max/last, sample count, trace buffers\n"
+	"excluded, a sparkline over time), every process of the traced tree (pid, ppid,\n"
+	"command, exit, peak, samples) and the tree's total RSS over time, and the recorder's\n"
+	"notes.\n"
 	"\n"
 	"  --json     one JSON object instead of text (keys below)\n"
 	"  --sort KEY order of the functions table: self (self time, the default), total\n"
@@ -48,10 +51,16 @@ static const char dump__summary_help[] =
 	"Definitions. Events are the records that are not metadata: span_begin, span_end,\n"
 	"instant, counter, alloc, free, func_enter, func_exit. Lost is the sum of the lost\n"
 	"records' counts, except sampler_late (skipped RSS ticks, not events). Every RSS figure\n"
-	"is the program's own: the trace buffers mapped into it are taken out. The exact peak is\n"
-	"ru_maxrss at the program's exit minus the buffers resident then (exit record); without\n"
-	"an exit record the largest sample stands in. Times are counted from the start of\n"
-	"recording. p50/p99 come from a log-linear histogram (within 3%).\n"
+	"is the program's own: the trace buffers mapped into it are taken out. The peak is the\n"
+	"kernel's high-water mark at exit (the process's own VmHWM, written by the process as\n"
+	"it exits; for the program, else wait4's ru_maxrss) less the trace buffers' share at\n"
+	"the moment of the peak. That share is known only to lie between 0 and the most the\n"
+	"process held, so the peak is an interval, raised to the largest sample if below it,\n"
+	"and called exact only when it is a point (with --rss-source status the samples' VmHWM\n"
+	"narrow it to the buffers' growth between two samples). A process with no exit figure\n"
+	"(killed by a signal, or no runtime in it) has the largest sample, flagged \"sampled\".\n"
+	"Times are counted from the start of recording. p50/p99 come from a log-linear\n"
+	"histogram (within 3%).\n"
 	"\n"
 	"JSON keys (stable; integers unless noted):\n"
 	"  format_version            string \"MAJOR.MINOR\" of the file\n"
@@ -121,7 +130,10 @@ static const char dump__summary_help[] =
 	"                            live_after_bytes, sites: [{name, bytes, allocs}] (the site\n"
 	"                            that allocated most in it, then \"(other sites)\")}, largest\n"
 	"                            growth first; `trace-dump memory` has all\n"
-	"  rss_peak_bytes            exact peak RSS of the program (see above)\n"
+	"  rss_peak_bytes            peak RSS of the program: the low end of its interval,\n"
+	"                            never below a sample (see above)\n"
+	"  rss_peak_high_bytes       the high end (= rss_peak_bytes when exact)\n"
+	"  rss_peak_exact            true when the interval is a point\n"
 	"  rss_peak_source           string: exit | sampled | none\n"
 	"  rss_peak_sampled_bytes    largest sample\n"
 	"  rss_sampled_min_bytes     smallest sample\n"
@@ -131,6 +143,17 @@ static const char dump__summary_help[] =
 	"  exit_maxrss_bytes         ru_maxrss at exit, buffers included (null: no exit record)\n"
 	"  exit_status               wait status of the program (null: no exit record)\n"
 	"  rss_spark_bytes           array: max sample per 1/60 of the duration (empty: none)\n"
+	"  processes                 array, by pid, of {pid, ppid (0: unknown), command (array\n"
+	"                            of strings; the latest: an exec'd image's), exit (exit\n"
+	"                            code, null: unknown or killed), exit_signal (null: none\n"
+	"                            known), rss_peak_bytes, rss_peak_high_bytes,\n"
+	"                            rss_peak_exact, rss_peak_source (\"kernel\": its own high-\n"
+	"                            water mark; \"sampled\": its largest sample, no exit\n"
+	"                            figure), rss_samples, rss_sampled_max_bytes,\n"
+	"                            buffers_max_bytes}, trace buffers excluded\n"
+	"  processes_truncated       true when more processes than the summary keeps\n"
+	"  tree_rss_spark_bytes      array: the tree's total RSS per column of rss_spark_bytes\n"
+	"                            (each process's largest sample there, summed)\n"
 	"  lost_first_t_ns, lost_last_t_ns  when the first and last events were lost, from\n"
 	"                            the start (null: none lost)\n"
 	"  lost_spark                array: events lost per 1/60 of the duration (the\n"
@@ -341,6 +364,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump_i64(s->exit_status);
 	else
 		dump_str("null");
+	dump_summary_processes_json(s);
 	dump__key("rss_spark_bytes", &first);
 	dump_char('[');
 	for (unsigned i = 0; i < s->n_spark; i++) {
@@ -393,22 +417,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 
 static void dump__sparkline(const struct summary *s)
 {
-	static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
-					    "\u2585", "\u2586", "\u2587", "\u2588"};
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (unsigned i = 0; i < s->n_spark; i++) {
-		if (s->spark_bytes[i] < lo)
-			lo = s->spark_bytes[i];
-		if (s->spark_bytes[i] > hi)
-			hi = s->spark_bytes[i];
-	}
-	for (unsigned i = 0; i < s->n_spark; i++) {
-		unsigned k = hi > lo ? (unsigned)((s->spark_bytes[i] - lo) * 7 / (hi - lo)) : 0;
-		dump_str(bars[k]);
-	}
-	char a[32], b[32];
-	dump_printf("  (%s .. %s)\n", dump_fmt_bytes(a, sizeof(a), lo),
-		    dump_fmt_bytes(b, sizeof(b), hi));
+	dump_sparkline(s->spark_bytes, s->n_spark);
 }
 
 /* What a thread whose ring was full did, and, under "wait", how much the program was slowed:
@@ -660,22 +669,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 		dump_memory_summary_text(mem, dump_start_ns(r));
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
-	switch (s->rss_peak_source) {
-	case SUMMARY_RSS_PEAK_EXIT:
-		dump_printf(
-			"  peak:      %s exact (ru_maxrss %s at exit minus %s of trace buffers)\n",
-			dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes),
-			dump_fmt_bytes(b2, sizeof(b2), s->rss_exit_maxrss_bytes),
-			dump_fmt_bytes(b3, sizeof(b3), s->rss_exit_buffers_bytes));
-		break;
-	case SUMMARY_RSS_PEAK_SAMPLED:
-		dump_printf("  peak:      %s, from the samples (no exit record: the exact peak is "
-			    "unknown)\n",
-			    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
-		break;
-	default:
-		dump_str("  peak:      unknown (no exit record and no samples)\n");
-	}
+	dump_summary_peak_text(s);
 	if (s->rss_samples) {
 		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " %s",
 			    dump_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
@@ -695,6 +689,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 	dump_printf("  buffers:   %s resident at most (excluded above)\n",
 		    dump_fmt_bytes(b6, sizeof(b6), s->buffers_resident_peak_bytes));
+	dump_summary_processes_text(s);
 
 	if (s->n_notes) {
 		dump_str("\nnotes:\n");

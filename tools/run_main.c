@@ -484,10 +484,20 @@ int main(int argc, char **argv)
 					&compact_s) == 0;
 
 	if (!opt.quiet) {
-		char peak[32], size[32], ended[160];
+		char peak[80], low[32], high[32], size[32], ended[160];
+		/* The buffers' share at the moment of the peak is known only to lie in
+		 * [0, their most]: an interval, never below a sample (trace-dump summary). */
 		uint64_t buffers = st.buffers_peak_bytes;
-		uint64_t prog_peak = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
-		run__human_bytes(prog_peak, peak, sizeof(peak));
+		uint64_t lo = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
+		if (lo < st.rss_sampled_max_bytes)
+			lo = st.rss_sampled_max_bytes;
+		uint64_t hi = w.maxrss_bytes > lo ? w.maxrss_bytes : lo;
+		run__human_bytes(lo, low, sizeof(low));
+		run__human_bytes(hi, high, sizeof(high));
+		if (strcmp(low, high) == 0)
+			snprintf(peak, sizeof(peak), "%s", low);
+		else
+			snprintf(peak, sizeof(peak), "%s to %s", low, high);
 		FILE *f = fopen(output, "rb");
 		uint64_t fsize = 0;
 		if (f) {

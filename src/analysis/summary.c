@@ -30,6 +30,9 @@ void summary_free(struct summary *s)
 	for (size_t i = 0; i < s->n_notes; i++)
 		free((char *)s->notes[i].text);
 	free(s->notes);
+	for (size_t i = 0; i < s->n_processes; i++)
+		free((char *)s->processes[i].command);
+	free(s->processes);
 	free(s->heaps);
 	memset(s, 0, sizeof(*s));
 }
@@ -45,6 +48,7 @@ int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary
 	memset(s, 0, sizeof(*s));
 	struct summary__state m = {.r = r, .s = s, .feed = feed, .feed_ctx = feed_ctx};
 	summary__threads_init(&m.threads);
+	summary__procs_init(&m.procs);
 	if (summary__names_init(&m))
 		goto out;
 	summary__rss_init(&m);
@@ -61,6 +65,7 @@ int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary
 	summary__threads_finish(&m);
 	summary__notes_finish(&m);
 	summary__rss_finish(&m);
+	summary__procs_finish(&m);
 	s->start_ns = r->hdr.start_mono_ns && r->hdr.start_mono_ns <= s->first_ts_ns
 			      ? r->hdr.start_mono_ns
 			      : s->first_ts_ns;
@@ -70,6 +75,7 @@ int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary
 out:
 	summary__names_free(&m.names);
 	summary__threads_free(&m.threads);
+	summary__procs_free(&m.procs);
 	summary__spans_free(&m.spans);
 	if (m.err)
 		summary_free(s);

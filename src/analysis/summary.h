@@ -63,6 +63,36 @@ enum summary_rss_peak_source {
 };
 
 #define SUMMARY_SPARK_COLUMNS 60
+#define SUMMARY_MAX_PROCESSES 65536
+
+/* The program's peak RSS as an interval (summary_processes.c): [low, high], low never below a
+ * sampled value. exact: low == high (the trace buffers' share at the moment of the peak is
+ * known). */
+struct summary_peak {
+	uint64_t low_bytes, high_bytes;
+	bool exact;
+};
+
+enum summary_process_peak_source {
+	SUMMARY_PROC_PEAK_NONE = 0, /* neither an exit figure nor a sample */
+	SUMMARY_PROC_PEAK_KERNEL = 1, /* the kernel's high-water mark (ru_maxrss or VmHWM) */
+	SUMMARY_PROC_PEAK_SAMPLED = 2 /* the largest sample: no exit figure (killed, _exit...) */
+};
+
+/* One process of the traced tree (PROCESS records, samples, EXIT records), trace buffers
+ * excluded from every figure. */
+struct summary_process {
+	uint32_t pid, ppid; /* ppid 0: unknown (the process never attached) */
+	const char *command; /* owned; arguments separated by NUL bytes; NULL when unknown */
+	uint32_t command_len;
+	bool exit_known; /* exit_status holds the status as from waitpid */
+	int32_t exit_status;
+	struct summary_peak peak;
+	enum summary_process_peak_source peak_source;
+	uint64_t hwm_bytes, exit_buffers_bytes; /* the exit figure used, buffers included */
+	uint64_t rss_samples, rss_sampled_max_bytes, buffers_max_bytes;
+	uint64_t first_ts_ns, last_ts_ns; /* of its samples and records */
+};
 
 struct summary {
 	uint64_t first_ts_ns, last_ts_ns; /* over all records; 0 when none */
@@ -115,6 +145,18 @@ struct summary {
 	uint64_t rss_samples;
 	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
 	uint64_t buffers_resident_peak_bytes;
+	/* The root's peak as an interval (rss_peak_bytes is its low end). */
+	struct summary_peak rss_peak;
+	/* The kernel figure it comes from (0: none), buffers included: the program's own VmHWM
+	 * (rss_peak_hwm_own) or wait4's ru_maxrss; and the most buffers it ever held. */
+	uint64_t rss_peak_hwm_bytes, rss_peak_buffers_max_bytes;
+	bool rss_peak_hwm_own;
+	/* Every process of the tree, by pid; the tree's total over time (the sum of each
+	 * process's largest sample per column of spark_bytes' range; n_spark columns). */
+	struct summary_process *processes;
+	size_t n_processes;
+	bool processes_truncated; /* more than SUMMARY_MAX_PROCESSES: the rest left out */
+	uint64_t tree_spark_bytes[SUMMARY_SPARK_COLUMNS];
 	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
 	uint64_t spark_bytes[SUMMARY_SPARK_COLUMNS];
 	unsigned n_spark;

@@ -144,6 +144,10 @@ static void summary__record(struct summary__state *m, const struct trc_record *r
 		break;
 	case TRC_REC_RSS:
 		summary__rss_sample(m, rec);
+		summary__procs_record(m, rec);
+		break;
+	case TRC_REC_PROCESS:
+		summary__procs_record(m, rec);
 		break;
 	case TRC_REC_LOST:
 		summary__lost(m, rec, th);
@@ -156,6 +160,7 @@ static void summary__record(struct summary__state *m, const struct trc_record *r
 		break;
 	case TRC_REC_EXIT:
 		summary__rss_exit(m, rec);
+		summary__procs_record(m, rec);
 		break;
 	case TRC_REC_WAIT:
 		m->s->waits += rec->wait.waits;
@@ -167,7 +172,7 @@ static void summary__record(struct summary__state *m, const struct trc_record *r
 			th->waited_ns += rec->wait.waited_ns;
 		}
 		break;
-	default: /* free, function enter and exit, process, name, module: counted only */
+	default: /* free, function enter and exit, name, module: counted only */
 		break;
 	}
 }

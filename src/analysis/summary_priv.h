@@ -83,6 +83,28 @@ struct summary__rss {
 	uint64_t exit_ts;
 };
 
+/* What is gathered of one process before its figures are decided (summary_processes.c),
+ * beside its entry of s->processes (same index). */
+struct summary__proc_acc {
+	uint64_t cols[SUMMARY_SPARK_COLUMNS]; /* its largest sample per column, 0: none */
+	uint64_t command_ts; /* time of the PROCESS record kept (the latest: after an exec) */
+	uint64_t sample_first_ts, sample_last_ts;
+	uint64_t self_ts, self_hwm, self_buffers; /* its own EXIT record (the latest) */
+	uint64_t wait_maxrss, wait_buffers; /* trace-run's (wait4) EXIT record */
+	/* With VmHWM in every sample (status source), the moment of the peak is bracketed by
+	 * samples: bounds of the program's own peak from each sample i (summary_processes.c). */
+	uint64_t hwm_low, hwm_high; /* max (hwm_i - buffers up to i), max (hwm_i - buffers_i-1) */
+	uint64_t last_buffers, buffers_upto;
+	bool hwm_all; /* every sample so far had VmHWM, in time order */
+	bool has_self, has_wait, has_sample;
+};
+
+struct summary__procs {
+	struct u64map map; /* pid -> index */
+	size_t cap;
+	struct summary__proc_acc *acc;
+};
+
 struct summary__state {
 	struct trcfile_reader *r;
 	struct summary *s;
@@ -90,6 +112,7 @@ struct summary__state {
 	struct summary__threads threads;
 	struct summary__spans spans;
 	struct summary__rss rss;
+	struct summary__procs procs;
 	size_t cap_notes;
 	summary_feed_fn feed; /* also given the merged pass's records (NULL: none) */
 	void *feed_ctx;
@@ -200,6 +223,20 @@ unsigned summary__spark_col(const struct summary__state *m, uint64_t ts_ns);
 void summary__rss_exit(struct summary__state *m, const struct trc_record *rec);
 /* After the passes: the sparkline's empty columns, the peak and where it came from. */
 void summary__rss_finish(struct summary__state *m);
+
+/* ---- summary_processes.c ---- */
+
+void summary__procs_init(struct summary__procs *p);
+void summary__procs_free(struct summary__procs *p);
+/* A PROCESS, RSS or EXIT record (any pid). */
+void summary__procs_record(struct summary__state *m, const struct trc_record *rec);
+/* After the passes (and summary__rss_finish): each process's peak interval and source, the
+ * tree's total over time, the list sorted by pid. */
+void summary__procs_finish(struct summary__state *m);
+/* The program's peak as an interval: hwm (0: none) less the buffers' share at the moment of
+ * the peak, which lay in [bmin, bmax]; never below sampled_max. */
+struct summary_peak summary__peak_interval(uint64_t hwm, uint64_t bmin, uint64_t bmax,
+					   uint64_t sampled_max);
 
 /* ---- summary_live.c ---- */
 

@@ -1,10 +1,11 @@
 /* summary_rss.c - the summary's RSS figures: samples, the EXIT record, peak, sparkline.
  *
  * Purpose: everything is the traced program's figure (the header's pid) with the trace
- * buffers taken out. The exact peak is the EXIT record's maxrss_bytes - buffers_bytes; without
- * one, the largest sample stands in (rss_peak_source says which). The samples also give the
- * minimum, the last value, the buffers' largest share, and the sparkline: the largest sample
- * in each of SUMMARY_SPARK_COLUMNS columns of the trace's time range (from the index, so the
+ * buffers taken out. The peak comes from the EXIT record's maxrss_bytes - buffers_bytes;
+ * without one, the largest sample stands in (rss_peak_source says which); summary_processes.c
+ * then makes it the program's interval (never below a sample, exact only when it is). The samples
+ * also give the minimum, the last value, the buffers' largest share, and the sparkline: the largest
+ * sample in each of SUMMARY_SPARK_COLUMNS columns of the trace's time range (from the index, so the
  * samples can be placed as they come, stream by stream).
  *
  * Threads: the reader's thread.
@@ -82,6 +83,9 @@ void summary__rss_exit(struct summary__state *m, const struct trc_record *rec)
 {
 	struct summary *s = m->s;
 	struct summary__rss *rs = &m->rss;
+	/* A process's own record (SELF) is summary_processes.c's; this is trace-run's. */
+	if (rec->exit.flags & TRC_EXIT_SELF)
+		return;
 	if ((rec->exit.pid == rs->root_pid || !rs->root_pid) &&
 	    (!s->has_exit || rec->ts_ns >= rs->exit_ts)) {
 		s->has_exit = true;

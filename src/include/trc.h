@@ -131,6 +131,12 @@ uint32_t trc__site_intern(uint32_t *site, const char *name);
 void trc__thread_name(const char *name);
 /* Reports the executable mappings not reported yet (the preload library's dlopen hook). */
 void trc__modules_changed(void);
+/* The process is exiting: writes its EXIT record (own VmHWM) once. code: the exit code when
+ * known (the preload library's _exit hook), -1 when not (the runtime's destructor). */
+void trc__process_exiting(int code);
+/* The exit code the process is leaving with (the preload library's exit and main hooks), for
+ * the record the runtime's destructor writes. */
+void trc__exit_code(int code);
 
 static inline unsigned trc__mode_load(void)
 {

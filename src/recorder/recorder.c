@@ -67,7 +67,7 @@ struct recorder {
 	/* Drain-thread counters, published to the atomics below once per drain pass: a locked
 	 * add per record would cost more than the rest of the drain. */
 	uint64_t events_local, lost_local;
-	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers;
+	_Atomic uint64_t events, lost, rss_samples, last_rss, last_buffers, max_rss;
 	/* Highest trace-buffer residency seen in the program: what its ru_maxrss is corrected
 	 * by (the buffers only shrink when threads exit and their rings are freed, so the peak
 	 * is the closest known figure to the share at the moment of the program's peak). */
@@ -181,8 +181,21 @@ static uint64_t recorder__buffers_of(void *arg, pid_t pid)
 {
 	struct recorder *r = arg;
 	uint64_t b = session_buffers_resident_bytes(r->cfg.session, pid);
-	recorder__note_buffers(r, b);
+	if (pid == r->cfg.pid)
+		recorder__note_buffers(r, b);
 	return b;
+}
+
+/* Sampler thread, every tick: the processes of the traced tree, as the session knows them
+ * (each registers when it attaches: exec'd images and fork children alike). A process that
+ * never attaches (static, setuid, --no-preload) is not seen; the program itself is sampled
+ * from the start. */
+static size_t recorder__discover(void *arg, pid_t *out, size_t max)
+{
+	struct recorder *r = arg;
+	uint32_t n = session_processes_running(r->cfg.session, 0, out,
+					       max > UINT32_MAX ? UINT32_MAX : (uint32_t)max);
+	return n < max ? n : max;
 }
 
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
@@ -197,10 +210,14 @@ static int recorder__append_sample(struct recorder *r, const struct rss_sample *
 	int err = trcfile_stream_append(r->rss_stream, &rec);
 	if (err)
 		return err;
-	const struct trc_rss_figures *f = &smp->fig;
-	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;
 	atomic_fetch_add_explicit(&r->rss_samples, 1, memory_order_relaxed);
+	const struct trc_rss_figures *f = &smp->fig;
+	if (f->pid != (uint32_t)r->cfg.pid)
+		return 0; /* the stats below are the program's */
+	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;
 	atomic_store_explicit(&r->last_rss, prog, memory_order_relaxed);
+	if (prog > atomic_load_explicit(&r->max_rss, memory_order_relaxed))
+		atomic_store_explicit(&r->max_rss, prog, memory_order_relaxed); /* one writer */
 	atomic_store_explicit(&r->last_buffers, f->buffers_bytes, memory_order_relaxed);
 	return 0;
 }
@@ -378,6 +395,8 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 			.ring_capacity = SAMPLER_RING_BYTES,
 			.notify_fd = -1,
 			.create_thread = cfg->create_thread,
+			.discover = recorder__discover,
+			.discover_arg = r,
 		};
 		r->sampler = sampler_start(&sc, err);
 		if (!r->sampler)
@@ -537,4 +556,5 @@ void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
 	out->bytes_written = trcfile_writer_bytes_written(r->cfg.writer);
 	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
 	out->buffers_peak_bytes = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
+	out->rss_sampled_max_bytes = atomic_load_explicit(&r->max_rss, memory_order_relaxed);
 }

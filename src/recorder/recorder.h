@@ -2,8 +2,9 @@
  *
  * trace-run creates the session region and the file writer, spawns the program, then hands
  * both to recorder_start, which starts two threads:
- *   - the sampler thread (sampler/), which reads the program's RSS and pushes samples into a
- *     private ring;
+ *   - the sampler thread (sampler/), which reads the RSS of every process of the traced tree
+ *     (the program from the start, the others as they attach to the session, on the same
+ *     ticks) and pushes samples into a private ring;
  *   - the drain thread, which empties the session's per-thread rings (session_drain) and the
  *     sampler's ring into per-stream chunks of the writer. Events are encoded straight from
  *     their ring bytes into the open chunk (session.h's window, trcfile.h "The fused
@@ -57,6 +58,7 @@ struct recorder_stats {
 	uint64_t bytes_written; /* file bytes so far */
 	int drain_error;        /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
 	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program */
+	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
 };
 
 /* The end of the program, as trace-run saw it. */

@@ -153,7 +153,8 @@ static void trc__atfork_child(void)
 	 * the child's resident share is exactly what the recorder counts. */
 	trc__populate_meta();
 	/* Described once per process: by the first runtime copy whose handler runs. */
-	trc__rt.meta_done = trc__register_process() ? 0 : 1;
+	trc__rt.describes = trc__register_process();
+	trc__rt.meta_done = trc__rt.describes ? 0 : 1;
 }
 
 static int trc__parse_fd(const char *s)
@@ -232,7 +233,8 @@ int trc_attach(void)
 	trc__retire_stale_slots();
 	/* A second runtime in this image (libtrc.a beside the preload library's libtrc.so)
 	 * records its threads' events like the first, but the process is described once. */
-	trc__rt.meta_done = trc__register_process() ? 0 : 1;
+	trc__rt.describes = trc__register_process();
+	trc__rt.meta_done = trc__rt.describes ? 0 : 1;
 	/* Release: a thread that sees the mode also sees trc__rt (the program's own threads are
 	 * started after this anyway). */
 	__atomic_store_n(&trc__mode, geom.clock_mode, __ATOMIC_RELEASE);

@@ -264,8 +264,120 @@ void trc__emit_process_info(struct trc__thread *t, unsigned mode)
 		atomic_flag_clear_explicit(&trc__seen_lock, memory_order_release);
 }
 
+/* ---- the process's own exit record ---------------------------------------------------- */
+
+/* The value in bytes of the "VmHWM:" line of /proc/self/status ("VmHWM:\t  1234 kB"); 0 when
+ * it cannot be read. Chunked reads into a stack buffer (a status file with a long Groups
+ * line is larger than it); the key is searched line by line. */
+static uint64_t trc__own_hwm_bytes(void)
+{
+	static const char key[] = "VmHWM:";
+	char buf[2048];
+	size_t have = 0;
+	bool skipping = false;
+	uint64_t kb = 0;
+	bool found = false;
+	int fd = trc__open_proc("/proc/self/status");
+	if (fd < 0)
+		return 0;
+	while (!found) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		size_t pos = 0;
+		char *nl;
+		while (!found && (nl = memchr(buf + pos, '\n', have - pos)) != NULL) {
+			const char *line = buf + pos;
+			size_t l = (size_t)(nl - line);
+			if (!skipping && l > sizeof(key) - 1 &&
+			    memcmp(line, key, sizeof(key) - 1) == 0) {
+				const char *c = line + sizeof(key) - 1;
+				while (c < nl && (*c == ' ' || *c == '\t'))
+					c++;
+				for (; c < nl && *c >= '0' && *c <= '9'; c++)
+					kb = kb * 10 + (uint64_t)(*c - '0');
+				found = true;
+			}
+			skipping = false;
+			pos += l + 1;
+		}
+		memmove(buf, buf + pos, have - pos);
+		have -= pos;
+		if (have == sizeof(buf)) {
+			have = 0;
+			skipping = true;
+		}
+	}
+	close(fd);
+	return found ? kb * 1024 : 0;
+}
+
+/* The trace buffers resident in this process, counted as session_buffers_resident_bytes
+ * counts them (session_layout.h "Residency"): the metadata, and what each of this process's
+ * ring slots has faulted in. */
+static uint64_t trc__own_buffers_bytes(void)
+{
+	uint64_t rings = 0;
+	for (uint32_t i = 0; i < trc__rt.geom.max_slots; i++) {
+		struct trc_slot *sl = trc__slot(i);
+		uint32_t st =
+			TRC_SLOT_STATE(atomic_load_explicit(&sl->state, memory_order_relaxed));
+		if (st == TRC_SLOT_FREE || st > TRC_SLOT_RETIRED ||
+		    __atomic_load_n(&sl->pid, __ATOMIC_RELAXED) != trc__rt.region_pid)
+			continue;
+		uint64_t n = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
+		rings += n < trc__rt.geom.ring_bytes ? n : trc__rt.geom.ring_bytes;
+	}
+	return rings + trc__rt.geom.rings_off;
+}
+
+/* Set once this process wrote its EXIT record (cleared in a fork child). */
+static atomic_flag trc__exit_written = ATOMIC_FLAG_INIT;
+/* The code exit() was called with, or main returned (the preload library's hooks); -1 when
+ * not known. Reset in a fork child. */
+static atomic_int trc__code = -1;
+
+void trc__exit_code(int code)
+{
+	atomic_store_explicit(&trc__code, code & 0xff, memory_order_relaxed);
+}
+
+void trc__emit_exit_info(struct trc__thread *t, unsigned mode, int code)
+{
+	if (atomic_flag_test_and_set_explicit(&trc__exit_written, memory_order_relaxed))
+		return;
+	uint64_t hwm = trc__own_hwm_bytes();
+	struct trc_ring_exit *r = trc__reserve(t, TRC_TAG(TRC_REC_EXIT, 0), (uint32_t)sizeof(*r));
+	if (!r)
+		return;
+	r->ts = trc__now(mode);
+	r->pid = trc__rt.region_pid;
+	r->flags = TRC_EXIT_SELF | (code >= 0 ? TRC_EXIT_STATUS : 0);
+	r->status = code >= 0 ? (uint32_t)(code & 0xff) << 8 : 0;
+	r->hwm_bytes = hwm;
+	r->buffers_bytes = trc__own_buffers_bytes();
+	ring_commit_sp(&t->prod);
+}
+
+/* Runs after the program's atexit handlers and its own destructors (this library was
+ * initialised before the program, so it is finalised after it): the process's peak is final
+ * but for the exit path itself. Only the copy of the runtime that describes the process writes
+ * it, with the exit code when the preload library's hooks saw it (exit(), main's return). A
+ * process that _exit()s writes it from the preload library's _exit hook instead; one that
+ * dies by a signal or exec()s writes none. */
+__attribute__((destructor)) static void trc__exit_dtor(void)
+{
+	if (trc__rt.describes && trc__rt.pid == getpid())
+		trc__process_exiting(atomic_load_explicit(&trc__code, memory_order_relaxed));
+}
+
 void trc__procinfo_atfork_child(void)
 {
+	atomic_flag_clear_explicit(&trc__exit_written, memory_order_relaxed);
+	atomic_store_explicit(&trc__code, -1, memory_order_relaxed);
 	/* The only thread now; the parent's thread that held the lock is not here. */
 	atomic_flag_clear_explicit(&trc__seen_lock, memory_order_relaxed);
 	trc__n_seen = 0;

@@ -45,6 +45,9 @@ struct trc__rt {
 	bool atfork_ok;
 	/* 0 until a thread of this process wrote the PROCESS and MODULE records. */
 	int meta_done;
+	/* This copy of the runtime registered the process (attach.c): it describes it, and writes
+	 * its EXIT record as it exits (procinfo.c). */
+	bool describes;
 };
 
 extern struct trc__rt trc__rt;
@@ -78,6 +81,11 @@ void trc__emit_process_info(struct trc__thread *t, unsigned mode);
 /* Writes the MODULE records of executable mappings this process has not reported yet (after a
  * dlopen), into the calling thread's ring, which it holds (procinfo.c). Slow path. */
 void trc__emit_new_modules(struct trc__thread *t, unsigned mode);
+
+/* Writes this process's own EXIT record (its VmHWM now, the trace buffers resident in it;
+ * code: the exit code, -1 unknown) into the calling thread's ring, which it holds, once per
+ * process (procinfo.c). Slow path. trc__process_exiting (trc.h, thread.c) calls it. */
+void trc__emit_exit_info(struct trc__thread *t, unsigned mode, int code);
 
 /* Forgets which modules were reported (fork child handler, procinfo.c). */
 void trc__procinfo_atfork_child(void);

@@ -489,6 +489,32 @@ void trc__modules_changed(void)
 	t->ok = t->prod.data != NULL;
 }
 
+void trc__process_exiting(int code)
+{
+	struct trc__thread *t = &trc__self;
+	unsigned mode = trc__mode_load();
+	if (!mode || t->busy || (t->prod.data && !t->ok))
+		return; /* exit from a signal handler that interrupted an emit: no record */
+	/* A vfork child runs on its parent's memory and thread: the record would be the parent's,
+	 * and the parent's own would then never be written. */
+	if (getpid() != trc__rt.pid)
+		return;
+	t->ok = 0;
+	t->busy = 1;
+	TRC__BARRIER();
+	if (t->prod.data) {
+		trc__emit_exit_info(t, mode, code);
+	} else if (trc__claim(t) == 0) {
+		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
+			trc__emit_process_info(t, mode);
+		trc__emit_thread_record(t, mode);
+		trc__emit_exit_info(t, mode, code);
+	}
+	TRC__BARRIER();
+	t->busy = 0;
+	t->ok = t->prod.data != NULL;
+}
+
 void trc__thread_exit(void *arg)
 {
 	(void)arg;

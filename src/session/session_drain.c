@@ -171,8 +171,13 @@ static int session__name(struct session__ctx *c, uint32_t id, uint64_t ts_ns)
 }
 
 /* session__record reads payloads as little-endian words: v[1] = pid | tid << 32 (THREAD,
- * PROCESS), v[2] = cmdline_len, v[4] = path_len, ALLOC/FREE/FUNC fields in v[1], v[2]. */
-_Static_assert(offsetof(struct trc_ring_thread, pid) == 8 &&
+ * PROCESS), v[2] = cmdline_len, v[4] = path_len, ALLOC/FREE/FUNC fields in v[1], v[2];
+ * EXIT: v[1] = pid | flags << 32, v[2] = hwm, v[3] = buffers, v[4] = status. */
+_Static_assert(offsetof(struct trc_ring_exit, flags) == 12 &&
+		       offsetof(struct trc_ring_exit, hwm_bytes) == 2 * 8 &&
+		       offsetof(struct trc_ring_exit, buffers_bytes) == 3 * 8 &&
+		       offsetof(struct trc_ring_exit, status) == 4 * 8 &&
+		       offsetof(struct trc_ring_thread, pid) == 8 &&
 		       offsetof(struct trc_ring_thread, tid) == 12 &&
 		       offsetof(struct trc_ring_process, pid) == 8 &&
 		       offsetof(struct trc_ring_process, ppid) == 12 &&
@@ -238,6 +243,7 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		[TRC_REC_THREAD] = sizeof(struct trc_ring_thread),
 		[TRC_REC_PROCESS] = sizeof(struct trc_ring_process),
 		[TRC_REC_MODULE] = sizeof(struct trc_ring_module),
+		[TRC_REC_EXIT] = sizeof(struct trc_ring_exit),
 	};
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
@@ -316,6 +322,16 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		st = &s->meta;
 		break;
 	}
+	case TRC_REC_EXIT:
+		/* A process's own exit record (procinfo.c); the pid is the ring's owner's. SELF
+		 * whatever the ring says: no process writes wait4's. */
+		r.exit.pid = ds->st.pid;
+		r.exit.flags = TRC_EXIT_SELF | ((uint32_t)(v[1] >> 32) & TRC_EXIT_STATUS);
+		r.exit.maxrss_bytes = v[2];
+		r.exit.buffers_bytes = v[3];
+		r.exit.status = (r.exit.flags & TRC_EXIT_STATUS) ? (int32_t)(uint32_t)v[4] : 0;
+		st = &s->meta;
+		break;
 	}
 	return session__emit(c, st, &r);
 }

@@ -108,6 +108,7 @@
  *   THREAD           { ts, u32 pid, u32 tid, char name[16] }                  32 bytes
  *   PROCESS          { ts, u32 pid, u32 ppid, u64 cmdline_len }   + cmdline   24 bytes + len
  *   MODULE           { ts, start, end, offset, u64 path_len }     + path      40 bytes + len
+ *   EXIT             { ts, u32 pid, u32 flags, hwm, buffers, u32 status, u32 0 } 40 bytes
  * The events (SPAN_BEGIN..FUNC_EXIT) are written by trc.h's fast path as { ts, a?, b? }.
  * ts is in the region's clock: TSC ticks when hdr->clock_mode is TSC, else CLOCK_MONOTONIC ns.
  *
@@ -348,6 +349,23 @@ struct trc_ring_module {
 	uint64_t offset;
 	uint64_t path_len;
 };
+/* EXIT: the process is exiting (written by its runtime's destructor, procinfo.c): its own
+ * VmHWM and the trace buffers resident in it then. flags: TRC_EXIT_* of wire.h (SELF). */
+struct trc_ring_exit {
+	uint64_t ts;
+	uint32_t pid;
+	uint32_t flags;
+	uint64_t hwm_bytes;
+	uint64_t buffers_bytes;
+	uint32_t status; /* as from waitpid, with TRC_EXIT_STATUS */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct trc_ring_exit) == 40 && offsetof(struct trc_ring_exit, pid) == 8 &&
+		       offsetof(struct trc_ring_exit, hwm_bytes) == 16 &&
+		       offsetof(struct trc_ring_exit, buffers_bytes) == 24 &&
+		       offsetof(struct trc_ring_exit, status) == 32,
+	       "exit payload: { ts, u32 pid, u32 flags, hwm, buffers, u32 status, u32 0 }");
+
 #define TRC_RING_MODULE_LENS(path, bid) ((uint64_t)(path) | (uint64_t)(bid) << 32)
 #define TRC_RING_MODULE_PATH_LEN(v) ((v)&0xffffffffu)
 #define TRC_RING_MODULE_BID_LEN(v) ((v) >> 32)

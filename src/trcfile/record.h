@@ -78,9 +78,12 @@ struct trc_record {
 		} note;
 		struct {
 			uint32_t pid;
-			int32_t status; /* as from waitpid */
-			uint64_t maxrss_bytes;  /* ru_maxrss from wait4, buffers included; 0 unknown */
+			int32_t status; /* as from waitpid (SELF: known if STATUS) */
+			/* ru_maxrss from wait4 (flags 0), or the process's own VmHWM as it
+			 * exited (TRC_EXIT_SELF); buffers included; 0 unknown */
+			uint64_t maxrss_bytes;
 			uint64_t buffers_bytes; /* trace buffers resident in it at exit */
+			uint32_t flags;         /* TRC_EXIT_* of wire.h (format 1.3; 0 before) */
 		} exit;
 		struct {
 			uint64_t waits;     /* waits for the drain since the stream's previous WAIT */

@@ -50,7 +50,8 @@
 /* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 3 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: wait */
+#define TRCFILE_VERSION_MINOR 3 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: exit
+				 * flags, the when-full policy, wait records */
 
 /* What a thread whose ring was full did (trace-run --when-full): the header's flags, bits 0-1
  * (1.3; FORMAT.md "Header"). */

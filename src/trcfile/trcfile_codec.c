@@ -105,6 +105,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 	c->ts = r->ts_ns;
 	if (r->type == TRC_REC_MODULE && r->module.build_id_len)
 		t0 |= TRCFILE__MODULE_HAS_BUILD_ID;
+	if (r->type == TRC_REC_EXIT && r->exit.flags)
+		t0 |= TRCFILE__EXIT_HAS_FLAGS;
 	*p++ = t0;
 	p = trcfile__put_varint(p, d);
 
@@ -183,6 +185,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		p = trcfile__put_varint(p, trcfile__zigzag(r->exit.status));
 		p = trcfile__put_varint(p, r->exit.maxrss_bytes);
 		p = trcfile__put_varint(p, r->exit.buffers_bytes);
+		if (r->exit.flags)
+			p = trcfile__put_varint(p, r->exit.flags);
 		break;
 	case TRC_REC_WAIT:
 		p = trcfile__put_varint(p, r->wait.waits);
@@ -251,6 +255,8 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 	uint8_t reserved = t0 & TRCFILE__RESERVED_BITS;
 	if (type == TRC_REC_MODULE)
 		reserved &= (uint8_t)~TRCFILE__MODULE_HAS_BUILD_ID;
+	if (type == TRC_REC_EXIT)
+		reserved &= (uint8_t)~TRCFILE__EXIT_HAS_FLAGS;
 	if (reserved || type == TRC_REC_INVALID || type >= TRC_REC_TYPE_COUNT)
 		return -EBADMSG;
 	uint64_t d = trcfile__in_u64(&in);
@@ -338,6 +344,11 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		r->exit.status = (int32_t)st;
 		r->exit.maxrss_bytes = trcfile__in_u64(&in);
 		r->exit.buffers_bytes = trcfile__in_u64(&in);
+		r->exit.flags = 0;
+		if (t0 & TRCFILE__EXIT_HAS_FLAGS) {
+			/* Kept whole: flags this reader does not know are a newer writer's. */
+			r->exit.flags = trcfile__in_u32(&in);
+		}
 		break;
 	}
 	case TRC_REC_WAIT:

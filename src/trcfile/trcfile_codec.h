@@ -70,6 +70,9 @@
 /* Bit 5 on a MODULE record (format 1.1): a build-id string follows the path. Reserved on
  * every other type. */
 #define TRCFILE__MODULE_HAS_BUILD_ID 0x20u
+/* Bit 5 on an EXIT record (format 1.3): a varint of flags (TRC_EXIT_*) follows buffers_bytes.
+ * The same bit, one meaning per type: the encoder and decoder below are its only users. */
+#define TRCFILE__EXIT_HAS_FLAGS 0x20u
 
 /* Bytes of the fixed part of the largest record (RSS: 1 + 13 varints of 10 bytes) plus a
  * string length varint. */

@@ -53,6 +53,16 @@ static inline int trc_rec_is_event(uint32_t type)
 	return type >= TRC_REC_SPAN_BEGIN && type <= TRC_REC_FUNC_EXIT;
 }
 
+/* EXIT record flags. SELF: written by the exiting process's runtime (after the program was
+ * done with it: a late destructor), not by trace-run's wait4; maxrss_bytes is its VmHWM, which
+ * counts that process alone (wait4's ru_maxrss is the largest of the process and its
+ * waited-for descendants); status is unknown unless TRC_EXIT_STATUS. */
+#define TRC_EXIT_SELF 1u
+/* With SELF: status is known (the code of exit(), _exit() or main's return, seen by the preload
+ * library's hooks: status = code << 8, as from waitpid). */
+#define TRC_EXIT_STATUS 2u
+#define TRC_EXIT_FLAGS_ALL 3u
+
 /* ---- ring tag: u32 = type | name_id << 8 --------------------------------------------------- */
 
 #define TRC_NAME_ID_BITS 24u

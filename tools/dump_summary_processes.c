@@ -1,0 +1,229 @@
+/* dump_summary_processes.c - the summary's memory of every process (see the header).
+ *
+ * The peak is printed as the summary computed it (summary_processes.c): "exact" only when the
+ * trace buffers' share at the moment of the peak is known, otherwise the interval it lies in,
+ * and never below the largest sample.
+ *
+ * Threads: the dump's thread.
+ */
+#include "dump_summary_processes.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli_plural.h"
+#include "dump_common.h"
+
+void dump_sparkline(const uint64_t *cols, unsigned n)
+{
+	static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+					    "\u2585", "\u2586", "\u2587", "\u2588"};
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (cols[i] < lo)
+			lo = cols[i];
+		if (cols[i] > hi)
+			hi = cols[i];
+	}
+	if (!n)
+		lo = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = hi > lo ? (unsigned)((cols[i] - lo) * 7 / (hi - lo)) : 0;
+		dump_str(bars[k]);
+	}
+	char a[32], b[32];
+	dump_printf("  (%s .. %s)\n", dump_fmt_bytes(a, sizeof(a), lo),
+		    dump_fmt_bytes(b, sizeof(b), hi));
+}
+
+void dump_summary_peak_text(const struct summary *s)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	const struct summary_peak *p = &s->rss_peak;
+	switch (s->rss_peak_source) {
+	case SUMMARY_RSS_PEAK_EXIT: {
+		const char *what = s->rss_peak_hwm_own ? "its own VmHWM" : "ru_maxrss";
+		uint64_t hwm = s->rss_peak_hwm_bytes;
+		if (p->exact)
+			dump_printf(
+				"  peak:      %s exact (%s %s at exit minus %s of trace buffers)\n",
+				dump_fmt_bytes(b1, sizeof(b1), p->low_bytes), what,
+				dump_fmt_bytes(b2, sizeof(b2), hwm),
+				dump_fmt_bytes(b3, sizeof(b3), hwm - p->low_bytes));
+		else
+			dump_printf("  peak:      %s to %s (%s %s at exit, less the trace buffers' "
+				    "share at the moment of the peak, which is not known: at most "
+				    "%s; never below the largest sample)\n",
+				    dump_fmt_bytes(b1, sizeof(b1), p->low_bytes),
+				    dump_fmt_bytes(b2, sizeof(b2), p->high_bytes), what,
+				    dump_fmt_bytes(b3, sizeof(b3), hwm),
+				    dump_fmt_bytes(b4, sizeof(b4), s->rss_peak_buffers_max_bytes));
+		break;
+	}
+	case SUMMARY_RSS_PEAK_SAMPLED:
+		if (p->high_bytes > p->low_bytes)
+			dump_printf(
+				"  peak:      %s, from the samples (at most %s: ru_maxrss at exit "
+				"may be a descendant's)\n",
+				dump_fmt_bytes(b1, sizeof(b1), p->low_bytes),
+				dump_fmt_bytes(b2, sizeof(b2), p->high_bytes));
+		else
+			dump_printf("  peak:      %s, from the samples (no exit record: the exact "
+				    "peak is unknown)\n",
+				    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
+		break;
+	default:
+		dump_str("  peak:      unknown (no exit record and no samples)\n");
+	}
+}
+
+/* The command's arguments joined by spaces, cut to width. */
+static void dump__command(const struct summary_process *pr, unsigned width)
+{
+	char buf[256];
+	size_t n = 0;
+	if (!pr->command) {
+		dump_str("?");
+		return;
+	}
+	for (uint32_t i = 0; i < pr->command_len && n + 1 < sizeof(buf) && n < width; i++) {
+		char c = pr->command[i];
+		if (c == 0 && i + 1 == pr->command_len)
+			break;
+		buf[n++] = c == 0 ? ' ' : (c < 32 || c == 127) ? '?' : c;
+	}
+	buf[n] = 0;
+	dump_str(buf);
+	if (n >= width)
+		dump_str("...");
+}
+
+static void dump__exit_text(const struct summary_process *pr)
+{
+	char b[24] = "?";
+	if (pr->exit_known && WIFEXITED(pr->exit_status))
+		snprintf(b, sizeof(b), "%d", WEXITSTATUS(pr->exit_status));
+	else if (pr->exit_known && WIFSIGNALED(pr->exit_status))
+		snprintf(b, sizeof(b), "sig %d", WTERMSIG(pr->exit_status));
+	dump_printf("%7s", b);
+}
+
+void dump_summary_processes_text(const struct summary *s)
+{
+	char b1[32], b2[32], b3[48];
+	if (s->n_processes < 2)
+		return;
+	dump_printf("\nprocesses (%zu; RSS without trace buffers):\n", s->n_processes);
+	dump_str("       pid     ppid   exit                peak  source   samples  max sampled  "
+		 "command\n");
+	for (size_t i = 0; i < s->n_processes; i++) {
+		const struct summary_process *pr = &s->processes[i];
+		dump_printf("  %8" PRIu32 " %8" PRIu32, pr->pid, pr->ppid);
+		dump__exit_text(pr);
+		if (pr->peak_source == SUMMARY_PROC_PEAK_NONE)
+			snprintf(b3, sizeof(b3), "?");
+		else if (pr->peak.exact || pr->peak.high_bytes == pr->peak.low_bytes)
+			snprintf(b3, sizeof(b3), "%s",
+				 dump_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes));
+		else
+			snprintf(b3, sizeof(b3), "%s+%s",
+				 dump_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes),
+				 dump_fmt_bytes(b2, sizeof(b2),
+						pr->peak.high_bytes - pr->peak.low_bytes));
+		dump_printf(" %19s  %-7s %8" PRIu64 " %12s  ", b3,
+			    pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
+				    ? (pr->peak.exact ? "exact" : "kernel")
+			    : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "SAMPLED"
+									   : "-",
+			    pr->rss_samples,
+			    dump_fmt_bytes(b2, sizeof(b2), pr->rss_sampled_max_bytes));
+		dump__command(pr, 60);
+		dump_char('\n');
+	}
+	dump_str("  peak \"A+B\": between A and A+B (the trace buffers' share at the peak is not "
+		 "known); SAMPLED: no exit figure (killed by a signal, or no runtime in it), the "
+		 "largest sample\n");
+	if (s->processes_truncated)
+		dump_printf("  (more than %u processes: the rest left out)\n",
+			    SUMMARY_MAX_PROCESSES);
+	if (s->n_spark) {
+		dump_str("  tree total over time: ");
+		dump_sparkline(s->tree_spark_bytes, s->n_spark);
+	}
+}
+
+static void dump__json_command(const struct summary_process *pr)
+{
+	dump_char('[');
+	if (pr->command) {
+		uint32_t start = 0;
+		bool first = true;
+		for (uint32_t i = 0; i <= pr->command_len; i++) {
+			if (i < pr->command_len && pr->command[i] != 0)
+				continue;
+			if (i == pr->command_len && i == start)
+				break;
+			if (!first)
+				dump_char(',');
+			first = false;
+			dump_json_str(pr->command + start, i - start);
+			start = i + 1;
+		}
+	}
+	dump_char(']');
+}
+
+void dump_summary_processes_json(const struct summary *s)
+{
+	dump_str(",\"rss_peak_high_bytes\":");
+	dump_u64(s->rss_peak.high_bytes);
+	dump_str(",\"rss_peak_exact\":");
+	dump_str(s->rss_peak.exact ? "true" : "false");
+	dump_str(",\"processes\":[");
+	for (size_t i = 0; i < s->n_processes; i++) {
+		const struct summary_process *pr = &s->processes[i];
+		if (i)
+			dump_char(',');
+		dump_printf("{\"pid\":%" PRIu32 ",\"ppid\":%" PRIu32 ",\"command\":", pr->pid,
+			    pr->ppid);
+		dump__json_command(pr);
+		dump_str(",\"exit\":");
+		if (pr->exit_known && WIFEXITED(pr->exit_status))
+			dump_printf("%d", WEXITSTATUS(pr->exit_status));
+		else
+			dump_str("null");
+		dump_str(",\"exit_signal\":");
+		if (pr->exit_known && WIFSIGNALED(pr->exit_status))
+			dump_printf("%d", WTERMSIG(pr->exit_status));
+		else
+			dump_str("null");
+		dump_str(",\"rss_peak_bytes\":");
+		dump_u64(pr->peak.low_bytes);
+		dump_str(",\"rss_peak_high_bytes\":");
+		dump_u64(pr->peak.high_bytes);
+		dump_str(",\"rss_peak_exact\":");
+		dump_str(pr->peak.exact ? "true" : "false");
+		dump_str(",\"rss_peak_source\":");
+		dump_str(pr->peak_source == SUMMARY_PROC_PEAK_KERNEL	? "\"kernel\""
+			 : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "\"sampled\""
+									: "null");
+		dump_str(",\"rss_samples\":");
+		dump_u64(pr->rss_samples);
+		dump_str(",\"rss_sampled_max_bytes\":");
+		dump_u64(pr->rss_sampled_max_bytes);
+		dump_str(",\"buffers_max_bytes\":");
+		dump_u64(pr->buffers_max_bytes);
+		dump_char('}');
+	}
+	dump_str("],\"processes_truncated\":");
+	dump_str(s->processes_truncated ? "true" : "false");
+	dump_str(",\"tree_rss_spark_bytes\":[");
+	for (unsigned i = 0; i < s->n_spark; i++) {
+		if (i)
+			dump_char(',');
+		dump_u64(s->tree_spark_bytes[i]);
+	}
+	dump_char(']');
+}
