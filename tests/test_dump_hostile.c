@@ -392,3 +392,74 @@ Test(dump_hostile, colliding_addresses_cost_no_more_than_normal_ones, .timeout =
 		      t_normal);
 	tu_rm_rf(dir);
 }
+
+/* Item 8: a legitimate trace of 20000 processes with 4000-byte command lines holds 80 MB of
+ * metadata, beyond the reader's 64 MiB: it reads as a whole (exit 0), the command lines that
+ * did not fit are cut with one warning on stderr and one line in the summary, and the event
+ * figures are exact. */
+Test(dump_hostile, metadata_beyond_the_readers_bounds_is_cut_with_a_note, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/procs.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *th = dh_plan(&p);
+	uint64_t t = 1000000;
+	dh_pairs(th, &t, 300, 10);
+	static char cmd[4000];
+	memset(cmd, 'x', sizeof(cmd));
+	const uint32_t procs = 20000;
+	for (uint32_t i = 0; i < procs; i++) {
+		struct trc_record r = {.type = TRC_REC_PROCESS, .ts_ns = 2000 + i};
+		r.process.pid = 1000 + i;
+		r.process.ppid = 100;
+		r.process.cmdline = cmd;
+		r.process.cmdline_len = sizeof(cmd);
+		tu_add(&p.streams[0], &r);
+	}
+	dh_write(&p, trc);
+
+	struct trcfile_reader *rd = NULL;
+	char msg[256];
+	cr_assert_eq(trcfile_reader_open(trc, &rd, msg, sizeof(msg)), 0, "%s", msg);
+	uint32_t len = 0;
+	cr_expect_not_null(trcfile_reader_process_cmdline(rd, 1000, &len));
+	cr_expect_eq(len, sizeof(cmd), "the first command lines are whole");
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(rd, &st);
+	/* 64 MiB hold 16773 strings of 4001 bytes (the names take 11 bytes). */
+	cr_expect_eq(st.meta_strings_cut, procs - ((64u << 20) - 11) / 4001, "%llu",
+		     (unsigned long long)st.meta_strings_cut);
+	cr_expect_eq(st.meta_bytes_cut, st.meta_strings_cut * sizeof(cmd));
+	cr_expect_eq(st.meta_entries_dropped, 0);
+	const char *last = trcfile_reader_process_cmdline(rd, 1000 + procs - 1, &len);
+	cr_expect(last && len == 0, "the last one is known, its command line cut");
+	trcfile_reader_close(rd);
+
+	char cmdl[1200], out[400], err[400];
+	snprintf(out, sizeof(out), "%s/summary.out", dir);
+	snprintf(err, sizeof(err), "%s/summary.err", dir);
+	snprintf(cmdl, sizeof(cmdl), "timeout 60 '%s' summary '%s' >'%s' 2>'%s'", dh_dump(), trc,
+		 out, err);
+	int rc = system(cmdl);
+	cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s: status %x", cmdl, rc);
+	char *text = tu_slurp_text(dir, "summary.out"), *warn = tu_slurp_text(dir, "summary.err");
+	const char *note =
+		"metadata beyond the reader's bounds: 3227 names or command lines cut "
+		"(12908000 bytes), 0 definitions dropped; events and figures are complete";
+	char line[700];
+	snprintf(line, sizeof(line), "warning: %s: %s\n", trc, note);
+	cr_expect(strstr(warn, line) != NULL, "stderr: %s", warn);
+	cr_expect_null(strstr(strstr(warn, "metadata") + 1, "metadata"), "said once: %s", warn);
+	snprintf(line, sizeof(line), "METADATA:  %s\n", note);
+	cr_expect(strstr(text, line) != NULL, "%s", text);
+	free(text);
+	free(warn);
+	char *json = dh_summary(dir, trc, true);
+	cr_expect_eq(dh_int(json, "events"), 600, "%.400s", json);
+	cr_expect_eq(dh_int(json, "events_lost"), 0);
+	cr_expect_eq(dh_int(json, "meta_strings_cut"), 3227);
+	cr_expect_eq(dh_int(dh_name(json, "work"), "spans"), 300);
+	free(json);
+	tu_rm_rf(dir);
+}

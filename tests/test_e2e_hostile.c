@@ -209,7 +209,7 @@ Test(e2e_hostile, file_size_limit_stops_recording_not_the_program, .timeout = 12
 	snprintf(outp, sizeof(outp), "%s/stdout", dir);
 	snprintf(errp, sizeof(errp), "%s/stderr", dir);
 	char *argv[] = {
-		(char *)TR, "-o",      out,	"--",  (char *)e2e_path("tests/prog_e2e_emit"),
+		(char *)TR, "-o",	out,	 "--",	(char *)e2e_path("tests/prog_e2e_emit"),
 		"2",	    "15000000", "sleep", "300", NULL};
 	double t0 = e2e_now();
 	pid_t pid = fork();
@@ -317,5 +317,149 @@ Test(e2e_hostile, program_in_a_pid_namespace_loses_nothing_silently, .timeout = 
 		  json);
 	free(json);
 	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 5: forks that skip the atfork handlers (raw clone(SIGCHLD), glibc's _Fork; fork for
+ * comparison). The child's copy of its thread's state must not write into the parent's ring:
+ * each process's events are its own and exact, nothing lost, no ring corrupt. */
+static void rawfork_check(const char *how, bool preload)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	const long n = 20000;
+	struct e2e_run r = preload ? e2e_run(dir, TR, "-q", "-o", out, "--",
+					     e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL)
+				   : e2e_run(dir, TR, "-q", "--no-preload", "-o", out, "--",
+					     e2e_path("tests/prog_rt_rawfork"), how, "20000", NULL);
+	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s %s", how, r.exit_code, r.out, r.err);
+	int parent = 0, child = 0;
+	const char *line = strstr(r.out, "parent ");
+	cr_assert(line && sscanf(line, "parent %d child %d", &parent, &child) == 2, "%s", r.out);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s: %s", how, json);
+	cr_expect_eq(e2e_json_int(json, "corrupt"), 0, "%s", how);
+	char pat[96];
+	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"tid\":%d,", parent, parent);
+	const char *pt = strstr(json, pat);
+	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"tid\":%d,", child, child);
+	const char *ct = strstr(json, pat);
+	cr_assert(pt && ct, "%s: parent %d and child %d threads: %s", how, parent, child, json);
+	if (!preload) {
+		cr_expect_eq(e2e_json_int_from(json, pt, "events"), 2 * n, "%s parent", how);
+		cr_expect_eq(e2e_json_int_from(json, ct, "events"), n, "%s child", how);
+	}
+	cr_expect_eq(e2e_json_int_from(json, pt, "lost"), 0, "%s", how);
+	cr_expect_eq(e2e_json_int_from(json, ct, "lost"), 0, "%s", how);
+	const char *pn = strstr(json, "{\"name\":\"rawfork.parent\",");
+	const char *cn = strstr(json, "{\"name\":\"rawfork.child\",");
+	cr_assert(pn && cn, "%s: %s", how, json);
+	cr_expect_eq(e2e_json_int_from(json, pn, "instants"), 2 * n, "%s", how);
+	cr_expect_eq(e2e_json_int_from(json, cn, "instants"), n, "%s", how);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_hostile, raw_clone_child_writes_its_own_stream, .timeout = 60)
+{
+	rawfork_check("clone", false);
+	rawfork_check("clone", true);
+}
+
+Test(e2e_hostile, underscore_fork_child_writes_its_own_stream, .timeout = 60)
+{
+	rawfork_check("_Fork", false);
+	rawfork_check("_Fork", true);
+}
+
+Test(e2e_hostile, fork_child_writes_its_own_stream, .timeout = 60)
+{
+	rawfork_check("fork", false);
+}
+
+/* Item 11: emitted = recorded + lost per thread and per reason, for the losses of threads
+ * that hold no ring: NO_SLOT (more threads than --max-threads) and REENTRANT during a claim,
+ * beside REENTRANT on a ring (a signal handler's emit nested in one of the thread's own). */
+Test(e2e_hostile, losses_without_a_ring_are_the_threads_own, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "--no-preload", "--max-threads", "2", "-o", out,
+				   "--", e2e_path("tests/prog_rt_threadloss"), "6", "1000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s %s", r.exit_code, r.out, r.err);
+	char *json = e2e_summary_json(dir, out);
+	int threads = 0;
+	long total = 0;
+	for (const char *p = strstr(r.out, "thread "); p; p = strstr(p + 1, "thread ")) {
+		int tid = 0;
+		long emitted = 0;
+		cr_assert_eq(sscanf(p, "thread %d emitted %ld", &tid, &emitted), 2, "%s", p);
+		char pat[64];
+		snprintf(pat, sizeof(pat), "\"tid\":%d,", tid);
+		const char *th = strstr(json, pat);
+		cr_assert_not_null(th, "thread %d not in the summary: %s", tid, json);
+		int64_t events = e2e_json_int_from(json, th, "events");
+		int64_t lost = e2e_json_int_from(json, th, "lost");
+		cr_expect_eq(events + lost, emitted, "thread %d: %lld recorded + %lld lost != %ld",
+			     tid, (long long)events, (long long)lost, emitted);
+		threads++;
+		total += emitted;
+	}
+	cr_assert_eq(threads, 6, "%s", r.out);
+	cr_expect_eq(e2e_json_int(json, "events_recorded") + e2e_json_int(json, "events_lost"),
+		     total);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), 2000, "two threads held the slots");
+	const char *by = strstr(json, "\"lost_by_reason\"");
+	cr_assert_not_null(by);
+	cr_expect_eq(e2e_json_int_from(json, by, "no_slot"), 4000, "%s", by);
+	cr_expect_eq(e2e_json_int_from(json, by, "reentrant"), 7 + 2 * 3, "%s", by);
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* Item 10: the recorder's memory does not grow with the threads ever traced. 5000 and then
+ * 50000 short-lived threads (1000 at a time, 10 events each): the recorder's peak RSS (its
+ * ru_maxrss, as trace-run reports it) is about the same. --keep-stored: chunks written
+ * uncompressed while compression was behind stay so, since compacting them at the end reads
+ * the whole file's index (memory in proportion to the chunks, not to the recording). */
+static double churn_recorder_mib(const char *dir, const char *threads, int64_t *emitted,
+				 int64_t *recorded_and_lost)
+{
+	char out[256];
+	snprintf(out, sizeof(out), "%s/churn%s.trc", dir, threads);
+	struct e2e_run r =
+		e2e_run(dir, TR, "--keep-stored", "--no-preload", "-o", out, "--",
+			e2e_path("tests/prog_rt_threadchurn"), threads, "1000", "10", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	const char *p = strstr(r.err, "recorder RSS ");
+	cr_assert_not_null(p, "%s", r.err);
+	double mib = strtod(p + strlen("recorder RSS "), NULL);
+	cr_assert(sscanf(r.out, "emitted %" SCNd64, emitted) == 1, "%s", r.out);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	*recorded_and_lost =
+		e2e_json_int(json, "events_recorded") + e2e_json_int(json, "events_lost");
+	free(json);
+	return mib;
+}
+
+Test(e2e_hostile, recorder_memory_stays_flat_over_50000_short_lived_threads, .timeout = 180)
+{
+	const char *dir = e2e_tmpdir();
+	int64_t e5, a5, e50, a50;
+	double m5 = churn_recorder_mib(dir, "5000", &e5, &a5);
+	double m50 = churn_recorder_mib(dir, "50000", &e50, &a50);
+	cr_expect_eq(a5, e5, "5000 threads: recorded + lost = emitted");
+	cr_expect_eq(a50, e50, "50000 threads: recorded + lost = emitted");
+	/* A sanitizer's allocator keeps freed memory in quarantine: RSS says nothing there. */
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	if (!(tier && *tier))
+		cr_expect_leq(m50, m5 + 3.0,
+			      "recorder RSS %.1f MiB after 50000 threads, %.1f after 5000", m50,
+			      m5);
 	e2e_rm_rf(dir);
 }

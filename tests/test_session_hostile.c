@@ -208,10 +208,10 @@ static void *emit_with_nested(void *p)
 	a->tid = gettid();
 	for (int i = 0; i < 10; i++)
 		TRC_COUNTER("hostile.outer", i);
-	trc__self.ok = 0;
+	*trc__self.ok_flag = 0;
 	for (int i = 0; i < 5; i++)
 		TRC_COUNTER("hostile.nested", i);
-	trc__self.ok = 1;
+	*trc__self.ok_flag = 1;
 	for (int i = 0; i < 10; i++)
 		TRC_COUNTER("hostile.outer", 10 + i);
 	return NULL;

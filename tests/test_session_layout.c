@@ -40,8 +40,10 @@ static void layout(struct trc_region_hdr *h, uint32_t slots, uint32_t procs, uin
 	h->procs_off = pg * (1 + spare);
 	h->slots_off =
 		h->procs_off + trc_page_up((uint64_t)procs * sizeof(struct trc_proc)) + pg * spare;
-	h->strtab_off =
-		h->slots_off + trc_page_up((uint64_t)slots * sizeof(struct trc_slot)) + pg * spare;
+	/* The thread-loss table has no header field: it starts at the page after the slots. */
+	h->strtab_off = trc_region_tlost_at(h->slots_off, slots) +
+			trc_page_up((uint64_t)TRC_TLOST_ENTRIES * sizeof(struct trc_tlost)) +
+			pg * spare;
 	h->rings_off = h->strtab_off + trc_page_up(strtab) + pg * spare;
 	h->region_bytes = h->rings_off + (uint64_t)slots * ring + pg * spare;
 }
@@ -341,6 +343,24 @@ Test(session_layout, check_refuses_a_string_table_over_the_slot_table, .timeout 
 	good(&h, &g);
 	h.strtab_off = h.slots_off - TRC_REGION_PAGE; /* before the slot table */
 	refused(&h, g.region_bytes, "strtab before slots");
+}
+
+Test(session_layout, check_refuses_a_thread_loss_table_out_of_place, .timeout = 60)
+{
+	struct trc_region_hdr h;
+	struct trc_region_geom g;
+	good(&h, &g);
+	cr_assert_eq(g.tlost_off, trc_region_tlost_at(h.slots_off, h.max_slots));
+	h.strtab_off = g.tlost_off; /* the string table over it */
+	refused(&h, g.region_bytes, "strtab over tlost");
+	good(&h, &g);
+	h.strtab_off -= TRC_REGION_PAGE; /* over its last page */
+	refused(&h, g.region_bytes, "strtab over the end of tlost");
+	good(&h, &g);
+	/* More slots push the table (it follows them) into the string table. */
+	h.max_slots += TRC_REGION_PAGE / sizeof(struct trc_slot) + 1;
+	h.region_bytes = h.rings_off + (uint64_t)h.max_slots * RING;
+	refused(&h, h.region_bytes, "slots pushing tlost into strtab");
 }
 
 Test(session_layout, check_refuses_rings_over_the_string_table, .timeout = 60)

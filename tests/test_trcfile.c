@@ -908,3 +908,97 @@ Test(trcfile, unmatched_spans_keep_the_summary_linear, .timeout = 30)
 	trcfile_reader_close(rd);
 	tu_rm_rf(dir);
 }
+
+/* Item 10 (issue 12): streams ended with trcfile_stream_end and a chunk index longer than the
+ * writer's buffer leave memory for a spill file (or stay in memory when no file can be
+ * made); either way the footer is the one a reader checks and reads exactly: every stream in
+ * id order, ended ones and open ones, every chunk. */
+static void ended_streams_round_trip(bool spill_in_memory)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/ended.trc", dir);
+	char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	if (spill_in_memory)
+		setenv("TMPDIR", "/nonexistent-trc-dir", 1);
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	/* An fd, not a path: the spill then goes to $TMPDIR (or memory when it cannot). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	struct trcfile_writer *w = trcfile_writer_open_fd(fd, &h, &tu_small_chunks, &err);
+	cr_assert_not_null(w, "%s", strerror(-err));
+	enum { STREAMS = 3000, PER = 3 };
+	struct trcfile_stream *open_one = trcfile_stream_open(w, TRC_STREAM_THREAD, 7, 7);
+	cr_assert_eq(trcfile_stream_append(
+			     open_one, &(struct trc_record){.type = TRC_REC_INSTANT,
+							    .ts_ns = 5,
+							    .value = {.name_id = 1, .value = 0}}),
+		     0);
+	for (uint32_t i = 0; i < STREAMS; i++) {
+		struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 100, 1000 + i);
+		cr_assert_not_null(s);
+		cr_assert_eq(trcfile_stream_id(s), i + 1);
+		for (uint32_t k = 0; k < PER; k++) {
+			struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = 10 + i * 10 + k};
+			r.value.name_id = 1;
+			r.value.value = i * PER + k;
+			cr_assert_eq(trcfile_stream_append(s, &r), 0);
+			if (i % 2 && k == 0)
+				cr_assert_eq(trcfile_stream_flush(s), 0,
+					     "two chunks for odd streams");
+		}
+		if (i % 5 != 4) /* most end; every fifth stays open until close */
+			cr_assert_eq(trcfile_stream_end(s), 0);
+	}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+	if (saved) {
+		setenv("TMPDIR", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("TMPDIR");
+	}
+
+	struct trcfile_reader *rd = tu_open(path);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(rd, &st);
+	cr_assert_not(st.truncated, "the footer is valid");
+	cr_assert_eq(trcfile_reader_stream_count(rd), STREAMS + 1);
+	cr_assert_eq(st.chunks, 1 + STREAMS + STREAMS / 2, "one chunk each, two for odd ones");
+	cr_assert_eq(st.records, 1 + STREAMS * PER);
+	for (uint32_t i = 0; i < STREAMS; i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(rd, i + 1);
+		if (si->tid != 1000 + i || si->pid != 100 || si->records != PER ||
+		    si->chunks != 1 + i % 2)
+			cr_assert_fail("stream %u: tid %u records %llu chunks %u", i + 1, si->tid,
+				       (unsigned long long)si->records, si->chunks);
+	}
+	struct trcfile_iter *it = trcfile_iter_new(rd);
+	struct trc_record rec;
+	unsigned s;
+	uint64_t want = 0;
+	int rc;
+	while ((rc = trcfile_iter_next(it, &rec, &s)) == 1) {
+		if (s == 0)
+			continue;
+		if ((uint64_t)rec.value.value != want)
+			cr_assert_fail("record %llu read as %llu", (unsigned long long)want,
+				       (unsigned long long)rec.value.value);
+		want++;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(want, STREAMS * PER);
+	trcfile_iter_free(it);
+	trcfile_reader_close(rd);
+	tu_rm_rf(dir);
+}
+
+Test(trcfile, ended_streams_and_a_long_index_spill_to_a_file, .timeout = 60)
+{
+	ended_streams_round_trip(false);
+}
+
+Test(trcfile, ended_streams_and_a_long_index_stay_in_memory_without_a_spill_file, .timeout = 60)
+{
+	ended_streams_round_trip(true);
+}

@@ -276,3 +276,77 @@ Test(u64map, churn_matches_a_reference, .timeout = 60)
 	cr_assert_leq(m.cap, 4 * SLOTS, "deletions leave no tombstones to grow on");
 	u64map_destroy(&m);
 }
+
+/* ---- hostile keys: a crafted set that collides under a known seed ---------------------- */
+
+/* The inverse of u64map.c's home-slot mix (xorshift 29, multiply, xorshift 32): the key whose
+ * mixed value is y under seed. Keys with y = j << 32 all share home slot 0 in any table of up
+ * to 2^32 slots: what someone who knew the seed would put in a file. */
+static uint64_t crafted_key(uint64_t y, uint64_t seed)
+{
+	uint64_t x = y ^ (y >> 32);
+	uint64_t inv = 0xbf58476d1ce4e5b9ull; /* Newton: inverse of an odd number mod 2^64 */
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - 0xbf58476d1ce4e5b9ull * inv;
+	x *= inv;
+	x = x ^ (x >> 29) ^ (x >> 58);
+	return x ^ seed;
+}
+
+/* The longest run of occupied slots: every probe (get, put, del, of present or missing keys)
+ * stays inside one, so it bounds them all. */
+static size_t longest_run(const struct u64map *m)
+{
+	size_t best = 0, run = 0;
+	for (size_t i = 0; i < 2 * m->cap; i++) { /* twice round: a run may wrap */
+		run = m->used[i & (m->cap - 1)] ? run + 1 : 0;
+		if (run > best)
+			best = run;
+	}
+	return best > m->cap ? m->cap : best;
+}
+
+Test(u64map, crafted_collisions_keep_probes_bounded, .timeout = 60)
+{
+	const uint64_t seed = 0x243f6a8885a308d3ull;
+	u64map_test_force_seed(seed);
+	struct u64map m;
+	u64map_init(&m, SIZE_MAX);
+	u64map_test_force_seed(0);
+	cr_assert_eq(m.seed, seed);
+	cr_assert_eq(crafted_key(0, seed) ^ seed, 0, "the inverse is an inverse");
+
+	const uint64_t n = 50000;
+	for (uint64_t j = 1; j <= n; j++)
+		cr_assert_eq(u64map_put(&m, crafted_key(j << 32, seed), j, NULL, NULL), 0);
+	cr_assert_eq(u64map_count(&m), n);
+	cr_assert_geq(m.reseeds, 1, "colliding keys moved the map to a new seed");
+	size_t run = longest_run(&m);
+	cr_assert_leq(run, 256, "longest probe run %zu slots for %llu crafted keys", run,
+		      (unsigned long long)n);
+	for (uint64_t j = 1; j <= n; j++) {
+		uint64_t *v = u64map_get(&m, crafted_key(j << 32, seed));
+		if (!v || *v != j)
+			cr_assert_fail("crafted key %llu lost", (unsigned long long)j);
+	}
+	/* Churn under the new seed: deletions keep every other key. */
+	for (uint64_t j = 1; j <= n; j += 2)
+		cr_assert(u64map_del(&m, crafted_key(j << 32, seed), NULL));
+	for (uint64_t j = 2; j <= n; j += 2)
+		cr_assert_not_null(u64map_get(&m, crafted_key(j << 32, seed)));
+	cr_assert_null(u64map_get(&m, crafted_key((n + 1) << 32, seed)));
+	u64map_destroy(&m);
+}
+
+Test(u64map, ordinary_keys_keep_the_seed, .timeout = 60)
+{
+	struct u64map m;
+	u64map_init(&m, SIZE_MAX);
+	uint64_t seed = m.seed;
+	for (uint64_t k = 0; k < 200000; k++)
+		cr_assert_eq(u64map_put(&m, 0x7f0000000000ull + 16 * k, k, NULL, NULL), 0);
+	cr_assert_eq(m.reseeds, 0, "addresses never look crafted");
+	cr_assert_eq(m.seed, seed);
+	cr_assert_leq(longest_run(&m), 256);
+	u64map_destroy(&m);
+}

@@ -113,6 +113,11 @@ const char *dump_file_operand(const char *cmd, int argc, char **argv);
  * NULL. Prints a warning on stderr when the file is truncated (unless quiet). */
 struct trcfile_reader *dump_open(const char *path, bool quiet);
 
+/* One line on metadata the reader cut or dropped (stats' meta_* fields): its stderr warning
+ * and the summary say the same. Static storage (one thread). */
+struct trcfile_reader_stats;
+const char *dump_meta_cut_note(const struct trcfile_reader_stats *st);
+
 /* Closes what dump_open opened, first warning on stderr when damaged chunks were skipped while
  * it was read (the reader reads past them). Accepts NULL. */
 void dump_close(struct trcfile_reader *r, const char *path);

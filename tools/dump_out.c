@@ -389,8 +389,23 @@ struct trcfile_reader *dump_open(const char *path, bool quiet)
 			dump_error("warning: %s: %" PRIu64 " %s missing in the middle of streams",
 				   path, st.chunks_missing,
 				   cli_plural(st.chunks_missing, "chunk", "chunks"));
+		if (st.meta_strings_cut || st.meta_entries_dropped)
+			dump_error("warning: %s: %s", path, dump_meta_cut_note(&st));
 	}
 	return r;
+}
+
+const char *dump_meta_cut_note(const struct trcfile_reader_stats *st)
+{
+	static char note[256];
+	snprintf(note, sizeof(note),
+		 "metadata beyond the reader's bounds: %" PRIu64 " %s cut (%" PRIu64
+		 " bytes), %" PRIu64 " %s dropped; events and figures are complete",
+		 st->meta_strings_cut,
+		 cli_plural(st->meta_strings_cut, "name or command line", "names or command lines"),
+		 st->meta_bytes_cut, st->meta_entries_dropped,
+		 cli_plural(st->meta_entries_dropped, "definition", "definitions"));
+	return note;
 }
 
 void dump_close(struct trcfile_reader *r, const char *path)

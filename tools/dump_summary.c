@@ -164,7 +164,10 @@ static const char dump__summary_help[] =
 	"  footer_damaged            true when a footer was there but failed its checks\n"
 	"  chunks, bytes_ignored     chunks read; bytes after the last whole chunk\n"
 	"  chunks_missing            chunks absent before the last chunk of their stream\n"
-	"  chunks_damaged            chunks that failed their checks when read: skipped\n";
+	"  chunks_damaged            chunks that failed their checks when read: skipped\n"
+	"  meta_strings_cut, meta_bytes_cut, meta_entries_dropped  metadata beyond the reader's\n"
+	"                            bounds (64 MiB of strings): names cut to \"\", definitions\n"
+	"                            not kept; events and figures stay complete\n";
 
 static int dump__feed_memory(void *ctx, const struct trc_record *rec, unsigned sidx)
 {
@@ -410,6 +413,9 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	dump__kv_u64("chunks_missing", st.chunks_missing, &first);
 	dump__kv_u64("chunks_damaged", st.chunks_damaged, &first);
 	dump__kv_u64("bytes_ignored", st.bytes_ignored, &first);
+	dump__kv_u64("meta_strings_cut", st.meta_strings_cut, &first);
+	dump__kv_u64("meta_bytes_cut", st.meta_bytes_cut, &first);
+	dump__kv_u64("meta_entries_dropped", st.meta_entries_dropped, &first);
 	dump_str("}\n");
 }
 
@@ -517,6 +523,8 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 		dump_printf("DAMAGED:   %" PRIu64 " %s skipped, the rest read (first: %s)\n",
 			    st.chunks_damaged, cli_plural(st.chunks_damaged, "chunk", "chunks"),
 			    trcfile_reader_damage_note(r));
+	if (st.meta_strings_cut || st.meta_entries_dropped)
+		dump_printf("METADATA:  %s\n", dump_meta_cut_note(&st));
 	if (s->has_exit) {
 		int stt = s->exit_status;
 		if ((stt & 0x7f) == 0)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "flame.h"
+#include "u64map.h"
 
 enum { FLAME__ROOT, FLAME__SPAN, FLAME__FUNC, FLAME__OUTSIDE };
 
@@ -48,9 +49,9 @@ struct flame {
 
 static size_t flame__hash(uint32_t parent, uint32_t kind, uint32_t pid, uint64_t key)
 {
-	uint64_t h = key * 0x9e3779b97f4a7c15ull;
-	h ^= ((uint64_t)parent << 32 | (uint64_t)pid << 2 | kind) * 0xc2b2ae3d27d4eb4full;
-	return (size_t)(h ^ (h >> 31));
+	/* Seeded (u64map_hash): keys come from the file, which must not choose collisions. */
+	return (size_t)u64map_hash(key ^
+				   u64map_hash((uint64_t)parent << 32 | (uint64_t)pid << 2 | kind));
 }
 
 static int flame__rehash(struct flame *f, size_t cap)

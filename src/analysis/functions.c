@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "functions.h"
+#include "u64map.h"
 
 #define FUNC__SUB 32u
 #define FUNC__GROUPS 60u
@@ -167,8 +168,8 @@ static void func__stat(const struct func__hist *h, struct func_stat *out)
 
 static size_t func__hash(uint32_t pid, uint64_t addr)
 {
-	uint64_t h = (addr ^ ((uint64_t)pid << 44)) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h ^ (h >> 31));
+	/* Seeded (u64map_hash): addresses come from the file, which must not choose collisions. */
+	return (size_t)u64map_hash(addr ^ u64map_hash(pid));
 }
 
 static int func__rehash(struct func_table *t, size_t cap)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "symbols.h"
+#include "u64map.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI's); trace-dump links -lstdc++. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -284,8 +285,8 @@ static int sym__lookup(struct sym_resolver *s, const struct sym__file *f, uint64
 
 static size_t sym__hash(uint32_t pid, uint64_t addr)
 {
-	uint64_t h = (addr ^ ((uint64_t)pid << 40)) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h ^ (h >> 29));
+	/* Seeded (u64map_hash): addresses come from the file, which must not choose collisions. */
+	return (size_t)u64map_hash(addr ^ u64map_hash(pid));
 }
 
 static int sym__grow(struct sym_resolver *s)

@@ -106,20 +106,30 @@ extern unsigned trc__mode;
  * that limit at the end of the part of the ring it has faulted in, so a writer about to leave
  * it takes the slow path (trc__emit_full), which faults the next chunk in first. */
 struct trc__thread {
-	/* 1 when the thread holds a ring and is not inside an emit: the only flag the fast path
-	 * tests. Cleared around each emit, so a signal handler that interrupts one sees 0 and goes
-	 * to the slow path, which counts its event as lost instead of corrupting the ring. */
-	volatile uint8_t ok;
+	/* The fast path's flag: *ok_flag is 1 when the thread holds a ring and is not inside an
+	 * emit, the only thing the fast path tests. Cleared around each emit, so a signal handler
+	 * that interrupts one sees 0 and goes to the slow path, which counts its event as lost
+	 * instead of corrupting the ring. The byte lives outside TLS, in the runtime's page that
+	 * the kernel zeroes in a forked child (MADV_WIPEONFORK; src/runtime/thread.c): a child made
+	 * without the atfork handlers (raw clone, _Fork) finds 0, takes the slow path and gets a
+	 * ring of its own instead of writing into its parent's. ok_flag[1] is 1 while the thread
+	 * holds a ring (0 in such a child too). No ring: ok_flag points at a 0 never written.
+	 * (A pointer since issue 12 item 5: code that set the byte must now write *ok_flag.) */
+	volatile uint8_t *ok_flag;
 	uint8_t busy; /* inside a slow path (claim, naming) */
 	uint8_t parked; /* no free slot last time: retry when the recorder frees one */
 	uint8_t named; /* name[] holds a trc_thread_name */
 	uint32_t slot;
-	/* The thread's ring; prod.data is NULL when the thread holds none. Right after ok, so
+	/* The thread's ring; prod.data is NULL when the thread holds none. Right after ok_flag, so
 	 * the fields an event touches share a cache line or two. */
 	struct ring_producer prod;
 	uint64_t freed_seen;
 	uint64_t faulted; /* bytes of the ring faulted in (from its start; grows by doubling) */
 	char name[16];
+	/* Its entry in the region's thread-loss table (index + 1, 0 none yet), taken for the
+	 * region pid tlost_pid (a fork child takes its own). Slow paths only. */
+	uint32_t tlost;
+	uint32_t tlost_pid;
 };
 
 extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
@@ -173,11 +183,12 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 							    unsigned nwords, uint64_t a, uint64_t b)
 {
 	struct trc__thread *t = &trc__self;
-	if (TRC__UNLIKELY(!t->ok)) {
+	volatile uint8_t *ok = t->ok_flag;
+	if (TRC__UNLIKELY(!*ok)) {
 		trc__emit_slow(tag, nwords, a, b);
 		return;
 	}
-	t->ok = 0;
+	*ok = 0;
 	TRC__BARRIER(); /* ok = 0 is in place before the ring is touched (signal handlers) */
 	struct trc__event *e =
 		(struct trc__event *)ring_reserve_fast_sp(&t->prod, tag, 8u + 8u * nwords);
@@ -195,7 +206,7 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 		trc__emit_full(t, tag, nwords, a, b);
 	}
 	TRC__BARRIER();
-	t->ok = 1;
+	*t->ok_flag = 1; /* loaded again: cheaper than keeping a register across the emit */
 }
 
 /* The call site's name id, interned on first use. The acquire load pairs with the release

@@ -50,9 +50,11 @@ __attribute__((constructor)) static void preload__jump_ctor(void)
 static inline void preload__jump_out(void)
 {
 	struct trc__thread *t = &trc__self;
-	/* busy: inside a claim or naming, which cannot be resumed; leave those alone. */
-	if (t->prod.data && !t->ok && !t->busy)
-		t->ok = 1;
+	/* busy: inside a claim or naming, which cannot be resumed; leave those alone. ok[1] == 0
+	 * with a ring: a fork child made without the atfork handlers (its flag line was wiped,
+	 * trc.h), whose ring is its parent's; its next event's slow path gives it its own. */
+	if (t->prod.data && !t->ok_flag[0] && t->ok_flag[1] && !t->busy)
+		t->ok_flag[0] = 1;
 }
 
 __attribute__((noreturn)) static void preload__jump(int which, struct __jmp_buf_tag *env, int val)

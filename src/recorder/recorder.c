@@ -158,7 +158,8 @@ static void recorder__on_stream_end(void *arg, const struct session_stream *st)
 	uint64_t v;
 	if (!u64map_del(&r->streams, st->key, &v))
 		return;
-	int err = trcfile_stream_flush(recorder__stream_of(v));
+	/* The thread is gone: its stream leaves the writer's memory too. */
+	int err = trcfile_stream_end(recorder__stream_of(v));
 	if (err)
 		recorder__set_error(r, err);
 	if (r->last_key == st->key)

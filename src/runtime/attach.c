@@ -141,11 +141,13 @@ static void trc__retire_stale_slots(void)
 	}
 }
 
-static void trc__atfork_child(void)
+void trc__atfork_child(void)
 {
 	if (!trc__mode_load())
 		return;
 	trc__thread_forget();
+	/* The kernel zeroed the guard in this copy: this process is the attached one now. */
+	__atomic_store_n(trc__rt.guard, 1, __ATOMIC_RELAXED);
 	trc__rt.pid = getpid();
 	trc__rt.region_pid = (uint32_t)trc__rt.pid | trc__rt.pid_tag;
 	trc__procinfo_atfork_child();
@@ -221,6 +223,9 @@ int trc_attach(void)
 		}
 		trc__rt.atfork_ok = true;
 	}
+	err = trc__guard_map(&geom);
+	if (err)
+		goto unmap;
 	trc__rt.base = base;
 	trc__rt.hdr = h;
 	trc__rt.geom = geom;

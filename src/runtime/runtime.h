@@ -14,7 +14,7 @@
  *   trc__site_intern           any                     other interns (fetch_add, CAS) no
  *   thread exit (key dtor)     exiting thread          drain                           no
  *   fork child handler         child's only thread     nothing                         no
- * Signal handlers may run any of the emit paths on top of any of them: trc__self.ok/busy turn a
+ * Signal handlers may run any of the emit paths on top of any of them: trc__self.ok_flag/busy turn a
  * nested event into a counted loss.
  */
 #ifndef TRC_RUNTIME_H
@@ -48,6 +48,12 @@ struct trc__rt {
 	/* This copy of the runtime registered the process (attach.c): it describes it, and writes
 	 * its EXIT record as it exits (procinfo.c). */
 	bool describes;
+	/* The fork guard (thread.c): private anonymous memory the kernel zeroes in a forked
+	 * child (MADV_WIPEONFORK). Line 0 holds 1 while this process is the one that attached;
+	 * line i + 1 holds the fast-path flag of the thread on slot i (trc.h's ok). */
+	uint8_t *guard;
+	uint64_t guard_bytes;
+	bool guard_wipes; /* the kernel took MADV_WIPEONFORK: a copy is detected */
 };
 
 extern struct trc__rt trc__rt;
@@ -93,6 +99,21 @@ void trc__procinfo_atfork_child(void);
 /* Interns a string; returns its id (1, the "table full" entry, when there is no room). Lock-free,
  * async-signal-safe (intern.c). */
 uint32_t trc__intern(const char *s);
+
+/* Maps the fork guard for geom's slots (attach, before the mode is set). 0 or -errno. */
+int trc__guard_map(const struct trc_region_geom *geom);
+
+/* True in a process that is a copy of the attached one made without the atfork handlers
+ * (raw clone(SIGCHLD), _Fork): its guard was zeroed by the kernel. Slow paths only. */
+static inline bool trc__forked_unseen(void)
+{
+	return trc__rt.guard_wipes && !__atomic_load_n(trc__rt.guard, __ATOMIC_RELAXED);
+}
+
+/* Makes the calling process (a fork child: its only thread) a process of its own in the
+ * session: forgets the parent's ring, registers the new pid. The atfork child handler, and
+ * the slow paths of a child whose fork skipped it (attach.c). */
+void trc__atfork_child(void);
 
 /* Thread-exit hook (pthread key destructor, thread.c). */
 void trc__thread_exit(void *arg);

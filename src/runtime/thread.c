@@ -9,8 +9,9 @@
  * publish CLAIMED (release). The first thread of a process to claim also writes the PROCESS and
  * MODULE records. Every claim writes a THREAD record. An event nested in the thread's own emit
  * (signal handler) is counted in its slot's lost_reentrant. When no slot is free the
- * event is counted in the region's lost_no_slot and the thread parks: it rescans only when the
- * recorder has freed a slot since (hdr->slots_freed moved), so a full table costs one load.
+ * event is counted in the thread's entry of the region's thread-loss table (trc__lost_mine)
+ * and the thread parks: it rescans only when the recorder has freed a slot since
+ * (hdr->slots_freed moved), so a full table costs one load.
  *
  * Exit: a pthread key destructor (runs when a thread returns from its start routine or calls
  * pthread_exit) publishes RETIRED; the recorder drains the ring and frees the slot. An event
@@ -38,7 +39,67 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-__thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
+/* What a thread without a ring points its fast-path flag at: 0, and never written (ok[1],
+ * "holds a ring", is read by the preload library's jump hooks). */
+static volatile uint8_t trc__ok_none[2];
+
+__thread struct trc__thread trc__self
+	__attribute__((tls_model("initial-exec"))) = {.ok_flag = trc__ok_none};
+
+/* ---- the fork guard ----------------------------------------------------------------------
+ *
+ * A fork that skips the atfork handlers (raw clone(SIGCHLD), glibc's _Fork) copies the
+ * forking thread's TLS, ring producer included: its fast path would go on writing into the
+ * parent's ring. TLS cannot tell the copy apart, so the fast-path flag lives in a private
+ * anonymous mapping marked MADV_WIPEONFORK, one cache line per slot (threads' flags never share
+ * a line): in the child the kernel zeroes it, the first event takes the slow path, which sees
+ * the zeroed line 0 (trc__forked_unseen) and adopts the child as a process of its own
+ * (trc__atfork_child). The cost on the fast path is one load of the flag's address. Kernels
+ * before 4.14 refuse the advice: the child is then not detected (as before). */
+#define TRC__GUARD_LINE 64u
+
+int trc__guard_map(const struct trc_region_geom *geom)
+{
+	uint64_t bytes = (uint64_t)(geom->max_slots + 1) * TRC__GUARD_LINE;
+	bytes = (bytes + TRC_REGION_PAGE - 1) & ~(uint64_t)(TRC_REGION_PAGE - 1);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	trc__rt.guard_wipes = madvise(p, bytes, MADV_WIPEONFORK) == 0;
+	trc__rt.guard = p;
+	trc__rt.guard_bytes = bytes;
+	__atomic_store_n(trc__rt.guard, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Points the thread's fast-path flag at slot i's line (0 = in an emit; the caller sets 1). */
+static void trc__ok_bind(struct trc__thread *t, uint32_t i)
+{
+	volatile uint8_t *ok = trc__rt.guard + (uint64_t)(i + 1) * TRC__GUARD_LINE;
+	ok[0] = 0;
+	ok[1] = 1;
+	TRC__BARRIER();
+	t->ok_flag = ok;
+}
+
+/* Back to no flag (no ring). Before the slot is given up (RETIRED): see trc__thread_exit. */
+static void trc__ok_unbind(struct trc__thread *t)
+{
+	volatile uint8_t *ok = t->ok_flag;
+	t->ok_flag = trc__ok_none;
+	TRC__BARRIER();
+	if (ok != trc__ok_none) {
+		ok[0] = 0;
+		ok[1] = 0;
+	}
+}
+
+/* Sets the flag of a thread that holds a ring (no-op without one). */
+static void trc__ok_set(struct trc__thread *t, uint8_t v)
+{
+	if (t->ok_flag != trc__ok_none)
+		t->ok_flag[0] = v;
+}
 
 /* trc.h writes every event as struct trc__event {ts, a, b} cut to 8 + 8 * nwords bytes: the
  * payloads of session_layout.h's encoding table, byte for byte. */
@@ -54,6 +115,7 @@ _Static_assert(8 + 8 * 0 == sizeof(struct trc_ring_span) &&
 
 static void trc__drop_ring(struct trc__thread *t)
 {
+	trc__ok_unbind(t);
 	memset(&t->prod, 0, sizeof(t->prod)); /* prod.data == NULL: no ring */
 	t->faulted = 0;
 }
@@ -351,6 +413,7 @@ static int trc__claim(struct trc__thread *t)
 			return -EPROTO;
 		}
 		t->slot = i;
+		trc__ok_bind(t, i);
 		t->faulted = 0;
 		/* Nothing faulted yet: the fast path stops at once, until the head is in. */
 		ring_producer_cap_limit(&t->prod, 0);
@@ -367,6 +430,45 @@ static int trc__claim(struct trc__thread *t)
 	t->parked = 1;
 	t->freed_seen = freed;
 	return -ENOSPC;
+}
+
+/* Counts one event this thread lost while it held no ring (reason TRC_LOST_NO_SLOT or
+ * TRC_LOST_REENTRANT) in its entry of the region's thread-loss table, so the recorder reports
+ * it on this thread's stream; region-wide (the process's) only when the table is full.
+ * Taking an entry is a scan from the tid's place, once per thread; async-signal-safe. */
+static void trc__lost_mine(struct trc__thread *t, uint32_t reason)
+{
+	struct trc_region_hdr *h = trc__rt.hdr;
+	uint32_t n = trc__rt.geom.max_tlost;
+	if (t->tlost_pid != trc__rt.region_pid) {
+		t->tlost = 0;
+		t->tlost_pid = trc__rt.region_pid;
+	}
+	if (!t->tlost && n) {
+		uint32_t tid = (uint32_t)gettid();
+		uint64_t who = (uint64_t)trc__rt.region_pid << 32 | tid;
+		for (uint32_t k = 0, i = tid % n; k < n && !t->tlost;
+		     k++, i = i + 1 == n ? 0 : i + 1) {
+			struct trc_tlost *e = trc_region_tlost(trc__rt.base, &trc__rt.geom, i);
+			uint64_t w = atomic_load_explicit(&e->who, memory_order_relaxed);
+			if (w == 0 && atomic_compare_exchange_strong_explicit(&e->who, &w, who,
+									      memory_order_relaxed,
+									      memory_order_relaxed))
+				w = who;
+			if (w == who)
+				t->tlost = i + 1;
+		}
+	}
+	if (!t->tlost) {
+		atomic_fetch_add_explicit(reason == TRC_LOST_NO_SLOT ? &h->lost_no_slot
+								     : &h->lost_reentrant,
+					  1, memory_order_relaxed);
+		return;
+	}
+	struct trc_tlost *e = trc_region_tlost(trc__rt.base, &trc__rt.geom, t->tlost - 1);
+	atomic_fetch_add_explicit(reason == TRC_LOST_NO_SLOT ? &e->no_slot : &e->reentrant, 1,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->tlost_added, 1, memory_order_relaxed);
 }
 
 /* Writes one event record through the ring's general path (wrap, full). ok == 0. */
@@ -396,7 +498,9 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	unsigned mode = trc__mode_load();
 	if (!mode)
 		return;
-	struct trc_region_hdr *h = trc__rt.hdr;
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child(); /* a copy made without the atfork handlers: a ring of its own
+				      */
 	if (t->prod.data) {
 		/* ok == 0 with a ring: a signal handler interrupted this thread's own emit.
 		 * Writing now would corrupt the ring; the loss is this thread's. */
@@ -405,14 +509,15 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 		return;
 	}
 	if (t->busy) {
-		/* Inside a claim: no ring of its own yet, so the process counts it. */
-		atomic_fetch_add_explicit(&h->lost_reentrant, 1, memory_order_relaxed);
+		/* Inside a claim: no ring of its own yet, so its entry of the loss table counts it.
+		 */
+		trc__lost_mine(t, TRC_LOST_REENTRANT);
 		return;
 	}
 	t->busy = 1;
 	TRC__BARRIER();
 	if (trc__claim(t) != 0) {
-		atomic_fetch_add_explicit(&h->lost_no_slot, 1, memory_order_relaxed);
+		trc__lost_mine(t, TRC_LOST_NO_SLOT);
 		TRC__BARRIER();
 		t->busy = 0;
 		return;
@@ -423,7 +528,7 @@ void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b)
 	trc__emit_ring(t, mode, tag, nwords, a, b);
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = 1;
+	trc__ok_set(t, 1);
 }
 
 void trc__thread_name(const char *name)
@@ -432,13 +537,15 @@ void trc__thread_name(const char *name)
 	unsigned mode = trc__mode_load();
 	if (!mode || !name)
 		return;
-	if (t->busy || (t->prod.data && !t->ok)) {
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child();
+	if (t->busy || (t->prod.data && !*t->ok_flag)) {
 		/* Nested in this thread's own emit (signal handler): do not write. A name is not
 		 * an event, so nothing is counted lost (emitted = recorded + lost counts events).
 		 */
 		return;
 	}
-	t->ok = 0;
+	trc__ok_set(t, 0);
 	t->busy = 1;
 	TRC__BARRIER();
 	memset(t->name, 0, sizeof(t->name));
@@ -455,7 +562,7 @@ void trc__thread_name(const char *name)
 	 * not an event, so nothing is counted lost. */
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = t->prod.data != NULL;
+	trc__ok_set(t, t->prod.data != NULL);
 }
 
 void trc__modules_changed(void)
@@ -464,12 +571,18 @@ void trc__modules_changed(void)
 	unsigned mode = trc__mode_load();
 	if (!mode)
 		return;
-	if (t->busy || (t->prod.data && !t->ok)) {
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child();
+	if (t->busy || (t->prod.data && !*t->ok_flag)) {
 		/* Nested in this thread's own emit (signal handler): count, do not write. */
-		atomic_fetch_add_explicit(&trc__rt.hdr->lost_reentrant, 1, memory_order_relaxed);
+		if (t->prod.data)
+			atomic_fetch_add_explicit(&trc__slot(t->slot)->lost_reentrant, 1,
+						  memory_order_relaxed);
+		else
+			trc__lost_mine(t, TRC_LOST_REENTRANT);
 		return;
 	}
-	t->ok = 0;
+	trc__ok_set(t, 0);
 	t->busy = 1;
 	TRC__BARRIER();
 	if (t->prod.data) {
@@ -482,24 +595,24 @@ void trc__modules_changed(void)
 			trc__emit_new_modules(t, mode);
 		trc__emit_thread_record(t, mode);
 	} else {
-		atomic_fetch_add_explicit(&trc__rt.hdr->lost_no_slot, 1, memory_order_relaxed);
+		trc__lost_mine(t, TRC_LOST_NO_SLOT);
 	}
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = t->prod.data != NULL;
+	trc__ok_set(t, t->prod.data != NULL);
 }
 
 void trc__process_exiting(int code)
 {
 	struct trc__thread *t = &trc__self;
 	unsigned mode = trc__mode_load();
-	if (!mode || t->busy || (t->prod.data && !t->ok))
+	if (!mode || t->busy || (t->prod.data && !*t->ok_flag))
 		return; /* exit from a signal handler that interrupted an emit: no record */
 	/* A vfork child runs on its parent's memory and thread: the record would be the parent's,
 	 * and the parent's own would then never be written. */
 	if (getpid() != trc__rt.pid)
 		return;
-	t->ok = 0;
+	trc__ok_set(t, 0);
 	t->busy = 1;
 	TRC__BARRIER();
 	if (t->prod.data) {
@@ -512,16 +625,19 @@ void trc__process_exiting(int code)
 	}
 	TRC__BARRIER();
 	t->busy = 0;
-	t->ok = t->prod.data != NULL;
+	trc__ok_set(t, t->prod.data != NULL);
 }
 
 void trc__thread_exit(void *arg)
 {
 	(void)arg;
 	struct trc__thread *t = &trc__self;
-	if (!t->prod.data || t->busy || !t->ok)
+	/* A copy's ring is its parent's thread's: never retire it from here. */
+	if (!t->prod.data || t->busy || !*t->ok_flag || trc__forked_unseen())
 		return;
-	t->ok = 0;
+	/* Off the slot's flag line before RETIRED: once the recorder frees the slot, its next
+	 * claimer owns the line (a late write here would clear that thread's flag). */
+	trc__ok_unbind(t);
 	TRC__BARRIER();
 	struct trc_slot *s = trc__slot(t->slot);
 	uint64_t w = atomic_load_explicit(&s->state, memory_order_relaxed);
@@ -538,7 +654,6 @@ void trc__thread_forget(void)
 {
 	struct trc__thread *t = &trc__self;
 	/* The parent still owns that ring; the child claims its own on its next event. */
-	t->ok = 0;
 	trc__drop_ring(t);
 	t->busy = 0;
 	t->parked = 0;

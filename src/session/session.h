@@ -11,10 +11,14 @@
  *     and later emits again gets a new stream). Starts with the thread's THREAD record (pid, tid,
  *     name; again after trc_thread_name), then its events in order, LOST records (reason
  *     RING_FULL, or CORRUPT followed by the end of the stream) where its ring dropped some.
+ *     Also one per thread that lost events while it held no ring (every slot taken, or a
+ *     signal handler's emit during its claim): only LOST records (NO_SLOT, REENTRANT), from
+ *     the region's thread-loss table, so emitted = recorded + lost holds per thread.
  *   kind 3 (meta): one for the session, key 1, pid 0, tid 0. NAME records (each before the first
  *     record that uses the id), PROCESS and MODULE records (taken from the rings of the threads
  *     that wrote them), NOTE records (a corrupt ring, a full string table), LOST records for
- *     the region-wide counters (reason NO_SLOT, REENTRANT).
+ *     the region-wide counters (reason NO_SLOT, REENTRANT: losses of threads that found the
+ *     thread-loss table full).
  * Timestamps are CLOCK_MONOTONIC ns (converted from TSC ticks in the drain).
  *
  * Concurrency:

@@ -38,6 +38,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -965,6 +966,67 @@ static int session__region_lost(struct session__ctx *c)
 	return rc;
 }
 
+/* One counter of a thread-loss entry: the delta since the last report, as a LOST record of
+ * reason on the thread's stream; a counter that went back or moved faster than the machine
+ * can emit (the program scribbled on the region) is reported as CORRUPT (unknown) instead. */
+static int session__tlost_counter(struct session__ctx *c, struct session_tlost *d,
+				  _Atomic uint64_t *counter, uint64_t *reported, uint32_t reason,
+				  uint64_t since_ns)
+{
+	uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
+	if (v == *reported)
+		return 0;
+	uint64_t old = *reported;
+	*reported = v;
+	if (v > old && session__plausible(v - old, since_ns, 1))
+		return session__lost(c, &d->st, c->now_ns, v - old, reason);
+	return session__lost(c, &d->st, c->now_ns, 0, TRC_LOST_CORRUPT);
+}
+
+/* The thread-loss table (session_layout.h): losses of threads that held no ring, reported
+ * on a stream of each such thread, so emitted = recorded + lost holds per thread. Read only
+ * when a producer added to it since the last look. */
+static int session__thread_losses(struct session__ctx *c)
+{
+	struct trc_session *s = c->s;
+	uint64_t added = atomic_load_explicit(&s->hdr->tlost_added, memory_order_relaxed);
+	if (added == s->tlost_added_seen || !s->geom.max_tlost)
+		return 0;
+	if (!s->tlost) {
+		s->tlost = calloc(s->geom.max_tlost, sizeof(*s->tlost));
+		if (!s->tlost)
+			return 0; /* read again next time */
+		s->tlost_seen_ns = s->created_ns;
+	}
+	s->tlost_added_seen = added;
+	uint64_t since = c->now_ns - s->tlost_seen_ns;
+	s->tlost_seen_ns = c->now_ns;
+	for (uint32_t i = 0; i < s->geom.max_tlost; i++) {
+		struct trc_tlost *e = trc_region_tlost(s->base, &s->geom, i);
+		struct session_tlost *d = &s->tlost[i];
+		uint64_t who = atomic_load_explicit(&e->who, memory_order_relaxed);
+		if (!who)
+			continue;
+		if (who !=
+		    d->who) { /* a new entry (or one the program rewrote): a stream of its own */
+			memset(d, 0, sizeof(*d));
+			d->who = who;
+			d->st.key = s->next_key++;
+			d->st.kind = TRC_STREAM_THREAD;
+			d->st.pid = (uint32_t)(who >> 32) & ~TRC_PID_FOREIGN;
+			d->st.tid = (uint32_t)who;
+		}
+		int rc = session__tlost_counter(c, d, &e->no_slot, &d->no_slot_reported,
+						TRC_LOST_NO_SLOT, since);
+		if (!rc)
+			rc = session__tlost_counter(c, d, &e->reentrant, &d->reentrant_reported,
+						    TRC_LOST_REENTRANT, since);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static void session__reap_procs(struct trc_session *s)
 {
 	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
@@ -987,7 +1049,10 @@ long session_drain(struct trc_session *s, const struct session_sink *sink)
 	c.ts_lo = s->created_ns - SESSION_TS_SLACK;
 	c.ts_span = c.now_ns + SESSION_TS_SLACK - c.ts_lo;
 	session__refit(s, c.now_ns);
-	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed);
+	/* Threads without a slot count their losses in the region or in the thread-loss table:
+	 * either moving means someone waits for a slot, so reap now. */
+	uint64_t no_slot = atomic_load_explicit(&s->hdr->lost_no_slot, memory_order_relaxed) +
+			   atomic_load_explicit(&s->hdr->tlost_added, memory_order_relaxed);
 	bool reap =
 		c.now_ns - s->last_reap_ns >= SESSION_REAP_NS || no_slot != s->reap_no_slot_seen;
 	for (uint32_t i = 0; i < s->geom.max_slots; i++) {
@@ -1010,6 +1075,8 @@ long session_drain(struct trc_session *s, const struct session_sink *sink)
 		}
 	}
 	int rc = session__region_lost(&c);
+	if (!rc)
+		rc = session__thread_losses(&c);
 	if (rc)
 		return rc;
 	if (reap) {

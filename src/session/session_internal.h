@@ -35,6 +35,13 @@ struct session_slot {
 	uint64_t trimmed_at; /* idle_w + 1 when the ring was trimmed at that position, else 0 */
 };
 
+/* The drain's view of one entry of the thread-loss table. (drain) */
+struct session_tlost {
+	uint64_t who; /* the entry's who when its stream was opened (0: none yet) */
+	uint64_t no_slot_reported, reentrant_reported;
+	struct session_stream st;
+};
+
 struct trc_session {
 	int fd;
 	uint8_t *base;
@@ -66,6 +73,9 @@ struct trc_session {
 	uint64_t read_since_unmap; /* ring bytes read since the drain last unmapped its view */
 	uint64_t reap_no_slot_seen;
 	uint8_t strtab_full_noted;
+	struct session_tlost *tlost; /* geom.max_tlost entries, allocated on the first loss */
+	uint64_t tlost_added_seen; /* hdr->tlost_added when the table was last read */
+	uint64_t tlost_seen_ns;
 	struct session_stream meta;
 	char text[TRC_CMDLINE_MAX + 256]; /* copies of strings handed to the sink */
 };

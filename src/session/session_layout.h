@@ -11,6 +11,9 @@
  *                                             clock mode, region-wide lost counters, counters
  *   [procs_off]       struct trc_proc[max_procs]   one entry per process attach (pid, ppid)
  *   [slots_off]       struct trc_slot[max_slots]   per ring: state word, pid, tid, name, ring_ctl
+ *   [tlost_off]       struct trc_tlost[TRC_TLOST_ENTRIES]  per thread that lost events without
+ *                                             a ring of its own (no free slot, a signal during
+ *                                             a claim); at the first page after the slots
  *   [strtab_off]      string table (strtab_bytes): append-only entries, see below
  *   [rings_off]       ring data, max_slots * ring_bytes, slot i at rings_off + i * ring_bytes
  *
@@ -128,10 +131,13 @@
 #include "trc/wire.h"
 
 #define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
-#define TRC_REGION_VERSION 2u /* 2: the slot's wait counters; ring_wait_ns 0 = drop */
+#define TRC_REGION_VERSION 3u /* 2: the thread-loss table; 3: the slot's wait counters */
 #define TRC_REGION_PAGE 4096u
 #define TRC_REGION_MAX_SLOTS 65536u
 #define TRC_REGION_MAX_PROCS (1u << 20)
+/* Entries of the thread-loss table: threads of the session that ever lost events while they
+ * held no ring (the rest are counted region-wide, per process as before). 32 KiB. */
+#define TRC_TLOST_ENTRIES 1024u
 
 /* slot states (low half of the state word) */
 #define TRC_SLOT_FREE 0u
@@ -196,6 +202,19 @@ struct trc_region_hdr {
 	_Atomic uint64_t ring_pool_used; /* pool bytes taken by rings (producers add by CAS, the
 					  * recorder gives back when it frees a slot) */
 	_Atomic uint64_t drain_beat; /* bumped by the recorder after each ring drained */
+	_Atomic uint64_t tlost_added; /* bumped after every add to a thread-loss entry: the
+				       * recorder reads the table only when this moved */
+};
+
+/* A thread's losses while it held no ring, so that emitted = recorded + lost holds per thread:
+ * who is (region pid << 32 | tid), 0 while free; a producer takes a free entry by CAS and
+ * keeps it for the session (the recorder never frees one). The recorder reports the counts
+ * on a stream of that thread (LOST, reasons NO_SLOT and REENTRANT). */
+struct trc_tlost {
+	_Atomic uint64_t who;
+	_Atomic uint64_t no_slot; /* events dropped: every slot was taken */
+	_Atomic uint64_t reentrant; /* events dropped: a signal handler's emit during a claim */
+	uint64_t reserved;
 };
 
 struct trc_proc {
@@ -272,8 +291,13 @@ _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 		       offsetof(struct trc_region_hdr, strtab_used) == 152 &&
 		       offsetof(struct trc_region_hdr, slots_freed) == 160 &&
 		       offsetof(struct trc_region_hdr, ring_pool_used) == 168 &&
-		       offsetof(struct trc_region_hdr, drain_beat) == 176,
+		       offsetof(struct trc_region_hdr, drain_beat) == 176 &&
+		       offsetof(struct trc_region_hdr, tlost_added) == 184,
 	       "region header layout (counters, on their own cache line)");
+_Static_assert(sizeof(struct trc_tlost) == 32 && offsetof(struct trc_tlost, who) == 0 &&
+		       offsetof(struct trc_tlost, no_slot) == 8 &&
+		       offsetof(struct trc_tlost, reentrant) == 16,
+	       "thread-loss entry layout");
 _Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
 		       offsetof(struct trc_proc, ppid) == 4 &&
 		       offsetof(struct trc_proc, dead) == 8 &&
@@ -442,8 +466,16 @@ struct trc_region_geom {
 	uint64_t ring_wait_ns; /* likewise */
 	uint32_t max_slots;
 	uint32_t max_procs;
+	uint32_t max_tlost; /* TRC_TLOST_ENTRIES */
 	uint32_t clock_mode; /* TRC_CLOCK_* */
+	uint64_t tlost_off; /* the first page after the slot table (no header field) */
 };
+
+/* Where the thread-loss table starts: the first page after the slot table. */
+static inline uint64_t trc_region_tlost_at(uint64_t slots_off, uint32_t max_slots)
+{
+	return trc_page_up(slots_off + (uint64_t)max_slots * sizeof(struct trc_slot));
+}
 
 /* Lays out a region of max_slots rings of ring_bytes, a process table of max_procs and a string
  * table of strtab_bytes (rounded up to a page), clock_mode TRC_CLOCK_GETTIME (the recorder sets
@@ -466,7 +498,10 @@ static inline int trc_region_plan(struct trc_region_geom *g, uint32_t max_slots,
 	g->strtab_bytes = trc_page_up(strtab_bytes);
 	g->procs_off = trc_page_up(sizeof(struct trc_region_hdr));
 	g->slots_off = trc_page_up(g->procs_off + (uint64_t)max_procs * sizeof(struct trc_proc));
-	g->strtab_off = trc_page_up(g->slots_off + (uint64_t)max_slots * sizeof(struct trc_slot));
+	g->max_tlost = TRC_TLOST_ENTRIES;
+	g->tlost_off = trc_region_tlost_at(g->slots_off, max_slots);
+	g->strtab_off =
+		trc_page_up(g->tlost_off + (uint64_t)g->max_tlost * sizeof(struct trc_tlost));
 	g->rings_off = g->strtab_off + g->strtab_bytes;
 	g->region_bytes = g->rings_off + (uint64_t)max_slots * ring_bytes;
 	g->clock_mode = TRC_CLOCK_GETTIME;
@@ -512,7 +547,7 @@ static inline void trc_region_hdr_read(struct trc_region_hdr *copy,
  * fills *g from it. Returns 0, or -EPROTO (and *g zeroed) when the header is not a version
  * TRC_REGION_VERSION layout of this region: wrong magic, version or struct sizes; a size that
  * is not the mapping's; a count, ring or string table size out of range (as in
- * trc_region_plan); an offset not on a page; the four parts out of order, overlapping or
+ * trc_region_plan); an offset not on a page; the parts out of order, overlapping or
  * running past the end; an unknown clock (or the TSC on a machine without one). Overflow-safe:
  * offsets are compared by difference, never summed. Any thread; no shared memory is read. */
 static inline int trc_region_geom_check(struct trc_region_geom *g, const struct trc_region_hdr *h,
@@ -538,6 +573,9 @@ static inline int trc_region_geom_check(struct trc_region_geom *g, const struct 
 	    h->slots_off - h->procs_off < (uint64_t)h->max_procs * sizeof(struct trc_proc) ||
 	    h->strtab_off < h->slots_off ||
 	    h->strtab_off - h->slots_off < (uint64_t)h->max_slots * sizeof(struct trc_slot) ||
+	    h->strtab_off < trc_region_tlost_at(h->slots_off, h->max_slots) ||
+	    h->strtab_off - trc_region_tlost_at(h->slots_off, h->max_slots) <
+		    (uint64_t)TRC_TLOST_ENTRIES * sizeof(struct trc_tlost) ||
 	    h->rings_off < h->strtab_off || h->rings_off - h->strtab_off < h->strtab_bytes ||
 	    h->rings_off > size || (size - h->rings_off) / h->ring_bytes < h->max_slots)
 		return -EPROTO;
@@ -550,6 +588,8 @@ static inline int trc_region_geom_check(struct trc_region_geom *g, const struct 
 	g->region_bytes = size;
 	g->procs_off = h->procs_off;
 	g->slots_off = h->slots_off;
+	g->tlost_off = trc_region_tlost_at(h->slots_off, h->max_slots);
+	g->max_tlost = TRC_TLOST_ENTRIES;
 	g->strtab_off = h->strtab_off;
 	g->strtab_bytes = h->strtab_bytes;
 	g->rings_off = h->rings_off;
@@ -577,6 +617,13 @@ static inline struct trc_slot *trc_region_slot(uint8_t *base, const struct trc_r
 {
 	return (struct trc_slot *)(void *)(base + g->slots_off +
 					   (uint64_t)i * sizeof(struct trc_slot));
+}
+
+static inline struct trc_tlost *trc_region_tlost(uint8_t *base, const struct trc_region_geom *g,
+						uint32_t i)
+{
+	return (struct trc_tlost *)(void *)(base + g->tlost_off +
+					    (uint64_t)i * sizeof(struct trc_tlost));
 }
 
 static inline uint8_t *trc_region_strtab(uint8_t *base, const struct trc_region_geom *g)

@@ -21,6 +21,7 @@
  *   trcfile_stream_open          any             anything on W but writer_close     no
  *   trcfile_stream_append        one per S       appends/flushes on other streams   when full
  *   trcfile_stream_flush         one per S       appends/flushes on other streams   when full
+ *   trcfile_stream_end           one per S       anything on W but writer_close     when full
  *   trcfile_writer_error         any             anything                           no
  *   trcfile_writer_bytes_written any             anything                           no
  *   trcfile_writer_close         any             nothing on W or any of its S       yes
@@ -187,6 +188,11 @@ int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window 
 /* Ends the stream's open chunk now (e.g. a thread exited); the stream may still be appended.
  * Same thread rule as append. Returns 0 or the sticky error. */
 int trcfile_stream_flush(struct trcfile_stream *s);
+/* Ends the stream for good: submits its open chunk, keeps its footer entry out of memory
+ * (trcfile_writer.c) and frees it; s is gone (whatever the return). For streams of threads
+ * that exited: the writer's memory then does not grow with the threads ever traced. Same
+ * thread rule as append. Returns 0 or the sticky error. */
+int trcfile_stream_end(struct trcfile_stream *s);
 
 /* Flushes every stream, waits for the pipeline, writes the footer (index) and trailer, fsyncs
  * (unless TRCFILE_WRITER_NO_FSYNC), closes the file, frees everything (streams included).
@@ -271,6 +277,11 @@ struct trcfile_reader_stats {
 	uint64_t chunks_damaged; /* chunks found damaged when read (checksum, header): skipped,
 				  * the rest of the stream read on (so far: grows as chunks are
 				  * read) */
+	/* Metadata beyond the reader's bounds (64 MiB of strings, 2^20 entries a table): a
+	 * legitimate trace of very many processes or threads reads on, their strings cut. */
+	uint64_t meta_strings_cut; /* names, thread names, command lines, paths cut (to "") */
+	uint64_t meta_bytes_cut; /* the bytes those lost */
+	uint64_t meta_entries_dropped; /* definitions not kept (table full), e.g. modules */
 	bool truncated; /* no (valid) footer: read up to the last whole chunk */
 	bool footer_damaged; /* a footer was there but failed its checks (then scanned) */
 };

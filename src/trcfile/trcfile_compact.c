@@ -119,6 +119,10 @@ int trcfile_compact(const char *in_path, const char *out_path,
 			if (progress)
 				progress(arg, done, total);
 		}
+		/* Done with it: its footer entry leaves the writer's memory (trcfile_stream_end). */
+		int eerr = trcfile_stream_end(s);
+		if (!err && eerr)
+			err = trcfile__compact_fail(msg, msg_len, eerr, out_path, NULL);
 	}
 	int cerr = trcfile_writer_close(w);
 	if (!err && cerr)

@@ -27,7 +27,8 @@
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
 
-/* Bounds on what metadata tables may hold (hostile META streams). */
+/* Bounds on what metadata tables may hold (hostile META streams). Beyond them the reader
+ * reads on: strings are cut and definitions dropped, counted in the stats. */
 #define TRCFILE__META_MAX_ENTRIES (1u << 20)
 #define TRCFILE__META_MAX_BYTES (64ull << 20)
 
@@ -536,20 +537,31 @@ static int trcfile__scan(struct trcfile_reader *r)
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
+/* How much of a len-byte string the metadata budget (TRCFILE__META_MAX_BYTES) still holds,
+ * counting the freed bytes of a string it replaces: all of it, or a cut noted in the stats
+ * (a trace of 20000 processes with long command lines is legitimate: it reads on). */
+static uint32_t trcfile__meta_fit(struct trcfile_reader *r, uint32_t len, uint64_t freed)
+{
+	uint64_t used = r->meta_bytes - freed + 1;
+	if (used + len <= TRCFILE__META_MAX_BYTES)
+		return len;
+	r->stats.meta_strings_cut++;
+	r->stats.meta_bytes_cut += len;
+	return 0;
+}
+
 static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 			      struct trcfile__string **arr, size_t *n, size_t *cap, uint64_t key,
 			      uint32_t a, uint32_t b, const char *str, uint32_t len)
 {
-	if (r->meta_bytes + len + 1 > TRCFILE__META_MAX_BYTES)
-		return trcfile__fail(r, -EFBIG, "metadata tables exceed %llu MiB",
-				     TRCFILE__META_MAX_BYTES >> 20);
+	uint64_t *slot = u64map_get(map, key);
+	len = trcfile__meta_fit(r, len, slot ? (*arr)[*slot].len + 1 : 0);
 	char *copy = malloc((size_t)len + 1);
 	if (!copy)
 		return trcfile__fail(r, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, str, len);
 	copy[len] = 0;
-	uint64_t *slot = u64map_get(map, key);
 	if (slot) {
 		struct trcfile__string *e = &(*arr)[*slot];
 		r->meta_bytes -= e->len + 1;
@@ -574,9 +586,10 @@ static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 	int err = u64map_put(map, key, *n, NULL, NULL);
 	if (err) {
 		free(copy);
-		return trcfile__fail(r, err == -ENOSPC ? -EFBIG : err,
-				     "metadata tables exceed %u entries",
-				     TRCFILE__META_MAX_ENTRIES);
+		if (err != -ENOSPC)
+			return trcfile__fail(r, err, "out of memory");
+		r->stats.meta_entries_dropped++; /* the table is full: read on without it */
+		return 0;
 	}
 	(*arr)[*n] = (struct trcfile__string){copy, len, a, b};
 	(*n)++;
@@ -587,8 +600,10 @@ static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 static int trcfile__module_add(struct trcfile_reader *r, const struct trc_record *rec)
 {
 	if (r->n_modules >= TRCFILE__META_MAX_ENTRIES ||
-	    r->meta_bytes + rec->module.path_len + 1 > TRCFILE__META_MAX_BYTES)
-		return trcfile__fail(r, -EFBIG, "too many module records");
+	    r->meta_bytes + rec->module.path_len + 1 > TRCFILE__META_MAX_BYTES) {
+		r->stats.meta_entries_dropped++; /* a module without its path is no use */
+		return 0;
+	}
 	if (r->n_modules == r->cap_modules) {
 		size_t nc = r->cap_modules ? 2 * r->cap_modules : 16;
 		void *p = realloc(r->modules, nc * sizeof(*r->modules));

@@ -29,12 +29,18 @@
  * the stream's one appending thread; nothing else touches them meanwhile.
  *
  * Concurrency (see also the table in trcfile.h):
- *   - stream list: mutex `lock` (stream_open, close).
+ *   - open stream list, stream entry spill: mutex `lock` (stream_open, stream_end, close).
  *   - a stream's open chunk and coder: its one appending thread only.
  *   - chunk pool: mutex `pool_lock` (once per chunk, never per record).
  *   - index, file offset: writer thread only until it is joined, then close.
  *   - error: atomic, first error wins (compare-exchange from 0); bytes_written: relaxed
  *     atomic, accounting only.
+ *
+ * Memory that does not grow with the threads traced (issue 12 item 10): a stream that ends
+ * (trcfile_stream_end) writes its footer entry (final once its last chunk is submitted) into
+ * a spill file at 32 x id and is freed; the writer thread keeps the chunk index's entries in a
+ * small buffer and spills it when full. Close writes the open streams' entries and copies
+ * both spills into the footer (trcfile_spill.h); the file is the same as when all was kept.
  *
  * Errors: a failed write (ENOSPC, EIO...) becomes the sticky error. The writer thread then
  * cuts the file back to the end of the last whole chunk and writes nothing more, so every
@@ -56,6 +62,7 @@
 #include <zstd.h>
 
 #include "trcfile_codec.h"
+#include "trcfile_spill.h"
 #include "trcfile_stored.h"
 
 /* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
@@ -89,13 +96,12 @@ struct trcfile__wchunk {
 	struct trcfile__wchunk *next_free;
 };
 
-struct trcfile__index_entry {
-	uint64_t offset;
-	struct trcfile__chunk_hdr hdr;
-};
+/* Chunk index entries the writer thread buffers before it spills them (footer image). */
+#define TRCFILE__INDEX_BUF_ENTRIES 1024u
 
 struct trcfile_stream {
 	struct trcfile_writer *w;
+	struct trcfile_stream *prev, *next; /* the writer's open streams (lock) */
 	uint32_t id, kind, pid, tid;
 	uint32_t seq; /* next chunk's sequence number */
 	uint32_t chunks; /* chunks submitted */
@@ -111,10 +117,13 @@ struct trcfile_writer {
 	unsigned n_compress;
 	uint32_t flags;
 
-	pthread_mutex_t lock; /* streams, closing */
-	struct trcfile_stream **streams;
-	uint32_t n_streams, cap_streams;
+	pthread_mutex_t lock; /* open streams, the stream spill, closing */
+	struct trcfile_stream *open_streams, *open_tail; /* not ended yet, by id */
+	uint32_t n_streams; /* opened so far: the next id */
 	bool closing;
+	char *spill_dir; /* where the spill files go (NULL: $TMPDIR or /tmp) */
+	struct trcfile__spill stream_spill; /* footer entries of ended streams at 32 x id */
+	bool stream_spill_ready;
 
 	pthread_mutex_t pool_lock;
 	struct trcfile__wchunk *pool;
@@ -141,8 +150,12 @@ struct trcfile_writer {
 
 	/* writer thread only (then close) */
 	uint64_t offset;
-	struct trcfile__index_entry *index;
-	size_t n_index, cap_index;
+	uint64_t n_index; /* chunk index entries: spilled, then in index_buf */
+	uint8_t *index_buf; /* footer images of the last entries (the last one always here) */
+	uint32_t index_buf_n;
+	uint64_t last_index_offset; /* the file offset of the last entry's chunk */
+	struct trcfile__spill chunk_spill;
+	bool chunk_spill_ready;
 
 	_Atomic int error;
 	_Atomic uint64_t bytes_written;
@@ -400,21 +413,52 @@ static void *trcfile__compress_main(void *arg)
 	return NULL;
 }
 
+/* Appends a chunk's index entry (its footer image) to the buffer, spilling the buffer first
+ * when it is full, so the last entry can still be taken back (trcfile__index_drop_last). */
 static int trcfile__index_add(struct trcfile_writer *w, uint64_t off,
 			      const struct trcfile__chunk_hdr *h)
 {
-	if (w->n_index == w->cap_index) {
-		size_t cap = w->cap_index ? 2 * w->cap_index : 256;
-		void *p = realloc(w->index, cap * sizeof(*w->index));
-		if (!p)
+	if (!w->index_buf) {
+		w->index_buf =
+			malloc((size_t)TRCFILE__INDEX_BUF_ENTRIES * TRCFILE__FOOTER_CHUNK_BYTES);
+		if (!w->index_buf)
 			return -ENOMEM;
-		w->index = p;
-		w->cap_index = cap;
 	}
-	w->index[w->n_index].offset = off;
-	w->index[w->n_index].hdr = *h;
+	if (w->index_buf_n == TRCFILE__INDEX_BUF_ENTRIES) {
+		if (!w->chunk_spill_ready) {
+			trcfile__spill_init(&w->chunk_spill, w->spill_dir);
+			w->chunk_spill_ready = true;
+		}
+		size_t bytes = (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES;
+		int err = trcfile__spill_pwrite(&w->chunk_spill, w->index_buf, bytes,
+						w->chunk_spill.len);
+		if (err)
+			return err;
+		w->index_buf_n = 0;
+	}
+	struct trcfile__footer_chunk e = {.offset = off,
+					  .stream_id = h->stream_id,
+					  .seq = h->seq,
+					  .first_ts = h->first_ts,
+					  .last_ts = h->last_ts,
+					  .count = h->count,
+					  .raw_bytes = h->raw_bytes,
+					  .comp_bytes = h->comp_bytes};
+	trcfile__footer_chunk_put(
+		w->index_buf + (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES, &e);
+	w->index_buf_n++;
 	w->n_index++;
+	w->last_index_offset = off;
 	return 0;
+}
+
+/* Takes back the entry just added for the chunk at off, when its write failed. */
+static void trcfile__index_drop_last(struct trcfile_writer *w, uint64_t off)
+{
+	if (w->index_buf_n && w->last_index_offset == off) {
+		w->index_buf_n--;
+		w->n_index--;
+	}
 }
 
 static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchunk *c)
@@ -425,8 +469,7 @@ static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchun
 	if (!err)
 		err = trcfile__pwrite_all(w->fd, c->out, c->out_len, w->offset);
 	if (err) {
-		if (w->n_index && w->index[w->n_index - 1].offset == w->offset)
-			w->n_index--;
+		trcfile__index_drop_last(w, w->offset);
 		trcfile__set_error(w, err);
 		/* Cut a partial chunk off so the file ends on a whole one (best effort: a
 		 * reader also stops at a partial chunk on its own). */
@@ -457,8 +500,7 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 	if (!err)
 		err = trcfile__pwrite_all(w->fd, c->raw, c->raw_len, w->offset + sizeof(hdr));
 	if (err) {
-		if (w->n_index && w->index[w->n_index - 1].offset == w->offset)
-			w->n_index--;
+		trcfile__index_drop_last(w, w->offset);
 		trcfile__set_error(w, err);
 		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
 			/* as in trcfile__write_chunk */
@@ -520,21 +562,45 @@ struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trc_st
 		free(s);
 		return NULL;
 	}
-	if (w->n_streams == w->cap_streams) {
-		uint32_t cap = w->cap_streams ? 2 * w->cap_streams : 16;
-		void *p = realloc(w->streams, cap * sizeof(*w->streams));
-		if (!p) {
-			pthread_mutex_unlock(&w->lock);
-			free(s);
-			return NULL;
-		}
-		w->streams = p;
-		w->cap_streams = cap;
-	}
-	s->id = w->n_streams;
-	w->streams[w->n_streams++] = s;
+	s->id = w->n_streams++;
+	/* At the tail: close submits the open streams' last chunks in id order, as always. */
+	s->prev = w->open_tail;
+	if (s->prev)
+		s->prev->next = s;
+	else
+		w->open_streams = s;
+	w->open_tail = s;
 	pthread_mutex_unlock(&w->lock);
 	return s;
+}
+
+/* Writes s's footer entry into the stream spill and takes s off the open list. Called with
+ * w->lock held; s's chunks are all submitted (its counts are final). */
+static int trcfile__stream_retire(struct trcfile_writer *w, struct trcfile_stream *s)
+{
+	if (!w->stream_spill_ready) {
+		trcfile__spill_init(&w->stream_spill, w->spill_dir);
+		w->stream_spill_ready = true;
+	}
+	uint8_t img[TRCFILE__FOOTER_STREAM_BYTES];
+	trcfile__footer_stream_put(img, &(struct trcfile__footer_stream){.id = s->id,
+									 .kind = s->kind,
+									 .pid = s->pid,
+									 .tid = s->tid,
+									 .chunks = s->chunks,
+									 .records = s->records});
+	int err = trcfile__spill_pwrite(&w->stream_spill, img, sizeof(img),
+					(uint64_t)s->id * TRCFILE__FOOTER_STREAM_BYTES);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		w->open_streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		w->open_tail = s->prev;
+	s->prev = s->next = NULL;
+	return err;
 }
 
 uint32_t trcfile_stream_id(const struct trcfile_stream *s)
@@ -588,6 +654,21 @@ int trcfile_stream_flush(struct trcfile_stream *s)
 	if (!s)
 		return -EINVAL;
 	return trcfile__submit(s);
+}
+
+int trcfile_stream_end(struct trcfile_stream *s)
+{
+	if (!s)
+		return -EINVAL;
+	struct trcfile_writer *w = s->w;
+	int err = trcfile__submit(s);
+	pthread_mutex_lock(&w->lock);
+	int e = trcfile__stream_retire(w, s);
+	pthread_mutex_unlock(&w->lock);
+	if (e)
+		trcfile__set_error(w, e);
+	free(s);
+	return err ? err : e;
 }
 
 /* Opens the stream's next chunk, its first record at ts; its limit from OPEN_BUDGET. */
@@ -758,17 +839,23 @@ int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window 
 
 static void trcfile__writer_free(struct trcfile_writer *w)
 {
-	for (uint32_t i = 0; i < w->n_streams; i++) {
-		trcfile__chunk_free(w->streams[i]->cur);
-		free(w->streams[i]);
+	while (w->open_streams) {
+		struct trcfile_stream *s = w->open_streams;
+		w->open_streams = s->next;
+		trcfile__chunk_free(s->cur);
+		free(s);
 	}
-	free(w->streams);
+	if (w->stream_spill_ready)
+		trcfile__spill_free(&w->stream_spill);
+	if (w->chunk_spill_ready)
+		trcfile__spill_free(&w->chunk_spill);
+	free(w->index_buf);
+	free(w->spill_dir);
 	while (w->pool) {
 		struct trcfile__wchunk *c = w->pool;
 		w->pool = c->next_free;
 		trcfile__chunk_free(c);
 	}
-	free(w->index);
 	sem_destroy(&w->cq_sem);
 	sem_destroy(&w->wq_sem);
 	sem_destroy(&w->slots);
@@ -798,8 +885,20 @@ static void trcfile__stop_threads(struct trcfile_writer *w)
 	}
 }
 
+static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_header_info *h,
+						   const struct trcfile_writer_opts *o, int *err,
+						   char *spill_dir);
+
 struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_header_info *h,
 					      const struct trcfile_writer_opts *o, int *err)
+{
+	return trcfile__writer_open(fd, h, o, err, NULL);
+}
+
+/* spill_dir (malloc'd or NULL) is taken over, on failure too. */
+static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_header_info *h,
+						   const struct trcfile_writer_opts *o, int *err,
+						   char *spill_dir)
 {
 	int e = 0;
 	struct trcfile_writer *w = NULL;
@@ -821,6 +920,8 @@ struct trcfile_writer *trcfile_writer_open_fd(int fd, const struct trcfile_heade
 		e = -ENOMEM;
 		goto fail_fd;
 	}
+	w->spill_dir = spill_dir;
+	spill_dir = NULL;
 	w->fd = fd;
 	w->zstd_level = opts.zstd_level ? opts.zstd_level : TRCFILE__DEFAULT_LEVEL;
 	w->n_compress = opts.compress_threads ? opts.compress_threads : 1;
@@ -926,6 +1027,7 @@ fail_w:
 	trcfile__writer_free(w);
 fail_fd:
 	close(fd);
+	free(spill_dir); /* NULL once w took it */
 	if (err)
 		*err = e;
 	return NULL;
@@ -945,52 +1047,95 @@ struct trcfile_writer *trcfile_writer_open(const char *path, const struct trcfil
 			*err = -errno;
 		return NULL;
 	}
-	return trcfile_writer_open_fd(fd, h, o, err);
+	/* The spill files go next to the trace (same file system, no tmpfs in memory). */
+	char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (dir && !slash) {
+		free(dir);
+		dir = strdup(".");
+	} else if (slash) {
+		slash[slash == dir ? 1 : 0] = 0;
+	}
+	return trcfile__writer_open(fd, h, o, err, dir);
 }
 
+/* Appends n bytes to the footer being written at *pos, chaining its crc. */
+static int trcfile__footer_out(struct trcfile_writer *w, const void *buf, size_t n, uint64_t *pos,
+			       uint32_t *crc)
+{
+	int err = trcfile__pwrite_all(w->fd, buf, n, *pos);
+	if (err)
+		return err;
+	*crc = trcfile__crc32c(*crc, buf, n);
+	*pos += n;
+	return 0;
+}
+
+/* Copies [0, n) of a spill into the footer, through buf. */
+static int trcfile__footer_copy(struct trcfile_writer *w, const struct trcfile__spill *sp,
+				uint64_t n, uint8_t *buf, size_t buf_len, uint64_t *pos,
+				uint32_t *crc)
+{
+	for (uint64_t off = 0; off < n;) {
+		size_t k = n - off < buf_len ? (size_t)(n - off) : buf_len;
+		int err = trcfile__spill_pread(sp, buf, k, off);
+		if (!err)
+			err = trcfile__footer_out(w, buf, k, pos, crc);
+		if (err)
+			return err;
+		off += k;
+	}
+	return 0;
+}
+
+/* The footer (FORMAT.md), written piece by piece from the spills so that its size never sits
+ * in memory: the fixed part, the streams' entries by id, the chunk index, the trailer. Every
+ * stream is retired (its entry in the stream spill). */
 static int trcfile__write_footer(struct trcfile_writer *w)
 {
-	size_t n_streams = w->n_streams, n_chunks = w->n_index;
-	size_t bytes = (size_t)trcfile__footer_bytes(n_streams, n_chunks);
-	uint8_t *buf = calloc(1, bytes + TRCFILE__TRAILER_BYTES);
+	size_t n_streams = w->n_streams;
+	uint64_t n_chunks = w->n_index;
+	uint64_t bytes = trcfile__footer_bytes(n_streams, n_chunks);
+	uint64_t stream_bytes = (uint64_t)n_streams * TRCFILE__FOOTER_STREAM_BYTES;
+	if (n_streams && (!w->stream_spill_ready || w->stream_spill.len != stream_bytes))
+		return -EIO; /* a stream without its entry: cannot happen */
+	uint64_t spilled = w->chunk_spill_ready ? w->chunk_spill.len : 0;
+	if (spilled + (uint64_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES !=
+	    n_chunks * TRCFILE__FOOTER_CHUNK_BYTES)
+		return -EIO;
+	const size_t buf_len = 64u << 10;
+	uint8_t *buf = malloc(buf_len);
 	if (!buf)
 		return -ENOMEM;
-	trcfile__footer_put(buf, &(struct trcfile__footer){.stream_count = (uint32_t)n_streams,
-							   .chunk_count = n_chunks});
-	for (size_t i = 0; i < n_streams; i++) {
-		const struct trcfile_stream *s = w->streams[i];
-		struct trcfile__footer_stream e = {.id = s->id,
-						   .kind = s->kind,
-						   .pid = s->pid,
-						   .tid = s->tid,
-						   .chunks = s->chunks,
-						   .records = s->records};
-		trcfile__footer_stream_put(buf + trcfile__footer_stream_at(i), &e);
+	uint64_t pos = w->offset;
+	uint32_t crc = 0;
+	uint8_t fixed[TRCFILE__FOOTER_FIXED_BYTES];
+	trcfile__footer_put(fixed, &(struct trcfile__footer){.stream_count = (uint32_t)n_streams,
+							     .chunk_count = n_chunks});
+	int err = trcfile__footer_out(w, fixed, sizeof(fixed), &pos, &crc);
+	if (!err && n_streams)
+		err = trcfile__footer_copy(w, &w->stream_spill, stream_bytes, buf, buf_len, &pos,
+					   &crc);
+	if (!err && spilled)
+		err = trcfile__footer_copy(w, &w->chunk_spill, spilled, buf, buf_len, &pos, &crc);
+	if (!err && w->index_buf_n)
+		err = trcfile__footer_out(w, w->index_buf,
+					  (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES,
+					  &pos, &crc);
+	if (!err) {
+		uint8_t tr[TRCFILE__TRAILER_BYTES];
+		struct trcfile__trailer t = {
+			.footer_offset = w->offset, .footer_bytes = bytes, .footer_crc = crc};
+		trcfile__trailer_put(tr, &t);
+		err = trcfile__pwrite_all(w->fd, tr, sizeof(tr), pos);
 	}
-	for (size_t i = 0; i < n_chunks; i++) {
-		const struct trcfile__index_entry *x = &w->index[i];
-		struct trcfile__footer_chunk e = {.offset = x->offset,
-						  .stream_id = x->hdr.stream_id,
-						  .seq = x->hdr.seq,
-						  .first_ts = x->hdr.first_ts,
-						  .last_ts = x->hdr.last_ts,
-						  .count = x->hdr.count,
-						  .raw_bytes = x->hdr.raw_bytes,
-						  .comp_bytes = x->hdr.comp_bytes};
-		trcfile__footer_chunk_put(buf + trcfile__footer_chunk_at(n_streams, i), &e);
-	}
-	struct trcfile__trailer t = {.footer_offset = w->offset,
-				     .footer_bytes = bytes,
-				     .footer_crc = trcfile__crc32c(0, buf, bytes)};
-	trcfile__trailer_put(buf + bytes, &t);
-	int err = trcfile__pwrite_all(w->fd, buf, bytes + TRCFILE__TRAILER_BYTES, w->offset);
+	free(buf);
 	if (!err)
 		atomic_fetch_add_explicit(&w->bytes_written, bytes + TRCFILE__TRAILER_BYTES,
 					  memory_order_relaxed);
 	else if (ftruncate(w->fd, (off_t)w->offset) != 0) {
 		/* best effort, as in trcfile__write_chunk */
 	}
-	free(buf);
 	return err;
 }
 
@@ -1012,10 +1157,18 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 	 * compressors: storing them would only leave work for a compaction, and nothing is
 	 * held back by waiting now. So trcfile_writer_chunks_stored read before close is final. */
 	w->store_when_behind = false;
-	for (uint32_t i = 0; i < w->n_streams; i++)
-		trcfile__submit(w->streams[i]);
+	for (struct trcfile_stream *s = w->open_streams; s; s = s->next)
+		trcfile__submit(s);
 	trcfile__stop_threads(w);
 	int err = trcfile_writer_error(w);
+	pthread_mutex_lock(&w->lock);
+	while (!err && w->open_streams) {
+		struct trcfile_stream *s = w->open_streams;
+		err = trcfile__stream_retire(w, s);
+		trcfile__chunk_free(s->cur);
+		free(s);
+	}
+	pthread_mutex_unlock(&w->lock);
 	if (!err) {
 		err = trcfile__write_footer(w);
 		if (!err && !(w->flags & TRCFILE_WRITER_NO_FSYNC) && fsync(w->fd) != 0 &&

@@ -16,8 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define U64MAP__MIN_CAP 16u
+
+/* The longest run of occupied slots (a cluster) a map keeps. Every probe stays inside one
+ * cluster, so this bounds each get, put and del. At load <= 1/2 a cluster of k slots has odds
+ * about 0.82^k, so 256 never happens by chance (2^30 slots: 1e-13); keys that make one were
+ * crafted for this seed, and a put that sees one moves the map to a new random seed. */
+#define U64MAP__MAX_RUN 256u
+
+/* A test's forced process seed (u64map_test_force_seed), 0 when none. */
+static uint64_t u64map__forced_seed;
 
 /* The process's hash seed: random per process (the kernel's AT_RANDOM bytes for this exec),
  * so keys crafted to collide in one process (a hostile file of allocation addresses) spread in
@@ -25,7 +36,10 @@
 static uint64_t u64map__seed(void)
 {
 	static uint64_t seed;
-	uint64_t s = __atomic_load_n(&seed, __ATOMIC_RELAXED);
+	uint64_t s = __atomic_load_n(&u64map__forced_seed, __ATOMIC_RELAXED);
+	if (s)
+		return s;
+	s = __atomic_load_n(&seed, __ATOMIC_RELAXED);
 	if (__builtin_expect(s == 0, 0)) {
 		const uint8_t *r = (const uint8_t *)(uintptr_t)getauxval(AT_RANDOM);
 		if (r)
@@ -38,13 +52,42 @@ static uint64_t u64map__seed(void)
 
 /* The key's first slot: the seed, then a multiply-xorshift mix, so keys that differ only in
  * high bits (pid << 32 | tid) or by small strides (addresses) spread. */
-static size_t u64map__home(uint64_t key, uint64_t seed, size_t cap)
+static uint64_t u64map__mix(uint64_t key, uint64_t seed)
 {
 	key ^= seed;
 	key ^= key >> 29;
 	key *= 0xbf58476d1ce4e5b9ull;
 	key ^= key >> 32;
-	return (size_t)key & (cap - 1);
+	return key;
+}
+
+static size_t u64map__home(uint64_t key, uint64_t seed, size_t cap)
+{
+	return (size_t)u64map__mix(key, seed) & (cap - 1);
+}
+
+uint64_t u64map_hash(uint64_t key)
+{
+	return u64map__mix(key, u64map__seed());
+}
+
+void u64map_test_force_seed(uint64_t seed)
+{
+	__atomic_store_n(&u64map__forced_seed, seed, __ATOMIC_RELAXED);
+}
+
+/* A fresh seed for a map whose keys were crafted against its current one: the kernel's
+ * random bytes, else the clock mixed into the old seed (never 0). */
+static uint64_t u64map__new_seed(uint64_t old)
+{
+	uint64_t s = 0;
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s = old + 0x9e3779b97f4a7c15ull * (uint64_t)(ts.tv_sec * 1000000000 + ts.tv_nsec);
+		s ^= s >> 31;
+	}
+	return s == old ? ~s | 1 : s | 1;
 }
 
 void u64map_init(struct u64map *m, size_t max_n)
@@ -65,9 +108,9 @@ void u64map_destroy(struct u64map *m)
 	u64map_init(m, max_n);
 }
 
-static int u64map__grow(struct u64map *m)
+/* Moves every entry into new tables of cap slots under m->seed (a grow, or a new seed). */
+static int u64map__rehash(struct u64map *m, size_t cap)
 {
-	size_t cap = m->cap ? 2 * m->cap : U64MAP__MIN_CAP;
 	uint64_t *keys = malloc(cap * sizeof(*keys));
 	uint64_t *vals = malloc(cap * sizeof(*vals));
 	uint8_t *used = calloc(cap, 1);
@@ -95,6 +138,45 @@ static int u64map__grow(struct u64map *m)
 	m->used = used;
 	m->cap = cap;
 	return 0;
+}
+
+static int u64map__grow(struct u64map *m)
+{
+	return u64map__rehash(m, m->cap ? 2 * m->cap : U64MAP__MIN_CAP);
+}
+
+/* The length of the cluster that holds slot i (occupied), counted up to U64MAP__MAX_RUN + 1:
+ * the run behind it and the run after it. At load <= 1/2 both are a slot or two. */
+static size_t u64map__run_at(const struct u64map *m, size_t i)
+{
+	size_t mask = m->cap - 1, len = 1;
+	for (size_t j = (i - 1) & mask; m->used[j] && len <= U64MAP__MAX_RUN; j = (j - 1) & mask)
+		len++;
+	for (size_t j = (i + 1) & mask; m->used[j] && len <= U64MAP__MAX_RUN; j = (j + 1) & mask)
+		len++;
+	return len;
+}
+
+/* After a put made a cluster longer than U64MAP__MAX_RUN: new seeds (keys crafted against
+ * the old one spread under a new one), and after a few that did not help, a larger table.
+ * Failing to rehash leaves the map correct, only slower. */
+static void u64map__break_run(struct u64map *m)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t old = m->seed;
+		m->seed = u64map__new_seed(old);
+		if (u64map__rehash(m, tries < 3 ? m->cap : 2 * m->cap) != 0) {
+			m->seed = old;
+			return;
+		}
+		m->reseeds++;
+		size_t worst = 0;
+		for (size_t i = 0; i < m->cap && worst <= U64MAP__MAX_RUN; i++)
+			if (m->used[i] && (i == 0 || !m->used[i - 1]))
+				worst = u64map__run_at(m, i) > worst ? u64map__run_at(m, i) : worst;
+		if (worst <= U64MAP__MAX_RUN)
+			return;
+	}
 }
 
 uint64_t *u64map_get(const struct u64map *m, uint64_t key)
@@ -137,6 +219,8 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val, uint64_t *old, bool
 	m->keys[i] = key;
 	m->vals[i] = val;
 	m->n++;
+	if (__builtin_expect(u64map__run_at(m, i) > U64MAP__MAX_RUN, 0))
+		u64map__break_run(m);
 	return 0;
 }
 

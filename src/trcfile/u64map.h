@@ -11,7 +11,10 @@
  * include; it knows nothing of trace files.
  *
  * Hostile keys: slots depend on a per-process random seed, so no file can be crafted to make
- * a reader's keys collide (a million colliding addresses cost 10^12 probes unseeded).
+ * a reader's keys collide (a million colliding addresses cost 10^12 probes unseeded). Should
+ * keys collide anyway (crafted by someone who knows the seed), no run of occupied slots
+ * outgrows a fixed bound (u64map.c): the map moves to a new random seed, so every call
+ * probes a bounded number of slots whatever the keys.
  *
  * Threads: none; a map belongs to one thread at a time. Calls never block; put allocates
  * when it grows.
@@ -33,8 +36,19 @@ struct u64map {
 	size_t cap; /* power of two, 0 before the first put */
 	size_t n;
 	size_t max_n; /* puts of new keys beyond this fail with -ENOSPC */
-	uint64_t seed; /* the process's random hash seed (u64map.c), set by u64map_init */
+	uint64_t seed; /* the process's random hash seed (u64map.c), set by u64map_init; a new
+			* random one after keys collided under it */
+	unsigned reseeds; /* how many times colliding keys moved the map to a new seed */
 };
+
+/* The process's seeded mix of key (the one u64map uses for slots): for the open-addressing
+ * tables elsewhere (src/analysis) whose keys come from a file, so that a file cannot be
+ * crafted to make them collide. Combine several fields as u64map_hash(a ^ u64map_hash(b)). */
+uint64_t u64map_hash(uint64_t key);
+
+/* Tests only: maps initialised from now on use seed (0: the process's random seed again), so
+ * a test can craft keys that collide under it. */
+void u64map_test_force_seed(uint64_t seed);
 
 /* An empty map of at most max_n entries (SIZE_MAX: no bound). Allocates nothing. */
 void u64map_init(struct u64map *m, size_t max_n);

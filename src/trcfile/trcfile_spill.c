@@ -1,0 +1,98 @@
+/* trcfile_spill.c - the writer's out-of-memory byte area (trcfile_spill.h). */
+#include "trcfile_spill.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int trcfile__spill_file(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s/.trc-spill.XXXXXX", dir) >= (int)sizeof(path))
+		return -1;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+void trcfile__spill_init(struct trcfile__spill *sp, const char *dir)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->fd = dir ? trcfile__spill_file(dir) : -1;
+	if (sp->fd < 0) {
+		const char *tmp = getenv("TMPDIR");
+		sp->fd = trcfile__spill_file(tmp && *tmp ? tmp : "/tmp");
+	}
+}
+
+void trcfile__spill_free(struct trcfile__spill *sp)
+{
+	if (sp->fd >= 0)
+		close(sp->fd);
+	free(sp->mem);
+	memset(sp, 0, sizeof(*sp));
+	sp->fd = -1;
+}
+
+int trcfile__spill_pwrite(struct trcfile__spill *sp, const void *buf, size_t n, uint64_t off)
+{
+	uint64_t end = off + n;
+	if (sp->fd >= 0) {
+		const uint8_t *p = buf;
+		for (size_t done = 0; done < n;) {
+			ssize_t k = pwrite(sp->fd, p + done, n - done, (off_t)(off + done));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				return k < 0 ? -errno : -EIO;
+			done += (size_t)k;
+		}
+	} else {
+		if (end > sp->cap) {
+			uint64_t cap = sp->cap ? 2 * sp->cap : 4096;
+			while (cap < end)
+				cap *= 2;
+			uint8_t *m = realloc(sp->mem, cap);
+			if (!m)
+				return -ENOMEM;
+			memset(m + sp->cap, 0, cap - sp->cap);
+			sp->mem = m;
+			sp->cap = cap;
+		}
+		memcpy(sp->mem + off, buf, n);
+	}
+	if (end > sp->len)
+		sp->len = end;
+	return 0;
+}
+
+int trcfile__spill_pread(const struct trcfile__spill *sp, void *buf, size_t n, uint64_t off)
+{
+	if (off + n > sp->len)
+		return -EINVAL;
+	if (sp->fd < 0) {
+		memcpy(buf, sp->mem + off, n);
+		return 0;
+	}
+	uint8_t *p = buf;
+	for (size_t done = 0; done < n;) {
+		ssize_t k = pread(sp->fd, p + done, n - done, (off_t)(off + done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0) { /* a hole at the end of the file: zeros */
+			memset(p + done, 0, n - done);
+			return 0;
+		}
+		done += (size_t)k;
+	}
+	return 0;
+}
