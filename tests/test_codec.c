@@ -754,6 +754,9 @@ static bool t_rec_eq(const struct trc_record *a, const struct trc_record *b)
 		       a->exit.maxrss_bytes == b->exit.maxrss_bytes &&
 		       a->exit.buffers_bytes == b->exit.buffers_bytes &&
 		       a->exit.flags == b->exit.flags;
+	case TRC_REC_WAIT:
+		return a->wait.waits == b->wait.waits && a->wait.waited_ns == b->wait.waited_ns &&
+		       a->wait.max_ns == b->wait.max_ns;
 	case TRC_REC_RSS:
 		return a->rss.pid == b->rss.pid && a->rss.rss_bytes == b->rss.rss_bytes &&
 		       a->rss.pss_bytes == b->rss.pss_bytes && a->rss.read_ns == b->rss.read_ns;
@@ -771,7 +774,8 @@ static struct trc_record *t_records(size_t n)
 	for (size_t i = 0; i < n; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		struct trc_record *r = &v[i];
-		r->type = TRC_REC_SPAN_BEGIN + (uint32_t)(i % 10 == 9 ? (seed >> 33) % 16 : i % 8);
+		r->type = TRC_REC_SPAN_BEGIN +
+			  (uint32_t)(i % 10 == 9 ? (seed >> 33) % (TRC_REC_TYPE_COUNT - 1) : i % 8);
 		ts += (seed >> 54);
 		r->ts_ns = i % 13 == 5 ? ts - (seed >> 60) : ts;
 		uint64_t x = seed >> 7, y = (i % 17 == 0) ? UINT64_MAX - i : seed >> 21;
@@ -809,6 +813,11 @@ static struct trc_record *t_records(size_t n)
 			r->exit.status = -(int32_t)(x % 300);
 			r->exit.maxrss_bytes = y;
 			r->exit.flags = (uint32_t)(x % 4); /* 0: wait4's, 1 and 3: a process's own */
+			break;
+		case TRC_REC_WAIT:
+			r->wait.waits = x;
+			r->wait.waited_ns = y;
+			r->wait.max_ns = i % 7 == 0 ? UINT64_MAX : y / 3;
 			break;
 		case TRC_REC_RSS:
 			r->rss.source = TRC_RSS_STATM;
@@ -939,6 +948,7 @@ Test(codec, fast_decoder_declines_what_it_does_not_take, .timeout = 60)
 				      TRC_REC_LOST,
 				      TRC_REC_NOTE,
 				      TRC_REC_EXIT,
+				      TRC_REC_WAIT,
 				      TRCFILE__TYPE_MASK};
 	for (size_t i = 0; i < sizeof(t0s); i++) {
 		b[0] = t0s[i];

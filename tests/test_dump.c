@@ -165,7 +165,7 @@ Test(dump, golden_summary_json, .timeout = 60)
 		"\"buffers_resident_peak_bytes\":131072,",
 		"\"truncated\":false,",
 		("{\"pid\":4242,\"tid\":4243,\"name\":\"worker \\\"1\\\"\",\"events\":4,\"lost\":7,"
-		 "\"alloc_bytes\":4096}"),
+		 "\"waits\":0,\"waited_ns\":0,\"alloc_bytes\":4096}"),
 		("\"live_end_bytes\":4352,\"live_by_process\":[{\"pid\":4242,\"allocs\":4,"
 		 "\"alloc_bytes\":4544,\"live_peak_bytes\":4480,\"live_end_bytes\":4352,"
 		 "\"exited\":true}]"),
@@ -238,7 +238,7 @@ Test(dump, live_bytes_are_per_process, .timeout = 60)
 		 "\"live_end_bytes\":2000,\"exited\":true}]"),
 		"\"free_bytes\":500,",
 		("{\"pid\":4300,\"tid\":4300,\"name\":\"\",\"events\":3,\"lost\":0,"
-		 "\"alloc_bytes\":2500}"),
+		 "\"waits\":0,\"waited_ns\":0,\"alloc_bytes\":2500}"),
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_expect(strstr(q.out, want[i]), "missing %s in %s", want[i], q.out);

@@ -339,6 +339,11 @@ static void dump__record(const struct trcfile_reader *r, struct sym_resolver *sy
 		if (rec->exit.flags)
 			dump__kv("flags", rec->exit.flags); /* 1: written by the process itself */
 		break;
+	case TRC_REC_WAIT:
+		dump__kv("waits", rec->wait.waits);
+		dump__kv("waited_ns", rec->wait.waited_ns);
+		dump__kv("max_ns", rec->wait.max_ns);
+		break;
 	}
 	dump_char('\n');
 }

@@ -76,11 +76,18 @@ static const char dump__summary_help[] =
 	"  events_recorded           events in the file\n"
 	"  events_lost               events lost (emitted = recorded + lost)\n"
 	"  rss_ticks_skipped         sampler ticks skipped because they came late\n"
+	"  when_full                 string: what a thread whose ring was full did: wait\n"
+	"                            (for the drain), drop (lost, counted), unknown (a\n"
+	"                            file before format 1.3)\n"
+	"  waits, waited_ns, wait_max_ns  how often threads waited for the drain, for how\n"
+	"                            long in total (summed over threads) and the longest\n"
+	"                            wait (0: none)\n"
 	"  records_by_type           object: type name -> count (every type)\n"
 	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, "
 	"sampler_late,\n"
 	"                            reentrant\n"
-	"  threads                   array of {pid, tid, name, events, lost, alloc_bytes}, by\n"
+	"  threads                   array of {pid, tid, name, events, lost, waits, waited_ns,\n"
+	"                            alloc_bytes}, by\n"
 	"                            pid then tid (alloc_bytes: what its allocations asked for)\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
@@ -236,6 +243,10 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	dump__kv_u64("events_recorded", s->events_recorded, &first);
 	dump__kv_u64("events_lost", s->events_lost, &first);
 	dump__kv_u64("rss_ticks_skipped", s->rss_ticks_skipped, &first);
+	dump__kv_str("when_full", trcfile_when_full_name(s->when_full), &first);
+	dump__kv_u64("waits", s->waits, &first);
+	dump__kv_u64("waited_ns", s->waited_ns, &first);
+	dump__kv_u64("wait_max_ns", s->wait_max_ns, &first);
 	dump__key("records_by_type", &first);
 	{
 		bool f2 = true;
@@ -265,6 +276,8 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump__kv_str("name", t->name, &f2);
 		dump__kv_u64("events", t->events, &f2);
 		dump__kv_u64("lost", t->lost, &f2);
+		dump__kv_u64("waits", t->waits, &f2);
+		dump__kv_u64("waited_ns", t->waited_ns, &f2);
 		dump__kv_u64("alloc_bytes", t->alloc_bytes, &f2);
 		dump_char('}');
 	}
@@ -413,6 +426,32 @@ static void dump__sparkline(const struct summary *s)
 	dump_sparkline(s->spark_bytes, s->n_spark);
 }
 
+/* What a thread whose ring was full did, and, under "wait", how much the program was slowed:
+ * a tracer never hides that it changed the program's timing. The waits line is printed under
+ * "wait" even when nothing waited (it then says so), and under any policy when a thread did. */
+static void dump__when_full(const struct summary *s)
+{
+	char a[32], b[32];
+	if (s->when_full == TRCFILE_WHEN_FULL_WAIT)
+		dump_str("when full: wait (threads wait for the drain: every event recorded)\n");
+	else if (s->when_full == TRCFILE_WHEN_FULL_DROP)
+		dump_str("when full: drop (events lost and counted: the program's timing "
+			 "untouched)\n");
+	else
+		dump_str("when full: not recorded (file before format 1.3)\n");
+	if (s->waits) {
+		dump_printf("  threads waited for the drain: %" PRIu64 " %s, %s total", s->waits,
+			    cli_plural(s->waits, "time", "times"),
+			    dump_fmt_ns(a, sizeof(a), s->waited_ns));
+		if (s->duration_ns)
+			dump_printf(" (%.1f%% of the run, summed over threads)",
+				    100.0 * (double)s->waited_ns / (double)s->duration_ns);
+		dump_printf(", longest %s\n", dump_fmt_ns(b, sizeof(b), s->wait_max_ns));
+	} else if (s->when_full == TRCFILE_WHEN_FULL_WAIT) {
+		dump_str("  no thread waited for the drain\n");
+	}
+}
+
 /* When events were lost: first and last, and a bar per 1/60 of the run (a space where
  * nothing was lost), so a burst at the start reads differently from a steady leak. */
 static void dump__lost_over_time(const struct summary *s)
@@ -515,6 +554,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	if (s->rss_ticks_skipped)
 		dump_printf("  RSS sampler ticks skipped (late): %" PRIu64 "\n",
 			    s->rss_ticks_skipped);
+	dump__when_full(s);
 
 	dump_str("\nrecords by type:\n");
 	for (uint32_t t = 1; t < TRC_REC_TYPE_COUNT; t++)
@@ -523,13 +563,20 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				    s->per_type[t]);
 
 	if (s->n_threads) {
-		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s %12s\n", "pid", "tid", "name",
+		/* The waited column only when a thread waited (most traces: none). */
+		dump_printf("\nthreads:\n  %8s %8s  %-20s %12s %10s %12s", "pid", "tid", "name",
 			    "events", "lost", "allocated");
+		if (s->waits)
+			dump_printf(" %12s", "waited");
+		dump_char('\n');
 		for (size_t i = 0; i < s->n_threads; i++) {
 			const struct summary_thread *t = &s->threads[i];
-			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 " %12s\n", t->pid,
+			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 " %12s", t->pid,
 				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost,
 				    dump_fmt_bytes(b1, sizeof(b1), t->alloc_bytes));
+			if (s->waits)
+				dump_printf(" %12s", dump_fmt_ns(b1, sizeof(b1), t->waited_ns));
+			dump_char('\n');
 		}
 	}
 

@@ -318,6 +318,7 @@ int main(int argc, char **argv)
 		.max_slots = opt.max_threads,
 		.ring_bytes = opt.buffer_bytes,
 		.ring_pool_bytes = opt.ring_budget_bytes,
+		.drop_when_full = opt.drop_when_full,
 		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
 	};
 	/* The session is a memfd, which a file size limit (ulimit -f) also bounds: lift the soft
@@ -386,6 +387,7 @@ int main(int argc, char **argv)
 		.rss_interval_ns = opt.rss_enabled ? opt.rss_interval_ns : 0,
 		.rss_source = opt.rss_enabled ? (uint32_t)opt.rss_source : 0,
 		.buffer_bytes = opt.buffer_bytes,
+		.when_full = opt.drop_when_full ? TRCFILE_WHEN_FULL_DROP : TRCFILE_WHEN_FULL_WAIT,
 		.host = host,
 		.tool_version = "trace-run " CLI_VERSION,
 	};

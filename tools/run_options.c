@@ -50,7 +50,13 @@ static const char run__usage[] =
 	"                            and grow only while the drain lags behind them\n"
 	"      --ring-budget SIZE    ring memory all threads share beyond 1M each\n"
 	"                            (default 64M): rings grow only as far as the drain\n"
-	"                            lags, and a thread whose ring is full waits for it\n"
+	"                            lags\n"
+	"      --when-full wait|drop what a thread whose ring is full does. wait\n"
+	"                            (default): every event is recorded, the program\n"
+	"                            is slowed while the drain falls behind, and the\n"
+	"                            summary says by how much. drop: the program's\n"
+	"                            timing is untouched, events are lost and counted\n"
+	"                            exactly (LOST records)\n"
 	"      --max-threads N       ring slots: threads recording at once, 1 to 4096\n"
 	"                            (default 256)\n"
 	"      --compression-level N zstd level 1..19 (default 1)\n"
@@ -113,6 +119,7 @@ enum {
 	OPT_KEEP_STORED,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
+	OPT_WHEN_FULL,
 };
 
 int run_options_parse(int argc, char **argv, struct run_options *o)
@@ -124,6 +131,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		{"no-rss", no_argument, NULL, OPT_NO_RSS},
 		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
 		{"ring-budget", required_argument, NULL, OPT_RING_BUDGET},
+		{"when-full", required_argument, NULL, OPT_WHEN_FULL},
 		{"max-threads", required_argument, NULL, OPT_MAX_THREADS},
 		{"compression-level", required_argument, NULL, OPT_ZSTD_LEVEL},
 		{"compress-threads", required_argument, NULL, OPT_COMPRESS_THREADS},
@@ -194,6 +202,13 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 				return run__usage_error(
 					"--ring-budget: invalid size \"%s\" (expected %s)", optarg,
 					"a size above 0, e.g. 64M");
+			break;
+		case OPT_WHEN_FULL:
+			if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "drop") != 0)
+				return run__usage_error(
+					"--when-full: invalid value \"%s\" (expected %s)", optarg,
+					"wait or drop");
+			o->drop_when_full = strcmp(optarg, "drop") == 0;
 			break;
 		case OPT_MAX_THREADS:
 			if (run__parse_uint(optarg, 1, RUN_MAX_THREADS, &n))

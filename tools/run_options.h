@@ -30,6 +30,7 @@ struct run_options {
 	enum run_clock clock;
 	bool preload; /* put libtrc-preload.so in LD_PRELOAD */
 	bool keep_stored; /* leave chunks written stored as they are (no compaction at exit) */
+	bool drop_when_full; /* --when-full drop: a full ring drops at once (default: wait) */
 	char **argv; /* the command and its arguments, NULL-terminated */
 	int argc;
 };

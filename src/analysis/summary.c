@@ -71,6 +71,7 @@ int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary
 			      : s->first_ts_ns;
 	s->duration_ns = s->last_ts_ns > s->start_ns ? s->last_ts_ns - s->start_ns : 0;
 	s->truncated = r->stats.truncated;
+	s->when_full = r->hdr.when_full;
 out:
 	summary__names_free(&m.names);
 	summary__threads_free(&m.threads);

@@ -27,6 +27,7 @@ struct summary_thread {
 	uint32_t pid, tid;
 	const char *name; /* owned by the summary; "" when unknown */
 	uint64_t events, lost;
+	uint64_t waits, waited_ns; /* its waits for the drain (WAIT records) */
 	uint64_t alloc_bytes; /* bytes its allocation records asked for */
 	uint64_t first_ts_ns, last_ts_ns;
 };
@@ -101,6 +102,11 @@ struct summary {
 	uint64_t events_recorded, events_lost, rss_ticks_skipped;
 	uint64_t per_type[TRC_REC_TYPE_COUNT];
 	uint64_t lost_per_reason[8];
+	/* What a thread with a full ring did (header: TRCFILE_WHEN_FULL_*), and how long threads
+	 * waited for the drain under "wait" (WAIT records): waits, their total (summed over the
+	 * threads) and the longest one. All 0 when nothing waited. */
+	uint32_t when_full;
+	uint64_t waits, waited_ns, wait_max_ns;
 
 	struct summary_thread *threads; /* sorted by pid, tid */
 	size_t n_threads;

@@ -162,6 +162,16 @@ static void summary__record(struct summary__state *m, const struct trc_record *r
 		summary__rss_exit(m, rec);
 		summary__procs_record(m, rec);
 		break;
+	case TRC_REC_WAIT:
+		m->s->waits += rec->wait.waits;
+		m->s->waited_ns += rec->wait.waited_ns;
+		if (rec->wait.max_ns > m->s->wait_max_ns)
+			m->s->wait_max_ns = rec->wait.max_ns;
+		if (th) {
+			th->waits += rec->wait.waits;
+			th->waited_ns += rec->wait.waited_ns;
+		}
+		break;
 	default: /* free, function enter and exit, name, module: counted only */
 		break;
 	}

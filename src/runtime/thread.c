@@ -223,9 +223,23 @@ static bool trc__room(struct ring_producer *p, uint32_t payload_bytes, bool wrap
 		    : ring_producer_has_room(p, payload_bytes) != 0;
 }
 
+/* Counts one wait for the drain that began at start_ns in the thread's slot (session_layout.h
+ * "Residency": the trace reports it). Returns ok, for the caller's return. */
+static bool trc__count_wait(struct trc__thread *t, uint64_t start_ns, bool ok)
+{
+	struct trc_slot *s = trc__slot(t->slot);
+	uint64_t d = trc__mono_ns() - start_ns;
+	atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->waited_ns, d, memory_order_relaxed);
+	if (d > atomic_load_explicit(&s->wait_max_ns, memory_order_relaxed))
+		atomic_store_explicit(&s->wait_max_ns, d, memory_order_relaxed);
+	return ok;
+}
+
 /* Waits, yielding the CPU, until trc__room holds, as long as the drain is alive (its beat moves;
  * session_layout.h "Residency"). Returns whether it holds. The yield is what lets the drain run
- * at all when the program's threads outnumber the cores. */
+ * at all when the program's threads outnumber the cores. Under --when-full drop
+ * (geom.ring_wait_ns == 0) it never waits: false at once when there is no room. */
 static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool wrap)
 {
 	struct ring_producer *p = &t->prod;
@@ -233,10 +247,11 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 		trc__nowait = 0;
 		return true;
 	}
-	if (trc__nowait)
+	if (trc__nowait || trc__rt.geom.ring_wait_ns == 0)
 		return false;
 	_Atomic uint64_t *beat = &trc__rt.hdr->drain_beat;
 	uint64_t seen = atomic_load_explicit(beat, memory_order_relaxed), since = trc__mono_ns();
+	const uint64_t start = since;
 	for (unsigned k = 0;; k++) {
 		/* A few yields first (the drain may be on another core, about to release room);
 		 * then short sleeps: a thread that only yields stays runnable, and with the
@@ -249,7 +264,7 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 			nanosleep(&nap, NULL);
 		}
 		if (trc__room(p, payload_bytes, wrap))
-			return true;
+			return trc__count_wait(t, start, true);
 		uint64_t now = trc__mono_ns(), b = atomic_load_explicit(beat, memory_order_relaxed);
 		if (b != seen || k < 64) {
 			/* The clock runs only once this thread sleeps: while it merely yields it
@@ -259,7 +274,7 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 			since = now;
 		} else if (now - since > trc__rt.geom.ring_wait_ns) {
 			trc__nowait = 1;
-			return false;
+			return trc__count_wait(t, start, false);
 		}
 	}
 }
@@ -274,14 +289,17 @@ static bool trc__enter_lap(struct trc__thread *t, uint32_t lap)
 	uint64_t x = atomic_load_explicit(word, memory_order_relaxed);
 	if ((uint32_t)x == lap && !(x & TRC_TRIM_DONE))
 		return true;
-	uint64_t since = 0;
+	uint64_t since = 0, start = 0;
 	for (unsigned k = 0;; k++) {
 		if (x & TRC_TRIM_BUSY) {
+			/* --when-full drop (ring_wait_ns 0): never waits, not even microseconds. */
+			if (trc__rt.geom.ring_wait_ns == 0)
+				return false;
 			uint64_t now = trc__mono_ns();
 			if (!since)
-				since = now;
+				since = start = now;
 			else if (now - since > trc__rt.geom.ring_wait_ns)
-				return false;
+				return trc__count_wait(t, start, false);
 			if (k < 16) {
 				sched_yield();
 			} else {
@@ -297,6 +315,8 @@ static bool trc__enter_lap(struct trc__thread *t, uint32_t lap)
 							  memory_order_relaxed))
 			break;
 	}
+	if (start)
+		(void)trc__count_wait(t, start, true);
 	/* Pages the recorder gave back come back here, in the slow path. No touch per page (as
 	 * trc__populate does): part of the range may hold records the drain is reading, and the
 	 * guest pages just freed are warm on the host. */

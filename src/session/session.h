@@ -51,8 +51,11 @@ struct session_config {
 	 * "Residency"); 0 = default 64 MiB. */
 	uint64_t ring_pool_bytes;
 	/* How long a thread whose ring is full waits for a drain that shows no sign of life
-	 * (session_layout.h "Residency"); 0 = default 10 s. */
+	 * (session_layout.h "Residency"); 0 = default 10 s. Unused when drop_when_full. */
 	uint64_t ring_wait_ns;
+	/* trace-run --when-full drop: a thread whose ring is full drops the event at once (and
+	 * counts it), never waits; the region then says ring_wait_ns == 0. */
+	bool drop_when_full;
 	uint32_t strtab_bytes; /* 0 = default (64 KiB); at least 4096, rounded up to a page */
 	bool force_clock_gettime; /* also forced by the environment variable TRC_CLOCK=gettime */
 };

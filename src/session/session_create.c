@@ -44,6 +44,8 @@ static int session__config(const struct session_config *cfg, struct trc_region_g
 								 : SESSION_DEFAULT_RING_POOL;
 		g->ring_wait_ns =
 			cfg && cfg->ring_wait_ns ? cfg->ring_wait_ns : SESSION_DEFAULT_RING_WAIT_NS;
+		if (cfg && cfg->drop_when_full)
+			g->ring_wait_ns = 0; /* session_layout.h: 0 in the region means drop */
 	}
 	return e;
 }

@@ -383,6 +383,35 @@ static int session__report_reentrant(struct session__ctx *c, struct session_slot
 	return session__lost(c, &ds->st, ds->last_ts_ns, n, TRC_LOST_REENTRANT);
 }
 
+/* The thread's waits for the drain (its slot's counters, session_layout.h "Residency") since the
+ * last look, as a WAIT record. Bounded before they are believed: the counts never go back, the
+ * waits come no faster than one a nanosecond since the last look (like the lost counts), and
+ * one thread's waits, which never overlap, add up to no more than the session's age (the
+ * longest one too). Not since the last look: a wait that began before it ends after it. */
+static int session__report_waits(struct session__ctx *c, struct session_slot *ds, uint64_t since_ns,
+				 bool *bad)
+{
+	struct trc_slot *sl = session__slot(c->s, (uint32_t)(ds - c->s->slots));
+	uint64_t n = atomic_load_explicit(&sl->waits, memory_order_relaxed);
+	uint64_t ns = atomic_load_explicit(&sl->waited_ns, memory_order_relaxed);
+	uint64_t max = atomic_load_explicit(&sl->wait_max_ns, memory_order_relaxed);
+	if (n == ds->waits_reported && ns == ds->waited_reported)
+		return 0;
+	uint64_t age = trc_mono_ns() - c->s->created_ns + SESSION_LOST_SLACK;
+	if (n < ds->waits_reported || ns < ds->waited_reported ||
+	    !session__plausible(n - ds->waits_reported, since_ns, 1) || ns > age || max > age) {
+		*bad = true;
+		return 0;
+	}
+	struct trc_record r = {.type = TRC_REC_WAIT, .ts_ns = ds->last_ts_ns};
+	r.wait.waits = n - ds->waits_reported;
+	r.wait.waited_ns = ns - ds->waited_reported;
+	r.wait.max_ns = max;
+	ds->waits_reported = n;
+	ds->waited_reported = ns;
+	return session__emit(c, &ds->st, &r);
+}
+
 /* Ends a stream whose ring is corrupt: LOST (CORRUPT), a NOTE, stream_end. */
 static int session__corrupt(struct session__ctx *c, struct session_slot *ds, const char *why)
 {
@@ -676,6 +705,11 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 		return rc;
 	if (bad)
 		return session__corrupt(c, ds, "reentrant lost count implausible");
+	rc = session__report_waits(c, ds, c->now_ns - ds->dropped_seen_ns, &bad);
+	if (rc)
+		return rc;
+	if (bad)
+		return session__corrupt(c, ds, "wait counters implausible");
 	int err;
 	rc = session__report_dropped(c, ds, &err);
 	if (!rc && err)
@@ -770,6 +804,9 @@ static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 	atomic_store_explicit(&s->trimmed[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->lost_reentrant, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->waits, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->waited_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->wait_max_ns, 0, memory_order_relaxed);
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELAXED);
 	memset(sl->name, 0, sizeof(sl->name));

@@ -27,6 +27,7 @@ struct session_slot {
 	struct ring_consumer cons;
 	uint64_t dropped_reported;
 	uint64_t reentrant_reported; /* the slot's lost_reentrant, as reported */
+	uint64_t waits_reported, waited_reported; /* the slot's waits and waited_ns, as reported */
 	uint64_t dropped_seen_ns; /* when dropped_reported was last checked */
 	uint64_t last_ts_ns;
 	uint64_t idle_w; /* write position last seen, and since when (the idle give-back) */

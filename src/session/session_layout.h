@@ -66,7 +66,12 @@
  *     sleeping (the recorder bumps it after each ring it drains; default 10 s: a drain held up
  *     by a slow disk is alive); then it drops and counts, and drops without waiting
  *     until its ring has had room again (a stopped or dead recorder costs one wait, not one per
- *     event). The recorder gives the space of a ring it no longer reads (its stream ended
+ *     event). Each wait is counted in the writer's slot (waits, waited_ns, wait_max_ns: slow
+ *     path only) and reported in the trace (FORMAT.md "wait"), so a slowed program is never
+ *     hidden. hdr->ring_wait_ns == 0 is the other policy (trace-run --when-full drop): the
+ *     writer drops and counts at once, no yield, no sleep (and a writer that meets the
+ *     recorder punching its ring, the trim handshake below, drops rather than waits).
+ *     The recorder gives the space of a ring it no longer reads (its stream ended
  *     corrupt) back at once, so that writer never waits. A ring the drain reaches late is not a
  * dead drain: 200 rings of 1 MiB take the drain well over 100 ms here when it gets a 200th of the
  * CPU.
@@ -126,7 +131,7 @@
 #include "trc/wire.h"
 
 #define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
-#define TRC_REGION_VERSION 2u /* 2: the thread-loss table */
+#define TRC_REGION_VERSION 3u /* 2: the thread-loss table; 3: the slot's wait counters */
 #define TRC_REGION_PAGE 4096u
 #define TRC_REGION_MAX_SLOTS 65536u
 #define TRC_REGION_MAX_PROCS (1u << 20)
@@ -181,7 +186,8 @@ struct trc_region_hdr {
 	uint64_t pid_ns;
 	/* Ring bytes shared by all rings beyond their first TRC_RING_BASE_BYTES ("Residency"). */
 	uint64_t ring_pool_bytes;
-	/* How long a writer with a full ring waits for a drain that shows no sign of life. */
+	/* How long a writer with a full ring waits for a drain that shows no sign of life; 0: it
+	 * never waits, it drops at once (trace-run --when-full drop). */
 	uint64_t ring_wait_ns;
 
 	/* Shared counters (producers and recorder, relaxed: accounting only). */
@@ -236,6 +242,13 @@ struct trc_slot {
 	 * TRC_TRIM_BUSY while the recorder punches, TRC_TRIM_DONE once it has. CAS only. */
 	_Atomic uint64_t trim;
 	struct ring_ctl ctl;
+	/* How long the writer waited for the drain ("Residency": --when-full wait): waits
+	 * counted, their nanoseconds summed, the longest one. Written by the writer's slow path
+	 * only (relaxed), read by the recorder like the lost counts (bounded before it is
+	 * believed) and reported on the thread's stream as WAIT records. Zeroed with the ring. */
+	_Alignas(64) _Atomic uint64_t waited_ns;
+	_Atomic uint64_t waits;
+	_Atomic uint64_t wait_max_ns;
 };
 #define TRC_TRIM_BUSY (1ull << 32)
 #define TRC_TRIM_DONE (1ull << 33)
@@ -290,7 +303,7 @@ _Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) =
 		       offsetof(struct trc_proc, dead) == 8 &&
 		       offsetof(struct trc_proc, image) == 12,
 	       "process table entry layout");
-_Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64 &&
+_Static_assert(sizeof(struct trc_slot) == 384 && _Alignof(struct trc_slot) == 64 &&
 		       offsetof(struct trc_slot, state) == 0 &&
 		       offsetof(struct trc_slot, pid) == 8 &&
 		       offsetof(struct trc_slot, tid) == 12 &&
@@ -299,7 +312,10 @@ _Static_assert(sizeof(struct trc_slot) == 320 && _Alignof(struct trc_slot) == 64
 		       offsetof(struct trc_slot, lost_reentrant) == 40 &&
 		       offsetof(struct trc_slot, image) == 48 &&
 		       offsetof(struct trc_slot, trim) == 56 &&
-		       offsetof(struct trc_slot, ctl) == 64,
+		       offsetof(struct trc_slot, ctl) == 64 &&
+		       offsetof(struct trc_slot, waited_ns) == 320 &&
+		       offsetof(struct trc_slot, waits) == 328 &&
+		       offsetof(struct trc_slot, wait_max_ns) == 336,
 	       "slot layout (ring_ctl's own layout: ring.h)");
 /* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
 _Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic uint64_t) == 8 &&
@@ -579,7 +595,8 @@ static inline int trc_region_geom_check(struct trc_region_geom *g, const struct 
 	g->rings_off = h->rings_off;
 	g->ring_bytes = h->ring_bytes;
 	g->ring_pool_bytes = h->ring_pool_bytes; /* any value: it bounds only this tree's rings */
-	g->ring_wait_ns = h->ring_wait_ns; /* any value: it delays only this tree's threads */
+	/* Any value: it delays only this tree's threads (0: none). */
+	g->ring_wait_ns = h->ring_wait_ns;
 	g->max_slots = h->max_slots;
 	g->max_procs = h->max_procs;
 	g->clock_mode = h->clock_mode;

@@ -85,6 +85,11 @@ struct trc_record {
 			uint64_t buffers_bytes; /* trace buffers resident in it at exit */
 			uint32_t flags;         /* TRC_EXIT_* of wire.h (format 1.3; 0 before) */
 		} exit;
+		struct {
+			uint64_t waits;     /* waits for the drain since the stream's previous WAIT */
+			uint64_t waited_ns; /* their total time */
+			uint64_t max_ns;    /* the thread's longest wait so far */
+		} wait;
 	};
 };
 

@@ -51,7 +51,15 @@
 /* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 3 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: exit flags */
+#define TRCFILE_VERSION_MINOR 3 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: exit
+				 * flags, the when-full policy, wait records */
+
+/* What a thread whose ring was full did (trace-run --when-full): the header's flags, bits 0-1
+ * (1.3; FORMAT.md "Header"). */
+#define TRCFILE_WHEN_FULL_UNKNOWN 0u /* not recorded (files before 1.3) */
+#define TRCFILE_WHEN_FULL_WAIT 1u /* waited for the drain (WAIT records say how long) */
+#define TRCFILE_WHEN_FULL_DROP 2u /* dropped the event at once (LOST records count them) */
+#define TRCFILE_HDR_WHEN_FULL_MASK 3u
 
 /* Largest string (name, thread name, command line, path, note) a record may carry. */
 #define TRCFILE_MAX_STRING_BYTES (4u << 20)
@@ -73,6 +81,7 @@ struct trcfile_header_info {
 	uint64_t rss_interval_ns;
 	uint32_t rss_source; /* enum trc_rss_source; 0 interval = sampling off */
 	uint64_t buffer_bytes; /* per-thread ring size */
+	uint32_t when_full; /* TRCFILE_WHEN_FULL_* */
 	const char *host; /* uname nodename + sysname/release; NULL = "" */
 	const char *tool_version; /* NULL = "" */
 };
@@ -235,6 +244,7 @@ struct trcfile_header {
 	uint64_t rss_interval_ns;
 	uint32_t rss_source;
 	uint64_t buffer_bytes;
+	uint32_t when_full; /* TRCFILE_WHEN_FULL_*; UNKNOWN in files before 1.3 */
 	uint32_t chunk_bytes; /* the writer's chunk size */
 	const char *cmdline;
 	uint32_t cmdline_len;
@@ -371,6 +381,8 @@ const char *trcfile_rss_source_name(uint32_t source);
 int trcfile_rss_source_parse(const char *text, enum trc_rss_source *out);
 /* Name of a clock source ("clock_gettime", "tsc"), "unknown" otherwise. */
 const char *trcfile_clock_name(uint32_t clock);
+/* Name of a when-full policy ("wait", "drop"), "unknown" otherwise (files before 1.3). */
+const char *trcfile_when_full_name(uint32_t policy);
 /* Name of a lost reason ("ring_full"...), "unknown" otherwise. */
 const char *trcfile_lost_reason_name(uint32_t reason);
 

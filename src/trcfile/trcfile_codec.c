@@ -188,6 +188,11 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		if (r->exit.flags)
 			p = trcfile__put_varint(p, r->exit.flags);
 		break;
+	case TRC_REC_WAIT:
+		p = trcfile__put_varint(p, r->wait.waits);
+		p = trcfile__put_varint(p, r->wait.waited_ns);
+		p = trcfile__put_varint(p, r->wait.max_ns);
+		break;
 	}
 	return p;
 }
@@ -346,6 +351,11 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		}
 		break;
 	}
+	case TRC_REC_WAIT:
+		r->wait.waits = trcfile__in_u64(&in);
+		r->wait.waited_ns = trcfile__in_u64(&in);
+		r->wait.max_ns = trcfile__in_u64(&in);
+		break;
 	}
 	if (in.bad)
 		return -EBADMSG;

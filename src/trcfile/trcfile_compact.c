@@ -52,6 +52,7 @@ int trcfile_compact(const char *in_path, const char *out_path,
 		.rss_interval_ns = h->rss_interval_ns,
 		.rss_source = h->rss_source,
 		.buffer_bytes = h->buffer_bytes,
+		.when_full = h->when_full,
 		.host = h->host,
 		.tool_version = h->tool_version,
 	};

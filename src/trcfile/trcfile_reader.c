@@ -144,6 +144,7 @@ static int trcfile__parse_header(struct trcfile_reader *r)
 		.rss_interval_ns = fh.rss_interval_ns,
 		.rss_source = fh.rss_source,
 		.buffer_bytes = fh.buffer_bytes,
+		.when_full = fh.flags & TRCFILE_HDR_WHEN_FULL_MASK,
 		.chunk_bytes = fh.chunk_bytes,
 		.cmdline = s,
 		.cmdline_len = fh.cmdline_len,

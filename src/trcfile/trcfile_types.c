@@ -20,6 +20,7 @@ static const char *const trcfile__type_names[TRC_REC_TYPE_COUNT] = {
 	[TRC_REC_PROCESS] = "process",	   [TRC_REC_NAME] = "name",
 	[TRC_REC_MODULE] = "module",	   [TRC_REC_NOTE] = "note",
 	[TRC_REC_EXIT] = "exit",
+	[TRC_REC_WAIT] = "wait",
 };
 
 const char *trcfile_type_name(uint32_t type)
@@ -62,6 +63,17 @@ const char *trcfile_clock_name(uint32_t clock)
 		return "clock_gettime";
 	case TRC_CLOCK_TSC:
 		return "tsc";
+	}
+	return "unknown";
+}
+
+const char *trcfile_when_full_name(uint32_t policy)
+{
+	switch (policy) {
+	case TRCFILE_WHEN_FULL_WAIT:
+		return "wait";
+	case TRCFILE_WHEN_FULL_DROP:
+		return "drop";
 	}
 	return "unknown";
 }

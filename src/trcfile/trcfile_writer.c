@@ -963,6 +963,7 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 		.rss_source = h->rss_source,
 		.chunk_bytes = w->chunk_bytes,
 		.buffer_bytes = h->buffer_bytes,
+		.flags = h->when_full & TRCFILE_HDR_WHEN_FULL_MASK,
 		.cmdline = h->cmdline,
 		.cmdline_len = h->cmdline_len,
 		.host = host,

@@ -37,6 +37,7 @@ enum trc_rec_type {
 	TRC_REC_MODULE = 14,    /* module: a mapped executable file, for symbolizing addresses */
 	TRC_REC_NOTE = 15,      /* note: a line of text from the recorder (e.g. why no events) */
 	TRC_REC_EXIT = 16,      /* exit: a process ended (pid, status as from wait) */
+	TRC_REC_WAIT = 17,      /* wait: the thread waited for the drain (waits, ns, longest) */
 	TRC_REC_TYPE_COUNT
 };
 
