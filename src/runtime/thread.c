@@ -236,8 +236,8 @@ static bool trc__count_wait(struct trc__thread *t, uint64_t start_ns, bool ok)
 	return ok;
 }
 
-/* Waits, yielding the CPU, until trc__room holds, as long as the drain is alive (its beat moves;
- * session_layout.h "Residency"). Returns whether it holds. The yield is what lets the drain run
+/* Waits, yielding the CPU, until trc__room holds, as long as the drain reads this ring (its read
+ * position moves; session_layout.h "Residency"). Returns whether it holds. The yield is what lets the drain run
  * at all when the program's threads outnumber the cores. Under --when-full drop
  * (geom.ring_wait_ns == 0) it never waits: false at once when there is no room. */
 static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool wrap)
@@ -249,8 +249,11 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 	}
 	if (trc__nowait || trc__rt.geom.ring_wait_ns == 0)
 		return false;
-	_Atomic uint64_t *beat = &trc__rt.hdr->drain_beat;
-	uint64_t seen = atomic_load_explicit(beat, memory_order_relaxed), since = trc__mono_ns();
+	/* Progress is judged by this ring's own read position (cached_read, refreshed by each
+	 * trc__room), not by the drain's beat: a drain that is alive but never reads this ring
+	 * again (it declared the stream corrupt after the program scribbled its region) would
+	 * otherwise hold the thread forever, its beat moving all along. */
+	uint64_t seen = p->cached_read, since = trc__mono_ns();
 	const uint64_t start = since;
 	for (unsigned k = 0;; k++) {
 		/* A few yields first (the drain may be on another core, about to release room);
@@ -265,12 +268,12 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 		}
 		if (trc__room(p, payload_bytes, wrap))
 			return trc__count_wait(t, start, true);
-		uint64_t now = trc__mono_ns(), b = atomic_load_explicit(beat, memory_order_relaxed);
-		if (b != seen || k < 64) {
+		uint64_t now = trc__mono_ns(), r = p->cached_read;
+		if (r != seen || k < 64) {
 			/* The clock runs only once this thread sleeps: while it merely yields it
 			 * may be off the CPU as long as the drain is (the program's threads
 			 * outnumber the cores), and that says nothing of the drain. */
-			seen = b;
+			seen = r;
 			since = now;
 		} else if (now - since > trc__rt.geom.ring_wait_ns) {
 			trc__nowait = 1;

@@ -62,9 +62,10 @@
  *     dies between taking pool bytes and publishing resident_bytes leaks at most one chunk.
  *   - A writer whose ring is full waits for the drain (sched_yield in its slow path: on a machine
  *     whose cores the program's threads fill, that is what lets the drain run at all) as long as
- *     the drain is alive: hdr->drain_beat moves at least every hdr->ring_wait_ns of the writer's
- *     sleeping (the recorder bumps it after each ring it drains; default 10 s: a drain held up
- *     by a slow disk is alive); then it drops and counts, and drops without waiting
+ *     its ring's read position moves at least every hdr->ring_wait_ns of the writer's
+ *     sleeping (default 10 s); then it drops and counts (the drain's beat, hdr->drain_beat,
+ *     is not the test: a drain that is alive but no longer reads this ring, its stream ended
+ *     corrupt after the program scribbled the region, held writers forever), and drops without waiting
  *     until its ring has had room again (a stopped or dead recorder costs one wait, not one per
  *     event). Each wait is counted in the writer's slot (waits, waited_ns, wait_max_ns: slow
  *     path only) and reported in the trace (FORMAT.md "wait"), so a slowed program is never
