@@ -214,41 +214,63 @@ static void trc__emit_module_line(struct trc__thread *t, unsigned mode, const ch
 	ring_commit_sp(&t->prod);
 }
 
-static void trc__emit_modules(struct trc__thread *t, unsigned mode, bool dedup)
+/* Calls line(ctx, text, len) for each line of the /proc file at path (without its newline),
+ * reading in chunks into the caller's stack buffer (no allocation: the exit path and the
+ * preload hooks call this); a line longer than buf is skipped whole. Stops when line returns
+ * true. */
+static void trc__proc_lines(const char *path, char *buf, size_t size,
+			    bool (*line)(void *ctx, const char *text, size_t len), void *ctx)
 {
-	struct trc__elf_head head = {0};
-	char buf[8192];
 	size_t have = 0;
 	bool skipping = false; /* inside a line longer than buf */
-	int fd = trc__open_proc("/proc/self/maps");
+	int fd = trc__open_proc(path);
 	if (fd < 0)
 		return;
-	for (;;) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+	for (bool done = false; !done;) {
+		ssize_t n = read(fd, buf + have, size - have);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		have += (size_t)n;
 		size_t pos = 0;
-		for (;;) {
-			char *nl = memchr(buf + pos, '\n', have - pos);
-			if (!nl)
-				break;
+		char *nl;
+		while (!done && (nl = memchr(buf + pos, '\n', have - pos)) != NULL) {
 			size_t l = (size_t)(nl - (buf + pos));
 			if (!skipping)
-				trc__emit_module_line(t, mode, buf + pos, l, &head, dedup);
+				done = line(ctx, buf + pos, l);
 			skipping = false;
 			pos += l + 1;
 		}
 		memmove(buf, buf + pos, have - pos);
 		have -= pos;
-		if (have == sizeof(buf)) {
+		if (have == size) {
 			have = 0;
 			skipping = true;
 		}
 	}
 	close(fd);
+}
+
+struct trc__modules_walk {
+	struct trc__thread *t;
+	unsigned mode;
+	bool dedup;
+	struct trc__elf_head head;
+};
+
+static bool trc__modules_line(void *ctx, const char *text, size_t len)
+{
+	struct trc__modules_walk *w = ctx;
+	trc__emit_module_line(w->t, w->mode, text, len, &w->head, w->dedup);
+	return false;
+}
+
+static void trc__emit_modules(struct trc__thread *t, unsigned mode, bool dedup)
+{
+	struct trc__modules_walk w = {.t = t, .mode = mode, .dedup = dedup};
+	char buf[8192];
+	trc__proc_lines("/proc/self/maps", buf, sizeof(buf), trc__modules_line, &w);
 }
 
 void trc__emit_process_info(struct trc__thread *t, unsigned mode)
@@ -266,53 +288,35 @@ void trc__emit_process_info(struct trc__thread *t, unsigned mode)
 
 /* ---- the process's own exit record ---------------------------------------------------- */
 
+struct trc__hwm_walk {
+	uint64_t kb;
+	bool found;
+};
+
+static bool trc__hwm_line(void *ctx, const char *line, size_t len)
+{
+	static const char key[] = "VmHWM:";
+	struct trc__hwm_walk *w = ctx;
+	if (len <= sizeof(key) - 1 || memcmp(line, key, sizeof(key) - 1) != 0)
+		return false;
+	const char *c = line + sizeof(key) - 1, *end = line + len;
+	while (c < end && (*c == ' ' || *c == '\t'))
+		c++;
+	for (; c < end && *c >= '0' && *c <= '9'; c++)
+		w->kb = w->kb * 10 + (uint64_t)(*c - '0');
+	w->found = true;
+	return true;
+}
+
 /* The value in bytes of the "VmHWM:" line of /proc/self/status ("VmHWM:\t  1234 kB"); 0 when
  * it cannot be read. Chunked reads into a stack buffer (a status file with a long Groups
  * line is larger than it); the key is searched line by line. */
 static uint64_t trc__own_hwm_bytes(void)
 {
-	static const char key[] = "VmHWM:";
+	struct trc__hwm_walk w = {0};
 	char buf[2048];
-	size_t have = 0;
-	bool skipping = false;
-	uint64_t kb = 0;
-	bool found = false;
-	int fd = trc__open_proc("/proc/self/status");
-	if (fd < 0)
-		return 0;
-	while (!found) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		size_t pos = 0;
-		char *nl;
-		while (!found && (nl = memchr(buf + pos, '\n', have - pos)) != NULL) {
-			const char *line = buf + pos;
-			size_t l = (size_t)(nl - line);
-			if (!skipping && l > sizeof(key) - 1 &&
-			    memcmp(line, key, sizeof(key) - 1) == 0) {
-				const char *c = line + sizeof(key) - 1;
-				while (c < nl && (*c == ' ' || *c == '\t'))
-					c++;
-				for (; c < nl && *c >= '0' && *c <= '9'; c++)
-					kb = kb * 10 + (uint64_t)(*c - '0');
-				found = true;
-			}
-			skipping = false;
-			pos += l + 1;
-		}
-		memmove(buf, buf + pos, have - pos);
-		have -= pos;
-		if (have == sizeof(buf)) {
-			have = 0;
-			skipping = true;
-		}
-	}
-	close(fd);
-	return found ? kb * 1024 : 0;
+	trc__proc_lines("/proc/self/status", buf, sizeof(buf), trc__hwm_line, &w);
+	return w.found ? w.kb * 1024 : 0;
 }
 
 /* The trace buffers resident in this process, counted as session_buffers_resident_bytes
