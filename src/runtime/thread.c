@@ -250,9 +250,9 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 	if (trc__nowait || trc__rt.geom.ring_wait_ns == 0)
 		return false;
 	/* Progress is judged by this ring's own read position (cached_read, refreshed by each
-	 * trc__room), not by the drain's beat: a drain that is alive but never reads this ring
-	 * again (it declared the stream corrupt after the program scribbled its region) would
-	 * otherwise hold the thread forever, its beat moving all along. */
+	 * trc__room), not by whether the drain is alive: a drain that is alive but never reads
+	 * this ring again (it declared the stream corrupt after the program scribbled its
+	 * region) would otherwise hold the thread forever. */
 	uint64_t seen = p->cached_read, since = trc__mono_ns();
 	const uint64_t start = since;
 	for (unsigned k = 0;; k++) {

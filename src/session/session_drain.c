@@ -697,8 +697,6 @@ static int session__drain_ring(struct session__ctx *c, struct session_slot *ds)
 		return session__corrupt(c, ds, "bad record header");
 	c->s->read_since_unmap += b.pos - start; /* the unmapping in session_drain */
 	ring_batch_release(&ds->cons, &b);
-	/* A writer waiting for room knows the drain is alive (session_layout.h "Residency"). */
-	atomic_fetch_add_explicit(&c->s->hdr->drain_beat, 1, memory_order_relaxed);
 	bool bad = false;
 	rc = session__report_reentrant(c, ds, c->now_ns - ds->dropped_seen_ns, &bad);
 	if (rc)

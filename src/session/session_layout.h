@@ -63,9 +63,9 @@
  *   - A writer whose ring is full waits for the drain (sched_yield in its slow path: on a machine
  *     whose cores the program's threads fill, that is what lets the drain run at all) as long as
  *     its ring's read position moves at least every hdr->ring_wait_ns of the writer's
- *     sleeping (default 10 s); then it drops and counts (the drain's beat, hdr->drain_beat,
- *     is not the test: a drain that is alive but no longer reads this ring, its stream ended
- *     corrupt after the program scribbled the region, held writers forever), and drops without waiting
+ *     sleeping (default 10 s); then it drops and counts (a drain that is merely alive is not
+ *     the test: one that no longer reads this ring, its stream ended corrupt after the
+ *     program scribbled the region, held writers forever), and drops without waiting
  *     until its ring has had room again (a stopped or dead recorder costs one wait, not one per
  *     event). Each wait is counted in the writer's slot (waits, waited_ns, wait_max_ns: slow
  *     path only) and reported in the trace (FORMAT.md "wait"), so a slowed program is never
@@ -202,7 +202,7 @@ struct trc_region_hdr {
 				       * found no slot rescans only when this moved */
 	_Atomic uint64_t ring_pool_used; /* pool bytes taken by rings (producers add by CAS, the
 					  * recorder gives back when it frees a slot) */
-	_Atomic uint64_t drain_beat; /* bumped by the recorder after each ring drained */
+	uint64_t reserved_176; /* was the drain's beat; unused (writers watch their own ring) */
 	_Atomic uint64_t tlost_added; /* bumped after every add to a thread-loss entry: the
 				       * recorder reads the table only when this moved */
 };
@@ -292,7 +292,7 @@ _Static_assert(offsetof(struct trc_region_hdr, lost_no_slot) == 128 &&
 		       offsetof(struct trc_region_hdr, strtab_used) == 152 &&
 		       offsetof(struct trc_region_hdr, slots_freed) == 160 &&
 		       offsetof(struct trc_region_hdr, ring_pool_used) == 168 &&
-		       offsetof(struct trc_region_hdr, drain_beat) == 176 &&
+		       offsetof(struct trc_region_hdr, reserved_176) == 176 &&
 		       offsetof(struct trc_region_hdr, tlost_added) == 184,
 	       "region header layout (counters, on their own cache line)");
 _Static_assert(sizeof(struct trc_tlost) == 32 && offsetof(struct trc_tlost, who) == 0 &&
