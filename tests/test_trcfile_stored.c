@@ -463,8 +463,8 @@ Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget, .timeout = 6
 /* `trace-dump summary --json` of path, as a string. */
 static char *summary_json(const char *dir, const char *path)
 {
-	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/summary.json' 2>/dev/null", tu_build(),
-			   path, dir),
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/summary.json' 2>/dev/null",
+			   tu_build(), path, dir),
 		     0);
 	return tu_slurp_text(dir, "summary.json");
 }
@@ -715,7 +715,8 @@ static void write_short_streams(const char *path, uint32_t n)
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
 	cr_assert_not_null(w, "%s", strerror(-err));
 	for (uint32_t i = 0; i < n; i++) {
-		struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 4242, 10000 + i);
+		struct trcfile_stream *s =
+			trcfile_stream_open(w, TRC_STREAM_THREAD, 4242, 10000 + i);
 		cr_assert_not_null(s);
 		for (uint32_t k = 0; k < 10; k++) {
 			struct trc_record r = {.type = TRC_REC_INSTANT,
@@ -802,7 +803,9 @@ Test(trcfile_stored, compaction_memory_does_not_grow_with_the_streams, .timeout 
 	/* A sanitizer's allocator keeps freed memory in quarantine: RSS says nothing there. */
 	const char *tier = getenv("TRC_SANITIZER_TIER");
 	if (k5 >= 0 && k50 >= 0 && !(tier && *tier))
-		cr_expect_leq(k50, k5 + 2048, "compaction peak +%ld KiB for 50000 streams, +%ld KiB "
-					      "for 5000", k50, k5);
+		cr_expect_leq(k50, k5 + 2048,
+			      "compaction peak +%ld KiB for 50000 streams, +%ld KiB "
+			      "for 5000",
+			      k50, k5);
 	tu_rm_rf(dir);
 }

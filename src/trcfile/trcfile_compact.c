@@ -178,8 +178,7 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 	return err;
 }
 
-int trcfile_compact(const char *in_path, const char *out_path,
-		    const struct trcfile_writer_opts *o,
+int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len)
 {
@@ -205,8 +204,8 @@ int trcfile_compact(const char *in_path, const char *out_path,
 }
 int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    const struct trcfile_writer_opts *o,
-			    void (*progress)(void *arg, uint64_t done, uint64_t total),
-			    void *arg, uint64_t *stored_in, char *msg, size_t msg_len)
+			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			    uint64_t *stored_in, char *msg, size_t msg_len)
 {
 	char rmsg[512] = "";
 	struct trcfile_reader *r = NULL;
@@ -222,8 +221,8 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 	uint64_t total = r->n_chunks, done = 0;
 	for (unsigned si = 0; si < r->n_streams && !err; si++) {
 		const struct trcfile_stream_info *info_s = &r->streams[si];
-		struct trcfile_stream *s = trcfile_stream_open(w, (enum trc_stream_kind)info_s->kind,
-							       info_s->pid, info_s->tid);
+		struct trcfile_stream *s = trcfile_stream_open(
+			w, (enum trc_stream_kind)info_s->kind, info_s->pid, info_s->tid);
 		if (!s) {
 			err = trcfile_writer_error(w) ?: -ENOMEM;
 			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
@@ -231,8 +230,8 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 		}
 		for (size_t i = r->stream_chunk0[si]; i < r->stream_chunk0[si + 1] && !err; i++) {
 			struct trcfile__chunk_hdr ch;
-			const uint8_t *payload = trcfile__compact_read_chunk(r, in_path, &r->chunks[i],
-									     &ch, &err, msg, msg_len);
+			const uint8_t *payload = trcfile__compact_read_chunk(
+				r, in_path, &r->chunks[i], &ch, &err, msg, msg_len);
 			if (!payload)
 				break;
 			if (trcfile__chunk_is_stored(&ch))
@@ -246,7 +245,8 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			if (progress)
 				progress(arg, done, total);
 		}
-		/* Done with it: its footer entry leaves the writer's memory (trcfile_stream_end). */
+		/* Done with it: its footer entry leaves the writer's memory (trcfile_stream_end).
+		 */
 		int eerr = trcfile_stream_end(s);
 		if (!err && eerr)
 			err = trcfile__compact_fail(msg, msg_len, eerr, out_path, NULL);

@@ -92,8 +92,8 @@ static uint64_t trcfile__tally_weight(const struct trcfile__tally *t, uint32_t i
 static void trcfile__tally_stream(struct trcfile__tally *t, const struct trcfile__footer_stream *e)
 {
 	uint64_t w = trcfile__tally_weight(t, e->id);
-	t->records_streams = trcfile__mod_add(
-		t->records_streams, trcfile__mod_mul(w, trcfile__mod_reduce(e->records)));
+	t->records_streams = trcfile__mod_add(t->records_streams,
+					      trcfile__mod_mul(w, trcfile__mod_reduce(e->records)));
 	/* (x^n - 1) / (x - 1) */
 	uint64_t geom = trcfile__mod_mul(
 		trcfile__mod_add(trcfile__mod_pow(t->x, e->chunks), TRCFILE__P61 - 1),
@@ -178,8 +178,8 @@ static int trcfile__walk_locate(struct trcfile__footer_walk *fw, const char **wh
 {
 	struct trcfile_reader *r = fw->r;
 	int err = 0;
-	if (r->size < (uint64_t)r->header_bytes + TRCFILE__FOOTER_FIXED_BYTES +
-			      TRCFILE__TRAILER_BYTES) {
+	if (r->size <
+	    (uint64_t)r->header_bytes + TRCFILE__FOOTER_FIXED_BYTES + TRCFILE__TRAILER_BYTES) {
 		*why = "no footer";
 		return 1;
 	}
@@ -310,10 +310,9 @@ int trcfile__footer_walk_stream_at(struct trcfile__footer_walk *fw, uint32_t id,
 				     ? fw->n_streams - first
 				     : TRCFILE__STREAM_BLOCK_ENTRIES;
 		int err = 0;
-		const uint8_t *p = trcfile__read_at(fw->r,
-						    fw->footer_offset +
-							    trcfile__footer_stream_at(first),
-						    (size_t)n * TRCFILE__FOOTER_STREAM_BYTES, &err);
+		const uint8_t *p = trcfile__read_at(
+			fw->r, fw->footer_offset + trcfile__footer_stream_at(first),
+			(size_t)n * TRCFILE__FOOTER_STREAM_BYTES, &err);
 		if (!p)
 			return err;
 		b->first_id = UINT32_MAX;

@@ -62,7 +62,7 @@ int trcfile__writer_put_chunk(struct trcfile_writer *w, const struct trcfile__ch
 struct trcfile_writer_opts;
 int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    const struct trcfile_writer_opts *o,
-			    void (*progress)(void *arg, uint64_t done, uint64_t total),
-			    void *arg, uint64_t *stored_in, char *msg, size_t msg_len);
+			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			    uint64_t *stored_in, char *msg, size_t msg_len);
 
 #endif /* TRC_TRCFILE_STORED_H */

@@ -23,8 +23,10 @@
  * marked stored; the writer thread writes header and records as they are (CRC on its own
  * thread) and gives the store slot back. The write queue thus has many producers (the
  * compressors and the appending threads), still one consumer.
- * Whole chunks (trcfile__stream_put_chunk, for trcfile_compact): a stored one enters the
- * compress queue like any chunk; a compressed one goes to the write queue with its frame.
+ * Whole chunks (trcfile__stream_put_chunk and trcfile__writer_put_chunk, for trcfile_compact):
+ * a stored one enters the compress queue like any chunk; a compressed one goes to the write
+ * queue with its frame. trcfile_compact's streamed way opens no stream: it gives the stream
+ * table's entries straight to the stream spill (trcfile__writer_add_ended_streams).
  * The fused append (trcfile_stream_window_*) lends the open chunk's free bytes and coder to
  * the stream's one appending thread; nothing else touches them meanwhile.
  *
