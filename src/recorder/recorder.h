@@ -12,6 +12,10 @@
  *     writer's own threads; trace-run opens the writer with TRCFILE_WRITER_STORE_WHEN_BEHIND,
  *     so draining never waits on zstd (a chunk the compressors cannot take is written stored)
  *     and waits on the disk only when its bounded queue of stored chunks is full.
+ * A third thread, the background compressor (trcfile_bgc.h, at SCHED_IDLE), compresses the
+ * chunks the writer stored into a side file while the program runs, so that less is left for
+ * the end (TRC_NO_BG_COMPRESS=1 in the environment: none; TRC_TEST_BGC_MISMATCH=1: tests,
+ * its first copy does not match its chunk).
  * recorder_finish stops the sampler, drains everything that is left, appends the exit record
  * and notes, and joins the threads; the caller then closes the writer.
  *
@@ -33,6 +37,7 @@
 
 struct trc_session;
 struct trcfile_writer;
+struct trcfile_bgc;
 
 struct recorder_config {
 	struct trc_session *session;   /* borrowed; outlives the recorder */
@@ -59,6 +64,11 @@ struct recorder_stats {
 	int drain_error;        /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
 	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program */
 	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
+	uint64_t bg_compressed; /* stored chunks compressed in the background so far */
+	/* recorder_finish only (NULL elsewhere): the background compressor, stopped, with the
+	 * compressed copies of stored chunks for the end compaction (run_compact); the caller
+	 * frees it with trcfile_bgc_free. */
+	struct trcfile_bgc *bgc;
 };
 
 /* The end of the program, as trace-run saw it. */
