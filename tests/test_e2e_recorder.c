@@ -235,8 +235,8 @@ Test(e2e_recorder, a_background_copy_that_does_not_match_is_compressed_again_bef
 	e2e_rm_rf(dir);
 }
 
-/* The side file of trace-run (pid), as its size, or -1 while it has none: the open file whose
- * link names no file ("... (deleted)") beside the trace. */
+/* The side file of trace-run (pid), as its size, or -1 while it has none with a chunk in it:
+ * an open file beside the trace whose link names no file ("... (deleted)"). */
 static long side_file_bytes(pid_t pid, const char *dir)
 {
 	char fds[64];
@@ -253,11 +253,22 @@ static long side_file_bytes(pid_t pid, const char *dir)
 		if (n <= 0)
 			continue;
 		target[n] = '\0';
-		if (strncmp(target, dir, strlen(dir)) == 0 && strstr(target, "(deleted)")) {
+		if (strncmp(target, dir, strlen(dir)) != 0 || !strstr(target, "(deleted)"))
+			continue;
+		/* The writer's spill files are unlinked there too: the side file is the one that
+		 * starts with a compressed chunk. */
+		FILE *f = fopen(link, "rb");
+		uint8_t h[TRCFILE__CHUNK_HDR_BYTES];
+		struct trcfile__chunk_hdr ch;
+		const char *why;
+		if (f && fread(h, 1, sizeof(h), f) == sizeof(h) &&
+		    trcfile__chunk_hdr_get(h, &ch, &why) == 0 && !trcfile__chunk_is_stored(&ch)) {
 			struct stat st;
 			if (stat(link, &st) == 0)
 				size = (long)st.st_size;
 		}
+		if (f)
+			fclose(f);
 	}
 	closedir(d);
 	return size;
