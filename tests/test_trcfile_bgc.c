@@ -298,3 +298,40 @@ Test(trcfile_bgc, the_side_file_has_no_name, .timeout = 60)
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
 }
+
+/* A side file damaged after the copy was made (a byte of the first copy's frame flipped): its
+ * CRC refuses it, and the chunk is compressed at the end. */
+Test(trcfile_bgc, a_damaged_copy_is_refused_by_its_checksum, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char in[300], with[300], without[300];
+	snprintf(in, sizeof(in), "%s/in.trc", dir);
+	snprintf(with, sizeof(with), "%s/with.trc", dir);
+	snprintf(without, sizeof(without), "%s/without.trc", dir);
+	struct tu_plan p = {0};
+	plan(&p);
+	uint64_t stored = 0;
+	struct trcfile_bgc *b = write_with_bgc(in, &p, 0, &stored);
+	uint64_t bg = trcfile_bgc_compressed(b);
+	cr_assert_geq(bg, 6);
+	uint8_t x;
+	off_t at = TRCFILE__CHUNK_HDR_BYTES + 20; /* inside the first copy's frame */
+	cr_assert_eq(pread(trcfile__bgc_fd(b), &x, 1, at), 1);
+	x ^= 0x10;
+	cr_assert_eq(pwrite(trcfile__bgc_fd(b), &x, 1, at), 1);
+	struct trcfile_writer_opts co_opts = {.compress_threads = 2,
+					      .flags = TRCFILE_WRITER_NO_FSYNC};
+	char msg[512] = "";
+	struct trcfile_bgc_use use = {0};
+	cr_assert_eq(trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg,
+					  sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(trcfile_compact(in, without, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(use.refused, 1);
+	cr_assert_eq(use.used, bg - 1);
+	cr_assert_eq(same_records(without, with), tu_plan_records(&p));
+	trcfile_bgc_free(b);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
