@@ -183,12 +183,17 @@ int main(int argc, char **argv)
 			records = 200000;
 		} else if (!strcmp(argv[i], "--fused-only")) {
 			fused_only = true;
+		} else if (!strcmp(argv[i], "--records") && i + 1 < argc) {
+			records = (uint32_t)atoi(argv[++i]);
+			if (records < 1000 || records > 500000)
+				records = records < 1000 ? 1000 : 500000;
 		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
 			runs = atoi(argv[++i]);
 			if (runs < 1)
 				runs = 1;
 		} else {
-			fprintf(stderr, "usage: bench_drain [--quick] [--runs N] [--fused-only]\n");
+			fprintf(stderr, "usage: bench_drain [--quick] [--runs N] [--records N] "
+					"[--fused-only]\n");
 			return 2;
 		}
 	}
