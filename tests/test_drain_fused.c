@@ -408,14 +408,16 @@ static uint64_t tsc_ns(uint64_t t, const void *arg)
 	return trc_clock_to_ns(t >= cs->cur.tick0 ? &cs->cur : &cs->prev, t);
 }
 
-/* Two segments around tick0 = 2^40, times within the drain's belief (now - 30 ms on). */
+/* Two segments around tick0 = now (as a tick count: the THREAD records of the emitter threads,
+ * stamped in ns by the runtime, then convert to times near now too), times within the drain's
+ * belief (now - 30 ms on). */
 static struct clock_setup tsc_setup(uint64_t mult_cur, uint64_t mult_prev)
 {
 	uint64_t now = trc_mono_ns();
 	struct clock_setup cs = {.tsc = true};
-	cs.cur = (struct trc_clock_conv){.tick0 = 1ull << 40, .ns0 = now, .mult = mult_cur};
+	cs.cur = (struct trc_clock_conv){.tick0 = now, .ns0 = now, .mult = mult_cur};
 	cs.prev = (struct trc_clock_conv){
-		.tick0 = (1ull << 40) - (1ull << 26), .ns0 = now - 30000000u, .mult = mult_prev};
+		.tick0 = now - (1ull << 26), .ns0 = now - 30000000u, .mult = mult_prev};
 	return cs;
 }
 
@@ -457,7 +459,7 @@ static void *emitter_main(void *arg)
 }
 
 static uint64_t drain_thread_to_file(struct trc_session *s, const char *path, bool fused,
-				     uint64_t *corrupt)
+				     const struct clock_setup *cs, uint64_t *corrupt)
 {
 	struct fsink f = {.w = open_writer(path)};
 	struct session_sink k = {.arg = &f, .record = fs_record};
@@ -469,23 +471,35 @@ static uint64_t drain_thread_to_file(struct trc_session *s, const char *path, bo
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, emitter_main, &em), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
-	drain_idle(s, &k, NULL);
+	drain_idle(s, &k, cs);
 	cr_assert_eq(trcfile_writer_close(f.w), 0);
 	*corrupt = f.corrupt;
 	return f.events;
 }
 
-/* Event BAD_AT replaced by what kind says; the old and fused paths must agree on it. */
-static void bad_case(int kind, bool is_corrupt)
+/* Events from BAD_AT on replaced by what kind says; the old and fused paths must agree. */
+static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
 {
 	uint32_t ids[3];
 	struct trc_session *s = start(0, ids);
-	make_events(trc_mono_ns(), ids[0], ids[1], ids[2]);
+	make_events(cs && cs->tsc ? cs->cur.tick0 - 20000000u : trc_mono_ns(), ids[0], ids[1],
+		    ids[2]);
 	struct ev *e = &evs[BAD_AT];
 	switch (kind) {
-	case 0: /* a span with a longer payload: unusual, not corrupt (the old path takes it) */
-		e->type = TRC_REC_SPAN_BEGIN;
-		e->len = 24;
+	case 0: /* events with longer payloads: unusual, not corrupt (the old path takes them);
+		 * each after two usual ones, so the fast loop meets it */
+		e[0].type = TRC_REC_SPAN_BEGIN;
+		e[0].len = 16;
+		e[3].type = TRC_REC_COUNTER;
+		e[3].len = 24;
+		e[6].type = TRC_REC_FREE;
+		e[6].len = 24;
+		e[9].type = TRC_REC_ALLOC;
+		e[9].len = 32;
+		e[12].type = TRC_REC_FUNC_EXIT;
+		e[12].len = 40;
+		for (int i = 0; i <= 12; i += 3)
+			e[i].id = ids[0];
 		break;
 	case 1: /* name id 0 */
 		e->type = TRC_REC_COUNTER;
@@ -495,10 +509,13 @@ static void bad_case(int kind, bool is_corrupt)
 		e->type = TRC_REC_SPAN_END;
 		e->id = (1u << 24) - 1;
 		break;
-	case 3: /* a time no record can have */
+	case 3: /* a time no record can have: long before the session */
 		e->ts = 12345;
 		break;
-	case 4: /* an unknown type of an event's length */
+	case 4: /* a time no record can have: long after now */
+		e->ts += 1ull << 50;
+		break;
+	case 5: /* an unknown type of an event's length */
 		e->type = 0x7e;
 		e->len = 24;
 		break;
@@ -511,45 +528,68 @@ static void bad_case(int kind, bool is_corrupt)
 	close(mkstemp(a));
 	close(mkstemp(b));
 	uint64_t bad_fused = 0, bad_old = 0;
-	uint64_t n_fused = drain_thread_to_file(s, b, true, &bad_fused);
-	uint64_t n_old = drain_thread_to_file(s, a, false, &bad_old);
+	uint64_t n_fused = drain_thread_to_file(s, b, true, cs, &bad_fused);
+	uint64_t n_old = drain_thread_to_file(s, a, false, cs, &bad_old);
 	cr_assert_eq(n_fused, is_corrupt ? BAD_AT : N_EVENTS, "kind %d", kind);
 	cr_assert_eq(n_old, n_fused, "kind %d", kind);
 	cr_assert_eq(bad_fused, is_corrupt ? 1 : 0, "kind %d", kind);
 	cr_assert_eq(bad_old, bad_fused, "kind %d", kind);
 	assert_same_files(a, b);
-	assert_events(b, is_corrupt ? BAD_AT : N_EVENTS, NULL, NULL);
+	assert_events(b, is_corrupt ? BAD_AT : N_EVENTS, cs ? tsc_ns : NULL, cs);
 	unlink(a);
 	unlink(b);
 	session_destroy(s);
 }
 
-Test(drain_fused, an_unusual_length_is_delivered_as_by_the_old_path, .timeout = 60)
+Test(drain_fused, unusual_lengths_are_delivered_as_by_the_old_path, .timeout = 60)
 {
-	bad_case(0, false);
+	bad_case(0, false, NULL);
 }
 
 Test(drain_fused, name_id_0_ends_the_stream_where_the_old_path_does, .timeout = 60)
 {
-	bad_case(1, true);
+	bad_case(1, true, NULL);
 }
 
 Test(drain_fused, a_name_id_beyond_the_table_ends_the_stream_where_the_old_path_does, .timeout = 60)
 {
-	bad_case(2, true);
+	bad_case(2, true, NULL);
 }
 
-Test(drain_fused, an_impossible_time_ends_the_stream_where_the_old_path_does, .timeout = 60)
+Test(drain_fused, impossible_times_end_the_stream_where_the_old_path_does, .timeout = 60)
 {
-	bad_case(3, true);
+	bad_case(3, true, NULL);
+}
+
+Test(drain_fused, future_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(4, true, NULL);
+}
+
+Test(drain_fused, impossible_tsc_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	bad_case(3, true, &cs);
+}
+
+Test(drain_fused, future_tsc_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	bad_case(4, true, &cs);
+}
+
+Test(drain_fused, future_slow_tsc_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(6442450944u + 12345u, 1717986917u);
+	bad_case(4, true, &cs);
 }
 
 Test(drain_fused, an_unknown_type_ends_the_stream_where_the_old_path_does, .timeout = 60)
 {
-	bad_case(4, true);
+	bad_case(5, true, NULL);
 }
 
 Test(drain_fused, a_short_payload_ends_the_stream_where_the_old_path_does, .timeout = 60)
 {
-	bad_case(5, true);
+	bad_case(6, true, NULL);
 }
