@@ -434,7 +434,14 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
  * An event's ring record ({ts, a?, b?}, session_layout.h) becomes its chunk record (FORMAT.md
  * "Records") in one step: type byte, ts delta, then the fields, the address predictors of the
  * window carried along. No struct trc_record, no call per record. The bytes are exactly
- * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
+ * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type).
+ *
+ * Two loops: the careful one (session__fused_run: one record at a time, every check, the
+ * window's opening and closing, a name's first use, the previous clock segment, records near
+ * the end of the ring or of the batch) and, inside it while a window is open, the fast one
+ * (session_drain_fast.h: an encoder per event type, only the checks that vary per record, the
+ * others made once per run). Whatever the fast loop does not take, the careful one does, and
+ * whatever that does not take goes to ring_batch_next and session__record. */
 
 _Static_assert(
 	(RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
@@ -453,7 +460,8 @@ static const uint8_t session__event_len[256] = {
 	[TRC_REC_FUNC_ENTER] = RING_HDR_BYTES + sizeof(struct trc_ring_func),
 	[TRC_REC_FUNC_EXIT] = RING_HDR_BYTES + sizeof(struct trc_ring_func),
 };
-/* The fused loop reads 3 payload words whatever the type, when that stays inside data. */
+/* Both loops read a record's header and 3 payload words whatever the type: they take a record
+ * only when that stays inside data (and, the fast one, inside the batch). */
 #define SESSION__MAX_EVENT_LEN (RING_HDR_BYTES + 24u)
 
 /* The clock conversion of a tick count at or after the current segment's start (nearly every
@@ -465,18 +473,24 @@ static inline uint64_t session__ns_cur(const struct trc_clock_conv *cur, uint64_
 	       (uint64_t)(((unsigned __int128)(t - cur->tick0) * cur->mult) >> TRC_CLOCK_SHIFT);
 }
 
+/* A varint of three bytes or more: out of line, so the inline cases keep their registers. */
+__attribute__((noinline, cold)) static uint8_t *session__varint_long(uint8_t *p, uint64_t v)
+{
+	return trcfile__put_varint(p, v);
+}
+
 /* A varint, the one- and two-byte cases (nearly every delta, id and address step) inline. */
 static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
 {
 	*p = (uint8_t)v;
 	if (__builtin_expect(v < 0x80, 1))
 		return p + 1;
-	if (v < 0x4000) {
+	if (__builtin_expect(v < 0x4000, 1)) {
 		p[0] = (uint8_t)(v | 0x80);
 		p[1] = (uint8_t)(v >> 7);
 		return p + 2;
 	}
-	return trcfile__put_varint(p, v);
+	return session__varint_long(p, v);
 }
 
 /* The fast loop's state: the window and the position, in locals of session__fused_run. */
