@@ -67,18 +67,36 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 #endif
 	uint8_t *p = f->p;
 	uint64_t walloc = f->walloc, wfunc = f->wfunc;
-	uint32_t count = f->count;
-	uint64_t h, t, a, b;
+	uint64_t t, a, b;
+	uint8_t type;
 
-/* The next record's header and time, read once, and the jump to its type's encoder. */
+/* The next record's type byte and time, read once, and the jump to its type's encoder. The
+ * other header fields are read (once each) by the encoder: its length first. */
 #define SESSION__FAST_NEXT()                               \
 	do {                                               \
 		if (__builtin_expect(q >= qlim, 0))        \
 			goto out;                          \
-		memcpy(&h, q, 8);                          \
+		memcpy(&type, q + 4, 1);                   \
 		memcpy(&t, q + 8, 8);                      \
 		atomic_signal_fence(memory_order_seq_cst); \
-		goto *dispatch[(uint8_t)(h >> 32)];        \
+		goto *dispatch[type];                      \
+	} while (0)
+/* The record's length is its type's, or out. */
+#define SESSION__FAST_LEN(payload)                                                 \
+	do {                                                                       \
+		uint32_t len_;                                                     \
+		memcpy(&len_, q, 4);                                               \
+		atomic_signal_fence(memory_order_seq_cst);                         \
+		if (__builtin_expect(len_ != RING_HDR_BYTES + sizeof(payload), 0)) \
+			goto out;                                                  \
+	} while (0)
+/* The name id of the record's tag (its top 24 bits), read once. */
+#define SESSION__FAST_ID(id)                               \
+	do {                                               \
+		uint32_t tag_;                             \
+		memcpy(&tag_, q + 4, 4);                   \
+		atomic_signal_fence(memory_order_seq_cst); \
+		id = TRC_TAG_ID(tag_);                     \
 	} while (0)
 /* The record's time in ns less ts_lo, or out when it is not one a record can have. */
 #if SESSION__FAST_CLOCK == 0
@@ -130,45 +148,44 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 		atomic_signal_fence(memory_order_seq_cst); \
 	} while (0)
 /* The encoders shared by two types, the type byte a constant in each. */
-#define SESSION__FAST_SPAN(TYPE)                                          \
-	if ((uint32_t)h != RING_HDR_BYTES + sizeof(struct trc_ring_span)) \
-		goto out;                                                 \
-	{                                                                 \
-		const uint64_t id = h >> 40;                              \
-		SESSION__FAST_NAMED(id);                                  \
-		SESSION__FAST_TIME();                                     \
-		SESSION__FAST_HEAD(TYPE);                                 \
-		p = session__varint(p, id);                               \
-	}                                                                 \
-	q += RING_HDR_BYTES + sizeof(struct trc_ring_span);               \
-	count++;                                                          \
+#define SESSION__FAST_SPAN(TYPE)                            \
+	SESSION__FAST_LEN(struct trc_ring_span);            \
+	{                                                   \
+		uint64_t id;                                \
+		SESSION__FAST_ID(id);                       \
+		SESSION__FAST_NAMED(id);                    \
+		SESSION__FAST_TIME();                       \
+		SESSION__FAST_HEAD(TYPE);                   \
+		p = session__varint(p, id);                 \
+	}                                                   \
+	q += RING_HDR_BYTES + sizeof(struct trc_ring_span); \
+	f->count++;                                         \
 	SESSION__FAST_NEXT();
-#define SESSION__FAST_VALUE(TYPE)                                          \
-	if ((uint32_t)h != RING_HDR_BYTES + sizeof(struct trc_ring_value)) \
-		goto out;                                                  \
-	{                                                                  \
-		const uint64_t id = h >> 40;                               \
-		SESSION__FAST_NAMED(id);                                   \
-		SESSION__FAST_WORDS(1);                                    \
-		SESSION__FAST_TIME();                                      \
-		SESSION__FAST_HEAD(TYPE);                                  \
-		p = session__varint(p, id);                                \
-		p = session__varint(p, trcfile__zigzag((int64_t)a));       \
-	}                                                                  \
-	q += RING_HDR_BYTES + sizeof(struct trc_ring_value);               \
-	count++;                                                           \
+#define SESSION__FAST_VALUE(TYPE)                                    \
+	SESSION__FAST_LEN(struct trc_ring_value);                    \
+	{                                                            \
+		uint64_t id;                                         \
+		SESSION__FAST_ID(id);                                \
+		SESSION__FAST_NAMED(id);                             \
+		SESSION__FAST_WORDS(1);                              \
+		SESSION__FAST_TIME();                                \
+		SESSION__FAST_HEAD(TYPE);                            \
+		p = session__varint(p, id);                          \
+		p = session__varint(p, trcfile__zigzag((int64_t)a)); \
+	}                                                            \
+	q += RING_HDR_BYTES + sizeof(struct trc_ring_value);         \
+	f->count++;                                                  \
 	SESSION__FAST_NEXT();
-#define SESSION__FAST_FUNC(TYPE)                                          \
-	if ((uint32_t)h != RING_HDR_BYTES + sizeof(struct trc_ring_func)) \
-		goto out;                                                 \
-	SESSION__FAST_WORDS(2);                                           \
-	SESSION__FAST_TIME();                                             \
-	SESSION__FAST_HEAD(TYPE);                                         \
-	p = session__varint(p, trcfile__zigzag((int64_t)(a - wfunc)));    \
-	p = session__varint(p, trcfile__zigzag((int64_t)(b - a)));        \
-	wfunc = a;                                                        \
-	q += RING_HDR_BYTES + sizeof(struct trc_ring_func);               \
-	count++;                                                          \
+#define SESSION__FAST_FUNC(TYPE)                                       \
+	SESSION__FAST_LEN(struct trc_ring_func);                       \
+	SESSION__FAST_WORDS(2);                                        \
+	SESSION__FAST_TIME();                                          \
+	SESSION__FAST_HEAD(TYPE);                                      \
+	p = session__varint(p, trcfile__zigzag((int64_t)(a - wfunc))); \
+	p = session__varint(p, trcfile__zigzag((int64_t)(b - a)));     \
+	wfunc = a;                                                     \
+	q += RING_HDR_BYTES + sizeof(struct trc_ring_func);            \
+	f->count++;                                                    \
 	SESSION__FAST_NEXT();
 
 	SESSION__FAST_NEXT();
@@ -181,8 +198,7 @@ instant:
 counter:
 	SESSION__FAST_VALUE(TRC_REC_COUNTER)
 alloc:
-	if ((uint32_t)h != RING_HDR_BYTES + sizeof(struct trc_ring_alloc))
-		goto out;
+	SESSION__FAST_LEN(struct trc_ring_alloc);
 	SESSION__FAST_WORDS(2);
 	SESSION__FAST_TIME();
 	SESSION__FAST_HEAD(TRC_REC_ALLOC);
@@ -190,18 +206,17 @@ alloc:
 	p = session__varint(p, b);
 	walloc = a;
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_alloc);
-	count++;
+	f->count++;
 	SESSION__FAST_NEXT();
 free_:
-	if ((uint32_t)h != RING_HDR_BYTES + sizeof(struct trc_ring_free))
-		goto out;
+	SESSION__FAST_LEN(struct trc_ring_free);
 	SESSION__FAST_WORDS(1);
 	SESSION__FAST_TIME();
 	SESSION__FAST_HEAD(TRC_REC_FREE);
 	p = session__varint(p, trcfile__zigzag((int64_t)(a - walloc)));
 	walloc = a;
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_free);
-	count++;
+	f->count++;
 	SESSION__FAST_NEXT();
 func_enter:
 	SESSION__FAST_FUNC(TRC_REC_FUNC_ENTER)
@@ -212,9 +227,10 @@ out:
 	f->wts = wy + ts_lo;
 	f->walloc = walloc;
 	f->wfunc = wfunc;
-	f->count = count;
 	return q;
 #undef SESSION__FAST_NEXT
+#undef SESSION__FAST_LEN
+#undef SESSION__FAST_ID
 #undef SESSION__FAST_SINCE
 #undef SESSION__FAST_TIME
 #undef SESSION__FAST_HEAD
