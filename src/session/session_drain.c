@@ -479,7 +479,8 @@ __attribute__((noinline, cold)) static uint8_t *session__varint_long(uint8_t *p,
 	return trcfile__put_varint(p, v);
 }
 
-/* A varint, the one- and two-byte cases (nearly every delta, id and address step) inline. */
+/* A varint, the one- to three-byte cases (nearly every delta, id, address step and small value)
+ * inline. */
 static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
 {
 	*p = (uint8_t)v;
@@ -489,6 +490,12 @@ static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
 		p[0] = (uint8_t)(v | 0x80);
 		p[1] = (uint8_t)(v >> 7);
 		return p + 2;
+	}
+	if (__builtin_expect(v < 0x200000, 1)) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)((v >> 7) | 0x80);
+		p[2] = (uint8_t)(v >> 14);
+		return p + 3;
 	}
 	return session__varint_long(p, v);
 }
