@@ -515,6 +515,10 @@ static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
 	case 4: /* a time no record can have: long after now */
 		e->ts += 1ull << 50;
 		break;
+	case 7: /* on the current segment, beyond belief (1.08 s ahead at 0.9 ns a tick); what
+		 * the previous segment's slower rate would make of it is believable, and wrong */
+		e->ts = cs->cur.tick0 + 1200000000u;
+		break;
 	case 5: /* an unknown type of an event's length */
 		e->type = 0x7e;
 		e->len = 24;
@@ -582,6 +586,12 @@ Test(drain_fused, future_slow_tsc_times_end_the_stream_where_the_old_path_does, 
 {
 	struct clock_setup cs = tsc_setup(6442450944u + 12345u, 1717986917u);
 	bad_case(4, true, &cs);
+}
+
+Test(drain_fused, a_future_time_is_never_taken_on_the_previous_segment, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(3865470566u, 429496730u);
+	bad_case(7, true, &cs);
 }
 
 Test(drain_fused, an_unknown_type_ends_the_stream_where_the_old_path_does, .timeout = 60)

@@ -624,9 +624,10 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 				struct session__fast f = {p, wts, walloc, wfunc, count};
 				const uint8_t *q0 = data + off;
 				fin.ts_span = c->ts_span;
+				/* The one-product form needs 0 < mult < 2^32. */
 				const uint8_t *q =
 					!tsc ? session__fast_ns(q0, q0 + span, &f, &fin)
-					: cur.mult >> 32
+					: cur.mult >> 32 || !cur.mult
 						? session__fast_tsc(q0, q0 + span, &f, &fin)
 						: session__fast_tsc_hi(q0, q0 + span, &f, &fin);
 				if (q != q0) {

@@ -61,6 +61,20 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 	const uint64_t tick0 = in->cur.tick0, base = in->cur.ns0 - ts_lo;
 #if SESSION__FAST_CLOCK == 1
 	const uint64_t mult = in->cur.mult << 32;
+	/* The one check of a time on the current segment: dt = t - tick0 <= dt_max, the largest
+	 * dt whose time base + hi(dt * mult) is at most ts_span (dt below tick0 wraps above it).
+	 * Exact: hi(dt * mult) <= ts_span - base iff dt * mult < (ts_span - base + 1) << 64. A
+	 * base above ts_span (cur starting before ts_lo or after now) leaves it all to the careful
+	 * loop. mult > 0: session__fused_run takes this form only then. */
+	if (base > ts_span)
+		return q;
+	uint64_t dt_max = UINT64_MAX;
+	{
+		const unsigned __int128 lim =
+			((unsigned __int128)(ts_span - base) << 64) | UINT64_MAX;
+		if (lim / mult < dt_max)
+			dt_max = (uint64_t)(lim / mult);
+	}
 #else
 	const uint64_t mult = in->cur.mult;
 #endif
@@ -112,6 +126,20 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 #else
 #define SESSION__FAST_SINCE(dt) ((uint64_t)(((unsigned __int128)(dt)*mult) >> TRC_CLOCK_SHIFT))
 #endif
+#if SESSION__FAST_CLOCK == 1
+#define SESSION__FAST_TIME()                                       \
+	do {                                                       \
+		if (__builtin_expect(t - tick0 <= dt_max, 1)) {    \
+			t = base + SESSION__FAST_SINCE(t - tick0); \
+		} else {                                           \
+			if (t >= tick0)                            \
+				goto out;                          \
+			t = trc_clock_to_ns(prev, t) - ts_lo;      \
+			if (t > ts_span)                           \
+				goto out;                          \
+		}                                                  \
+	} while (0)
+#else
 #define SESSION__FAST_TIME()                                                                \
 	do {                                                                                \
 		t = __builtin_expect(t >= tick0, 1) ? base + SESSION__FAST_SINCE(t - tick0) \
@@ -119,6 +147,7 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 		if (__builtin_expect(t > ts_span, 0))                                       \
 			goto out;                                                           \
 	} while (0)
+#endif
 #endif
 /* The type byte and time delta, as trcfile__encode writes them. */
 #define SESSION__FAST_HEAD(TYPE)                          \
