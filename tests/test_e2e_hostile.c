@@ -482,7 +482,9 @@ static void churn_expect_flat(const char *few, const char *many, bool keep_store
 
 Test(e2e_hostile, recorder_memory_stays_flat_over_50000_short_lived_threads, .timeout = 180)
 {
-	churn_expect_flat("5000", "50000", true, 3.0);
+	/* 5 MiB, as below: the recording's own peak varies by up to 3 MiB from run to run; the
+	 * writer that kept every stream's index took 10 MiB more here (10.6 -> 20.7). */
+	churn_expect_flat("5000", "50000", true, 5.0);
 }
 
 /* 100000 threads (the issue's figure) take about 13 s here; the sanitizer tier, which does not
