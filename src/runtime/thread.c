@@ -237,8 +237,8 @@ static bool trc__count_wait(struct trc__thread *t, uint64_t start_ns, bool ok)
 }
 
 /* Waits, yielding the CPU, until trc__room holds, as long as the drain reads this ring (its read
- * position moves; session_layout.h "Residency"). Returns whether it holds. The yield is what lets the drain run
- * at all when the program's threads outnumber the cores. Under --when-full drop
+ * position moves; session_layout.h "Residency"). Returns whether it holds. The yield is what lets
+ * the drain run at all when the program's threads outnumber the cores. Under --when-full drop
  * (geom.ring_wait_ns == 0) it never waits: false at once when there is no room. */
 static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool wrap)
 {
