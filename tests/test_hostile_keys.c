@@ -16,6 +16,7 @@
 
 #include "flame.h"
 #include "functions.h"
+#include "memory.h"
 #include "symbols.h"
 #include "test_trcfile_util.h"
 #include "u64map.h"
@@ -179,6 +180,96 @@ Test(hostile_keys, flame_trie_stays_bounded, .timeout = 120)
 	cr_assert_leq(u64index_worst_run(), HK_RUN_BOUND, "a run of %zu slots was made",
 		      u64index_worst_run());
 	flame_free(f);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+/* Span name j: 16 bytes (no NUL) whose u64map_hash_bytes under HK_SEED is (j + 1) << 32: the
+ * first word chosen, the second solving the last step, retried until no byte is 0. */
+static void hk_name(char out[17], uint32_t j)
+{
+	uint64_t y = (uint64_t)(j + 1) << 32;
+	for (uint64_t salt = 0;; salt++) {
+		uint64_t v = (uint64_t)j | salt << 28, w1 = 0x8080808080808080ull; /* no 0 byte */
+		for (int b = 0; b < 8; b++)
+			w1 |= ((v >> (7 * b)) & 0x7f) << (8 * b);
+		uint64_t h1 = u64map_mix(u64map_mix(16, HK_SEED) ^ w1, HK_SEED);
+		uint64_t w2 = hk_unmix(y, HK_SEED) ^ h1;
+		bool zero = false;
+		for (int b = 0; b < 8; b++)
+			zero |= ((w1 >> (8 * b)) & 0xff) == 0 || ((w2 >> (8 * b)) & 0xff) == 0;
+		if (zero)
+			continue;
+		memcpy(out, &w1, 8);
+		memcpy(out + 8, &w2, 8);
+		out[16] = 0;
+		return;
+	}
+}
+
+/* memory.c interns its sites' names (here span names crafted to collide): one interval whose
+ * n sites hold 64 bytes each. */
+Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/mem.trc", dir);
+	const uint32_t n = 20000;
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, HK_PID, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, HK_PID, HK_PID);
+	tu_plan_stream(&p, TRC_STREAM_RSS, HK_PID, 0);
+	struct tu_stream *meta = &p.streams[0], *th = &p.streams[1], *rss = &p.streams[2];
+	char(*names)[17] = calloc(n, sizeof(*names));
+	cr_assert_not_null(names);
+	for (uint32_t j = 0; j < n; j++) {
+		hk_name(names[j], j);
+		cr_assert_eq(u64map_hash_bytes(names[j], 16, HK_SEED), (uint64_t)(j + 1) << 32);
+		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000};
+		r.name.id = j + 1;
+		r.name.str = names[j];
+		r.name.len = 16;
+		tu_add(meta, &r);
+		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = 2000 + 10ull * j};
+		r.span.name_id = j + 1;
+		tu_add(th, &r);
+		r = (struct trc_record){.type = TRC_REC_ALLOC, .ts_ns = 2001 + 10ull * j};
+		r.alloc.addr = 0x10000 + 64ull * j;
+		r.alloc.size = 64;
+		tu_add(th, &r);
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 2002 + 10ull * j};
+		r.span.name_id = j + 1;
+		tu_add(th, &r);
+	}
+	for (uint64_t i = 0; i < 2; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = i ? 1000000 : 1500};
+		r.rss.source = TRC_RSS_STATM;
+		r.rss.pid = HK_PID;
+		r.rss.rss_bytes = (i + 1) << 20;
+		tu_add(rss, &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	struct trcfile_reader *r = hk_open(path);
+	struct memory_opts mo = {.stack = false, .sites = 0};
+	struct memory_report rep = {0};
+	u64map_test_force_seed(HK_SEED);
+	cr_assert_eq(memory_analyze(r, NULL, &mo, &rep), 0);
+	u64map_test_force_seed(0);
+	cr_assert_eq(rep.n_procs, 1);
+	cr_assert_eq(rep.procs[0].n_intervals, 1);
+	const struct memory_interval *iv = &rep.procs[0].intervals[0];
+	cr_assert_eq(iv->n_sites, n, "%zu sites", iv->n_sites);
+	for (size_t i = 0; i < iv->n_sites; i++)
+		if (iv->sites[i].bytes != 64 || iv->sites[i].allocs != 1 ||
+		    strlen(iv->sites[i].name) != 16)
+			cr_assert_fail("site %zu: %llu bytes", i,
+				       (unsigned long long)iv->sites[i].bytes);
+	cr_assert_leq(u64index_worst_run(), HK_RUN_BOUND, "a run of %zu slots was made",
+		      u64index_worst_run());
+	memory_report_free(&rep);
+	free(names);
 	trcfile_reader_close(r);
 	tu_rm_rf(dir);
 }

@@ -429,7 +429,9 @@ Test(u64index, ordinary_keys_keep_the_seed, .timeout = 60)
 static void crafted_name(char out[17], uint64_t y, uint64_t seed, uint32_t j)
 {
 	for (uint64_t salt = 0;; salt++) {
-		uint64_t w1 = 0x4141414141414141ull + ((uint64_t)j << 8) + salt; /* no 0 byte */
+		uint64_t v = (uint64_t)j | salt << 28, w1 = 0x8080808080808080ull; /* no 0 byte */
+		for (int b = 0; b < 8; b++)
+			w1 |= ((v >> (7 * b)) & 0x7f) << (8 * b);
 		uint64_t h1 = u64map_mix(u64map_mix(16, seed) ^ w1, seed);
 		uint64_t w2 = crafted_key(y, seed) ^ h1;
 		bool zero = false;
