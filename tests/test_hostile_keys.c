@@ -17,6 +17,7 @@
 #include "flame.h"
 #include "functions.h"
 #include "memory.h"
+#include "parquet_writer.h"
 #include "symbols.h"
 #include "test_trcfile_util.h"
 #include "u64map.h"
@@ -271,6 +272,53 @@ Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
 	memory_report_free(&rep);
 	free(names);
 	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+/* The Parquet writer's dictionary (src/export/parquet_writer.c) interns a column's strings:
+ * n crafted names, each written twice, make a dictionary of n entries, each in the file once
+ * (the statistics add the smallest and the largest), with no run past the bound. */
+Test(hostile_keys, parquet_dictionary_stays_bounded, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.parquet", dir);
+	const uint32_t n = 20000;
+	char(*names)[17] = calloc(n, sizeof(*names));
+	cr_assert_not_null(names);
+	for (uint32_t j = 0; j < n; j++)
+		hk_name(names[j], j);
+	static const struct pq_col_def cols[] = {{"s", PQ_COL_STRING, false}};
+	struct pq_writer_opts o = {.uncompressed = true, .created_by = "t"};
+	int err = 0;
+	u64map_test_force_seed(HK_SEED);
+	struct pq_writer *w = pq_writer_open(path, cols, 1, &o, &err);
+	u64map_test_force_seed(0);
+	cr_assert_not_null(w, "%d", err);
+	for (int round = 0; round < 2; round++)
+		for (uint32_t j = 0; j < n; j++) {
+			cr_assert_eq(pq_put_str(w, 0, names[j], 16), 0);
+			cr_assert_eq(pq_end_row(w), 0);
+		}
+	cr_assert_eq(pq_writer_close(w), 0);
+	cr_assert_leq(u64index_worst_run(), HK_RUN_BOUND, "a run of %zu slots was made",
+		      u64index_worst_run());
+	size_t len = 0;
+	uint8_t *file = tu_read_file(path, &len);
+	size_t total = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		size_t k = 0;
+		for (const uint8_t *p = file;
+		     (p = memmem(p, len - (size_t)(p - file), names[j], 16)); p++)
+			k++;
+		if (k < 1)
+			cr_assert_fail("name %u is not in the file", j);
+		total += k;
+	}
+	cr_assert_leq(total, n + 4, "%zu copies of %u names: the dictionary repeats some", total,
+		      n);
+	free(file);
+	free(names);
 	tu_rm_rf(dir);
 }
 
