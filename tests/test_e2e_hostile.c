@@ -406,6 +406,13 @@ Test(e2e_hostile, losses_without_a_ring_are_the_threads_own, .timeout = 60)
 		int64_t lost = e2e_json_int_from(json, th, "lost");
 		cr_expect_eq(events + lost, emitted, "thread %d: %lld recorded + %lld lost != %ld",
 			     tid, (long long)events, (long long)lost, emitted);
+		/* Named, those that never held a ring too: "tid N" (their name is not known). */
+		const char *name = strstr(th, "\"name\":\"");
+		char tid_name[40];
+		snprintf(tid_name, sizeof(tid_name), "\"name\":\"tid %d\"", tid);
+		cr_expect(name && name[8] != '"', "thread %d has no name: %.120s", tid, th);
+		if (events == 0)
+			cr_expect(name && !strncmp(name, tid_name, strlen(tid_name)), "%.120s", th);
 		threads++;
 		total += emitted;
 	}
