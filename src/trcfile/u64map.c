@@ -71,11 +71,6 @@ static size_t u64map__home(uint64_t key, uint64_t seed, size_t cap)
 	return (size_t)u64map__mix(key, seed) & (cap - 1);
 }
 
-uint64_t u64map_hash(uint64_t key)
-{
-	return u64map__mix(key, u64map__seed());
-}
-
 uint64_t u64map_mix(uint64_t key, uint64_t seed)
 {
 	return u64map__mix(key, seed);

@@ -41,13 +41,9 @@ struct u64map {
 	unsigned reseeds; /* how many times colliding keys moved the map to a new seed */
 };
 
-/* The process's seeded mix of key (the one u64map uses for slots): for the open-addressing
- * tables elsewhere (src/analysis) whose keys come from a file, so that a file cannot be
- * crafted to make them collide. Combine several fields as u64map_hash(a ^ u64map_hash(b)). */
-uint64_t u64map_hash(uint64_t key);
-
-/* The same mix under an explicit seed (u64map_hash is u64map_mix(key, the process's seed)):
- * for the owners of a u64index, which hash under the index's own seed. */
+/* u64map's mix of key under seed (its slots are u64map_mix(key, m->seed)): for the owners of
+ * a u64index, which hash their keys under the index's seed (u64index_seed). Combine several
+ * fields as u64map_mix(a ^ u64map_mix(b, seed), seed). */
 uint64_t u64map_mix(uint64_t key, uint64_t seed);
 /* A seeded hash of n bytes (a name): a chain of u64map_mix over 8-byte words, so that
  * strings crafted to collide under one seed spread under another. */
