@@ -1,4 +1,6 @@
-/* u64map.h - a u64 -> u64 hash map: the tree's one map (reader tables, summary, recorder).
+/* u64map.h - a u64 -> u64 hash map: the tree's one map (reader tables, summary, recorder);
+ * and u64index (at the end), the same rules for keys wider than 64 bits (analysis tables,
+ * the Parquet writer's dictionaries).
  *
  * Purpose: open addressing with linear probing, load at most 1/2, backward-shift deletion (no
  * tombstones build up under put/del churn, e.g. allocations and frees, streams opened and
@@ -7,8 +9,8 @@
  * allocate without bound: a put of a new key beyond it fails with -ENOSPC (replacing stays
  * possible). The struct is visible so owners can embed it; its fields are the module's.
  *
- * Lives in src/trcfile/ as the lowest folder that both the recorder and the analysis may
- * include; it knows nothing of trace files.
+ * Lives in src/trcfile/ as the lowest folder that the recorder, the analysis and the
+ * exporters may include; it knows nothing of trace files.
  *
  * Hostile keys: slots depend on a per-process random seed, so no file can be crafted to make
  * a reader's keys collide (a million colliding addresses cost 10^12 probes unseeded). Should
