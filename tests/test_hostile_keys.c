@@ -39,7 +39,7 @@ static uint64_t hk_unmix(uint64_t y, uint64_t seed)
 	return x ^ seed;
 }
 
-enum hk_target { HK_NORMAL, HK_FUNCTIONS, HK_FLAME };
+enum hk_target { HK_NORMAL, HK_FUNCTIONS, HK_FLAME, HK_SPAN_NAMES };
 
 /* Function j's address: ordinary, or crafted so that its key hashes to (j + 1) << 32 under
  * HK_SEED in functions.c and symbols.c (mix(addr ^ mix(pid))) or, as a child of the flame
@@ -208,14 +208,11 @@ static void hk_name(char out[17], uint32_t j)
 	}
 }
 
-/* memory.c interns its sites' names (here span names crafted to collide): one interval whose
- * n sites hold 64 bytes each. */
-Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
+/* A trace of n spans of process HK_PID, one after the other, each with one 64-byte
+ * allocation, named by 16-byte names crafted to collide (hk_name) or ordinary ones, between two
+ * RSS samples (1 then 2 MiB): memory's sites and the Parquet dictionaries get n names. */
+static void hk_write_spans(const char *path, bool crafted, uint32_t n)
 {
-	const char *dir = tu_tmpdir();
-	char path[300];
-	snprintf(path, sizeof(path), "%s/mem.trc", dir);
-	const uint32_t n = 20000;
 	struct tu_plan p = {0};
 	tu_plan_stream(&p, TRC_STREAM_META, HK_PID, 0);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, HK_PID, HK_PID);
@@ -224,8 +221,13 @@ Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
 	char(*names)[17] = calloc(n, sizeof(*names));
 	cr_assert_not_null(names);
 	for (uint32_t j = 0; j < n; j++) {
-		hk_name(names[j], j);
-		cr_assert_eq(u64map_hash_bytes(names[j], 16, HK_SEED), (uint64_t)(j + 1) << 32);
+		if (crafted) {
+			hk_name(names[j], j);
+			cr_assert_eq(u64map_hash_bytes(names[j], 16, HK_SEED), (uint64_t)(j + 1)
+										       << 32);
+		} else {
+			snprintf(names[j], sizeof(names[j]), "span-%011u", j);
+		}
 		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000};
 		r.name.id = j + 1;
 		r.name.str = names[j];
@@ -252,6 +254,18 @@ Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
 	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
 	tu_plan_free(&p);
+	free(names);
+}
+
+/* memory.c interns its sites' names (here span names crafted to collide): one interval whose
+ * n sites hold 64 bytes each. */
+Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/mem.trc", dir);
+	const uint32_t n = 20000;
+	hk_write_spans(path, true, n);
 	struct trcfile_reader *r = hk_open(path);
 	struct memory_opts mo = {.stack = false, .sites = 0};
 	struct memory_report rep = {0};
@@ -270,7 +284,6 @@ Test(hostile_keys, memory_site_names_stay_bounded, .timeout = 120)
 	cr_assert_leq(u64index_worst_run(), HK_RUN_BOUND, "a run of %zu slots was made",
 		      u64index_worst_run());
 	memory_report_free(&rep);
-	free(names);
 	trcfile_reader_close(r);
 	tu_rm_rf(dir);
 }
@@ -350,19 +363,28 @@ static size_t hk_out_lines(const char *dir)
 	return n;
 }
 
-/* The summary (its function table) and the flame graph of 60000 crafted functions take no
- * more than a few times a normal file's time: without the bound they take seconds to minutes
- * (quadratic in the functions). The medians of three runs each, the normal runs interleaved
- * with the crafted ones so that machine load hits both alike. */
-static void hk_compare(const char *args, enum hk_target t, size_t want_lines)
+/* The summary (its function table) and the flame graph of 60000 crafted functions, memory's
+ * sites and the Parquet dictionaries of 60000 crafted span names, take no more than a few
+ * times a normal file's time: without the bound they take seconds to minutes (quadratic). The
+ * medians of three runs each, the normal runs interleaved with the crafted ones so that machine
+ * load hits both alike. */
+static void hk_compare(const char *command, enum hk_target t, size_t want_lines)
 {
 	const char *dir = tu_tmpdir();
-	char normal[300], crafted[300];
+	char normal[300], crafted[300], args[600];
 	snprintf(normal, sizeof(normal), "%s/normal.trc", dir);
 	snprintf(crafted, sizeof(crafted), "%s/crafted.trc", dir);
+	/* parquet writes into a directory */
+	snprintf(args, sizeof(args), "%s%s%s%s", command, strcmp(command, "parquet") ? "" : " -o '",
+		 strcmp(command, "parquet") ? "" : dir, strcmp(command, "parquet") ? "" : "/pq'");
 	const uint32_t n = 60000;
-	hk_write(normal, HK_NORMAL, n);
-	hk_write(crafted, t, n);
+	if (t == HK_SPAN_NAMES) {
+		hk_write_spans(normal, false, n);
+		hk_write_spans(crafted, true, n);
+	} else {
+		hk_write(normal, HK_NORMAL, n);
+		hk_write(crafted, t, n);
+	}
 	double tn[3], tc[3];
 	for (int i = 0; i < 3; i++) {
 		tn[i] = hk_dump_seconds(dir, args, normal);
@@ -394,4 +416,14 @@ Test(hostile_keys, summary_of_crafted_functions_costs_no_more_than_normal, .time
 Test(hostile_keys, flame_of_crafted_functions_costs_no_more_than_normal, .timeout = 300)
 {
 	hk_compare("flame", HK_FLAME, 60000);
+}
+
+Test(hostile_keys, memory_of_crafted_span_names_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("memory --json --sites 0", HK_SPAN_NAMES, 0);
+}
+
+Test(hostile_keys, parquet_of_crafted_span_names_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("parquet", HK_SPAN_NAMES, 0);
 }
