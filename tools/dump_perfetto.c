@@ -146,6 +146,7 @@ enum {
 #define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__PF_SEQ_BASE 2u
 #define DUMP__PF_DENSE_NAMES 4096u
+#define DUMP__PF_RUN 64u /* merged records taken at once */
 
 /* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
@@ -154,6 +155,8 @@ enum {
 struct dump__pf_seq {
 	uint32_t id; /* trusted_packet_sequence_id */
 	bool started;
+	uint8_t hdr_len; /* bytes of hdr */
+	uint64_t hdr; /* the packet's trusted_packet_sequence_id field (tag, varint), byte 0 low */
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
 	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
@@ -166,6 +169,9 @@ struct dump__pf_seq {
 	 * the span hot path's lookup without hashing. */
 	uint32_t *name_iid;
 	uint32_t name_cap;
+	/* Its counter tracks (index + 1 in ctrs; 0: none yet) by name id, the same way. */
+	uint32_t *ctr_of;
+	uint32_t ctr_cap;
 };
 
 struct dump__pf_proc {
@@ -207,6 +213,17 @@ struct dump__pf {
 };
 
 /* ---- packets --------------------------------------------------------------------------- */
+
+/* Gives sequence s its id (and the bytes of its id field, for the hot path). */
+static void dump__pf_seq_set_id(struct dump__pf_seq *s, uint32_t id)
+{
+	uint8_t b[8] = {(PF_SEQ_ID << 3) | PB_VARINT};
+	s->id = id;
+	s->hdr_len = (uint8_t)(pb_put_varint(b + 1, id) - b);
+	s->hdr = 0;
+	for (unsigned i = 0; i < s->hdr_len; i++)
+		s->hdr |= (uint64_t)b[i] << (8 * i);
+}
 
 static void dump__pf_emit(struct dump__pf *p)
 {
@@ -353,7 +370,7 @@ static uint64_t dump__pf_new_counter(struct dump__pf *p, uint64_t parent, const 
 		p->err = -ENOMEM;
 		return 0;
 	}
-	c->id = DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs;
+	dump__pf_seq_set_id(c, DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs);
 	c->track = p->next_uuid++;
 	u64map_init(&c->iids, SIZE_MAX);
 	p->ctrs[p->n_ctrs++] = c;
@@ -425,29 +442,35 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 	return dump__pf_begin_seq(p, &p->seqs[sidx], ts);
 }
 
-/* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
-static void dump__pf_dense_put(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key,
-			       uint64_t iid)
+/* t[id] = v in a dense table by name id (grown by doubling, new entries 0), for ids below
+ * DUMP__PF_DENSE_NAMES (larger ones are not kept: the callers' maps have them). */
+static void dump__pf_dense_set(struct dump__pf *p, uint32_t **t, uint32_t *cap, uint32_t id,
+			       uint64_t v)
 {
-	if ((key & (3ull << 62)) != DUMP__PF_KEY_NAME || iid > UINT32_MAX)
+	if (id >= DUMP__PF_DENSE_NAMES || v > UINT32_MAX)
 		return;
-	uint32_t id = (uint32_t)key;
-	if (id >= DUMP__PF_DENSE_NAMES)
-		return;
-	if (id >= s->name_cap) {
-		uint32_t cap = s->name_cap ? s->name_cap : 64;
-		while (cap <= id)
-			cap *= 2;
-		uint32_t *n = realloc(s->name_iid, cap * sizeof(*n));
+	if (id >= *cap) {
+		uint32_t c = *cap ? *cap : 64;
+		while (c <= id)
+			c *= 2;
+		uint32_t *n = realloc(*t, c * sizeof(*n));
 		if (!n) {
 			p->err = -ENOMEM;
 			return;
 		}
-		memset(n + s->name_cap, 0, (cap - s->name_cap) * sizeof(*n));
-		s->name_iid = n;
-		s->name_cap = cap;
+		memset(n + *cap, 0, (c - *cap) * sizeof(*n));
+		*t = n;
+		*cap = c;
 	}
-	s->name_iid[id] = (uint32_t)iid;
+	(*t)[id] = (uint32_t)v;
+}
+
+/* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
+static void dump__pf_dense_put(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key,
+			       uint64_t iid)
+{
+	if ((key & (3ull << 62)) == DUMP__PF_KEY_NAME)
+		dump__pf_dense_set(p, &s->name_iid, &s->name_cap, (uint32_t)key, iid);
 }
 
 /* The iid of an event name on stream sidx; adds InternedData to the open packet the first
@@ -713,7 +736,126 @@ static void dump__pf_slice_begin(struct dump__pf *p, unsigned sidx, uint64_t ts,
 	dump__pf_event_body(p, pk, &e);
 }
 
-static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_record *rec)
+/* v (< 2^21) as a varint, in the low bytes of the result (byte 0 lowest), its length in
+ * *len: without branches, because one- and two-byte deltas come in no order a branch
+ * predictor could learn. */
+static inline uint32_t dump__pf_varint21(uint32_t v, unsigned *len)
+{
+	uint32_t two = v >= 0x80, three = v >= 0x4000;
+	*len = 1 + two + three;
+	return (v & 0x7f) | two << 7 | (v << 1 & 0x7f00) | three << 15 | (v << 2 & 0x7f0000);
+}
+
+static inline void dump__pf_store(uint8_t *o, uint64_t v, size_t n)
+{
+	memcpy(o, &v, n); /* little-endian: byte 0 is v's lowest */
+}
+
+/* The two bytes of the tag of field f (16..2047) of wire type t, byte 0 lowest. */
+#define DUMP__PF_TAG2(f, t) (((((f) << 3 | (t)) & 0x7f) | 0x80) | (((f) << 3 | (t)) >> 7) << 8)
+
+/* The hottest path's packet: on started sequence s, at ts (forward by less than 2^21 ns), a
+ * track event whose fields after its tag and length are the low n bytes (n <= 16) of f0, f1
+ * (byte 0 lowest). Placed with a few unaligned stores and no branch on the sizes of the
+ * fields; same bytes as dump__pf_fast_seq (and so as the general path). False when it does
+ * not apply. */
+static inline __attribute__((always_inline)) bool dump__pf_put(struct dump__pf *p,
+							       struct dump__pf_seq *s, uint64_t ts,
+							       uint64_t f0, uint64_t f1, unsigned n)
+{
+	uint64_t last = s->last_ts, dt = ts - last;
+	if (__builtin_expect(!s->started || ts < last || dt >= (1u << 21), 0))
+		return false;
+	unsigned hl = s->hdr_len;
+	uint64_t hdr = s->hdr;
+	struct dump_out *out = &dump_out;
+	size_t len = out->len;
+	if (__builtin_expect(DUMP_OUT_BYTES - len < 48, 0)) {
+		dump_flush();
+		len = 0;
+	}
+	unsigned dl;
+	uint32_t dv = dump__pf_varint21((uint32_t)dt, &dl);
+	unsigned pkl = 1 + dl + hl + 2 + n;
+	uint8_t *o = (uint8_t *)out->buf + len;
+	/* packet tag and length, timestamp tag, delta, sequence field, track event tag and
+	 * length, its fields */
+	dump__pf_store(o,
+		       (PF_TRACE_PACKET << 3 | PB_LEN) | pkl << 8 | (PF_TIMESTAMP << 3) << 16 |
+			       (uint64_t)dv << 24,
+		       8);
+	o += 3 + dl;
+	dump__pf_store(o, hdr, 8);
+	o += hl;
+	dump__pf_store(o, PF_TE_TRACK_EVENT_TAG | n << 8 | f0 << 16, 8);
+	dump__pf_store(o + 8, f0 >> 48 | f1 << 16, 8);
+	out->len = (size_t)(o + 2 + n - (uint8_t *)out->buf);
+	s->last_ts = ts;
+	if (ts > p->last_ts)
+		p->last_ts = ts;
+	return true;
+}
+
+/* The hottest paths, inlined in the loop: a slice begin (name interned with a one-byte
+ * iid), a slice end (closing an open slice), a counter value (of a track known by name
+ * id; >= 0 and below 2^21, or negative). False when the record takes dump__pf_record. */
+static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *p, unsigned sidx,
+							       const struct trc_record *rec)
+{
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return false;
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN: {
+		uint32_t id = rec->span.name_id;
+		if (id >= s->name_cap || s->depth >= s->stack_cap)
+			return false;
+		uint32_t iid = s->name_iid[id];
+		if (iid - 1 >= 0x7f) /* not interned (0), or two bytes */
+			return false;
+		uint64_t f = (PF_TE_TYPE << 3) | PF_TYPE_BEGIN << 8 | (PF_TE_NAME_IID << 3) << 16 |
+			     (uint64_t)iid << 24;
+		if (!dump__pf_put(p, s, rec->ts_ns, f, 0, 4))
+			return false;
+		s->stack[s->depth++] = DUMP__PF_KEY_NAME | id;
+		return true;
+	}
+	case TRC_REC_SPAN_END:
+		if (!s->depth ||
+		    !dump__pf_put(p, s, rec->ts_ns, (PF_TE_TYPE << 3) | PF_TYPE_END << 8, 0, 2))
+			return false;
+		s->depth--;
+		return true;
+	case TRC_REC_COUNTER: {
+		uint32_t id = rec->value.name_id;
+		if (id >= s->ctr_cap || !s->ctr_of[id])
+			return false;
+		struct dump__pf_seq *c = p->ctrs[s->ctr_of[id] - 1];
+		int64_t v = rec->value.value;
+		uint64_t f = (PF_TE_TYPE << 3) | PF_TYPE_COUNTER << 8;
+		if (v >= 0) {
+			if (v >= 1 << 21)
+				return false;
+			unsigned vl;
+			uint64_t vv = dump__pf_varint21((uint32_t)v, &vl);
+			f |= (uint64_t)DUMP__PF_TAG2(PF_TE_COUNTER_VALUE, PB_VARINT) << 16 |
+			     vv << 32;
+			return dump__pf_put(p, c, rec->ts_ns, f, 0, 4 + vl);
+		}
+		/* double_counter_value, as dump__pf_put_counter_value writes it */
+		double d = (double)v;
+		uint64_t bits;
+		memcpy(&bits, &d, sizeof(bits));
+		f |= (uint64_t)DUMP__PF_TAG2(PF_TE_DOUBLE_COUNTER_VALUE, PB_I64) << 16 | bits << 32;
+		return dump__pf_put(p, c, rec->ts_ns, f, bits >> 32, 12);
+	}
+	default:
+		return false;
+	}
+}
+
+static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsigned sidx,
+						      const struct trc_record *rec)
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
 	uint32_t pid = s->pid;
@@ -793,6 +935,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 				p->err = -ENOMEM;
 				break;
 			}
+			dump__pf_dense_set(p, &s->ctr_of, &s->ctr_cap, rec->value.name_id, track);
 		}
 		dump__pf_counter(p, track, rec->ts_ns, rec->value.value);
 		break;
@@ -991,7 +1134,7 @@ static struct dump__pf *dump__pf_new(unsigned n)
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
 	u64map_init(&p->counters, SIZE_MAX);
 	for (unsigned k = 0; p->all_seqs && k < n; k++) {
-		p->all_seqs[k].id = DUMP__PF_SEQ_BASE + k;
+		dump__pf_seq_set_id(&p->all_seqs[k], DUMP__PF_SEQ_BASE + k);
 		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
 	}
 	p->seqs = p->all_seqs;
@@ -1006,6 +1149,7 @@ static void dump__pf_free(struct dump__pf *p)
 	for (unsigned s = 0; s < p->n_all && p->all_seqs; s++) {
 		u64map_destroy(&p->all_seqs[s].iids);
 		free(p->all_seqs[s].name_iid);
+		free(p->all_seqs[s].ctr_of);
 		free(p->all_seqs[s].stack);
 	}
 	for (size_t c = 0; c < p->n_ctrs; c++) {
@@ -1199,20 +1343,29 @@ int dump_perfetto_main(int argc, char **argv)
 	p->last_ts = from_arg ? t_from : start;
 	dump__pf_prologue(p, p->last_ts);
 	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
-	const struct trc_record *rec;
-	unsigned sidx;
-	while (!err && !p->err && (err = trcfile_iter_next_ref(it, &rec, &sidx)) == 1) {
+	/* Runs of merged records: no call per record into the merge. */
+	const struct trc_record *recs[DUMP__PF_RUN];
+	unsigned sidx[DUMP__PF_RUN];
+	bool past_to = false;
+	while (!err && !p->err && !past_to &&
+	       (err = trcfile_iter_next_refs(it, recs, sidx, DUMP__PF_RUN)) > 0) {
+		unsigned n = (unsigned)err;
 		err = 0;
-		if (rec->ts_ns > t_to) {
-			/* What is open is known to be open until --to: closed there. */
-			p->last_ts = t_to;
-			break;
+		for (unsigned i = 0; i < n && !p->err; i++) {
+			const struct trc_record *rec = recs[i];
+			if (rec->ts_ns > t_to) {
+				/* What is open is known to be open until --to: closed there. */
+				p->last_ts = t_to;
+				past_to = true;
+				break;
+			}
+			if (rec->ts_ns < t_from)
+				continue;
+			if (dump_outfile_full(&of) && dump__pf_split(p, &of))
+				goto out;
+			if (!dump__pf_hot(p, sidx[i], rec))
+				dump__pf_record(p, sidx[i], rec);
 		}
-		if (rec->ts_ns < t_from)
-			continue;
-		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
-			goto out;
-		dump__pf_record(p, sidx, rec);
 	}
 	if (err < 0) {
 		dump_outfile_close(&of);

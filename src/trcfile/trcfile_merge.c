@@ -257,6 +257,43 @@ int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec
 	return 1;
 }
 
+int trcfile_iter_next_refs(struct trcfile_iter *it, const struct trc_record **recs,
+			   unsigned *stream_idx, unsigned max)
+{
+	if (trcfile__unlikely(!max))
+		return 0;
+	unsigned s;
+	int rc = trcfile_iter_next_ref(it, &recs[0], &s);
+	if (rc != 1)
+		return rc;
+	stream_idx[0] = s;
+	/* The winner's stream moves on here while its batch has a record left: no refill, so
+	 * the records handed out so far (and their strings) stay where they are. The one that
+	 * needs a refill stops the run, and moves on at the start of the next call. */
+	trcfile__key *loser = it->loser;
+	const unsigned k = it->k;
+	unsigned n = 1;
+	while (n < max) {
+		struct trcfile__lane *l = &it->lane[s];
+		if (l->next + 1 >= l->end)
+			break;
+		l->next++;
+		trcfile__key v = trcfile__key_make(l->next->ts_ns, s);
+		for (unsigned i = (it->leaf[s] + k) / 2; i; i /= 2) {
+			trcfile__key o = loser[i];
+			bool b = o < v;
+			loser[i] = b ? v : o;
+			v = b ? o : v;
+		}
+		/* The winner is live: s's own new key, live, beats every finished one. */
+		it->win = v;
+		s = (unsigned)v;
+		recs[n] = it->lane[s].next;
+		stream_idx[n++] = s;
+	}
+	return (int)n;
+}
+
 int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx)
 {
 	const struct trc_record *r;
