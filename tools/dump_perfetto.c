@@ -1263,6 +1263,39 @@ out:
 	return rc;
 }
 
+/* The records of it from t_from to t_to (both included) into p, in runs of merged records (no
+ * call per record into the merge), cutting the output at of's size. Returns 0 (p->err may
+ * say out of memory), a negative reader error, or DUMP_EXIT_FAIL (the next file of a split
+ * could not be opened: said). Apart from main, so the loop keeps its few values in
+ * registers. */
+static int dump__pf_records(struct dump__pf *p, struct trcfile_iter *it, struct dump_outfile *of,
+			    uint64_t t_from, uint64_t t_to)
+{
+	const struct trc_record *recs[DUMP__PF_RUN];
+	unsigned sidx[DUMP__PF_RUN];
+	int n = 0;
+	while (!p->err && (n = trcfile_iter_next_refs(it, recs, sidx, DUMP__PF_RUN)) > 0) {
+		for (int i = 0; i < n; i++) {
+			const struct trc_record *rec = recs[i];
+			if (rec->ts_ns > t_to) {
+				/* What is open is known to be open until --to: closed there. */
+				p->last_ts = t_to;
+				return 0;
+			}
+			if (rec->ts_ns < t_from)
+				continue;
+			if (dump_outfile_full(of) && dump__pf_split(p, of))
+				return DUMP_EXIT_FAIL;
+			if (!dump__pf_hot(p, sidx[i], rec)) {
+				dump__pf_record(p, sidx[i], rec);
+				if (p->err)
+					return 0;
+			}
+		}
+	}
+	return n < 0 ? n : 0;
+}
+
 int dump_perfetto_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1343,30 +1376,10 @@ int dump_perfetto_main(int argc, char **argv)
 	p->last_ts = from_arg ? t_from : start;
 	dump__pf_prologue(p, p->last_ts);
 	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
-	/* Runs of merged records: no call per record into the merge. */
-	const struct trc_record *recs[DUMP__PF_RUN];
-	unsigned sidx[DUMP__PF_RUN];
-	bool past_to = false;
-	while (!err && !p->err && !past_to &&
-	       (err = trcfile_iter_next_refs(it, recs, sidx, DUMP__PF_RUN)) > 0) {
-		unsigned n = (unsigned)err;
-		err = 0;
-		for (unsigned i = 0; i < n && !p->err; i++) {
-			const struct trc_record *rec = recs[i];
-			if (rec->ts_ns > t_to) {
-				/* What is open is known to be open until --to: closed there. */
-				p->last_ts = t_to;
-				past_to = true;
-				break;
-			}
-			if (rec->ts_ns < t_from)
-				continue;
-			if (dump_outfile_full(&of) && dump__pf_split(p, &of))
-				goto out;
-			if (!dump__pf_hot(p, sidx[i], rec))
-				dump__pf_record(p, sidx[i], rec);
-		}
-	}
+	if (!err)
+		err = dump__pf_records(p, it, &of, t_from, t_to);
+	if (err == DUMP_EXIT_FAIL)
+		goto out;
 	if (err < 0) {
 		dump_outfile_close(&of);
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
