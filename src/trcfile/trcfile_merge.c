@@ -262,35 +262,38 @@ int trcfile_iter_next_refs(struct trcfile_iter *it, const struct trc_record **re
 {
 	if (trcfile__unlikely(!max))
 		return 0;
-	unsigned s;
-	int rc = trcfile_iter_next_ref(it, &recs[0], &s);
+	unsigned first;
+	int rc = trcfile_iter_next_ref(it, &recs[0], &first);
 	if (rc != 1)
 		return rc;
-	stream_idx[0] = s;
+	stream_idx[0] = first;
 	/* The winner's stream moves on here while its batch has a record left: no refill, so
 	 * the records handed out so far (and their strings) stay where they are. The one that
-	 * needs a refill stops the run, and moves on at the start of the next call. */
+	 * needs a refill stops the run, and moves on at the start of the next call (pending). */
 	trcfile__key *loser = it->loser;
-	const unsigned k = it->k;
-	unsigned n = 1;
+	struct trcfile__lane *lane = it->lane;
+	const unsigned k = it->k, *leaf = it->leaf;
+	trcfile__key win = it->win;
+	unsigned s = first, n = 1;
 	while (n < max) {
-		struct trcfile__lane *l = &it->lane[s];
+		struct trcfile__lane *l = &lane[s];
 		if (l->next + 1 >= l->end)
 			break;
 		l->next++;
 		trcfile__key v = trcfile__key_make(l->next->ts_ns, s);
-		for (unsigned i = (it->leaf[s] + k) / 2; i; i /= 2) {
+		for (unsigned i = (leaf[s] + k) / 2; i; i /= 2) {
 			trcfile__key o = loser[i];
-			bool b = o < v;
-			loser[i] = b ? v : o;
-			v = b ? o : v;
+			trcfile__key w = o < v ? o : v;
+			loser[i] = o ^ v ^ w; /* the other one */
+			v = w;
 		}
 		/* The winner is live: s's own new key, live, beats every finished one. */
-		it->win = v;
+		win = v;
 		s = (unsigned)v;
-		recs[n] = it->lane[s].next;
+		recs[n] = lane[s].next;
 		stream_idx[n++] = s;
 	}
+	it->win = win;
 	return (int)n;
 }
 
