@@ -40,10 +40,16 @@
  * annotation unfinished = true.
  *
  * Memory: per stream a small state, its intern table (distinct names and functions of the
- * thread) and a dense copy of it for name ids below DUMP__PF_DENSE_NAMES (16 KiB at most),
- * per process a few words, per counter track (distinct thread x counter name, and three a
- * process) a small state, and the live-allocation table (capped, as chrome's): never the
- * number of events.
+ * thread) and dense copies of it and of its counter tracks for name ids below
+ * DUMP__PF_DENSE_NAMES (16 KiB each at most), per process a few words, per counter track
+ * (distinct thread x counter name, and three a process) a small state, the live-allocation
+ * table (capped, as chrome's) and a 1 MiB output buffer: never the number of events.
+ *
+ * Speed: records come from the merge in runs (trcfile_iter_next_refs); slice begins and ends
+ * and counter values of known tracks take dump__pf_hot, inlined in the loop, which places
+ * the packet with a few unaligned stores and sizes its varints without branches (the
+ * deltas' sizes follow no pattern a branch predictor learns); everything else, and the
+ * first use of a name or track, takes the general path (pb_wire.h), with the same bytes.
  *
  * Several FILEs (one trace): records merged on CLOCK_REALTIME by dump_multi.c, written on that
  * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
