@@ -7,6 +7,7 @@
  * monotonic times are 4 s later than alpha's.
  */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <sys/wait.h>
 
 #include "test_trcfile_util.h"
@@ -180,5 +181,55 @@ Test(dump_multi, summary_per_trace_in_realtime_order_with_totals, .timeout = 60)
 	cr_expect(x && y && x < y, "%s", out);
 	cr_expect_not_null(strstr(out, "\n== 2 traces: 4 events recorded, 0 lost, "), "%s", out);
 	free(out);
+	tu_rm_rf(dir);
+}
+
+/* Each trace's part of a multi-file summary is that trace's own summary, every key: what made
+ * RSS grow (`memory`) and the function table included (both were empty when several FILEs
+ * were given). Two real recordings: prog_demo (allocations, RSS growth) and prog_finst_calls
+ * (function calls). Text likewise: each trace's section is its own summary's text. */
+Test(dump_multi, summary_per_trace_is_that_traces_own_summary, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char b[PATH_MAX]; /* absolute: the commands below run in dir */
+	cr_assert_not_null(realpath(tu_build(), b));
+	cr_assert_eq(tu_sh("%s/bin/trace-run -q -o %s/d.trc -- %s/tests/prog_demo >/dev/null", b,
+			   dir, b),
+		     0);
+	cr_assert_eq(tu_sh("%s/bin/trace-run -q -o %s/f.trc -- %s/tests/prog_finst_calls 12 "
+			   ">/dev/null",
+			   b, dir, b),
+		     0);
+	int st = tu_sh(
+		"cd %s && %s/bin/trace-dump summary --json d.trc f.trc >multi.json && "
+		"%s/bin/trace-dump summary --json d.trc >d.json && "
+		"%s/bin/trace-dump summary --json f.trc >f.json && python3 -c '"
+		"import json\n"
+		"m = json.load(open(\"multi.json\"))\n"
+		"own = {n: json.load(open(n[0] + \".json\")) for n in (\"d.trc\", \"f.trc\")}\n"
+		"assert [t[\"trace\"] for t in m[\"traces\"]] == [\"d.trc\", \"f.trc\"]\n"
+		"for t in m[\"traces\"]:\n"
+		"    s = own[t[\"trace\"]]\n"
+		"    diff = [k for k in set(s) | set(t[\"summary\"]) "
+		"if s.get(k) != t[\"summary\"].get(k)]\n"
+		"    assert not diff, (t[\"trace\"], diff)\n"
+		/* Under ASan its allocator, not the preload, serves prog_demo: no allocation
+		 * records, no growth to explain (the plain tier checks it). */
+		"d = own[\"d.trc\"]\n"
+		"assert d[\"memory\"] or d[\"allocs\"] == 0, \"no RSS growth in prog_demo\"\n"
+		"assert own[\"f.trc\"][\"functions\"], \"no functions in prog_finst_calls\"\n"
+		"' >&2",
+		dir, b, b, b);
+	cr_assert_eq(st, 0, "multi-file summary --json differs from the traces' own (above)");
+	st = tu_sh(
+		"cd %s && %s/bin/trace-dump summary d.trc f.trc >multi.txt && "
+		"%s/bin/trace-dump summary d.trc >d.txt && %s/bin/trace-dump summary f.trc >f.txt "
+		"&& grep -q '^functions' multi.txt && "
+		"[ $(grep -c '^RSS growth' multi.txt) = $(cat d.txt f.txt | grep -c '^RSS growth') "
+		"]"
+		" && [ $(grep -c '^functions' multi.txt) = "
+		"$(cat d.txt f.txt | grep -c '^functions') ]",
+		dir, b, b, b);
+	cr_assert_eq(st, 0, "multi-file summary text lacks a section of the traces' own");
 	tu_rm_rf(dir);
 }

@@ -714,6 +714,57 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 }
 
+/* One trace's figures: the summary with what made RSS grow (the top five rides on the summary's
+ * merged pass) and, only when there are function records, the function table (its own pass),
+ * named from the trace's own modules. */
+struct dump__figures {
+	struct summary s;
+	struct memory_report mem;
+	struct func_table *ft;
+	struct sym_resolver *syms;
+	bool have_summary;
+};
+
+static void dump__figures_free(struct dump__figures *f)
+{
+	memory_report_free(&f->mem);
+	func_table_free(f->ft);
+	sym_resolver_free(f->syms);
+	if (f->have_summary)
+		summary_free(&f->s);
+	memset(f, 0, sizeof(*f));
+}
+
+/* Fills f from r (path names it in the one-line error). DUMP_EXIT_OK or DUMP_EXIT_FAIL (said;
+ * f then holds nothing). */
+static int dump__figures_compute(struct trcfile_reader *r, const char *path, enum func_sort sort,
+				 struct dump__figures *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->syms = dump_symbols_new(r);
+	int err = 0;
+	struct memory_feed *feed = dump_memory_feed_for_summary(r, f->syms, &err);
+	if (feed)
+		err = summary_compute_feeding(r, &f->s, dump__feed_memory, feed);
+	if (!err) {
+		f->have_summary = true;
+		err = memory_feed_finish(feed, &f->mem);
+	} else {
+		memory_feed_free(feed);
+	}
+	if (!err && f->s.per_type[TRC_REC_FUNC_ENTER])
+		f->ft = dump_functions_compute(r, f->syms, sort, &err);
+	if (err) {
+		dump_error("%s: %s", path,
+			   err == -ENOMEM || !trcfile_reader_errmsg(r)[0]
+				   ? "out of memory"
+				   : trcfile_reader_errmsg(r));
+		dump__figures_free(f);
+		return DUMP_EXIT_FAIL;
+	}
+	return DUMP_EXIT_OK;
+}
+
 /* Several FILEs: each trace's summary, in the order they started on CLOCK_REALTIME, labelled
  * HOST TRACE, then the totals. JSON: {"traces":[{"host","trace","start_realtime_ns",
  * "start_offset_ns","summary":{...one FILE's object...}}...], "traces_count", "records",
@@ -725,19 +776,18 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 	if (dump_traces_open(&m, argv + optind, n) != DUMP_EXIT_OK)
 		return DUMP_EXIT_FAIL;
 	int rc = DUMP_EXIT_FAIL;
-	struct summary *s = calloc(n, sizeof(*s));
+	struct dump__figures *f = calloc(n, sizeof(*f));
 	unsigned *order = calloc(n, sizeof(*order));
 	unsigned done = 0;
-	if (!s || !order) {
+	if (!f || !order) {
 		dump_error("out of memory");
 		goto out;
 	}
-	for (; done < n; done++) {
-		if (summary_compute(m.t[done].r, &s[done])) {
-			dump_error("%s: %s", m.t[done].path, trcfile_reader_errmsg(m.t[done].r));
+	/* Every trace computed before anything is printed: a failure leaves no partial output. */
+	for (; done < n; done++)
+		if (dump__figures_compute(m.t[done].r, m.t[done].path, sort, &f[done]) !=
+		    DUMP_EXIT_OK)
 			goto out;
-		}
-	}
 	/* Insertion sort by start on CLOCK_REALTIME; ties keep the order given. */
 	for (unsigned i = 0; i < n; i++) {
 		int64_t si = (int64_t)dump_start_ns(m.t[i].r) + m.t[i].anchor;
@@ -756,17 +806,10 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 		unsigned i = order[k];
 		const struct dump_trace *t = &m.t[i];
 		int64_t start = (int64_t)dump_start_ns(t->r) + t->anchor;
-		/* Each trace's functions, named from its own modules (no table when it fails). */
-		struct sym_resolver *syms = NULL;
-		struct func_table *ft = NULL;
-		if (s[i].per_type[TRC_REC_FUNC_ENTER]) {
-			int ferr;
-			syms = dump_symbols_new(t->r);
-			ft = dump_functions_compute(t->r, syms, sort, &ferr);
-		}
-		records += s[i].records;
-		recorded += s[i].events_recorded;
-		lost += s[i].events_lost;
+		const struct summary *s = &f[i].s;
+		records += s->records;
+		recorded += s->events_recorded;
+		lost += s->events_lost;
 		if (json) {
 			dump_str(k ? ",{\"host\":" : "{\"host\":");
 			dump_json_str(t->host, t->host_len);
@@ -775,7 +818,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			dump_printf(",\"start_realtime_ns\":%" PRId64
 				    ",\"start_offset_ns\":%" PRId64 ",\"summary\":",
 				    start, start - m.start_rt);
-			dump__json(t->r, &s[i], ft, NULL);
+			dump__json(t->r, s, f[i].ft, &f[i].mem);
 			dump_char('}');
 		} else {
 			char b[32];
@@ -785,10 +828,8 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			dump_str(t->trace);
 			dump_printf(" (started %s after the first) ==\n",
 				    dump_fmt_ns(b, sizeof(b), (uint64_t)(start - m.start_rt)));
-			dump__text(t->r, &s[i], ft, sort, NULL);
+			dump__text(t->r, s, f[i].ft, sort, &f[i].mem);
 		}
-		func_table_free(ft);
-		sym_resolver_free(syms);
 	}
 	if (json)
 		dump_printf("],\"traces_count\":%u,\"records\":%" PRIu64
@@ -800,9 +841,9 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 			    n, recorded, lost, records);
 	rc = DUMP_EXIT_OK;
 out:
-	for (unsigned i = 0; s && i < done; i++)
-		summary_free(&s[i]);
-	free(s);
+	for (unsigned i = 0; f && i < done; i++)
+		dump__figures_free(&f[i]);
+	free(f);
 	free(order);
 	dump_traces_close(&m);
 	return rc;
@@ -850,49 +891,16 @@ int dump_summary_main(int argc, char **argv)
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
-	/* What made RSS grow (the top five) rides on the summary's merged pass. */
-	struct summary s;
-	struct sym_resolver *syms = dump_symbols_new(r);
-	struct memory_report mem = {0};
-	int err = 0;
-	struct memory_feed *feed = dump_memory_feed_for_summary(r, syms, &err);
-	if (feed)
-		err = summary_compute_feeding(r, &s, dump__feed_memory, feed);
-	if (!err)
-		err = memory_feed_finish(feed, &mem);
-	else
-		memory_feed_free(feed);
-	if (err) {
-		dump_error("%s: %s", path,
-			   err == -ENOMEM || !trcfile_reader_errmsg(r)[0]
-				   ? "out of memory"
-				   : trcfile_reader_errmsg(r));
-		sym_resolver_free(syms);
+	struct dump__figures f;
+	if (dump__figures_compute(r, path, sort, &f) != DUMP_EXIT_OK) {
 		trcfile_reader_close(r);
 		return DUMP_EXIT_FAIL;
 	}
-	/* The function table: its own pass, only when there are function records. */
-	struct func_table *ft = NULL;
-	if (s.per_type[TRC_REC_FUNC_ENTER]) {
-		ft = dump_functions_compute(r, syms, sort, &err);
-		if (!ft) {
-			dump_error("%s: %s", path,
-				   err == -ENOMEM ? "out of memory" : trcfile_reader_errmsg(r));
-			memory_report_free(&mem);
-			sym_resolver_free(syms);
-			summary_free(&s);
-			trcfile_reader_close(r);
-			return DUMP_EXIT_FAIL;
-		}
-	}
 	if (json)
-		dump__json(r, &s, ft, &mem);
+		dump__json(r, &f.s, f.ft, &f.mem);
 	else
-		dump__text(r, &s, ft, sort, &mem);
-	memory_report_free(&mem);
-	func_table_free(ft);
-	sym_resolver_free(syms);
-	summary_free(&s);
+		dump__text(r, &f.s, f.ft, sort, &f.mem);
+	dump__figures_free(&f);
 	dump_close(r, path);
 	return DUMP_EXIT_OK;
 }
