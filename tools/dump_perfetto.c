@@ -845,9 +845,28 @@ static inline __attribute__((always_inline)) bool dump__pf_put(struct dump__pf *
 	return true;
 }
 
-/* The hottest paths, inlined in the loop: a slice begin (name interned with a one-byte
- * iid), a slice end (closing an open slice), a counter value (of a track known by name
- * id; >= 0 and below 2^21, or negative). False when the record takes dump__pf_record. */
+/* A slice begin whose name is interned as iid (0: not yet), key its intern key. */
+static inline __attribute__((always_inline)) bool dump__pf_hot_begin(struct dump__pf *p,
+								     struct dump__pf_seq *s,
+								     uint64_t ts, uint64_t iid,
+								     uint64_t key)
+{
+	if (iid - 1 >= (1u << 21) - 1 || s->depth >= s->stack_cap) /* iid 0 or too large */
+		return false;
+	unsigned il;
+	uint64_t iv = dump__pf_varint21((uint32_t)iid, &il);
+	uint64_t f =
+		(PF_TE_TYPE << 3) | PF_TYPE_BEGIN << 8 | (PF_TE_NAME_IID << 3) << 16 | iv << 24;
+	if (!dump__pf_put(p, s, ts, f, 0, 3 + il))
+		return false;
+	s->stack[s->depth++] = key;
+	return true;
+}
+
+/* The hottest paths, inlined in the loop: a slice begin of a span or function (name
+ * interned, iid below 2^21), a slice end (closing an open slice), a counter value (of a
+ * track known by name id; >= 0 and below 2^21, or negative). False when the record takes
+ * dump__pf_record. */
 static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *p, unsigned sidx,
 							       const struct trc_record *rec)
 {
@@ -857,19 +876,18 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 	switch (rec->type) {
 	case TRC_REC_SPAN_BEGIN: {
 		uint32_t id = rec->span.name_id;
-		if (id >= s->name_cap || s->depth >= s->stack_cap)
+		if (id >= s->name_cap)
 			return false;
-		uint32_t iid = s->name_iid[id];
-		if (iid - 1 >= 0x7f) /* not interned (0), or two bytes */
-			return false;
-		uint64_t f = (PF_TE_TYPE << 3) | PF_TYPE_BEGIN << 8 | (PF_TE_NAME_IID << 3) << 16 |
-			     (uint64_t)iid << 24;
-		if (!dump__pf_put(p, s, rec->ts_ns, f, 0, 4))
-			return false;
-		s->stack[s->depth++] = DUMP__PF_KEY_NAME | id;
-		return true;
+		return dump__pf_hot_begin(p, s, rec->ts_ns, s->name_iid[id],
+					  DUMP__PF_KEY_NAME | id);
+	}
+	case TRC_REC_FUNC_ENTER: {
+		uint64_t key = DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
+		const uint64_t *iid = u64map_get(&s->iids, key);
+		return iid && dump__pf_hot_begin(p, s, rec->ts_ns, *iid, key);
 	}
 	case TRC_REC_SPAN_END:
+	case TRC_REC_FUNC_EXIT:
 		if (!s->depth ||
 		    !dump__pf_put(p, s, rec->ts_ns, (PF_TE_TYPE << 3) | PF_TYPE_END << 8, 0, 2))
 			return false;
