@@ -845,22 +845,43 @@ static inline __attribute__((always_inline)) bool dump__pf_put(struct dump__pf *
 	return true;
 }
 
-/* A slice begin whose name is interned as iid (0: not yet), key its intern key. */
+/* A slice begin whose name is interned as iid, key its intern key: iid below 128 (one byte;
+ * wide false: the loop's inlined case, every size constant), or below 2^21 (wide). */
 static inline __attribute__((always_inline)) bool dump__pf_hot_begin(struct dump__pf *p,
 								     struct dump__pf_seq *s,
 								     uint64_t ts, uint64_t iid,
-								     uint64_t key)
+								     uint64_t key, bool wide)
 {
-	if (iid - 1 >= (1u << 21) - 1 || s->depth >= s->stack_cap) /* iid 0 or too large */
-		return false;
-	unsigned il;
-	uint64_t iv = dump__pf_varint21((uint32_t)iid, &il);
+	if (iid - 1 >= (wide ? (1u << 21) - 1 : 0x7f) || s->depth >= s->stack_cap)
+		return false; /* iid 0 (not interned yet) or too large; or a stack to grow */
+	unsigned il = 1;
+	uint64_t iv = iid;
+	if (wide)
+		iv = dump__pf_varint21((uint32_t)iid, &il);
 	uint64_t f =
 		(PF_TE_TYPE << 3) | PF_TYPE_BEGIN << 8 | (PF_TE_NAME_IID << 3) << 16 | iv << 24;
 	if (!dump__pf_put(p, s, ts, f, 0, 3 + il))
 		return false;
 	s->stack[s->depth++] = key;
 	return true;
+}
+
+/* The same for any iid below 2^21, out of the loop (names past a thread's first 127). */
+static __attribute__((noinline)) bool dump__pf_hot_begin_wide(struct dump__pf *p,
+							      struct dump__pf_seq *s, uint64_t ts,
+							      uint64_t iid, uint64_t key)
+{
+	return dump__pf_hot_begin(p, s, ts, iid, key, true);
+}
+
+/* A function entry whose name is interned: looked up in the intern map (addresses are too
+ * sparse for a dense table), out of the loop so the span paths keep their registers. */
+static __attribute__((noinline)) bool dump__pf_hot_func(struct dump__pf *p, struct dump__pf_seq *s,
+							const struct trc_record *rec)
+{
+	uint64_t key = DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
+	const uint64_t *iid = u64map_get(&s->iids, key);
+	return iid && dump__pf_hot_begin(p, s, rec->ts_ns, *iid, key, true);
 }
 
 /* The hottest paths, inlined in the loop: a slice begin of a span or function (name
@@ -873,27 +894,27 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
 		return false;
 	struct dump__pf_seq *s = &p->seqs[sidx];
-	switch (rec->type) {
-	case TRC_REC_SPAN_BEGIN: {
+	uint32_t type = rec->type;
+	if (type == TRC_REC_SPAN_BEGIN) {
 		uint32_t id = rec->span.name_id;
 		if (id >= s->name_cap)
 			return false;
-		return dump__pf_hot_begin(p, s, rec->ts_ns, s->name_iid[id],
-					  DUMP__PF_KEY_NAME | id);
+		uint32_t iid = s->name_iid[id];
+		if (__builtin_expect(iid < 0x80, 1))
+			return dump__pf_hot_begin(p, s, rec->ts_ns, iid, DUMP__PF_KEY_NAME | id,
+						  false);
+		return dump__pf_hot_begin_wide(p, s, rec->ts_ns, iid, DUMP__PF_KEY_NAME | id);
 	}
-	case TRC_REC_FUNC_ENTER: {
-		uint64_t key = DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
-		const uint64_t *iid = u64map_get(&s->iids, key);
-		return iid && dump__pf_hot_begin(p, s, rec->ts_ns, *iid, key);
-	}
-	case TRC_REC_SPAN_END:
-	case TRC_REC_FUNC_EXIT:
+	if (type == TRC_REC_SPAN_END || type == TRC_REC_FUNC_EXIT) {
 		if (!s->depth ||
 		    !dump__pf_put(p, s, rec->ts_ns, (PF_TE_TYPE << 3) | PF_TYPE_END << 8, 0, 2))
 			return false;
 		s->depth--;
 		return true;
-	case TRC_REC_COUNTER: {
+	}
+	if (type == TRC_REC_FUNC_ENTER)
+		return dump__pf_hot_func(p, s, rec);
+	if (type == TRC_REC_COUNTER) {
 		uint32_t id = rec->value.name_id;
 		if (id >= s->ctr_cap || !s->ctr_of[id])
 			return false;
@@ -916,9 +937,7 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 		f |= (uint64_t)DUMP__PF_TAG2(PF_TE_DOUBLE_COUNTER_VALUE, PB_I64) << 16 | bits << 32;
 		return dump__pf_put(p, c, rec->ts_ns, f, bits >> 32, 12);
 	}
-	default:
-		return false;
-	}
+	return false;
 }
 
 static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsigned sidx,
