@@ -6,6 +6,8 @@
  * temporary file beside the trace that is then renamed over it, so the trace is whole at every
  * moment: a trace-run killed here leaves the complete file with its stored chunks, which
  * trace-dump reads as it is (and `trace-dump compact` finishes). --keep-stored skips this.
+ * The compaction walks the trace's footer entry by entry, so trace-run's memory here does not
+ * grow with the threads the program started (issue 12 item 10; trcfile_compact.c).
  *
  * Threads: the caller's (trcfile_compact starts and joins its own compressor threads).
  */

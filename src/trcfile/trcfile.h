@@ -224,7 +224,10 @@ uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w);
  * sequence numbers and header (o: compression level and threads; its chunk size is ignored).
  * A file without a footer (a recorder killed) gets one: everything the reader recovers is
  * kept. progress (may be NULL) is called after each chunk with chunks done and total. Returns
- * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads. */
+ * 0, or -errno with a message in msg. Blocks; starts o->compress_threads threads.
+ * Memory: fixed (a few chunks and the compressors') for a file whose footer it can walk,
+ * which every file a writer closed has (trcfile_compact.c: it streams the index); in
+ * proportion to the chunks for any other (it loads the index, as the reader does). */
 int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len);

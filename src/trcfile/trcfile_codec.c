@@ -594,16 +594,23 @@ bool trcfile__is_footer(const uint8_t *p)
 int trcfile__footer_get(const uint8_t *p, const struct trcfile__trailer *t,
 			struct trcfile__footer *f, const char **why)
 {
-	const struct trcfile__footer_image *d = TRCFILE__CIMAGE(struct trcfile__footer_image, p);
 	uint64_t bytes = t->footer_bytes;
 	*why = NULL;
-	uint32_t magic;
 	if (bytes < TRCFILE__FOOTER_FIXED_BYTES)
 		*why = "footer counts do not match its size";
 	else if (trcfile__crc32c(0, p, (size_t)bytes) != t->footer_crc)
 		*why = "footer checksum mismatch";
 	if (*why)
 		return -EBADMSG;
+	return trcfile__footer_fixed_get(p, bytes, f, why);
+}
+
+int trcfile__footer_fixed_get(const uint8_t *p, uint64_t bytes, struct trcfile__footer *f,
+			      const char **why)
+{
+	const struct trcfile__footer_image *d = TRCFILE__CIMAGE(struct trcfile__footer_image, p);
+	uint32_t magic;
+	*why = NULL;
 	TRCFILE__GET(magic, d->magic);
 	TRCFILE__GET(f->stream_count, d->stream_count);
 	TRCFILE__GET(f->chunk_count, d->chunk_count);

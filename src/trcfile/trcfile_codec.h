@@ -601,6 +601,12 @@ bool trcfile__is_footer(const uint8_t *p);
 int trcfile__footer_get(const uint8_t *p, const struct trcfile__trailer *t,
 			struct trcfile__footer *f, const char **why);
 
+/* The fixed part alone (p: its TRCFILE__FOOTER_FIXED_BYTES bytes) of a footer of `bytes` bytes
+ * whose checksum the caller checks (trcfile_compact reads the footer piece by piece): its magic
+ * and that its counts fill exactly `bytes`. 0, or -EBADMSG with the reason in *why. */
+int trcfile__footer_fixed_get(const uint8_t *p, uint64_t bytes, struct trcfile__footer *f,
+			      const char **why);
+
 void trcfile__footer_stream_put(uint8_t *p, const struct trcfile__footer_stream *s);
 /* 0, or -EBADMSG (unknown stream kind) with the reason in *why. */
 int trcfile__footer_stream_get(const uint8_t *p, struct trcfile__footer_stream *s,

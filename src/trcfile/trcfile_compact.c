@@ -5,11 +5,22 @@
  * with every chunk compressed, on all the threads the caller gives it. Used by trace-run before
  * it exits (unless --keep-stored) and by `trace-dump compact`.
  *
- * How: the input is opened with the reader (so a file without a footer is recovered up to its
- * last whole chunk, and every chunk header is checked against the index); each chunk goes to a
- * writer on the output as a whole chunk (trcfile__stream_put_chunk): a stored one through the
- * writer's compressor threads, a compressed one as it is. Streams keep their order, kind, pid
- * and tid; chunks keep their sequence numbers, counts and times; the header is the input's.
+ * Two ways, the same output (the same streams, chunks, records and header; chunk order in the
+ * file may differ, which no reader sees):
+ *   - streamed, for a file whose footer can be walked (trcfile_footer_walk.h: every file the
+ *     writer closed): the footer is checked and then read entry by entry, in memory that does
+ *     not depend on the file (issue 12 item 10: trace-run's memory must not grow with the
+ *     threads a program ever started). The stream table goes to the output writer as it is
+ *     (trcfile__writer_add_ended_streams); each chunk, in file order, is read, checked against
+ *     its entry, and given to the writer whole (trcfile__writer_put_chunk), with the kind, pid
+ *     and tid of its stream's entry.
+ *   - loaded, for anything else (no footer: a recorder killed; a damaged footer; one the walk
+ *     does not take): the reader opens the file as trace-dump would (recovering a file without
+ *     a footer up to its last whole chunk, checking every chunk header against the index) and
+ *     each stream's chunks go to a stream of the writer, in seq order. Its memory is the
+ *     reader's: about 200 bytes a chunk.
+ * Either way each chunk goes to the writer as a whole chunk: a stored one through the writer's
+ * compressor threads, a compressed one as it is.
  *
  * Threads: the caller's thread reads; the writer's threads compress and write.
  */
@@ -18,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trcfile_footer_walk.h"
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
 
@@ -29,17 +41,11 @@ static int trcfile__compact_fail(char *msg, size_t msg_len, int err, const char 
 	return err;
 }
 
-int trcfile_compact(const char *in_path, const char *out_path,
-		    const struct trcfile_writer_opts *o,
-		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
-		    uint64_t *stored_in, char *msg, size_t msg_len)
+/* The output's writer: the input's header and chunk size, every chunk compressed. */
+static struct trcfile_writer *trcfile__compact_writer(const struct trcfile_reader *r,
+						      const char *out_path,
+						      const struct trcfile_writer_opts *o, int *err)
 {
-	char rmsg[512] = "";
-	struct trcfile_reader *r = NULL;
-	uint64_t stored = 0;
-	int err = trcfile_reader_open(in_path, &r, rmsg, sizeof(rmsg));
-	if (err)
-		return trcfile__compact_fail(msg, msg_len, err, in_path, rmsg);
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	struct trcfile_header_info info = {
 		.cmdline = h->cmdline,
@@ -62,7 +68,152 @@ int trcfile_compact(const char *in_path, const char *out_path,
 	wo.chunk_bytes = h->chunk_bytes; /* the input's chunks must fit the output's limits */
 	wo.flags &= ~TRCFILE_WRITER_STORE_WHEN_BEHIND;
 	wo.store_one_in = 0;
-	struct trcfile_writer *w = trcfile_writer_open(out_path, &info, &wo, &err);
+	return trcfile_writer_open(out_path, &info, &wo, err);
+}
+
+/* Reads the chunk an index entry names, checks its header against the entry and its payload.
+ * The chunk's header into *ch; its payload (valid until the next read of r), or NULL with
+ * *err set and msg written. */
+static const uint8_t *trcfile__compact_read_chunk(struct trcfile_reader *r, const char *in_path,
+						  const struct trcfile__chunk_ref *c,
+						  struct trcfile__chunk_hdr *ch, int *err,
+						  char *msg, size_t msg_len)
+{
+	const uint8_t *p = trcfile__read_at(r, c->offset,
+					    (size_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes, err);
+	if (!p) {
+		trcfile__compact_fail(msg, msg_len, *err, in_path, trcfile_reader_errmsg(r));
+		return NULL;
+	}
+	const char *why = NULL;
+	if (trcfile__chunk_hdr_get(p, ch, &why) == 0 &&
+	    (ch->stream_id != c->stream_id || ch->seq != c->seq || ch->count != c->count ||
+	     ch->raw_bytes != c->raw_bytes || ch->comp_bytes != c->comp_bytes ||
+	     ch->first_ts != c->first_ts || ch->last_ts != c->last_ts))
+		why = "chunk header disagrees with the index";
+	const uint8_t *payload = p + TRCFILE__CHUNK_HDR_BYTES;
+	if (!why)
+		why = trcfile__chunk_is_stored(ch)
+			      ? trcfile__stored_check(payload, ch)
+			      : trcfile__frame_check(payload, ch->comp_bytes, ch->raw_bytes);
+	if (why) {
+		char detail[256];
+		snprintf(detail, sizeof(detail), "damaged chunk %u of stream %u at offset %llu: %s",
+			 c->seq, c->stream_id, (unsigned long long)c->offset, why);
+		*err = trcfile__compact_fail(msg, msg_len, -EBADMSG, in_path, detail);
+		return NULL;
+	}
+	return payload;
+}
+
+/* The streamed way (top of the file): fw is checked and at its first stream entry. */
+static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__footer_walk *fw,
+				     const char *in_path, const char *out_path,
+				     const struct trcfile_writer_opts *o,
+				     void (*progress)(void *arg, uint64_t done, uint64_t total),
+				     void *arg, uint64_t *stored_in, char *msg, size_t msg_len)
+{
+	int err = 0;
+	struct trcfile_writer *w = trcfile__compact_writer(r, out_path, o, &err);
+	if (!w)
+		return trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
+	enum { BATCH = 64 };
+	struct trcfile__footer_stream se[BATCH];
+	for (uint32_t i = 0; i < fw->n_streams && !err;) {
+		uint32_t k = 0;
+		for (; k < BATCH && i + k < fw->n_streams && !err; k++)
+			err = trcfile__footer_walk_stream(fw, &se[k]);
+		if (err) {
+			trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
+			break;
+		}
+		err = trcfile__writer_add_ended_streams(w, se, k);
+		if (err)
+			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
+		i += k;
+	}
+	uint64_t stored = 0;
+	for (uint64_t i = 0; i < fw->n_chunks && !err; i++) {
+		struct trcfile__footer_chunk e;
+		struct trcfile__footer_stream s;
+		err = trcfile__footer_walk_chunk(fw, &e);
+		if (!err)
+			err = trcfile__footer_walk_stream_at(fw, e.stream_id, &s);
+		if (err) {
+			trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
+			break;
+		}
+		struct trcfile__chunk_ref c = {.offset = e.offset,
+					       .first_ts = e.first_ts,
+					       .last_ts = e.last_ts,
+					       .stream_id = e.stream_id,
+					       .seq = e.seq,
+					       .count = e.count,
+					       .raw_bytes = e.raw_bytes,
+					       .comp_bytes = e.comp_bytes};
+		struct trcfile__chunk_hdr ch;
+		const uint8_t *payload =
+			trcfile__compact_read_chunk(r, in_path, &c, &ch, &err, msg, msg_len);
+		if (!payload)
+			break;
+		/* As the loaded way does: the stream's entry says what the stream is. */
+		ch.kind = s.kind;
+		ch.pid = s.pid;
+		ch.tid = s.tid;
+		if (trcfile__chunk_is_stored(&ch))
+			stored++;
+		err = trcfile__writer_put_chunk(w, &ch, payload);
+		if (err) {
+			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
+			break;
+		}
+		if (progress)
+			progress(arg, i + 1, fw->n_chunks);
+	}
+	int cerr = trcfile_writer_close(w);
+	if (!err && cerr)
+		err = trcfile__compact_fail(msg, msg_len, cerr, out_path, NULL);
+	if (stored_in)
+		*stored_in = stored;
+	return err;
+}
+
+int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
+		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+		    uint64_t *stored_in, char *msg, size_t msg_len)
+{
+	char rmsg[512] = "";
+	struct trcfile_reader *r = NULL;
+	int err = trcfile__reader_open_header(in_path, &r, rmsg, sizeof(rmsg));
+	if (err)
+		return trcfile__compact_fail(msg, msg_len, err, in_path, rmsg);
+	struct trcfile__footer_walk fw;
+	const char *why = NULL;
+	err = trcfile__footer_walk_check(&fw, r, &why);
+	if (err == 0)
+		err = trcfile__compact_streamed(r, &fw, in_path, out_path, o, progress, arg,
+						stored_in, msg, msg_len);
+	else if (err < 0)
+		trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
+	trcfile__footer_walk_free(&fw);
+	trcfile_reader_close(r);
+	if (err == 1) /* not walkable: the reader recovers and checks it */
+		return trcfile__compact_loaded(in_path, out_path, o, progress, arg, stored_in, msg,
+					       msg_len);
+	return err;
+}
+int trcfile__compact_loaded(const char *in_path, const char *out_path,
+			    const struct trcfile_writer_opts *o,
+			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			    uint64_t *stored_in, char *msg, size_t msg_len)
+{
+	char rmsg[512] = "";
+	struct trcfile_reader *r = NULL;
+	uint64_t stored = 0;
+	int err = trcfile_reader_open(in_path, &r, rmsg, sizeof(rmsg));
+	if (err)
+		return trcfile__compact_fail(msg, msg_len, err, in_path, rmsg);
+	struct trcfile_writer *w = trcfile__compact_writer(r, out_path, o, &err);
 	if (!w) {
 		trcfile_reader_close(r);
 		return trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
@@ -70,44 +221,19 @@ int trcfile_compact(const char *in_path, const char *out_path,
 	uint64_t total = r->n_chunks, done = 0;
 	for (unsigned si = 0; si < r->n_streams && !err; si++) {
 		const struct trcfile_stream_info *info_s = &r->streams[si];
-		struct trcfile_stream *s = trcfile_stream_open(w, (enum trc_stream_kind)info_s->kind,
-							       info_s->pid, info_s->tid);
+		struct trcfile_stream *s = trcfile_stream_open(
+			w, (enum trc_stream_kind)info_s->kind, info_s->pid, info_s->tid);
 		if (!s) {
 			err = trcfile_writer_error(w) ?: -ENOMEM;
 			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
 			break;
 		}
 		for (size_t i = r->stream_chunk0[si]; i < r->stream_chunk0[si + 1] && !err; i++) {
-			const struct trcfile__chunk_ref *c = &r->chunks[i];
-			const uint8_t *p = trcfile__read_at(
-				r, c->offset, (size_t)TRCFILE__CHUNK_HDR_BYTES + c->comp_bytes, &err);
-			if (!p) {
-				trcfile__compact_fail(msg, msg_len, err, in_path,
-						      trcfile_reader_errmsg(r));
-				break;
-			}
 			struct trcfile__chunk_hdr ch;
-			const char *why = NULL;
-			if (trcfile__chunk_hdr_get(p, &ch, &why) == 0 &&
-			    (ch.stream_id != c->stream_id || ch.seq != c->seq ||
-			     ch.count != c->count || ch.raw_bytes != c->raw_bytes ||
-			     ch.comp_bytes != c->comp_bytes || ch.first_ts != c->first_ts ||
-			     ch.last_ts != c->last_ts))
-				why = "chunk header disagrees with the index";
-			const uint8_t *payload = p + TRCFILE__CHUNK_HDR_BYTES;
-			if (!why)
-				why = trcfile__chunk_is_stored(&ch)
-					      ? trcfile__stored_check(payload, &ch)
-					      : trcfile__frame_check(payload, ch.comp_bytes,
-								     ch.raw_bytes);
-			if (why) {
-				char detail[256];
-				snprintf(detail, sizeof(detail),
-					 "damaged chunk %u of stream %u at offset %llu: %s", c->seq,
-					 c->stream_id, (unsigned long long)c->offset, why);
-				err = trcfile__compact_fail(msg, msg_len, -EBADMSG, in_path, detail);
+			const uint8_t *payload = trcfile__compact_read_chunk(
+				r, in_path, &r->chunks[i], &ch, &err, msg, msg_len);
+			if (!payload)
 				break;
-			}
 			if (trcfile__chunk_is_stored(&ch))
 				stored++;
 			err = trcfile__stream_put_chunk(s, &ch, payload);
@@ -119,7 +245,8 @@ int trcfile_compact(const char *in_path, const char *out_path,
 			if (progress)
 				progress(arg, done, total);
 		}
-		/* Done with it: its footer entry leaves the writer's memory (trcfile_stream_end). */
+		/* Done with it: its footer entry leaves the writer's memory (trcfile_stream_end).
+		 */
 		int eerr = trcfile_stream_end(s);
 		if (!err && eerr)
 			err = trcfile__compact_fail(msg, msg_len, eerr, out_path, NULL);

@@ -198,9 +198,8 @@ static struct trcfile_stream_info *trcfile__find_stream(struct trcfile_reader *r
 	return lo < r->n_streams && r->streams[lo].id == id ? &r->streams[lo] : NULL;
 }
 
-/* Checks the fields of a chunk entry that do not need the chunk itself. NULL or why not. */
-static const char *trcfile__ref_check(const struct trcfile_reader *r,
-				      const struct trcfile__chunk_ref *c, uint64_t data_end)
+const char *trcfile__ref_check(const struct trcfile_reader *r, const struct trcfile__chunk_ref *c,
+			       uint64_t data_end)
 {
 	/* What no chunk can hold was refused by trcfile__chunk_hdr_get or
 	 * trcfile__footer_chunk_get already; these figures depend on this file. */
@@ -710,7 +709,7 @@ static int trcfile__reader_load(struct trcfile_reader *r)
 	if (!r->dctx)
 		return trcfile__fail(r, -ENOMEM, "out of memory");
 	int err = trcfile__parse_header(r);
-	if (err)
+	if (err || r->header_only)
 		return err;
 	err = trcfile__load_footer(r);
 	if (err < 0)
@@ -779,6 +778,36 @@ int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg
 	}
 	(*out)->own_fd = true;
 	return 0;
+}
+
+int trcfile__reader_open_header(const char *path, struct trcfile_reader **out, char *msg,
+				size_t msg_len)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = -errno;
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
+		return e;
+	}
+	struct stat st;
+	struct trcfile_reader *r = NULL;
+	int err = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	if (!err && !(r = trcfile__reader_new()))
+		err = -ENOMEM;
+	if (err) {
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s: %s", path,
+				 err == -EINVAL ? "not a regular file" : strerror(-err));
+		close(fd);
+		return err;
+	}
+	r->fd = fd;
+	r->own_fd = true;
+	r->size = (uint64_t)st.st_size;
+	r->header_only = true;
+	return trcfile__open_finish(r, out, msg, msg_len);
 }
 
 int trcfile_reader_open_mem(const void *buf, size_t len, struct trcfile_reader **out, char *msg,

@@ -46,6 +46,9 @@ struct trcfile_reader {
 	const uint8_t *mem;
 	uint64_t size;
 
+	/* Opened by trcfile__reader_open_header: no index, no metadata. */
+	bool header_only;
+
 	struct trcfile_header hdr;
 	char *hdr_strings;
 	uint32_t header_bytes;
@@ -98,6 +101,18 @@ int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
  * (valid until the next call). NULL with the message set on a short read / I/O error / OOM;
  * *err receives -errno. */
 const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err);
+
+/* Opens path with its header only: no index, no metadata tables (n_streams and n_chunks 0),
+ * for a caller that walks the footer itself in bounded memory (trcfile_compact);
+ * trcfile__read_at reads its bytes. 0 or -errno with msg set. */
+int trcfile__reader_open_header(const char *path, struct trcfile_reader **out, char *msg,
+				size_t msg_len);
+
+/* Checks the fields of a chunk entry that do not need the chunk itself against this file: its
+ * sizes against the header's chunk size, and that it lies in [header_bytes, data_end). NULL or
+ * why not. */
+const char *trcfile__ref_check(const struct trcfile_reader *r, const struct trcfile__chunk_ref *c,
+			       uint64_t data_end);
 
 /* Checks that [p, p + comp) is exactly one zstd frame with a content checksum and a content
  * size of raw. NULL or why not. */

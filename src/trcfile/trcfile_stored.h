@@ -40,4 +40,29 @@ struct trcfile_stream;
 int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__chunk_hdr *h,
 			      const uint8_t *payload);
 
+/* trcfile_compact's streaming path, which keeps no stream handle (its memory must not grow with
+ * the streams of the file it compacts):
+ * trcfile__writer_add_ended_streams gives the next n stream ids (the writer's streams so far,
+ * on) to streams that are over already, with their final footer entries e (e[i].id is
+ * ignored: the id given is); they go to the stream spill at once. Under the writer's lock, any
+ * thread. 0 or -errno (also the writer's sticky error).
+ * trcfile__writer_put_chunk writes one whole chunk with its header h as it is (stream id, kind,
+ * pid, tid, seq, count, times): the caller keeps it consistent with the streams' entries. A
+ * stored chunk goes through the compressors; a compressed one is written as it is. Blocks for a
+ * slot, as an append does. 0 or -errno. */
+struct trcfile_writer;
+int trcfile__writer_add_ended_streams(struct trcfile_writer *w,
+				      const struct trcfile__footer_stream *e, size_t n);
+int trcfile__writer_put_chunk(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
+			      const uint8_t *payload);
+
+/* trcfile_compact the loading way (trcfile_compact.c), whatever the file: what trcfile_compact
+ * does for a file whose footer cannot be walked, in memory in proportion to the file's chunks.
+ * For tests, which compare the two ways. */
+struct trcfile_writer_opts;
+int trcfile__compact_loaded(const char *in_path, const char *out_path,
+			    const struct trcfile_writer_opts *o,
+			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			    uint64_t *stored_in, char *msg, size_t msg_len);
+
 #endif /* TRC_TRCFILE_STORED_H */

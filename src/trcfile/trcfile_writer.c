@@ -23,8 +23,10 @@
  * marked stored; the writer thread writes header and records as they are (CRC on its own
  * thread) and gives the store slot back. The write queue thus has many producers (the
  * compressors and the appending threads), still one consumer.
- * Whole chunks (trcfile__stream_put_chunk, for trcfile_compact): a stored one enters the
- * compress queue like any chunk; a compressed one goes to the write queue with its frame.
+ * Whole chunks (trcfile__stream_put_chunk and trcfile__writer_put_chunk, for trcfile_compact):
+ * a stored one enters the compress queue like any chunk; a compressed one goes to the write
+ * queue with its frame. trcfile_compact's streamed way opens no stream: it gives the stream
+ * table's entries straight to the stream spill (trcfile__writer_add_ended_streams).
  * The fused append (trcfile_stream_window_*) lends the open chunk's free bytes and coder to
  * the stream's one appending thread; nothing else touches them meanwhile.
  *
@@ -735,30 +737,19 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 
 /* ---- whole chunks (trcfile_compact) ------------------------------------------------------ */
 
-int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__chunk_hdr *h,
+int trcfile__writer_put_chunk(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
 			      const uint8_t *payload)
 {
-	struct trcfile_writer *w = s->w;
 	int err = trcfile_writer_error(w);
 	if (err)
-		return err;
-	if (s->cur && (err = trcfile__submit(s)))
 		return err;
 	bool stored = trcfile__chunk_is_stored(h);
 	struct trcfile__wchunk *c = trcfile__chunk_get(w, stored ? h->raw_bytes : 0);
 	if (!c)
 		return -ENOMEM;
 	c->hdr = *h;
-	c->hdr.stream_id = s->id;
-	c->hdr.kind = s->kind;
-	c->hdr.pid = s->pid;
-	c->hdr.tid = s->tid;
 	c->hdr.flags = 0;
 	c->hdr.payload_crc = 0;
-	s->records += h->count;
-	if (h->seq >= s->seq)
-		s->seq = h->seq + 1;
-	s->chunks++;
 	if (stored) {
 		/* The compressors make it a frame, as any chunk appended record by record. */
 		memcpy(c->raw, payload, h->raw_bytes);
@@ -788,6 +779,60 @@ int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__ch
 	cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
 	sem_post(&w->wq_sem);
 	return trcfile_writer_error(w);
+}
+
+int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__chunk_hdr *h,
+			      const uint8_t *payload)
+{
+	struct trcfile_writer *w = s->w;
+	int err = trcfile_writer_error(w);
+	if (err)
+		return err;
+	if (s->cur && (err = trcfile__submit(s)))
+		return err;
+	struct trcfile__chunk_hdr ch = *h;
+	ch.stream_id = s->id;
+	ch.kind = s->kind;
+	ch.pid = s->pid;
+	ch.tid = s->tid;
+	s->records += h->count;
+	if (h->seq >= s->seq)
+		s->seq = h->seq + 1;
+	s->chunks++;
+	return trcfile__writer_put_chunk(w, &ch, payload);
+}
+
+int trcfile__writer_add_ended_streams(struct trcfile_writer *w,
+				      const struct trcfile__footer_stream *e, size_t n)
+{
+	uint8_t img[64 * TRCFILE__FOOTER_STREAM_BYTES];
+	int err = 0;
+	pthread_mutex_lock(&w->lock);
+	if (!w->stream_spill_ready) {
+		trcfile__spill_init(&w->stream_spill, w->spill_dir);
+		w->stream_spill_ready = true;
+	}
+	for (size_t i = 0; i < n && !err;) {
+		size_t k = n - i < 64 ? n - i : 64;
+		if (w->closing || (uint64_t)w->n_streams + k > UINT32_MAX) {
+			err = -EINVAL;
+			break;
+		}
+		for (size_t j = 0; j < k; j++) {
+			struct trcfile__footer_stream f = e[i + j];
+			f.id = w->n_streams + (uint32_t)j;
+			trcfile__footer_stream_put(img + j * TRCFILE__FOOTER_STREAM_BYTES, &f);
+		}
+		err = trcfile__spill_pwrite(&w->stream_spill, img, k * TRCFILE__FOOTER_STREAM_BYTES,
+					    (uint64_t)w->n_streams * TRCFILE__FOOTER_STREAM_BYTES);
+		if (!err)
+			w->n_streams += (uint32_t)k;
+		i += k;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (err)
+		trcfile__set_error(w, err);
+	return err;
 }
 
 /* ---- the fused append (trcfile.h "The fused append") ------------------------------------ */
