@@ -1161,6 +1161,12 @@ static void dump__pf_tracks(struct dump__pf *p)
 		p->seqs[s].track = p->next_uuid++;
 		uint32_t len = 0;
 		const char *name = trcfile_reader_thread_name(p->r, si->pid, si->tid, &len);
+		/* A thread the trace does not name is "tid N", as in the summary and pprof. */
+		char unnamed[24];
+		if (!name) {
+			len = (uint32_t)snprintf(unnamed, sizeof(unnamed), "tid %u", si->tid);
+			name = unnamed;
+		}
 		dump__pf_descriptor(p, p->seqs[s].track, pr->track, name, len, pr, NULL, 0, si->tid,
 				    -1);
 	}
