@@ -44,15 +44,15 @@ Test(e2e_recorder, stored_chunks_are_compressed_before_exit, .timeout = 120)
 	char out[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
-	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--no-preload", "--buffer-size", "64M",
-				   "-o", out, "--", e2e_path("tests/prog_e2e_emit"), "2", "300000",
-				   NULL);
+	struct e2e_run r =
+		e2e_run(dir, TR, "--no-progress", "--no-preload", "--buffer-size", "64M", "-o", out,
+			"--", e2e_path("tests/prog_e2e_emit"), "2", "300000", NULL);
 	unsetenv("TRC_TEST_STORE_ALL");
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
 	cr_expect(strstr(r.err, "written uncompressed while compression was behind ("), "%s",
 		  r.err);
-	cr_expect(strstr(r.err, " MiB written while recording); compressed before exit in "),
-		  "%s", r.err);
+	cr_expect(strstr(r.err, " MiB written while recording); compressed before exit in "), "%s",
+		  r.err);
 	e2e_free(&r);
 	unsigned st, co;
 	count_chunks(out, &st, &co);
@@ -103,9 +103,21 @@ Test(e2e_recorder, killed_recorder_with_stored_chunks_leaves_a_readable_trace, .
 	char out[256], pidfile[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
-	char *argv[] = {(char *)TR, "-q", "--no-preload", "-o", out, "--",
-			(char *)e2e_path("tests/prog_e2e_emit"), "1", "200000", "pidfile", pidfile,
-			"sleep", "20000", NULL};
+	char *argv[] = {(char *)TR,
+			"-q",
+			"--no-preload",
+			"-o",
+			out,
+			"--",
+			(char *)e2e_path("tests/prog_e2e_emit"),
+			"1",
+			"200000",
+			"pidfile",
+			pidfile,
+			"sleep",
+			"20000",
+			"linger",
+			NULL}; /* the emitter's stream stays open */
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
 	double t0 = e2e_now();
 	pid_t pid = e2e_start(dir, argv);
