@@ -86,8 +86,9 @@ INC_trcfile := -Isrc/trcfile $(INC_public)
 INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
 INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
 INC_analysis := -Isrc/analysis $(INC_trcfile)
-# Exporters and format writers (Parquet, protobuf wire format, gzip): libc, zstd and zlib only.
-INC_export := -Isrc/export
+# Exporters and format writers (Parquet, protobuf wire format, gzip): libc, zstd and zlib, and
+# the tree's hash map (src/trcfile/u64map.h, which knows nothing of trace files).
+INC_export := -Isrc/export -Isrc/trcfile
 # The commands see the library's headers only (not ringbuf/ or sampler/).
 INC_run := -Itools -Isrc/recorder -Isrc/session $(INC_trcfile)
 INC_dump := -Itools $(INC_analysis) $(INC_export)

@@ -1,18 +1,28 @@
 /* test_drain_fused.c - the drain's fused path writes exactly what the old encoder wrote.
  *
- * The fused path (session_drain.c, trcfile.h "The fused append") turns ring events into chunk
- * bytes in one step. Its reference is the old path: each ring record decoded into a struct
- * trc_record (session__record) and encoded by trcfile__encode (trcfile_stream_append). Both
- * are fed the same ring contents here, written straight into this thread's ring with chosen
- * timestamps and fields (the session forced to clock_gettime, so the drain converts nothing),
- * covering every event type, negative time deltas, address deltas across 2^64, extreme values
- * and name ids; both write a file through the real writer with small chunks (several chunk
- * boundaries), and the files must be equal byte for byte. Then the fused file is read back and
- * every record compared with what was emitted.
+ * The fused path (session_drain.c, its fast loop session_drain_fast.h, trcfile.h "The fused
+ * append") turns ring events into chunk bytes in one step. Its reference is the old path: each
+ * ring record decoded into a struct trc_record (session__record) and encoded by trcfile__encode
+ * (trcfile_stream_append). Both are fed the same ring contents here, written straight into a
+ * ring with chosen timestamps and fields, covering every event type, negative time deltas,
+ * address deltas across 2^64, varints of every length up to ten bytes, a name first used in the
+ * middle of a run, and each clock form of the fast loop: nanoseconds (clock_gettime), TSC ticks
+ * with a rate below 1 ns a tick (one high-word product) and above (the general product), with
+ * times on both sides of a refit (the previous segment's conversion) and stepping back across
+ * it. Each is drained in one batch of a big ring (the drain's slices) and in batches through a
+ * small ring that wraps many times (records at and across its end). Both write a file through
+ * the real writer with small chunks (many chunk boundaries); the files must be equal byte for
+ * byte, and the fused file read back gives every record as emitted.
  *
- * Threads: the test thread is producer and drain at once.
+ * Then records the fast loop must not take, in the middle of a run: an event of an unusual
+ * length (the old path delivers it), and corrupt ones (id 0, an id beyond the string table, a
+ * time no record can have, an unknown type, a payload too short): both paths stop at the same
+ * record, keep what came before it and report the stream corrupt.
+ *
+ * Threads: the test thread is drain and (but for the corrupt cases) producer at once.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +31,7 @@
 #include "record.h"
 #include "ring.h"
 #include "session.h"
+#include "session_internal.h"
 #include "test_session_util.h"
 #include "trc.h"
 #include "trcfile.h"
@@ -29,30 +40,35 @@
 
 /* One synthetic event: what is written into the ring, and what must come back. */
 struct ev {
-	uint32_t type, id;
+	uint32_t type, id, len; /* len: the record's payload bytes; 0 = the type's own */
 	uint64_t ts, a, b;
 };
 
 static struct ev evs[N_EVENTS];
 
-static void make_events(uint32_t id1, uint32_t id2)
+/* Events from time ts0 on (ns, or ticks when the test converts): every type, names id1 and
+ * id2, and id3 from N_EVENTS / 3 on; at N_EVENTS / 2 a long pause of 2^24 and, ten events
+ * later, a step back of more than that. */
+static void make_events(uint64_t ts0, uint32_t id1, uint32_t id2, uint32_t id3)
 {
 	static const uint32_t kinds[] = {
 		TRC_REC_SPAN_BEGIN, TRC_REC_FUNC_ENTER, TRC_REC_ALLOC,	   TRC_REC_INSTANT,
 		TRC_REC_FREE,	    TRC_REC_COUNTER,	TRC_REC_FUNC_EXIT, TRC_REC_SPAN_END,
 	};
-	/* Times a real ring could hold: the drain believes only times between the session's
-	 * creation and its own clock read, 100 ms slack either side (issue 12 item 3); these
-	 * span about 60 ms from now. */
-	uint64_t ts = trc_mono_ns();
+	uint64_t ts = ts0;
 	for (uint32_t i = 0; i < N_EVENTS; i++) {
 		struct ev *e = &evs[i];
+		memset(e, 0, sizeof(*e));
 		e->type = kinds[(i * 7 + i / 8) % 8];
 		e->id = (i % 3) ? id1 : id2;
+		if (i >= N_EVENTS / 3 && i % 5 == 1)
+			e->id = id3;
 		if (i % 97 == 5)
 			ts -= 1000 + i; /* negative delta */
 		else if (i == N_EVENTS / 2)
 			ts += 1ull << 24; /* a long pause: a four-byte delta */
+		else if (i == N_EVENTS / 2 + 10)
+			ts -= (1ull << 24) + 5000; /* back across the pause */
 		else
 			ts += 13 + (i % 5) * 1000;
 		e->ts = ts;
@@ -61,14 +77,20 @@ static void make_events(uint32_t id1, uint32_t id2)
 		case TRC_REC_INSTANT:
 		case TRC_REC_COUNTER:
 			e->a = (uint64_t)((int64_t)i * 1000003 * ((i & 1) ? -1 : 1));
-			if (i == 3)
-				e->a = (uint64_t)INT64_MIN;
-			if (i == 5)
+			if (i % 200 == 3)
+				e->a = (uint64_t)INT64_MIN; /* ten-byte varints */
+			if (i % 200 == 5)
 				e->a = (uint64_t)INT64_MAX;
+			if (i % 200 == 19)
+				e->a = (uint64_t)1 << (i % 64); /* every length */
 			break;
 		case TRC_REC_ALLOC:
 			e->a = base + (i * 48u) % 65536u;
 			e->b = (uint64_t)i * 7u + ((i % 13 == 0) ? (1ull << 62) : 0);
+			if (i % 130 == 2)
+				e->b = UINT64_MAX;
+			if (i % 130 == 12)
+				e->b = (1ull << (i % 64)) - 1;
 			break;
 		case TRC_REC_FREE:
 			e->a = (i % 17 == 0) ? 0 : base + (i * 80u) % 65536u;
@@ -77,6 +99,8 @@ static void make_events(uint32_t id1, uint32_t id2)
 		case TRC_REC_FUNC_EXIT:
 			e->a = (i % 19 == 0) ? UINT64_MAX - i : 0x400000u + (i % 50u) * 64u;
 			e->b = (i % 2) ? e->a + 17 : e->a - 300000;
+			if (i % 23 == 0)
+				e->b = e->a ^ (1ull << 63);
 			break;
 		default:
 			break;
@@ -84,35 +108,43 @@ static void make_events(uint32_t id1, uint32_t id2)
 	}
 }
 
-/* Writes every event into this thread's ring (claimed already), as the producer would. */
-static void emit_events(void)
+static unsigned ev_words(uint32_t type)
 {
-	for (uint32_t i = 0; i < N_EVENTS; i++) {
+	switch (type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		return 1;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+	case TRC_REC_FREE:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+/* Writes events [from, to) into this thread's ring (claimed already), as the producer would. */
+static void emit_events(uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to; i++) {
 		const struct ev *e = &evs[i];
-		unsigned words = 1;
-		if (e->type == TRC_REC_INSTANT || e->type == TRC_REC_COUNTER ||
-		    e->type == TRC_REC_FREE)
-			words = 2;
-		else if (e->type >= TRC_REC_ALLOC)
-			words = 3;
+		uint32_t bytes = e->len ? e->len : 8u * ev_words(e->type);
 		uint32_t tag = e->type <= TRC_REC_COUNTER ? TRC_TAG(e->type, e->id) : e->type;
-		uint64_t *p = ring_reserve_sp(&trc__self.prod, tag, 8u * words);
+		uint64_t *p = ring_reserve_sp(&trc__self.prod, tag, bytes);
 		cr_assert_not_null(p, "ring full at event %u", i);
-		p[0] = e->ts;
-		if (words > 1)
-			p[1] = e->a;
-		if (words > 2)
-			p[2] = e->b;
+		uint64_t w[4] = {e->ts, e->a, e->b, 0};
+		memcpy(p, w, bytes < sizeof(w) ? bytes : sizeof(w));
 		ring_commit_sp(&trc__self.prod);
 	}
 }
 
-/* A sink that writes the thread stream's events (and nothing else) into one file stream. */
+/* A sink that writes the thread streams' events (and nothing else) into one file stream, and
+ * counts the CORRUPT losses reported. */
 struct fsink {
 	struct trcfile_writer *w;
 	struct trcfile_stream *st;
-	uint64_t events;
-	int err;
+	uint64_t events, corrupt;
+	uint32_t name_id, names; /* NAME records delivered for name_id */
 };
 
 static struct trcfile_stream *fs_stream(struct fsink *f)
@@ -125,6 +157,11 @@ static struct trcfile_stream *fs_stream(struct fsink *f)
 static int fs_record(void *arg, const struct session_stream *st, const struct trc_record *r)
 {
 	struct fsink *f = arg;
+	if (r->type == TRC_REC_NAME && r->name.id == f->name_id)
+		f->names++;
+	if (st->kind == TRC_STREAM_THREAD && r->type == TRC_REC_LOST &&
+	    r->lost.reason == TRC_LOST_CORRUPT)
+		f->corrupt++;
 	if (st->kind != TRC_STREAM_THREAD || !trc_rec_is_event(r->type))
 		return 0;
 	f->events++;
@@ -169,22 +206,57 @@ static struct trcfile_writer *open_writer(const char *path)
 	return w;
 }
 
-/* Drains until idle into a file at path, fused or not. Returns the events written. */
-static uint64_t drain_to_file(struct trc_session *s, const char *path, bool fused)
+/* The clock the drain converts ring times with: none (ns), or TSC with these two segments. */
+struct clock_setup {
+	bool tsc;
+	struct trc_clock_conv cur, prev;
+};
+
+/* One drain pass, the session's conversion pinned to the test's (no refit in between). */
+static long drain_once(struct trc_session *s, const struct session_sink *k,
+		       const struct clock_setup *cs)
 {
-	struct fsink f = {.w = open_writer(path)};
+	if (cs && cs->tsc) {
+		s->geom.clock_mode = TRC_CLOCK_TSC;
+		s->conv_cur = cs->cur;
+		s->conv_prev = cs->prev;
+		s->last_refit_ns = trc_mono_ns();
+	}
+	return session_drain(s, k);
+}
+
+static void drain_idle(struct trc_session *s, const struct session_sink *k,
+		       const struct clock_setup *cs)
+{
+	int idle = 0;
+	while (idle < 2) {
+		long n = drain_once(s, k, cs);
+		cr_assert_geq(n, 0, "drain: %ld", n);
+		idle = n == 0 ? idle + 1 : 0;
+	}
+}
+
+/* Emits the events batch by batch (all at once when batch is 0), draining each batch until
+ * idle, into a file at path, fused or not. Returns the events written; *names, the NAME records
+ * of name_id delivered. */
+static uint64_t drain_to_file(struct trc_session *s, const char *path, bool fused, uint32_t batch,
+			      const struct clock_setup *cs, uint32_t name_id, uint32_t *names)
+{
+	struct fsink f = {.w = open_writer(path), .name_id = name_id};
 	struct session_sink k = {.arg = &f, .record = fs_record};
 	if (fused) {
 		k.window_open = fs_window_open;
 		k.window_close = fs_window_close;
 	}
-	int idle = 0;
-	while (idle < 2) {
-		long n = session_drain(s, &k);
-		cr_assert_geq(n, 0, "drain: %ld", n);
-		idle = n == 0 ? idle + 1 : 0;
+	if (!batch)
+		batch = N_EVENTS;
+	for (uint32_t i = 0; i < N_EVENTS; i += batch) {
+		emit_events(i, i + batch < N_EVENTS ? i + batch : N_EVENTS);
+		drain_idle(s, &k, cs);
 	}
 	cr_assert_eq(trcfile_writer_close(f.w), 0);
+	cr_assert_eq(f.corrupt, 0);
+	*names = f.names;
 	return f.events;
 }
 
@@ -202,36 +274,8 @@ static void *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-Test(drain_fused, every_event_type_matches_the_old_encoder, .timeout = 60)
+static void assert_same_files(const char *a, const char *b)
 {
-	struct session_config cfg = {.max_slots = 4, .force_clock_gettime = true};
-	int rc = -1;
-	struct trc_session *s = ts_start(&cfg, &rc);
-	cr_assert_not_null(s);
-	cr_assert_eq(rc, 0);
-
-	/* Claim the ring (and intern two names), then drop what that emitted. */
-	TRC_INSTANT("fused-a", 1);
-	TRC_INSTANT("fused-b", 2);
-	struct ts_collect skip = {0};
-	ts_drain_idle(s, &skip);
-	uint32_t id1 = 0, id2 = 0;
-	for (size_t i = 0; i < skip.n; i++)
-		if (skip.v[i].r.type == TRC_REC_INSTANT)
-			*(id1 ? &id2 : &id1) = skip.v[i].r.value.name_id;
-	ts_collect_free(&skip);
-	cr_assert(id1 && id2 && id1 != id2);
-	cr_assert_not_null(trc__self.prod.data, "this thread has a ring");
-	make_events(id1, id2);
-
-	char a[] = "/tmp/trc_fused_old_XXXXXX", b[] = "/tmp/trc_fused_new_XXXXXX";
-	close(mkstemp(a));
-	close(mkstemp(b));
-	emit_events();
-	cr_assert_eq(drain_to_file(s, a, false), N_EVENTS);
-	emit_events();
-	cr_assert_eq(drain_to_file(s, b, true), N_EVENTS);
-
 	size_t la, lb;
 	uint8_t *fa = slurp(a, &la), *fb = slurp(b, &lb);
 	cr_assert_eq(la, lb, "file sizes: old %zu, fused %zu", la, lb);
@@ -244,22 +288,26 @@ Test(drain_fused, every_event_type_matches_the_old_encoder, .timeout = 60)
 	cr_assert_eq(first_diff, la, "the files differ first at byte %zu of %zu", first_diff, la);
 	free(fa);
 	free(fb);
+}
 
-	/* And what the fused file holds is what was emitted, record for record. */
+/* The file at path holds events [0, n) as emitted, their times through ns_of. */
+static void assert_events(const char *path, uint32_t n, uint64_t (*ns_of)(uint64_t, const void *),
+			  const void *arg)
+{
 	struct trcfile_reader *rd = NULL;
 	char msg[256] = "";
-	cr_assert_eq(trcfile_reader_open(b, &rd, msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(trcfile_reader_open(path, &rd, msg, sizeof(msg)), 0, "%s", msg);
 	cr_assert_eq(trcfile_reader_stream_count(rd), 1);
 	cr_assert_gt(trcfile_reader_stream(rd, 0)->chunks, 10, "several chunk boundaries");
 	struct trcfile_cursor *cur = trcfile_cursor_new(rd, 0);
 	cr_assert_not_null(cur);
 	struct trc_record r;
-	for (uint32_t i = 0; i < N_EVENTS; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		const struct ev *e = &evs[i];
 		cr_assert_eq(trcfile_cursor_next(cur, &r), 1, "record %u: %s", i,
 			     trcfile_reader_errmsg(rd));
 		cr_assert_eq(r.type, e->type, "record %u type", i);
-		cr_assert_eq(r.ts_ns, e->ts, "record %u ts", i);
+		cr_assert_eq(r.ts_ns, ns_of ? ns_of(e->ts, arg) : e->ts, "record %u ts", i);
 		switch (e->type) {
 		case TRC_REC_SPAN_BEGIN:
 		case TRC_REC_SPAN_END:
@@ -285,7 +333,273 @@ Test(drain_fused, every_event_type_matches_the_old_encoder, .timeout = 60)
 	cr_assert_eq(trcfile_cursor_next(cur, &r), 0);
 	trcfile_cursor_free(cur);
 	trcfile_reader_close(rd);
+}
+
+/* A session with this thread's ring claimed, names id1 and id2 interned and delivered, id3
+ * interned only (its NAME not delivered yet). */
+static struct trc_session *start(uint64_t ring_bytes, uint32_t ids[3])
+{
+	struct session_config cfg = {
+		.max_slots = 4, .force_clock_gettime = true, .ring_bytes = ring_bytes};
+	int rc = -1;
+	struct trc_session *s = ts_start(&cfg, &rc);
+	cr_assert_not_null(s);
+	cr_assert_eq(rc, 0);
+	TRC_INSTANT("fused-a", 1);
+	TRC_INSTANT("fused-b", 2);
+	struct ts_collect skip = {0};
+	ts_drain_idle(s, &skip);
+	ids[0] = ids[1] = 0;
+	for (size_t i = 0; i < skip.n; i++)
+		if (skip.v[i].r.type == TRC_REC_INSTANT)
+			*(ids[0] ? &ids[1] : &ids[0]) = skip.v[i].r.value.name_id;
+	ts_collect_free(&skip);
+	static uint32_t site;
+	ids[2] = trc__site_intern(&site, "fused-c");
+	cr_assert(ids[0] && ids[1] && ids[2] && ids[0] != ids[1] && ids[2] != ids[1] &&
+		  ids[2] != ids[0]);
+	cr_assert_not_null(trc__self.prod.data, "this thread has a ring");
+	return s;
+}
+
+/* The fused path first (so id3 is first seen there), then the old one; same bytes. */
+static void run_case(uint64_t ring_bytes, uint32_t batch, const struct clock_setup *cs,
+		     uint64_t (*ns_of)(uint64_t, const void *))
+{
+	uint32_t ids[3];
+	struct trc_session *s = start(ring_bytes, ids);
+	/* With TSC, times cross tick0 about half-way. */
+	make_events(cs && cs->tsc ? cs->cur.tick0 - 20000000u : trc_mono_ns(), ids[0], ids[1],
+		    ids[2]);
+	uint64_t written0 = trc__self.prod.write;
+
+	char a[] = "/tmp/trc_fused_old_XXXXXX", b[] = "/tmp/trc_fused_new_XXXXXX";
+	close(mkstemp(a));
+	close(mkstemp(b));
+	uint32_t names_fused = 0, names_old = 0;
+	cr_assert_eq(drain_to_file(s, b, true, batch, cs, ids[2], &names_fused), N_EVENTS);
+	cr_assert_eq(drain_to_file(s, a, false, batch, cs, ids[2], &names_old), N_EVENTS);
+	/* The name first used by the fused run: delivered there, once. */
+	cr_assert_eq(names_fused, 1);
+	cr_assert_eq(names_old, 0);
+	if (batch)
+		cr_assert_gt(trc__self.prod.write - written0, 8 * ring_bytes, "the ring wrapped");
+	assert_same_files(a, b);
+	assert_events(b, N_EVENTS, ns_of, cs);
 	unlink(a);
 	unlink(b);
 	session_destroy(s);
+}
+
+Test(drain_fused, ns_one_batch_matches_the_old_encoder, .timeout = 60)
+{
+	run_case(0, 0, NULL, NULL);
+}
+
+Test(drain_fused, ns_through_a_wrapping_ring_matches_the_old_encoder, .timeout = 60)
+{
+	run_case(64u << 10, 700, NULL, NULL);
+}
+
+/* Ticks to ns as the drain converts them (clock.h). */
+static uint64_t tsc_ns(uint64_t t, const void *arg)
+{
+	const struct clock_setup *cs = arg;
+	return trc_clock_to_ns(t >= cs->cur.tick0 ? &cs->cur : &cs->prev, t);
+}
+
+/* Two segments around tick0 = now (as a tick count: the THREAD records of the emitter threads,
+ * stamped in ns by the runtime, then convert to times near now too), times within the drain's
+ * belief (now - 30 ms on). */
+static struct clock_setup tsc_setup(uint64_t mult_cur, uint64_t mult_prev)
+{
+	uint64_t now = trc_mono_ns();
+	struct clock_setup cs = {.tsc = true};
+	cs.cur = (struct trc_clock_conv){.tick0 = now, .ns0 = now, .mult = mult_cur};
+	cs.prev = (struct trc_clock_conv){
+		.tick0 = now - (1ull << 26), .ns0 = now - 30000000u, .mult = mult_prev};
+	return cs;
+}
+
+Test(drain_fused, tsc_fast_rate_matches_the_old_encoder, .timeout = 60)
+{
+	/* 0.4 ns a tick: mult < 2^32, the fast loop's one-product form */
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	run_case(0, 0, &cs, tsc_ns);
+}
+
+Test(drain_fused, tsc_fast_rate_through_a_wrapping_ring_matches_the_old_encoder, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	run_case(64u << 10, 700, &cs, tsc_ns);
+}
+
+Test(drain_fused, tsc_slow_rate_matches_the_old_encoder, .timeout = 60)
+{
+	/* 1.5 ns a tick: mult >= 2^32, the general product */
+	struct clock_setup cs = tsc_setup(6442450944u + 12345u, 1717986917u);
+	run_case(64u << 10, 700, &cs, tsc_ns);
+}
+
+/* ---- records the fast loop must leave to the careful paths ---------------------------- */
+
+#define BAD_AT (N_EVENTS / 2 + 3)
+
+struct emitter {
+	uint32_t n;
+};
+
+/* A thread of its own for each run: a stream found corrupt stays so until its thread exits. */
+static void *emitter_main(void *arg)
+{
+	const struct emitter *em = arg;
+	trc_thread_name("fused-emitter"); /* claims the ring, no event */
+	emit_events(0, em->n);
+	return NULL;
+}
+
+static uint64_t drain_thread_to_file(struct trc_session *s, const char *path, bool fused,
+				     const struct clock_setup *cs, uint64_t *corrupt)
+{
+	struct fsink f = {.w = open_writer(path)};
+	struct session_sink k = {.arg = &f, .record = fs_record};
+	if (fused) {
+		k.window_open = fs_window_open;
+		k.window_close = fs_window_close;
+	}
+	struct emitter em = {.n = N_EVENTS};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, emitter_main, &em), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	drain_idle(s, &k, cs);
+	cr_assert_eq(trcfile_writer_close(f.w), 0);
+	*corrupt = f.corrupt;
+	return f.events;
+}
+
+/* Events from BAD_AT on replaced by what kind says; the old and fused paths must agree. */
+static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
+{
+	uint32_t ids[3];
+	struct trc_session *s = start(0, ids);
+	make_events(cs && cs->tsc ? cs->cur.tick0 - 20000000u : trc_mono_ns(), ids[0], ids[1],
+		    ids[2]);
+	struct ev *e = &evs[BAD_AT];
+	switch (kind) {
+	case 0: /* events with longer payloads: unusual, not corrupt (the old path takes them);
+		 * each after two usual ones, so the fast loop meets it */
+		e[0].type = TRC_REC_SPAN_BEGIN;
+		e[0].len = 16;
+		e[3].type = TRC_REC_COUNTER;
+		e[3].len = 24;
+		e[6].type = TRC_REC_FREE;
+		e[6].len = 24;
+		e[9].type = TRC_REC_ALLOC;
+		e[9].len = 32;
+		e[12].type = TRC_REC_FUNC_EXIT;
+		e[12].len = 40;
+		for (int i = 0; i <= 12; i += 3)
+			e[i].id = ids[0];
+		break;
+	case 1: /* name id 0 */
+		e->type = TRC_REC_COUNTER;
+		e->id = 0;
+		break;
+	case 2: /* a name id beyond the string table */
+		e->type = TRC_REC_SPAN_END;
+		e->id = (1u << 24) - 1;
+		break;
+	case 3: /* a time no record can have: long before the session */
+		e->ts = 12345;
+		break;
+	case 4: /* a time no record can have: long after now */
+		e->ts += 1ull << 50;
+		break;
+	case 7: /* on the current segment, beyond belief (1.08 s ahead at 0.9 ns a tick); what
+		 * the previous segment's slower rate would make of it is believable, and wrong */
+		e->ts = cs->cur.tick0 + 1200000000u;
+		break;
+	case 5: /* an unknown type of an event's length */
+		e->type = 0x7e;
+		e->len = 24;
+		break;
+	default: /* a FREE without its address */
+		e->type = TRC_REC_FREE;
+		e->len = 8;
+		break;
+	}
+	char a[] = "/tmp/trc_fused_old_XXXXXX", b[] = "/tmp/trc_fused_new_XXXXXX";
+	close(mkstemp(a));
+	close(mkstemp(b));
+	uint64_t bad_fused = 0, bad_old = 0;
+	uint64_t n_fused = drain_thread_to_file(s, b, true, cs, &bad_fused);
+	uint64_t n_old = drain_thread_to_file(s, a, false, cs, &bad_old);
+	cr_assert_eq(n_fused, is_corrupt ? BAD_AT : N_EVENTS, "kind %d", kind);
+	cr_assert_eq(n_old, n_fused, "kind %d", kind);
+	cr_assert_eq(bad_fused, is_corrupt ? 1 : 0, "kind %d", kind);
+	cr_assert_eq(bad_old, bad_fused, "kind %d", kind);
+	assert_same_files(a, b);
+	assert_events(b, is_corrupt ? BAD_AT : N_EVENTS, cs ? tsc_ns : NULL, cs);
+	unlink(a);
+	unlink(b);
+	session_destroy(s);
+}
+
+Test(drain_fused, unusual_lengths_are_delivered_as_by_the_old_path, .timeout = 60)
+{
+	bad_case(0, false, NULL);
+}
+
+Test(drain_fused, name_id_0_ends_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(1, true, NULL);
+}
+
+Test(drain_fused, a_name_id_beyond_the_table_ends_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(2, true, NULL);
+}
+
+Test(drain_fused, impossible_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(3, true, NULL);
+}
+
+Test(drain_fused, future_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(4, true, NULL);
+}
+
+Test(drain_fused, impossible_tsc_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	bad_case(3, true, &cs);
+}
+
+Test(drain_fused, future_tsc_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	bad_case(4, true, &cs);
+}
+
+Test(drain_fused, future_slow_tsc_times_end_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(6442450944u + 12345u, 1717986917u);
+	bad_case(4, true, &cs);
+}
+
+Test(drain_fused, a_future_time_is_never_taken_on_the_previous_segment, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(3865470566u, 429496730u);
+	bad_case(7, true, &cs);
+}
+
+Test(drain_fused, an_unknown_type_ends_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(5, true, NULL);
+}
+
+Test(drain_fused, a_short_payload_ends_the_stream_where_the_old_path_does, .timeout = 60)
+{
+	bad_case(6, true, NULL);
 }

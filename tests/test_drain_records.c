@@ -232,7 +232,7 @@ Test(drain_records, short_payload_ends_the_stream_on_the_fused_path, .timeout = 
  * with a payload that long: refused, the stream ended as corrupt; no PROCESS record out. */
 static void cmdline_case(uint64_t cmdline_len, uint32_t payload_bytes)
 {
-	struct trc_session *s = start(4, 64 << 10);
+	struct trc_session *s = start(4, 1 << 20) /* holds a record of TRC_CMDLINE_MAX */;
 	TRC_COUNTER("drain.before", 1);
 	static uint64_t p[(TRC_CMDLINE_MAX + 64) / 8 + 8];
 	memset(p, 'x', sizeof(p));
@@ -270,7 +270,7 @@ Test(drain_records, command_line_longer_than_the_maximum, .timeout = 30)
 /* And the largest command line allowed goes out whole. */
 Test(drain_records, command_line_of_the_maximum_length, .timeout = 30)
 {
-	struct trc_session *s = start(4, 64 << 10);
+	struct trc_session *s = start(4, 1 << 20) /* holds a record of TRC_CMDLINE_MAX */;
 	TRC_COUNTER("drain.before", 1);
 	static uint64_t p[(TRC_CMDLINE_MAX + 64) / 8 + 8];
 	memset(p, 'x', sizeof(p));

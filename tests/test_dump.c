@@ -237,7 +237,7 @@ Test(dump, live_bytes_are_per_process, .timeout = 60)
 		 "{\"pid\":4300,\"allocs\":2,\"alloc_bytes\":2500,\"live_peak_bytes\":2500,"
 		 "\"live_end_bytes\":2000,\"exited\":true}]"),
 		"\"free_bytes\":500,",
-		("{\"pid\":4300,\"tid\":4300,\"name\":\"\",\"events\":3,\"lost\":0,"
+		("{\"pid\":4300,\"tid\":4300,\"name\":\"tid 4300\",\"events\":3,\"lost\":0,"
 		 "\"waits\":0,\"waited_ns\":0,\"alloc_bytes\":2500}"),
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -247,7 +247,7 @@ Test(dump, live_bytes_are_per_process, .timeout = 60)
 	cr_assert_eq(q.status, 0, "%s", q.err);
 	cr_expect(strstr(q.out, "      4300          2      2.4 KiB      2.4 KiB        2.0 KiB\n"),
 		  "%s", q.out);
-	cr_expect(strstr(q.out, "      4300     4300  -                               3          "
+	cr_expect(strstr(q.out, "      4300     4300  tid 4300                        3          "
 				"0      2.4 KiB\n"),
 		  "%s", q.out);
 	td_free(&q);

@@ -118,7 +118,7 @@ static void dh_write(struct tu_plan *p, const char *trc)
  * fast path as on the slow one; never 1.8e19 ns. Inside a chunk a step back is a negative
  * delta, which the fast loop leaves to the checked decoder; across chunks it is not: the end
  * here opens the next chunk. */
-Test(dump_hostile, span_ending_before_it_began_lasts_zero, .timeout = 60)
+static void dh_span_back(bool across_chunks)
 {
 	const char *dir = tu_tmpdir();
 	char trc[300];
@@ -132,7 +132,7 @@ Test(dump_hostile, span_ending_before_it_began_lasts_zero, .timeout = 60)
 	dh_span(th, TRC_REC_SPAN_END, 2, t + 100000); /* 400 us before its begin */
 	t += 600000;
 	dh_pairs(th, &t, 200, 50);
-	dh_write_cut(&p, trc, cut);
+	dh_write_cut(&p, trc, across_chunks ? cut : 0);
 	char *json = dh_summary(dir, trc, true);
 	const char *outer = dh_name(json, "outer");
 	cr_expect_eq(dh_int(outer, "spans"), 1, "%s", outer);
@@ -141,6 +141,17 @@ Test(dump_hostile, span_ending_before_it_began_lasts_zero, .timeout = 60)
 	cr_expect_eq(dh_int(dh_name(json, "work"), "span_max_ns"), 50);
 	free(json);
 	tu_rm_rf(dir);
+}
+
+Test(dump_hostile, span_ending_before_it_began_lasts_zero, .timeout = 60)
+{
+	dh_span_back(true);
+}
+
+/* The same step back inside one chunk: the checked decoder's path (summary_spans.c). */
+Test(dump_hostile, span_ending_before_it_began_in_one_chunk_lasts_zero, .timeout = 60)
+{
+	dh_span_back(false);
 }
 
 /* Item 11: REENTRANT losses are in the summary's lost-by-reason, text and JSON. */

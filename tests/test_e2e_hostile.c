@@ -155,7 +155,8 @@ Test(e2e_hostile, region_scribbled_by_the_program_never_yields_implausible_figur
 	cr_expect_leq(events_lost, elapsed * cpus, "lost %" PRId64 " in %" PRId64 " ns",
 		      events_lost, elapsed);
 	cr_expect_leq(reported_lost, (uint64_t)elapsed * (uint64_t)cpus, "%s", r.err);
-	cr_expect(strstr(json, "corrupt") || strstr(json, "not believed"),
+	/* In a note ("corrupt" alone is in every summary: lost_by_reason's key). */
+	cr_expect(strstr(json, " is corrupt (") || strstr(json, "not believed"),
 		  "the corruption is not reported: %s", json);
 	free(json);
 	int code;
@@ -405,6 +406,13 @@ Test(e2e_hostile, losses_without_a_ring_are_the_threads_own, .timeout = 60)
 		int64_t lost = e2e_json_int_from(json, th, "lost");
 		cr_expect_eq(events + lost, emitted, "thread %d: %lld recorded + %lld lost != %ld",
 			     tid, (long long)events, (long long)lost, emitted);
+		/* Named, those that never held a ring too: "tid N" (their name is not known). */
+		const char *name = strstr(th, "\"name\":\"");
+		char tid_name[40];
+		snprintf(tid_name, sizeof(tid_name), "\"name\":\"tid %d\"", tid);
+		cr_expect(name && name[8] != '"', "thread %d has no name: %.120s", tid, th);
+		if (events == 0)
+			cr_expect(name && !strncmp(name, tid_name, strlen(tid_name)), "%.120s", th);
 		threads++;
 		total += emitted;
 	}

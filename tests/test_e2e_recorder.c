@@ -49,9 +49,9 @@ Test(e2e_recorder, stored_chunks_are_compressed_before_exit, .timeout = 120)
 	char out[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
-	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--no-preload", "--buffer-size", "64M",
-				   "-o", out, "--", e2e_path("tests/prog_e2e_emit"), "2", "300000",
-				   NULL);
+	struct e2e_run r =
+		e2e_run(dir, TR, "--no-progress", "--no-preload", "--buffer-size", "64M", "-o", out,
+			"--", e2e_path("tests/prog_e2e_emit"), "2", "300000", NULL);
 	unsetenv("TRC_TEST_STORE_ALL");
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
 	cr_expect(strstr(r.err, "written uncompressed while compression was behind ("), "%s",
@@ -108,9 +108,21 @@ Test(e2e_recorder, killed_recorder_with_stored_chunks_leaves_a_readable_trace, .
 	char out[256], pidfile[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
-	char *argv[] = {(char *)TR, "-q", "--no-preload", "-o", out, "--",
-			(char *)e2e_path("tests/prog_e2e_emit"), "1", "200000", "pidfile", pidfile,
-			"sleep", "20000", NULL};
+	char *argv[] = {(char *)TR,
+			"-q",
+			"--no-preload",
+			"-o",
+			out,
+			"--",
+			(char *)e2e_path("tests/prog_e2e_emit"),
+			"1",
+			"200000",
+			"pidfile",
+			pidfile,
+			"sleep",
+			"20000",
+			"linger",
+			NULL}; /* the emitter's stream stays open */
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
 	double t0 = e2e_now();
 	pid_t pid = e2e_start(dir, argv);
@@ -153,8 +165,9 @@ static struct stored_line stored_line(const char *err)
 	cr_assert_not_null(p, "%s", err);
 	const char *q = strstr(p, "while recording): ");
 	cr_assert_not_null(q, "%s", err);
-	cr_assert_eq(sscanf(q, "while recording): %llu compressed in the background, %llu "
-			       "compressed before exit in",
+	cr_assert_eq(sscanf(q,
+			    "while recording): %llu compressed in the background, %llu "
+			    "compressed before exit in",
 			    &l.m, &l.k),
 		     2, "%s", err);
 	const char *r = strstr(q, " s (");
@@ -281,9 +294,20 @@ Test(e2e_recorder, killed_recorder_with_a_side_file_in_flight_leaves_a_readable_
 	char out[256], pidfile[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
-	char *argv[] = {(char *)TR, "-q", "--no-preload", "-o", out, "--",
-			(char *)e2e_path("tests/prog_e2e_emit"), "1", "400000", "pidfile", pidfile,
-			"sleep", "20000", NULL};
+	char *argv[] = {(char *)TR,
+			"-q",
+			"--no-preload",
+			"-o",
+			out,
+			"--",
+			(char *)e2e_path("tests/prog_e2e_emit"),
+			"1",
+			"400000",
+			"pidfile",
+			pidfile,
+			"sleep",
+			"20000",
+			NULL};
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
 	double t0 = e2e_now();
 	pid_t pid = e2e_start(dir, argv);

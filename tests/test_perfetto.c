@@ -11,6 +11,7 @@
  * Threads: each test is one process (Criterion); the commands run as children.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
@@ -443,5 +444,99 @@ Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
 		cr_assert(strstr(e, "take one FILE"), "%s", e);
 		free(e);
 	}
+	tu_rm_rf(dir);
+}
+
+/* The inlined hot path (slice begins and ends, counter values) writes the same bytes as the
+ * general one at every size its fields can take: time deltas of 0, one, two, three bytes and
+ * past 2^21 ns (general path), one- and two-byte name iids (a name whose iid is 129: general
+ * path), counter values of each varint size, 2^21 and up (general path), negative ones
+ * (double_counter_value) to INT64_MIN, and INT64_MAX. The checker replays the timestamps
+ * and values; the report must give back exactly what was recorded. */
+Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 9, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 9);
+	static char names[130][8];
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+	for (uint32_t i = 1; i < 130; i++) {
+		r.name.id = i;
+		r.name.len = (uint32_t)snprintf(names[i], sizeof(names[i]), "n%u", i);
+		r.name.str = names[i];
+		tu_add(&p.streams[0], &r);
+	}
+	r.name.id = 200;
+	r.name.str = "ctr";
+	r.name.len = 3;
+	tu_add(&p.streams[0], &r);
+	uint64_t t = 1000000000;
+	/* n1..n129 in order: iids 1..129 on the thread's sequence */
+	for (uint32_t i = 1; i < 130; i++) {
+		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 5};
+		r.span.name_id = i;
+		tu_add(&p.streams[1], &r);
+		r.type = TRC_REC_SPAN_END;
+		r.ts_ns = t += 5;
+		tu_add(&p.streams[1], &r);
+	}
+	static const uint64_t deltas[] = {0,	   1,	    127,     128,    16383,	16384,
+					  2097151, 2097152, 2097153, 300000, 1000000000};
+	static const int64_t values[] = {0,	    1,	       127, 128,  16383,    16384,
+					 2097151,   2097152,   -1,  -128, -2097152, -(1ll << 53),
+					 INT64_MIN, INT64_MAX, 42};
+	const size_t nd = sizeof(deltas) / sizeof(deltas[0]);
+	const size_t nv = sizeof(values) / sizeof(values[0]);
+	char want_b1[1024] = "\"n1\": [1000000005", want_b129[1024] = "", want_c[1024] = "";
+	uint64_t total1 = 5, total129 = 5;
+	size_t k1 = strlen(want_b1), k129 = 0, kc = 0;
+	/* n1 (iid 1) and n129 (iid 129), each a slice of delta d begun d after the last event */
+	for (size_t i = 0; i < nd; i++) {
+		uint64_t d = deltas[i];
+		for (uint32_t name = 1; name <= 129; name += 128) {
+			r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += d};
+			r.span.name_id = name;
+			tu_add(&p.streams[1], &r);
+			if (name == 1)
+				k1 += (size_t)snprintf(want_b1 + k1, sizeof(want_b1) - k1,
+						       ", %" PRIu64, t);
+			else
+				k129 += (size_t)snprintf(want_b129 + k129, sizeof(want_b129) - k129,
+							 "%s%" PRIu64, k129 ? ", " : "", t);
+			r.type = TRC_REC_SPAN_END;
+			r.ts_ns = t += d;
+			tu_add(&p.streams[1], &r);
+			*(name == 1 ? &total1 : &total129) += d;
+		}
+	}
+	/* then every counter value, 3 ns apart (the hot path's deltas), twice: the first value
+	 * makes the track, by the general path */
+	for (size_t i = 0; i < 2 * nv; i++) {
+		r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = t += 3};
+		r.value.name_id = 200;
+		r.value.value = values[i % nv];
+		tu_add(&p.streams[1], &r);
+		kc += (size_t)snprintf(want_c + kc, sizeof(want_c) - kc, "%s%" PRId64,
+				       kc ? ", " : "", r.value.value);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 1000), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, "");
+	char want[1200];
+	snprintf(want, sizeof(want), "%s]", want_b1);
+	tp_has(rep, want);
+	/* n129's first begin came before the loop (5 ns after n128's end) */
+	cr_assert(strstr(rep, want_b129), "n129's begins %s not in %s", want_b129, rep);
+	snprintf(want, sizeof(want), "\"n1\": %" PRIu64 ",", total1);
+	tp_has(rep, want);
+	snprintf(want, sizeof(want), "\"n129\": %" PRIu64 ",", total129);
+	tp_has(rep, want);
+	snprintf(want, sizeof(want), "\"ctr\": [[%s]]", want_c);
+	tp_has(rep, want);
+	free(rep);
 	tu_rm_rf(dir);
 }

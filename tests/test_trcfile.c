@@ -54,6 +54,39 @@ static void tu_check_merged(struct trcfile_reader *r, const struct tu_plan *p)
 	cr_assert_eq(rc, 0, "iteration error: %s", trcfile_reader_errmsg(r));
 	cr_assert_eq(k, n, "read %zu records, wrote %zu", k, n);
 	trcfile_iter_free(it);
+
+	/* trcfile_iter_next_refs: the same order in runs of up to max, every record of a run
+	 * (strings too) still intact when the run is read after the call. */
+	static const unsigned maxes[] = {1, 2, 7, 64, 1000};
+	const struct trc_record *run[1000];
+	unsigned sid[1000];
+	for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+		it = trcfile_iter_new(r);
+		cr_assert_not_null(it);
+		size_t longest = 0;
+		k = 0;
+		while ((rc = trcfile_iter_next_refs(it, run, sid, maxes[m])) > 0) {
+			if ((unsigned)rc > maxes[m])
+				cr_assert_fail("max %u: a run of %d", maxes[m], rc);
+			longest = (size_t)rc > longest ? (size_t)rc : longest;
+			for (int i = 0; i < rc; i++, k++) {
+				if (k >= n)
+					cr_assert_fail("max %u: more records than written",
+						       maxes[m]);
+				const struct trc_record *w =
+					&p->streams[want[k].stream].recs[want[k].pos];
+				if (sid[i] != want[k].stream || !tu_rec_eq(run[i], w))
+					cr_assert_fail("max %u: record %zu (run item %d) differs",
+						       maxes[m], k, i);
+			}
+		}
+		cr_assert_eq(rc, 0, "max %u: iteration error: %s", maxes[m],
+			     trcfile_reader_errmsg(r));
+		cr_assert_eq(k, n, "max %u: read %zu records, wrote %zu", maxes[m], k, n);
+		if (maxes[m] > 1 && n > 100)
+			cr_assert_gt(longest, 1, "max %u: no run longer than one record", maxes[m]);
+		trcfile_iter_free(it);
+	}
 	free(want);
 }
 

@@ -73,7 +73,8 @@ static size_t same_records(const char *a, const char *b)
 		cr_assert_eq(ka, kb, "record %zu: one file ended first", n);
 		if (ka == 0)
 			break;
-		cr_assert(tu_rec_eq(&x, &y), "record %zu differs (types %u, %u)", n, x.type, y.type);
+		cr_assert(tu_rec_eq(&x, &y), "record %zu differs (types %u, %u)", n, x.type,
+			  y.type);
 		cr_assert_eq(sx, sy);
 		n++;
 	}
@@ -113,7 +114,8 @@ static void plan(struct tu_plan *p)
 			struct trc_record r = {.type = i % 2 ? TRC_REC_ALLOC : TRC_REC_FUNC_ENTER,
 					       .ts_ns = t += 3 + (i * 7919u) % 1000};
 			if (r.type == TRC_REC_ALLOC) {
-				r.alloc.addr = 0x7f0000000000ull + ((i * 2654435761u) % 100000) * 16;
+				r.alloc.addr =
+					0x7f0000000000ull + ((i * 2654435761u) % 100000) * 16;
 				r.alloc.size = 16 + i % 4000;
 			} else {
 				r.func.addr = 0x401000 + (i % 97) * 16;
@@ -134,8 +136,8 @@ static uint64_t now_ms(void)
 /* Writes p with every chunk stored and a background compressor (flags) given time to catch
  * up after each stream: a batch of chunks at a time, so its queue never overflows. Returns it
  * stopped (the writer closed); *stored: the chunks the writer stored. */
-static struct trcfile_bgc *write_with_bgc(const char *path, const struct tu_plan *p,
-					  uint32_t flags, uint64_t *stored)
+static struct trcfile_bgc *write_with_bgc(const char *path, const struct tu_plan *p, uint32_t flags,
+					  uint64_t *stored)
 {
 	struct trcfile_header_info h = tu_header();
 	struct trcfile_writer_opts o = {.chunk_bytes = 64u << 10,
@@ -148,8 +150,8 @@ static struct trcfile_bgc *write_with_bgc(const char *path, const struct tu_plan
 	struct trcfile_bgc *b = trcfile_bgc_start(w, flags, &err);
 	cr_assert_not_null(b, "bgc: %s", strerror(-err));
 	for (size_t i = 0; i < p->n; i++) {
-		struct trcfile_stream *s = trcfile_stream_open(w, p->streams[i].kind,
-							       p->streams[i].pid, p->streams[i].tid);
+		struct trcfile_stream *s = trcfile_stream_open(
+			w, p->streams[i].kind, p->streams[i].pid, p->streams[i].tid);
 		cr_assert_not_null(s);
 		for (size_t k = 0; k < p->streams[i].n; k++)
 			cr_assert_eq(trcfile_stream_append(s, &p->streams[i].recs[k]), 0);
@@ -198,9 +200,9 @@ Test(trcfile_bgc, background_copies_are_taken_and_read_back_as_a_compaction_with
 					      .flags = TRCFILE_WRITER_NO_FSYNC};
 	char msg[512] = "";
 	struct trcfile_bgc_use use = {0}, plain = {0};
-	cr_assert_eq(trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg,
-					  sizeof(msg)),
-		     0, "%s", msg);
+	cr_assert_eq(
+		trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg, sizeof(msg)), 0,
+		"%s", msg);
 	cr_assert_eq(trcfile__compact_bgc(in, without, &co_opts, NULL, NULL, NULL, &plain, msg,
 					  sizeof(msg)),
 		     0, "%s", msg);
@@ -246,11 +248,11 @@ Test(trcfile_bgc, a_copy_that_does_not_match_its_chunk_is_refused_and_compressed
 					      .flags = TRCFILE_WRITER_NO_FSYNC};
 	char msg[512] = "";
 	struct trcfile_bgc_use use = {0};
-	cr_assert_eq(trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg,
-					  sizeof(msg)),
-		     0, "%s", msg);
-	cr_assert_eq(trcfile_compact(in, without, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)),
-		     0, "%s", msg);
+	cr_assert_eq(
+		trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg, sizeof(msg)), 0,
+		"%s", msg);
+	cr_assert_eq(trcfile_compact(in, without, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)), 0,
+		     "%s", msg);
 	cr_assert_eq(use.stored, stored);
 	cr_assert_eq(use.refused, 1);
 	cr_assert_eq(use.used, bg - 1);
@@ -278,8 +280,8 @@ Test(trcfile_bgc, the_side_file_has_no_name, .timeout = 60)
 	struct tu_plan p = {0};
 	plan(&p);
 	struct trcfile_header_info h = tu_header();
-	struct trcfile_writer_opts o = {.chunk_bytes = 64u << 10, .store_one_in = 1,
-					.flags = TRCFILE_WRITER_NO_FSYNC};
+	struct trcfile_writer_opts o = {
+		.chunk_bytes = 64u << 10, .store_one_in = 1, .flags = TRCFILE_WRITER_NO_FSYNC};
 	int err = 0;
 	struct trcfile_writer *w = trcfile_writer_open(in, &h, &o, &err);
 	cr_assert_not_null(w);
@@ -323,11 +325,11 @@ Test(trcfile_bgc, a_damaged_copy_is_refused_by_its_checksum, .timeout = 120)
 					      .flags = TRCFILE_WRITER_NO_FSYNC};
 	char msg[512] = "";
 	struct trcfile_bgc_use use = {0};
-	cr_assert_eq(trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg,
-					  sizeof(msg)),
-		     0, "%s", msg);
-	cr_assert_eq(trcfile_compact(in, without, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)),
-		     0, "%s", msg);
+	cr_assert_eq(
+		trcfile__compact_bgc(in, with, &co_opts, b, NULL, NULL, &use, msg, sizeof(msg)), 0,
+		"%s", msg);
+	cr_assert_eq(trcfile_compact(in, without, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)), 0,
+		     "%s", msg);
 	cr_assert_eq(use.refused, 1);
 	cr_assert_eq(use.used, bg - 1);
 	cr_assert_eq(same_records(without, with), tu_plan_records(&p));

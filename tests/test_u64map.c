@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "u64map.h"
 
@@ -349,4 +350,113 @@ Test(u64map, ordinary_keys_keep_the_seed, .timeout = 60)
 	cr_assert_eq(m.seed, seed);
 	cr_assert_leq(longest_run(&m), 256);
 	u64map_destroy(&m);
+}
+
+/* ---- u64index: the same rules for keys kept in the owner's array ------------------------ */
+
+struct ix_owner {
+	uint64_t *keys;
+};
+
+static uint64_t ix_hash(const void *ctx, uint32_t e, uint64_t seed)
+{
+	return u64map_mix(((const struct ix_owner *)ctx)->keys[e], seed);
+}
+
+/* The entry holding key, or U64INDEX_END. */
+static uint32_t ix_find(const struct u64index *ix, const struct ix_owner *o, uint64_t key)
+{
+	uint64_t h = u64map_mix(key, u64index_seed(ix));
+	uint32_t e;
+	for (size_t pos = u64index_start(ix, h); (e = u64index_next(ix, &pos)) != U64INDEX_END;)
+		if (o->keys[e] == key)
+			return e;
+	return U64INDEX_END;
+}
+
+/* Keys that all share home slot 0 under the forced seed: without the run bound every add
+ * probes the whole run (quadratic); with it the index moves to a new seed and every run
+ * stays within 256 slots, every key still found at its entry. */
+Test(u64index, crafted_collisions_keep_probes_bounded, .timeout = 60)
+{
+	const uint64_t seed = 0x13198a2e03707344ull;
+	const uint32_t n = 50000;
+	struct ix_owner o = {.keys = calloc(n + 1, sizeof(uint64_t))};
+	cr_assert_not_null(o.keys);
+	u64map_test_force_seed(seed);
+	struct u64index ix;
+	u64index_init(&ix, ix_hash, &o);
+	u64map_test_force_seed(0);
+	cr_assert_eq(u64index_seed(&ix), seed);
+	for (uint32_t j = 0; j < n; j++) {
+		o.keys[j] = crafted_key((uint64_t)(j + 1) << 32, seed);
+		cr_assert_eq(ix_find(&ix, &o, o.keys[j]), U64INDEX_END);
+		cr_assert_eq(u64index_add(&ix, j, u64map_mix(o.keys[j], u64index_seed(&ix))), 0);
+	}
+	cr_assert_geq(ix.reseeds, 1, "colliding keys moved the index to a new seed");
+	cr_assert_leq(u64index_longest_run(&ix), 256, "longest run %zu", u64index_longest_run(&ix));
+	cr_assert_leq(u64index_worst_run(), 256, "a run of %zu slots was made",
+		      u64index_worst_run());
+	for (uint32_t j = 0; j < n; j++)
+		if (ix_find(&ix, &o, o.keys[j]) != j)
+			cr_assert_fail("crafted key %u lost", j);
+	cr_assert_eq(ix_find(&ix, &o, crafted_key((uint64_t)(n + 1) << 32, seed)), U64INDEX_END);
+	u64index_destroy(&ix);
+	free(o.keys);
+}
+
+Test(u64index, ordinary_keys_keep_the_seed, .timeout = 60)
+{
+	const uint32_t n = 200000;
+	struct ix_owner o = {.keys = calloc(n, sizeof(uint64_t))};
+	struct u64index ix;
+	u64index_init(&ix, ix_hash, &o);
+	uint64_t seed = u64index_seed(&ix);
+	for (uint32_t j = 0; j < n; j++) {
+		o.keys[j] = 0x7f0000000000ull + 16ull * j;
+		cr_assert_eq(u64index_add(&ix, j, u64map_mix(o.keys[j], u64index_seed(&ix))), 0);
+	}
+	cr_assert_eq(ix.reseeds, 0, "addresses never look crafted");
+	cr_assert_eq(u64index_seed(&ix), seed);
+	for (uint32_t j = 0; j < n; j += 7)
+		cr_assert_eq(ix_find(&ix, &o, o.keys[j]), j);
+	u64index_destroy(&ix);
+	free(o.keys);
+}
+
+/* Strings of 16 bytes (no NUL) whose u64map_hash_bytes under seed is y: the first word is
+ * chosen, the second solves mix(h1 ^ w2) = y; retried until no byte of it is 0. */
+static void crafted_name(char out[17], uint64_t y, uint64_t seed, uint32_t j)
+{
+	for (uint64_t salt = 0;; salt++) {
+		uint64_t v = (uint64_t)j | salt << 28, w1 = 0x8080808080808080ull; /* no 0 byte */
+		for (int b = 0; b < 8; b++)
+			w1 |= ((v >> (7 * b)) & 0x7f) << (8 * b);
+		uint64_t h1 = u64map_mix(u64map_mix(16, seed) ^ w1, seed);
+		uint64_t w2 = crafted_key(y, seed) ^ h1;
+		bool zero = false;
+		for (int b = 0; b < 8; b++)
+			zero |= ((w1 >> (8 * b)) & 0xff) == 0 || ((w2 >> (8 * b)) & 0xff) == 0;
+		if (zero)
+			continue;
+		memcpy(out, &w1, 8);
+		memcpy(out + 8, &w2, 8);
+		out[16] = 0;
+		return;
+	}
+}
+
+Test(u64index, hash_bytes_is_seeded, .timeout = 60)
+{
+	const uint64_t seed = 0xa4093822299f31d0ull;
+	char a[17], b[17];
+	crafted_name(a, 5ull << 32, seed, 1);
+	crafted_name(b, 5ull << 32, seed, 2);
+	cr_assert_neq(memcmp(a, b, 16), 0);
+	cr_assert_eq(u64map_hash_bytes(a, 16, seed), 5ull << 32, "crafted under seed");
+	cr_assert_eq(u64map_hash_bytes(b, 16, seed), 5ull << 32);
+	/* a string crafted against one seed does not collide under another */
+	cr_assert_neq(u64map_hash_bytes(a, 16, seed ^ 2), u64map_hash_bytes(b, 16, seed ^ 2));
+	cr_assert_neq(u64map_hash_bytes("ab", 2, seed), u64map_hash_bytes("ab\0", 3, seed),
+		      "the length counts");
 }

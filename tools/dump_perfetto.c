@@ -40,10 +40,16 @@
  * annotation unfinished = true.
  *
  * Memory: per stream a small state, its intern table (distinct names and functions of the
- * thread) and a dense copy of it for name ids below DUMP__PF_DENSE_NAMES (16 KiB at most),
- * per process a few words, per counter track (distinct thread x counter name, and three a
- * process) a small state, and the live-allocation table (capped, as chrome's): never the
- * number of events.
+ * thread) and dense copies of it and of its counter tracks for name ids below
+ * DUMP__PF_DENSE_NAMES (16 KiB each at most), per process a few words, per counter track
+ * (distinct thread x counter name, and three a process) a small state, the live-allocation
+ * table (capped, as chrome's) and a 1 MiB output buffer: never the number of events.
+ *
+ * Speed: records come from the merge in runs (trcfile_iter_next_refs); slice begins and ends
+ * and counter values of known tracks take dump__pf_hot, inlined in the loop, which places
+ * the packet with a few unaligned stores and sizes its varints without branches (the
+ * deltas' sizes follow no pattern a branch predictor learns); everything else, and the
+ * first use of a name or track, takes the general path (pb_wire.h), with the same bytes.
  *
  * Several FILEs (one trace): records merged on CLOCK_REALTIME by dump_multi.c, written on that
  * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
@@ -146,6 +152,14 @@ enum {
 #define DUMP__PF_LIVE_MAX_ENTRIES (1u << 20)
 #define DUMP__PF_SEQ_BASE 2u
 #define DUMP__PF_DENSE_NAMES 4096u
+#define DUMP__PF_RUN 64u /* merged records taken at once */
+/* The exporter's own output buffer: written out in writes this large, a quarter fewer
+ * cycles in the kernel than dump_out's (each write call costs the file system its own
+ * update, apart from the bytes). */
+#define DUMP__PF_OUT_BYTES (1u << 20)
+/* Room the hot paths need after the buffer's end: a packet (< 128 bytes) and the width of
+ * their last unaligned store. */
+#define DUMP__PF_OUT_SLACK 160u
 
 /* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
@@ -154,6 +168,8 @@ enum {
 struct dump__pf_seq {
 	uint32_t id; /* trusted_packet_sequence_id */
 	bool started;
+	uint8_t hdr_len; /* bytes of hdr */
+	uint64_t hdr; /* the packet's trusted_packet_sequence_id field (tag, varint), byte 0 low */
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
 	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
@@ -166,6 +182,9 @@ struct dump__pf_seq {
 	 * the span hot path's lookup without hashing. */
 	uint32_t *name_iid;
 	uint32_t name_cap;
+	/* Its counter tracks (index + 1 in ctrs; 0: none yet) by name id, the same way. */
+	uint32_t *ctr_of;
+	uint32_t ctr_cap;
 };
 
 struct dump__pf_proc {
@@ -178,6 +197,10 @@ struct dump__pf_proc {
 
 struct dump__pf {
 	struct trcfile_reader *r; /* the trace of the record at hand */
+	/* Output not yet handed to dump_out (DUMP__PF_OUT_BYTES + DUMP__PF_OUT_SLACK). Every
+	 * byte of the export goes through it, in order; dump__pf_flush before dump_outfile_*. */
+	uint8_t *out;
+	size_t out_len;
 	struct pb_buf pkt;
 	struct dump__pf_seq *seqs; /* that trace's streams: all_seqs + seq_base */
 	unsigned n_streams; /* that trace's */
@@ -208,13 +231,61 @@ struct dump__pf {
 
 /* ---- packets --------------------------------------------------------------------------- */
 
+/* Gives sequence s its id (and the bytes of its id field, for the hot path). */
+static void dump__pf_seq_set_id(struct dump__pf_seq *s, uint32_t id)
+{
+	uint8_t b[8] = {(PF_SEQ_ID << 3) | PB_VARINT};
+	s->id = id;
+	s->hdr_len = (uint8_t)(pb_put_varint(b + 1, id) - b);
+	s->hdr = 0;
+	for (unsigned i = 0; i < s->hdr_len; i++)
+		s->hdr |= (uint64_t)b[i] << (8 * i);
+}
+
+/* Hands the exporter's buffer to the output (which writes it at once: it is larger than
+ * dump_out's buffer, or the last of the file). */
+static void dump__pf_flush(struct dump__pf *p)
+{
+	if (p->out_len) {
+		dump_flush();
+		dump__write_direct(p->out, p->out_len);
+	}
+	p->out_len = 0;
+}
+
+/* Room for n more bytes (plus the slack) in the exporter's buffer: where they go. */
+static inline uint8_t *dump__pf_room(struct dump__pf *p, size_t n)
+{
+	if (__builtin_expect(DUMP__PF_OUT_BYTES - p->out_len < n, 0))
+		dump__pf_flush(p);
+	return p->out + p->out_len;
+}
+
+static void dump__pf_write(struct dump__pf *p, const void *data, size_t n)
+{
+	if (n > DUMP__PF_OUT_BYTES) {
+		dump__pf_flush(p);
+		dump_flush();
+		dump__write_direct(data, n);
+		return;
+	}
+	memcpy(dump__pf_room(p, n), data, n);
+	p->out_len += n;
+}
+
+/* dump_outfile_full, counting what is still in the exporter's buffer. */
+static inline bool dump__pf_full(const struct dump__pf *p, const struct dump_outfile *of)
+{
+	return of->split && dump_out.written + dump_out.len + p->out_len - of->start >= of->split;
+}
+
 static void dump__pf_emit(struct dump__pf *p)
 {
 	if (p->pkt.err) {
 		p->err = p->pkt.err;
 		return;
 	}
-	dump_write(p->pkt.p, p->pkt.len);
+	dump__pf_write(p, p->pkt.p, p->pkt.len);
 }
 
 /* A track descriptor packet on sequence 1: name, parent, and (by kind) process, thread or
@@ -353,7 +424,7 @@ static uint64_t dump__pf_new_counter(struct dump__pf *p, uint64_t parent, const 
 		p->err = -ENOMEM;
 		return 0;
 	}
-	c->id = DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs;
+	dump__pf_seq_set_id(c, DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs);
 	c->track = p->next_uuid++;
 	u64map_init(&c->iids, SIZE_MAX);
 	p->ctrs[p->n_ctrs++] = c;
@@ -425,29 +496,35 @@ static size_t dump__pf_begin(struct dump__pf *p, unsigned sidx, uint64_t ts)
 	return dump__pf_begin_seq(p, &p->seqs[sidx], ts);
 }
 
-/* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
-static void dump__pf_dense_put(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key,
-			       uint64_t iid)
+/* t[id] = v in a dense table by name id (grown by doubling, new entries 0), for ids below
+ * DUMP__PF_DENSE_NAMES (larger ones are not kept: the callers' maps have them). */
+static void dump__pf_dense_set(struct dump__pf *p, uint32_t **t, uint32_t *cap, uint32_t id,
+			       uint64_t v)
 {
-	if ((key & (3ull << 62)) != DUMP__PF_KEY_NAME || iid > UINT32_MAX)
+	if (id >= DUMP__PF_DENSE_NAMES || v > UINT32_MAX)
 		return;
-	uint32_t id = (uint32_t)key;
-	if (id >= DUMP__PF_DENSE_NAMES)
-		return;
-	if (id >= s->name_cap) {
-		uint32_t cap = s->name_cap ? s->name_cap : 64;
-		while (cap <= id)
-			cap *= 2;
-		uint32_t *n = realloc(s->name_iid, cap * sizeof(*n));
+	if (id >= *cap) {
+		uint32_t c = *cap ? *cap : 64;
+		while (c <= id)
+			c *= 2;
+		uint32_t *n = realloc(*t, c * sizeof(*n));
 		if (!n) {
 			p->err = -ENOMEM;
 			return;
 		}
-		memset(n + s->name_cap, 0, (cap - s->name_cap) * sizeof(*n));
-		s->name_iid = n;
-		s->name_cap = cap;
+		memset(n + *cap, 0, (c - *cap) * sizeof(*n));
+		*t = n;
+		*cap = c;
 	}
-	s->name_iid[id] = (uint32_t)iid;
+	(*t)[id] = (uint32_t)v;
+}
+
+/* Keeps an event name's iid in the sequence's dense table too (when its id is small). */
+static void dump__pf_dense_put(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key,
+			       uint64_t iid)
+{
+	if ((key & (3ull << 62)) == DUMP__PF_KEY_NAME)
+		dump__pf_dense_set(p, &s->name_iid, &s->name_cap, (uint32_t)key, iid);
 }
 
 /* The iid of an event name on stream sidx; adds InternedData to the open packet the first
@@ -590,10 +667,9 @@ static inline size_t dump__pf_counter_value_size(int64_t v)
  * (every length is computed before the bytes are placed). Returns false when it does not
  * apply (the caller then takes the general path). Same bytes as the general path. Inlined
  * into each caller so the constant arguments fold away. */
-static inline __attribute__((always_inline)) bool dump__pf_fast_seq(struct dump__pf_seq *s,
-								    uint64_t ts, unsigned type,
-								    uint64_t iid, uint64_t track,
-								    bool has_value, int64_t value)
+static inline __attribute__((always_inline)) bool
+dump__pf_fast_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts, unsigned type,
+		  uint64_t iid, uint64_t track, bool has_value, int64_t value)
 {
 	if (__builtin_expect(!s->started || ts < s->last_ts, 0))
 		return false;
@@ -605,10 +681,7 @@ static inline __attribute__((always_inline)) bool dump__pf_fast_seq(struct dump_
 	size_t pkl = 1 + dump__pf_varint_size(dt) + 1 + dump__pf_varint_size(seq) + 2 + tel;
 	/* Packet and header fit in 127 bytes (at most 1+10+1+5+2+2+11+11+12): the packet's
 	 * length is one byte, and so is the track event's. */
-	struct dump_out *out = &dump_out;
-	if (__builtin_expect(DUMP_OUT_BYTES - out->len < 2 + pkl, 0))
-		dump_flush();
-	uint8_t *o = (uint8_t *)out->buf + out->len;
+	uint8_t *o = dump__pf_room(p, 2 + pkl);
 	*o++ = (PF_TRACE_PACKET << 3) | PB_LEN;
 	*o++ = (uint8_t)pkl;
 	*o++ = (PF_TIMESTAMP << 3) | PB_VARINT;
@@ -629,7 +702,7 @@ static inline __attribute__((always_inline)) bool dump__pf_fast_seq(struct dump_
 	}
 	if (has_value)
 		o = dump__pf_put_counter_value(o, value);
-	out->len = (size_t)(o - (uint8_t *)out->buf);
+	p->out_len = (size_t)(o - p->out);
 	s->last_ts = ts;
 	return true;
 }
@@ -640,7 +713,7 @@ static inline __attribute__((always_inline)) bool dump__pf_fast(struct dump__pf 
 								uint64_t iid, uint64_t track,
 								bool has_value, int64_t value)
 {
-	return dump__pf_fast_seq(&p->seqs[sidx], ts, type, iid, track, has_value, value);
+	return dump__pf_fast_seq(p, &p->seqs[sidx], ts, type, iid, track, has_value, value);
 }
 
 /* A value of counter ctr (index + 1; 0, a track that could not be made, writes nothing), on
@@ -650,7 +723,7 @@ static void dump__pf_counter(struct dump__pf *p, uint64_t ctr, uint64_t ts, int6
 	if (!ctr)
 		return;
 	struct dump__pf_seq *c = p->ctrs[ctr - 1];
-	if (dump__pf_fast_seq(c, ts, PF_TYPE_COUNTER, 0, 0, true, value))
+	if (dump__pf_fast_seq(p, c, ts, PF_TYPE_COUNTER, 0, 0, true, value))
 		return;
 	size_t pk = dump__pf_begin_seq(p, c, ts);
 	struct dump__pf_ev e = {.type = PF_TYPE_COUNTER, .has_value = true, .value = value};
@@ -713,7 +786,162 @@ static void dump__pf_slice_begin(struct dump__pf *p, unsigned sidx, uint64_t ts,
 	dump__pf_event_body(p, pk, &e);
 }
 
-static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_record *rec)
+/* v (< 2^21) as a varint, in the low bytes of the result (byte 0 lowest), its length in
+ * *len: without branches, because one- and two-byte deltas come in no order a branch
+ * predictor could learn. */
+static inline uint32_t dump__pf_varint21(uint32_t v, unsigned *len)
+{
+	uint32_t two = v >= 0x80, three = v >= 0x4000;
+	*len = 1 + two + three;
+	return (v & 0x7f) | two << 7 | (v << 1 & 0x7f00) | three << 15 | (v << 2 & 0x7f0000);
+}
+
+static inline void dump__pf_store(uint8_t *o, uint64_t v, size_t n)
+{
+	memcpy(o, &v, n); /* little-endian: byte 0 is v's lowest */
+}
+
+/* The two bytes of the tag of field f (16..2047) of wire type t, byte 0 lowest. */
+#define DUMP__PF_TAG2(f, t) (((((f) << 3 | (t)) & 0x7f) | 0x80) | (((f) << 3 | (t)) >> 7) << 8)
+
+/* The hottest path's packet: on started sequence s, at ts (forward by less than 2^21 ns), a
+ * track event whose fields after its tag and length are the low n bytes (n <= 16) of f0, f1
+ * (byte 0 lowest). Placed with a few unaligned stores and no branch on the sizes of the
+ * fields; same bytes as dump__pf_fast_seq (and so as the general path). False when it does
+ * not apply. */
+static inline __attribute__((always_inline)) bool dump__pf_put(struct dump__pf *p,
+							       struct dump__pf_seq *s, uint64_t ts,
+							       uint64_t f0, uint64_t f1, unsigned n)
+{
+	uint64_t last = s->last_ts, dt = ts - last;
+	if (__builtin_expect(!s->started || ts < last || dt >= (1u << 21), 0))
+		return false;
+	unsigned hl = s->hdr_len;
+	uint64_t hdr = s->hdr;
+	size_t len = p->out_len;
+	if (__builtin_expect(DUMP__PF_OUT_BYTES - len < 48, 0)) {
+		dump__pf_flush(p);
+		len = 0;
+	}
+	unsigned dl;
+	uint32_t dv = dump__pf_varint21((uint32_t)dt, &dl);
+	unsigned pkl = 1 + dl + hl + 2 + n;
+	uint8_t *o = p->out + len;
+	/* packet tag and length, timestamp tag, delta, sequence field, track event tag and
+	 * length, its fields */
+	dump__pf_store(o,
+		       (PF_TRACE_PACKET << 3 | PB_LEN) | pkl << 8 | (PF_TIMESTAMP << 3) << 16 |
+			       (uint64_t)dv << 24,
+		       8);
+	o += 3 + dl;
+	dump__pf_store(o, hdr, 8);
+	o += hl;
+	dump__pf_store(o, PF_TE_TRACK_EVENT_TAG | n << 8 | f0 << 16, 8);
+	dump__pf_store(o + 8, f0 >> 48 | f1 << 16, 8);
+	p->out_len = (size_t)(o + 2 + n - p->out);
+	s->last_ts = ts;
+	if (ts > p->last_ts)
+		p->last_ts = ts;
+	return true;
+}
+
+/* A slice begin whose name is interned as iid, key its intern key: iid below 128 (one byte;
+ * wide false: the loop's inlined case, every size constant), or below 2^21 (wide). */
+static inline __attribute__((always_inline)) bool dump__pf_hot_begin(struct dump__pf *p,
+								     struct dump__pf_seq *s,
+								     uint64_t ts, uint64_t iid,
+								     uint64_t key, bool wide)
+{
+	if (iid - 1 >= (wide ? (1u << 21) - 1 : 0x7f) || s->depth >= s->stack_cap)
+		return false; /* iid 0 (not interned yet) or too large; or a stack to grow */
+	unsigned il = 1;
+	uint64_t iv = iid;
+	if (wide)
+		iv = dump__pf_varint21((uint32_t)iid, &il);
+	uint64_t f =
+		(PF_TE_TYPE << 3) | PF_TYPE_BEGIN << 8 | (PF_TE_NAME_IID << 3) << 16 | iv << 24;
+	if (!dump__pf_put(p, s, ts, f, 0, 3 + il))
+		return false;
+	s->stack[s->depth++] = key;
+	return true;
+}
+
+/* The same for any iid below 2^21, out of the loop (names past a thread's first 127). */
+static __attribute__((noinline)) bool dump__pf_hot_begin_wide(struct dump__pf *p,
+							      struct dump__pf_seq *s, uint64_t ts,
+							      uint64_t iid, uint64_t key)
+{
+	return dump__pf_hot_begin(p, s, ts, iid, key, true);
+}
+
+/* A function entry whose name is interned: looked up in the intern map (addresses are too
+ * sparse for a dense table), out of the loop so the span paths keep their registers. */
+static __attribute__((noinline)) bool dump__pf_hot_func(struct dump__pf *p, struct dump__pf_seq *s,
+							const struct trc_record *rec)
+{
+	uint64_t key = DUMP__PF_KEY_FUNC | (rec->func.addr & ~(3ull << 62));
+	const uint64_t *iid = u64map_get(&s->iids, key);
+	return iid && dump__pf_hot_begin(p, s, rec->ts_ns, *iid, key, true);
+}
+
+/* The hottest paths, inlined in the loop: a slice begin of a span or function (name
+ * interned, iid below 2^21), a slice end (closing an open slice), a counter value (of a
+ * track known by name id; >= 0 and below 2^21, or negative). False when the record takes
+ * dump__pf_record. */
+static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *p, unsigned sidx,
+							       const struct trc_record *rec)
+{
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return false;
+	struct dump__pf_seq *s = &p->seqs[sidx];
+	uint32_t type = rec->type;
+	if (type == TRC_REC_SPAN_BEGIN) {
+		uint32_t id = rec->span.name_id;
+		if (id >= s->name_cap)
+			return false;
+		uint32_t iid = s->name_iid[id];
+		if (__builtin_expect(iid < 0x80, 1))
+			return dump__pf_hot_begin(p, s, rec->ts_ns, iid, DUMP__PF_KEY_NAME | id,
+						  false);
+		return dump__pf_hot_begin_wide(p, s, rec->ts_ns, iid, DUMP__PF_KEY_NAME | id);
+	}
+	if (type == TRC_REC_SPAN_END || type == TRC_REC_FUNC_EXIT) {
+		if (!s->depth ||
+		    !dump__pf_put(p, s, rec->ts_ns, (PF_TE_TYPE << 3) | PF_TYPE_END << 8, 0, 2))
+			return false;
+		s->depth--;
+		return true;
+	}
+	if (type == TRC_REC_FUNC_ENTER)
+		return dump__pf_hot_func(p, s, rec);
+	if (type == TRC_REC_COUNTER) {
+		uint32_t id = rec->value.name_id;
+		if (id >= s->ctr_cap || !s->ctr_of[id])
+			return false;
+		struct dump__pf_seq *c = p->ctrs[s->ctr_of[id] - 1];
+		int64_t v = rec->value.value;
+		uint64_t f = (PF_TE_TYPE << 3) | PF_TYPE_COUNTER << 8;
+		if (v >= 0) {
+			if (v >= 1 << 21)
+				return false;
+			unsigned vl;
+			uint64_t vv = dump__pf_varint21((uint32_t)v, &vl);
+			f |= (uint64_t)DUMP__PF_TAG2(PF_TE_COUNTER_VALUE, PB_VARINT) << 16 |
+			     vv << 32;
+			return dump__pf_put(p, c, rec->ts_ns, f, 0, 4 + vl);
+		}
+		/* double_counter_value, as dump__pf_put_counter_value writes it */
+		double d = (double)v;
+		uint64_t bits;
+		memcpy(&bits, &d, sizeof(bits));
+		f |= (uint64_t)DUMP__PF_TAG2(PF_TE_DOUBLE_COUNTER_VALUE, PB_I64) << 16 | bits << 32;
+		return dump__pf_put(p, c, rec->ts_ns, f, bits >> 32, 12);
+	}
+	return false;
+}
+
+static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsigned sidx,
+						      const struct trc_record *rec)
 {
 	struct dump__pf_seq *s = &p->seqs[sidx];
 	uint32_t pid = s->pid;
@@ -793,6 +1021,7 @@ static void dump__pf_record(struct dump__pf *p, unsigned sidx, const struct trc_
 				p->err = -ENOMEM;
 				break;
 			}
+			dump__pf_dense_set(p, &s->ctr_of, &s->ctr_cap, rec->value.name_id, track);
 		}
 		dump__pf_counter(p, track, rec->ts_ns, rec->value.value);
 		break;
@@ -932,6 +1161,12 @@ static void dump__pf_tracks(struct dump__pf *p)
 		p->seqs[s].track = p->next_uuid++;
 		uint32_t len = 0;
 		const char *name = trcfile_reader_thread_name(p->r, si->pid, si->tid, &len);
+		/* A thread the trace does not name is "tid N", as in the summary and pprof. */
+		char unnamed[24];
+		if (!name) {
+			len = (uint32_t)snprintf(unnamed, sizeof(unnamed), "tid %u", si->tid);
+			name = unnamed;
+		}
 		dump__pf_descriptor(p, p->seqs[s].track, pr->track, name, len, pr, NULL, 0, si->tid,
 				    -1);
 	}
@@ -957,10 +1192,11 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 			dump__pf_event_body(p, pk, &e);
 		}
 	}
+	dump__pf_flush(p);
 	if (dump_outfile_next(of))
 		return DUMP_EXIT_FAIL;
 	dump__pf_clock(p, t);
-	dump_write(p->desc_log.p, p->desc_log.len);
+	dump__pf_write(p, p->desc_log.p, p->desc_log.len);
 	for (size_t c = 0; c < p->n_ctrs; c++)
 		p->ctrs[c]->started = false;
 	for (unsigned s = 0; s < p->n_streams; s++) {
@@ -989,9 +1225,10 @@ static struct dump__pf *dump__pf_new(unsigned n)
 	p->clock = PF_CLOCK_MONOTONIC;
 	p->all_seqs = calloc(n ? n : 1, sizeof(*p->all_seqs));
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
+	p->out = malloc(DUMP__PF_OUT_BYTES + DUMP__PF_OUT_SLACK);
 	u64map_init(&p->counters, SIZE_MAX);
 	for (unsigned k = 0; p->all_seqs && k < n; k++) {
-		p->all_seqs[k].id = DUMP__PF_SEQ_BASE + k;
+		dump__pf_seq_set_id(&p->all_seqs[k], DUMP__PF_SEQ_BASE + k);
 		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
 	}
 	p->seqs = p->all_seqs;
@@ -1006,6 +1243,7 @@ static void dump__pf_free(struct dump__pf *p)
 	for (unsigned s = 0; s < p->n_all && p->all_seqs; s++) {
 		u64map_destroy(&p->all_seqs[s].iids);
 		free(p->all_seqs[s].name_iid);
+		free(p->all_seqs[s].ctr_of);
 		free(p->all_seqs[s].stack);
 	}
 	for (size_t c = 0; c < p->n_ctrs; c++) {
@@ -1019,6 +1257,7 @@ static void dump__pf_free(struct dump__pf *p)
 	pb_buf_free(&p->pkt);
 	free(p->procs);
 	free(p->all_seqs);
+	free(p->out);
 	free(p);
 }
 
@@ -1067,7 +1306,7 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 	for (unsigned i = 0; i < n; i++)
 		base[i + 1] = base[i] + trcfile_reader_stream_count(m.t[i].r);
 	p = dump__pf_new(base[n]);
-	if (!p || !p->all_seqs || !p->live)
+	if (!p || !p->all_seqs || !p->live || !p->out)
 		goto nomem;
 	p->clock = PF_CLOCK_REALTIME;
 	if (dump_traces_start(&m, NULL) != DUMP_EXIT_OK)
@@ -1091,6 +1330,7 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 			last[ti] = rec.ts_ns;
 	}
 	if (!p->err && err < 0) {
+		dump__pf_flush(p);
 		dump_outfile_close(&of);
 		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
 		goto out;
@@ -1101,10 +1341,12 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 		dump__pf_close_open(p, last[i]);
 	}
 	if (p->err) {
+		dump__pf_flush(p);
 		dump_outfile_close(&of);
 		dump_error("%s", strerror(-p->err));
 		goto out;
 	}
+	dump__pf_flush(p);
 	if (dump_outfile_close(&of))
 		goto out;
 	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
@@ -1117,6 +1359,39 @@ out:
 	free(last);
 	dump_traces_close(&m);
 	return rc;
+}
+
+/* The records of it from t_from to t_to (both included) into p, in runs of merged records (no
+ * call per record into the merge), cutting the output at of's size. Returns 0 (p->err may
+ * say out of memory), a negative reader error, or DUMP_EXIT_FAIL (the next file of a split
+ * could not be opened: said). Apart from main, so the loop keeps its few values in
+ * registers. */
+static int dump__pf_records(struct dump__pf *p, struct trcfile_iter *it, struct dump_outfile *of,
+			    uint64_t t_from, uint64_t t_to)
+{
+	const struct trc_record *recs[DUMP__PF_RUN];
+	unsigned sidx[DUMP__PF_RUN];
+	int n = 0;
+	while (!p->err && (n = trcfile_iter_next_refs(it, recs, sidx, DUMP__PF_RUN)) > 0) {
+		for (int i = 0; i < n; i++) {
+			const struct trc_record *rec = recs[i];
+			if (rec->ts_ns > t_to) {
+				/* What is open is known to be open until --to: closed there. */
+				p->last_ts = t_to;
+				return 0;
+			}
+			if (rec->ts_ns < t_from)
+				continue;
+			if (dump__pf_full(p, of) && dump__pf_split(p, of))
+				return DUMP_EXIT_FAIL;
+			if (!dump__pf_hot(p, sidx[i], rec)) {
+				dump__pf_record(p, sidx[i], rec);
+				if (p->err)
+					return 0;
+			}
+		}
+	}
+	return n < 0 ? n : 0;
 }
 
 int dump_perfetto_main(int argc, char **argv)
@@ -1180,7 +1455,7 @@ int dump_perfetto_main(int argc, char **argv)
 		goto out;
 	p->r = r;
 	it = trcfile_iter_new(r);
-	if (!p->seqs || !p->live || !it) {
+	if (!p->seqs || !p->live || !p->out || !it) {
 		dump_error("%s: %s", path,
 			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
 						       : "out of memory");
@@ -1199,22 +1474,12 @@ int dump_perfetto_main(int argc, char **argv)
 	p->last_ts = from_arg ? t_from : start;
 	dump__pf_prologue(p, p->last_ts);
 	int err = from_arg ? trcfile_iter_seek(it, t_from) : 0;
-	const struct trc_record *rec;
-	unsigned sidx;
-	while (!err && !p->err && (err = trcfile_iter_next_ref(it, &rec, &sidx)) == 1) {
-		err = 0;
-		if (rec->ts_ns > t_to) {
-			/* What is open is known to be open until --to: closed there. */
-			p->last_ts = t_to;
-			break;
-		}
-		if (rec->ts_ns < t_from)
-			continue;
-		if (dump_outfile_full(&of) && dump__pf_split(p, &of))
-			goto out;
-		dump__pf_record(p, sidx, rec);
-	}
+	if (!err)
+		err = dump__pf_records(p, it, &of, t_from, t_to);
+	if (err == DUMP_EXIT_FAIL)
+		goto out;
 	if (err < 0) {
+		dump__pf_flush(p);
 		dump_outfile_close(&of);
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
 		goto out;
@@ -1225,6 +1490,7 @@ int dump_perfetto_main(int argc, char **argv)
 	}
 	/* Spans still open: closed at the last timestamp written. */
 	dump__pf_close_open(p, p->last_ts);
+	dump__pf_flush(p);
 	if (dump_outfile_close(&of))
 		goto out;
 	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;

@@ -572,7 +572,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 		for (size_t i = 0; i < s->n_threads; i++) {
 			const struct summary_thread *t = &s->threads[i];
 			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 " %12s", t->pid,
-				    t->tid, t->name[0] ? t->name : "-", t->events, t->lost,
+				    t->tid, t->name, t->events, t->lost,
 				    dump_fmt_bytes(b1, sizeof(b1), t->alloc_bytes));
 			if (s->waits)
 				dump_printf(" %12s", dump_fmt_ns(b1, sizeof(b1), t->waited_ns));

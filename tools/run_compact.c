@@ -75,9 +75,9 @@ int run_compact(const char *output, int zstd_level, bool progress, const struct 
 	char msg[512] = "";
 	uint64_t t0 = run__now_ns();
 	struct trcfile_bgc_use use = {0};
-	int err = trcfile__compact_bgc(output, tmp, &o, bgc,
-				       progress ? run__compact_progress : NULL, &pr, &use, msg,
-				       sizeof(msg));
+	int err =
+		trcfile__compact_bgc(output, tmp, &o, bgc, progress ? run__compact_progress : NULL,
+				     &pr, &use, msg, sizeof(msg));
 	if (!err && rename(tmp, output) != 0)
 		err = -errno;
 	if (err) {

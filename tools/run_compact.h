@@ -9,10 +9,10 @@ struct trcfile_bgc;
 
 /* What run_compact did. */
 struct run_compact_stats {
-	double seconds;      /* the time it took */
+	double seconds; /* the time it took */
 	uint64_t background; /* stored chunks whose background copy was taken */
-	uint64_t at_end;     /* stored chunks compressed here */
-	uint64_t refused;    /* background copies that did not match their chunk (of at_end) */
+	uint64_t at_end; /* stored chunks compressed here */
+	uint64_t refused; /* background copies that did not match their chunk (of at_end) */
 };
 
 /* Rewrites output with every chunk compressed (all cores), through a temporary file renamed

@@ -532,8 +532,7 @@ int main(int argc, char **argv)
 				stored, cli_plural(stored, "chunk was", "chunks were"),
 				(double)wst.bytes_written / 1048576.0, cst.background, cst.at_end,
 				cst.seconds, refused);
-		}
-		else if (stored)
+		} else if (stored)
 			fprintf(stderr,
 				"trace-run: %" PRIu64 " %s written uncompressed while compression "
 				"was behind; left so%s (trace-dump compact compresses them)\n",

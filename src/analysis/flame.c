@@ -2,7 +2,7 @@
  *
  * A trie of frames: node 0 is the root (no frame); a node is (parent, kind, pid, key) with
  * kind span (key = name id) or function (key = address, pid = its process: the same address
- * is another function in another process), found through an open-addressing hash on that
+ * is another function in another process), found through a u64index on that
  * tuple. Each thread stream points at its innermost open node. Weights accumulate on nodes
  * (self weight); folding walks each weighted node up to the root to write its stack, then
  * sorts the lines so that stacks that read the same (one function in two processes) merge.
@@ -40,36 +40,25 @@ struct flame {
 	enum flame_weight weight;
 	struct flame__node *nodes;
 	uint32_t n_nodes, cap_nodes;
-	uint32_t *hash; /* node index + 1; 0 empty */
-	size_t hash_cap; /* power of two */
+	struct u64index index; /* (parent, kind, pid, key) -> node */
 	struct flame__stream *streams;
 	unsigned n_streams;
 	struct flame_stats stats;
 };
 
-static size_t flame__hash(uint32_t parent, uint32_t kind, uint32_t pid, uint64_t key)
+/* Seeded under the index's seed: keys come from the file, which must not choose collisions
+ * (u64index keeps probes bounded should it try). */
+static uint64_t flame__hash(uint32_t parent, uint32_t kind, uint32_t pid, uint64_t key,
+			    uint64_t seed)
 {
-	/* Seeded (u64map_hash): keys come from the file, which must not choose collisions. */
-	return (size_t)u64map_hash(key ^
-				   u64map_hash((uint64_t)parent << 32 | (uint64_t)pid << 2 | kind));
+	return u64map_mix(
+		key ^ u64map_mix((uint64_t)parent << 32 | (uint64_t)pid << 2 | kind, seed), seed);
 }
 
-static int flame__rehash(struct flame *f, size_t cap)
+static uint64_t flame__node_hash(const void *ctx, uint32_t i, uint64_t seed)
 {
-	uint32_t *h = calloc(cap, sizeof(*h));
-	if (!h)
-		return -ENOMEM;
-	for (uint32_t i = 1; i < f->n_nodes; i++) {
-		const struct flame__node *n = &f->nodes[i];
-		size_t j = flame__hash(n->parent, n->kind, n->pid, n->key) & (cap - 1);
-		while (h[j])
-			j = (j + 1) & (cap - 1);
-		h[j] = i + 1;
-	}
-	free(f->hash);
-	f->hash = h;
-	f->hash_cap = cap;
-	return 0;
+	const struct flame__node *n = &((const struct flame *)ctx)->nodes[i];
+	return flame__hash(n->parent, n->kind, n->pid, n->key, seed);
 }
 
 /* The child of parent for (kind, pid, key), made when missing; UINT32_MAX when the trie is
@@ -79,12 +68,13 @@ static int flame__rehash(struct flame *f, size_t cap)
 static uint32_t flame__child(struct flame *f, uint32_t parent, uint32_t kind, uint32_t pid,
 			     uint64_t key)
 {
-	size_t mask = f->hash_cap - 1;
-	size_t j = flame__hash(parent, kind, pid, key) & mask;
-	for (; f->hash[j]; j = (j + 1) & mask) {
-		const struct flame__node *n = &f->nodes[f->hash[j] - 1];
+	uint64_t h = flame__hash(parent, kind, pid, key, u64index_seed(&f->index));
+	uint32_t e;
+	for (size_t pos = u64index_start(&f->index, h);
+	     (e = u64index_next(&f->index, &pos)) != U64INDEX_END;) {
+		const struct flame__node *n = &f->nodes[e];
 		if (n->parent == parent && n->kind == kind && n->pid == pid && n->key == key)
-			return f->hash[j] - 1;
+			return e;
 	}
 	if (f->n_nodes >= FLAME_MAX_NODES)
 		return FLAME__FULL;
@@ -96,14 +86,11 @@ static uint32_t flame__child(struct flame *f, uint32_t parent, uint32_t kind, ui
 		f->nodes = p;
 		f->cap_nodes = nc;
 	}
-	uint32_t i = f->n_nodes++;
+	uint32_t i = f->n_nodes;
 	f->nodes[i] = (struct flame__node){.parent = parent, .kind = kind, .pid = pid, .key = key};
-	f->hash[j] = i + 1;
-	if (2 * (size_t)f->n_nodes > f->hash_cap && flame__rehash(f, 2 * f->hash_cap) != 0) {
-		f->n_nodes--;
-		f->hash[j] = 0;
+	if (u64index_add(&f->index, i, h) != 0)
 		return FLAME__NOMEM;
-	}
+	f->n_nodes++;
 	return i;
 }
 
@@ -116,7 +103,8 @@ struct flame *flame_new(enum flame_weight weight)
 	f->cap_nodes = 1024;
 	f->nodes = calloc(f->cap_nodes, sizeof(*f->nodes));
 	f->n_nodes = 1; /* the root */
-	if (!f->nodes || flame__rehash(f, 4096) != 0) {
+	u64index_init(&f->index, flame__node_hash, f);
+	if (!f->nodes) {
 		flame_free(f);
 		return NULL;
 	}
@@ -128,7 +116,7 @@ void flame_free(struct flame *f)
 	if (!f)
 		return;
 	free(f->nodes);
-	free(f->hash);
+	u64index_destroy(&f->index);
 	free(f->streams);
 	free(f);
 }

@@ -1,9 +1,8 @@
 /* functions.c - per-function calls, inclusive and self time (contract in functions.h).
  *
- * Functions are keyed by (pid, address) while the trace is read (an open-addressing hash to
- * an array), each with two histograms; a stack of open calls per thread stream. At the end
- * each function is named, functions of one name are merged (histograms add), and the rows are
- * computed and sorted.
+ * Functions are keyed by (pid, address) while the trace is read (a u64index over an array), each
+ * with two histograms; a stack of open calls per thread stream. At the end each function is named,
+ * functions of one name are merged (histograms add), and the rows are computed and sorted.
  *
  * Histogram: values below 32 ns are exact; above, 32 sub-buckets per power of two, the
  * value reported for a bucket its midpoint clamped to the observed [min, max]: within 1.6 %
@@ -52,8 +51,7 @@ struct func__stack {
 struct func_table {
 	struct func__fn *fns;
 	uint32_t n_fns, cap_fns;
-	uint32_t *hash; /* fn index + 1 */
-	size_t hash_cap;
+	struct u64index index; /* (pid, addr) -> fn */
 	struct func__stack *stacks;
 	unsigned n_stacks;
 	uint64_t unmatched, unclosed, unfinished;
@@ -166,39 +164,28 @@ static void func__stat(const struct func__hist *h, struct func_stat *out)
 
 /* ---- functions and stacks -------------------------------------------------------------- */
 
-static size_t func__hash(uint32_t pid, uint64_t addr)
+/* Seeded under the index's seed: addresses come from the file, which must not choose
+ * collisions (u64index keeps probes bounded should it try). */
+static uint64_t func__hash(uint32_t pid, uint64_t addr, uint64_t seed)
 {
-	/* Seeded (u64map_hash): addresses come from the file, which must not choose collisions. */
-	return (size_t)u64map_hash(addr ^ u64map_hash(pid));
+	return u64map_mix(addr ^ u64map_mix(pid, seed), seed);
 }
 
-static int func__rehash(struct func_table *t, size_t cap)
+static uint64_t func__entry_hash(const void *ctx, uint32_t i, uint64_t seed)
 {
-	uint32_t *h = calloc(cap, sizeof(*h));
-	if (!h)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->n_fns; i++) {
-		size_t j = func__hash(t->fns[i].pid, t->fns[i].addr) & (cap - 1);
-		while (h[j])
-			j = (j + 1) & (cap - 1);
-		h[j] = i + 1;
-	}
-	free(t->hash);
-	t->hash = h;
-	t->hash_cap = cap;
-	return 0;
+	const struct func_table *t = ctx;
+	return func__hash(t->fns[i].pid, t->fns[i].addr, seed);
 }
 
 /* The function of (pid, addr), made when new; UINT32_MAX when out of memory. */
 static uint32_t func__fn(struct func_table *t, uint32_t pid, uint64_t addr)
 {
-	size_t mask = t->hash_cap - 1;
-	size_t j = func__hash(pid, addr) & mask;
-	for (; t->hash[j]; j = (j + 1) & mask) {
-		const struct func__fn *f = &t->fns[t->hash[j] - 1];
-		if (f->addr == addr && f->pid == pid)
-			return t->hash[j] - 1;
-	}
+	uint64_t h = func__hash(pid, addr, u64index_seed(&t->index));
+	uint32_t e;
+	for (size_t pos = u64index_start(&t->index, h);
+	     (e = u64index_next(&t->index, &pos)) != U64INDEX_END;)
+		if (t->fns[e].addr == addr && t->fns[e].pid == pid)
+			return e;
 	if (t->n_fns == t->cap_fns) {
 		uint32_t nc = t->cap_fns ? 2 * t->cap_fns : 256;
 		struct func__fn *p = realloc(t->fns, (size_t)nc * sizeof(*p));
@@ -207,23 +194,21 @@ static uint32_t func__fn(struct func_table *t, uint32_t pid, uint64_t addr)
 		t->fns = p;
 		t->cap_fns = nc;
 	}
-	uint32_t i = t->n_fns++;
+	uint32_t i = t->n_fns;
 	memset(&t->fns[i], 0, sizeof(t->fns[i]));
 	t->fns[i].pid = pid;
 	t->fns[i].addr = addr;
-	t->hash[j] = i + 1;
-	if (2 * (size_t)t->n_fns > t->hash_cap && func__rehash(t, 2 * t->hash_cap) != 0)
+	if (u64index_add(&t->index, i, h) != 0)
 		return UINT32_MAX;
+	t->n_fns++;
 	return i;
 }
 
 struct func_table *func_table_new(void)
 {
 	struct func_table *t = calloc(1, sizeof(*t));
-	if (!t || func__rehash(t, 1024) != 0) {
-		free(t);
-		return NULL;
-	}
+	if (t)
+		u64index_init(&t->index, func__entry_hash, t);
 	return t;
 }
 
@@ -236,7 +221,7 @@ void func_table_free(struct func_table *t)
 		func__hist_free(&t->fns[i].self);
 	}
 	free(t->fns);
-	free(t->hash);
+	u64index_destroy(&t->index);
 	for (unsigned i = 0; i < t->n_stacks; i++)
 		free(t->stacks[i].v);
 	free(t->stacks);

@@ -2,7 +2,7 @@
  *
  * Sites: a site is a group of flame nodes with the same name (the innermost frame's, or the
  * folded stack's): node -> site is made once per node (node_site, grown with the trie), the
- * names interned by string (a hash map of their 64-bit hash, probing on a collision). A live
+ * names interned by string (a u64index over the report's names). A live
  * block keeps its size and site packed in one map value (40 bits of size, 24 of site: flame
  * nodes, hence sites, stay below 2^22).
  *
@@ -58,32 +58,30 @@ struct memory__state {
 	struct flame *fl;
 	uint32_t *node_site; /* node -> site + 1 (0: not named yet) */
 	size_t cap_node_site;
-	struct u64map site_ix; /* hash of the name -> site */
+	struct u64index site_ix; /* name -> site */
 	size_t cap_names;
 	struct memory__proc *procs; /* parallel to out->procs */
 	struct u64map pid_ix; /* pid -> index in procs */
 	uint32_t root_pid;
 };
 
-static uint64_t memory__hash(const char *s, size_t n)
+static uint64_t memory__name_hash(const void *ctx, uint32_t site, uint64_t seed)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return h;
+	const char *s = ((const struct memory__state *)ctx)->out->names[site];
+	return u64map_hash_bytes(s, strlen(s), seed);
 }
 
 /* The site of name (interned); UINT32_MAX on out of memory. */
 static uint32_t memory__site_of_name(struct memory__state *m, const char *name, size_t len)
 {
 	struct memory_report *out = m->out;
-	for (uint64_t h = memory__hash(name, len);; h++) {
-		uint64_t *v = u64map_get(&m->site_ix, h);
-		if (!v)
-			break;
-		const char *s = out->names[*v];
+	uint64_t h = u64map_hash_bytes(name, len, u64index_seed(&m->site_ix));
+	uint32_t e;
+	for (size_t pos = u64index_start(&m->site_ix, h);
+	     (e = u64index_next(&m->site_ix, &pos)) != U64INDEX_END;) {
+		const char *s = out->names[e];
 		if (strlen(s) == len && !memcmp(s, name, len))
-			return (uint32_t)*v;
+			return e;
 	}
 	if (out->n_names == m->cap_names) {
 		size_t cap = m->cap_names ? 2 * m->cap_names : 256;
@@ -98,14 +96,11 @@ static uint32_t memory__site_of_name(struct memory__state *m, const char *name, 
 		return UINT32_MAX;
 	memcpy(c, name, len);
 	c[len] = 0;
-	uint64_t h = memory__hash(name, len);
-	while (u64map_get(&m->site_ix, h))
-		h++;
-	if (u64map_put(&m->site_ix, h, out->n_names, NULL, NULL)) {
+	out->names[out->n_names] = c;
+	if (u64index_add(&m->site_ix, (uint32_t)out->n_names, h)) {
 		free(c);
 		return UINT32_MAX;
 	}
-	out->names[out->n_names] = c;
 	return (uint32_t)out->n_names++;
 }
 
@@ -421,7 +416,7 @@ static void memory__state_free(struct memory__state *m)
 	}
 	free(m->procs);
 	free(m->node_site);
-	u64map_destroy(&m->site_ix);
+	u64index_destroy(&m->site_ix);
 	u64map_destroy(&m->pid_ix);
 	flame_free(m->fl);
 }
@@ -452,7 +447,7 @@ struct memory_feed *memory_feed_new(struct trcfile_reader *r, struct sym_resolve
 		.fl = flame_new(FLAME_STACKS),
 		.root_pid = trcfile_reader_header(r)->pid,
 	};
-	u64map_init(&f->m.site_ix, SIZE_MAX);
+	u64index_init(&f->m.site_ix, memory__name_hash, &f->m);
 	u64map_init(&f->m.pid_ix, SIZE_MAX);
 	*err = f->m.fl ? memory__peaks(&f->m) : -ENOMEM;
 	if (*err) {

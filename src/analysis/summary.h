@@ -25,7 +25,7 @@
  * (sampler ticks, not events), counted in rss_ticks_skipped. */
 struct summary_thread {
 	uint32_t pid, tid;
-	const char *name; /* owned by the summary; "" when unknown */
+	const char *name; /* owned by the summary; "tid N" when the trace does not name it */
 	uint64_t events, lost;
 	uint64_t waits, waited_ns; /* its waits for the drain (WAIT records) */
 	uint64_t alloc_bytes; /* bytes its allocation records asked for */

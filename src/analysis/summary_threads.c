@@ -2,11 +2,14 @@
  *
  * Purpose: one entry per (pid, tid) in s->threads: its events, lost records, bytes allocated
  * and time range (added by the pass over its stream) and its name (the reader's THREAD metadata at
- * first, then the last THREAD record seen in any stream). At most SUMMARY__THREADS_MAX threads
+ * first, then the last THREAD record seen in any stream; "tid N" for a thread the trace does
+ * not name). At most SUMMARY__THREADS_MAX threads
  * (beyond: an error, hostile input only); names are cut to SUMMARY__THREAD_NAME_MAX bytes.
  *
  * Threads: the reader's thread.
  */
+#include <stdio.h>
+
 #include "summary_priv.h"
 
 #define SUMMARY__THREADS_MAX (1u << 20)
@@ -28,6 +31,15 @@ static char *summary__thread_name_copy(const char *name, uint32_t len)
 {
 	return summary__strndup(name,
 				len < SUMMARY__THREAD_NAME_MAX ? len : SUMMARY__THREAD_NAME_MAX);
+}
+
+/* The name of a thread the trace does not name (it never held a ring: NO_SLOT losses; or its
+ * THREAD record was lost): "tid N", as pprof's thread frames say, never an empty string. */
+static char *summary__thread_unnamed(uint32_t tid)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "tid %u", tid);
+	return summary__thread_name_copy(buf, (uint32_t)n);
 }
 
 struct summary_thread *summary__thread(struct summary__state *m, uint32_t pid, uint32_t tid)
@@ -57,7 +69,7 @@ struct summary_thread *summary__thread(struct summary__state *m, uint32_t pid, u
 	t->tid = tid;
 	uint32_t len = 0;
 	const char *name = trcfile_reader_thread_name(m->r, pid, tid, &len);
-	t->name = summary__thread_name_copy(name ? name : "", len);
+	t->name = name && len ? summary__thread_name_copy(name, len) : summary__thread_unnamed(tid);
 	if (!t->name) {
 		s->n_threads--;
 		u64map_del(&tt->map, key, NULL);
@@ -74,6 +86,8 @@ void summary__thread_named(struct summary__state *m, const struct trc_record *re
 	struct summary_thread *t = summary__thread(m, rec->thread.pid, rec->thread.tid);
 	if (!t)
 		return;
+	if (!rec->thread.name_len)
+		return; /* keeps what it has: a name, or "tid N" */
 	char *name = summary__thread_name_copy(rec->thread.name, rec->thread.name_len);
 	if (!name) {
 		summary__nomem(m);

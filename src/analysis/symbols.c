@@ -46,7 +46,6 @@ struct sym__file {
 struct sym__entry {
 	uint64_t addr;
 	uint32_t pid;
-	bool used;
 	struct sym_info info;
 };
 
@@ -56,8 +55,9 @@ struct sym_resolver {
 	void *warn_ctx;
 	struct sym__file *files;
 	size_t n_files, cap_files;
-	struct sym__entry *tab;
-	size_t tab_cap, tab_used; /* tab_cap: power of two */
+	struct sym__entry *ents; /* the answers kept */
+	uint32_t n_ents, cap_ents;
+	struct u64index index; /* (pid, addr) -> ents */
 	char **strs; /* owned strings */
 	size_t n_strs, cap_strs;
 };
@@ -283,31 +283,37 @@ static int sym__lookup(struct sym_resolver *s, const struct sym__file *f, uint64
 	return 0;
 }
 
-static size_t sym__hash(uint32_t pid, uint64_t addr)
+/* Seeded under the index's seed: addresses come from the file, which must not choose
+ * collisions (u64index keeps probes bounded should it try). */
+static uint64_t sym__hash(uint32_t pid, uint64_t addr, uint64_t seed)
 {
-	/* Seeded (u64map_hash): addresses come from the file, which must not choose collisions. */
-	return (size_t)u64map_hash(addr ^ u64map_hash(pid));
+	return u64map_mix(addr ^ u64map_mix(pid, seed), seed);
 }
 
-static int sym__grow(struct sym_resolver *s)
+static uint64_t sym__entry_hash(const void *ctx, uint32_t i, uint64_t seed)
 {
-	size_t nc = s->tab_cap ? 2 * s->tab_cap : 1024;
-	struct sym__entry *t = calloc(nc, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->tab_cap; i++) {
-		struct sym__entry *e = &s->tab[i];
-		if (!e->used)
-			continue;
-		size_t j = sym__hash(e->pid, e->addr) & (nc - 1);
-		while (t[j].used)
-			j = (j + 1) & (nc - 1);
-		t[j] = *e;
+	const struct sym__entry *e = &((const struct sym_resolver *)ctx)->ents[i];
+	return sym__hash(e->pid, e->addr, seed);
+}
+
+/* Keeps the answer for (pid, addr), whose hash is h; an answer not kept (out of memory) is
+ * only asked again. */
+static void sym__keep_answer(struct sym_resolver *s, uint32_t pid, uint64_t addr, uint64_t h,
+			     const struct sym_info *info)
+{
+	if (s->n_ents == s->cap_ents) {
+		if (s->cap_ents > UINT32_MAX / 4)
+			return;
+		uint32_t nc = s->cap_ents ? 2 * s->cap_ents : 1024;
+		struct sym__entry *p = realloc(s->ents, (size_t)nc * sizeof(*p));
+		if (!p)
+			return;
+		s->ents = p;
+		s->cap_ents = nc;
 	}
-	free(s->tab);
-	s->tab = t;
-	s->tab_cap = nc;
-	return 0;
+	s->ents[s->n_ents] = (struct sym__entry){.addr = addr, .pid = pid, .info = *info};
+	if (u64index_add(&s->index, s->n_ents, h) == 0)
+		s->n_ents++;
 }
 
 struct sym_resolver *sym_resolver_new(const struct trcfile_reader *r, sym_warn_fn warn,
@@ -319,10 +325,7 @@ struct sym_resolver *sym_resolver_new(const struct trcfile_reader *r, sym_warn_f
 	s->r = r;
 	s->warn = warn;
 	s->warn_ctx = warn_ctx;
-	if (sym__grow(s) != 0) {
-		free(s);
-		return NULL;
-	}
+	u64index_init(&s->index, sym__entry_hash, s);
 	elf_version(EV_CURRENT);
 	return s;
 }
@@ -340,20 +343,21 @@ void sym_resolver_free(struct sym_resolver *s)
 	for (size_t i = 0; i < s->n_strs; i++)
 		free(s->strs[i]);
 	free(s->strs);
-	free(s->tab);
+	free(s->ents);
+	u64index_destroy(&s->index);
 	free(s);
 }
 
 int sym_resolve(struct sym_resolver *s, uint32_t pid, uint64_t addr, struct sym_info *out)
 {
-	size_t mask = s->tab_cap - 1;
-	size_t j = sym__hash(pid, addr) & mask;
-	while (s->tab[j].used) {
-		if (s->tab[j].addr == addr && s->tab[j].pid == pid) {
-			*out = s->tab[j].info;
+	uint64_t h = sym__hash(pid, addr, u64index_seed(&s->index));
+	uint32_t e;
+	for (size_t pos = u64index_start(&s->index, h);
+	     (e = u64index_next(&s->index, &pos)) != U64INDEX_END;) {
+		if (s->ents[e].addr == addr && s->ents[e].pid == pid) {
+			*out = s->ents[e].info;
 			return 0;
 		}
-		j = (j + 1) & mask;
 	}
 	memset(out, 0, sizeof(*out));
 	const struct trcfile_module *m = trcfile_reader_module(s->r, pid, addr);
@@ -367,16 +371,7 @@ int sym_resolve(struct sym_resolver *s, uint32_t pid, uint64_t addr, struct sym_
 	}
 	if (err)
 		return err;
-	if (2 * (s->tab_used + 1) > s->tab_cap) {
-		if (sym__grow(s) != 0)
-			return 0; /* answered, just not cached */
-		mask = s->tab_cap - 1;
-		j = sym__hash(pid, addr) & mask;
-		while (s->tab[j].used)
-			j = (j + 1) & mask;
-	}
-	s->tab[j] = (struct sym__entry){.addr = addr, .pid = pid, .used = true, .info = *out};
-	s->tab_used++;
+	sym__keep_answer(s, pid, addr, h, out);
 	return 0;
 }
 

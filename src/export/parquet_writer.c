@@ -28,6 +28,7 @@
 
 #include "parquet_encode.h"
 #include "thrift_compact.h"
+#include "u64map.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "parquet_writer.c writes PLAIN INT64 pages with memcpy: little-endian hosts only"
@@ -60,10 +61,10 @@ struct pq__col {
 	int64_t min, max;
 	/* the chunk's dictionary: PLAIN-encoded entries (u32 length, bytes) */
 	struct pq_buf dict;
-	uint32_t *ent_off, *ent_len, *ent_hash;
+	uint32_t *ent_off, *ent_len;
 	uint32_t n_ent, ent_cap;
-	uint32_t *slots; /* open addressing: entry index + 1, 0 empty */
-	uint32_t slot_cap;
+	struct u64index index; /* string -> entry (seeded, probes bounded: the strings are the
+				* trace's, which must not choose collisions) */
 	uint32_t last; /* entry index + 1 of the previous value, 0 none: runs skip the hash */
 	struct pq__chunk *chunks; /* one per row group written */
 	size_t n_chunks, chunks_cap;
@@ -124,6 +125,13 @@ static bool pq__grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
+/* A dictionary entry's hash under seed (its string, after its u32 length in dict). */
+static uint64_t pq__ent_hash(const void *ctx, uint32_t e, uint64_t seed)
+{
+	const struct pq__col *c = ctx;
+	return u64map_hash_bytes(c->dict.p + c->ent_off[e] + 4, c->ent_len[e], seed);
+}
+
 struct pq_writer *pq_writer_open(const char *path, const struct pq_col_def *cols, unsigned n_cols,
 				 const struct pq_writer_opts *o, int *err)
 {
@@ -152,8 +160,10 @@ struct pq_writer *pq_writer_open(const char *path, const struct pq_col_def *cols
 		*err = -ENOMEM;
 		goto fail_alloc;
 	}
-	for (unsigned i = 0; i < n_cols; i++)
+	for (unsigned i = 0; i < n_cols; i++) {
 		w->cols[i].def = &cols[i];
+		u64index_init(&w->cols[i].index, pq__ent_hash, &w->cols[i]);
+	}
 	thrift_enc_init(&w->hdr);
 	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
@@ -224,45 +234,15 @@ int pq_put_i64(struct pq_writer *w, unsigned col, int64_t v)
 	return 0;
 }
 
-static uint32_t pq__hash(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
-}
-
-static bool pq__slots_grow(struct pq__col *c)
-{
-	uint32_t cap = c->slot_cap ? c->slot_cap * 2 : 1024;
-	uint32_t *s = calloc(cap, sizeof(*s));
-	if (!s)
-		return false;
-	for (uint32_t e = 0; e < c->n_ent; e++) {
-		uint32_t k = c->ent_hash[e] & (cap - 1);
-		while (s[k])
-			k = (k + 1) & (cap - 1);
-		s[k] = e + 1;
-	}
-	free(c->slots);
-	c->slots = s;
-	c->slot_cap = cap;
-	return true;
-}
-
 /* The dictionary index of s in the column's chunk dictionary (added if new); -1 on ENOMEM. */
 static int64_t pq__intern(struct pq__col *c, const char *s, size_t n)
 {
-	uint32_t h = pq__hash(s, n);
-	if ((c->n_ent + 1) * 2 > c->slot_cap && !pq__slots_grow(c))
-		return -1;
-	uint32_t k = h & (c->slot_cap - 1);
-	for (; c->slots[k]; k = (k + 1) & (c->slot_cap - 1)) {
-		uint32_t e = c->slots[k] - 1;
-		if (c->ent_hash[e] == h && c->ent_len[e] == n &&
-		    !memcmp(c->dict.p + c->ent_off[e] + 4, s, n))
+	uint64_t h = u64map_hash_bytes(s, n, u64index_seed(&c->index));
+	uint32_t e;
+	for (size_t pos = u64index_start(&c->index, h);
+	     (e = u64index_next(&c->index, &pos)) != U64INDEX_END;)
+		if (c->ent_len[e] == n && !memcmp(c->dict.p + c->ent_off[e] + 4, s, n))
 			return e;
-	}
 	if (c->n_ent == c->ent_cap) {
 		uint32_t cap = c->ent_cap ? c->ent_cap * 2 : 256;
 		uint32_t *a = realloc(c->ent_off, cap * sizeof(*a));
@@ -271,22 +251,17 @@ static int64_t pq__intern(struct pq__col *c, const char *s, size_t n)
 		uint32_t *b = realloc(c->ent_len, cap * sizeof(*b));
 		if (b)
 			c->ent_len = b;
-		uint32_t *d = realloc(c->ent_hash, cap * sizeof(*d));
-		if (d)
-			c->ent_hash = d;
-		if (!a || !b || !d)
+		if (!a || !b)
 			return -1;
 		c->ent_cap = cap;
 	}
-	uint32_t e = c->n_ent;
+	e = c->n_ent;
 	c->ent_off[e] = (uint32_t)c->dict.len;
 	c->ent_len[e] = (uint32_t)n;
-	c->ent_hash[e] = h;
 	pq_buf_u32le(&c->dict, (uint32_t)n);
 	pq_buf_put(&c->dict, s, n);
-	if (c->dict.err)
+	if (c->dict.err || u64index_add(&c->index, e, h) != 0)
 		return -1;
-	c->slots[k] = e + 1;
 	c->n_ent++;
 	return e;
 }
@@ -461,8 +436,7 @@ static int pq__chunk(struct pq_writer *w, struct pq__col *c)
 	c->dict.len = 0;
 	c->n_ent = 0;
 	c->last = 0;
-	if (c->slots)
-		memset(c->slots, 0, c->slot_cap * sizeof(*c->slots));
+	u64index_destroy(&c->index);
 	return 0;
 }
 
@@ -644,8 +618,7 @@ static void pq__free(struct pq_writer *w)
 		pq_buf_free(&c->dict);
 		free(c->ent_off);
 		free(c->ent_len);
-		free(c->ent_hash);
-		free(c->slots);
+		u64index_destroy(&c->index);
 		free(c->chunks);
 	}
 	free(w->cols);

@@ -31,6 +31,7 @@
 #include "ring.h"
 #include "sampler.h"
 #include "session.h"
+#include "session_layout.h" /* TRC_CMDLINE_MAX */
 #include "trcfile.h"
 #include "trcfile_bgc.h"
 #include "u64map.h"
@@ -75,6 +76,14 @@ struct recorder {
 	_Atomic uint64_t buffers_peak;
 	atomic_int error;
 
+	/* Command lines the runtime cut (longer than session_layout.h's TRC_CMDLINE_MAX or a
+	 * quarter of the ring): how many, and the first few, for the note at the end. Drain
+	 * thread, then finish after it joined. */
+	uint32_t cmdlines_cut;
+	struct {
+		uint32_t pid, kept;
+	} cut_first[4];
+
 	/* The writer's stored chunks compressed in the background (trcfile_bgc.h), or NULL
 	 * (TRC_NO_BG_COMPRESS, or it could not start). Start and finish only. */
 	struct trcfile_bgc *bgc;
@@ -117,6 +126,19 @@ static struct trcfile_stream *recorder__stream_for(struct recorder *r,
 
 /* ---- session sink ------------------------------------------------------------------------ */
 
+/* A command line that does not end in a NUL byte was cut by the runtime (procinfo.c). */
+static void recorder__check_cmdline(struct recorder *r, const struct trc_record *rec)
+{
+	uint32_t len = rec->process.cmdline_len;
+	if (!len || rec->process.cmdline[len - 1] == 0)
+		return;
+	if (r->cmdlines_cut < sizeof(r->cut_first) / sizeof(r->cut_first[0])) {
+		r->cut_first[r->cmdlines_cut].pid = rec->process.pid;
+		r->cut_first[r->cmdlines_cut].kept = len;
+	}
+	r->cmdlines_cut++;
+}
+
 static int recorder__on_record(void *arg, const struct session_stream *st,
 			       const struct trc_record *rec)
 {
@@ -131,6 +153,8 @@ static int recorder__on_record(void *arg, const struct session_stream *st,
 		r->events_local++;
 	else if (rec->type == TRC_REC_LOST)
 		r->lost_local += rec->lost.count;
+	else if (rec->type == TRC_REC_PROCESS)
+		recorder__check_cmdline(r, rec);
 	return 0;
 }
 
@@ -430,10 +454,9 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 	 * at the end: not a reason to stop the recording. */
 	if (!getenv("TRC_NO_BG_COMPRESS")) {
 		int berr = 0;
-		r->bgc = trcfile_bgc_start(cfg->writer,
-					   getenv("TRC_TEST_BGC_MISMATCH") ? TRCFILE_BGC_TEST_MISMATCH
-									    : 0,
-					   &berr);
+		r->bgc = trcfile_bgc_start(
+			cfg->writer,
+			getenv("TRC_TEST_BGC_MISMATCH") ? TRCFILE_BGC_TEST_MISMATCH : 0, &berr);
 		(void)berr;
 	}
 	return r;
@@ -488,6 +511,27 @@ static void recorder__note_survivors(struct recorder *r, uint64_t now_ns)
 	recorder__note(r, now_ns, text);
 }
 
+/* Says which command lines were cut and where: readers see only a shorter command. */
+static void recorder__note_cmdlines_cut(struct recorder *r, uint64_t now_ns)
+{
+	if (!r->cmdlines_cut)
+		return;
+	char text[512];
+	size_t off = (size_t)snprintf(
+		text, sizeof(text),
+		"%u command %s longer than recorded (at most %u KiB, or a quarter of the ring): "
+		"cut,",
+		r->cmdlines_cut, r->cmdlines_cut == 1 ? "line was" : "lines were",
+		TRC_CMDLINE_MAX >> 10);
+	uint32_t shown = sizeof(r->cut_first) / sizeof(r->cut_first[0]);
+	for (uint32_t i = 0; i < r->cmdlines_cut && i < shown && off < sizeof(text); i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s pid %u (%u bytes kept)",
+					i ? "," : "", r->cut_first[i].pid, r->cut_first[i].kept);
+	if (r->cmdlines_cut > shown && off < sizeof(text))
+		snprintf(text + off, sizeof(text) - off, ", ...");
+	recorder__note(r, now_ns, text);
+}
+
 int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		    struct recorder_stats *final)
 {
@@ -524,18 +568,21 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 	uint64_t now_ns = trc_mono_ns();
 
 	if (session_processes_attached(r->cfg.session) == 0 && r->cfg.no_preload)
-		recorder__note(r, now_ns,
-			       "no events: the program never attached to the session: it does not "
-			       "link libtrc and trace-run ran it with --no-preload (without it, "
-			       "libtrc-preload.so records its allocations, and its functions when it "
-			       "is built with -finstrument-functions), so only its lifetime, exit "
-			       "status and RSS were recorded");
+		recorder__note(
+			r, now_ns,
+			"no events: the program never attached to the session: it does not "
+			"link libtrc and trace-run ran it with --no-preload (without it, "
+			"libtrc-preload.so records its allocations, and its functions when it "
+			"is built with -finstrument-functions), so only its lifetime, exit "
+			"status and RSS were recorded");
 	else if (session_processes_attached(r->cfg.session) == 0)
-		recorder__note(r, now_ns,
-			       "no events: the program never attached to the session (statically "
-			       "linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
-			       "status and RSS were recorded");
+		recorder__note(
+			r, now_ns,
+			"no events: the program never attached to the session (statically "
+			"linked, setuid, or it cleared LD_PRELOAD), so only its lifetime, exit "
+			"status and RSS were recorded");
 	recorder__note_survivors(r, now_ns);
+	recorder__note_cmdlines_cut(r, now_ns);
 	if (sst.skipped_ticks) {
 		char text[128];
 		snprintf(text, sizeof(text), "rss sampler skipped %llu late ticks",

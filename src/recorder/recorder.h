@@ -40,9 +40,9 @@ struct trcfile_writer;
 struct trcfile_bgc;
 
 struct recorder_config {
-	struct trc_session *session;   /* borrowed; outlives the recorder */
+	struct trc_session *session; /* borrowed; outlives the recorder */
 	struct trcfile_writer *writer; /* borrowed; closed by the caller after finish */
-	pid_t pid;                     /* the program trace-run started */
+	pid_t pid; /* the program trace-run started */
 	bool rss_enabled;
 	uint64_t rss_interval_ns;
 	enum trc_rss_source rss_source;
@@ -55,13 +55,13 @@ struct recorder_config {
 };
 
 struct recorder_stats {
-	uint64_t events;        /* event records written (not metadata, not RSS) */
-	uint64_t lost;          /* records reported lost so far */
-	uint64_t rss_samples;   /* RSS samples written */
-	uint64_t last_rss_bytes;     /* latest sample, program only (buffers excluded) */
+	uint64_t events; /* event records written (not metadata, not RSS) */
+	uint64_t lost; /* records reported lost so far */
+	uint64_t rss_samples; /* RSS samples written */
+	uint64_t last_rss_bytes; /* latest sample, program only (buffers excluded) */
 	uint64_t last_buffers_bytes; /* latest sample's trace-buffer share */
 	uint64_t bytes_written; /* file bytes so far */
-	int drain_error;        /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
+	int drain_error; /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
 	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program */
 	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
 	uint64_t bg_compressed; /* stored chunks compressed in the background so far */
@@ -73,7 +73,7 @@ struct recorder_stats {
 
 /* The end of the program, as trace-run saw it. */
 struct recorder_exit {
-	int status;            /* as from wait4 */
+	int status; /* as from wait4 */
 	uint64_t maxrss_bytes; /* wait4's ru_maxrss; 0 when unknown */
 };
 

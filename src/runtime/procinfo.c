@@ -54,25 +54,61 @@ static ssize_t trc__read_full(int fd, char *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/* The bytes of /proc/self/cmdline, counted up to cap + 1 (more than cap: it will be cut). */
+static uint64_t trc__cmdline_bytes(uint32_t cap)
+{
+	char buf[1024];
+	uint64_t len = 0;
+	int fd = trc__open_proc("/proc/self/cmdline");
+	if (fd < 0)
+		return 0;
+	while (len <= cap) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (uint64_t)n;
+	}
+	close(fd);
+	return len;
+}
+
+/* The command line goes straight into the ring (no buffer of its size on a thread's stack):
+ * counted first, then read into the reserved record. Whole, it is empty or ends in a NUL byte
+ * (one is added if the program rewrote its arguments without one); cut at the cap, it does
+ * not, which is how readers tell (session_layout.h TRC_CMDLINE_MAX). */
 static void trc__emit_process(struct trc__thread *t, unsigned mode)
 {
-	char cmd[TRC_CMDLINE_MAX];
-	uint32_t len = 0;
-	int fd = trc__open_proc("/proc/self/cmdline");
-	if (fd >= 0) {
-		ssize_t n = trc__read_full(fd, cmd, sizeof(cmd));
-		close(fd);
-		len = n > 0 ? (uint32_t)n : 0;
-	}
-	struct trc_ring_process *r =
-		trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), (uint32_t)sizeof(*r) + len);
+	uint32_t cap = trc_cmdline_cap(trc__rt.geom.ring_bytes);
+	uint64_t whole = trc__cmdline_bytes(cap);
+	bool cut = whole > cap;
+	uint32_t len = cut ? cap : (uint32_t)whole;
+	struct trc_ring_process *r = trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0),
+						  (uint32_t)sizeof(*r) + len + (cut ? 0 : 1));
 	if (!r)
 		return;
+	char *cmd = (char *)(r + 1);
+	ssize_t got = 0;
+	int fd = trc__open_proc("/proc/self/cmdline");
+	if (fd >= 0) {
+		got = trc__read_full(fd, cmd, len);
+		close(fd);
+	}
+	if (got < 0)
+		got = 0;
+	/* The arguments may have changed between the two reads: what the second one saw. */
+	len = (uint32_t)got;
+	if (cut) {
+		while (len && cmd[len - 1] == 0)
+			len--;
+	} else if (len && cmd[len - 1] != 0) {
+		cmd[len++] = 0;
+	}
 	r->ts = trc__now(mode);
 	r->pid = (uint32_t)trc__rt.pid;
 	r->ppid = (uint32_t)getppid();
 	r->cmdline_len = len;
-	memcpy(r + 1, cmd, len);
 	ring_commit_sp(&t->prod);
 }
 

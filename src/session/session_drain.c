@@ -434,7 +434,14 @@ static int session__corrupt(struct session__ctx *c, struct session_slot *ds, con
  * An event's ring record ({ts, a?, b?}, session_layout.h) becomes its chunk record (FORMAT.md
  * "Records") in one step: type byte, ts delta, then the fields, the address predictors of the
  * window carried along. No struct trc_record, no call per record. The bytes are exactly
- * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type). */
+ * trcfile__encode's for the same record (tests/test_drain_fused.c checks every event type).
+ *
+ * Two loops: the careful one (session__fused_run: one record at a time, every check, the
+ * window's opening and closing, a name's first use, the previous clock segment, records near
+ * the end of the ring or of the batch) and, inside it while a window is open, the fast one
+ * (session_drain_fast.h: an encoder per event type, only the checks that vary per record, the
+ * others made once per run). Whatever the fast loop does not take, the careful one does, and
+ * whatever that does not take goes to ring_batch_next and session__record. */
 
 _Static_assert(
 	(RING_TAG_PAD & 0xffu) > TRC_REC_FUNC_EXIT,
@@ -453,7 +460,8 @@ static const uint8_t session__event_len[256] = {
 	[TRC_REC_FUNC_ENTER] = RING_HDR_BYTES + sizeof(struct trc_ring_func),
 	[TRC_REC_FUNC_EXIT] = RING_HDR_BYTES + sizeof(struct trc_ring_func),
 };
-/* The fused loop reads 3 payload words whatever the type, when that stays inside data. */
+/* Both loops read a record's header and 3 payload words whatever the type: they take a record
+ * only when that stays inside data (and, the fast one, inside the batch). */
 #define SESSION__MAX_EVENT_LEN (RING_HDR_BYTES + 24u)
 
 /* The clock conversion of a tick count at or after the current segment's start (nearly every
@@ -465,20 +473,58 @@ static inline uint64_t session__ns_cur(const struct trc_clock_conv *cur, uint64_
 	       (uint64_t)(((unsigned __int128)(t - cur->tick0) * cur->mult) >> TRC_CLOCK_SHIFT);
 }
 
-/* A varint, the one- and two-byte cases (nearly every delta, id and address step) inline. */
+/* A varint of three bytes or more: out of line, so the inline cases keep their registers. */
+__attribute__((noinline, cold)) static uint8_t *session__varint_long(uint8_t *p, uint64_t v)
+{
+	return trcfile__put_varint(p, v);
+}
+
+/* A varint, the one- to three-byte cases (nearly every delta, id, address step and small value)
+ * inline. */
 static inline uint8_t *session__varint(uint8_t *p, uint64_t v)
 {
-	if (__builtin_expect(v < 0x80, 1)) {
-		*p = (uint8_t)v;
+	*p = (uint8_t)v;
+	if (__builtin_expect(v < 0x80, 1))
 		return p + 1;
-	}
-	if (v < 0x4000) {
+	if (__builtin_expect(v < 0x4000, 1)) {
 		p[0] = (uint8_t)(v | 0x80);
 		p[1] = (uint8_t)(v >> 7);
 		return p + 2;
 	}
-	return trcfile__put_varint(p, v);
+	if (__builtin_expect(v < 0x200000, 1)) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)((v >> 7) | 0x80);
+		p[2] = (uint8_t)(v >> 14);
+		return p + 3;
+	}
+	return session__varint_long(p, v);
 }
+
+/* The fast loop's state: the window and the position, in locals of session__fused_run. */
+struct session__fast {
+	uint8_t *p;
+	uint64_t wts, walloc, wfunc;
+	uint32_t count;
+};
+
+/* What the fast loop checks records against (session__fused_run's copies). */
+struct session__fast_in {
+	struct trc_clock_conv cur, prev;
+	uint64_t ts_lo, ts_span;
+	const uint8_t *seen;
+	uint64_t seen_bits;
+};
+
+/* The fast loop, one instance per clock form (session_drain_fast.h). */
+#define SESSION__FAST_FN session__fast_ns
+#define SESSION__FAST_CLOCK 0
+#include "session_drain_fast.h"
+#define SESSION__FAST_FN session__fast_tsc_hi
+#define SESSION__FAST_CLOCK 1
+#include "session_drain_fast.h"
+#define SESSION__FAST_FN session__fast_tsc
+#define SESSION__FAST_CLOCK 2
+#include "session_drain_fast.h"
 
 /* Closes the stream's window if one is open. */
 static int session__window_close(struct session__ctx *c, struct session_slot *ds,
@@ -517,6 +563,13 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	const struct trc_clock_conv cur = s->conv_cur, prev = s->conv_prev;
 	const uint8_t *seen = s->name_seen;
 	const uint64_t seen_bits = s->name_seen_bits;
+	/* What the fast loop checks against (ts_span is refreshed per run: drain_ring moves it). */
+	struct session__fast_in fin = {.cur = cur,
+				       .prev = prev,
+				       .ts_lo = c->ts_lo,
+				       .ts_span = c->ts_span,
+				       .seen = seen,
+				       .seen_bits = seen_bits};
 	/* The window, in locals while the loop runs (win holds them across calls out). */
 	uint8_t *p = win->p, *limit = win->limit;
 	uint64_t wts = win->ts, walloc = win->alloc_addr, wfunc = win->func_addr;
@@ -547,6 +600,49 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	if (end - pos > cap || (pos & 7u))
 		return 0;
 	while ((int64_t)(stop - pos) > 0) {
+		if (*open) {
+			/* The fast loop over what lies wholly inside data and the batch (the last
+			 * SESSION__MAX_EVENT_LEN bytes of either are the careful loop's), at most
+			 * the slice, and at most as many records as the window has room for: the
+			 * shortest event takes RING_HDR_BYTES + 8 ring bytes and the longest writes
+			 * TRCFILE_WINDOW_EVENT_MAX - 1 bytes, so p stays below limit. */
+			uint64_t off = pos & mask, room = cap - off;
+			if (room > end - pos)
+				room = end - pos;
+			uint64_t span = room >= SESSION__MAX_EVENT_LEN
+						? room - SESSION__MAX_EVENT_LEN + 1
+						: 0;
+			if (span > stop - pos)
+				span = stop - pos;
+			uint64_t fit = p < limit
+					       ? (uint64_t)(limit - p) / TRCFILE_WINDOW_EVENT_MAX *
+							 (RING_HDR_BYTES + 8)
+					       : 0;
+			if (span > fit)
+				span = fit;
+			if (span) {
+				struct session__fast f = {p, wts, walloc, wfunc, count};
+				const uint8_t *q0 = data + off;
+				fin.ts_span = c->ts_span;
+				/* The one-product form needs 0 < mult < 2^32. */
+				const uint8_t *q =
+					!tsc ? session__fast_ns(q0, q0 + span, &f, &fin)
+					: cur.mult >> 32 || !cur.mult
+						? session__fast_tsc(q0, q0 + span, &f, &fin)
+						: session__fast_tsc_hi(q0, q0 + span, &f, &fin);
+				if (q != q0) {
+					pos += (uint64_t)(q - q0);
+					p = f.p;
+					wts = f.wts;
+					walloc = f.walloc;
+					wfunc = f.wfunc;
+					count = f.count;
+					last_ts = wts;
+					if ((int64_t)(stop - pos) <= 0)
+						break;
+				}
+			}
+		}
 		/* The rest of ring_batch_next's checks, in the form an event passes: its exact
 		 * length for its type (which also says it is an event, and a multiple of 8), within
 		 * what was published and within data. Anything odd is left to ring_batch_next. */

@@ -153,7 +153,15 @@
 #define TRC_STRTAB_READY 0x80000000u
 #define TRC_STRTAB_MAX_LEN 1024u /* longer names are cut */
 #define TRC_STRTAB_MAX_BYTES (8ull * TRC_NAME_ID_MAX)
-#define TRC_CMDLINE_MAX 4096u /* PROCESS record: command line cut here */
+/* PROCESS record: the command line is recorded whole up to TRC_CMDLINE_MAX bytes (128 KiB:
+ * the kernel's limit on one argument, far above real programs) or a quarter of the ring,
+ * whichever is less (trc_cmdline_cap). A longer one keeps its first bytes and is marked cut by
+ * not ending in a NUL byte: a whole one always does (procinfo.c). */
+#define TRC_CMDLINE_MAX (128u << 10)
+static inline uint32_t trc_cmdline_cap(uint64_t ring_bytes)
+{
+	return ring_bytes / 4 < TRC_CMDLINE_MAX ? (uint32_t)(ring_bytes / 4) : TRC_CMDLINE_MAX;
+}
 /* Set in a slot's or process entry's pid when the process lives in another PID namespace than
  * the recorder (hdr->pid_ns): the number is that namespace's, never tgkill'd or kill'd. */
 #define TRC_PID_FOREIGN 0x80000000u

@@ -370,6 +370,13 @@ int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned 
  * the next call on it. For the hot loops of the exporters. */
 int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec,
 			  unsigned *stream_idx);
+/* Up to max (>= 1) records at once, in the order trcfile_iter_next_ref gives them: recs[i]
+ * and stream_idx[i] for i below the count returned (0 at the end, or -EBADMSG / -ENOMEM).
+ * Every record of the run (strings too) stays valid until the next call on it. A run ends
+ * early where a stream needs its next chunk decoded. The exporters' loop without a call per
+ * record. */
+int trcfile_iter_next_refs(struct trcfile_iter *it, const struct trc_record **recs,
+			   unsigned *stream_idx, unsigned max);
 /* Restarts the merge at the first records with ts_ns >= t_ns. 0 or -errno. */
 int trcfile_iter_seek(struct trcfile_iter *it, uint64_t t_ns);
 void trcfile_iter_free(struct trcfile_iter *it);

@@ -19,20 +19,20 @@
 #include "trcfile_codec.h"
 #include "trcfile_stored.h"
 
-#define TRCFILE__BGC_QUEUE 64u              /* chunks waiting: 1.5 KiB */
-#define TRCFILE__BGC_SLICE (128u << 10)     /* input between checks for stop */
+#define TRCFILE__BGC_QUEUE 64u /* chunks waiting: 1.5 KiB */
+#define TRCFILE__BGC_SLICE (128u << 10) /* input between checks for stop */
 
 /* One chunk compressed into the side file. Entries are in trace offset order: the writer
  * thread tells of its chunks in file order and the queue is FIFO. */
 struct trcfile__bgc_entry {
 	uint64_t trace_off, side_off;
 	uint32_t side_len; /* header and frame */
-	uint32_t crc;      /* CRC-32C of those bytes */
+	uint32_t crc; /* CRC-32C of those bytes */
 };
 
 struct trcfile_bgc {
 	struct trcfile_writer *w; /* until stop */
-	int rfd, sfd;            /* the trace (read), the side file */
+	int rfd, sfd; /* the trace (read), the side file */
 	int zstd_level;
 	uint32_t min_bytes; /* smaller chunks are left for the end */
 	uint32_t flags;

@@ -65,8 +65,8 @@ int trcfile__bgc_fd(const struct trcfile_bgc *b);
 
 /* What trcfile__compact_bgc did with the side file's copies. */
 struct trcfile_bgc_use {
-	uint64_t stored;  /* stored chunks in the input */
-	uint64_t used;    /* of them, taken compressed from the side file */
+	uint64_t stored; /* stored chunks in the input */
+	uint64_t used; /* of them, taken compressed from the side file */
 	uint64_t refused; /* copies found that did not match their chunk: compressed again */
 };
 

@@ -240,8 +240,8 @@ int trcfile_compact(const char *in_path, const char *out_path, const struct trcf
 		    uint64_t *stored_in, char *msg, size_t msg_len)
 {
 	struct trcfile_bgc_use use = {0};
-	int err = trcfile__compact_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg,
-				       msg_len);
+	int err =
+		trcfile__compact_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg, msg_len);
 	if (stored_in)
 		*stored_in = use.stored;
 	return err;
@@ -269,8 +269,8 @@ int trcfile__compact_bgc(const char *in_path, const char *out_path,
 	trcfile__footer_walk_free(&fw);
 	trcfile_reader_close(r);
 	if (err == 1) /* not walkable: the reader recovers and checks it */
-		err = trcfile__compact_loaded_bgc(in_path, out_path, o, b, progress, arg, &use,
-						  msg, msg_len);
+		err = trcfile__compact_loaded_bgc(in_path, out_path, o, b, progress, arg, &use, msg,
+						  msg_len);
 	if (use_out)
 		*use_out = use;
 	return err;
@@ -282,8 +282,8 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    uint64_t *stored_in, char *msg, size_t msg_len)
 {
 	struct trcfile_bgc_use use = {0};
-	int err = trcfile__compact_loaded_bgc(in_path, out_path, o, NULL, progress, arg, &use,
-					      msg, msg_len);
+	int err = trcfile__compact_loaded_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg,
+					      msg_len);
 	if (stored_in)
 		*stored_in = use.stored;
 	return err;

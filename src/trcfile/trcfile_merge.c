@@ -257,6 +257,46 @@ int trcfile_iter_next_ref(struct trcfile_iter *it, const struct trc_record **rec
 	return 1;
 }
 
+int trcfile_iter_next_refs(struct trcfile_iter *it, const struct trc_record **recs,
+			   unsigned *stream_idx, unsigned max)
+{
+	if (trcfile__unlikely(!max))
+		return 0;
+	unsigned first;
+	int rc = trcfile_iter_next_ref(it, &recs[0], &first);
+	if (rc != 1)
+		return rc;
+	stream_idx[0] = first;
+	/* The winner's stream moves on here while its batch has a record left: no refill, so
+	 * the records handed out so far (and their strings) stay where they are. The one that
+	 * needs a refill stops the run, and moves on at the start of the next call (pending). */
+	trcfile__key *loser = it->loser;
+	struct trcfile__lane *lane = it->lane;
+	const unsigned k = it->k, *leaf = it->leaf;
+	trcfile__key win = it->win;
+	unsigned s = first, n = 1;
+	while (n < max) {
+		struct trcfile__lane *l = &lane[s];
+		if (l->next + 1 >= l->end)
+			break;
+		l->next++;
+		trcfile__key v = trcfile__key_make(l->next->ts_ns, s);
+		for (unsigned i = (leaf[s] + k) / 2; i; i /= 2) {
+			trcfile__key o = loser[i];
+			trcfile__key w = o < v ? o : v;
+			loser[i] = o ^ v ^ w; /* the other one */
+			v = w;
+		}
+		/* The winner is live: s's own new key, live, beats every finished one. */
+		win = v;
+		s = (unsigned)v;
+		recs[n] = lane[s].next;
+		stream_idx[n++] = s;
+	}
+	it->win = win;
+	return (int)n;
+}
+
 int trcfile_iter_next(struct trcfile_iter *it, struct trc_record *rec, unsigned *stream_idx)
 {
 	const struct trc_record *r;

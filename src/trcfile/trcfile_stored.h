@@ -77,7 +77,7 @@ typedef void (*trcfile_stored_hook)(void *arg, const struct trcfile_stored_note 
 
 /* What a hook needs to read the chunks back and compress them as the writer would. */
 struct trcfile_stored_source {
-	int fd;         /* the file, opened anew for reading: the caller closes it */
+	int fd; /* the file, opened anew for reading: the caller closes it */
 	int zstd_level; /* the writer's */
 	uint32_t chunk_bytes;
 };

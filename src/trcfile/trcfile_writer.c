@@ -537,7 +537,7 @@ int trcfile__writer_on_stored(struct trcfile_writer *w, trcfile_stored_hook fn, 
 	if (fn && src) {
 		char proc[64];
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
-		/* The writer's descriptor is write-only: the proc link opens the same file to read. */
+		/* The writer's descriptor is write-only: its proc link opens the file to read. */
 		int rfd = open(proc, O_RDONLY | O_CLOEXEC);
 		if (rfd < 0)
 			return -errno;

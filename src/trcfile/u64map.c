@@ -6,7 +6,9 @@
  * invariant by shifting later members of the run back into the hole.
  *
  * Hostile keys: the home slot mixes in a per-process random seed (u64map__seed), so no file
- * can be crafted to make the keys of a reader's maps collide.
+ * can be crafted to make the keys of a reader's maps collide; keys crafted by someone who knew
+ * the seed meet the run bound (U64MAP__MAX_RUN) and a new seed. u64index (at the end) keeps
+ * the same rules for keys that live in their owner's array.
  *
  * Threads: none (u64map.h); the seed is the same for every thread.
  */
@@ -41,8 +43,11 @@ static uint64_t u64map__seed(void)
 		return s;
 	s = __atomic_load_n(&seed, __ATOMIC_RELAXED);
 	if (__builtin_expect(s == 0, 0)) {
+		const char *env = secure_getenv("TRC_TEST_HASH_SEED"); /* end-to-end tests */
 		const uint8_t *r = (const uint8_t *)(uintptr_t)getauxval(AT_RANDOM);
-		if (r)
+		if (env && *env)
+			s = strtoull(env, NULL, 16);
+		else if (r)
 			memcpy(&s, r + 8, sizeof(s));
 		s |= 1; /* never 0 again: every thread computes the same value */
 		__atomic_store_n(&seed, s, __ATOMIC_RELAXED);
@@ -66,9 +71,28 @@ static size_t u64map__home(uint64_t key, uint64_t seed, size_t cap)
 	return (size_t)u64map__mix(key, seed) & (cap - 1);
 }
 
-uint64_t u64map_hash(uint64_t key)
+uint64_t u64map_mix(uint64_t key, uint64_t seed)
 {
-	return u64map__mix(key, u64map__seed());
+	return u64map__mix(key, seed);
+}
+
+uint64_t u64map_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	/* The seed enters every step: with it only at the start, the first step would cancel it
+	 * and equal-length strings would collide alike under every seed. */
+	const unsigned char *b = p;
+	uint64_t h = u64map__mix(n, seed);
+	for (; n >= 8; n -= 8, b += 8) {
+		uint64_t w;
+		memcpy(&w, b, 8);
+		h = u64map__mix(h ^ w, seed);
+	}
+	if (n) {
+		uint64_t w = 0;
+		memcpy(&w, b, n);
+		h = u64map__mix(h ^ w, seed);
+	}
+	return h;
 }
 
 void u64map_test_force_seed(uint64_t seed)
@@ -272,4 +296,110 @@ bool u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, uint64_t *v
 	}
 	*pos = m->cap;
 	return false;
+}
+
+/* ---- u64index ---------------------------------------------------------------------------- */
+
+/* The longest run any index of this process held after an add (u64index_worst_run). */
+static size_t u64index__worst;
+
+void u64index_init(struct u64index *ix, u64index_hash_fn hash, const void *ctx)
+{
+	memset(ix, 0, sizeof(*ix));
+	ix->seed = u64map__seed();
+	ix->hash = hash;
+	ix->ctx = ctx;
+}
+
+void u64index_destroy(struct u64index *ix)
+{
+	if (!ix)
+		return;
+	free(ix->slots);
+	u64index_init(ix, ix->hash, ix->ctx);
+}
+
+/* New slots of cap entries holding every entry under ix->seed (a grow, or a new seed). */
+static int u64index__rehash(struct u64index *ix, size_t cap)
+{
+	uint32_t *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < ix->cap; i++) {
+		if (!ix->slots[i])
+			continue;
+		size_t j = (size_t)ix->hash(ix->ctx, ix->slots[i] - 1, ix->seed) & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = ix->slots[i];
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->cap = cap;
+	return 0;
+}
+
+/* As u64map__run_at: the cluster holding slot i, counted up to U64MAP__MAX_RUN + 1. */
+static size_t u64index__run_at(const struct u64index *ix, size_t i)
+{
+	size_t mask = ix->cap - 1, len = 1;
+	for (size_t j = (i - 1) & mask; ix->slots[j] && len <= U64MAP__MAX_RUN; j = (j - 1) & mask)
+		len++;
+	for (size_t j = (i + 1) & mask; ix->slots[j] && len <= U64MAP__MAX_RUN; j = (j + 1) & mask)
+		len++;
+	return len;
+}
+
+/* As u64map__break_run: new seeds, then a larger table; a failure leaves it correct. */
+static void u64index__break_run(struct u64index *ix)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t old = ix->seed;
+		ix->seed = u64map__new_seed(old);
+		if (u64index__rehash(ix, tries < 3 ? ix->cap : 2 * ix->cap) != 0) {
+			ix->seed = old;
+			return;
+		}
+		ix->reseeds++;
+		if (u64index_longest_run(ix) <= U64MAP__MAX_RUN)
+			return;
+	}
+}
+
+int u64index_add(struct u64index *ix, uint32_t entry, uint64_t h)
+{
+	if (2 * (ix->n + 1) > ix->cap) {
+		int err = u64index__rehash(ix, ix->cap ? 2 * ix->cap : U64MAP__MIN_CAP);
+		if (err)
+			return err;
+	}
+	size_t i = (size_t)h & (ix->cap - 1);
+	while (ix->slots[i])
+		i = (i + 1) & (ix->cap - 1);
+	ix->slots[i] = entry + 1;
+	ix->n++;
+	size_t run = u64index__run_at(ix, i);
+	if (__builtin_expect(run > U64MAP__MAX_RUN, 0)) {
+		u64index__break_run(ix);
+		run = u64index_longest_run(ix);
+	}
+	if (run > __atomic_load_n(&u64index__worst, __ATOMIC_RELAXED))
+		__atomic_store_n(&u64index__worst, run, __ATOMIC_RELAXED);
+	return 0;
+}
+
+size_t u64index_worst_run(void)
+{
+	return __atomic_load_n(&u64index__worst, __ATOMIC_RELAXED);
+}
+
+size_t u64index_longest_run(const struct u64index *ix)
+{
+	size_t best = 0, run = 0;
+	for (size_t i = 0; i < 2 * ix->cap; i++) { /* twice round: a run may wrap */
+		run = ix->slots[i & (ix->cap - 1)] ? run + 1 : 0;
+		if (run > best)
+			best = run;
+	}
+	return best > ix->cap ? ix->cap : best;
 }

@@ -1,4 +1,6 @@
-/* u64map.h - a u64 -> u64 hash map: the tree's one map (reader tables, summary, recorder).
+/* u64map.h - a u64 -> u64 hash map: the tree's one map (reader tables, summary, recorder);
+ * and u64index (at the end), the same rules for keys wider than 64 bits (analysis tables,
+ * the Parquet writer's dictionaries).
  *
  * Purpose: open addressing with linear probing, load at most 1/2, backward-shift deletion (no
  * tombstones build up under put/del churn, e.g. allocations and frees, streams opened and
@@ -7,8 +9,8 @@
  * allocate without bound: a put of a new key beyond it fails with -ENOSPC (replacing stays
  * possible). The struct is visible so owners can embed it; its fields are the module's.
  *
- * Lives in src/trcfile/ as the lowest folder that both the recorder and the analysis may
- * include; it knows nothing of trace files.
+ * Lives in src/trcfile/ as the lowest folder that the recorder, the analysis and the
+ * exporters may include; it knows nothing of trace files.
  *
  * Hostile keys: slots depend on a per-process random seed, so no file can be crafted to make
  * a reader's keys collide (a million colliding addresses cost 10^12 probes unseeded). Should
@@ -41,13 +43,17 @@ struct u64map {
 	unsigned reseeds; /* how many times colliding keys moved the map to a new seed */
 };
 
-/* The process's seeded mix of key (the one u64map uses for slots): for the open-addressing
- * tables elsewhere (src/analysis) whose keys come from a file, so that a file cannot be
- * crafted to make them collide. Combine several fields as u64map_hash(a ^ u64map_hash(b)). */
-uint64_t u64map_hash(uint64_t key);
+/* u64map's mix of key under seed (its slots are u64map_mix(key, m->seed)): for the owners of
+ * a u64index, which hash their keys under the index's seed (u64index_seed). Combine several
+ * fields as u64map_mix(a ^ u64map_mix(b, seed), seed). */
+uint64_t u64map_mix(uint64_t key, uint64_t seed);
+/* A seeded hash of n bytes (a name): a chain of u64map_mix over 8-byte words, so that
+ * strings crafted to collide under one seed spread under another. */
+uint64_t u64map_hash_bytes(const void *p, size_t n, uint64_t seed);
 
-/* Tests only: maps initialised from now on use seed (0: the process's random seed again), so
- * a test can craft keys that collide under it. */
+/* Tests only: maps and indexes initialised from now on use seed (0: the process's random
+ * seed again), so a test can craft keys that collide under it. trace-dump and trace-run take
+ * the same from the environment (TRC_TEST_HASH_SEED, hex), read once, for end-to-end tests. */
 void u64map_test_force_seed(uint64_t seed);
 
 /* An empty map of at most max_n entries (SIZE_MAX: no bound). Allocates nothing. */
@@ -68,5 +74,72 @@ size_t u64map_count(const struct u64map *m);
 /* Iteration in table order: start with *pos = 0; true with the next entry's key and value
  * (either may be NULL), false at the end. The map must not change meanwhile. */
 bool u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, uint64_t *val);
+
+/* ---- u64index: the same table for keys wider than 64 bits --------------------------------
+ *
+ * Purpose: an index of entries the owner keeps in its own array (entry numbers below
+ * UINT32_MAX), for keys that do not fit in a u64: a (pid, address) pair, a trie node's
+ * (parent, kind, pid, key), a string. The owner hashes a key under u64index_seed (u64map_mix,
+ * u64map_hash_bytes) and compares the entries the probe yields; the index keeps u64map's rules
+ * (load at most 1/2, no run of occupied slots past the bound of u64map.c, a new random seed
+ * when keys crafted against the old one make one), rehashing every entry through the owner's
+ * hash callback. No deletion.
+ *
+ * Threads: none; an index belongs to one thread at a time.
+ */
+
+/* The hash of entry's key under seed: the same value the owner computes for a probe. */
+typedef uint64_t (*u64index_hash_fn)(const void *ctx, uint32_t entry, uint64_t seed);
+
+struct u64index {
+	uint32_t *slots; /* entry + 1; 0 empty */
+	size_t cap; /* power of two, 0 before the first add */
+	size_t n;
+	uint64_t seed; /* hash keys under this one (u64index_seed) */
+	unsigned reseeds; /* how many times colliding keys moved the index to a new seed */
+	u64index_hash_fn hash;
+	const void *ctx;
+};
+
+#define U64INDEX_END UINT32_MAX
+
+/* An empty index (allocates nothing); hash(ctx, entry, seed) rehashes entries. */
+void u64index_init(struct u64index *ix, u64index_hash_fn hash, const void *ctx);
+/* Frees the slots; the index is empty (and usable) again. */
+void u64index_destroy(struct u64index *ix);
+
+/* The seed to hash probe keys under; it changes when u64index_add moves the index. */
+static inline uint64_t u64index_seed(const struct u64index *ix)
+{
+	return ix->seed;
+}
+
+/* Probing for a key of hash h: for (pos = u64index_start(ix, h);
+ * (e = u64index_next(ix, &pos)) != U64INDEX_END;) compare entry e with the key. Every probe
+ * stays inside one run of occupied slots, so it meets at most the bound of u64map.c. */
+static inline size_t u64index_start(const struct u64index *ix, uint64_t h)
+{
+	return ix->cap ? (size_t)h & (ix->cap - 1) : 0;
+}
+
+static inline uint32_t u64index_next(const struct u64index *ix, size_t *pos)
+{
+	if (!ix->cap || !ix->slots[*pos])
+		return U64INDEX_END;
+	uint32_t e = ix->slots[*pos] - 1;
+	*pos = (*pos + 1) & (ix->cap - 1);
+	return e;
+}
+
+/* Adds entry, whose key is not in the index yet, h its hash under u64index_seed. 0 or
+ * -ENOMEM (not added). Probes started before are void afterwards (the index may have grown or
+ * moved to a new seed). */
+int u64index_add(struct u64index *ix, uint32_t entry, uint64_t h);
+
+/* Tests and diagnostics: the longest run of occupied slots (what any probe may meet). */
+size_t u64index_longest_run(const struct u64index *ix);
+/* Tests: the longest run any index of this process held after an add (the owners' indexes
+ * are private; keys crafted against them must never make this exceed the bound). */
+size_t u64index_worst_run(void);
 
 #endif /* TRC_U64MAP_H */
