@@ -88,10 +88,8 @@ static int trcfile__bgc_pwrite_all(int fd, const void *buf, size_t len, uint64_t
 static void trcfile__bgc_hook(void *arg, const struct trcfile_stored_note *n)
 {
 	struct trcfile_bgc *b = arg;
-	if (n->raw_bytes < b->min_bytes)
-		return;
 	pthread_mutex_lock(&b->lock);
-	if (b->q_n < TRCFILE__BGC_QUEUE) {
+	if (n->raw_bytes >= b->min_bytes && b->q_n < TRCFILE__BGC_QUEUE) {
 		b->q[(b->q_head + b->q_n) % TRCFILE__BGC_QUEUE] = *n;
 		b->q_n++;
 		pthread_cond_signal(&b->wake);
@@ -274,6 +272,7 @@ struct trcfile_bgc *trcfile_bgc_start(struct trcfile_writer *w, uint32_t flags, 
 	}
 	b->rfd = b->sfd = -1;
 	b->flags = flags;
+	b->min_bytes = UINT32_MAX; /* nothing is queued until it is set */
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->wake, NULL);
 	/* Chunks told of before the thread runs wait in the queue. */
@@ -281,9 +280,12 @@ struct trcfile_bgc *trcfile_bgc_start(struct trcfile_writer *w, uint32_t flags, 
 	e = trcfile__writer_on_stored(w, trcfile__bgc_hook, b, &src);
 	if (e)
 		goto fail;
+	/* The hook may run already: what it reads is set under the lock. */
+	pthread_mutex_lock(&b->lock);
 	b->rfd = src.fd;
 	b->zstd_level = src.zstd_level;
 	b->min_bytes = src.chunk_bytes / 16;
+	pthread_mutex_unlock(&b->lock);
 	b->w = w;
 	b->sfd = trcfile__bgc_side_file(b->rfd);
 	if (b->sfd < 0) {
