@@ -20,7 +20,10 @@
  *     each stream's chunks go to a stream of the writer, in seq order. Its memory is the
  *     reader's: about 200 bytes a chunk.
  * Either way each chunk goes to the writer as a whole chunk: a stored one through the writer's
- * compressor threads, a compressed one as it is.
+ * compressor threads, a compressed one as it is. trace-run's compaction (trcfile__compact_bgc)
+ * first looks for a stored chunk's copy made by the background compressor while the program
+ * ran (trcfile_bgc.h): one that matches the chunk's index entry goes to the writer as a
+ * compressed chunk, so only the rest is compressed here.
  *
  * Threads: the caller's thread reads; the writer's threads compress and write.
  */

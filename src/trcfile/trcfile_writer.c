@@ -22,7 +22,9 @@
  * those are gone too: the disk is behind) and enqueues the chunk straight on the write queue,
  * marked stored; the writer thread writes header and records as they are (CRC on its own
  * thread) and gives the store slot back. The write queue thus has many producers (the
- * compressors and the appending threads), still one consumer.
+ * compressors and the appending threads), still one consumer. Once a stored chunk is written,
+ * the writer thread tells the hook set with trcfile__writer_on_stored (the background
+ * compressor, trcfile_bgc.h) where it is.
  * Whole chunks (trcfile__stream_put_chunk and trcfile__writer_put_chunk, for trcfile_compact):
  * a stored one enters the compress queue like any chunk; a compressed one goes to the write
  * queue with its frame. trcfile_compact's streamed way opens no stream: it gives the stream
