@@ -102,6 +102,51 @@ Test(e2e_recorder, keep_stored_leaves_them_and_the_trace_reads_the_same, .timeou
 	e2e_rm_rf(dir);
 }
 
+/* Whether trace-run (pid) runs a thread named name (its /proc task comm). */
+static bool has_thread_named(pid_t pid, const char *name)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "grep -qx '%s' /proc/%d/task/*/comm", name, (int)pid);
+	return system(cmd) == 0;
+}
+
+/* --keep-stored: no background compressor (its copies would be thrown away); without it, one
+ * (which also shows the name check can see it). */
+Test(e2e_recorder, keep_stored_runs_no_background_compressor, .timeout = 60)
+{
+	for (int keep = 0; keep < 2; keep++) {
+		const char *dir = e2e_tmpdir();
+		char out[256];
+		snprintf(out, sizeof(out), "%s/t.trc", dir);
+		char *argv[] = {(char *)TR,
+				"-q",
+				"--no-preload",
+				keep ? "--keep-stored" : "--no-progress",
+				"-o",
+				out,
+				"--",
+				(char *)e2e_path("tests/prog_e2e_emit"),
+				"1",
+				"1000",
+				"sleep",
+				"1500",
+				NULL};
+		double t0 = e2e_now();
+		pid_t pid = e2e_start(dir, argv);
+		usleep(700000);
+		bool bgc = has_thread_named(pid, "trc-bgc");
+		bool sampler = has_thread_named(pid, "trc-sampler");
+		struct e2e_run r = {0};
+		e2e_collect(dir, pid, &r, t0);
+		cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+		cr_expect(sampler, "no trc-sampler thread seen: the check sees nothing");
+		cr_expect_eq(bgc, !keep, "%s: background compressor %s",
+			     keep ? "--keep-stored" : "default", bgc ? "running" : "absent");
+		e2e_free(&r);
+		e2e_rm_rf(dir);
+	}
+}
+
 Test(e2e_recorder, killed_recorder_with_stored_chunks_leaves_a_readable_trace, .timeout = 60)
 {
 	const char *dir = e2e_tmpdir();

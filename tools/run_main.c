@@ -437,6 +437,7 @@ int main(int argc, char **argv)
 		.rss_interval_ns = opt.rss_interval_ns,
 		.rss_source = opt.rss_source,
 		.no_preload = !opt.preload,
+		.keep_stored = opt.keep_stored,
 	};
 	if (getenv("TRC_TEST_FAIL_THREAD"))
 		rcfg.create_thread = run__fail_create;

@@ -452,7 +452,7 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 	}
 	/* Last, so nothing after it can fail. Without it the stored chunks are all compressed
 	 * at the end: not a reason to stop the recording. */
-	if (!getenv("TRC_NO_BG_COMPRESS")) {
+	if (!cfg->keep_stored && !getenv("TRC_NO_BG_COMPRESS")) {
 		int berr = 0;
 		r->bgc = trcfile_bgc_start(
 			cfg->writer,

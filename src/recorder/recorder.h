@@ -49,6 +49,9 @@ struct recorder_config {
 	/* true: trace-run did not preload libtrc-preload.so (--no-preload); the note on a
 	 * program that never attached then names that instead of guessing. */
 	bool no_preload;
+	/* true: stored chunks stay stored (trace-run --keep-stored): no background compressor,
+	 * whose copies nothing would take. */
+	bool keep_stored;
 	/* Test hook, passed to the sampler (NULL: pthread_create). Also used for the drain
 	 * thread, so a test can make either fail. */
 	int (*create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

@@ -206,6 +206,7 @@ static int trcfile__bgc_one(struct trcfile_bgc *b, struct trcfile__bgc_work *wk,
 static void *trcfile__bgc_main(void *arg)
 {
 	struct trcfile_bgc *b = arg;
+	pthread_setname_np(pthread_self(), "trc-bgc"); /* as top and /proc show it */
 	/* Only CPU nobody else wants (see the header). Failure leaves the normal priority;
 	 * then nice 19 at least. */
 	struct sched_param sp = {.sched_priority = 0};
