@@ -300,7 +300,8 @@ static void dp_pop(struct dp *d, struct dp_stream *s, uint64_t ts)
 static void dp_func(struct dp *d, struct dp_stream *s, const struct trc_record *rec)
 {
 	if (rec->type == TRC_REC_FUNC_ENTER)
-		dp_push(d, s, (struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
+		dp_push(d, s,
+			(struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
 	else
 		dp_pop(d, s, rec->ts_ns);
 	struct pq_writer *w = d->t[DP_EVENTS];
@@ -351,16 +352,15 @@ static void dp_alloc(struct dp *d, struct dp_stream *s, const struct trc_record 
 {
 	struct pq_writer *w = d->t[DP_ALLOCS];
 	bool alloc = rec->type == TRC_REC_ALLOC;
-	/* Key by process: a forked child has the same addresses as its parent. */
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)s->pid << 48);
 	uint64_t size = 0;
 	bool known = true;
 	if (alloc) {
 		uint64_t old = 0;
 		size = rec->alloc.size;
-		(void)allocmap_put(d->live, key, size, &old); /* full: frees go unknown */
+		(void)allocmap_put(d->live, s->pid, rec->alloc.addr, size,
+				   &old); /* full: frees go unknown */
 	} else {
-		known = allocmap_take(d->live, key, &size);
+		known = allocmap_take(d->live, s->pid, rec->alloc.addr, &size);
 	}
 	dp_labels(d, w);
 	dp_check(d, pq_put_i64(w, 2, dp_rt(d, rec->ts_ns)));

@@ -78,11 +78,10 @@ static void summary__live_rec(struct summary__state *m, struct summary__live *l,
 	struct summary_heap *h = summary__heap(m, l, pid);
 	if (!h)
 		return;
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
 	if (rec->type == TRC_REC_ALLOC) {
 		h->allocs++;
 		h->alloc_bytes += rec->alloc.size;
-		int err = allocmap_put(l->map, key, rec->alloc.size, &size);
+		int err = allocmap_put(l->map, pid, rec->alloc.addr, rec->alloc.size, &size);
 		if (err == -ENOSPC) {
 			s->live_approximate = true;
 			return;
@@ -99,7 +98,7 @@ static void summary__live_rec(struct summary__state *m, struct summary__live *l,
 		l->cur = l->cur - size + rec->alloc.size;
 		if (l->cur > s->live_peak_bytes)
 			s->live_peak_bytes = l->cur;
-	} else if (allocmap_take(l->map, key, &size)) {
+	} else if (allocmap_take(l->map, pid, rec->alloc.addr, &size)) {
 		h->live_end_bytes -= size;
 		if (!h->exited)
 			l->cur -= size;
