@@ -300,8 +300,7 @@ static void dp_pop(struct dp *d, struct dp_stream *s, uint64_t ts)
 static void dp_func(struct dp *d, struct dp_stream *s, const struct trc_record *rec)
 {
 	if (rec->type == TRC_REC_FUNC_ENTER)
-		dp_push(d, s,
-			(struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
+		dp_push(d, s, (struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
 	else
 		dp_pop(d, s, rec->ts_ns);
 	struct pq_writer *w = d->t[DP_EVENTS];
@@ -357,8 +356,8 @@ static void dp_alloc(struct dp *d, struct dp_stream *s, const struct trc_record 
 	if (alloc) {
 		uint64_t old = 0;
 		size = rec->alloc.size;
-		(void)allocmap_put(d->live, s->pid, rec->alloc.addr, size,
-				   &old); /* full: frees go unknown */
+		/* full: frees go unknown */
+		(void)allocmap_put(d->live, s->pid, rec->alloc.addr, size, &old);
 	} else {
 		known = allocmap_take(d->live, s->pid, rec->alloc.addr, &size);
 	}
