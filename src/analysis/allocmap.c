@@ -39,8 +39,13 @@ struct allocmap {
 	struct u64map idx; /* pid -> index, at most ALLOCMAP__MAX_PROCS */
 	uint64_t *pids; /* index -> pid */
 	size_t cap_pids;
-	uint64_t last_pid; /* the cache: last_idx is last_pid's index, or ALLOCMAP__NO_IDX */
-	uint32_t last_idx;
+	/* The cache (records come in runs of one stream): when cached, last_pid's index is
+	 * last_high >> 47. */
+	uint64_t last_pid, last_high;
+	bool cached;
+	/* 0 when the fast paths may use the cache: cached, and no fallback entries (which share
+	 * the cap); 1 else. One test with the pid and the address. */
+	uint64_t slow;
 	size_t max_entries;
 
 	struct u64map fb_heads; /* hash of (pid, addr) -> first entry of its chain */
@@ -61,8 +66,8 @@ struct allocmap *allocmap_new(size_t max_entries)
 	u64map_init(&a->idx, ALLOCMAP__MAX_PROCS);
 	u64map_init(&a->fb_heads, SIZE_MAX);
 	a->fb_seed = a->fb_heads.seed; /* the process's random seed (or a test's) */
-	a->last_idx = ALLOCMAP__NO_IDX;
 	a->max_entries = max_entries;
+	a->slow = 1;
 	return a;
 }
 
@@ -96,7 +101,9 @@ static uint32_t allocmap__index(struct allocmap *a, uint64_t pid, bool add, int 
 		a->pids[i] = pid;
 	}
 	a->last_pid = pid;
-	a->last_idx = i;
+	a->last_high = (uint64_t)i << ALLOCMAP__ADDR_BITS;
+	a->cached = true;
+	a->slow = a->fb_live != 0;
 	return i;
 }
 
@@ -106,13 +113,11 @@ static inline bool allocmap__packed_key(struct allocmap *a, uint64_t pid, uint64
 {
 	if (addr >> ALLOCMAP__ADDR_BITS)
 		return false;
-	uint32_t i = a->last_idx;
-	if (pid != a->last_pid || i == ALLOCMAP__NO_IDX) {
-		i = allocmap__index(a, pid, add, err);
-		if (i == ALLOCMAP__NO_IDX)
+	if (!a->cached || pid != a->last_pid) {
+		if (allocmap__index(a, pid, add, err) == ALLOCMAP__NO_IDX)
 			return false;
 	}
-	*key = addr | (uint64_t)i << ALLOCMAP__ADDR_BITS;
+	*key = addr | a->last_high;
 	return true;
 }
 
@@ -176,6 +181,7 @@ static int allocmap__fb_put(struct allocmap *a, uint64_t pid, uint64_t addr, uin
 	}
 	a->fb[e - 1].used = true;
 	a->fb_live++;
+	a->slow = 1;
 	return 0;
 }
 
@@ -201,11 +207,14 @@ static bool allocmap__fb_take(struct allocmap *a, uint64_t pid, uint64_t addr, u
 	x->next = a->fb_free;
 	a->fb_free = e;
 	a->fb_live--;
+	a->slow = !a->cached || a->fb_live;
 	return true;
 }
 
-int allocmap_put(struct allocmap *a, uint64_t pid, uint64_t addr, uint64_t size,
-		 uint64_t *replaced_size)
+/* allocmap_put past its fast path: a process not cached, the fallback, the cap shared with it. */
+__attribute__((noinline)) static int allocmap__put_slow(struct allocmap *a, uint64_t pid,
+							uint64_t addr, uint64_t size,
+							uint64_t *replaced_size)
 {
 	uint64_t key, old = 0, dummy;
 	bool had = false;
@@ -225,13 +234,39 @@ int allocmap_put(struct allocmap *a, uint64_t pid, uint64_t addr, uint64_t size,
 	return err;
 }
 
-bool allocmap_take(struct allocmap *a, uint64_t pid, uint64_t addr, uint64_t *size)
+int allocmap_put(struct allocmap *a, uint64_t pid, uint64_t addr, uint64_t size,
+		 uint64_t *replaced_size)
+{
+	/* The hot path (one per ALLOC record): the last process again, a 47-bit address, no
+	 * fallback entries to share the cap with; one map operation. */
+	if (__builtin_expect(((pid ^ a->last_pid) | addr >> ALLOCMAP__ADDR_BITS | a->slow) == 0,
+			     1)) {
+		uint64_t old;
+		bool had;
+		int err = u64map_put(&a->packed, addr | a->last_high, size, &old, &had);
+		if (replaced_size)
+			*replaced_size = had ? old : 0;
+		return err;
+	}
+	return allocmap__put_slow(a, pid, addr, size, replaced_size);
+}
+
+/* allocmap_take past its fast path: a process not cached, the fallback, or entries in it. */
+__attribute__((noinline)) static bool allocmap__take_slow(struct allocmap *a, uint64_t pid,
+							  uint64_t addr, uint64_t *size)
 {
 	uint64_t key;
 	int err = 0;
 	if (allocmap__packed_key(a, pid, addr, false, &key, &err))
 		return u64map_del(&a->packed, key, size);
 	return allocmap__fb_take(a, pid, addr, size);
+}
+
+bool allocmap_take(struct allocmap *a, uint64_t pid, uint64_t addr, uint64_t *size)
+{
+	if (__builtin_expect(((pid ^ a->last_pid) | addr >> ALLOCMAP__ADDR_BITS | a->slow) == 0, 1))
+		return u64map_del(&a->packed, addr | a->last_high, size);
+	return allocmap__take_slow(a, pid, addr, size);
 }
 
 bool allocmap_next(const struct allocmap *a, size_t *pos, uint64_t *pid, uint64_t *addr,
