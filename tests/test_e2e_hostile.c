@@ -127,6 +127,42 @@ Test(e2e_hostile, second_quick_interrupt_finalizes_at_once, .timeout = 60)
 	e2e_rm_rf(dir);
 }
 
+/* A stuck program: SIGTERM says so and is otherwise ignored, SIGINT is ignored; exits 6 after
+ * about 15 s. */
+#define STUCK_SCRIPT                                                                    \
+	"trap 'echo term' TERM; trap '' INT; i=0; while [ $i -lt 150 ]; do sleep 0.1; " \
+	"i=$((i+1)); "                                                                  \
+	"done; exit 6"
+
+/* Item 9: the program is still running 5 s after a SIGTERM: the next interrupt, however late,
+ * finalizes at once; before that grace, a late one is only passed on. */
+Test(e2e_hostile, interrupt_after_an_ignored_sigterm_finalizes, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR, "-q", "-o", out, "--", "/bin/sh", "-c", STUCK_SCRIPT, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_interruptible(dir, argv);
+	usleep(500000);
+	kill(pid, SIGTERM);
+	usleep(2500000); /* 2.5 s: past the 2 s window, within the 5 s grace: passed on */
+	kill(pid, SIGTERM);
+	usleep(3000000); /* 5.5 s after the first */
+	kill(pid, SIGINT);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_expect_eq(r.exit_code, 128 + SIGKILL, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(r.seconds, 9.0, "%.1f s", r.seconds);
+	cr_expect_str_eq(r.out, "term\nterm\n");
+	cr_expect(strstr(r.err, "still running") != NULL, "%s", r.err);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
 /* Item 3: a program that writes random words over the region it shares with the recorder (one
  * thread scribbles while others allocate): the recorder survives, the trace reads, the
  * corruption is reported, and no figure from the region is believed beyond what the elapsed

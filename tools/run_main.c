@@ -15,7 +15,8 @@
  *      from the terminal already reached the child's process group); a second SIGINT or
  *      SIGTERM within RUN_ESCALATE_WINDOW_NS of the previous one finalizes at once (the child,
  *      and its process group when it has its own, is killed so it is not left behind); one
- *      further apart is just another interrupt for the program;
+ *      further apart is just another interrupt for the program, unless the program is still
+ *      running RUN_TERM_GRACE_NS after a SIGTERM (stuck: finalizes at once);
  *   7. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
  * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
@@ -173,6 +174,10 @@ static void run__progress(struct recorder *rec, uint64_t *last_events, uint64_t 
 /* Two interrupts this close together mean "stop now"; further apart, each is one interrupt for
  * the program (a REPL's user presses Ctrl-C now and then for hours). */
 #define RUN_ESCALATE_WINDOW_NS 2000000000ull
+/* SIGTERM asks the program to end, which a REPL does not ignore the way it handles Ctrl-C: a
+ * program still running this long after a SIGTERM is stuck, and the next SIGINT or SIGTERM,
+ * however late, finalizes at once (`timeout`, `kill`, a service manager send it again). */
+#define RUN_TERM_GRACE_NS 5000000000ull
 
 /* Kills the program and, when it leads a process group of its own (a shell with job control
  * does that), the group, so nothing it started is left behind. A group shared with trace-run
@@ -221,8 +226,8 @@ static void run__recording_stopped(const char *output, int err, bool *said)
 static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progress,
 			    const char *output, bool *stopped_said, struct run_wait *w)
 {
-	uint64_t last_interrupt_ns = 0;
-	bool interrupted = false;
+	uint64_t last_interrupt_ns = 0, first_term_ns = 0;
+	bool interrupted = false, termed = false;
 	uint64_t last_events = 0, last_ns = trc_clock_ns(CLOCK_MONOTONIC);
 
 	while (!w->reaped) {
@@ -262,9 +267,20 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 						"trace now\n");
 				run__kill_program(pid);
 				run__try_reap(pid, w, 0);
+			} else if (termed && now - first_term_ns >= RUN_TERM_GRACE_NS) {
+				fprintf(stderr,
+					"\ntrace-run: the program is still running %.0f s after "
+					"SIGTERM: finalizing the trace now\n",
+					(double)(now - first_term_ns) / 1e9);
+				run__kill_program(pid);
+				run__try_reap(pid, w, 0);
 			}
 			interrupted = true;
 			last_interrupt_ns = now;
+			if (si.ssi_signo == SIGTERM && !termed) {
+				termed = true;
+				first_term_ns = now;
+			}
 		}
 	}
 	if (!w->reaped)

@@ -134,7 +134,11 @@ struct trc__thread {
 
 extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));
 
-/* Out of line (src/runtime/thread.c, src/runtime/intern.c). */
+/* Out of line (src/runtime/thread.c, src/runtime/intern.c). trc__emit_slow: the ok flag was 0
+ * (no ring yet, or nested in this thread's own emit). trc__emit_full: called with the flag set
+ * to 0 by the caller; writes the event through the ring's general path with the session's
+ * clock and sets the flag back to 1 (a caller built with an older trc.h sets it again: same
+ * value). */
 void trc__emit_slow(uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64_t a, uint64_t b);
 uint32_t trc__site_intern(uint32_t *site, const char *name);
@@ -170,6 +174,17 @@ static inline uint64_t trc__now(unsigned mode)
 	return trc_mono_ns();
 }
 
+/* Whether the fast path reads the clock inline. On x86 the TSC only: clock_gettime is a call,
+ * which would cost every TSC event the registers it saves (GCC saves them in the prologue,
+ * whichever path needs them); a session on clock_gettime (no invariant TSC, --clock gettime)
+ * stamps in trc__emit_full instead, ~5 % more per event than inline. Elsewhere there is no
+ * TSC path to keep lean: clock_gettime inline. */
+#if defined(__x86_64__) || defined(__i386__)
+#define TRC__CLOCK_INLINE(mode) ((mode) == TRC_CLOCK_TSC)
+#else
+#define TRC__CLOCK_INLINE(mode) 1
+#endif
+
 /* An event's payload in the ring: ts, then nwords of a, b (session_layout.h's encoding table).
  * Written through this struct type so that the compiler knows the stores cannot change the
  * producer's own fields (it keeps them in registers across the stores). */
@@ -178,7 +193,12 @@ struct trc__event {
 };
 
 /* Stores one record {header, ts, a?, b?} (nwords = 0..2 after the timestamp) into the calling
- * thread's ring. mode is trc__mode, already loaded and nonzero. */
+ * thread's ring. mode is trc__mode, already loaded and nonzero.
+ * Shape (why): the fast path calls nothing. Everything rare leaves it by a call in tail
+ * position that finishes the event itself (trc__emit_slow: no ring or nested; trc__emit_full:
+ * wrap, full, the end of the faulted part, or a clock other than the TSC, which also sets the
+ * ok flag back), so a hook that is nothing but this emit (the -finstrument-functions hooks)
+ * compiles to a leaf with no register saved, and the ok flag's address stays in a register. */
 static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint32_t tag,
 							    unsigned nwords, uint64_t a, uint64_t b)
 {
@@ -190,23 +210,25 @@ static inline __attribute__((always_inline)) void trc__emit(unsigned mode, uint3
 	}
 	*ok = 0;
 	TRC__BARRIER(); /* ok = 0 is in place before the ring is touched (signal handlers) */
-	struct trc__event *e =
-		(struct trc__event *)ring_reserve_fast_sp(&t->prod, tag, 8u + 8u * nwords);
-	if (TRC__LIKELY(e != NULL)) {
-		e->ts = trc__now(mode);
-		if (nwords > 0)
-			e->a = a;
-		if (nwords > 1)
-			e->b = b;
-		/* One release store; pairs with the consumer's acquire load of write_pos
-		 * (ring_batch_begin). */
-		ring_commit_sp(&t->prod);
-	} else {
-		/* Wrap, full, or the end of the faulted part of the ring. */
+	struct trc__event *e = NULL;
+	if (TRC__LIKELY(TRC__CLOCK_INLINE(mode)))
+		e = (struct trc__event *)ring_reserve_fast_sp(&t->prod, tag, 8u + 8u * nwords);
+	if (TRC__UNLIKELY(e == NULL)) {
+		/* Wrap, full, the end of the faulted part of the ring, or a clock read out of
+		 * line: the general path, which also sets ok back to 1. */
 		trc__emit_full(t, tag, nwords, a, b);
+		return;
 	}
+	e->ts = trc__now(mode);
+	if (nwords > 0)
+		e->a = a;
+	if (nwords > 1)
+		e->b = b;
+	/* One release store; pairs with the consumer's acquire load of write_pos
+	 * (ring_batch_begin). */
+	ring_commit_sp(&t->prod);
 	TRC__BARRIER();
-	*t->ok_flag = 1; /* loaded again: cheaper than keeping a register across the emit */
+	*ok = 1; /* the same flag: nothing on this path can rebind it */
 }
 
 /* The call site's name id, interned on first use. The acquire load pairs with the release
