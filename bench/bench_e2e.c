@@ -15,7 +15,10 @@
  *   trace-run wrote while recording, per second of the run) beside machine_write_mb_per_s:
  *   memcpy plus pwrite of as many bytes to a file in the same folder, measured in the same run,
  *   so a disk-bound result shows as one; rss_samples beside rss_samples_requested (10 Hz: the
- *   sampler keeps its rate during the flood).
+ *   sampler keeps its rate during the flood); stored_chunks (written uncompressed while
+ *   compression was behind) and bg_compressed_chunks (of them, compressed in the background
+ *   while the program ran, trcfile_bgc.h; the rest before exit). TRC_NO_BG_COMPRESS=1 in the
+ *   environment runs trace-run without the background compressor, for a before/after.
  *
  * case=threads-200: 200 threads each emitting 200 000 events at once (work_events 40M 200),
  *   as a new user would: events lost (lost_fraction), the ring bytes resident in the program
@@ -56,6 +59,7 @@ struct e2e_result {
 	double finish_s; /* program's end to trace-run's exit */
 	double written_bytes; /* what trace-run wrote while recording */
 	double rss_samples; /* RSS samples in the trace (the sampler's rate under load) */
+	double stored_chunks, bg_chunks; /* written stored; of them compressed in the background */
 };
 
 static double now_s(void)
@@ -146,6 +150,18 @@ static struct e2e_result run_once(int threads, double rate_per_thread, double se
 		while (p > e && p[-1] != '(')
 			p--;
 		r.written_bytes = strtod(p, NULL) * 1048576.0;
+	}
+	p = strstr(e, "written uncompressed while compression was behind");
+	if (p) {
+		while (p > e && p[-1] != '\n')
+			p--;
+		sscanf(p, "trace-run: %lf", &r.stored_chunks);
+	}
+	p = strstr(e, " compressed in the background");
+	if (p) {
+		while (p > e && p[-1] != ' ')
+			p--;
+		r.bg_chunks = strtod(p, NULL);
 	}
 	r.recorder_cpu_s = tv_s(ru.ru_utime) + tv_s(ru.ru_stime) - prog_cpu;
 	p = strstr(e, "recorder RSS ");
@@ -295,7 +311,7 @@ static double machine_write_mb_per_s(double total)
 static void flood_case(int runs, double seconds)
 {
 	double eps[MAX_RUNS], lost[MAX_RUNS], lostf[MAX_RUNS], fin[MAX_RUNS], bpe[MAX_RUNS];
-	double wmb[MAX_RUNS], wbytes[MAX_RUNS], rss[MAX_RUNS];
+	double wmb[MAX_RUNS], wbytes[MAX_RUNS], rss[MAX_RUNS], nst[MAX_RUNS], nbg[MAX_RUNS];
 	int got = 0;
 	for (int k = 0; k < runs; k++) {
 		struct e2e_result r = run_once(1, 0, seconds);
@@ -309,10 +325,13 @@ static void flood_case(int runs, double seconds)
 		wmb[got] = r.written_bytes / seconds / 1e6;
 		wbytes[got] = r.written_bytes;
 		rss[got] = r.rss_samples;
+		nst[got] = r.stored_chunks;
+		nbg[got] = r.bg_chunks;
 		printf("  flood     run %d: recorded %.0f lost %.0f emitted %.0f; finish %.2f s, "
-		       "%.2f bytes/event, %.0f MB written while recording (%.0f MB/s)\n",
+		       "%.2f bytes/event, %.0f MB written while recording (%.0f MB/s); %.0f chunks "
+		       "stored, %.0f compressed in the background\n",
 		       k, r.events_recorded, r.events_lost, r.emitted, r.finish_s, bpe[got],
-		       r.written_bytes / 1e6, wmb[got]);
+		       r.written_bytes / 1e6, wmb[got], r.stored_chunks, r.bg_chunks);
 		got++;
 	}
 	if (!got) {
@@ -324,10 +343,10 @@ static void flood_case(int runs, double seconds)
 	printf("SUMMARY bench=e2e case=flood events_per_s=%.0f lost=%.0f lost_fraction=%.4f "
 	       "finish_s=%.3f bytes_per_event=%.3f write_mb_per_s=%.1f "
 	       "machine_write_mb_per_s=%.1f rss_samples=%.0f rss_samples_requested=%.0f "
-	       "seconds=%.1f runs=%d\n",
+	       "stored_chunks=%.0f bg_compressed_chunks=%.0f seconds=%.1f runs=%d\n",
 	       median(eps, got), median(lost, got), median(lostf, got), median(fin, got),
-	       median(bpe, got), median(wmb, got), machine, median(rss, got), seconds * 10, seconds,
-	       got);
+	       median(bpe, got), median(wmb, got), machine, median(rss, got), seconds * 10,
+	       median(nst, got), median(nbg, got), seconds, got);
 }
 
 static void threads_case(int runs)

@@ -24,6 +24,7 @@
 #include "summary.h"
 #include "trc.h"
 #include "trcfile.h"
+#include "trcfile_bgc.h"
 
 #define FAIL(...)                                                                                  \
 	do {                                                                                       \
@@ -92,7 +93,12 @@ int main(void)
 		FAIL("mkstemp");
 	close(tfd);
 	struct trcfile_header_info hdr = {.pid = (uint32_t)getpid(), .tool_version = "stress"};
-	struct trcfile_writer_opts wo = {.compress_threads = 2, .chunk_bytes = 16 << 10};
+	/* One chunk in three stored: the recorder's background compressor (trcfile_bgc.h) runs
+	 * beside the drain, the writer thread and the stats readers, and finish stops it. */
+	struct trcfile_writer_opts wo = {.compress_threads = 2,
+					 .chunk_bytes = 16 << 10,
+					 .flags = TRCFILE_WRITER_STORE_WHEN_BEHIND,
+					 .store_one_in = 3};
 	struct trcfile_writer *w = trcfile_writer_open(path, &hdr, &wo, &err);
 	if (!w)
 		FAIL("trcfile_writer_open: %s", strerror(-err));
@@ -120,6 +126,7 @@ int main(void)
 		FAIL("recorder_finish");
 	if (trcfile_writer_close(w))
 		FAIL("trcfile_writer_close");
+	trcfile_bgc_free(st.bgc);
 
 	struct trcfile_reader *rd = NULL;
 	char msg[256];

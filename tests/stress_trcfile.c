@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "trcfile.h"
+#include "trcfile_bgc.h"
 
 #define THREADS 4
 #define STREAMS_PER_THREAD 3
@@ -171,6 +172,11 @@ static int run(bool store)
 		unlink(path);
 		return 1;
 	}
+	/* With stored chunks, the background compressor runs beside the appenders (its hook
+	 * on the writer thread, its own thread, stop while chunks are still stored). */
+	struct trcfile_bgc *bgc = NULL;
+	if (store && !(bgc = trcfile_bgc_start(writer, 0, &err)))
+		FAIL("bgc_start: %s", strerror(-err));
 	struct app_arg args[THREADS];
 	for (unsigned t = 0; t < THREADS; t++) {
 		args[t].first = t * STREAMS_PER_THREAD;
@@ -188,6 +194,7 @@ static int run(bool store)
 	pthread_join(late, NULL);
 	atomic_store(&done, true);
 	pthread_join(w, NULL);
+	trcfile_bgc_stop(bgc);
 	struct trcfile_writer_stats wst;
 	err = trcfile_writer_close_stats(writer, &wst);
 	if (err)
@@ -203,6 +210,43 @@ static int run(bool store)
 		FAIL("reader: %s", msg);
 		unlink(path);
 		return 1;
+	}
+	uint64_t bg_used = 0;
+	if (bgc) {
+		/* The end compaction takes every copy the background made, and reads back the
+		 * same records. */
+		char out[] = "/tmp/stress_trcfile_c.XXXXXX";
+		int ofd = mkstemp(out);
+		if (ofd >= 0)
+			close(ofd);
+		struct trcfile_writer_opts co = {.compress_threads = 2,
+						 .flags = TRCFILE_WRITER_NO_FSYNC};
+		struct trcfile_bgc_use use = {0};
+		err = trcfile__compact_bgc(path, out, &co, bgc, NULL, NULL, &use, msg, sizeof(msg));
+		if (err)
+			FAIL("compact: %s", msg);
+		if (use.used != trcfile_bgc_compressed(bgc) || use.refused ||
+		    use.stored != wst.chunks_stored)
+			FAIL("compact: %lu of %lu copies taken, %lu refused, %lu of %lu stored",
+			     (unsigned long)use.used, (unsigned long)trcfile_bgc_compressed(bgc),
+			     (unsigned long)use.refused, (unsigned long)use.stored,
+			     (unsigned long)wst.chunks_stored);
+		bg_used = use.used;
+		struct trcfile_reader *rc = NULL;
+		if (trcfile_reader_open(out, &rc, msg, sizeof(msg)) != 0) {
+			FAIL("compacted: %s", msg);
+		} else {
+			struct trcfile_reader_stats a, b;
+			trcfile_reader_get_stats(r, &a);
+			trcfile_reader_get_stats(rc, &b);
+			if (a.records != b.records || a.chunks != b.chunks || b.truncated)
+				FAIL("compacted: %lu records in %lu chunks, want %lu in %lu",
+				     (unsigned long)b.records, (unsigned long)b.chunks,
+				     (unsigned long)a.records, (unsigned long)a.chunks);
+			trcfile_reader_close(rc);
+		}
+		unlink(out);
+		trcfile_bgc_free(bgc);
 	}
 	unlink(path);
 	unsigned ns = trcfile_reader_stream_count(r);
@@ -249,9 +293,11 @@ static int run(bool store)
 		FAIL("merge: rc %d, %lu of %lu records", rc, (unsigned long)n,
 		     (unsigned long)st.records);
 	trcfile_iter_free(it);
-	printf("stress_trcfile: %lu records in %lu chunks (%lu stored), %u streams, %d failures\n",
+	printf("stress_trcfile: %lu records in %lu chunks (%lu stored, %lu compressed in the "
+	       "background), %u streams, %d failures\n",
 	       (unsigned long)st.records, (unsigned long)st.chunks,
-	       (unsigned long)wst.chunks_stored, ns, atomic_load(&failures));
+	       (unsigned long)wst.chunks_stored, (unsigned long)bg_used, ns,
+	       atomic_load(&failures));
 	trcfile_reader_close(r);
 	return atomic_load(&failures) ? 1 : 0;
 }

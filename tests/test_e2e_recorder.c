@@ -4,8 +4,13 @@
  * a readable trace. (The call-heavy program recorded whole: test_e2e_calls.c.)
  *
  * TRC_TEST_STORE_ALL=1 makes trace-run's writer store every chunk, as when its compressors are
- * always behind (the test hook of tools/run_main.c).
+ * always behind (the test hook of tools/run_main.c). The stored chunks are compressed in the
+ * background while the program runs (trcfile_bgc.h; TRC_NO_BG_COMPRESS=1: not) and the rest
+ * before exit.
  */
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include "e2e_util.h"
 #include "trcfile_codec.h"
 #include "trcfile_stored.h"
@@ -51,8 +56,8 @@ Test(e2e_recorder, stored_chunks_are_compressed_before_exit, .timeout = 120)
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
 	cr_expect(strstr(r.err, "written uncompressed while compression was behind ("), "%s",
 		  r.err);
-	cr_expect(strstr(r.err, " MiB written while recording); compressed before exit in "), "%s",
-		  r.err);
+	cr_expect(strstr(r.err, " MiB written while recording): "), "%s", r.err);
+	cr_expect(strstr(r.err, " compressed before exit in "), "%s", r.err);
 	e2e_free(&r);
 	unsigned st, co;
 	count_chunks(out, &st, &co);
@@ -140,5 +145,205 @@ Test(e2e_recorder, killed_recorder_with_stored_chunks_leaves_a_readable_trace, .
 	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "not reported truncated: %s", json);
 	cr_expect_eq(e2e_json_int(json, "events_recorded"), 200000, "%s", json);
 	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* trace-run's last line about stored chunks: N stored, M compressed in the background, K
+ * before exit, R copies refused (0 when not said). */
+struct stored_line {
+	unsigned long long n, m, k, refused;
+};
+
+static struct stored_line stored_line(const char *err)
+{
+	struct stored_line l = {0};
+	const char *p = strstr(err, "trace-run: ");
+	for (; p; p = strstr(p + 1, "trace-run: ")) {
+		if (sscanf(p, "trace-run: %llu chunk", &l.n) == 1)
+			break;
+	}
+	cr_assert_not_null(p, "%s", err);
+	const char *q = strstr(p, "while recording): ");
+	cr_assert_not_null(q, "%s", err);
+	cr_assert_eq(sscanf(q,
+			    "while recording): %llu compressed in the background, %llu "
+			    "compressed before exit in",
+			    &l.m, &l.k),
+		     2, "%s", err);
+	const char *r = strstr(q, " s (");
+	if (r)
+		cr_assert_eq(sscanf(r, " s (%llu background cop", &l.refused), 1, "%s", err);
+	return l;
+}
+
+/* Records, streams and chunks of a finished trace, as the summary says them. */
+static void expect_whole(const char *dir, const char *out, int64_t events)
+{
+	unsigned st, co;
+	count_chunks(out, &st, &co);
+	cr_expect_eq(st, 0, "%u stored chunks left", st);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), events, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	free(json);
+}
+
+static struct stored_line run_sleeper(const char *dir, const char *out, const char *no_bg,
+				      const char *mismatch)
+{
+	setenv("TRC_TEST_STORE_ALL", "1", 1);
+	if (no_bg)
+		setenv("TRC_NO_BG_COMPRESS", "1", 1);
+	if (mismatch)
+		setenv("TRC_TEST_BGC_MISMATCH", "1", 1);
+	/* 2 x 300000 events, then 3 s of sleep: time for the background. */
+	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--no-preload", "--buffer-size", "64M",
+				   "-o", out, "--", e2e_path("tests/prog_e2e_emit"), "2", "300000",
+				   "sleep", "3000", NULL);
+	unsetenv("TRC_TEST_STORE_ALL");
+	unsetenv("TRC_NO_BG_COMPRESS");
+	unsetenv("TRC_TEST_BGC_MISMATCH");
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	struct stored_line l = stored_line(r.err);
+	e2e_free(&r);
+	return l;
+}
+
+Test(e2e_recorder, stored_chunks_are_compressed_in_the_background_while_the_program_runs,
+     .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], out2[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(out2, sizeof(out2), "%s/nobg.trc", dir);
+	struct stored_line l = run_sleeper(dir, out, NULL, NULL);
+	/* The 1 MiB chunks written during the 3 s are taken in the background (the chunks of
+	 * a 16th of that and less, and those written after the program ended, at the end). */
+	cr_expect_geq(l.m, 2, "%llu of %llu in the background", l.m, l.n);
+	cr_expect_eq(l.m + l.k, l.n);
+	cr_expect_eq(l.refused, 0);
+	expect_whole(dir, out, 600000);
+	struct stored_line z = run_sleeper(dir, out2, "no", NULL);
+	cr_expect_eq(z.m, 0);
+	cr_expect_eq(z.k, z.n);
+	cr_expect_gt(z.n, 2);
+	expect_whole(dir, out2, 600000);
+	/* (That the file reads back the same with its background copies as without them, which
+	 * two runs cannot show: test_trcfile_bgc.c.) */
+	e2e_rm_rf(dir);
+}
+
+Test(e2e_recorder, a_background_copy_that_does_not_match_is_compressed_again_before_exit,
+     .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct stored_line l = run_sleeper(dir, out, NULL, "yes");
+	cr_expect_eq(l.refused, 1);
+	cr_expect_geq(l.m, 1, "%llu of %llu in the background", l.m, l.n);
+	cr_expect_eq(l.m + l.k, l.n);
+	expect_whole(dir, out, 600000);
+	e2e_rm_rf(dir);
+}
+
+/* The side file of trace-run (pid), as its size, or -1 while it has none with a chunk in it:
+ * an open file beside the trace whose link names no file ("... (deleted)"). */
+static long side_file_bytes(pid_t pid, const char *dir)
+{
+	char fds[64];
+	snprintf(fds, sizeof(fds), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(fds);
+	if (!d)
+		return -1;
+	long size = -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char link[600], target[512];
+		snprintf(link, sizeof(link), "%s/%s", fds, e->d_name);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strncmp(target, dir, strlen(dir)) != 0 || !strstr(target, "(deleted)"))
+			continue;
+		/* The writer's spill files are unlinked there too: the side file is the one that
+		 * starts with a compressed chunk. */
+		FILE *f = fopen(link, "rb");
+		uint8_t h[TRCFILE__CHUNK_HDR_BYTES];
+		struct trcfile__chunk_hdr ch;
+		const char *why;
+		if (f && fread(h, 1, sizeof(h), f) == sizeof(h) &&
+		    trcfile__chunk_hdr_get(h, &ch, &why) == 0 && !trcfile__chunk_is_stored(&ch)) {
+			struct stat st;
+			if (stat(link, &st) == 0)
+				size = (long)st.st_size;
+		}
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return size;
+}
+
+Test(e2e_recorder, killed_recorder_with_a_side_file_in_flight_leaves_a_readable_trace,
+     .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], pidfile[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
+	char *argv[] = {(char *)TR,
+			"-q",
+			"--no-preload",
+			"-o",
+			out,
+			"--",
+			(char *)e2e_path("tests/prog_e2e_emit"),
+			"1",
+			"400000",
+			"pidfile",
+			pidfile,
+			"sleep",
+			"20000",
+			NULL};
+	setenv("TRC_TEST_STORE_ALL", "1", 1);
+	double t0 = e2e_now();
+	pid_t pid = e2e_start(dir, argv);
+	unsetenv("TRC_TEST_STORE_ALL");
+	long side = -1;
+	for (int i = 0; i < 1500 && side <= 0; i++) {
+		usleep(10000);
+		side = side_file_bytes(pid, dir);
+	}
+	cr_assert_gt(side, 0, "no side file with a compressed chunk in it");
+	kill(pid, SIGKILL);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	e2e_free(&r);
+	char *pidtxt = e2e_slurp(pidfile);
+	int prog = atoi(pidtxt);
+	free(pidtxt);
+	if (prog > 0)
+		kill(prog, SIGKILL);
+	unsigned st, co;
+	count_chunks(out, &st, &co);
+	cr_expect_gt(st, 0, "no stored chunk in the file");
+	/* Only the side file had the compressed copies: the trace is as it would be without. */
+	cr_expect_eq(co, 0);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "not reported truncated: %s", json);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), 400000, "%s", json);
+	free(json);
+	/* Nothing is left beside the trace but what the test made. */
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -v -c -E '^(t.trc|pid|dump|stderr|stdout)$'",
+		 dir);
+	FILE *p = popen(cmd, "r");
+	int left = -1;
+	cr_assert_eq(fscanf(p, "%d", &left), 1);
+	pclose(p);
+	cr_expect_eq(left, 0);
 	e2e_rm_rf(dir);
 }

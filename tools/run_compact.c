@@ -6,6 +6,8 @@
  * temporary file beside the trace that is then renamed over it, so the trace is whole at every
  * moment: a trace-run killed here leaves the complete file with its stored chunks, which
  * trace-dump reads as it is (and `trace-dump compact` finishes). --keep-stored skips this.
+ * The chunks the recorder's background compressor already compressed while the program ran
+ * (trcfile_bgc.h) are taken from its side file as they are: only the rest is compressed here.
  * The compaction walks the trace's footer entry by entry, so trace-run's memory here does not
  * grow with the threads the program started (issue 12 item 10; trcfile_compact.c).
  *
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "trcfile.h"
+#include "trcfile_bgc.h"
 
 struct run__compact_progress {
 	uint64_t last_ns;
@@ -48,7 +51,8 @@ static void run__compact_progress(void *arg, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
-int run_compact(const char *output, int zstd_level, bool progress, double *seconds)
+int run_compact(const char *output, int zstd_level, bool progress, const struct trcfile_bgc *bgc,
+		struct run_compact_stats *st)
 {
 	size_t n = strlen(output);
 	char *tmp = malloc(n + 32);
@@ -70,8 +74,10 @@ int run_compact(const char *output, int zstd_level, bool progress, double *secon
 	struct run__compact_progress pr = {0};
 	char msg[512] = "";
 	uint64_t t0 = run__now_ns();
-	int err = trcfile_compact(output, tmp, &o, progress ? run__compact_progress : NULL, &pr,
-				  NULL, msg, sizeof(msg));
+	struct trcfile_bgc_use use = {0};
+	int err =
+		trcfile__compact_bgc(output, tmp, &o, bgc, progress ? run__compact_progress : NULL,
+				     &pr, &use, msg, sizeof(msg));
 	if (!err && rename(tmp, output) != 0)
 		err = -errno;
 	if (err) {
@@ -81,8 +87,12 @@ int run_compact(const char *output, int zstd_level, bool progress, double *secon
 			output, msg[0] ? msg : strerror(-err));
 		unlink(tmp);
 	}
-	if (seconds)
-		*seconds = (double)(run__now_ns() - t0) / 1e9;
+	if (st) {
+		st->seconds = (double)(run__now_ns() - t0) / 1e9;
+		st->background = use.used;
+		st->at_end = use.stored - use.used;
+		st->refused = use.refused;
+	}
 	free(tmp);
 	return err;
 }

@@ -3,11 +3,24 @@
 #define TRC_RUN_COMPACT_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+struct trcfile_bgc;
+
+/* What run_compact did. */
+struct run_compact_stats {
+	double seconds; /* the time it took */
+	uint64_t background; /* stored chunks whose background copy was taken */
+	uint64_t at_end; /* stored chunks compressed here */
+	uint64_t refused; /* background copies that did not match their chunk (of at_end) */
+};
 
 /* Rewrites output with every chunk compressed (all cores), through a temporary file renamed
- * over it; progress: a live line on stderr. On failure prints a warning and leaves output as it
- * was (complete, with its stored chunks). *seconds (may be NULL): the time it took. Returns 0
- * or -errno. */
-int run_compact(const char *output, int zstd_level, bool progress, double *seconds);
+ * over it, taking the stored chunks already compressed in the background from bgc (stopped;
+ * may be NULL); progress: a live line on stderr. On failure prints a warning and leaves output
+ * as it was (complete, with its stored chunks). *st (may be NULL): what it did. Returns 0 or
+ * -errno. Does not free bgc. */
+int run_compact(const char *output, int zstd_level, bool progress, const struct trcfile_bgc *bgc,
+		struct run_compact_stats *st);
 
 #endif /* TRC_RUN_COMPACT_H */

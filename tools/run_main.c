@@ -41,6 +41,7 @@
 #include "cli_version.h"
 #include "recorder.h"
 #include "run_compact.h"
+#include "trcfile_bgc.h"
 #include "run_options.h"
 #include "run_spawn.h"
 #include "session.h"
@@ -490,14 +491,17 @@ int main(int argc, char **argv)
 			"trace-run: %s %s failed: %s; the trace is incomplete or unreadable (%s)\n",
 			rerr ? "writing" : "closing", output, strerror(-werr), ended);
 		exit_code = RUN_EXIT_RECORDER_FAILED;
+		trcfile_bgc_free(st.bgc);
 		goto out;
 	}
 
-	double compact_s = 0;
+	struct run_compact_stats cst = {0};
 	bool compacted = false;
 	if (stored && !opt.keep_stored)
 		compacted = run_compact(output, opt.zstd_level, !opt.quiet && isatty(STDERR_FILENO),
-					&compact_s) == 0;
+					st.bgc, &cst) == 0;
+	trcfile_bgc_free(st.bgc); /* its side file goes with it (--keep-stored: unused) */
+	st.bgc = NULL;
 
 	if (!opt.quiet) {
 		char peak[80], low[32], high[32], size[32], ended[160];
@@ -530,14 +534,21 @@ int main(int argc, char **argv)
 			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB\n",
 			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
 			peak, ended, (double)self.ru_maxrss / 1024.0);
-		if (stored && compacted)
+		if (stored && compacted) {
+			char refused[96] = "";
+			if (cst.refused)
+				snprintf(refused, sizeof(refused),
+					 " (%" PRIu64 " background %s refused)", cst.refused,
+					 cli_plural(cst.refused, "copy", "copies"));
 			fprintf(stderr,
 				"trace-run: %" PRIu64 " %s written uncompressed while compression "
-				"was behind (%.1f MiB written while recording); compressed before "
-				"exit in %.2f s\n",
+				"was behind (%.1f MiB written while recording): %" PRIu64
+				" compressed in the background, %" PRIu64
+				" compressed before exit in %.2f s%s\n",
 				stored, cli_plural(stored, "chunk was", "chunks were"),
-				(double)wst.bytes_written / 1048576.0, compact_s);
-		else if (stored)
+				(double)wst.bytes_written / 1048576.0, cst.background, cst.at_end,
+				cst.seconds, refused);
+		} else if (stored)
 			fprintf(stderr,
 				"trace-run: %" PRIu64 " %s written uncompressed while compression "
 				"was behind; left so%s (trace-dump compact compresses them)\n",

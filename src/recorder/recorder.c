@@ -33,6 +33,7 @@
 #include "session.h"
 #include "session_layout.h" /* TRC_CMDLINE_MAX */
 #include "trcfile.h"
+#include "trcfile_bgc.h"
 #include "u64map.h"
 
 #define DRAIN_IDLE_MIN_NS 500000ull /* 0.5 ms */
@@ -82,6 +83,10 @@ struct recorder {
 	struct {
 		uint32_t pid, kept;
 	} cut_first[4];
+
+	/* The writer's stored chunks compressed in the background (trcfile_bgc.h), or NULL
+	 * (TRC_NO_BG_COMPRESS, or it could not start). Start and finish only. */
+	struct trcfile_bgc *bgc;
 };
 
 static void recorder__set_error(struct recorder *r, int err)
@@ -445,6 +450,15 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 		*err = -rc;
 		goto fail_sampler;
 	}
+	/* Last, so nothing after it can fail. Without it the stored chunks are all compressed
+	 * at the end: not a reason to stop the recording. */
+	if (!getenv("TRC_NO_BG_COMPRESS")) {
+		int berr = 0;
+		r->bgc = trcfile_bgc_start(
+			cfg->writer,
+			getenv("TRC_TEST_BGC_MISMATCH") ? TRCFILE_BGC_TEST_MISMATCH : 0, &berr);
+		(void)berr;
+	}
 	return r;
 
 fail_sampler:
@@ -587,8 +601,16 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		if (err)
 			recorder__set_error(r, err);
 	}
-	if (final)
+	/* Unhooked before the caller closes the writer; what it compressed goes to the caller. */
+	trcfile_bgc_stop(r->bgc);
+	if (final) {
 		recorder_get_stats(r, final);
+		final->bgc = r->bgc;
+		final->bg_compressed = trcfile_bgc_compressed(r->bgc);
+	} else {
+		trcfile_bgc_free(r->bgc);
+	}
+	r->bgc = NULL;
 	int err = atomic_load(&r->error);
 	recorder__free(r);
 	return err;
@@ -606,4 +628,5 @@ void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
 	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
 	out->buffers_peak_bytes = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
 	out->rss_sampled_max_bytes = atomic_load_explicit(&r->max_rss, memory_order_relaxed);
+	out->bg_compressed = trcfile_bgc_compressed(r->bgc);
 }

@@ -12,6 +12,10 @@
  *     writer's own threads; trace-run opens the writer with TRCFILE_WRITER_STORE_WHEN_BEHIND,
  *     so draining never waits on zstd (a chunk the compressors cannot take is written stored)
  *     and waits on the disk only when its bounded queue of stored chunks is full.
+ * A third thread, the background compressor (trcfile_bgc.h, at SCHED_IDLE), compresses the
+ * chunks the writer stored into a side file while the program runs, so that less is left for
+ * the end (TRC_NO_BG_COMPRESS=1 in the environment: none; TRC_TEST_BGC_MISMATCH=1: tests,
+ * its first copy does not match its chunk).
  * recorder_finish stops the sampler, drains everything that is left, appends the exit record
  * and notes, and joins the threads; the caller then closes the writer.
  *
@@ -33,11 +37,12 @@
 
 struct trc_session;
 struct trcfile_writer;
+struct trcfile_bgc;
 
 struct recorder_config {
-	struct trc_session *session;   /* borrowed; outlives the recorder */
+	struct trc_session *session; /* borrowed; outlives the recorder */
 	struct trcfile_writer *writer; /* borrowed; closed by the caller after finish */
-	pid_t pid;                     /* the program trace-run started */
+	pid_t pid; /* the program trace-run started */
 	bool rss_enabled;
 	uint64_t rss_interval_ns;
 	enum trc_rss_source rss_source;
@@ -50,20 +55,25 @@ struct recorder_config {
 };
 
 struct recorder_stats {
-	uint64_t events;        /* event records written (not metadata, not RSS) */
-	uint64_t lost;          /* records reported lost so far */
-	uint64_t rss_samples;   /* RSS samples written */
-	uint64_t last_rss_bytes;     /* latest sample, program only (buffers excluded) */
+	uint64_t events; /* event records written (not metadata, not RSS) */
+	uint64_t lost; /* records reported lost so far */
+	uint64_t rss_samples; /* RSS samples written */
+	uint64_t last_rss_bytes; /* latest sample, program only (buffers excluded) */
 	uint64_t last_buffers_bytes; /* latest sample's trace-buffer share */
 	uint64_t bytes_written; /* file bytes so far */
-	int drain_error;        /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
+	int drain_error; /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
 	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program */
 	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
+	uint64_t bg_compressed; /* stored chunks compressed in the background so far */
+	/* recorder_finish only (NULL elsewhere): the background compressor, stopped, with the
+	 * compressed copies of stored chunks for the end compaction (run_compact); the caller
+	 * frees it with trcfile_bgc_free. */
+	struct trcfile_bgc *bgc;
 };
 
 /* The end of the program, as trace-run saw it. */
 struct recorder_exit {
-	int status;            /* as from wait4 */
+	int status; /* as from wait4 */
 	uint64_t maxrss_bytes; /* wait4's ru_maxrss; 0 when unknown */
 };
 

@@ -20,7 +20,10 @@
  *     each stream's chunks go to a stream of the writer, in seq order. Its memory is the
  *     reader's: about 200 bytes a chunk.
  * Either way each chunk goes to the writer as a whole chunk: a stored one through the writer's
- * compressor threads, a compressed one as it is.
+ * compressor threads, a compressed one as it is. trace-run's compaction (trcfile__compact_bgc)
+ * first looks for a stored chunk's copy made by the background compressor while the program
+ * ran (trcfile_bgc.h): one that matches the chunk's index entry goes to the writer as a
+ * compressed chunk, so only the rest is compressed here.
  *
  * Threads: the caller's thread reads; the writer's threads compress and write.
  */
@@ -28,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "trcfile_bgc.h"
 #include "trcfile_footer_walk.h"
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
@@ -106,13 +111,57 @@ static const uint8_t *trcfile__compact_read_chunk(struct trcfile_reader *r, cons
 	return payload;
 }
 
+/* The background compressor's copy (trcfile_bgc.h) of the stored chunk the index entry c
+ * names: 1 with its header in *ch and its frame in *buf, when b has one and it matches c
+ * (stream, seq, records, raw size, times; its own CRC; a whole frame of that size); else 0,
+ * and the chunk is compressed here as any stored one (a copy that did not match is counted
+ * as refused). */
+static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
+				      const struct trcfile__chunk_ref *c,
+				      struct trcfile__chunk_hdr *ch, uint8_t **buf, size_t *cap,
+				      struct trcfile_bgc_use *use)
+{
+	uint64_t soff;
+	uint32_t slen, crc;
+	if (!b || c->comp_bytes != c->raw_bytes ||
+	    trcfile__bgc_find(b, c->offset, &soff, &slen, &crc) != 0)
+		return 0;
+	if (*cap < slen) {
+		uint8_t *p = realloc(*buf, slen);
+		if (!p)
+			return 0;
+		*buf = p;
+		*cap = slen;
+	}
+	const char *why = NULL;
+	ssize_t n = pread(trcfile__bgc_fd(b), *buf, slen, (off_t)soff);
+	bool ok = n == (ssize_t)slen && slen >= TRCFILE__CHUNK_HDR_BYTES &&
+		  trcfile__crc32c_fast(0, *buf, slen) == crc &&
+		  trcfile__chunk_hdr_get(*buf, ch, &why) == 0 && !trcfile__chunk_is_stored(ch) &&
+		  ch->stream_id == c->stream_id && ch->seq == c->seq && ch->count == c->count &&
+		  ch->raw_bytes == c->raw_bytes && ch->first_ts == c->first_ts &&
+		  ch->last_ts == c->last_ts && ch->comp_bytes == slen - TRCFILE__CHUNK_HDR_BYTES &&
+		  !trcfile__frame_check(*buf + TRCFILE__CHUNK_HDR_BYTES, ch->comp_bytes,
+					ch->raw_bytes);
+	if (!ok) {
+		use->refused++;
+		return 0;
+	}
+	use->used++;
+	return 1;
+}
+
 /* The streamed way (top of the file): fw is checked and at its first stream entry. */
 static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__footer_walk *fw,
 				     const char *in_path, const char *out_path,
 				     const struct trcfile_writer_opts *o,
+				     const struct trcfile_bgc *b,
 				     void (*progress)(void *arg, uint64_t done, uint64_t total),
-				     void *arg, uint64_t *stored_in, char *msg, size_t msg_len)
+				     void *arg, struct trcfile_bgc_use *use, char *msg,
+				     size_t msg_len)
 {
+	uint8_t *side = NULL;
+	size_t side_cap = 0;
 	int err = 0;
 	struct trcfile_writer *w = trcfile__compact_writer(r, out_path, o, &err);
 	if (!w)
@@ -132,7 +181,6 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
 		i += k;
 	}
-	uint64_t stored = 0;
 	for (uint64_t i = 0; i < fw->n_chunks && !err; i++) {
 		struct trcfile__footer_chunk e;
 		struct trcfile__footer_stream s;
@@ -152,16 +200,22 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 					       .raw_bytes = e.raw_bytes,
 					       .comp_bytes = e.comp_bytes};
 		struct trcfile__chunk_hdr ch;
-		const uint8_t *payload =
-			trcfile__compact_read_chunk(r, in_path, &c, &ch, &err, msg, msg_len);
-		if (!payload)
-			break;
+		const uint8_t *payload;
+		if (trcfile__compact_side_copy(b, &c, &ch, &side, &side_cap, use)) {
+			payload = side + TRCFILE__CHUNK_HDR_BYTES;
+			use->stored++;
+		} else {
+			payload = trcfile__compact_read_chunk(r, in_path, &c, &ch, &err, msg,
+							      msg_len);
+			if (!payload)
+				break;
+			if (trcfile__chunk_is_stored(&ch))
+				use->stored++;
+		}
 		/* As the loaded way does: the stream's entry says what the stream is. */
 		ch.kind = s.kind;
 		ch.pid = s.pid;
 		ch.tid = s.tid;
-		if (trcfile__chunk_is_stored(&ch))
-			stored++;
 		err = trcfile__writer_put_chunk(w, &ch, payload);
 		if (err) {
 			trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
@@ -173,15 +227,35 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 	int cerr = trcfile_writer_close(w);
 	if (!err && cerr)
 		err = trcfile__compact_fail(msg, msg_len, cerr, out_path, NULL);
-	if (stored_in)
-		*stored_in = stored;
+	free(side);
 	return err;
 }
+
+static int trcfile__compact_loaded_bgc(const char *in_path, const char *out_path,
+				       const struct trcfile_writer_opts *o,
+				       const struct trcfile_bgc *b,
+				       void (*progress)(void *arg, uint64_t done, uint64_t total),
+				       void *arg, struct trcfile_bgc_use *use, char *msg,
+				       size_t msg_len);
 
 int trcfile_compact(const char *in_path, const char *out_path, const struct trcfile_writer_opts *o,
 		    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 		    uint64_t *stored_in, char *msg, size_t msg_len)
 {
+	struct trcfile_bgc_use use = {0};
+	int err =
+		trcfile__compact_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg, msg_len);
+	if (stored_in)
+		*stored_in = use.stored;
+	return err;
+}
+
+int trcfile__compact_bgc(const char *in_path, const char *out_path,
+			 const struct trcfile_writer_opts *o, const struct trcfile_bgc *b,
+			 void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			 struct trcfile_bgc_use *use_out, char *msg, size_t msg_len)
+{
+	struct trcfile_bgc_use use = {0};
 	char rmsg[512] = "";
 	struct trcfile_reader *r = NULL;
 	int err = trcfile__reader_open_header(in_path, &r, rmsg, sizeof(rmsg));
@@ -191,25 +265,44 @@ int trcfile_compact(const char *in_path, const char *out_path, const struct trcf
 	const char *why = NULL;
 	err = trcfile__footer_walk_check(&fw, r, &why);
 	if (err == 0)
-		err = trcfile__compact_streamed(r, &fw, in_path, out_path, o, progress, arg,
-						stored_in, msg, msg_len);
+		err = trcfile__compact_streamed(r, &fw, in_path, out_path, o, b, progress, arg,
+						&use, msg, msg_len);
 	else if (err < 0)
 		trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
 	trcfile__footer_walk_free(&fw);
 	trcfile_reader_close(r);
 	if (err == 1) /* not walkable: the reader recovers and checks it */
-		return trcfile__compact_loaded(in_path, out_path, o, progress, arg, stored_in, msg,
-					       msg_len);
+		err = trcfile__compact_loaded_bgc(in_path, out_path, o, b, progress, arg, &use, msg,
+						  msg_len);
+	if (use_out)
+		*use_out = use;
 	return err;
 }
+
 int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    const struct trcfile_writer_opts *o,
 			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 			    uint64_t *stored_in, char *msg, size_t msg_len)
 {
+	struct trcfile_bgc_use use = {0};
+	int err = trcfile__compact_loaded_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg,
+					      msg_len);
+	if (stored_in)
+		*stored_in = use.stored;
+	return err;
+}
+
+static int trcfile__compact_loaded_bgc(const char *in_path, const char *out_path,
+				       const struct trcfile_writer_opts *o,
+				       const struct trcfile_bgc *b,
+				       void (*progress)(void *arg, uint64_t done, uint64_t total),
+				       void *arg, struct trcfile_bgc_use *use, char *msg,
+				       size_t msg_len)
+{
 	char rmsg[512] = "";
 	struct trcfile_reader *r = NULL;
-	uint64_t stored = 0;
+	uint8_t *side = NULL;
+	size_t side_cap = 0;
 	int err = trcfile_reader_open(in_path, &r, rmsg, sizeof(rmsg));
 	if (err)
 		return trcfile__compact_fail(msg, msg_len, err, in_path, rmsg);
@@ -230,12 +323,19 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 		}
 		for (size_t i = r->stream_chunk0[si]; i < r->stream_chunk0[si + 1] && !err; i++) {
 			struct trcfile__chunk_hdr ch;
-			const uint8_t *payload = trcfile__compact_read_chunk(
-				r, in_path, &r->chunks[i], &ch, &err, msg, msg_len);
-			if (!payload)
-				break;
-			if (trcfile__chunk_is_stored(&ch))
-				stored++;
+			const uint8_t *payload;
+			if (trcfile__compact_side_copy(b, &r->chunks[i], &ch, &side, &side_cap,
+						       use)) {
+				payload = side + TRCFILE__CHUNK_HDR_BYTES;
+				use->stored++;
+			} else {
+				payload = trcfile__compact_read_chunk(r, in_path, &r->chunks[i],
+								      &ch, &err, msg, msg_len);
+				if (!payload)
+					break;
+				if (trcfile__chunk_is_stored(&ch))
+					use->stored++;
+			}
 			err = trcfile__stream_put_chunk(s, &ch, payload);
 			if (err) {
 				trcfile__compact_fail(msg, msg_len, err, out_path, NULL);
@@ -255,7 +355,6 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 	if (!err && cerr)
 		err = trcfile__compact_fail(msg, msg_len, cerr, out_path, NULL);
 	trcfile_reader_close(r);
-	if (stored_in)
-		*stored_in = stored;
+	free(side);
 	return err;
 }

@@ -65,4 +65,27 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 			    uint64_t *stored_in, char *msg, size_t msg_len);
 
+/* The stored-chunk notification (the background compressor, trcfile_bgc.h): after the writer
+ * thread wrote a stored chunk whole, it calls the hook with where the chunk is. The hook runs
+ * on the writer thread, whose latency is the drain's: it must not block (trcfile_bgc queues
+ * or drops). */
+struct trcfile_stored_note {
+	uint64_t offset; /* of the chunk header in the file */
+	uint32_t stream_id, seq, raw_bytes;
+};
+typedef void (*trcfile_stored_hook)(void *arg, const struct trcfile_stored_note *n);
+
+/* What a hook needs to read the chunks back and compress them as the writer would. */
+struct trcfile_stored_source {
+	int fd; /* the file, opened anew for reading: the caller closes it */
+	int zstd_level; /* the writer's */
+	uint32_t chunk_bytes;
+};
+
+/* Sets the hook (fn NULL: removes it; once this returns, the old hook is never called again).
+ * With fn and src, fills *src (a new read descriptor of the file). Any thread; not after
+ * trcfile_writer_close. 0 or -errno (the read descriptor could not be opened: no hook set). */
+int trcfile__writer_on_stored(struct trcfile_writer *w, trcfile_stored_hook fn, void *arg,
+			      struct trcfile_stored_source *src);
+
 #endif /* TRC_TRCFILE_STORED_H */

@@ -22,7 +22,9 @@
  * those are gone too: the disk is behind) and enqueues the chunk straight on the write queue,
  * marked stored; the writer thread writes header and records as they are (CRC on its own
  * thread) and gives the store slot back. The write queue thus has many producers (the
- * compressors and the appending threads), still one consumer.
+ * compressors and the appending threads), still one consumer. Once a stored chunk is written,
+ * the writer thread tells the hook set with trcfile__writer_on_stored (the background
+ * compressor, trcfile_bgc.h) where it is.
  * Whole chunks (trcfile__stream_put_chunk and trcfile__writer_put_chunk, for trcfile_compact):
  * a stored one enters the compress queue like any chunk; a compressed one goes to the write
  * queue with its frame. trcfile_compact's streamed way opens no stream: it gives the stream
@@ -53,6 +55,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +165,13 @@ struct trcfile_writer {
 	_Atomic int error;
 	_Atomic uint64_t bytes_written;
 	_Atomic uint64_t chunks_stored;
+
+	/* Told of each stored chunk the writer thread wrote (trcfile__writer_on_stored): the
+	 * background compressor. Called by the writer thread under hook_lock, which setting it
+	 * takes too, so once it is removed it is never called again. */
+	pthread_mutex_t hook_lock;
+	trcfile_stored_hook hook;
+	void *hook_arg;
 };
 
 static void trcfile__set_error(struct trcfile_writer *w, int err)
@@ -509,9 +519,39 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 		}
 		return;
 	}
+	struct trcfile_stored_note note = {.offset = w->offset,
+					   .stream_id = c->hdr.stream_id,
+					   .seq = c->hdr.seq,
+					   .raw_bytes = c->hdr.raw_bytes};
 	w->offset += sizeof(hdr) + c->raw_len;
 	atomic_fetch_add_explicit(&w->bytes_written, sizeof(hdr) + c->raw_len,
 				  memory_order_relaxed);
+	/* Once a chunk is on disk (a stored chunk is about 1 MiB: one uncontended lock each). */
+	pthread_mutex_lock(&w->hook_lock);
+	if (w->hook)
+		w->hook(w->hook_arg, &note);
+	pthread_mutex_unlock(&w->hook_lock);
+}
+
+int trcfile__writer_on_stored(struct trcfile_writer *w, trcfile_stored_hook fn, void *arg,
+			      struct trcfile_stored_source *src)
+{
+	if (fn && src) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
+		/* The writer's descriptor is write-only: its proc link opens the file to read. */
+		int rfd = open(proc, O_RDONLY | O_CLOEXEC);
+		if (rfd < 0)
+			return -errno;
+		src->fd = rfd;
+		src->zstd_level = w->zstd_level;
+		src->chunk_bytes = w->chunk_bytes;
+	}
+	pthread_mutex_lock(&w->hook_lock);
+	w->hook = fn;
+	w->hook_arg = fn ? arg : NULL;
+	pthread_mutex_unlock(&w->hook_lock);
+	return 0;
 }
 
 static void *trcfile__writer_main(void *arg)
@@ -909,6 +949,7 @@ static void trcfile__writer_free(struct trcfile_writer *w)
 	cds_wfcq_destroy(&w->wq_head, &w->wq_tail);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->pool_lock);
+	pthread_mutex_destroy(&w->hook_lock);
 	free(w);
 }
 
@@ -982,6 +1023,7 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 	w->flags = opts.flags;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->pool_lock, NULL);
+	pthread_mutex_init(&w->hook_lock, NULL);
 	cds_wfcq_init(&w->cq_head, &w->cq_tail);
 	cds_wfcq_init(&w->wq_head, &w->wq_tail);
 	sem_init(&w->cq_sem, 0, 0);
