@@ -255,18 +255,18 @@ static void dump__alloc(struct dump__chrome *c, uint32_t pid, uint32_t tid,
 	uint64_t *live = dump__pid_live(c, (uint32_t)(pid + c->pid_base));
 	if (!live)
 		return;
-	/* Key by process: a forked child has the same addresses as its parent (and traces of
-	 * other hosts, the same pids). */
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48) ^ (c->pid_base << 20);
+	/* By process: a forked child has the same addresses as its parent (and traces of other
+	 * hosts, the same pids). */
+	uint64_t proc = (uint64_t)pid + c->pid_base;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		int err = allocmap_put(c->live, key, rec->alloc.size, &old);
+		int err = allocmap_put(c->live, proc, rec->alloc.addr, rec->alloc.size, &old);
 		if (err) {
 			c->live_approximate = true;
 			return;
 		}
 		*live += rec->alloc.size - old;
-	} else if (allocmap_take(c->live, key, &old)) {
+	} else if (allocmap_take(c->live, proc, rec->alloc.addr, &old)) {
 		*live -= old;
 	} else {
 		return; /* unknown address: nothing changes */

@@ -351,16 +351,15 @@ static void dp_alloc(struct dp *d, struct dp_stream *s, const struct trc_record 
 {
 	struct pq_writer *w = d->t[DP_ALLOCS];
 	bool alloc = rec->type == TRC_REC_ALLOC;
-	/* Key by process: a forked child has the same addresses as its parent. */
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)s->pid << 48);
 	uint64_t size = 0;
 	bool known = true;
 	if (alloc) {
 		uint64_t old = 0;
 		size = rec->alloc.size;
-		(void)allocmap_put(d->live, key, size, &old); /* full: frees go unknown */
+		/* full: frees go unknown */
+		(void)allocmap_put(d->live, s->pid, rec->alloc.addr, size, &old);
 	} else {
-		known = allocmap_take(d->live, key, &size);
+		known = allocmap_take(d->live, s->pid, rec->alloc.addr, &size);
 	}
 	dp_labels(d, w);
 	dp_check(d, pq_put_i64(w, 2, dp_rt(d, rec->ts_ns)));

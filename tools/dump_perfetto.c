@@ -736,17 +736,17 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	struct dump__pf_proc *pr = dump__pf_proc(p, pid);
 	if (!pr)
 		return;
-	/* Key by process: a forked child has the same addresses as its parent (and traces of
-	 * other hosts, the same pids). */
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48) ^ ((uint64_t)p->pid_base << 20);
+	/* By process: a forked child has the same addresses as its parent (and traces of other
+	 * hosts, the same pids). */
+	uint64_t proc = (uint64_t)pid + p->pid_base;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		if (allocmap_put(p->live, key, rec->alloc.size, &old)) {
+		if (allocmap_put(p->live, proc, rec->alloc.addr, rec->alloc.size, &old)) {
 			p->live_approximate = true;
 			return;
 		}
 		pr->live_bytes += rec->alloc.size - old;
-	} else if (allocmap_take(p->live, key, &old)) {
+	} else if (allocmap_take(p->live, proc, rec->alloc.addr, &old)) {
 		pr->live_bytes -= old;
 	} else {
 		return; /* unknown address: nothing changes */

@@ -194,7 +194,6 @@ static uint32_t dump__pp_child(struct dump__pp *p, uint32_t parent, uint32_t fra
 static void dump__pp_alloc(struct dump__pp *p, uint32_t pid, uint32_t node,
 			   const struct trc_record *rec)
 {
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
 		if (p->alloc_mode) {
@@ -203,8 +202,8 @@ static void dump__pp_alloc(struct dump__pp *p, uint32_t pid, uint32_t node,
 		}
 		uint64_t size = rec->alloc.size;
 		if (size >> DUMP__PP_SIZE_BITS ||
-		    allocmap_put(p->live, key, size | (uint64_t)node << DUMP__PP_SIZE_BITS,
-					 &old)) {
+		    allocmap_put(p->live, pid, rec->alloc.addr,
+				 size | (uint64_t)node << DUMP__PP_SIZE_BITS, &old)) {
 			p->approximate = true;
 			return;
 		}
@@ -213,7 +212,7 @@ static void dump__pp_alloc(struct dump__pp *p, uint32_t pid, uint32_t node,
 			p->nodes[node].objs++;
 			p->nodes[node].bytes += (int64_t)size;
 		}
-	} else if (!allocmap_take(p->live, key, &old)) {
+	} else if (!allocmap_take(p->live, pid, rec->alloc.addr, &old)) {
 		return;
 	}
 	/* old: what this record frees (a free, or an allocation replaced at a live address). */

@@ -283,7 +283,7 @@ static int memory__peak_sites(struct memory__state *m, struct memory__proc *p,
 	size_t pos = 0;
 	uint64_t addr, v;
 	int rc = 0;
-	while (!rc && p->live && allocmap_next(p->live, &pos, &addr, &v))
+	while (!rc && p->live && allocmap_next(p->live, &pos, NULL, &addr, &v))
 		rc = memory__acc_add(&a, (uint32_t)(v >> MEMORY__SIZE_BITS), v & MEMORY__SIZE_MAX,
 				     1);
 	if (!rc)
@@ -369,7 +369,7 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 		return -ENOMEM;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_FREE) {
-		if (allocmap_take(p->live, rec->alloc.addr, &old)) {
+		if (allocmap_take(p->live, 0, rec->alloc.addr, &old)) {
 			p->live_bytes -= old & MEMORY__SIZE_MAX;
 			p->free_bytes += old & MEMORY__SIZE_MAX;
 		}
@@ -379,8 +379,8 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 	if (site == UINT32_MAX)
 		return -ENOMEM;
 	uint64_t size = rec->alloc.size > MEMORY__SIZE_MAX ? MEMORY__SIZE_MAX : rec->alloc.size;
-	int err = allocmap_put(p->live, rec->alloc.addr, size | (uint64_t)site << MEMORY__SIZE_BITS,
-			       &old);
+	int err = allocmap_put(p->live, 0, rec->alloc.addr,
+			       size | (uint64_t)site << MEMORY__SIZE_BITS, &old);
 	if (err == -ENOSPC) {
 		q->live_approximate = true;
 	} else if (err) {

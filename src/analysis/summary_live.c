@@ -6,13 +6,13 @@
  * allocation at a live address replaces the first. At most SUMMARY__LIVE_MAX_ENTRIES live
  * allocations are tracked (beyond: live bytes flagged approximate).
  *
- * Per process: a forked child has its parent's addresses, so the map's key is the address
- * mixed with the pid of the stream that allocated or freed (the exporters' rule), and each
- * process keeps its own live bytes (s->heaps). A process's "live at end" is its heap when it
- * exited (its EXIT record), or at the end of the trace when no exit was recorded for it. From
- * its exit on, its heap is out of the tree's live total: the total's peak is the largest sum
- * of the heaps of the processes alive at one moment, and live_end_bytes is the traced
- * program's (header pid) at its exit: children that exited before it are not counted there
+ * Per process: a forked child has its parent's addresses, so the map is keyed by the pid of
+ * the stream that allocated or freed and the address (an exact pair, allocmap.h: the
+ * exporters' rule), and each process keeps its own live bytes (s->heaps). A process's "live at end"
+ * is its heap when it exited (its EXIT record), or at the end of the trace when no exit was
+ * recorded for it. From its exit on, its heap is out of the tree's live total: the total's peak is
+ * the largest sum of the heaps of the processes alive at one moment, and live_end_bytes is the
+ * traced program's (header pid) at its exit: children that exited before it are not counted there
  * (their own figures are in s->heaps).
  *
  * Threads: the reader's thread.
@@ -78,11 +78,10 @@ static void summary__live_rec(struct summary__state *m, struct summary__live *l,
 	struct summary_heap *h = summary__heap(m, l, pid);
 	if (!h)
 		return;
-	uint64_t key = rec->alloc.addr ^ ((uint64_t)pid << 48);
 	if (rec->type == TRC_REC_ALLOC) {
 		h->allocs++;
 		h->alloc_bytes += rec->alloc.size;
-		int err = allocmap_put(l->map, key, rec->alloc.size, &size);
+		int err = allocmap_put(l->map, pid, rec->alloc.addr, rec->alloc.size, &size);
 		if (err == -ENOSPC) {
 			s->live_approximate = true;
 			return;
@@ -99,7 +98,7 @@ static void summary__live_rec(struct summary__state *m, struct summary__live *l,
 		l->cur = l->cur - size + rec->alloc.size;
 		if (l->cur > s->live_peak_bytes)
 			s->live_peak_bytes = l->cur;
-	} else if (allocmap_take(l->map, key, &size)) {
+	} else if (allocmap_take(l->map, pid, rec->alloc.addr, &size)) {
 		h->live_end_bytes -= size;
 		if (!h->exited)
 			l->cur -= size;
