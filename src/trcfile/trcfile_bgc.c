@@ -18,6 +18,7 @@
 #include "trcfile.h"
 #include "trcfile_codec.h"
 #include "trcfile_stored.h"
+#include "trcfile_io.h"
 
 #define TRCFILE__BGC_QUEUE 64u /* chunks waiting: 1.5 KiB */
 #define TRCFILE__BGC_SLICE (128u << 10) /* input between checks for stop */
@@ -51,38 +52,6 @@ struct trcfile_bgc {
 	uint64_t side_end;
 	_Atomic uint64_t compressed;
 };
-
-static int trcfile__bgc_pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int trcfile__bgc_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
 
 /* The writer thread: queue the chunk, or leave it for the end. Never blocks for long. */
 static void trcfile__bgc_hook(void *arg, const struct trcfile_stored_note *n)
@@ -161,7 +130,7 @@ static int trcfile__bgc_one(struct trcfile_bgc *b, struct trcfile__bgc_work *wk,
 	if (trcfile__bgc_grow(&wk->in, &wk->in_cap, len) ||
 	    trcfile__bgc_grow(&wk->out, &wk->out_cap, out_need))
 		return -ENOMEM;
-	if (trcfile__bgc_pread_all(b->rfd, wk->in, len, n->offset))
+	if (trcfile__pread_all(b->rfd, wk->in, len, n->offset))
 		return 0;
 	struct trcfile__chunk_hdr h;
 	const char *why = NULL;
@@ -189,7 +158,7 @@ static int trcfile__bgc_one(struct trcfile_bgc *b, struct trcfile__bgc_work *wk,
 		b->map = m;
 		b->cap_map = cap;
 	}
-	int err = trcfile__bgc_pwrite_all(b->sfd, wk->out, side_len, b->side_end);
+	int err = trcfile__pwrite_all(b->sfd, wk->out, side_len, b->side_end);
 	if (err)
 		return err;
 	b->map[b->n_map++] = (struct trcfile__bgc_entry){

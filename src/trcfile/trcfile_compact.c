@@ -35,6 +35,7 @@
 
 #include "trcfile_bgc.h"
 #include "trcfile_footer_walk.h"
+#include "trcfile_io.h"
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
 
@@ -134,9 +135,8 @@ static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
 		*cap = slen;
 	}
 	const char *why = NULL;
-	ssize_t n = pread(trcfile__bgc_fd(b), *buf, slen, (off_t)soff);
-	bool ok = n == (ssize_t)slen && slen >= TRCFILE__CHUNK_HDR_BYTES &&
-		  trcfile__crc32c_fast(0, *buf, slen) == crc &&
+	bool ok = trcfile__pread_all(trcfile__bgc_fd(b), *buf, slen, soff) == 0 &&
+		  slen >= TRCFILE__CHUNK_HDR_BYTES && trcfile__crc32c_fast(0, *buf, slen) == crc &&
 		  trcfile__chunk_hdr_get(*buf, ch, &why) == 0 && !trcfile__chunk_is_stored(ch) &&
 		  ch->stream_id == c->stream_id && ch->seq == c->seq && ch->count == c->count &&
 		  ch->raw_bytes == c->raw_bytes && ch->first_ts == c->first_ts &&

@@ -24,6 +24,7 @@
 
 #include <zstd.h>
 
+#include "trcfile_io.h"
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
 
@@ -77,23 +78,17 @@ const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t l
 		r->io_buf = p;
 		r->io_cap = cap;
 	}
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pread(r->fd, r->io_buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*err = trcfile__fail(r, -errno, "read error at offset %llu: %s",
-					     (unsigned long long)(off + done), strerror(errno));
-			return NULL;
-		}
-		if (n == 0) {
-			*err = trcfile__fail(r, -EBADMSG,
-					     "file shrank while being read (offset %llu)",
-					     (unsigned long long)(off + done));
-			return NULL;
-		}
-		done += (size_t)n;
+	size_t done;
+	int rc = trcfile__pread_upto(r->fd, r->io_buf, len, off, &done);
+	if (rc) {
+		*err = trcfile__fail(r, rc, "read error at offset %llu: %s",
+				     (unsigned long long)(off + done), strerror(-rc));
+		return NULL;
+	}
+	if (done < len) {
+		*err = trcfile__fail(r, -EBADMSG, "file shrank while being read (offset %llu)",
+				     (unsigned long long)(off + done));
+		return NULL;
 	}
 	return r->io_buf;
 }

@@ -1,5 +1,6 @@
 /* trcfile_spill.c - the writer's out-of-memory byte area (trcfile_spill.h). */
 #include "trcfile_spill.h"
+#include "trcfile_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,15 +46,9 @@ int trcfile__spill_pwrite(struct trcfile__spill *sp, const void *buf, size_t n, 
 {
 	uint64_t end = off + n;
 	if (sp->fd >= 0) {
-		const uint8_t *p = buf;
-		for (size_t done = 0; done < n;) {
-			ssize_t k = pwrite(sp->fd, p + done, n - done, (off_t)(off + done));
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				return k < 0 ? -errno : -EIO;
-			done += (size_t)k;
-		}
+		int err = trcfile__pwrite_all(sp->fd, buf, n, off);
+		if (err)
+			return err;
 	} else {
 		if (end > sp->cap) {
 			uint64_t cap = sp->cap ? 2 * sp->cap : 4096;
@@ -81,18 +76,9 @@ int trcfile__spill_pread(const struct trcfile__spill *sp, void *buf, size_t n, u
 		memcpy(buf, sp->mem + off, n);
 		return 0;
 	}
-	uint8_t *p = buf;
-	for (size_t done = 0; done < n;) {
-		ssize_t k = pread(sp->fd, p + done, n - done, (off_t)(off + done));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0) { /* a hole at the end of the file: zeros */
-			memset(p + done, 0, n - done);
-			return 0;
-		}
-		done += (size_t)k;
-	}
-	return 0;
+	size_t got;
+	int err = trcfile__pread_upto(sp->fd, buf, n, off, &got);
+	if (!err && got < n) /* a hole at the end of the file: zeros */
+		memset((uint8_t *)buf + got, 0, n - got);
+	return err;
 }

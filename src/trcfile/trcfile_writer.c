@@ -68,6 +68,7 @@
 
 #include "trcfile_codec.h"
 #include "trcfile_spill.h"
+#include "trcfile_io.h"
 #include "trcfile_stored.h"
 
 /* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
@@ -214,26 +215,6 @@ static bool trcfile__sem_trywait(sem_t *s)
 		if (errno != EINTR)
 			return false;
 	}
-}
-
-/* Writes all of buf at off. 0 or -errno (a zero-byte write counts as -EIO). */
-static int trcfile__pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
 }
 
 /* ---- chunk pool ----------------------------------------------------------------------- */
