@@ -403,16 +403,44 @@ int main(int argc, char **argv)
 	const char *only = NULL; /* case=NAME: that case alone */
 	/* line by line: a harness that stops us on a timeout still sees what was measured */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	static const char *const cases[] = {"1thread", "2threads", "max-lossless", "flood",
+					    "threads-200"};
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
+		if (!strcmp(argv[i], "--quick")) {
 			quick = true;
-		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
-			runs = atoi(argv[++i]);
-		else if (!strncmp(argv[i], "case=", 5))
+		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || v < 1 || v > MAX_RUNS) {
+				fprintf(stderr, "bench_e2e: --runs: expected 1 to %d, got '%s'\n",
+					MAX_RUNS, argv[i]);
+				return 2;
+			}
+			runs = (int)v;
+		} else if (!strncmp(argv[i], "case=", 5)) {
 			only = argv[i] + 5;
+			bool known = false;
+			for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+				known |= !strcmp(only, cases[k]);
+			if (!known) {
+				fprintf(stderr,
+					"bench_e2e: unknown case '%s' (1thread, 2threads, "
+					"max-lossless, flood, threads-200)\n",
+					only);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: bench_e2e [--quick] [--runs N] [case=NAME]\n"
+			       "cases: 1thread 2threads max-lossless flood threads-200 (default: "
+			       "all, several minutes); bench/bench_e2e.c's header says what each "
+			       "measures\n");
+			return 0;
+		} else {
+			/* An unknown word must not start minutes of load. */
+			fprintf(stderr, "bench_e2e: unknown argument '%s' (try --help)\n", argv[i]);
+			return 2;
+		}
 	}
-	if (runs < 1 || runs > MAX_RUNS)
-		runs = 5;
 	if (quick && runs > 3)
 		runs = 3;
 	char self[PATH_MAX];
