@@ -541,9 +541,8 @@ static int dump__split(struct dump__chrome *c, struct dump_outfile *of)
 }
 
 /* Several FILEs: one JSON, records merged on CLOCK_REALTIME (dump_multi.c), timestamps from the
- * earliest start of recording, trace i's processes shown as pid + (i + 1) x 10000000 (pids do
- * not reach 2^22 on Linux) and named "HOST TRACE: command". */
-#define DUMP__CHROME_PID_RANGE 10000000ull
+ * earliest start of recording, trace i's processes shown as pid + (i + 1) x
+ * DUMP_MULTI_PID_RANGE and named "HOST TRACE: command". */
 
 static int dump__chrome_multi(int argc, char **argv)
 {
@@ -574,7 +573,7 @@ static int dump__chrome_multi(int argc, char **argv)
 	for (unsigned i = 0; i < n; i++) {
 		c->r = m.t[i].r;
 		c->label = &m.t[i];
-		c->pid_base = (i + 1) * DUMP__CHROME_PID_RANGE;
+		c->pid_base = (i + 1) * (uint64_t)DUMP_MULTI_PID_RANGE;
 		c->start = dump_trace_start(&m, i);
 		c->depth = depth + base[i];
 		c->stacks = stacks + base[i];
@@ -587,7 +586,7 @@ static int dump__chrome_multi(int argc, char **argv)
 	while ((err = dump_traces_next(&m, &rec, &ti, &sidx)) == 1) {
 		c->r = m.t[ti].r;
 		c->label = &m.t[ti];
-		c->pid_base = (ti + 1) * DUMP__CHROME_PID_RANGE;
+		c->pid_base = (ti + 1) * (uint64_t)DUMP_MULTI_PID_RANGE;
 		c->start = dump_trace_start(&m, ti);
 		c->depth = depth + base[ti];
 		c->stacks = stacks + base[ti];
@@ -604,7 +603,7 @@ static int dump__chrome_multi(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		c->r = m.t[i].r;
-		c->pid_base = (i + 1) * DUMP__CHROME_PID_RANGE;
+		c->pid_base = (i + 1) * (uint64_t)DUMP_MULTI_PID_RANGE;
 		c->start = dump_trace_start(&m, i);
 		for (unsigned s = 0; s < base[i + 1] - base[i]; s++) {
 			const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
@@ -625,7 +624,7 @@ static int dump__chrome_multi(int argc, char **argv)
 		dump_json_str(m.t[i].trace, strlen(m.t[i].trace));
 		dump_printf(",\"pid_offset\":%" PRIu64 ",\"start_realtime_ns\":%" PRIu64
 			    ",\"format_version\":\"%u.%u\",\"truncated\":%s}",
-			    (uint64_t)((i + 1) * DUMP__CHROME_PID_RANGE), h->start_realtime_ns,
+			    (i + 1) * (uint64_t)DUMP_MULTI_PID_RANGE, h->start_realtime_ns,
 			    h->version_major, h->version_minor,
 			    trcfile_reader_truncated(m.t[i].r) ? "true" : "false");
 	}

@@ -1274,16 +1274,13 @@ static void dump__pf_close_open(struct dump__pf *p, uint64_t ts)
 	}
 }
 
-/* Several FILEs: the pid (and tid) range of trace i, as trace-dump chrome's. */
-#define DUMP__PF_PID_RANGE 10000000u
-
 /* Makes trace i of m the one at hand. */
 static void dump__pf_select(struct dump__pf *p, struct dump_traces *m, const unsigned *base,
 			    unsigned i)
 {
 	p->r = m->t[i].r;
 	p->label = &m->t[i];
-	p->pid_base = (i + 1) * DUMP__PF_PID_RANGE;
+	p->pid_base = (i + 1) * DUMP_MULTI_PID_RANGE;
 	p->seq_base = base[i];
 	p->seqs = p->all_seqs + base[i];
 	p->n_streams = base[i + 1] - base[i];
