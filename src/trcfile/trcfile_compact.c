@@ -191,14 +191,7 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 			trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
 			break;
 		}
-		struct trcfile__chunk_ref c = {.offset = e.offset,
-					       .first_ts = e.first_ts,
-					       .last_ts = e.last_ts,
-					       .stream_id = e.stream_id,
-					       .seq = e.seq,
-					       .count = e.count,
-					       .raw_bytes = e.raw_bytes,
-					       .comp_bytes = e.comp_bytes};
+		struct trcfile__chunk_ref c = trcfile__chunk_ref_of(&e);
 		struct trcfile__chunk_hdr ch;
 		const uint8_t *payload;
 		if (trcfile__compact_side_copy(b, &c, &ch, &side, &side_cap, use)) {

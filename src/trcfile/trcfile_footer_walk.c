@@ -257,10 +257,7 @@ int trcfile__footer_walk_check(struct trcfile__footer_walk *fw, struct trcfile_r
 		}
 		if (err)
 			return err;
-		struct trcfile__chunk_ref c = {.offset = e.offset,
-					       .count = e.count,
-					       .raw_bytes = e.raw_bytes,
-					       .comp_bytes = e.comp_bytes};
+		struct trcfile__chunk_ref c = trcfile__chunk_ref_of(&e);
 		if ((*why = trcfile__ref_check(r, &c, fw->footer_offset)))
 			return 1;
 		if (e.stream_id >= fw->n_streams) {

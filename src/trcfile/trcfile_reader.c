@@ -336,14 +336,7 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 		if (trcfile__footer_chunk_get(f + trcfile__footer_chunk_at(ns, i), &e, &why) != 0)
 			break;
 		struct trcfile__chunk_ref *c = &r->chunks[i];
-		*c = (struct trcfile__chunk_ref){.offset = e.offset,
-						 .first_ts = e.first_ts,
-						 .last_ts = e.last_ts,
-						 .stream_id = e.stream_id,
-						 .seq = e.seq,
-						 .count = e.count,
-						 .raw_bytes = e.raw_bytes,
-						 .comp_bytes = e.comp_bytes};
+		*c = trcfile__chunk_ref_of(&e);
 		why = trcfile__ref_check(r, c, data_end);
 		if (!why && !trcfile__find_stream(r, c->stream_id))
 			why = "chunk entry of an unknown stream";

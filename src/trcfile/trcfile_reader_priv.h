@@ -34,6 +34,20 @@ struct trcfile__chunk_ref {
 	uint32_t stream_idx;
 };
 
+/* The reference to the chunk a footer entry describes (stream_idx: 0, the caller's to find).
+ * Every reader of footer entries (the reader, the footer walk, the compaction) takes them so. */
+static inline struct trcfile__chunk_ref trcfile__chunk_ref_of(const struct trcfile__footer_chunk *e)
+{
+	return (struct trcfile__chunk_ref){.offset = e->offset,
+					   .first_ts = e->first_ts,
+					   .last_ts = e->last_ts,
+					   .stream_id = e->stream_id,
+					   .seq = e->seq,
+					   .count = e->count,
+					   .raw_bytes = e->raw_bytes,
+					   .comp_bytes = e->comp_bytes};
+}
+
 struct trcfile__string {
 	char *str; /* NUL-terminated copy */
 	uint32_t len;
