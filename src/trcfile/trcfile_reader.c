@@ -726,7 +726,10 @@ static int trcfile__open_finish(struct trcfile_reader *r, struct trcfile_reader 
 	return 0;
 }
 
-int trcfile_reader_open_fd(int fd, struct trcfile_reader **out, char *msg, size_t msg_len)
+/* trcfile_reader_open_fd, or with header_only the header and trailer alone
+ * (trcfile__reader_open_header). */
+static int trcfile__open_fd(int fd, bool header_only, struct trcfile_reader **out, char *msg,
+			    size_t msg_len)
 {
 	struct stat st;
 	*out = NULL;
@@ -746,10 +749,18 @@ int trcfile_reader_open_fd(int fd, struct trcfile_reader **out, char *msg, size_
 		return -ENOMEM;
 	r->fd = fd;
 	r->size = (uint64_t)st.st_size;
+	r->header_only = header_only;
 	return trcfile__open_finish(r, out, msg, msg_len);
 }
 
-int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg, size_t msg_len)
+int trcfile_reader_open_fd(int fd, struct trcfile_reader **out, char *msg, size_t msg_len)
+{
+	return trcfile__open_fd(fd, false, out, msg, msg_len);
+}
+
+/* Opens path and reads it as trcfile__open_fd does; the reader owns the descriptor. */
+static int trcfile__open_path(const char *path, bool header_only, struct trcfile_reader **out,
+			      char *msg, size_t msg_len)
 {
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -759,7 +770,7 @@ int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg
 			snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
 		return e;
 	}
-	int err = trcfile_reader_open_fd(fd, out, msg, msg_len);
+	int err = trcfile__open_fd(fd, header_only, out, msg, msg_len);
 	if (err) {
 		close(fd);
 		return err;
@@ -768,34 +779,15 @@ int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg
 	return 0;
 }
 
+int trcfile_reader_open(const char *path, struct trcfile_reader **out, char *msg, size_t msg_len)
+{
+	return trcfile__open_path(path, false, out, msg, msg_len);
+}
+
 int trcfile__reader_open_header(const char *path, struct trcfile_reader **out, char *msg,
 				size_t msg_len)
 {
-	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int e = -errno;
-		if (msg && msg_len)
-			snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
-		return e;
-	}
-	struct stat st;
-	struct trcfile_reader *r = NULL;
-	int err = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
-	if (!err && !(r = trcfile__reader_new()))
-		err = -ENOMEM;
-	if (err) {
-		if (msg && msg_len)
-			snprintf(msg, msg_len, "%s: %s", path,
-				 err == -EINVAL ? "not a regular file" : strerror(-err));
-		close(fd);
-		return err;
-	}
-	r->fd = fd;
-	r->own_fd = true;
-	r->size = (uint64_t)st.st_size;
-	r->header_only = true;
-	return trcfile__open_finish(r, out, msg, msg_len);
+	return trcfile__open_path(path, true, out, msg, msg_len);
 }
 
 int trcfile_reader_open_mem(const void *buf, size_t len, struct trcfile_reader **out, char *msg,
