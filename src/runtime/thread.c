@@ -474,20 +474,26 @@ static void trc__lost_mine(struct trc__thread *t, uint32_t reason)
 	atomic_fetch_add_explicit(&h->tlost_added, 1, memory_order_relaxed);
 }
 
+/* Fills and publishes a reserved event record, or does nothing when the reservation failed
+ * (e == NULL: the ring dropped and counted it). */
+static inline void trc__put_event(struct trc__thread *t, struct trc__event *e, unsigned mode,
+				  unsigned nwords, uint64_t a, uint64_t b)
+{
+	if (!e)
+		return;
+	e->ts = trc__now(mode);
+	if (nwords > 0)
+		e->a = a;
+	if (nwords > 1)
+		e->b = b;
+	ring_commit_sp(&t->prod);
+}
+
 /* Writes one event record through the ring's general path (wrap, full). ok == 0. */
 static void trc__emit_ring(struct trc__thread *t, unsigned mode, uint32_t tag, unsigned nwords,
 			   uint64_t a, uint64_t b)
 {
-	struct trc__event *e = trc__reserve(t, tag, 8u + 8u * nwords);
-	if (e) {
-		e->ts = trc__now(mode);
-		if (nwords > 0)
-			e->a = a;
-		if (nwords > 1)
-			e->b = b;
-		ring_commit_sp(&t->prod);
-	}
-	/* else dropped and counted by the ring */
+	trc__put_event(t, trc__reserve(t, tag, 8u + 8u * nwords), mode, nwords, a, b);
 }
 
 /* The fast path's way out (trc.h): ok == 0, set by the caller; sets it back to 1, so that the
@@ -498,16 +504,10 @@ void trc__emit_full(struct trc__thread *t, uint32_t tag, unsigned nwords, uint64
 	/* A clock the fast path does not read inline (clock_gettime) sends every event here:
 	 * the ring's own fast path first, the general one only when that fails. */
 	struct trc__event *e = ring_reserve_fast_sp(&t->prod, tag, 8u + 8u * nwords);
-	if (e) {
-		e->ts = trc__now(mode);
-		if (nwords > 0)
-			e->a = a;
-		if (nwords > 1)
-			e->b = b;
-		ring_commit_sp(&t->prod);
-	} else {
+	if (e)
+		trc__put_event(t, e, mode, nwords, a, b);
+	else
 		trc__emit_ring(t, mode, tag, nwords, a, b);
-	}
 	TRC__BARRIER();
 	*t->ok_flag = 1;
 }
