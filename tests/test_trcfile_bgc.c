@@ -11,45 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "test_trcfile_util.h"
+#include "test_stored_util.h"
 #include "trcfile_bgc.h"
 #include "trcfile_codec.h"
 #include "trcfile_stored.h"
-
-/* Counts the stored and compressed chunks of a file by walking its chunk headers. */
-static void count_chunks(const char *path, unsigned *stored, unsigned *compressed)
-{
-	size_t len;
-	uint8_t *b = tu_read_file(path, &len);
-	*stored = *compressed = 0;
-	uint64_t off = trcfile__get32(b + 16);
-	while (off + TRCFILE__CHUNK_HDR_BYTES <= len) {
-		struct trcfile__chunk_hdr h;
-		const char *why;
-		if (trcfile__chunk_hdr_get(b + off, &h, &why) != 0)
-			break;
-		if (trcfile__chunk_is_stored(&h))
-			(*stored)++;
-		else
-			(*compressed)++;
-		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
-	}
-	free(b);
-}
-
-static struct trcfile_reader *open_ok(const char *path)
-{
-	struct trcfile_reader *r = NULL;
-	char msg[512] = "";
-	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s: %s", path, msg);
-	return r;
-}
 
 /* Every record of a and b in time order, equal one for one; the streams equal. Returns the
  * records compared. */
 static size_t same_records(const char *a, const char *b)
 {
-	struct trcfile_reader *ra = open_ok(a), *rb = open_ok(b);
+	struct trcfile_reader *ra = tu_open_ok(a), *rb = tu_open_ok(b);
 	cr_assert_not(trcfile_reader_truncated(rb), "%s", b);
 	cr_assert_eq(trcfile_reader_stream_count(ra), trcfile_reader_stream_count(rb));
 	for (unsigned i = 0; i < trcfile_reader_stream_count(ra); i++) {
@@ -83,14 +54,6 @@ static size_t same_records(const char *a, const char *b)
 	trcfile_reader_close(ra);
 	trcfile_reader_close(rb);
 	return n;
-}
-
-static char *summary_json(const char *dir, const char *path)
-{
-	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/summary.json' 2>/dev/null",
-			   tu_build(), path, dir),
-		     0);
-	return tu_slurp_text(dir, "summary.json");
 }
 
 static char *events_text(const char *dir, const char *path)
@@ -187,7 +150,7 @@ Test(trcfile_bgc, background_copies_are_taken_and_read_back_as_a_compaction_with
 	uint64_t stored = 0;
 	struct trcfile_bgc *b = write_with_bgc(in, &p, 0, &stored);
 	unsigned st, co;
-	count_chunks(in, &st, &co);
+	tu_count_chunks(in, &st, &co);
 	cr_assert_eq(co, 0);
 	cr_assert_eq(st, stored);
 	uint64_t bg = trcfile_bgc_compressed(b);
@@ -211,12 +174,12 @@ Test(trcfile_bgc, background_copies_are_taken_and_read_back_as_a_compaction_with
 	cr_assert_eq(use.refused, 0);
 	cr_assert_eq(plain.stored, stored);
 	cr_assert_eq(plain.used, 0);
-	count_chunks(with, &st, &co);
+	tu_count_chunks(with, &st, &co);
 	cr_assert_eq(st, 0);
 	cr_assert_eq(co, stored);
 
 	cr_assert_eq(same_records(without, with), tu_plan_records(&p));
-	char *ja = summary_json(dir, with), *jb = summary_json(dir, without);
+	char *ja = tu_summary_json(dir, with), *jb = tu_summary_json(dir, without);
 	cr_assert_str_eq(ja, jb);
 	char *ea = events_text(dir, with), *eb = events_text(dir, without);
 	cr_assert_str_eq(ea, eb);
@@ -257,11 +220,11 @@ Test(trcfile_bgc, a_copy_that_does_not_match_its_chunk_is_refused_and_compressed
 	cr_assert_eq(use.refused, 1);
 	cr_assert_eq(use.used, bg - 1);
 	unsigned st, co;
-	count_chunks(with, &st, &co);
+	tu_count_chunks(with, &st, &co);
 	cr_assert_eq(st, 0);
 	cr_assert_eq(co, stored);
 	cr_assert_eq(same_records(without, with), tu_plan_records(&p));
-	char *ja = summary_json(dir, with), *jb = summary_json(dir, without);
+	char *ja = tu_summary_json(dir, with), *jb = tu_summary_json(dir, without);
 	cr_assert_str_eq(ja, jb);
 	free(ja);
 	free(jb);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_trcfile_util.h"
+#include "test_stored_util.h"
 #include "trcfile_codec.h"
 #include "trcfile_footer_walk.h"
 #include "trcfile_reader_priv.h" /* the chunk index, for chunk sizes */
@@ -51,40 +51,11 @@ static void big_plan(struct tu_plan *p)
 	}
 }
 
-/* Counts the stored and compressed chunks of a file by walking its chunk headers. */
-static void count_chunks(const char *path, unsigned *stored, unsigned *compressed)
-{
-	size_t len;
-	uint8_t *b = tu_read_file(path, &len);
-	*stored = *compressed = 0;
-	uint64_t off = trcfile__get32(b + 16);
-	while (off + TRCFILE__CHUNK_HDR_BYTES <= len) {
-		struct trcfile__chunk_hdr h;
-		const char *why;
-		if (trcfile__chunk_hdr_get(b + off, &h, &why) != 0)
-			break;
-		if (trcfile__chunk_is_stored(&h))
-			(*stored)++;
-		else
-			(*compressed)++;
-		off += TRCFILE__CHUNK_HDR_BYTES + h.comp_bytes;
-	}
-	free(b);
-}
-
-static struct trcfile_reader *open_ok(const char *path)
-{
-	struct trcfile_reader *r = NULL;
-	char msg[512] = "";
-	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s: %s", path, msg);
-	return r;
-}
-
 /* Every record of a and b, merged in time order, equal one for one (max records of a when
  * b is a prefix: b_prefix). Returns the records compared. */
 static size_t same_records(const char *a, const char *b, bool b_prefix)
 {
-	struct trcfile_reader *ra = open_ok(a), *rb = open_ok(b);
+	struct trcfile_reader *ra = tu_open_ok(a), *rb = tu_open_ok(b);
 	struct trcfile_iter *ia = trcfile_iter_new(ra), *ib = trcfile_iter_new(rb);
 	cr_assert(ia && ib);
 	size_t n = 0;
@@ -134,15 +105,15 @@ Test(trcfile_stored, mixed_and_stored_files_read_back_identically, .timeout = 60
 	cr_assert_eq(tu_write_plan(c, &p, &o, 7), 0);
 
 	unsigned st, co;
-	count_chunks(a, &st, &co);
+	tu_count_chunks(a, &st, &co);
 	cr_assert_eq(st, 0);
 	cr_assert_gt(co, 10);
 	unsigned total = co;
-	count_chunks(b, &st, &co);
+	tu_count_chunks(b, &st, &co);
 	cr_assert_eq(st + co, total);
 	cr_assert(st >= total / 2 - 1 && co >= total / 2 - 1, "mixed: %u stored, %u compressed",
 		  st, co);
-	count_chunks(c, &st, &co);
+	tu_count_chunks(c, &st, &co);
 	cr_assert_eq(st, total);
 	cr_assert_eq(co, 0);
 
@@ -175,14 +146,14 @@ Test(trcfile_stored, a_file_cut_before_its_footer_is_read_up_to_its_last_whole_c
 	uint8_t *buf = tu_read_file(b, &len);
 	uint64_t footer = trcfile__get64(buf + len - TRCFILE__TRAILER_BYTES);
 	tu_write_file(cut, buf, footer); /* every chunk, no footer */
-	struct trcfile_reader *r = open_ok(cut);
+	struct trcfile_reader *r = tu_open_ok(cut);
 	cr_assert(trcfile_reader_truncated(r));
 	trcfile_reader_close(r);
 	cr_assert_eq(same_records(a, cut, false), tu_plan_records(&p));
 
 	/* Cut in the middle of the last chunk: a prefix of each stream survives. */
 	tu_write_file(cut2, buf, footer - 100);
-	r = open_ok(cut2);
+	r = tu_open_ok(cut2);
 	struct trcfile_reader_stats rs;
 	trcfile_reader_get_stats(r, &rs);
 	cr_assert(rs.truncated);
@@ -222,7 +193,7 @@ Test(trcfile_stored, a_damaged_stored_payload_is_skipped_naming_the_chunk, .time
 	uint64_t off = trcfile__get32(buf + 16); /* the first chunk */
 	buf[off + TRCFILE__CHUNK_HDR_BYTES + 5] ^= 0x40;
 	tu_write_file(bad, buf, len);
-	struct trcfile_reader *r = open_ok(bad); /* the footer is fine */
+	struct trcfile_reader *r = tu_open_ok(bad); /* the footer is fine */
 	struct trcfile_iter *it = trcfile_iter_new(r);
 	struct trc_record rec;
 	int k;
@@ -245,7 +216,7 @@ Test(trcfile_stored, a_damaged_stored_payload_is_skipped_naming_the_chunk, .time
 	/* Without its footer the scan stops at that chunk: nothing after it is trusted. */
 	uint64_t footer = trcfile__get64(buf + len - TRCFILE__TRAILER_BYTES);
 	tu_write_file(bad, buf, footer);
-	r = open_ok(bad);
+	r = tu_open_ok(bad);
 	struct trcfile_reader_stats rs;
 	trcfile_reader_get_stats(r, &rs);
 	cr_assert(rs.truncated);
@@ -282,7 +253,7 @@ Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records
 	o.store_one_in = 3;
 	cr_assert_eq(tu_write_plan(b, &p, &o, 7), 0);
 	unsigned st_b, co_b, st, co;
-	count_chunks(b, &st_b, &co_b);
+	tu_count_chunks(b, &st_b, &co_b);
 	cr_assert_gt(st_b, 0);
 
 	char msg[512] = "";
@@ -296,12 +267,12 @@ Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records
 	cr_assert_eq(progress_last, st_b + co_b);
 	cr_assert_eq(progress_total, st_b + co_b);
 	cr_assert_eq(progress_calls, st_b + co_b);
-	count_chunks(out, &st, &co);
+	tu_count_chunks(out, &st, &co);
 	cr_assert_eq(st, 0);
 	cr_assert_eq(co, st_b + co_b);
 	cr_assert_eq(same_records(a, out, false), tu_plan_records(&p));
 	/* Same streams, same sequence numbers and header. */
-	struct trcfile_reader *ra = open_ok(a), *ro = open_ok(out);
+	struct trcfile_reader *ra = tu_open_ok(a), *ro = tu_open_ok(out);
 	cr_assert_not(trcfile_reader_truncated(ro));
 	cr_assert_eq(trcfile_reader_stream_count(ra), trcfile_reader_stream_count(ro));
 	for (unsigned i = 0; i < trcfile_reader_stream_count(ra); i++) {
@@ -323,7 +294,7 @@ Test(trcfile_stored, compact_compresses_every_stored_chunk_and_keeps_the_records
 	free(buf);
 	cr_assert_eq(trcfile_compact(cut, out2, &co_opts, NULL, NULL, NULL, msg, sizeof(msg)), 0,
 		     "%s", msg);
-	ro = open_ok(out2);
+	ro = tu_open_ok(out2);
 	cr_assert_not(trcfile_reader_truncated(ro));
 	trcfile_reader_close(ro);
 	cr_assert_eq(same_records(a, out2, false), tu_plan_records(&p));
@@ -379,10 +350,10 @@ Test(trcfile_stored, fuzz_seeds_with_stored_chunks, .timeout = 60)
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "tests/corpus/reader/%s", seeds[i]);
 		unsigned st, co;
-		count_chunks(path, &st, &co);
+		tu_count_chunks(path, &st, &co);
 		cr_assert_gt(st, 0, "%s has stored chunks", path);
 		cr_assert_gt(co, 0, "%s has compressed chunks", path);
-		struct trcfile_reader *r = open_ok(path);
+		struct trcfile_reader *r = tu_open_ok(path);
 		cr_assert_eq(trcfile_reader_truncated(r), i == 1);
 		struct trcfile_iter *it = trcfile_iter_new(r);
 		struct trc_record rec;
@@ -428,7 +399,7 @@ Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget, .timeout = 6
 			}
 	cr_assert_eq(trcfile_writer_close(w), 0);
 
-	struct trcfile_reader *rd = open_ok(path);
+	struct trcfile_reader *rd = tu_open_ok(path);
 	cr_assert_eq(trcfile_reader_header(rd)->chunk_bytes, TRCFILE_DEFAULT_CHUNK_BYTES);
 	cr_assert_eq(trcfile_reader_stream_count(rd), STREAMS);
 	/* A chunk's size is decided when it is opened: the first chunks of the first streams
@@ -460,15 +431,6 @@ Test(trcfile_stored, many_open_streams_share_the_open_chunk_budget, .timeout = 6
 
 /* ---- the streamed compaction (issue 12 item 10) ----------------------------------------- */
 
-/* `trace-dump summary --json` of path, as a string. */
-static char *summary_json(const char *dir, const char *path)
-{
-	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/summary.json' 2>/dev/null",
-			   tu_build(), path, dir),
-		     0);
-	return tu_slurp_text(dir, "summary.json");
-}
-
 /* Whether trcfile_compact streams path (its footer walk takes it), and why not. */
 static int footer_walk(const char *path, char *why, size_t why_len)
 {
@@ -487,7 +449,7 @@ static int footer_walk(const char *path, char *why, size_t why_len)
 /* Same streams (id, kind, pid, tid, records, chunks) and header. */
 static void same_streams(const char *a, const char *b)
 {
-	struct trcfile_reader *ra = open_ok(a), *rb = open_ok(b);
+	struct trcfile_reader *ra = tu_open_ok(a), *rb = tu_open_ok(b);
 	cr_assert_not(trcfile_reader_truncated(rb), "%s", b);
 	cr_assert_eq(trcfile_reader_stream_count(ra), trcfile_reader_stream_count(rb));
 	for (unsigned i = 0; i < trcfile_reader_stream_count(ra); i++) {
@@ -520,14 +482,14 @@ Test(trcfile_stored, streamed_compaction_reads_back_as_the_loading_one, .timeout
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4301); /* a stream without a chunk */
 	struct trcfile_writer_opts o = small_chunks;
 	cr_assert_eq(tu_write_plan(a, &p, &o, 7), 0);
-	char *json_a = summary_json(dir, a);
+	char *json_a = tu_summary_json(dir, a);
 	struct trcfile_writer_opts co = {.compress_threads = 2, .flags = TRCFILE_WRITER_NO_FSYNC};
 	for (unsigned one_in = 1; one_in <= 3; one_in += 2) {
 		snprintf(in, sizeof(in), "%s/stored_1_in_%u.trc", dir, one_in);
 		o.store_one_in = one_in;
 		cr_assert_eq(tu_write_plan(in, &p, &o, 7), 0);
 		unsigned st_in, co_in, st, cc;
-		count_chunks(in, &st_in, &co_in);
+		tu_count_chunks(in, &st_in, &co_in);
 		cr_assert_gt(st_in, 0);
 		cr_assert_eq(footer_walk(in, why, sizeof(why)), 0, "%s", why);
 		char msg[512] = "";
@@ -544,7 +506,7 @@ Test(trcfile_stored, streamed_compaction_reads_back_as_the_loading_one, .timeout
 			     0, "%s", msg);
 		cr_assert_eq(stored_s, st_in);
 		cr_assert_eq(stored_l, st_in);
-		count_chunks(out_s, &st, &cc);
+		tu_count_chunks(out_s, &st, &cc);
 		cr_assert_eq(st, 0);
 		cr_assert_eq(cc, st_in + co_in);
 		cr_assert_eq(same_records(a, out_s, false), tu_plan_records(&p));
@@ -553,7 +515,7 @@ Test(trcfile_stored, streamed_compaction_reads_back_as_the_loading_one, .timeout
 		same_streams(out_l, out_s);
 		/* Its own footer is one the next compaction streams too. */
 		cr_assert_eq(footer_walk(out_s, why, sizeof(why)), 0, "%s", why);
-		char *json_s = summary_json(dir, out_s), *json_l = summary_json(dir, out_l);
+		char *json_s = tu_summary_json(dir, out_s), *json_l = tu_summary_json(dir, out_l);
 		cr_assert_str_eq(json_s, json_a);
 		cr_assert_str_eq(json_l, json_a);
 		free(json_s);
@@ -790,14 +752,14 @@ Test(trcfile_stored, compaction_memory_does_not_grow_with_the_streams, .timeout 
 	write_short_streams(big, 50000);
 	long k5 = compact_peak_kib(small, out);
 	long k50 = compact_peak_kib(big, out);
-	struct trcfile_reader *r = open_ok(out);
+	struct trcfile_reader *r = tu_open_ok(out);
 	struct trcfile_reader_stats st;
 	trcfile_reader_get_stats(r, &st);
 	cr_assert_eq(trcfile_reader_stream_count(r), 50000);
 	cr_assert_eq(st.records, 500000);
 	trcfile_reader_close(r);
 	unsigned stored, compressed;
-	count_chunks(out, &stored, &compressed);
+	tu_count_chunks(out, &stored, &compressed);
 	cr_assert_eq(stored, 0);
 	cr_assert_eq(compressed, 50000);
 	/* A sanitizer's allocator keeps freed memory in quarantine: RSS says nothing there. */
