@@ -163,6 +163,22 @@ static inline void e2e_free(struct e2e_run *r)
 	free(r->err);
 }
 
+/* Kills trace-run (pid, started at t0 with e2e_start) with SIGKILL, as a crash would, reaps it,
+ * then kills the program it traced, whose pid that program wrote to pidfile (it outlives a
+ * killed recorder). */
+static inline void e2e_kill_recorder(const char *dir, pid_t pid, double t0, const char *pidfile)
+{
+	kill(pid, SIGKILL);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	e2e_free(&r);
+	char *pidtxt = e2e_slurp(pidfile);
+	int prog = atoi(pidtxt);
+	free(pidtxt);
+	if (prog > 0)
+		kill(prog, SIGKILL);
+}
+
 /* The number after "key": in a JSON text (first occurrence at or after `from`), or -1. */
 static inline int64_t e2e_json_int_from(const char *json, const char *from, const char *key)
 {

@@ -12,36 +12,9 @@
 #include <sys/stat.h>
 
 #include "e2e_util.h"
-#include "trcfile_codec.h"
-#include "trcfile_stored.h"
+#include "test_stored_util.h" /* tu_count_chunks */
 
 #define TR e2e_path("bin/trace-run")
-
-/* Stored and compressed chunks of a trace, by walking its chunk headers. */
-static void count_chunks(const char *path, unsigned *stored, unsigned *compressed)
-{
-	*stored = *compressed = 0;
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s", path);
-	uint8_t h[TRCFILE__CHUNK_HDR_BYTES];
-	cr_assert_eq(fread(h, 1, 20, f), 20);
-	long off = (long)trcfile__get32(h + 16);
-	for (;;) {
-		fseek(f, off, SEEK_SET);
-		if (fread(h, 1, sizeof(h), f) != sizeof(h))
-			break;
-		struct trcfile__chunk_hdr ch;
-		const char *why;
-		if (trcfile__chunk_hdr_get(h, &ch, &why) != 0)
-			break;
-		if (trcfile__chunk_is_stored(&ch))
-			(*stored)++;
-		else
-			(*compressed)++;
-		off += (long)(TRCFILE__CHUNK_HDR_BYTES + ch.comp_bytes);
-	}
-	fclose(f);
-}
 
 Test(e2e_recorder, stored_chunks_are_compressed_before_exit, .timeout = 120)
 {
@@ -60,7 +33,7 @@ Test(e2e_recorder, stored_chunks_are_compressed_before_exit, .timeout = 120)
 	cr_expect(strstr(r.err, " compressed before exit in "), "%s", r.err);
 	e2e_free(&r);
 	unsigned st, co;
-	count_chunks(out, &st, &co);
+	tu_count_chunks(out, &st, &co);
 	cr_expect_eq(st, 0, "%u stored chunks left", st);
 	cr_expect_gt(co, 2);
 	char *json = e2e_summary_json(dir, out);
@@ -93,7 +66,7 @@ Test(e2e_recorder, keep_stored_leaves_them_and_the_trace_reads_the_same, .timeou
 	cr_expect(strstr(r.err, "left so (--keep-stored)"), "%s", r.err);
 	e2e_free(&r);
 	unsigned st, co;
-	count_chunks(out, &st, &co);
+	tu_count_chunks(out, &st, &co);
 	cr_expect_gt(st, 2);
 	char *json = e2e_summary_json(dir, out);
 	cr_expect_eq(e2e_json_int(json, "events_recorded"), 600000, "%s", json);
@@ -174,17 +147,9 @@ Test(e2e_recorder, killed_recorder_with_stored_chunks_leaves_a_readable_trace, .
 	unsetenv("TRC_TEST_STORE_ALL");
 	/* The open chunks are ended every second: past that, stored chunks are on disk. */
 	usleep(2500000);
-	kill(pid, SIGKILL);
-	struct e2e_run r = {0};
-	e2e_collect(dir, pid, &r, t0);
-	e2e_free(&r);
-	char *pidtxt = e2e_slurp(pidfile);
-	int prog = atoi(pidtxt);
-	free(pidtxt);
-	if (prog > 0)
-		kill(prog, SIGKILL);
+	e2e_kill_recorder(dir, pid, t0, pidfile);
 	unsigned st, co;
-	count_chunks(out, &st, &co);
+	tu_count_chunks(out, &st, &co);
 	cr_expect_gt(st, 0, "no stored chunk in the file");
 	char *json = e2e_summary_json(dir, out);
 	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "not reported truncated: %s", json);
@@ -225,7 +190,7 @@ static struct stored_line stored_line(const char *err)
 static void expect_whole(const char *dir, const char *out, int64_t events)
 {
 	unsigned st, co;
-	count_chunks(out, &st, &co);
+	tu_count_chunks(out, &st, &co);
 	cr_expect_eq(st, 0, "%u stored chunks left", st);
 	char *json = e2e_summary_json(dir, out);
 	cr_expect_eq(e2e_json_int(json, "events_recorded"), events, "%s", json);
@@ -363,17 +328,9 @@ Test(e2e_recorder, killed_recorder_with_a_side_file_in_flight_leaves_a_readable_
 		side = side_file_bytes(pid, dir);
 	}
 	cr_assert_gt(side, 0, "no side file with a compressed chunk in it");
-	kill(pid, SIGKILL);
-	struct e2e_run r = {0};
-	e2e_collect(dir, pid, &r, t0);
-	e2e_free(&r);
-	char *pidtxt = e2e_slurp(pidfile);
-	int prog = atoi(pidtxt);
-	free(pidtxt);
-	if (prog > 0)
-		kill(prog, SIGKILL);
+	e2e_kill_recorder(dir, pid, t0, pidfile);
 	unsigned st, co;
-	count_chunks(out, &st, &co);
+	tu_count_chunks(out, &st, &co);
 	cr_expect_gt(st, 0, "no stored chunk in the file");
 	/* Only the side file had the compressed copies: the trace is as it would be without. */
 	cr_expect_eq(co, 0);

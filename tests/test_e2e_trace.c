@@ -240,15 +240,7 @@ Test(e2e_trace, killed_recorder_leaves_a_readable_trace, .timeout = 60)
 	pid_t pid = e2e_start(dir, argv);
 	/* wait until the program has emitted and the recorder has drained and written chunks */
 	usleep(2500000);
-	kill(pid, SIGKILL);
-	struct e2e_run r = {0};
-	e2e_collect(dir, pid, &r, t0);
-	e2e_free(&r);
-	char *pidtxt = e2e_slurp(pidfile);
-	int prog = atoi(pidtxt);
-	free(pidtxt);
-	if (prog > 0)
-		kill(prog, SIGKILL);
+	e2e_kill_recorder(dir, pid, t0, pidfile);
 
 	char *json = e2e_summary_json(dir, out);
 	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "not reported truncated: %s", json);
