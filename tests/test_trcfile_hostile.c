@@ -1239,6 +1239,33 @@ static void hz_check_end(const struct hz_file *f, size_t i, enum hz_end how)
 	struct summary sm;
 	cr_expect_eq(summary_compute(r, &sm), -EBADMSG, "end %d: the summary read on", how);
 	cr_expect_str_eq(trcfile_reader_errmsg(r), msg, "end %d: summary", how);
+	/* trace-dump: events shows the same records of the stream, then the summary (with its
+	 * function table), flame and events fail alike, naming the chunk. */
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/end.trc", dir);
+	tu_write_file(trc, b, f->len);
+	const char *dump = tu_build();
+	cr_expect_eq(tu_sh("'%s/bin/trace-dump' events --no-symbols --thread %u '%s' >'%s/events' "
+			   "2>'%s/events.err'",
+			   dump, ps->tid, trc, dir, dir),
+		     1);
+	char *out = tu_slurp_text(dir, "events");
+	long lines = 0;
+	for (const char *q = out; (q = strchr(q, '\n')); q++)
+		lines++;
+	cr_expect_eq(lines, want, "end %d: trace-dump events showed %ld records", how, lines);
+	free(out);
+	static const char *const cmds[] = {"summary", "flame", "events"};
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		cr_expect_eq(tu_sh("'%s/bin/trace-dump' %s '%s' >/dev/null 2>'%s/err'", dump,
+				   cmds[k], trc, dir),
+			     1, "end %d: trace-dump %s", how, cmds[k]);
+		char *err = tu_slurp_text(dir, "err");
+		cr_expect(strstr(err, msg), "end %d: trace-dump %s said %s", how, cmds[k], err);
+		free(err);
+	}
+	tu_rm_rf(dir);
 	trcfile_reader_close(r);
 	free(b);
 }
