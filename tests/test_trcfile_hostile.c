@@ -1181,7 +1181,7 @@ static long hz_read_path(struct trcfile_reader *r, const struct tu_stream *ps, u
 				cr_assert_fail("path %d: record %zu differs", path, k - 1);
 	} else {
 		while ((n = trcfile_cursor_read(c, recs, max[path])) > 0) {
-			cr_assert_leq(n, max[path]);
+			cr_assert_leq((unsigned)n, max[path]);
 			for (int j = 0; j < n; j++)
 				if (k >= ps->n || !tu_rec_eq(&recs[j], &ps->recs[k++]))
 					cr_assert_fail("path %d: record %zu differs", path, k - 1);
