@@ -451,8 +451,10 @@ Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
  * general one at every size its fields can take: time deltas of 0, one, two, three bytes and
  * past 2^21 ns (general path), one- and two-byte name iids (a name whose iid is 129: general
  * path), counter values of each varint size, 2^21 and up (general path), negative ones
- * (double_counter_value) to INT64_MIN, and INT64_MAX. The checker replays the timestamps
- * and values; the report must give back exactly what was recorded. */
+ * (double_counter_value) to INT64_MIN, and those a double would round, either sign
+ * (counter_value, general path). The checker replays the timestamps and values, and
+ * refuses a value not in the shorter exact encoding; the report must give back exactly what
+ * was recorded. */
 Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
@@ -485,12 +487,32 @@ Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 	}
 	static const uint64_t deltas[] = {0,	   1,	    127,     128,    16383,	16384,
 					  2097151, 2097152, 2097153, 300000, 1000000000};
-	static const int64_t values[] = {0,	    1,	       127, 128,  16383,    16384,
-					 2097151,   2097152,   -1,  -128, -2097152, -(1ll << 53),
-					 INT64_MIN, INT64_MAX, 42};
+	/* ... and values a double would round (-(2^53 + 1), INT64_MIN + 1, 2^53 + 1, 2^60 + 1,
+	 * INT64_MAX: counter_value), and 2^56, 2^62 (double_counter_value, one byte shorter) */
+	static const int64_t values[] = {0,
+					 1,
+					 127,
+					 128,
+					 16383,
+					 16384,
+					 2097151,
+					 2097152,
+					 -1,
+					 -128,
+					 -2097152,
+					 -(1ll << 53),
+					 -(1ll << 53) - 1,
+					 INT64_MIN,
+					 INT64_MIN + 1,
+					 (1ll << 53) + 1,
+					 1ll << 56,
+					 (1ll << 60) + 1,
+					 1ll << 62,
+					 INT64_MAX,
+					 42};
 	const size_t nd = sizeof(deltas) / sizeof(deltas[0]);
 	const size_t nv = sizeof(values) / sizeof(values[0]);
-	char want_b1[1024] = "\"n1\": [1000000005", want_b129[1024] = "", want_c[1024] = "";
+	char want_b1[1024] = "\"n1\": [1000000005", want_b129[1024] = "", want_c[2048] = "";
 	uint64_t total1 = 5, total129 = 5;
 	size_t k1 = strlen(want_b1), k129 = 0, kc = 0;
 	/* n1 (iid 1) and n129 (iid 129), each a slice of delta d begun d after the last event */
@@ -526,7 +548,7 @@ Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 	cr_assert_eq(tu_write_plan(trc, &p, &o, 1000), 0);
 	tu_plan_free(&p);
 	char *rep = tp_export_check(dir, "");
-	char want[1200];
+	char want[2100];
 	snprintf(want, sizeof(want), "%s]", want_b1);
 	tp_has(rep, want);
 	/* n129's first begin came before the loop (5 ns after n128's end) */

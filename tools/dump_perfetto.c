@@ -16,8 +16,10 @@
  *     only to drop packets of a sequence whose state is lost, which a file never has;
  *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
  *     first use), sent in the packet that first uses them;
- *   - counter values >= 0 are counter_value (a varint), negative ones double_counter_value
- *     (8 bytes where an int64 varint takes 10; trace processor keeps both as doubles).
+ *   - each counter value is the shorter of counter_value (an int64 varint: 10 bytes for any
+ *     negative value) and double_counter_value (8 bytes) that holds it exactly: a double for
+ *     negative values and values from 2^56 whose bits span at most 53, a varint otherwise
+ *     (trace processor keeps both as doubles; the file keeps every value exact).
  * So an event is its packet's tag and length, the time delta, the sequence id, the track
  * event's tag and length and its type (10 bytes with 1-byte deltas), plus 2 for a slice
  * begin's name and 3 or more for a counter's value (see README for measured figures).
@@ -592,13 +594,27 @@ struct dump__pf_ev {
 	const char *flag; /* a debug annotation FLAG = true ("unfinished", "split"...) */
 };
 
-/* A counter's value at q (room for 12 bytes); returns the byte after it. A value >= 0 is an
- * int64 counter_value (a varint: 1-10 bytes); a negative one, which as an int64 varint takes
- * 10 bytes, is a double_counter_value (8): trace processor keeps every counter value as a
- * double, so both read back the same. */
+/* Whether v is exactly a double: its significant bits span at most 53 (true of every value
+ * of magnitude up to 2^53, and of INT64_MIN). */
+static inline bool dump__pf_exact_double(int64_t v)
+{
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	return u == 0 || u >> __builtin_ctzll(u) < (1ull << 53);
+}
+
+/* Whether v goes as double_counter_value (tag and 8 bytes): when that is shorter than
+ * counter_value's tag and int64 varint (10 bytes for a negative value, 9 from 2^56) and
+ * holds v exactly. */
+static inline bool dump__pf_counter_as_double(int64_t v)
+{
+	return (v < 0 || (uint64_t)v >= 1ull << 56) && dump__pf_exact_double(v);
+}
+
+/* A counter's value at q (room for 12 bytes), as dump__pf_counter_as_double chooses; returns
+ * the byte after it. */
 static uint8_t *dump__pf_put_counter_value(uint8_t *q, int64_t v)
 {
-	if (v >= 0) {
+	if (!dump__pf_counter_as_double(v)) {
 		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
 		return pb_put_varint(q, (uint64_t)v);
 	}
@@ -659,7 +675,7 @@ static inline uint8_t *dump__pf_put_varint(uint8_t *o, uint64_t v)
 /* Bytes of a counter value as dump__pf_put_counter_value writes it. */
 static inline size_t dump__pf_counter_value_size(int64_t v)
 {
-	return v >= 0 ? 2 + pb_varint_size((uint64_t)v) : 10;
+	return dump__pf_counter_as_double(v) ? 10 : 2 + pb_varint_size((uint64_t)v);
 }
 
 /* The hot path: a track event packet of a started sequence, forward in time, whose name (if
@@ -886,8 +902,8 @@ static __attribute__((noinline)) bool dump__pf_hot_func(struct dump__pf *p, stru
 
 /* The hottest paths, inlined in the loop: a slice begin of a span or function (name
  * interned, iid below 2^21), a slice end (closing an open slice), a counter value (of a
- * track known by name id; >= 0 and below 2^21, or negative). False when the record takes
- * dump__pf_record. */
+ * track known by name id; >= 0 and below 2^21, or negative and exact as a double). False
+ * when the record takes dump__pf_record. */
 static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *p, unsigned sidx,
 							       const struct trc_record *rec)
 {
@@ -930,7 +946,10 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 			     vv << 32;
 			return dump__pf_put(p, c, rec->ts_ns, f, 0, 4 + vl);
 		}
-		/* double_counter_value, as dump__pf_put_counter_value writes it */
+		/* double_counter_value, as dump__pf_put_counter_value writes it (a value a double
+		 * would round: the general path's counter_value) */
+		if (!dump__pf_exact_double(v))
+			return false;
 		double d = (double)v;
 		uint64_t bits;
 		memcpy(&bits, &d, sizeof(bits));
