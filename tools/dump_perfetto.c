@@ -3,9 +3,10 @@
  * Purpose: the export for traces too large for JSON. The output is a perfetto.protos.Trace
  * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
  * with the encoding Perfetto's own SDK uses to keep events small:
- *   - one packet sequence per stream (trusted_packet_sequence_id = stream index + 2; 1 holds
- *     the track descriptors and the trace's clock snapshot), and one per counter track (ids
- *     after the streams', in order of first use), so that no event names its track;
+ *   - one packet sequence per stream, and one per counter track, so that no event names its
+ *     track; trusted_packet_sequence_id 1 holds the track descriptors and the trace's clock
+ *     snapshot, the others are numbered from 2 in order of first use (the first 126 used take
+ *     one byte in every packet, however many threads the trace has);
  *   - each sequence starts with a packet that clears the incremental state and sets the
  *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
  *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
@@ -168,7 +169,7 @@ enum {
 #define DUMP__PF_KEY_FUNC (2ull << 62)
 
 struct dump__pf_seq {
-	uint32_t id; /* trusted_packet_sequence_id */
+	uint32_t id; /* trusted_packet_sequence_id; 0 until its first packet */
 	bool started;
 	uint8_t hdr_len; /* bytes of hdr */
 	uint64_t hdr; /* the packet's trusted_packet_sequence_id field (tag, varint), byte 0 low */
@@ -214,11 +215,12 @@ struct dump__pf {
 	const struct dump_trace *label;
 	uint32_t pid_base;
 	uint64_t next_uuid;
+	uint32_t next_seq_id; /* the next sequence to start takes it */
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
 	struct u64map counters; /* (stream << 32 | name id) + 1 -> counter index + 1 */
 	/* Every counter track is a sequence of its own, with the track as its default: its
-	 * events name no track. Sequence ids after the streams'. */
+	 * events name no track. */
 	struct dump__pf_seq **ctrs;
 	size_t n_ctrs, cap_ctrs;
 	struct allocmap *live;
@@ -426,7 +428,6 @@ static uint64_t dump__pf_new_counter(struct dump__pf *p, uint64_t parent, const 
 		p->err = -ENOMEM;
 		return 0;
 	}
-	dump__pf_seq_set_id(c, DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs);
 	c->track = p->next_uuid++;
 	u64map_init(&c->iids, SIZE_MAX);
 	p->ctrs[p->n_ctrs++] = c;
@@ -448,14 +449,15 @@ static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint6
 static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts)
 {
 	struct pb_buf *b = &p->pkt;
-	uint32_t seq = s->id;
 	if (!s->started) {
 		s->started = true;
+		if (!s->id)
+			dump__pf_seq_set_id(s, p->next_seq_id++);
 		pb_reset(b);
 		size_t pk = pb_open(b, PF_TRACE_PACKET);
 		pb_uint(b, PF_TIMESTAMP, ts);
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
-		pb_uint(b, PF_SEQ_ID, seq);
+		pb_uint(b, PF_SEQ_ID, s->id);
 		pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_CLEARED);
 		pb_uint(b, PF_FIRST_ON_SEQ, 1);
 		size_t d = pb_open(b, PF_DEFAULTS);
@@ -488,7 +490,7 @@ static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uin
 		pb_uint(b, PF_TIMESTAMP, ts);
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	}
-	pb_uint(b, PF_SEQ_ID, seq);
+	pb_uint(b, PF_SEQ_ID, s->id);
 	return pk;
 }
 
@@ -1246,10 +1248,9 @@ static struct dump__pf *dump__pf_new(unsigned n)
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
 	p->out = malloc(DUMP__PF_OUT_BYTES + DUMP__PF_OUT_SLACK);
 	u64map_init(&p->counters, SIZE_MAX);
-	for (unsigned k = 0; p->all_seqs && k < n; k++) {
-		dump__pf_seq_set_id(&p->all_seqs[k], DUMP__PF_SEQ_BASE + k);
+	p->next_seq_id = DUMP__PF_SEQ_BASE;
+	for (unsigned k = 0; p->all_seqs && k < n; k++)
 		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
-	}
 	p->seqs = p->all_seqs;
 	p->n_streams = n;
 	return p;
