@@ -25,6 +25,24 @@
  * event's tag and length and its type (10 bytes with 1-byte deltas), plus 2 for a slice
  * begin's name and 3 or more for a counter's value (see README for measured figures).
  *
+ * Why not fewer (issue 15's 12 bytes an event, measured against the bench=dump trace): none
+ * of those fields can go. Trace processor refuses a track event with no sequence id, no
+ * timestamp, or neither a type nor a legacy phase (a LegacyEvent costs more than the type),
+ * and a counter event with neither counter_value nor double_counter_value; the sequence's
+ * defaults, interned names and incremental clock all need the sequence id; TrackEvent has
+ * no field for a counter but those two (no zigzag: a negative value is 10 bytes either way,
+ * counting the tag); a coarser clock unit would round the times. What is left to choose is
+ * which sequence an event goes on. Modelled on the bench trace (its generator replayed,
+ * bytes a field summed; 5 M / 100 M events): this layout 12.002 / 12.475 (what it writes);
+ * counters on their thread's sequence, naming their track (2 bytes) 12.081 / 12.554;
+ * counter tracks incremental (is_incremental: a negative step is 10 bytes too) 12.148 /
+ * 12.150; two threads to a sequence 12.650 / 13.124, all on one 12.935 / 13.408; and the
+ * bound for any layout keeping a thread's events on sequences of their own, where a delta is
+ * at least the gap since the thread's previous event, even with tracks free to name: 11.846
+ * / 12.319. Only with every event's delta taken as the gap in the whole trace and no track
+ * ever named does the sum reach 11.969 on 100 M, and that needs threads sharing a sequence,
+ * whose events but one thread's then name their track (2 bytes each).
+ *
  * Mapping:
  *   span_begin/end, func_enter/exit  TYPE_SLICE_BEGIN/END on the thread's track; functions are
  *                                    named module+offset (0xADDR without a module record)
