@@ -234,12 +234,12 @@ static inline void ts_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Spawns argv with env additions (NULL-terminated "K=V" list), stdin from in_path (or
- * /dev/null), stdout to out_path (or /dev/null); drains the session into c until the child
- * exits, then drains until idle. Returns the wait status, or -1. */
-static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, char *const argv[],
-				const char *const *env_add, const char *in_path,
-				const char *out_path)
+/* ts_run_traced with the sink the drain uses while the child runs (NULL: ts_sink(c)); the
+ * drain after it exits goes to c. */
+static inline int ts_run_traced_into(struct trc_session *s, const struct session_sink *during,
+				     struct ts_collect *c, char *const argv[],
+				     const char *const *env_add, const char *in_path,
+				     const char *out_path)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -257,7 +257,7 @@ static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, cha
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	struct session_sink k = ts_sink(c);
+	struct session_sink k = during ? *during : ts_sink(c);
 	int status = 0;
 	for (;;) {
 		if (s)
@@ -274,6 +274,16 @@ static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, cha
 		ts_drain_idle(s, c);
 	}
 	return status;
+}
+
+/* Spawns argv with env additions (NULL-terminated "K=V" list), stdin from in_path (or
+ * /dev/null), stdout to out_path (or /dev/null); drains the session into c until the child
+ * exits, then drains until idle. Returns the wait status, or -1. */
+static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, char *const argv[],
+				const char *const *env_add, const char *in_path,
+				const char *out_path)
+{
+	return ts_run_traced_into(s, NULL, c, argv, env_add, in_path, out_path);
 }
 
 #endif /* TEST_SESSION_UTIL_H */
