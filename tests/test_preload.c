@@ -201,6 +201,9 @@ static void check_sigalloc(const struct ts_collect *c)
 	char *out = slurp(path_b, &len);
 	long iters = field(out, "iters="), handler = field(out, "handler="),
 	     in_emit = field(out, "in_emit=");
+	/* The program's own line (handlers without a ring, that wrote, that had one dropped). */
+	char said[256];
+	snprintf(said, sizeof(said), "%.*s", (int)strcspn(out, "\n"), out);
 	free(out);
 	cr_assert_gt(iters, 100);
 	cr_assert_gt(handler, 10);
@@ -228,8 +231,9 @@ static void check_sigalloc(const struct ts_collect *c)
 	}
 	snprintf(why + at, sizeof(why) - at,
 		 "; recorded allocs/frees: handler %zu/%zu, main loop %zu/%zu, others %zu/%zu; "
-		 "handlers %ld, %ld of them inside an emit",
-		 by[0][0], by[0][1], by[1][0], by[1][1], by[2][0], by[2][1], handler, in_emit);
+		 "handlers %ld, %ld of them inside an emit; the program said: %s",
+		 by[0][0], by[0][1], by[1][0], by[1][1], by[2][0], by[2][1], handler, in_emit,
+		 said);
 	cr_log_info("iters %ld handler %ld: recorded %lu, lost %lu; %s", iters, handler,
 		    (unsigned long)events, (unsigned long)ts_lost_total(c), why);
 	/* Ring-full losses may happen if this busy machine starves the drain; they are counted
