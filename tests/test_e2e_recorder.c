@@ -297,6 +297,20 @@ static long side_file_bytes(pid_t pid, const char *dir)
 	return size;
 }
 
+/* events_recorded of `trace-dump summary --json` on a trace still being written, or -1 when
+ * it cannot be read yet. */
+static int64_t live_events_recorded(const char *dir, const char *trace)
+{
+	char sub[256];
+	snprintf(sub, sizeof(sub), "%s/dump", dir);
+	mkdir(sub, 0755);
+	struct e2e_run r = e2e_run(sub, (char *)e2e_path("bin/trace-dump"), "summary", "--json",
+				   (char *)trace, NULL);
+	int64_t n = r.exit_code == 0 ? e2e_json_int(r.out, "events_recorded") : -1;
+	e2e_free(&r);
+	return n;
+}
+
 Test(e2e_recorder, killed_recorder_with_a_side_file_in_flight_leaves_a_readable_trace,
      .timeout = 60)
 {
@@ -328,6 +342,15 @@ Test(e2e_recorder, killed_recorder_with_a_side_file_in_flight_leaves_a_readable_
 		side = side_file_bytes(pid, dir);
 	}
 	cr_assert_gt(side, 0, "no side file with a compressed chunk in it");
+	/* The kill must find every event in the file (the last chunk may still be in the drain
+	 * or the writer on a loaded machine): wait until the live file holds them all. */
+	int64_t live = -1;
+	for (int i = 0; i < 600 && live != 400000; i++) {
+		live = live_events_recorded(dir, out);
+		if (live != 400000)
+			usleep(50000);
+	}
+	cr_assert_eq(live, 400000, "the live trace never held every event");
 	e2e_kill_recorder(dir, pid, t0, pidfile);
 	unsigned st, co;
 	tu_count_chunks(out, &st, &co);

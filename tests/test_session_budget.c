@@ -56,14 +56,24 @@ static void bt_drain_idle(struct trc_session *s, struct bt_collect *c)
 		idle = bt_drain(s, c) == 0 ? idle + 1 : 0;
 }
 
-static struct trc_session *bt_start(uint64_t ring, uint64_t pool)
+/* wait_ns: how long a thread with a full ring waits for a drain that makes no progress (0:
+ * ts_start's 200 ms, for the tests whose drain never comes). */
+static struct trc_session *bt_start_waiting(uint64_t ring, uint64_t pool, uint64_t wait_ns)
 {
-	struct session_config cfg = {.max_slots = 32, .ring_bytes = ring, .ring_pool_bytes = pool};
+	struct session_config cfg = {.max_slots = 32,
+				     .ring_bytes = ring,
+				     .ring_pool_bytes = pool,
+				     .ring_wait_ns = wait_ns};
 	int rc = -1;
 	struct trc_session *s = ts_start(&cfg, &rc);
 	cr_assert_not_null(s);
 	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
 	return s;
+}
+
+static struct trc_session *bt_start(uint64_t ring, uint64_t pool)
+{
+	return bt_start_waiting(ring, pool, 0);
 }
 
 static uint64_t bt_rings(struct trc_session *s)
@@ -192,7 +202,9 @@ Test(budget, full_rings_wait_for_the_drain_and_stay_within_the_budget, .timeout 
 	/* 16 threads x 4.8 MB into 4 MiB rings: without waiting, a drain that sleeps 1 ms between
 	 * passes loses most of it; with it, nothing, and the rings never hold more than the pool
 	 * plus a base each. */
-	struct trc_session *s = bt_start(4 << 20, POOL);
+	/* The recorder's own wait (10 s without progress), not ts_start's 200 ms: on a loaded
+	 * machine (CI runs two suites' tests at once) the drainer can be off the CPU that long. */
+	struct trc_session *s = bt_start_waiting(4 << 20, POOL, 10000000000ull);
 	struct bt_collect c = {0};
 	struct bt_drainer d = {.s = s, .c = &c};
 	pthread_t dr, th[T];

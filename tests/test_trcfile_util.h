@@ -290,6 +290,9 @@ static inline int tu_sh(const char *fmt, ...)
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
 	int st = system(cmd);
+	/* No shell at all (fork refused: a machine out of pids) is not the command's failure. */
+	cr_assert_neq(st, -1, "system(%s): %s", cmd, strerror(errno));
+	cr_assert(strlen(cmd) < sizeof(cmd) - 1, "command cut at %zu bytes: %s", sizeof(cmd), cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
