@@ -3,11 +3,13 @@
  *
  * The busy producer is a child process pinned to one CPU (the placement reads its CPU from
  * /proc); the placement confines every thread of this process, so the test reads its own
- * mask back. Needs two allowed CPUs: skipped with fewer (taskset -c 0).
+ * mask back. Needs two allowed CPUs: skipped with fewer (taskset -c 0). The machine's load is
+ * the test's too: TRC_TEST_PLACE_LOADAVG names a file written here in /proc/loadavg's form.
  */
 #include <criterion/criterion.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,11 +20,21 @@
 #define MS 1000000ull
 
 struct rp_fixture {
+	char loadavg[64];
 	cpu_set_t allowed;
 	int cpu; /* the producer's */
 	pid_t child;
 	struct session_stream st;
 };
+
+/* Writes the machine's load as the placement reads it: runnable threads now. */
+static void rp_runnable(struct rp_fixture *f, int runnable)
+{
+	FILE *o = fopen(f->loadavg, "w");
+	cr_assert_not_null(o);
+	fprintf(o, "0.52 0.58 0.59 %d/123 4567\n", runnable);
+	fclose(o);
+}
 
 /* Starts the producer on the first allowed CPU, spinning, and waits until /proc shows it
  * there (it may start elsewhere for a moment). */
@@ -31,6 +43,9 @@ static void rp_start(struct rp_fixture *f)
 	cr_assert_eq(sched_getaffinity(0, sizeof(f->allowed), &f->allowed), 0);
 	if (CPU_COUNT(&f->allowed) < 2)
 		cr_skip_test("fewer than two CPUs allowed: nothing to place");
+	snprintf(f->loadavg, sizeof(f->loadavg), "/tmp/trc-place-%d", (int)getpid());
+	rp_runnable(f, 2); /* the producer and the drain */
+	setenv("TRC_TEST_PLACE_LOADAVG", f->loadavg, 1);
 	f->cpu = 0;
 	while (!CPU_ISSET(f->cpu, &f->allowed))
 		f->cpu++;
@@ -67,6 +82,8 @@ static void rp_stop(struct rp_fixture *f)
 {
 	kill(f->child, SIGKILL);
 	waitpid(f->child, NULL, 0);
+	unlink(f->loadavg);
+	unsetenv("TRC_TEST_PLACE_LOADAVG");
 }
 
 /* This thread's mask is the allowed CPUs less the producer's. */
@@ -214,6 +231,35 @@ Test(recorder_place, no_confinement_without_a_cpu_to_spare, .timeout = 30)
 	/* The child alone: confined to this thread's CPU. */
 	rp_period(p, &f, 5, 200000, 0);
 	cr_expect_eq(recorder_place_confinements(p), 1);
+	recorder_place_free(p);
+	rp_stop(&f);
+}
+
+Test(recorder_place, no_confinement_on_a_crowded_machine, .timeout = 30)
+{
+	struct rp_fixture f;
+	rp_start(&f);
+	struct recorder_place *p = recorder_place_new();
+	cr_assert_not_null(p);
+	/* Busy, and as many threads runnable as it takes: the producer, the drain on the CPUs
+	 * left, and two more of ours. */
+	int most = 1 + (CPU_COUNT(&f.allowed) - 1) + 2;
+	rp_runnable(&f, most);
+	recorder_place_tick(p, 1 * MS, 0);
+	rp_period(p, &f, 3, 200000, 0);
+	cr_expect(rp_confined(&f));
+	/* One more: other programs wait for a CPU too. Every CPU back at the next period. */
+	rp_runnable(&f, most + 1);
+	rp_period(p, &f, 5, 200000, 0);
+	cr_expect(rp_free_to_run(&f));
+	rp_runnable(&f, 40);
+	rp_period(p, &f, 7, 200000, 0);
+	cr_expect(rp_free_to_run(&f));
+	cr_expect_eq(recorder_place_confinements(p), 1);
+	/* Quiet again: confined again. */
+	rp_runnable(&f, 2);
+	rp_period(p, &f, 9, 200000, 0);
+	cr_expect(rp_confined(&f));
 	recorder_place_free(p);
 	rp_stop(&f);
 }

@@ -24,6 +24,9 @@
 #define PLACE_BACKOFF_MIN_NS 50000000ull /* 50 ms, doubling each time */
 #define PLACE_BACKOFF_MAX_NS 1000000000ull /* 1 s */
 #define PLACE_MAX_TRACKED 8 /* busy producers followed per period; more: as many as CPUs */
+/* Confinement only while the machine runs at most the busy producers, one thread per CPU left
+ * (the drain, say) and this many more (the writer and compressor) at once. */
+#define PLACE_OURS_RUNNABLE 2
 
 struct place__stream {
 	uint64_t key;
@@ -144,8 +147,34 @@ static void place__apply(struct recorder_place *p, const cpu_set_t *mask)
 	closedir(d);
 }
 
+/* Threads runnable on the whole machine now (/proc/loadavg's fourth field, "R/T"; the reader
+ * included), or -1. TRC_TEST_PLACE_LOADAVG names another file to read instead (tests). */
+static long place__runnable(void)
+{
+	const char *path = getenv("TRC_TEST_PLACE_LOADAVG");
+	int fd = open(path && *path ? path : "/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[128];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *s = buf;
+	for (int field = 1; field < 4 && s; field++)
+		s = strchr(s + 1, ' ');
+	if (!s)
+		return -1;
+	char *end;
+	long r = strtol(s + 1, &end, 10);
+	return end != s + 1 && *end == '/' ? r : -1;
+}
+
 /* The allowed CPUs less the busy producers' ones; false when that leaves none, or there is
- * no busy producer, or one's CPU is unknown. */
+ * no busy producer, or one's CPU is unknown, or the machine has more threads to run than
+ * CPUs without us: confined, the recorder would share the CPUs left with them, while free it
+ * gets a share of every CPU. */
 static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_t *out)
 {
 	if (p->n_streams == PLACE_MAX_TRACKED)
@@ -162,7 +191,10 @@ static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_
 		CPU_CLR(cpu, out);
 		busy++;
 	}
-	return busy > 0 && CPU_COUNT(out) > 0;
+	if (!busy || !CPU_COUNT(out))
+		return false;
+	long runnable = place__runnable();
+	return runnable >= 0 && runnable <= (long)busy + CPU_COUNT(out) + PLACE_OURS_RUNNABLE;
 }
 
 void recorder_place_tick(struct recorder_place *p, uint64_t now_ns, uint64_t resident_bytes)

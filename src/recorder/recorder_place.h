@@ -12,11 +12,16 @@
  *   - A busy producer is a thread stream that gave at least PLACE_BUSY_EVENTS_PER_S events
  *     over the period (recorder_place_count). Its CPU is the one it last ran on
  *     (/proc/PID/task/TID/stat, field "processor").
- *   - When there are busy producers, fewer CPUs of theirs than the CPUs allowed at start, and
- *     each one's CPU could be read: every thread of this process (drain, sampler, writer,
- *     compressors, background compressor and the caller's) is confined to the allowed CPUs less
- *     theirs. Otherwise every thread gets all the allowed CPUs back. Masks are set only when
- *     the choice changes.
+ *   - When there are busy producers, fewer CPUs of theirs than the CPUs allowed at start, each
+ *     one's CPU could be read, and the machine is not crowded, every thread of this process
+ *     (drain, sampler, writer, compressors, background compressor and the caller's) is
+ *     confined to the allowed CPUs less theirs. Otherwise every thread gets all the allowed
+ *     CPUs back. Masks are set only when the choice changes.
+ *   - Not crowded: the threads runnable on the machine (/proc/loadavg) are at most the busy
+ *     producers, one per CPU left and PLACE_OURS_RUNNABLE more. Where other programs' threads
+ *     wait for a CPU too, the recorder confined would share the CPUs left with them and
+ *     could not use the producer's when it sleeps; free, it gets a share of every CPU.
+ *     Measured at a load average of 20 (2 CPUs), confinement made the producer 1.5-4x slower.
  *   - Confinement must not starve the drain. When, while confined, a producer waited for the
  *     drain or lost events (recorder_place_pressure), or the program's ring residency grew
  *     by PLACE_GROWTH_BYTES (a ring grows only when the drain lags by half of it), the CPUs
