@@ -176,19 +176,19 @@ Test(recorder_place, rings_growing_while_confined_give_every_cpu_back, .timeout 
 	rp_start(&f);
 	struct recorder_place *p = recorder_place_new();
 	cr_assert_not_null(p);
-	recorder_place_tick(p, 1 * MS, 4 << 20);
-	rp_period(p, &f, 3, 200000, 4 << 20);
+	recorder_place_tick(p, 1 * MS, 8 << 20);
+	rp_period(p, &f, 3, 200000, 8 << 20);
 	cr_assert(rp_confined(&f));
-	/* Less than 1 MiB of growth: the drain keeps up. */
-	rp_period(p, &f, 4, 200000, (4 << 20) + (512 << 10));
+	/* Less than 4 MiB of growth: the drain keeps up. */
+	rp_period(p, &f, 4, 200000, (11 << 20) + (512 << 10));
 	cr_expect(rp_confined(&f));
-	/* Rings freed, then grown back to where they were: still less than 1 MiB over the low
+	/* Rings freed, then grown back to where they were: still less than 4 MiB over the low
 	 * point... */
-	rp_period(p, &f, 5, 200000, 3 << 20);
-	rp_period(p, &f, 6, 200000, (4 << 20) - 1);
+	rp_period(p, &f, 5, 200000, 5 << 20);
+	rp_period(p, &f, 6, 200000, (9 << 20) - 1);
 	cr_expect(rp_confined(&f));
-	/* ...and 1 MiB over it: released. */
-	rp_period(p, &f, 7, 200000, 4 << 20);
+	/* ...and 4 MiB over it: released. */
+	rp_period(p, &f, 7, 200000, 9 << 20);
 	cr_expect(rp_free_to_run(&f));
 	recorder_place_free(p);
 	rp_stop(&f);

@@ -24,7 +24,8 @@
  *     Measured at a load average of 20 (2 CPUs), confinement made the producer 1.5-4x slower.
  *   - Confinement must not starve the drain. When, while confined, a producer waited for the
  *     drain or lost events (recorder_place_pressure), or the program's ring residency grew
- *     by PLACE_GROWTH_BYTES (a ring grows only when the drain lags by half of it), the CPUs
+ *     by PLACE_GROWTH_BYTES (a ring grows only when the drain lags by half of it; a little
+ *     growth is normal, the drain's naps and the writer's turns on its CPU), the CPUs
  *     left do not suffice (another program runs there, say): every CPU is given back for
  *     a backoff (PLACE_BACKOFF_MIN_NS, doubling each time up to PLACE_BACKOFF_MAX_NS) before
  *     confinement is tried again. A waiting producer leaves its own CPU idle, which a
