@@ -179,8 +179,13 @@ static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_
 {
 	if (p->n_streams == PLACE_MAX_TRACKED)
 		return false;
-	*out = p->allowed;
 	unsigned busy = 0;
+	for (unsigned i = 0; i < p->n_streams; i++)
+		busy += p->streams[i].events * 1000000000ull >= PLACE_BUSY_EVENTS_PER_S * period_ns;
+	/* Enough busy producers to fill every CPU: nothing to spare (no /proc read needed). */
+	if (!busy || busy >= (unsigned)p->n_allowed)
+		return false;
+	*out = p->allowed;
 	for (unsigned i = 0; i < p->n_streams; i++) {
 		const struct place__stream *s = &p->streams[i];
 		if (s->events * 1000000000ull < PLACE_BUSY_EVENTS_PER_S * period_ns)
@@ -189,9 +194,8 @@ static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_
 		if (cpu < 0)
 			return false;
 		CPU_CLR(cpu, out);
-		busy++;
 	}
-	if (!busy || !CPU_COUNT(out))
+	if (!CPU_COUNT(out))
 		return false;
 	long runnable = place__runnable();
 	return runnable >= 0 && runnable <= (long)busy + CPU_COUNT(out) + PLACE_OURS_RUNNABLE;
