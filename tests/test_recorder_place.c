@@ -235,6 +235,25 @@ Test(recorder_place, no_confinement_without_a_cpu_to_spare, .timeout = 30)
 	rp_stop(&f);
 }
 
+Test(recorder_place, no_confinement_for_a_producer_of_this_process, .timeout = 30)
+{
+	struct rp_fixture f;
+	rp_start(&f);
+	struct recorder_place *p = recorder_place_new();
+	cr_assert_not_null(p);
+	/* This thread emits (a recorder in the program itself): confining this process's
+	 * threads would move it too. */
+	struct session_stream me = {
+		.key = 43, .kind = 1, .pid = (uint32_t)getpid(), .tid = (uint32_t)gettid()};
+	recorder_place_tick(p, 1 * MS, 0);
+	recorder_place_count(p, &me, 200000);
+	recorder_place_tick(p, 3 * MS, 0);
+	cr_expect(rp_free_to_run(&f));
+	cr_expect_eq(recorder_place_confinements(p), 0);
+	recorder_place_free(p);
+	rp_stop(&f);
+}
+
 Test(recorder_place, no_confinement_on_a_crowded_machine, .timeout = 30)
 {
 	struct rp_fixture f;

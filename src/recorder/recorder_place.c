@@ -37,6 +37,7 @@ struct place__stream {
 struct recorder_place {
 	cpu_set_t allowed; /* at start: what the user gave trace-run (taskset...) */
 	int n_allowed;
+	uint32_t self_pid;
 	cpu_set_t applied; /* the threads' mask now */
 	bool confined; /* applied != allowed */
 
@@ -65,6 +66,7 @@ struct recorder_place *recorder_place_new(void)
 		return NULL;
 	}
 	p->applied = p->allowed;
+	p->self_pid = (uint32_t)getpid();
 	p->backoff_ns = PLACE_BACKOFF_MIN_NS;
 	return p;
 }
@@ -190,6 +192,10 @@ static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_
 		const struct place__stream *s = &p->streams[i];
 		if (s->events * 1000000000ull < PLACE_BUSY_EVENTS_PER_S * period_ns)
 			continue;
+		/* A producer of this process (a recorder run in the program itself) would be
+		 * confined with the recorder's threads: no placement. */
+		if (s->pid == p->self_pid)
+			return false;
 		int cpu = place__cpu_of(s->pid, s->tid);
 		if (cpu < 0)
 			return false;

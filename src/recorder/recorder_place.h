@@ -12,8 +12,9 @@
  *   - A busy producer is a thread stream that gave at least PLACE_BUSY_EVENTS_PER_S events
  *     over the period (recorder_place_count). Its CPU is the one it last ran on
  *     (/proc/PID/task/TID/stat, field "processor").
- *   - When there are busy producers, fewer CPUs of theirs than the CPUs allowed at start, each
- *     one's CPU could be read, and the machine is not crowded, every thread of this process
+ *   - When there are busy producers, none of them in this process (its threads are all
+ *     confined alike), fewer CPUs of theirs than the CPUs allowed at start, each one's CPU
+ *     could be read, and the machine is not crowded, every thread of this process
  *     (drain, sampler, writer, compressors, background compressor and the caller's) is
  *     confined to the allowed CPUs less theirs. Otherwise every thread gets all the allowed
  *     CPUs back. Masks are set only when the choice changes.
