@@ -6,7 +6,9 @@
  * threads (drain, writer, compressor, sampler) are balanced onto the producer's core too: in a
  * `perf sched` run of 10 M events the producer was off its CPU 101 ms of 211, 73 ms of it
  * for the drain thread, whose short naps woke it there. Confined to the other CPUs they still
- * have a whole core, and the producer keeps its own.
+ * have a whole core, and the producer keeps its own. Measured (work_events 10 M events, one
+ * thread, 52 rounds alternating with TRC_NO_PLACE=1 in a quiet minute, bare loop 9.71 ns):
+ * 11.36 ns an event (1.18x bare) against 12.65 (1.31x), faster in 35 rounds of 52, 0 lost.
  *
  * Policy (recorder_place_tick, every PLACE_PERIOD_NS of the drain thread's passes):
  *   - A busy producer is a thread stream that gave at least PLACE_BUSY_EVENTS_PER_S events
