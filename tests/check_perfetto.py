@@ -66,22 +66,32 @@ def one(d, key, default=None):
     return v[0] if v else default
 
 
+def exact_double(v):
+    """Whether the whole number v is exactly a double (its bits span at most 53)."""
+    u = abs(v)
+    return u == 0 or (u >> ((u & -u).bit_length() - 1)) < (1 << 53)
+
+
 def counter_value(te):
-    """A counter event's value: counter_value (int64, written for values >= 0) or
-    double_counter_value (written for negative values, 8 bytes instead of 10); either way a
-    whole number here, as every counter trace-dump writes is one."""
+    """A counter event's value, checked to be in the shorter exact encoding: double_counter_value
+    (tag and 8 bytes) for negative values and values from 2^56 that a double holds exactly,
+    counter_value (an int64 varint: 10 bytes for any negative value) otherwise. Every counter
+    trace-dump writes is a whole number."""
     v = one(te, "counter_value")
     if v is not None:
-        if v < 0:
-            fail("a negative counter_value (written as double_counter_value, 8 bytes)")
+        if (v < 0 or v >= 1 << 56) and exact_double(v):
+            fail("counter_value %d: double_counter_value holds it exactly in fewer bytes" % v)
         return v
     d = one(te, "double_counter_value")
     if d is None:
         fail("a counter event without a value")
     f = float(d)
-    if f >= 0 or f != int(f):
-        fail("double_counter_value %r: only negative whole numbers are written so" % d)
-    return int(f)
+    if f != int(f):
+        fail("double_counter_value %r: not a whole number" % d)
+    v = int(f)
+    if not (v < 0 or v >= 1 << 56):
+        fail("double_counter_value %r: counter_value is shorter" % d)
+    return v
 
 
 def main_split():

@@ -10,8 +10,9 @@
  * Each read walks everything the way trace-dump does: the merged iteration with a seek, each
  * stream's cursor in batches, the summary and the metadata lookups. The reader must give an
  * error or records for any input, and the ways of reading must agree (fuzz_agree: record
- * counts of the merge, the cursors and the summary; the summary does not refuse what the
- * cursors read); ASan/UBSan (the fuzz build) catch the rest.
+ * counts of the merge, the cursors and the summary; each stream's records and how its read
+ * ended, record by record and in batches; the summary does not refuse what the cursors read);
+ * ASan/UBSan (the fuzz build) catch the rest.
  * Seed corpus: tests/corpus/reader/ (small valid traces, a truncated one, an empty one),
  * written by test_trcfile's fuzz_seed_corpus test when TRC_WRITE_CORPUS=1.
  */
@@ -40,6 +41,22 @@ static void fuzz_agree(bool ok, const char *what)
 		fprintf(stderr, "fuzz_reader: readers disagree: %s\n", what);
 		abort();
 	}
+}
+
+/* Stream s read record by record: the records handed out; *rc how the read ended (0 or <0). */
+static long fuzz_by_next(struct trcfile_reader *r, unsigned s, int *rc)
+{
+	struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+	if (!c) {
+		*rc = -ENOMEM;
+		return -1;
+	}
+	struct trc_record rec;
+	long n = 0;
+	while ((*rc = trcfile_cursor_next(c, &rec)) == 1)
+		n++;
+	trcfile_cursor_free(c);
+	return n;
 }
 
 static void fuzz_read(const uint8_t *data, size_t size)
@@ -88,6 +105,13 @@ static void fuzz_read(const uint8_t *data, size_t size)
 			   "a stream read more records than its chunks hold");
 		by_cursor += in_stream;
 		trcfile_cursor_free(c);
+		/* Record by record, the same records up to the same end (FORMAT.md: every read
+		 * path hands out the same records of a chunk found damaged). */
+		int next_rc;
+		long by_next = fuzz_by_next(r, s, &next_rc);
+		if (next_rc != -ENOMEM)
+			fuzz_agree(by_next == in_stream && next_rc == (int)n,
+				   "the stream's records read one by one and in batches");
 	}
 	if (cursors_ok && merged_rc == 0)
 		fuzz_agree(merged == by_cursor, "merged and per-stream record counts");

@@ -22,6 +22,7 @@
  * Threads: the test thread is drain and (but for the corrupt cases) producer at once.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,8 @@ struct fsink {
 	struct trcfile_stream *st;
 	uint64_t events, corrupt;
 	uint32_t name_id, names; /* NAME records delivered for name_id */
+	uint64_t name_at; /* events delivered before the first of them (the open window's too) */
+	const struct trcfile_window *win; /* the open window, NULL when none */
 };
 
 static struct trcfile_stream *fs_stream(struct fsink *f)
@@ -157,8 +160,8 @@ static struct trcfile_stream *fs_stream(struct fsink *f)
 static int fs_record(void *arg, const struct session_stream *st, const struct trc_record *r)
 {
 	struct fsink *f = arg;
-	if (r->type == TRC_REC_NAME && r->name.id == f->name_id)
-		f->names++;
+	if (r->type == TRC_REC_NAME && r->name.id == f->name_id && !f->names++)
+		f->name_at = f->events + (f->win ? f->win->count : 0);
 	if (st->kind == TRC_STREAM_THREAD && r->type == TRC_REC_LOST &&
 	    r->lost.reason == TRC_LOST_CORRUPT)
 		f->corrupt++;
@@ -173,6 +176,7 @@ static int fs_window_open(void *arg, const struct session_stream *st, uint64_t t
 {
 	struct fsink *f = arg;
 	cr_assert_eq(st->kind, TRC_STREAM_THREAD);
+	f->win = win;
 	return trcfile_stream_window_open(fs_stream(f), ts, win);
 }
 
@@ -180,6 +184,7 @@ static int fs_window_close(void *arg, const struct session_stream *st, struct tr
 {
 	struct fsink *f = arg;
 	f->events += win->count;
+	f->win = NULL;
 	return trcfile_stream_window_close(fs_stream(f), win);
 }
 
@@ -240,7 +245,8 @@ static void drain_idle(struct trc_session *s, const struct session_sink *k,
  * idle, into a file at path, fused or not. Returns the events written; *names, the NAME records
  * of name_id delivered. */
 static uint64_t drain_to_file(struct trc_session *s, const char *path, bool fused, uint32_t batch,
-			      const struct clock_setup *cs, uint32_t name_id, uint32_t *names)
+			      const struct clock_setup *cs, uint32_t name_id, uint32_t *names,
+			      uint64_t *name_at)
 {
 	struct fsink f = {.w = open_writer(path), .name_id = name_id};
 	struct session_sink k = {.arg = &f, .record = fs_record};
@@ -257,6 +263,7 @@ static uint64_t drain_to_file(struct trc_session *s, const char *path, bool fuse
 	cr_assert_eq(trcfile_writer_close(f.w), 0);
 	cr_assert_eq(f.corrupt, 0);
 	*names = f.names;
+	*name_at = f.name_at;
 	return f.events;
 }
 
@@ -377,11 +384,22 @@ static void run_case(uint64_t ring_bytes, uint32_t batch, const struct clock_set
 	close(mkstemp(a));
 	close(mkstemp(b));
 	uint32_t names_fused = 0, names_old = 0;
-	cr_assert_eq(drain_to_file(s, b, true, batch, cs, ids[2], &names_fused), N_EVENTS);
-	cr_assert_eq(drain_to_file(s, a, false, batch, cs, ids[2], &names_old), N_EVENTS);
-	/* The name first used by the fused run: delivered there, once. */
+	uint64_t name_at = 0, unused = 0;
+	cr_assert_eq(drain_to_file(s, b, true, batch, cs, ids[2], &names_fused, &name_at),
+		     N_EVENTS);
+	cr_assert_eq(drain_to_file(s, a, false, batch, cs, ids[2], &names_old, &unused), N_EVENTS);
+	/* The name first used by the fused run: delivered there, once, right before the first
+	 * event that uses it (the fast loop's per-run cache of the last known id must not take
+	 * a new id unchecked). */
 	cr_assert_eq(names_fused, 1);
 	cr_assert_eq(names_old, 0);
+	uint64_t first_use = 0;
+	while (first_use < N_EVENTS &&
+	       (evs[first_use].id != ids[2] || evs[first_use].type > TRC_REC_COUNTER))
+		first_use++;
+	cr_assert_lt(first_use, N_EVENTS);
+	cr_assert_eq(name_at, first_use, "NAME after %" PRIu64 " events, first use at %" PRIu64,
+		     name_at, first_use);
 	if (batch)
 		cr_assert_gt(trc__self.prod.write - written0, 8 * ring_bytes, "the ring wrapped");
 	assert_same_files(a, b);

@@ -128,6 +128,73 @@ Test(perfetto, counters_per_thread_and_names_per_sequence, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* Sequence ids go in order of first use: in a trace of 150 threads where only the last one
+ * has events, its sequence is 2 and its two counter tracks' 3 and 4 (one byte in every
+ * packet, not the two of ids past 127). */
+Test(perfetto, sequence_ids_follow_first_use, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	for (uint32_t k = 0; k < 150; k++)
+		tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 100 + k);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+	static const char *const names[] = {"", "work", "a", "b"};
+	for (uint32_t i = 1; i < 4; i++) {
+		r.name.id = i;
+		r.name.str = names[i];
+		r.name.len = (uint32_t)strlen(names[i]);
+		tu_add(&p.streams[0], &r);
+	}
+	struct tu_stream *last = &p.streams[150];
+	uint64_t t = 1000000000;
+	for (int i = 0; i < 3; i++) {
+		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 10};
+		r.span.name_id = 1;
+		tu_add(last, &r);
+		for (uint32_t c = 2; c <= 3; c++) {
+			r = (struct trc_record){.type = TRC_REC_COUNTER, .ts_ns = t += 10};
+			r.value.name_id = c;
+			r.value.value = i - (int)c;
+			tu_add(last, &r);
+		}
+		r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = t += 10};
+		r.span.name_id = 1;
+		tu_add(last, &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 50), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, "");
+	tp_has(rep, "\"slices\": {\"work\": 3}");
+	tp_has(rep, "\"a\": [[-2, -1, 0]]");
+	tp_has(rep, "\"b\": [[-3, -2, -1]]");
+	free(rep);
+	/* every packet's sequence id, counted by id */
+	char *txt = tu_slurp_text(dir, "out.txt");
+	unsigned count[6] = {0}, other = 0;
+	for (const char *q = txt; (q = strstr(q, "trusted_packet_sequence_id: "));) {
+		q += strlen("trusted_packet_sequence_id: ");
+		unsigned long id = strtoul(q, NULL, 10);
+		if (id < 6)
+			count[id]++;
+		else
+			other++;
+	}
+	free(txt);
+	cr_assert_eq(other, 0, "a sequence id past 5");
+	/* 2: the thread's first packet, 3 begins, 3 ends; 3 and 4: each counter's first packet
+	 * and its 3 values */
+	cr_assert_eq(count[2], 7);
+	cr_assert_eq(count[3], 4);
+	cr_assert_eq(count[4], 4);
+	cr_assert_eq(count[5], 0);
+	cr_assert_gt(count[1], 150, "descriptors of the process and its 150 threads on 1");
+	tu_rm_rf(dir);
+}
+
 /* --from/--to keep the events in the range; a span cut by --to is closed there (unfinished),
  * an end whose begin is before --from is dropped. */
 Test(perfetto, from_to_slice_the_trace, .timeout = 60)
@@ -451,8 +518,10 @@ Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
  * general one at every size its fields can take: time deltas of 0, one, two, three bytes and
  * past 2^21 ns (general path), one- and two-byte name iids (a name whose iid is 129: general
  * path), counter values of each varint size, 2^21 and up (general path), negative ones
- * (double_counter_value) to INT64_MIN, and INT64_MAX. The checker replays the timestamps
- * and values; the report must give back exactly what was recorded. */
+ * (double_counter_value) to INT64_MIN, and those a double would round, either sign
+ * (counter_value, general path). The checker replays the timestamps and values, and
+ * refuses a value not in the shorter exact encoding; the report must give back exactly what
+ * was recorded. */
 Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
@@ -485,12 +554,32 @@ Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 	}
 	static const uint64_t deltas[] = {0,	   1,	    127,     128,    16383,	16384,
 					  2097151, 2097152, 2097153, 300000, 1000000000};
-	static const int64_t values[] = {0,	    1,	       127, 128,  16383,    16384,
-					 2097151,   2097152,   -1,  -128, -2097152, -(1ll << 53),
-					 INT64_MIN, INT64_MAX, 42};
+	/* ... and values a double would round (-(2^53 + 1), INT64_MIN + 1, 2^53 + 1, 2^60 + 1,
+	 * INT64_MAX: counter_value), and 2^56, 2^62 (double_counter_value, one byte shorter) */
+	static const int64_t values[] = {0,
+					 1,
+					 127,
+					 128,
+					 16383,
+					 16384,
+					 2097151,
+					 2097152,
+					 -1,
+					 -128,
+					 -2097152,
+					 -(1ll << 53),
+					 -(1ll << 53) - 1,
+					 INT64_MIN,
+					 INT64_MIN + 1,
+					 (1ll << 53) + 1,
+					 1ll << 56,
+					 (1ll << 60) + 1,
+					 1ll << 62,
+					 INT64_MAX,
+					 42};
 	const size_t nd = sizeof(deltas) / sizeof(deltas[0]);
 	const size_t nv = sizeof(values) / sizeof(values[0]);
-	char want_b1[1024] = "\"n1\": [1000000005", want_b129[1024] = "", want_c[1024] = "";
+	char want_b1[1024] = "\"n1\": [1000000005", want_b129[1024] = "", want_c[2048] = "";
 	uint64_t total1 = 5, total129 = 5;
 	size_t k1 = strlen(want_b1), k129 = 0, kc = 0;
 	/* n1 (iid 1) and n129 (iid 129), each a slice of delta d begun d after the last event */
@@ -526,7 +615,7 @@ Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 	cr_assert_eq(tu_write_plan(trc, &p, &o, 1000), 0);
 	tu_plan_free(&p);
 	char *rep = tp_export_check(dir, "");
-	char want[1200];
+	char want[2100];
 	snprintf(want, sizeof(want), "%s]", want_b1);
 	tp_has(rep, want);
 	/* n129's first begin came before the loop (5 ns after n128's end) */

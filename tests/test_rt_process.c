@@ -71,7 +71,7 @@ Test(rt_process, exec_child_threads_counted_exactly, .timeout = 180, .init = set
 	count_prog(&c, counts, 3, 0);
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(counts[i], 5000, "index %d: %ld", i, counts[i]);
-	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert(ts_nothing_lost(&c), "%s", ts_why(&c));
 	cr_assert_eq(c.by_type[TRC_REC_THREAD], 4);
 	cr_assert_eq(c.by_type[TRC_REC_PROCESS], 1);
 	cr_assert_eq(session_processes_attached(s), 1);
@@ -102,7 +102,7 @@ Test(rt_process, exec_again_attaches_and_retires_the_old_image, .timeout = 180, 
 	cr_assert_eq(counts[1], 6000);
 	cr_assert_eq(c.by_type[TRC_REC_PROCESS], 2, "each image says who it is");
 	cr_assert_eq(session_processes_attached(s), 2);
-	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert(ts_nothing_lost(&c), "%s", ts_why(&c));
 	cr_assert_eq(c.ends, 4);
 	ts_collect_free(&c);
 	session_destroy(s);
@@ -148,7 +148,7 @@ Test(rt_process, exit_from_a_secondary_thread, .timeout = 180, .init = setup)
 	count_prog(&c, counts, 3, 0);
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(counts[i], 4000, "index %d", i);
-	cr_assert_eq(ts_lost_total(&c), 0);
+	cr_assert(ts_nothing_lost(&c), "%s", ts_why(&c));
 	cr_assert_eq(c.ends, 4, "the exiting thread's and main's slots were reaped too");
 	ts_collect_free(&c);
 	session_destroy(s);

@@ -9,6 +9,7 @@
 #define TEST_SESSION_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "harness_util.h"
 #include "session.h"
 #include "trc.h"
+#include "trcfile.h" /* the names of record types and lost reasons */
 
 struct ts_rec {
 	struct session_stream st;
@@ -31,7 +33,10 @@ struct ts_collect {
 	struct ts_rec *v;
 	size_t n, cap;
 	size_t by_type[TRC_REC_TYPE_COUNT];
-	uint64_t lost[8]; /* by reason */
+	uint64_t lost[8]; /* by reason: the counts the LOST records carry */
+	/* LOST records by reason. A ring declared corrupt ends its stream with a LOST of count 0
+	 * (reason CORRUPT) and a NOTE, so only the records say that it happened. */
+	size_t lost_records[8];
 	size_t ends;
 	uint64_t ended_keys[4096];
 };
@@ -81,8 +86,10 @@ static int ts__record(void *arg, const struct session_stream *st, const struct t
 	x->str[len] = 0;
 	if (r->type < TRC_REC_TYPE_COUNT)
 		c->by_type[r->type]++;
-	if (r->type == TRC_REC_LOST && r->lost.reason < 8)
+	if (r->type == TRC_REC_LOST && r->lost.reason < 8) {
 		c->lost[r->lost.reason] += r->lost.count;
+		c->lost_records[r->lost.reason]++;
+	}
 	return 0;
 }
 
@@ -112,6 +119,56 @@ static inline uint64_t ts_lost_total(const struct ts_collect *c)
 	for (int i = 0; i < 8; i++)
 		t += c->lost[i];
 	return t;
+}
+
+/* Whether the recorder said something went wrong: a LOST record of reason CORRUPT (whatever
+ * its count: a stream declared corrupt ends with a count of 0) or any NOTE. */
+static inline bool ts_trouble(const struct ts_collect *c)
+{
+	return c->lost_records[TRC_LOST_CORRUPT] || c->by_type[TRC_REC_NOTE];
+}
+
+/* What a failure message needs to explain itself: lost counts by reason, records by type, and
+ * the text of every NOTE (cut to fit). Returns buf. */
+static inline const char *ts_describe(const struct ts_collect *c, char *buf, size_t cap)
+{
+	size_t n = 0;
+#define TS__PUT(...)                                                          \
+	do {                                                                  \
+		if (n < cap)                                                  \
+			n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__); \
+	} while (0)
+	TS__PUT("lost by reason:");
+	for (int i = 0; i < 8; i++)
+		if (c->lost_records[i])
+			TS__PUT(" %s %llu (%zu records)", trcfile_lost_reason_name((uint32_t)i),
+				(unsigned long long)c->lost[i], c->lost_records[i]);
+	TS__PUT("; records by type:");
+	for (int t = 0; t < TRC_REC_TYPE_COUNT; t++)
+		if (c->by_type[t])
+			TS__PUT(" %s %zu", trcfile_type_name((uint32_t)t), c->by_type[t]);
+	TS__PUT("; streams ended %zu", c->ends);
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].r.type == TRC_REC_NOTE)
+			TS__PUT("; NOTE: %s", c->v[i].str);
+#undef TS__PUT
+	if (cap)
+		buf[cap - 1] = 0;
+	return buf;
+}
+
+/* ts_describe into a buffer of the calling thread's, for a failure message. */
+static inline const char *ts_why(const struct ts_collect *c)
+{
+	static __thread char buf[4096];
+	return ts_describe(c, buf, sizeof(buf));
+}
+
+/* Nothing lost, and nothing the recorder could not count: no LOST record of any count (a
+ * corrupt stream's says 0) and no NOTE. */
+static inline bool ts_nothing_lost(const struct ts_collect *c)
+{
+	return ts_lost_total(c) == 0 && !ts_trouble(c);
 }
 
 /* Creates a session, publishes it in the environment (inheritable) and attaches this process.
@@ -177,12 +234,12 @@ static inline void ts_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Spawns argv with env additions (NULL-terminated "K=V" list), stdin from in_path (or
- * /dev/null), stdout to out_path (or /dev/null); drains the session into c until the child
- * exits, then drains until idle. Returns the wait status, or -1. */
-static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, char *const argv[],
-				const char *const *env_add, const char *in_path,
-				const char *out_path)
+/* ts_run_traced with the sink the drain uses while the child runs (NULL: ts_sink(c)); the
+ * drain after it exits goes to c. */
+static inline int ts_run_traced_into(struct trc_session *s, const struct session_sink *during,
+				     struct ts_collect *c, char *const argv[],
+				     const char *const *env_add, const char *in_path,
+				     const char *out_path)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -200,7 +257,7 @@ static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, cha
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	struct session_sink k = ts_sink(c);
+	struct session_sink k = during ? *during : ts_sink(c);
 	int status = 0;
 	for (;;) {
 		if (s)
@@ -217,6 +274,16 @@ static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, cha
 		ts_drain_idle(s, c);
 	}
 	return status;
+}
+
+/* Spawns argv with env additions (NULL-terminated "K=V" list), stdin from in_path (or
+ * /dev/null), stdout to out_path (or /dev/null); drains the session into c until the child
+ * exits, then drains until idle. Returns the wait status, or -1. */
+static inline int ts_run_traced(struct trc_session *s, struct ts_collect *c, char *const argv[],
+				const char *const *env_add, const char *in_path,
+				const char *out_path)
+{
+	return ts_run_traced_into(s, NULL, c, argv, env_add, in_path, out_path);
 }
 
 #endif /* TEST_SESSION_UTIL_H */

@@ -1086,3 +1086,198 @@ Test(trcfile_hostile, forgery_seeds_in_the_corpus, .timeout = 60)
 	}
 	free(f.buf);
 }
+
+/* ---- a chunk whose end is wrong: one rule on every read path ------------------------------ */
+
+enum hz_end { HZ_END_LAST_TS, HZ_END_COUNT_LOW, HZ_END_COUNT_HIGH };
+
+/* f with chunk i's end made wrong, every checksum valid and the footer agreeing (so only its
+ * records can tell): its last time one later, or its count one lower (the records end before
+ * the chunk's bytes do) or one higher (the bytes end before the records do). */
+static uint8_t *hz_forge_end(const struct hz_file *f, size_t i, enum hz_end how)
+{
+	uint8_t *b = malloc(f->len);
+	memcpy(b, f->buf, f->len);
+	uint8_t *h = b + f->off[i];
+	uint32_t sid = trcfile__get32(h + HZ_CHUNK(stream_id));
+	uint32_t count = f->count[i] + (how == HZ_END_COUNT_HIGH) - (how == HZ_END_COUNT_LOW);
+	uint64_t last = trcfile__get64(h + HZ_CHUNK(last_ts)) + (how == HZ_END_LAST_TS);
+	trcfile__put32(h + HZ_CHUNK(count), count);
+	trcfile__put64(h + HZ_CHUNK(last_ts), last);
+	trcfile__put32(h + HZ_CHUNK(crc), trcfile__crc32c(0, h, HZ_CHUNK(crc)));
+	uint8_t *ft = b + f->data_end;
+	uint32_t ns = trcfile__get32(ft + HZ_FOOTER(stream_count));
+	uint64_t nc = trcfile__get64(ft + HZ_FOOTER(chunk_count));
+	int found = 0;
+	for (uint64_t k = 0; k < nc; k++) {
+		uint8_t *e = ft + trcfile__footer_chunk_at(ns, k);
+		if (trcfile__get64(e + HZ_FCHUNK(offset)) != f->off[i])
+			continue;
+		trcfile__put32(e + HZ_FCHUNK(count), count);
+		trcfile__put64(e + HZ_FCHUNK(last_ts), last);
+		found++;
+	}
+	for (uint32_t k = 0; k < ns; k++) {
+		uint8_t *e = ft + trcfile__footer_stream_at(k);
+		if (trcfile__get32(e + HZ_FSTREAM(id)) != sid)
+			continue;
+		uint64_t recs = trcfile__get64(e + HZ_FSTREAM(records));
+		trcfile__put64(e + HZ_FSTREAM(records), recs + count - f->count[i]);
+		found++;
+	}
+	cr_assert_eq(found, 2);
+	hz_fix_footer(b, f);
+	return b;
+}
+
+/* The ways a stream is read: record by record, in batches of several sizes (flame's and the
+ * function table's trcfile_cursor_read), after a seek, merged (the summary's, events' and the
+ * exporters' path). */
+enum hz_path {
+	HZ_NEXT,
+	HZ_READ_1,
+	HZ_READ_7,
+	HZ_READ_256,
+	HZ_READ_4096,
+	HZ_SEEK_NEXT,
+	HZ_SEEK_READ,
+	HZ_MERGE,
+	HZ_PATHS
+};
+
+/* Reads stream s of r by `path`, from plan record `from` on (the seeks start at its time),
+ * each record checked against the plan. The records handed out; *rc the status that ended
+ * the read (0 or <0). */
+static long hz_read_path(struct trcfile_reader *r, const struct tu_stream *ps, unsigned s,
+			 size_t from, enum hz_path path, int *rc)
+{
+	static struct trc_record recs[4096];
+	static const unsigned max[] = {[HZ_READ_1] = 1,
+				       [HZ_READ_7] = 7,
+				       [HZ_READ_256] = 256,
+				       [HZ_READ_4096] = 4096,
+				       [HZ_SEEK_READ] = 256};
+	size_t k = from;
+	int n;
+	if (path == HZ_MERGE) {
+		struct trcfile_iter *it = trcfile_iter_new(r);
+		cr_assert_not_null(it);
+		unsigned sidx;
+		while ((n = trcfile_iter_next(it, &recs[0], &sidx)) == 1)
+			if (sidx == s && (k >= ps->n || !tu_rec_eq(&recs[0], &ps->recs[k++])))
+				cr_assert_fail("merge: stream %u record %zu differs", s, k - 1);
+		trcfile_iter_free(it);
+		*rc = n;
+		return (long)(k - from);
+	}
+	struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+	cr_assert_not_null(c);
+	if (path == HZ_SEEK_NEXT || path == HZ_SEEK_READ)
+		cr_assert_eq(trcfile_cursor_seek(c, ps->recs[from].ts_ns), 0, "%s",
+			     trcfile_reader_errmsg(r));
+	if (path == HZ_NEXT || path == HZ_SEEK_NEXT) {
+		while ((n = trcfile_cursor_next(c, &recs[0])) == 1)
+			if (k >= ps->n || !tu_rec_eq(&recs[0], &ps->recs[k++]))
+				cr_assert_fail("path %d: record %zu differs", path, k - 1);
+	} else {
+		while ((n = trcfile_cursor_read(c, recs, max[path])) > 0) {
+			cr_assert_leq((unsigned)n, max[path]);
+			for (int j = 0; j < n; j++)
+				if (k >= ps->n || !tu_rec_eq(&recs[j], &ps->recs[k++]))
+					cr_assert_fail("path %d: record %zu differs", path, k - 1);
+		}
+	}
+	trcfile_cursor_free(c);
+	*rc = n;
+	return (long)(k - from);
+}
+
+/* A chunk whose end is wrong, found only once its records are being handed out (FORMAT.md
+ * "Reading rules"): every read path hands out the same records (the chunk's before the one
+ * whose decoding meets the damage, never that one), then fails with the same message, and
+ * the summary fails with it too. */
+static void hz_check_end(const struct hz_file *f, size_t i, enum hz_end how)
+{
+	uint8_t *b = hz_forge_end(f, i, how);
+	uint32_t sid = trcfile__get32(b + f->off[i] + HZ_CHUNK(stream_id));
+	uint32_t seq = trcfile__get32(b + f->off[i] + HZ_CHUNK(seq));
+	uint32_t raw = trcfile__get32(b + f->off[i] + HZ_CHUNK(raw_bytes));
+	const struct tu_stream *ps = &f->plan.streams[sid];
+	long before = 0; /* the stream's records in its chunks before chunk i */
+	for (size_t j = 0; j < i; j++)
+		if (trcfile__get32(f->buf + f->off[j] + HZ_CHUNK(stream_id)) == sid)
+			before += f->count[j];
+	long want = before + (long)f->count[i] - (how == HZ_END_COUNT_LOW ? 2 : 1) +
+		    (how == HZ_END_COUNT_HIGH);
+	char why[64], msg[512];
+	if (how == HZ_END_LAST_TS)
+		snprintf(why, sizeof(why), "last record's time disagrees with the chunk header");
+	else if (how == HZ_END_COUNT_LOW)
+		snprintf(why, sizeof(why), "records end before the chunk does");
+	else
+		snprintf(why, sizeof(why), "bad record at byte %u", raw);
+	snprintf(msg, sizeof(msg), "damaged chunk %u of stream %u at offset %llu: %s", seq, sid,
+		 (unsigned long long)f->off[i], why);
+	/* The seeks start a few records before the chunk, in the chunk before it. */
+	size_t from = (size_t)before - 5;
+	while (from > 0 && ps->recs[from - 1].ts_ns == ps->recs[from].ts_ns)
+		from--;
+	struct trcfile_reader *r = NULL;
+	char open_msg[512] = "";
+	cr_assert_eq(trcfile_reader_open_mem(b, f->len, &r, open_msg, sizeof(open_msg)), 0, "%s",
+		     open_msg);
+	for (int path = 0; path < HZ_PATHS; path++) {
+		bool seek = path == HZ_SEEK_NEXT || path == HZ_SEEK_READ;
+		int rc;
+		long got = hz_read_path(r, ps, sid, seek ? from : 0, (enum hz_path)path, &rc);
+		cr_expect_eq(got, want - (seek ? (long)from : 0),
+			     "end %d, path %d: %ld records handed out, want %ld", how, path, got,
+			     want - (seek ? (long)from : 0));
+		cr_expect_eq(rc, -EBADMSG, "end %d, path %d: %d", how, path, rc);
+		cr_expect_str_eq(trcfile_reader_errmsg(r), msg, "end %d, path %d", how, path);
+	}
+	struct summary sm;
+	cr_expect_eq(summary_compute(r, &sm), -EBADMSG, "end %d: the summary read on", how);
+	cr_expect_str_eq(trcfile_reader_errmsg(r), msg, "end %d: summary", how);
+	/* trace-dump: events shows the same records of the stream, then the summary (with its
+	 * function table), flame and events fail alike, naming the chunk. */
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/end.trc", dir);
+	tu_write_file(trc, b, f->len);
+	const char *dump = tu_build();
+	cr_expect_eq(tu_sh("'%s/bin/trace-dump' events --no-symbols --thread %u '%s' >'%s/events' "
+			   "2>'%s/events.err'",
+			   dump, ps->tid, trc, dir, dir),
+		     1);
+	char *out = tu_slurp_text(dir, "events");
+	long lines = 0;
+	for (const char *q = out; (q = strchr(q, '\n')); q++)
+		lines++;
+	cr_expect_eq(lines, want, "end %d: trace-dump events showed %ld records", how, lines);
+	free(out);
+	static const char *const cmds[] = {"summary", "flame", "events"};
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		cr_expect_eq(tu_sh("'%s/bin/trace-dump' %s '%s' >/dev/null 2>'%s/err'", dump,
+				   cmds[k], trc, dir),
+			     1, "end %d: trace-dump %s", how, cmds[k]);
+		char *err = tu_slurp_text(dir, "err");
+		cr_expect(strstr(err, msg), "end %d: trace-dump %s said %s", how, cmds[k], err);
+		free(err);
+	}
+	tu_rm_rf(dir);
+	trcfile_reader_close(r);
+	free(b);
+}
+
+Test(trcfile_hostile, chunk_with_a_wrong_end_reads_alike_on_every_path, .timeout = 60)
+{
+	struct hz_file f;
+	hz_make(&f);
+	size_t i = hz_later_chunk(&f);
+	cr_assert_gt(f.count[i], 100, "a chunk long enough for the fast decoders");
+	hz_check_end(&f, i, HZ_END_LAST_TS);
+	hz_check_end(&f, i, HZ_END_COUNT_LOW);
+	hz_check_end(&f, i, HZ_END_COUNT_HIGH);
+	hz_free(&f);
+}

@@ -3,9 +3,10 @@
  * Purpose: the export for traces too large for JSON. The output is a perfetto.protos.Trace
  * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
  * with the encoding Perfetto's own SDK uses to keep events small:
- *   - one packet sequence per stream (trusted_packet_sequence_id = stream index + 2; 1 holds
- *     the track descriptors and the trace's clock snapshot), and one per counter track (ids
- *     after the streams', in order of first use), so that no event names its track;
+ *   - one packet sequence per stream, and one per counter track, so that no event names its
+ *     track; trusted_packet_sequence_id 1 holds the track descriptors and the trace's clock
+ *     snapshot, the others are numbered from 2 in order of first use (the first 126 used take
+ *     one byte in every packet, however many threads the trace has);
  *   - each sequence starts with a packet that clears the incremental state and sets the
  *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
  *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
@@ -16,11 +17,31 @@
  *     only to drop packets of a sequence whose state is lost, which a file never has;
  *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
  *     first use), sent in the packet that first uses them;
- *   - counter values >= 0 are counter_value (a varint), negative ones double_counter_value
- *     (8 bytes where an int64 varint takes 10; trace processor keeps both as doubles).
+ *   - each counter value is the shorter of counter_value (an int64 varint: 10 bytes for any
+ *     negative value) and double_counter_value (8 bytes) that holds it exactly: a double for
+ *     negative values and values from 2^56 whose bits span at most 53, a varint otherwise
+ *     (trace processor keeps both as doubles; the file keeps every value exact).
  * So an event is its packet's tag and length, the time delta, the sequence id, the track
  * event's tag and length and its type (10 bytes with 1-byte deltas), plus 2 for a slice
  * begin's name and 3 or more for a counter's value (see README for measured figures).
+ *
+ * Why not fewer (issue 15's 12 bytes an event, measured against the bench=dump trace): none
+ * of those fields can go. Trace processor refuses a track event with no sequence id, no
+ * timestamp, or neither a type nor a legacy phase (a LegacyEvent costs more than the type),
+ * and a counter event with neither counter_value nor double_counter_value; the sequence's
+ * defaults, interned names and incremental clock all need the sequence id; TrackEvent has
+ * no field for a counter but those two (no zigzag: a negative value is 10 bytes either way,
+ * counting the tag); a coarser clock unit would round the times. What is left to choose is
+ * which sequence an event goes on. Modelled on the bench trace (its generator replayed,
+ * bytes a field summed; 5 M / 100 M events): this layout 12.002 / 12.475 (what it writes);
+ * counters on their thread's sequence, naming their track (2 bytes) 12.081 / 12.554;
+ * counter tracks incremental (is_incremental: a negative step is 10 bytes too) 12.148 /
+ * 12.150; two threads to a sequence 12.650 / 13.124, all on one 12.935 / 13.408; and the
+ * bound for any layout keeping a thread's events on sequences of their own, where a delta is
+ * at least the gap since the thread's previous event, even with tracks free to name: 11.846
+ * / 12.319. Only with every event's delta taken as the gap in the whole trace and no track
+ * ever named does the sum reach 11.969 on 100 M, and that needs threads sharing a sequence,
+ * whose events but one thread's then name their track (2 bytes each).
  *
  * Mapping:
  *   span_begin/end, func_enter/exit  TYPE_SLICE_BEGIN/END on the thread's track; functions are
@@ -166,7 +187,7 @@ enum {
 #define DUMP__PF_KEY_FUNC (2ull << 62)
 
 struct dump__pf_seq {
-	uint32_t id; /* trusted_packet_sequence_id */
+	uint32_t id; /* trusted_packet_sequence_id; 0 until its first packet */
 	bool started;
 	uint8_t hdr_len; /* bytes of hdr */
 	uint64_t hdr; /* the packet's trusted_packet_sequence_id field (tag, varint), byte 0 low */
@@ -212,11 +233,12 @@ struct dump__pf {
 	const struct dump_trace *label;
 	uint32_t pid_base;
 	uint64_t next_uuid;
+	uint32_t next_seq_id; /* the next sequence to start takes it */
 	struct dump__pf_proc *procs;
 	size_t n_procs, cap_procs;
 	struct u64map counters; /* (stream << 32 | name id) + 1 -> counter index + 1 */
 	/* Every counter track is a sequence of its own, with the track as its default: its
-	 * events name no track. Sequence ids after the streams'. */
+	 * events name no track. */
 	struct dump__pf_seq **ctrs;
 	size_t n_ctrs, cap_ctrs;
 	struct allocmap *live;
@@ -424,7 +446,6 @@ static uint64_t dump__pf_new_counter(struct dump__pf *p, uint64_t parent, const 
 		p->err = -ENOMEM;
 		return 0;
 	}
-	dump__pf_seq_set_id(c, DUMP__PF_SEQ_BASE + p->n_all + (uint32_t)p->n_ctrs);
 	c->track = p->next_uuid++;
 	u64map_init(&c->iids, SIZE_MAX);
 	p->ctrs[p->n_ctrs++] = c;
@@ -446,14 +467,15 @@ static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint6
 static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts)
 {
 	struct pb_buf *b = &p->pkt;
-	uint32_t seq = s->id;
 	if (!s->started) {
 		s->started = true;
+		if (!s->id)
+			dump__pf_seq_set_id(s, p->next_seq_id++);
 		pb_reset(b);
 		size_t pk = pb_open(b, PF_TRACE_PACKET);
 		pb_uint(b, PF_TIMESTAMP, ts);
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
-		pb_uint(b, PF_SEQ_ID, seq);
+		pb_uint(b, PF_SEQ_ID, s->id);
 		pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_CLEARED);
 		pb_uint(b, PF_FIRST_ON_SEQ, 1);
 		size_t d = pb_open(b, PF_DEFAULTS);
@@ -486,7 +508,7 @@ static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uin
 		pb_uint(b, PF_TIMESTAMP, ts);
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	}
-	pb_uint(b, PF_SEQ_ID, seq);
+	pb_uint(b, PF_SEQ_ID, s->id);
 	return pk;
 }
 
@@ -592,13 +614,27 @@ struct dump__pf_ev {
 	const char *flag; /* a debug annotation FLAG = true ("unfinished", "split"...) */
 };
 
-/* A counter's value at q (room for 12 bytes); returns the byte after it. A value >= 0 is an
- * int64 counter_value (a varint: 1-10 bytes); a negative one, which as an int64 varint takes
- * 10 bytes, is a double_counter_value (8): trace processor keeps every counter value as a
- * double, so both read back the same. */
+/* Whether v is exactly a double: its significant bits span at most 53 (true of every value
+ * of magnitude up to 2^53, and of INT64_MIN). */
+static inline bool dump__pf_exact_double(int64_t v)
+{
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	return u == 0 || u >> __builtin_ctzll(u) < (1ull << 53);
+}
+
+/* Whether v goes as double_counter_value (tag and 8 bytes): when that is shorter than
+ * counter_value's tag and int64 varint (10 bytes for a negative value, 9 from 2^56) and
+ * holds v exactly. */
+static inline bool dump__pf_counter_as_double(int64_t v)
+{
+	return (v < 0 || (uint64_t)v >= 1ull << 56) && dump__pf_exact_double(v);
+}
+
+/* A counter's value at q (room for 12 bytes), as dump__pf_counter_as_double chooses; returns
+ * the byte after it. */
 static uint8_t *dump__pf_put_counter_value(uint8_t *q, int64_t v)
 {
-	if (v >= 0) {
+	if (!dump__pf_counter_as_double(v)) {
 		q = pb_put_varint(q, (PF_TE_COUNTER_VALUE << 3) | PB_VARINT);
 		return pb_put_varint(q, (uint64_t)v);
 	}
@@ -659,7 +695,7 @@ static inline uint8_t *dump__pf_put_varint(uint8_t *o, uint64_t v)
 /* Bytes of a counter value as dump__pf_put_counter_value writes it. */
 static inline size_t dump__pf_counter_value_size(int64_t v)
 {
-	return v >= 0 ? 2 + pb_varint_size((uint64_t)v) : 10;
+	return dump__pf_counter_as_double(v) ? 10 : 2 + pb_varint_size((uint64_t)v);
 }
 
 /* The hot path: a track event packet of a started sequence, forward in time, whose name (if
@@ -886,8 +922,8 @@ static __attribute__((noinline)) bool dump__pf_hot_func(struct dump__pf *p, stru
 
 /* The hottest paths, inlined in the loop: a slice begin of a span or function (name
  * interned, iid below 2^21), a slice end (closing an open slice), a counter value (of a
- * track known by name id; >= 0 and below 2^21, or negative). False when the record takes
- * dump__pf_record. */
+ * track known by name id; >= 0 and below 2^21, or negative and exact as a double). False
+ * when the record takes dump__pf_record. */
 static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *p, unsigned sidx,
 							       const struct trc_record *rec)
 {
@@ -930,7 +966,10 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 			     vv << 32;
 			return dump__pf_put(p, c, rec->ts_ns, f, 0, 4 + vl);
 		}
-		/* double_counter_value, as dump__pf_put_counter_value writes it */
+		/* double_counter_value, as dump__pf_put_counter_value writes it (a value a double
+		 * would round: the general path's counter_value) */
+		if (!dump__pf_exact_double(v))
+			return false;
 		double d = (double)v;
 		uint64_t bits;
 		memcpy(&bits, &d, sizeof(bits));
@@ -1227,10 +1266,9 @@ static struct dump__pf *dump__pf_new(unsigned n)
 	p->live = allocmap_new(DUMP__PF_LIVE_MAX_ENTRIES);
 	p->out = malloc(DUMP__PF_OUT_BYTES + DUMP__PF_OUT_SLACK);
 	u64map_init(&p->counters, SIZE_MAX);
-	for (unsigned k = 0; p->all_seqs && k < n; k++) {
-		dump__pf_seq_set_id(&p->all_seqs[k], DUMP__PF_SEQ_BASE + k);
+	p->next_seq_id = DUMP__PF_SEQ_BASE;
+	for (unsigned k = 0; p->all_seqs && k < n; k++)
 		u64map_init(&p->all_seqs[k].iids, SIZE_MAX);
-	}
 	p->seqs = p->all_seqs;
 	p->n_streams = n;
 	return p;

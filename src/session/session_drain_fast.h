@@ -13,7 +13,8 @@
  * records, each by an encoder of its own type, over [q, qlim), where every record starts with
  * 32 readable, published bytes ahead of it and the window has room for every record the range
  * can hold (both checked by the caller, once per run). Per record it checks only what varies:
- * the length its type must have, a known name (spans, values), a time within [ts_lo, ts_lo +
+ * the length its type must have, a known name (spans, values: one compare while the id is the
+ * last one found known in this run, the name bitmap otherwise), a time within [ts_lo, ts_lo +
  * ts_span] after the conversion of its clock segment (cur, or prev before cur's start). It
  * stops at the first record that fails any of these, before writing anything of it, and
  * returns its address: session__fused_run's careful loop (and, for what that does not take,
@@ -54,10 +55,7 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 	uint64_t wy = f->wts - ts_lo, ts_hi;
 	if (wy > ts_span || __builtin_add_overflow(ts_lo, ts_span, &ts_hi))
 		return q;
-	const uint8_t *const seen = in->seen;
-	const uint64_t seen_bits = in->seen_bits;
 #if SESSION__FAST_CLOCK != 0
-	const struct trc_clock_conv *const prev = &in->prev;
 	const uint64_t tick0 = in->cur.tick0, base = in->cur.ns0 - ts_lo;
 #if SESSION__FAST_CLOCK == 1
 	const uint64_t mult = in->cur.mult << 32;
@@ -79,8 +77,15 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 	const uint64_t mult = in->cur.mult;
 #endif
 #endif
+	/* What only the rare paths read (a name not seen in this run, the previous clock segment,
+	 * the way out) is reached through pointers kept in memory: in registers they would push
+	 * the per-record values (the clock's constants, the predictors) onto the stack. */
+	const struct session__fast_in *volatile const rare = in;
+	struct session__fast *volatile const rare_f = f;
 	uint8_t *p = f->p;
 	uint64_t walloc = f->walloc, wfunc = f->wfunc;
+	uint32_t n = f->count;
+	uint64_t known = 0; /* the last name id found known (0 never is) */
 	uint64_t t, a, b;
 	uint8_t type;
 
@@ -127,25 +132,25 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 #define SESSION__FAST_SINCE(dt) ((uint64_t)(((unsigned __int128)(dt)*mult) >> TRC_CLOCK_SHIFT))
 #endif
 #if SESSION__FAST_CLOCK == 1
-#define SESSION__FAST_TIME()                                       \
-	do {                                                       \
-		if (__builtin_expect(t - tick0 <= dt_max, 1)) {    \
-			t = base + SESSION__FAST_SINCE(t - tick0); \
-		} else {                                           \
-			if (t >= tick0)                            \
-				goto out;                          \
-			t = trc_clock_to_ns(prev, t) - ts_lo;      \
-			if (t > ts_span)                           \
-				goto out;                          \
-		}                                                  \
+#define SESSION__FAST_TIME()                                               \
+	do {                                                               \
+		if (__builtin_expect(t - tick0 <= dt_max, 1)) {            \
+			t = base + SESSION__FAST_SINCE(t - tick0);         \
+		} else {                                                   \
+			if (t >= tick0)                                    \
+				goto out;                                  \
+			t = trc_clock_to_ns(&rare->prev, t) - rare->ts_lo; \
+			if (t > rare->ts_span)                             \
+				goto out;                                  \
+		}                                                          \
 	} while (0)
 #else
-#define SESSION__FAST_TIME()                                                                \
-	do {                                                                                \
-		t = __builtin_expect(t >= tick0, 1) ? base + SESSION__FAST_SINCE(t - tick0) \
-						    : trc_clock_to_ns(prev, t) - ts_lo;     \
-		if (__builtin_expect(t > ts_span, 0))                                       \
-			goto out;                                                           \
+#define SESSION__FAST_TIME()                                                                   \
+	do {                                                                                   \
+		t = __builtin_expect(t >= tick0, 1) ? base + SESSION__FAST_SINCE(t - tick0)    \
+						    : trc_clock_to_ns(&rare->prev, t) - ts_lo; \
+		if (__builtin_expect(t > ts_span, 0))                                          \
+			goto out;                                                              \
 	} while (0)
 #endif
 #endif
@@ -171,10 +176,13 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 	} while (0)
 /* The name id of a span or value: known (its NAME delivered) or out (the careful loop delivers
  * it, or finds it invalid). Bit 0 is never set: id 0 goes out too. */
-#define SESSION__FAST_NAMED(id)                                                                 \
-	do {                                                                                    \
-		if (__builtin_expect(id >= seen_bits || !(seen[id / 8] & (1u << (id % 8))), 0)) \
-			goto out;                                                               \
+#define SESSION__FAST_NAMED(id)                                                                \
+	do {                                                                                   \
+		if (__builtin_expect(id != known, 0)) {                                        \
+			if (id >= rare->seen_bits || !(rare->seen[id / 8] & (1u << (id % 8)))) \
+				goto out;                                                      \
+			known = id;                                                            \
+		}                                                                              \
 	} while (0)
 /* The payload words after the time, read once. */
 #define SESSION__FAST_WORDS(n)                             \
@@ -196,7 +204,7 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 		p = session__varint(p, id);                 \
 	}                                                   \
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_span); \
-	f->count++;                                         \
+	n++;                                                \
 	SESSION__FAST_NEXT();
 #define SESSION__FAST_VALUE(TYPE)                                    \
 	SESSION__FAST_LEN(struct trc_ring_value);                    \
@@ -211,7 +219,7 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 		p = session__varint(p, trcfile__zigzag((int64_t)a)); \
 	}                                                            \
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_value);         \
-	f->count++;                                                  \
+	n++;                                                         \
 	SESSION__FAST_NEXT();
 #define SESSION__FAST_FUNC(TYPE)                                       \
 	SESSION__FAST_LEN(struct trc_ring_func);                       \
@@ -222,7 +230,7 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 	p = session__varint(p, trcfile__zigzag((int64_t)(b - a)));     \
 	wfunc = a;                                                     \
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_func);            \
-	f->count++;                                                    \
+	n++;                                                           \
 	SESSION__FAST_NEXT();
 
 	SESSION__FAST_NEXT();
@@ -243,7 +251,7 @@ alloc:
 	p = session__varint(p, b);
 	walloc = a;
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_alloc);
-	f->count++;
+	n++;
 	SESSION__FAST_NEXT();
 free_:
 	SESSION__FAST_LEN(struct trc_ring_free);
@@ -253,17 +261,19 @@ free_:
 	p = session__varint(p, trcfile__zigzag((int64_t)(a - walloc)));
 	walloc = a;
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_free);
-	f->count++;
+	n++;
 	SESSION__FAST_NEXT();
 func_enter:
 	SESSION__FAST_FUNC(TRC_REC_FUNC_ENTER)
 func_exit:
 	SESSION__FAST_FUNC(TRC_REC_FUNC_EXIT)
 out:
+	f = rare_f;
 	f->p = p;
-	f->wts = wy + ts_lo;
+	f->wts = wy + rare->ts_lo;
 	f->walloc = walloc;
 	f->wfunc = wfunc;
+	f->count = n;
 	return q;
 #undef SESSION__FAST_NEXT
 #undef SESSION__FAST_LEN

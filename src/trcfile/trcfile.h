@@ -349,8 +349,10 @@ struct trcfile_cursor;
 struct trcfile_cursor *trcfile_cursor_new(struct trcfile_reader *r, unsigned stream_idx);
 /* 1 with *rec filled, 0 at the end, -EBADMSG (message in the reader) on a damaged chunk. */
 int trcfile_cursor_next(struct trcfile_cursor *c, struct trc_record *rec);
-/* Decodes up to max records at once (the fast path for whole-stream passes). Returns the count
- * (0 at the end) or -EBADMSG. Strings of the batch stay valid until the next call. */
+/* Decodes up to max records at once (the fast path for whole-stream passes), never past the
+ * loaded chunk: exactly the records that many trcfile_cursor_next calls give (one decoder
+ * serves both). Returns the count (0 at the end) or -EBADMSG; an error met after records were
+ * handed out comes at the next call. Strings of the batch stay valid until the next call. */
 int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsigned max);
 /* Positions on the first record with ts_ns >= t (uses the index to skip chunks). 0 or -errno. */
 int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns);

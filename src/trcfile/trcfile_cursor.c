@@ -8,7 +8,9 @@
  * header's last time. A chunk that fails the checks made before its records are handed out
  * (header, frame, checksum, size) is skipped: counted in the reader's stats with the first
  * reason, and the stream goes on with its next chunk. Damage found inside the records of a
- * chunk already being handed out is an error of the cursor.
+ * chunk already being handed out is an error of the cursor; which of that chunk's records are
+ * handed out first is decided in one place, trcfile_cursor_read, the one decoder every read
+ * path (record by record, in batches, the seek, the merge) goes through.
  *
  * Threads: a cursor belongs to the reader's thread; it uses the reader's DCtx and I/O buffer.
  */
@@ -174,37 +176,15 @@ static int trcfile__cursor_bad_record(struct trcfile_cursor *c)
 	return c->error;
 }
 
-/* Decodes the next record without looking at the peek slot. 1, 0 or <0. */
-static int trcfile__cursor_decode(struct trcfile_cursor *c, struct trc_record *rec)
-{
-	if (c->error)
-		return c->error;
-	if (!c->left) {
-		int rc = trcfile__cursor_load_next(c);
-		if (rc <= 0)
-			return rc;
-	}
-	if (trcfile__decode(&c->p, c->pend, &c->coder, rec) != 0)
-		return trcfile__cursor_bad_record(c);
-	if (--c->left == 0) {
-		int err = trcfile__cursor_chunk_done(c);
-		if (err)
-			return err;
-	}
-	return 1;
-}
-
-int trcfile_cursor_next(struct trcfile_cursor *c, struct trc_record *rec)
-{
-	if (c->have_peek) {
-		c->have_peek = false;
-		*rec = c->peek;
-		return 1;
-	}
-	return trcfile__cursor_decode(c, rec);
-}
-
-int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, unsigned max)
+/* The one decoder of a stream's records: trcfile_cursor_next is this with max 1, the seek and
+ * the merge call it too, so every read path hands out the same records. The rule for a chunk
+ * found damaged while its records are handed out (FORMAT.md "Reading rules"): a record is
+ * handed out once it is decoded whole inside its chunk, and the chunk's last record only once
+ * the chunk's end is checked too (its records fill its bytes exactly, the last carries the
+ * header's last time); a record that fails, or a last record whose chunk end is wrong, is not
+ * handed out, and the stream ends with the error. Never past the loaded chunk: the records'
+ * strings point into it. */
+int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsigned max)
 {
 	unsigned n = 0;
 	if (!max)
@@ -213,7 +193,7 @@ int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, uns
 		c->have_peek = false;
 		recs[n++] = c->peek;
 		/* The peeked record's strings live in the loaded chunk: stay in it. */
-		if (!c->left)
+		if (!c->left || n == max)
 			return (int)n;
 	}
 	if (c->error)
@@ -225,7 +205,6 @@ int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, uns
 		if (rc <= 0)
 			return rc;
 	}
-	/* Never past this chunk: strings of the batch point into it. */
 	unsigned end = max - n > c->left ? n + c->left : max;
 	/* Position and coder in locals (registers) across the fast decodes; written back
 	 * before anything that reads them from the cursor. */
@@ -254,8 +233,8 @@ int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, uns
 	c->coder = coder;
 	c->left = left;
 	if (!left) {
-		/* As trcfile_cursor_next: a chunk whose end is wrong fails on its last record,
-		 * which is not handed out. */
+		/* recs[n - 1] is the chunk's last record: withheld when the chunk's end is
+		 * wrong. */
 		int err = trcfile__cursor_chunk_done(c);
 		if (err)
 			return n > 1 ? (int)n - 1 : err;
@@ -263,39 +242,9 @@ int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, uns
 	return (int)n;
 }
 
-int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsigned max)
+int trcfile_cursor_next(struct trcfile_cursor *c, struct trc_record *rec)
 {
-	unsigned n = 0;
-	if (!max)
-		return 0;
-	if (c->have_peek) {
-		c->have_peek = false;
-		recs[n++] = c->peek;
-		/* The peeked record's strings live in the loaded chunk: stay in it. */
-		if (!c->left)
-			return (int)n;
-	}
-	if (c->error)
-		return n ? (int)n : c->error;
-	if (!c->left && !n) {
-		int rc = trcfile__cursor_load_next(c);
-		if (rc <= 0)
-			return rc;
-	}
-	/* Never cross into the next chunk: strings of the batch point into this one. */
-	while (n < max && c->left) {
-		if (trcfile__decode(&c->p, c->pend, &c->coder, &recs[n]) != 0) {
-			int err = trcfile__cursor_bad_record(c);
-			return n ? (int)n : err;
-		}
-		n++;
-		if (--c->left == 0) {
-			int err = trcfile__cursor_chunk_done(c);
-			if (err)
-				return n ? (int)n : err;
-		}
-	}
-	return (int)n;
+	return trcfile_cursor_read(c, rec, 1);
 }
 
 int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns)
@@ -314,7 +263,7 @@ int trcfile_cursor_seek(struct trcfile_cursor *c, uint64_t t_ns)
 	c->next = i;
 	for (;;) {
 		struct trc_record rec;
-		int rc = trcfile__cursor_decode(c, &rec);
+		int rc = trcfile_cursor_read(c, &rec, 1);
 		if (rc <= 0)
 			return rc;
 		if (rec.ts_ns >= t_ns) {

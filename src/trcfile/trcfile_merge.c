@@ -4,9 +4,9 @@
  * index), so equal times come out in stream-index order and each stream keeps its own order:
  * the output order is a function of the file alone. Each record costs log2(streams)
  * comparisons against keys held in the tree itself, and each stream's records are decoded
- * TRCFILE__MERGE_BATCH at a
- * time by one tight loop (trcfile__cursor_batch), never past its loaded chunk; the record
- * handed out is the one in that batch (trcfile_iter_next_ref), or a copy of it.
+ * TRCFILE__MERGE_BATCH at a time by the cursors' one decoder (trcfile_cursor_read), never past
+ * its loaded chunk; the record handed out is the one in that batch (trcfile_iter_next_ref), or
+ * a copy of it.
  *
  * Lazy advance: the record handed out last may point into its cursor's chunk buffer (and,
  * by reference, into its batch), so that stream moves on only at the start of the next call
@@ -73,7 +73,7 @@ struct trcfile_iter {
 static int trcfile__refill(struct trcfile_iter *it, unsigned s)
 {
 	struct trc_record *b = it->batch + (size_t)s * TRCFILE__MERGE_BATCH;
-	int rc = trcfile__cursor_batch(it->cur[s], b, TRCFILE__MERGE_BATCH);
+	int rc = trcfile_cursor_read(it->cur[s], b, TRCFILE__MERGE_BATCH);
 	if (rc <= 0)
 		return rc;
 	it->lane[s] = (struct trcfile__lane){b, b + rc};

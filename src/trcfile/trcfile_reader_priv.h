@@ -161,10 +161,5 @@ struct trcfile_cursor {
 int trcfile__cursor_load_next(struct trcfile_cursor *c);
 /* Checks the end of a fully decoded chunk (bytes used up, last time). 0 or -EBADMSG. */
 int trcfile__cursor_chunk_done(struct trcfile_cursor *c);
-/* Up to max (>= 1) records of the cursor into recs, exactly as that many calls of
- * trcfile_cursor_next would give them, but never past the loaded chunk (the records' strings
- * point into it: they stay valid until the next call). The count (>= 1), 0 at the end, or
- * <0: an error met after records were handed out comes at the next call. */
-int trcfile__cursor_batch(struct trcfile_cursor *c, struct trc_record *recs, unsigned max);
 
 #endif /* TRC_TRCFILE_READER_PRIV_H */
