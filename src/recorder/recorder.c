@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "record.h"
+#include "recorder_place.h"
 #include "ring.h"
 #include "sampler.h"
 #include "session.h"
@@ -87,6 +88,10 @@ struct recorder {
 	/* The writer's stored chunks compressed in the background (trcfile_bgc.h), or NULL
 	 * (TRC_NO_BG_COMPRESS, or it could not start). Start and finish only. */
 	struct trcfile_bgc *bgc;
+
+	/* Keeps this process's threads off busy producers' CPUs (recorder_place.h), or NULL.
+	 * Created before the drain thread, freed after the join; the drain thread's meanwhile. */
+	struct recorder_place *place;
 };
 
 static void recorder__set_error(struct recorder *r, int err)
@@ -155,6 +160,9 @@ static int recorder__on_record(void *arg, const struct session_stream *st,
 		r->lost_local += rec->lost.count;
 	else if (rec->type == TRC_REC_PROCESS)
 		recorder__check_cmdline(r, rec);
+	/* A producer lost events or waited for the drain: it is not keeping up. */
+	if (rec->type == TRC_REC_LOST || rec->type == TRC_REC_WAIT)
+		recorder_place_pressure(r->place);
 	return 0;
 }
 
@@ -178,6 +186,7 @@ static int recorder__window_close(void *arg, const struct session_stream *st,
 	if (!s)
 		return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
 	r->events_local += win->count; /* every record of a window is an event */
+	recorder_place_count(r->place, st, win->count);
 	return trcfile_stream_window_close(s, win);
 }
 
@@ -308,7 +317,9 @@ static long recorder__drain_once(struct recorder *r)
 	long m = recorder__drain_sampler(r);
 	if (m < 0)
 		return m;
-	recorder__note_buffers(r, session_buffers_resident_bytes(r->cfg.session, r->cfg.pid));
+	uint64_t resident = session_buffers_resident_bytes(r->cfg.session, r->cfg.pid);
+	recorder__note_buffers(r, resident);
+	recorder_place_tick(r->place, trc_mono_ns(), resident);
 	return n + m;
 }
 
@@ -375,6 +386,7 @@ static void recorder__free(struct recorder *r)
 {
 	if (!r)
 		return;
+	recorder_place_free(r->place);
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
 	free(r->sring_ctl);
@@ -443,6 +455,7 @@ struct recorder *recorder_start(const struct recorder_config *cfg, int *err)
 		}
 	}
 
+	r->place = recorder_place_new();
 	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
 		cfg->create_thread ? cfg->create_thread : pthread_create;
 	int rc = create(&r->drain_thread, NULL, recorder__drain_main, r);
@@ -550,6 +563,9 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		/* eventfd writes only fail on overflow, which one write cannot cause */
 	}
 	pthread_join(r->drain_thread, NULL);
+	/* Every CPU back before the last passes and the end compaction. */
+	recorder_place_free(r->place);
+	r->place = NULL;
 
 	/* Everything the program published before it ended: drain until two passes in a row
 	 * find nothing (a retired slot is freed on the pass after the one that emptied it). */

@@ -16,6 +16,9 @@
  * chunks the writer stored into a side file while the program runs, so that less is left for
  * the end (TRC_NO_BG_COMPRESS=1 in the environment: none; TRC_TEST_BGC_MISMATCH=1: tests,
  * its first copy does not match its chunk).
+ * While a program's thread emits flat out and CPUs are to spare, the drain thread keeps every
+ * thread of this process off that thread's CPU (recorder_place.h; TRC_NO_PLACE=1: not), so the
+ * recorder does not take turns with it on its core.
  * recorder_finish stops the sampler, drains everything that is left, appends the exit record
  * and notes, and joins the threads; the caller then closes the writer.
  *
