@@ -91,11 +91,16 @@ static void check_main(const char *when)
 	volatile struct trc__thread *t = &trc__self;
 	if (!t->prod.data)
 		return;
-	if (*t->ok_flag != 1)
-		breach(when, *t->ok_flag, 0);
-	if ((int64_t)(t->prod.write - handler_end) < 0)
-		breach("the write position went back below a handler's records",
-		       (unsigned long)t->prod.write, (unsigned long)handler_end);
+	uint8_t ok = *t->ok_flag;
+	if (ok != 1)
+		breach(when, ok, 0);
+	/* The handler's end first: a handler that runs between the two loads moves both, and the
+	 * write position loaded second is then past the end loaded first. */
+	uint64_t end = handler_end;
+	uint64_t w = t->prod.write;
+	if ((int64_t)(w - end) < 0)
+		breach("the write position went back below a handler's records", (unsigned long)w,
+		       (unsigned long)end);
 }
 
 int main(int argc, char **argv)
