@@ -405,6 +405,9 @@ static int trc__claim(struct trc__thread *t)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else
 			trc__kernel_name(s->name);
+		/* The slot before the ring: from the attach on, a signal handler's emit counts its
+		 * REENTRANT loss in slot t->slot (trc__emit_slow), which must already be this one. */
+		t->slot = i;
 		if (ring_producer_attach(&t->prod, &s->ctl, trc__ring_data(i),
 					 trc__rt.geom.ring_bytes) != 0) {
 			/* Cannot happen with a validated header; give the slot back as retired so
@@ -415,7 +418,6 @@ static int trc__claim(struct trc__thread *t)
 					      memory_order_release);
 			return -EPROTO;
 		}
-		t->slot = i;
 		trc__ok_bind(t, i);
 		t->faulted = 0;
 		/* Nothing faulted yet: the fast path stops at once, until the head is in. */
