@@ -202,14 +202,21 @@ static inline int64_t e2e_json_int(const char *json, const char *key)
 	return e2e_json_int_from(json, NULL, key);
 }
 
-/* Runs `trace-dump summary --json FILE`; asserts it succeeded; returns the JSON (free it). */
-static inline char *e2e_summary_json(const char *dir, const char *trace)
+/* Runs `trace-dump summary --json FILE` in dir/dump; returns the run (e2e_free it), whatever
+ * its exit: for a trace still being written, which may not be readable yet. */
+static inline struct e2e_run e2e_summary_json_run(const char *dir, const char *trace)
 {
 	char sub[256];
 	snprintf(sub, sizeof(sub), "%s/dump", dir);
 	mkdir(sub, 0755);
-	struct e2e_run r = e2e_run(sub, (char *)e2e_path("bin/trace-dump"), "summary", "--json",
-				   (char *)trace, NULL);
+	return e2e_run(sub, (char *)e2e_path("bin/trace-dump"), "summary", "--json", (char *)trace,
+		       NULL);
+}
+
+/* Runs `trace-dump summary --json FILE`; asserts it succeeded; returns the JSON (free it). */
+static inline char *e2e_summary_json(const char *dir, const char *trace)
+{
+	struct e2e_run r = e2e_summary_json_run(dir, trace);
 	cr_assert_eq(r.exit_code, 0, "trace-dump summary --json %s failed (%d): %s", trace,
 		     r.exit_code, r.err);
 	free(r.err);

@@ -301,11 +301,7 @@ static long side_file_bytes(pid_t pid, const char *dir)
  * it cannot be read yet. */
 static int64_t live_events_recorded(const char *dir, const char *trace)
 {
-	char sub[256];
-	snprintf(sub, sizeof(sub), "%s/dump", dir);
-	mkdir(sub, 0755);
-	struct e2e_run r = e2e_run(sub, (char *)e2e_path("bin/trace-dump"), "summary", "--json",
-				   (char *)trace, NULL);
+	struct e2e_run r = e2e_summary_json_run(dir, trace);
 	int64_t n = r.exit_code == 0 ? e2e_json_int(r.out, "events_recorded") : -1;
 	e2e_free(&r);
 	return n;
