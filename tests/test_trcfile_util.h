@@ -287,12 +287,13 @@ static inline int tu_sh(const char *fmt, ...)
 	char cmd[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	int len = vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
+	cr_assert(len >= 0 && (size_t)len < sizeof(cmd), "command cut at %zu bytes: %s", sizeof(cmd),
+		  cmd);
 	int st = system(cmd);
 	/* No shell at all (fork refused: a machine out of pids) is not the command's failure. */
 	cr_assert_neq(st, -1, "system(%s): %s", cmd, strerror(errno));
-	cr_assert(strlen(cmd) < sizeof(cmd) - 1, "command cut at %zu bytes: %s", sizeof(cmd), cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
