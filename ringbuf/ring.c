@@ -141,12 +141,18 @@ int ring_producer_has_room(struct ring_producer *p, uint32_t payload_bytes)
 	return ring__room(p, off + total > p->capacity ? p->capacity - off : 0, total);
 }
 
-int ring_producer_wrap_sp(struct ring_producer *p, uint32_t payload_bytes)
+int ring_producer_has_wrap_room(struct ring_producer *p, uint32_t payload_bytes)
 {
 	uint64_t total = ring_record_bytes(payload_bytes);
 	uint64_t off = p->write & p->mask;
+	return total <= p->capacity && ring__room(p, off ? p->capacity - off : 0, total);
+}
+
+int ring_producer_wrap_sp(struct ring_producer *p, uint32_t payload_bytes)
+{
+	uint64_t off = p->write & p->mask;
 	uint64_t pad = off ? p->capacity - off : 0;
-	if (total > p->capacity || !ring__room(p, pad, total))
+	if (!ring_producer_has_wrap_room(p, payload_bytes))
 		return -ENOBUFS;
 	if (pad) {
 		/* off and capacity are multiples of 8: the padding is at least a header, and the

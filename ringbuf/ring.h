@@ -37,6 +37,7 @@
  *   ring_reserve_sp/_fast_sp      P       any consumer operation      no      no
  *   ring_commit_sp, ring_push_sp  P       any consumer operation      no      no
  *   ring_producer_used/has_room   P       any consumer operation      no      no
+ *   ring_producer_has_wrap_room   P       any consumer operation      no      no
  *   ring_producer_wrap_sp/drop_sp P       any consumer operation      no      no
  *   ring_consumer_attach          C       any producer operation      no      no
  *   ring_batch_begin/next/release C       any producer operation      no      no

@@ -111,6 +111,12 @@ uint64_t ring_producer_used(struct ring_producer *p);
  * A record larger than the ring "fits" (ring_reserve_sp then refuses it). P only; out of line. */
 int ring_producer_has_room(struct ring_producer *p, uint32_t payload_bytes);
 
+/* Whether ring_producer_wrap_sp would succeed now (re-reading the consumer's position when the
+ * cached one says full), without writing anything: for a caller that must do something before
+ * the padding lets its fast path write at offset 0 (the runtime announces the lap it enters).
+ * P only; out of line. */
+int ring_producer_has_wrap_room(struct ring_producer *p, uint32_t payload_bytes);
+
 /* Wraps early: pads from the write offset to the end of data, so the next record goes at offset
  * 0, provided a record of payload_bytes then fits (the padding occupies ring space until the
  * consumer passes it). For a caller that uses only the head of data (the runtime, which keeps

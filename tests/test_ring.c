@@ -296,6 +296,41 @@ Test(ring, padding_skipped_and_record_lands_at_zero, .timeout = 60)
 	tring_close(&t);
 }
 
+/* The early wrap (ring_producer_wrap_sp) pads to the end only when the record then fits at
+ * offset 0, and ring_producer_has_wrap_room says so beforehand without writing a byte. */
+Test(ring, early_wrap_pads_only_with_room_and_the_check_writes_nothing, .timeout = 60)
+{
+	struct tring t;
+	tring_open(&t, 256, 0);
+	cr_assert_eq(ring_push_sp(&t.p, 1, (uint8_t[120]){0}, 120), 0); /* 128 bytes */
+	/* 128 used, the padding would take the other 128: a 56-byte payload (64) has no room. */
+	uint8_t copy[256];
+	memcpy(copy, t.data, sizeof(copy));
+	cr_assert_eq(ring_producer_has_wrap_room(&t.p, 56), 0);
+	cr_assert_eq(ring_producer_wrap_sp(&t.p, 56), -ENOBUFS);
+	cr_assert_eq(memcmp(copy, t.data, sizeof(copy)), 0, "a failed wrap wrote");
+	cr_assert_eq(ring_producer_dropped(&t.p), 0, "a failed wrap counts nothing");
+	struct ring_batch b;
+	struct ring_record r;
+	cr_assert_eq(ring_batch_begin(&t.c, &b), 0);
+	cr_assert_eq(ring_batch_next(&t.c, &b, &r), 1);
+	ring_batch_release(&t.c, &b);
+	cr_assert_eq(ring_producer_has_wrap_room(&t.p, 56), 1);
+	cr_assert_eq(memcmp(copy, t.data, sizeof(copy)), 0, "the check wrote");
+	cr_assert_eq(ring_producer_wrap_sp(&t.p, 56), 0);
+	void *dst = ring_reserve_sp(&t.p, 2, 56);
+	cr_assert_eq((uint8_t *)dst, t.data + RING_HDR_BYTES, "lands at offset 0");
+	ring_commit_sp(&t.p);
+	cr_assert_eq(ring_consumer_pending_bytes(&t.c), 128 + 64); /* padding + record */
+	cr_assert_eq(ring_batch_begin(&t.c, &b), 0);
+	cr_assert_eq(ring_batch_next(&t.c, &b, &r), 1);
+	cr_assert_eq(r.tag, 2);
+	cr_assert_eq(ring_batch_next(&t.c, &b, &r), 0);
+	ring_batch_release(&t.c, &b);
+	cr_assert_eq(ring_producer_has_wrap_room(&t.p, 256), 0, "larger than the ring");
+	tring_close(&t);
+}
+
 /* ---- full ring, drops, oversized ------------------------------------------------------------- */
 
 Test(ring, full_ring_drops_exactly_what_does_not_fit, .timeout = 60)

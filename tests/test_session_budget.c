@@ -260,3 +260,59 @@ Test(budget, idle_ring_gives_pages_back_and_takes_them_again, .timeout = 120)
 	cr_assert_eq(c.out_of_order, 0);
 	session_destroy(s);
 }
+
+/* The trim handshake under --when-full drop: while the recorder punches the pages the writer's
+ * next lap reuses (trim word busy), a writer at the end of its ring's faulted part must not wrap
+ * into them. It drops (counted) until the punch is done; nothing it writes lands below its
+ * offset, and afterwards it wraps and records again. The recorder is played by hand here: the
+ * test sets the word busy as session__trim_idle's CAS does, and done as after its punch. */
+Test(budget, a_writer_wraps_early_only_after_the_punch_under_drop, .timeout = 120)
+{
+	struct session_config cfg = {.max_slots = 32,
+				     .ring_bytes = 1 << 20,
+				     .ring_pool_bytes = 0,
+				     .drop_when_full = true};
+	int rc = -1;
+	struct trc_session *s = ts_start(&cfg, &rc);
+	cr_assert_not_null(s);
+	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
+	cr_assert_eq(s->hdr->ring_wait_ns, 0, "drop mode");
+	struct bt_collect c = {0};
+	struct trc__thread *t = &trc__self;
+	int64_t v = 0;
+	TRC_COUNTER("c", v++); /* the claim */
+	/* Up to the end of the faulted head (the drain keeps up, so the ring wraps there). */
+	enum { REC = 24 };
+	while ((t->prod.write & t->prod.mask) + REC <= t->faulted - RING_HDR_BYTES) {
+		TRC_COUNTER("c", v++);
+		if (v % 512 == 0)
+			bt_drain_idle(s, &c);
+	}
+	bt_drain_idle(s, &c);
+	cr_assert_eq(t->faulted, TRC_RING_PREFAULT_BYTES);
+	const uint64_t w0 = t->prod.write, off = w0 & t->prod.mask;
+	uint8_t *before = malloc(off);
+	memcpy(before, t->prod.data, off);
+	_Atomic uint64_t *word = &trc__slot(t->slot)->trim;
+	uint64_t x = atomic_load(word);
+	cr_assert_eq((uint32_t)x, trc_ring_lap(w0, t->prod.capacity));
+	cr_assert_eq(x & (TRC_TRIM_BUSY | TRC_TRIM_DONE), 0);
+	atomic_store(word, x | TRC_TRIM_BUSY); /* the recorder punches [0, off) */
+	enum { BUSY_EVENTS = 200, AFTER = 300 };
+	for (int i = 0; i < BUSY_EVENTS; i++)
+		TRC_COUNTER("c", v++);
+	cr_assert_eq(t->prod.write, w0, "the writer moved into the lap being punched");
+	cr_assert_eq(memcmp(before, t->prod.data, off), 0,
+		     "the writer wrote below its offset while the recorder punched there");
+	atomic_store(word, x | TRC_TRIM_DONE); /* punched */
+	for (int i = 0; i < AFTER; i++)
+		TRC_COUNTER("c", v++);
+	cr_assert_eq(trc_ring_lap(t->prod.write, t->prod.capacity),
+		     trc_ring_lap(w0, t->prod.capacity) + 1, "wrapped after the punch");
+	bt_drain_idle(s, &c);
+	cr_assert_eq(c.lost, BUSY_EVENTS, "lost %lu", (unsigned long)c.lost);
+	cr_assert_eq(c.counters + c.lost, (uint64_t)v);
+	cr_assert_eq(c.out_of_order, 1, "one gap, where the punch was");
+	free(before);
+	session_destroy(s);
+}

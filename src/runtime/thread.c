@@ -216,10 +216,10 @@ static uint64_t trc__mono_ns(void)
 }
 
 /* Room for the record where it would go now (wrap included), or, with wrap, room to wrap early
- * and put it at offset 0 (then wraps). */
+ * and put it at offset 0 (checked only: trc__wrap_early pads). */
 static bool trc__room(struct ring_producer *p, uint32_t payload_bytes, bool wrap)
 {
-	return wrap ? ring_producer_wrap_sp(p, payload_bytes) == 0
+	return wrap ? ring_producer_has_wrap_room(p, payload_bytes) != 0
 		    : ring_producer_has_room(p, payload_bytes) != 0;
 }
 
@@ -328,6 +328,21 @@ static bool trc__enter_lap(struct trc__thread *t, uint32_t lap)
 	return true;
 }
 
+/* Wraps early to offset 0 (ring_producer_wrap_sp) once there is room, waiting for it as
+ * trc__wait_room does. The lap it enters is announced first: the padding moves the write
+ * position into that lap and lets the fast path write there, so a lap the recorder is punching
+ * (trim busy) must stop the wrap, not just the record that asked for it. Returns whether it
+ * wrapped. */
+static bool trc__wrap_early(struct trc__thread *t, uint32_t payload_bytes)
+{
+	struct ring_producer *p = &t->prod;
+	if (!trc__wait_room(t, payload_bytes, true))
+		return false;
+	if ((p->write & p->mask) && !trc__enter_lap(t, trc_ring_lap(p->write, p->capacity) + 1))
+		return false;
+	return ring_producer_wrap_sp(p, payload_bytes) == 0; /* room only grows meanwhile */
+}
+
 void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes)
 {
 	struct ring_producer *p = &t->prod;
@@ -341,7 +356,7 @@ void *trc__reserve(struct trc__thread *t, uint32_t tag, uint32_t payload_bytes)
 		bool lags = used + total > t->faulted / 2 || total > trc__usable(t);
 		if (lags && trc__grow(t, off + total + RING_HDR_BYTES))
 			;
-		else if (total > trc__usable(t) || !trc__wait_room(t, payload_bytes, true))
+		else if (total > trc__usable(t) || !trc__wrap_early(t, payload_bytes))
 			return ring_producer_drop_sp(p);
 	}
 	if (!trc__wait_room(t, payload_bytes, false))
