@@ -1,6 +1,7 @@
 /* prog_rt_sigalloc.c - a signal handler that allocates, racing the thread it interrupts, for the
- * preload tests: `prog_rt_sigalloc MILLISECONDS`. A 50 us interval timer's SIGALRM handler
- * mallocs 777 bytes, writes them and frees them (ALLOC + FREE through the preload hooks). The
+ * preload tests: `prog_rt_sigalloc MILLISECONDS [LOG]`. A 50 us interval timer's SIGALRM handler
+ * mallocs HANDLER_BYTES + k bytes (k: the handler's number, so each handler's ALLOC is its own in
+ * the trace), writes 777 of them and frees them (ALLOC + FREE through the preload hooks). The
  * main loop emits 20 TRC_COUNTERs with SIGALRM unblocked, so the handler's events land inside
  * the main thread's own emits, then mallocs and frees 12345 bytes with SIGALRM blocked (glibc's
  * malloc is not async-signal-safe, so the program itself stays correct).
@@ -18,7 +19,11 @@
  * write position never goes back below a handler's records. The reads go through a volatile
  * pointer: GCC treats malloc and free as builtins that touch no global memory, so a plain read
  * of trc__self after malloc(777) returns the value loaded before the call (a handler then seems
- * to have written nothing with the flag at 1: a false lead once). */
+ * to have written nothing with the flag at 1: a false lead once).
+ *
+ * LOG: a file to write, at exit, one line per handler "k ring ok w0 w1 w2 d0 d2" (what it
+ * found: a ring, the flag, the write position and dropped count before the malloc, after it and
+ * after the free), so that a test that misses a handler's events can say what that handler saw. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +39,13 @@ static volatile sig_atomic_t handler_count, handler_in_emit, handler_no_ring, ha
 	handler_dropped;
 /* The end of the last records a handler wrote (ring position). */
 static volatile uint64_t handler_end;
+
+#define HANDLER_BYTES 20000 /* + k: below glibc's mmap threshold (128 KiB) up to MAX_LOGGED */
+#define MAX_LOGGED 100000
+static struct handler_log {
+	uint8_t ring, ok;
+	uint64_t w0, w1, w2, d0, d2;
+} logged[MAX_LOGGED];
 
 static void breach(const char *what, unsigned long a, unsigned long b)
 {
@@ -52,13 +64,16 @@ static void on_alarm(int sig)
 	int ring = t->prod.data != NULL;
 	uint8_t ok = *t->ok_flag;
 	uint64_t w0 = t->prod.write, d0 = t->prod.dropped;
-	char *p = malloc(777);
+	long k = handler_count;
+	char *p = malloc(HANDLER_BYTES + (size_t)(k % MAX_LOGGED));
 	if (!p)
 		return;
 	memset(p, 1, 777);
 	uint64_t w1 = t->prod.write, d1 = t->prod.dropped;
 	free(p);
 	uint64_t w2 = t->prod.write, d2 = t->prod.dropped;
+	if (k < MAX_LOGGED)
+		logged[k] = (struct handler_log){(uint8_t)ring, ok, w0, w1, w2, d0, d2};
 	handler_count++;
 	handler_in_emit += ring && !ok;
 	handler_no_ring += !ring;
@@ -139,5 +154,14 @@ int main(int argc, char **argv)
 	printf("iters=%ld handler=%ld in_emit=%ld no_ring=%ld wrote=%ld dropped=%ld\n", iters,
 	       (long)handler_count, (long)handler_in_emit, (long)handler_no_ring,
 	       (long)handler_wrote, (long)handler_dropped);
+	FILE *log = argc > 2 ? fopen(argv[2], "w") : NULL;
+	for (long k = 0; log && k < handler_count && k < MAX_LOGGED; k++) {
+		const struct handler_log *h = &logged[k];
+		fprintf(log, "%ld %u %u %lu %lu %lu %lu %lu\n", k, h->ring, h->ok,
+			(unsigned long)h->w0, (unsigned long)h->w1, (unsigned long)h->w2,
+			(unsigned long)h->d0, (unsigned long)h->d2);
+	}
+	if (log)
+		fclose(log);
 	return 0;
 }
