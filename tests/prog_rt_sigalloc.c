@@ -1,8 +1,9 @@
 /* prog_rt_sigalloc.c - a signal handler that allocates, racing the thread it interrupts, for the
- * preload tests: `prog_rt_sigalloc MILLISECONDS [LOG]`. A 50 us interval timer's SIGALRM handler
- * mallocs HANDLER_BYTES + k bytes (k: the handler's number, so each handler's ALLOC is its own in
- * the trace), writes 777 of them and frees them (ALLOC + FREE through the preload hooks). The
- * main loop emits 20 TRC_COUNTERs with SIGALRM unblocked, so the handler's events land inside
+ * preload tests: `prog_rt_sigalloc MILLISECONDS [LOG [MIN_ITERATIONS]]` (it runs that long and at
+ * least that many iterations: a starved run still emits enough). A 50 us interval timer's SIGALRM
+ * handler mallocs HANDLER_BYTES + k bytes (k: the handler's number, so each handler's ALLOC is its
+ * own in the trace), writes 777 of them and frees them (ALLOC + FREE through the preload hooks).
+ * The main loop emits 20 TRC_COUNTERs with SIGALRM unblocked, so the handler's events land inside
  * the main thread's own emits, then mallocs and frees 12345 bytes with SIGALRM blocked (glibc's
  * malloc is not async-signal-safe, so the program itself stays correct).
  * Prints "iters=N handler=M in_emit=K no_ring=R wrote=W dropped=D" and exits 0. Emitted events
@@ -121,6 +122,7 @@ static void check_main(const char *when)
 int main(int argc, char **argv)
 {
 	double secs = (argc > 1 ? atof(argv[1]) : 300) / 1000.0;
+	long min_iters = argc > 3 ? atol(argv[3]) : 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
@@ -134,7 +136,7 @@ int main(int argc, char **argv)
 	setitimer(ITIMER_REAL, &it, NULL);
 	long iters = 0;
 	double end = now_s() + secs;
-	while (now_s() < end) {
+	while (now_s() < end || iters < min_iters) {
 		sigprocmask(SIG_UNBLOCK, &alrm, NULL);
 		for (int i = 0; i < 20; i++) {
 			check_main("the flag is not 1 before a counter");

@@ -331,7 +331,9 @@ Test(preload, signal_handler_allocations_accounted_while_the_drain_stalls, .time
 	struct session_sink sink = {.arg = &k, .record = stall_record, .stream_end = stall_end};
 	char prog[400];
 	snprintf(prog, sizeof(prog), "%s/tests/prog_rt_sigalloc", build);
-	char *argv[] = {prog, "400", path_a, NULL};
+	/* At least 15 000 iterations (330 000 events, 16 stalls): a starved program still fills
+	 * its ring during one. */
+	char *argv[] = {prog, "400", path_a, "15000", NULL};
 	const char *env[] = {preload_env, NULL};
 	int st = ts_run_traced_into(s, &sink, &c, argv, env, NULL, path_b);
 	cr_assert_eq(st, 0, "status %x", st);
