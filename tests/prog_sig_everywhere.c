@@ -1,6 +1,8 @@
-/* prog_sig_everywhere.c - the traced side of test_sig_everywhere.c: `prog_sig_everywhere N [M]`.
- * A SIGALRM handler emits one TRC_INSTANT; the main loop runs N iterations of M TRC_COUNTERs
- * (default 1), after one TRC_COUNTER before the loop. The test ptraces it and injects the
+/* prog_sig_everywhere.c - the traced side of test_sig_everywhere.c:
+ * `prog_sig_everywhere N [M [malloc]]`. A SIGALRM handler emits one TRC_INSTANT; the main loop
+ * runs N iterations of M TRC_COUNTERs (default 1), after one TRC_COUNTER before the loop; with
+ * "malloc", M mallocs of 72 bytes and their frees instead (the preload library's emits, when
+ * it is loaded). The test ptraces it and injects the
  * signals itself, one instruction at a time.
  * Protocol: prints "stop_at=ADDRESS at=ADDRESS" (two longs of its own) and stops itself
  * (SIGSTOP) before the loop. Iteration i starts with sig_everywhere_mark(i), which, when i has
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000;
 	long m = argc > 2 ? atol(argv[2]) : 1;
+	int allocs = argc > 3 && strcmp(argv[3], "malloc") == 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
@@ -52,8 +55,17 @@ int main(int argc, char **argv)
 	raise(SIGSTOP);
 	for (long i = 0; i < n; i++) {
 		sig_everywhere_mark(i);
-		for (long j = 0; j < m; j++)
-			TRC_COUNTER("sig.main", i * m + j);
+		for (long j = 0; j < m; j++) {
+			if (allocs) {
+				char *volatile p = malloc(72); /* volatile: kept, not elided */
+				if (!p)
+					return 1;
+				p[0] = (char)j;
+				free(p);
+			} else {
+				TRC_COUNTER("sig.main", i * m + j);
+			}
+		}
 	}
 	printf("handled=%ld\n", (long)handled);
 	return 0;
