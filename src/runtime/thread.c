@@ -259,11 +259,15 @@ static bool trc__wait_room(struct trc__thread *t, uint32_t payload_bytes, bool w
 		/* A few yields first (the drain may be on another core, about to release room);
 		 * then short sleeps: a thread that only yields stays runnable, and with the
 		 * program's threads filling the cores the drain would wait its turn behind every
-		 * one of them. */
+		 * one of them. After ~40 ms, 1 ms sleeps: with many threads waiting, their
+		 * wake-ups themselves took the CPU the drain needed (200 threads at 200 us: up to
+		 * a million wake-ups a second; bench=e2e case=threads-200 ran 3-14 s, waits up to
+		 * 10 s, one run in 6 dropped 9 % when a wait ran out; with 1 ms, 2-3 s and under
+		 * 1 s, none dropped). */
 		if (k < 16) {
 			sched_yield();
 		} else {
-			struct timespec nap = {0, k < 64 ? 20000 : 200000};
+			struct timespec nap = {0, k < 64 ? 20000 : k < 256 ? 200000 : 1000000};
 			nanosleep(&nap, NULL);
 		}
 		if (trc__room(p, payload_bytes, wrap))
