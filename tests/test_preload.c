@@ -42,15 +42,8 @@ static struct trc_session *new_session(uint32_t slots, uint64_t ring)
 {
 	struct session_config cfg = {.max_slots = slots, .ring_bytes = ring};
 	int err;
-	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
-	struct trc_session *s = session_create(&cfg, &err);
-	hu_fsize_restore(fsize);
-	cr_assert_not_null(s);
-	int fd = session_fd(s);
-	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
-	char num[16];
-	snprintf(num, sizeof(num), "%d", fd);
-	setenv(TRC_SESSION_FD_ENV, num, 1);
+	struct trc_session *s = ts_session_for_children(&cfg, &err);
+	cr_assert_not_null(s, "session_create: %d", err);
 	return s;
 }
 

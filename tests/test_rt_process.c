@@ -19,13 +19,8 @@ static struct trc_session *new_session(void)
 {
 	struct session_config cfg = {.max_slots = 32, .ring_bytes = 256 << 10};
 	int err;
-	struct trc_session *s = session_create(&cfg, &err);
-	cr_assert_not_null(s);
-	int fd = session_fd(s);
-	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
-	char num[16];
-	snprintf(num, sizeof(num), "%d", fd);
-	setenv(TRC_SESSION_FD_ENV, num, 1);
+	struct trc_session *s = ts_session_for_children(&cfg, &err);
+	cr_assert_not_null(s, "session_create: %d", err);
 	return s;
 }
 

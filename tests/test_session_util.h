@@ -173,16 +173,13 @@ static inline bool ts_nothing_lost(const struct ts_collect *c)
 
 /* Creates a session, publishes it in the environment (inheritable) and attaches this process.
  * Returns NULL on failure. */
-static inline struct trc_session *ts_start(const struct session_config *cfg, int *attach_rc)
+/* Creates a session for the programs this process will start: its fd inheritable and named in
+ * TRC_SESSION_FD, this process not attached. Returns NULL (*err = -errno) on failure. */
+static inline struct trc_session *ts_session_for_children(const struct session_config *cfg,
+							  int *err)
 {
-	int err = 0;
-	/* A ring filled with no drain running waits for one (session_layout.h "Residency"): in
-	 * these tests, that is by design, so not the recorder's 10 s. */
-	struct session_config c = cfg ? *cfg : (struct session_config){0};
-	if (!c.ring_wait_ns)
-		c.ring_wait_ns = 200000000ull;
 	struct rlimit fsize = hu_fsize_lift(); /* the memfd is sized for every ring */
-	struct trc_session *s = session_create(&c, &err);
+	struct trc_session *s = session_create(cfg, err);
 	hu_fsize_restore(fsize);
 	if (!s)
 		return NULL;
@@ -191,6 +188,20 @@ static inline struct trc_session *ts_start(const struct session_config *cfg, int
 	char num[16];
 	snprintf(num, sizeof(num), "%d", fd);
 	setenv(TRC_SESSION_FD_ENV, num, 1);
+	return s;
+}
+
+static inline struct trc_session *ts_start(const struct session_config *cfg, int *attach_rc)
+{
+	int err = 0;
+	/* A ring filled with no drain running waits for one (session_layout.h "Residency"): in
+	 * these tests, that is by design, so not the recorder's 10 s. */
+	struct session_config c = cfg ? *cfg : (struct session_config){0};
+	if (!c.ring_wait_ns)
+		c.ring_wait_ns = 200000000ull;
+	struct trc_session *s = ts_session_for_children(&c, &err);
+	if (!s)
+		return NULL;
 	int rc = trc_attach();
 	if (attach_rc)
 		*attach_rc = rc;

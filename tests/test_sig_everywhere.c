@@ -57,38 +57,37 @@ static unsigned every_iteration(struct everywhere *e, long i, uint64_t ring_off,
 	return e->next;
 }
 
-/* Only the iterations whose records (counters, and the handler's instant) reach past usable,
- * at offsets in turn; the others run untrapped up to the one before the next such. */
-static unsigned wrapping_iterations(struct everywhere *e, long i, uint64_t ring_off,
-				    uint64_t usable, uint64_t used)
+/* Traps only at the iterations where fill (a ring offset or the bytes not yet drained) plus the
+ * iteration's records (counters, and the handler's instant) reaches past usable, with offsets in
+ * turn; the others run untrapped up to the one before the next such. */
+static unsigned iterations_reaching(struct everywhere *e, long i, uint64_t fill, uint64_t usable)
 {
-	(void)used;
 	uint64_t per = (uint64_t)e->m * REC;
-	if (ring_off + per + REC > usable) {
+	if (fill + per + REC > usable) {
 		e->stop_next = i + 1;
 		e->next = e->next % e->period + 1;
 		return e->next;
 	}
-	uint64_t ahead = (usable - ring_off) / per;
+	uint64_t ahead = (usable - fill) / per;
 	e->stop_next = i + (ahead > 2 ? (long)ahead - 1 : 1);
 	return 0;
 }
 
-/* Only the iterations that find the ring full (published bytes not yet drained): their emits
- * wait for the drain, which comes when the program has not trapped for 5 ms. */
+/* The iterations that wrap the ring (their records reach the end of this lap). */
+static unsigned wrapping_iterations(struct everywhere *e, long i, uint64_t ring_off,
+				    uint64_t usable, uint64_t used)
+{
+	(void)used;
+	return iterations_reaching(e, i, ring_off, usable);
+}
+
+/* The iterations that find the ring full (published bytes not yet drained): their emits wait
+ * for the drain, which comes when the program has not trapped for 5 ms. */
 static unsigned full_iterations(struct everywhere *e, long i, uint64_t ring_off, uint64_t usable,
 				uint64_t used)
 {
 	(void)ring_off;
-	uint64_t per = (uint64_t)e->m * REC;
-	if (used + per + REC > usable) {
-		e->stop_next = i + 1;
-		e->next = e->next % e->period + 1;
-		return e->next;
-	}
-	uint64_t ahead = (usable - used) / per;
-	e->stop_next = i + (ahead > 2 ? (long)ahead - 1 : 1);
-	return 0;
+	return iterations_reaching(e, i, used, usable);
 }
 
 static void ptrace_ok(long rc, const char *what)
@@ -262,15 +261,8 @@ static struct trc_session *everywhere_session(uint64_t ring, bool drop, bool get
 				     .drop_when_full = drop,
 				     .force_clock_gettime = gettime};
 	int err;
-	struct rlimit fsize = hu_fsize_lift();
-	struct trc_session *s = session_create(&cfg, &err);
-	hu_fsize_restore(fsize);
+	struct trc_session *s = ts_session_for_children(&cfg, &err);
 	cr_assert_not_null(s, "session_create: %d", err);
-	int fd = session_fd(s);
-	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
-	char num[16];
-	snprintf(num, sizeof(num), "%d", fd);
-	setenv(TRC_SESSION_FD_ENV, num, 1);
 	return s;
 }
 
