@@ -173,6 +173,12 @@ static long place__runnable(void)
 	return end != s + 1 && *end == '/' ? r : -1;
 }
 
+/* Whether a stream that gave `events` over period_ns is a busy producer. */
+static bool place__busy(uint64_t events, uint64_t period_ns)
+{
+	return events * 1000000000ull >= PLACE_BUSY_EVENTS_PER_S * period_ns;
+}
+
 /* The allowed CPUs less the busy producers' ones; false when that leaves none, or there is
  * no busy producer, or one's CPU is unknown, or the machine has more threads to run than
  * CPUs without us: confined, the recorder would share the CPUs left with them, while free it
@@ -183,14 +189,14 @@ static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_
 		return false;
 	unsigned busy = 0;
 	for (unsigned i = 0; i < p->n_streams; i++)
-		busy += p->streams[i].events * 1000000000ull >= PLACE_BUSY_EVENTS_PER_S * period_ns;
+		busy += place__busy(p->streams[i].events, period_ns);
 	/* Enough busy producers to fill every CPU: nothing to spare (no /proc read needed). */
 	if (!busy || busy >= (unsigned)p->n_allowed)
 		return false;
 	*out = p->allowed;
 	for (unsigned i = 0; i < p->n_streams; i++) {
 		const struct place__stream *s = &p->streams[i];
-		if (s->events * 1000000000ull < PLACE_BUSY_EVENTS_PER_S * period_ns)
+		if (!place__busy(s->events, period_ns))
 			continue;
 		/* A producer of this process (a recorder run in the program itself) would be
 		 * confined with the recorder's threads: no placement. */
