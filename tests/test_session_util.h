@@ -171,8 +171,6 @@ static inline bool ts_nothing_lost(const struct ts_collect *c)
 	return ts_lost_total(c) == 0 && !ts_trouble(c);
 }
 
-/* Creates a session, publishes it in the environment (inheritable) and attaches this process.
- * Returns NULL on failure. */
 /* Creates a session for the programs this process will start: its fd inheritable and named in
  * TRC_SESSION_FD, this process not attached. Returns NULL (*err = -errno) on failure. */
 static inline struct trc_session *ts_session_for_children(const struct session_config *cfg,
@@ -191,6 +189,8 @@ static inline struct trc_session *ts_session_for_children(const struct session_c
 	return s;
 }
 
+/* Creates a session, publishes it in the environment (inheritable) and attaches this process.
+ * Returns NULL on failure. */
 static inline struct trc_session *ts_start(const struct session_config *cfg, int *attach_rc)
 {
 	int err = 0;
