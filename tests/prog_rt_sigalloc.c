@@ -6,7 +6,8 @@
  * The main loop emits 20 TRC_COUNTERs with SIGALRM unblocked, so the handler's events land inside
  * the main thread's own emits, then mallocs and frees 12345 bytes with SIGALRM blocked (glibc's
  * malloc is not async-signal-safe, so the program itself stays correct).
- * Prints "iters=N handler=M in_emit=K no_ring=R wrote=W dropped=D" and exits 0. Emitted events
+ * Prints "iters=N handler=M in_emit=K no_ring=R wrote=W dropped=D handler_bytes=B logged=L"
+ * and exits 0 (B: HANDLER_BYTES; handler k's block is B + k % L bytes). Emitted events
  * on the main thread: 22 * N (counters, allocs, frees) + 2 * M (the handler's) + the few glibc
  * makes for stdio. K of the M handlers found the thread inside an emit (trc.h's fast-path flag 0
  * with a ring): their events are REENTRANT losses; R found no ring yet (the thread's first
@@ -153,9 +154,10 @@ int main(int argc, char **argv)
 	}
 	struct itimerval off = {{0, 0}, {0, 0}};
 	setitimer(ITIMER_REAL, &off, NULL);
-	printf("iters=%ld handler=%ld in_emit=%ld no_ring=%ld wrote=%ld dropped=%ld\n", iters,
-	       (long)handler_count, (long)handler_in_emit, (long)handler_no_ring,
-	       (long)handler_wrote, (long)handler_dropped);
+	printf("iters=%ld handler=%ld in_emit=%ld no_ring=%ld wrote=%ld dropped=%ld "
+	       "handler_bytes=%d logged=%d\n",
+	       iters, (long)handler_count, (long)handler_in_emit, (long)handler_no_ring,
+	       (long)handler_wrote, (long)handler_dropped, HANDLER_BYTES, MAX_LOGGED);
 	FILE *log = argc > 2 ? fopen(argv[2], "w") : NULL;
 	for (long k = 0; log && k < handler_count && k < MAX_LOGGED; k++) {
 		const struct handler_log *h = &logged[k];

@@ -188,16 +188,15 @@ static long field(const char *text, const char *key)
 /* prog_rt_sigalloc's accounting (its header): every event it emitted is recorded or counted
  * lost, exactly up to the handful of allocations glibc makes for stdio and exit; anything the
  * recorder could not count (a stream declared corrupt) fails. Reads its output in path_b. */
-/* prog_rt_sigalloc's handler k allocates SIGALLOC_BYTES + k bytes, k < SIGALLOC_LOGGED. */
-#define SIGALLOC_BYTES 20000u
-#define SIGALLOC_LOGGED 100000u
-
 static void check_sigalloc(const struct ts_collect *c)
 {
 	size_t len;
 	char *out = slurp(path_b, &len);
 	long iters = field(out, "iters="), handler = field(out, "handler="),
 	     in_emit = field(out, "in_emit=");
+	/* Handler k's block is hbytes + k bytes, for k below logged. */
+	uint64_t hbytes = (uint64_t)field(out, "handler_bytes="),
+		 logged = (uint64_t)field(out, "logged=");
 	/* The program's own line (handlers without a ring, that wrote, that had one dropped). */
 	char said[256];
 	snprintf(said, sizeof(said), "%.*s", (int)strcspn(out, "\n"), out);
@@ -210,8 +209,8 @@ static void check_sigalloc(const struct ts_collect *c)
 	uint64_t accounted = events + ts_lost_total(c);
 	char why[4096];
 	size_t at = strlen(ts_describe(c, why, sizeof(why)));
-	/* Whose events are missing, should some be: handler k's block is SIGALLOC_BYTES + k bytes,
-	 * the main loop's 12345 (counted by size, each FREE by the ALLOC of its address just
+	/* Whose events are missing, should some be: handler k's block is hbytes + k bytes, the
+	 * main loop's 12345 (counted by size, each FREE by the ALLOC of its address just
 	 * before). */
 	size_t by[3][2] = {{0}}; /* [handler, main, other][alloc, free] */
 	uint8_t *seen = calloc((size_t)handler + 1, 1); /* handler k's ALLOC recorded */
@@ -227,10 +226,9 @@ static void check_sigalloc(const struct ts_collect *c)
 				size = c->v[j].r.alloc.size;
 				break;
 			}
-		bool of_handler = size >= SIGALLOC_BYTES && size < SIGALLOC_BYTES + SIGALLOC_LOGGED;
-		if (of_handler && r->type == TRC_REC_ALLOC &&
-		    size - SIGALLOC_BYTES < (uint64_t)handler)
-			seen[size - SIGALLOC_BYTES] = 1;
+		bool of_handler = size >= hbytes && size < hbytes + logged;
+		if (of_handler && r->type == TRC_REC_ALLOC && size - hbytes < (uint64_t)handler)
+			seen[size - hbytes] = 1;
 		by[of_handler ? 0 : size == 12345 ? 1 : 2][r->type == TRC_REC_FREE]++;
 	}
 	at += (size_t)snprintf(
