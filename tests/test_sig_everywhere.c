@@ -25,69 +25,49 @@
 #include "session_internal.h"
 #include "test_session_util.h"
 
-#define REC 24 /* ring bytes of a counter or an instant */
+#define REC ring_record_bytes(sizeof(struct trc_ring_value)) /* a counter's or an instant's */
 
-struct everywhere;
-/* Where iteration i's signal goes: instructions to step from its trap (0: none this time); sets
- * e->stop_next, the next iteration to trap at. usable: where the ring's records may end in this
- * lap (the end of the faulted head less a header, or the ring's end). */
-typedef unsigned everywhere_where(struct everywhere *e, long i, uint64_t ring_off, uint64_t usable,
-				  uint64_t used);
+/* Which iterations trap (and get a signal). */
+enum everywhere_trap {
+	TRAP_EVERY, /* every one */
+	TRAP_WRAPPING, /* those whose records reach the end of the ring's lap (they wrap) */
+	TRAP_FULL, /* those that find the ring full (published bytes not yet drained): their
+		    * emits wait for the drain, which comes when the program has not trapped for
+		    * 5 ms */
+};
 
 struct everywhere {
 	long n, m; /* iterations, counters an iteration (0: 1) */
 	bool allocs; /* mallocs and frees through the preload library instead of counters */
 	bool drain; /* drain at every trap (else only once the program has exited) */
 	bool drain_stuck; /* drain whenever the program has not trapped for 5 ms (it waits) */
-	everywhere_where *where;
-	unsigned period, next; /* the cycle of offsets */
-	long stop_next;
+	enum everywhere_trap trap;
+	unsigned period, next; /* the cycle of offsets: 1, 2, ... period, 1, ... */
+	long stop_next; /* the next iteration to trap at */
 	long injected, handled, steps, traps, drains;
 };
 
-/* Every iteration, at offsets 1, 2, ... period, 1, ... */
-static unsigned every_iteration(struct everywhere *e, long i, uint64_t ring_off, uint64_t usable,
-				uint64_t used)
+/* Where iteration i's signal goes: instructions to step from its trap, the next offset of the
+ * cycle; 0 (no signal) at an iteration that only traps to look ahead. Sets e->stop_next: the
+ * next iteration, or, for TRAP_WRAPPING and TRAP_FULL, the one before the next such when it is
+ * further (fill: the ring's write offset or the bytes not yet drained; usable: where its
+ * records may end in this lap, the end of the faulted head less a header or the ring's end;
+ * per iteration, its counters and the handler's instant). */
+static unsigned everywhere_steps(struct everywhere *e, long i, uint64_t ring_off, uint64_t usable,
+				 uint64_t used)
 {
-	(void)ring_off;
-	(void)usable;
-	(void)used;
+	if (e->trap != TRAP_EVERY) {
+		uint64_t fill = e->trap == TRAP_WRAPPING ? ring_off : used;
+		uint64_t per = (uint64_t)e->m * REC;
+		if (fill + per + REC <= usable) {
+			uint64_t ahead = (usable - fill) / per;
+			e->stop_next = i + (ahead > 2 ? (long)ahead - 1 : 1);
+			return 0;
+		}
+	}
 	e->stop_next = i + 1;
 	e->next = e->next % e->period + 1;
 	return e->next;
-}
-
-/* Traps only at the iterations where fill (a ring offset or the bytes not yet drained) plus the
- * iteration's records (counters, and the handler's instant) reaches past usable, with offsets in
- * turn; the others run untrapped up to the one before the next such. */
-static unsigned iterations_reaching(struct everywhere *e, long i, uint64_t fill, uint64_t usable)
-{
-	uint64_t per = (uint64_t)e->m * REC;
-	if (fill + per + REC > usable) {
-		e->stop_next = i + 1;
-		e->next = e->next % e->period + 1;
-		return e->next;
-	}
-	uint64_t ahead = (usable - fill) / per;
-	e->stop_next = i + (ahead > 2 ? (long)ahead - 1 : 1);
-	return 0;
-}
-
-/* The iterations that wrap the ring (their records reach the end of this lap). */
-static unsigned wrapping_iterations(struct everywhere *e, long i, uint64_t ring_off,
-				    uint64_t usable, uint64_t used)
-{
-	(void)used;
-	return iterations_reaching(e, i, ring_off, usable);
-}
-
-/* The iterations that find the ring full (published bytes not yet drained): their emits wait
- * for the drain, which comes when the program has not trapped for 5 ms. */
-static unsigned full_iterations(struct everywhere *e, long i, uint64_t ring_off, uint64_t usable,
-				uint64_t used)
-{
-	(void)ring_off;
-	return iterations_reaching(e, i, used, usable);
 }
 
 static void ptrace_ok(long rc, const char *what)
@@ -197,7 +177,7 @@ static void run_everywhere(struct trc_session *s, struct everywhere *e, struct t
 			cr_assert_geq(ts_drain_idle(s, c), 0);
 		uint64_t usable, used;
 		uint64_t ring_off = everywhere_ring(s, pid, &usable, &used);
-		unsigned steps = e->where(e, i, ring_off, usable, used);
+		unsigned steps = everywhere_steps(e, i, ring_off, usable, used);
 		/* Not in the last two iterations: the steps could run past the loop, after the
 		 * program has read its handler count. */
 		if (i >= e->n - 2)
@@ -301,11 +281,8 @@ Test(sig_everywhere, preload_malloc_and_free, .timeout = 120)
 		cr_skip_test("the traced program is the plain build's: checked in the plain tier");
 	struct trc_session *s = everywhere_session(1 << 20, false, false);
 	struct ts_collect c = {0};
-	struct everywhere e = {.n = 211 * 2,
-			       .allocs = true,
-			       .drain = true,
-			       .where = every_iteration,
-			       .period = 211};
+	struct everywhere e = {
+		.n = 211 * 2, .allocs = true, .drain = true, .trap = TRAP_EVERY, .period = 211};
 	run_everywhere(s, &e, &c);
 	cr_log_info("%ld iterations, %ld signals injected after %ld steps: %s", e.n, e.injected,
 		    e.steps, ts_why(&c));
@@ -329,7 +306,7 @@ Test(sig_everywhere, preload_malloc_and_free, .timeout = 120)
  * start of the next one. */
 Test(sig_everywhere, fast_path, .timeout = 120)
 {
-	struct everywhere e = {.n = 61 * 6, .drain = true, .where = every_iteration, .period = 61};
+	struct everywhere e = {.n = 61 * 6, .drain = true, .trap = TRAP_EVERY, .period = 61};
 	everywhere(4096, false, false, &e);
 }
 
@@ -338,7 +315,7 @@ Test(sig_everywhere, fast_path, .timeout = 120)
 Test(sig_everywhere, ring_wraps, .timeout = 120)
 {
 	struct everywhere e = {
-		.n = 257 * 22, .m = 8, .drain = true, .where = wrapping_iterations, .period = 257};
+		.n = 257 * 22, .m = 8, .drain = true, .trap = TRAP_WRAPPING, .period = 257};
 	everywhere(4096, false, false, &e);
 	cr_assert_gt(e.injected, 257 * 3 / 4, "signals in wrapping iterations: %ld", e.injected);
 }
@@ -348,7 +325,7 @@ Test(sig_everywhere, ring_wraps, .timeout = 120)
 Test(sig_everywhere, early_wraps, .timeout = 120)
 {
 	struct everywhere e = {
-		.n = 257 * 2740, .drain = true, .where = wrapping_iterations, .period = 257};
+		.n = 257 * 2740, .drain = true, .trap = TRAP_WRAPPING, .period = 257};
 	everywhere(1 << 20, false, false, &e);
 	cr_assert_gt(e.injected, 257 * 3 / 4, "signals in wrapping iterations: %ld", e.injected);
 }
@@ -359,11 +336,8 @@ Test(sig_everywhere, early_wraps, .timeout = 120)
  * the wait (its sleeps make this the slowest path to step through). */
 Test(sig_everywhere, full_ring_waits, .timeout = 120)
 {
-	struct everywhere e = {.n = 257 * 22,
-			       .m = 8,
-			       .drain_stuck = true,
-			       .where = full_iterations,
-			       .period = 257};
+	struct everywhere e = {
+		.n = 257 * 22, .m = 8, .drain_stuck = true, .trap = TRAP_FULL, .period = 257};
 	everywhere(4096, false, false, &e);
 	cr_assert_gt(e.drains, 200, "the program waited for the drain %ld times", e.drains);
 	cr_assert_gt(e.injected, 200, "signals in iterations that wait: %ld", e.injected);
@@ -373,15 +347,13 @@ Test(sig_everywhere, full_ring_waits, .timeout = 120)
  * through the full ring's drop (~230 instructions an iteration). */
 Test(sig_everywhere, full_ring_drops, .timeout = 120)
 {
-	struct everywhere e = {
-		.n = 307 + 200, .drain = false, .where = every_iteration, .period = 307};
+	struct everywhere e = {.n = 307 + 200, .drain = false, .trap = TRAP_EVERY, .period = 307};
 	everywhere(4096, true, false, &e);
 }
 
 /* A clock_gettime session: every event through trc__emit_full. */
 Test(sig_everywhere, clock_gettime_path, .timeout = 120)
 {
-	struct everywhere e = {
-		.n = 2 * 151, .drain = true, .where = every_iteration, .period = 151};
+	struct everywhere e = {.n = 2 * 151, .drain = true, .trap = TRAP_EVERY, .period = 151};
 	everywhere(4096, false, true, &e);
 }
