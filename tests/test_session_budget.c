@@ -58,17 +58,22 @@ static void bt_drain_idle(struct trc_session *s, struct bt_collect *c)
 
 /* wait_ns: how long a thread with a full ring waits for a drain that makes no progress (0:
  * ts_start's 200 ms, for the tests whose drain never comes). */
+static struct trc_session *bt_start_cfg(const struct session_config *cfg)
+{
+	int rc = -1;
+	struct trc_session *s = ts_start(cfg, &rc);
+	cr_assert_not_null(s);
+	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
+	return s;
+}
+
 static struct trc_session *bt_start_waiting(uint64_t ring, uint64_t pool, uint64_t wait_ns)
 {
 	struct session_config cfg = {.max_slots = 32,
 				     .ring_bytes = ring,
 				     .ring_pool_bytes = pool,
 				     .ring_wait_ns = wait_ns};
-	int rc = -1;
-	struct trc_session *s = ts_start(&cfg, &rc);
-	cr_assert_not_null(s);
-	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
-	return s;
+	return bt_start_cfg(&cfg);
 }
 
 static struct trc_session *bt_start(uint64_t ring, uint64_t pool)
@@ -268,22 +273,17 @@ Test(budget, idle_ring_gives_pages_back_and_takes_them_again, .timeout = 120)
  * test sets the word busy as session__trim_idle's CAS does, and done as after its punch. */
 Test(budget, a_writer_wraps_early_only_after_the_punch_under_drop, .timeout = 120)
 {
-	struct session_config cfg = {.max_slots = 32,
-				     .ring_bytes = 1 << 20,
-				     .ring_pool_bytes = 0,
-				     .drop_when_full = true};
-	int rc = -1;
-	struct trc_session *s = ts_start(&cfg, &rc);
-	cr_assert_not_null(s);
-	cr_assert_eq(rc, 0, "trc_attach: %d", rc);
+	struct session_config cfg = {
+		.max_slots = 32, .ring_bytes = 1 << 20, .drop_when_full = true};
+	struct trc_session *s = bt_start_cfg(&cfg);
 	cr_assert_eq(s->hdr->ring_wait_ns, 0, "drop mode");
 	struct bt_collect c = {0};
 	struct trc__thread *t = &trc__self;
 	int64_t v = 0;
 	TRC_COUNTER("c", v++); /* the claim */
 	/* Up to the end of the faulted head (the drain keeps up, so the ring wraps there). */
-	enum { REC = 24 };
-	while ((t->prod.write & t->prod.mask) + REC <= t->faulted - RING_HDR_BYTES) {
+	const uint64_t rec = ring_record_bytes(sizeof(struct trc_ring_value));
+	while ((t->prod.write & t->prod.mask) + rec <= t->faulted - RING_HDR_BYTES) {
 		TRC_COUNTER("c", v++);
 		if (v % 512 == 0)
 			bt_drain_idle(s, &c);
