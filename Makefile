@@ -192,6 +192,9 @@ tools: $(TOOLS)
 tests: $(TESTS) $(STRESS) $(PROGS) $(TOOLS) $(LIBS)
 
 # ---- compile -----------------------------------------------------------------------------------
+# Objects stay after the link (no target is deleted as intermediate): a later make, such as
+# `make test`'s next tier, would otherwise compile them all again to relink what uses them.
+.SECONDARY:
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
@@ -422,10 +425,16 @@ deps:
 	fi
 
 # ---- test tiers --------------------------------------------------------------------------------
-# Each tier is a fresh make so pkg-config flags are read after `deps` installed them.
+# Each tier is a fresh make so pkg-config flags are read after `deps` installed them. A tier's
+# binaries are built first on every core (test-TIER-build); its suites then run one at a time,
+# since several of them measure time or load the machine themselves.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-plain-build
 	$(Q)$(MAKE) --no-print-directory test-plain
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) SAN=asan test-asan-build
 	$(Q)$(MAKE) --no-print-directory SAN=asan test-asan
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan test-tsan-build
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-tsan
 	$(Q)$(MAKE) --no-print-directory test-duckdb
 	$(Q)$(MAKE) --no-print-directory test-go-pprof
@@ -458,6 +467,10 @@ test-run-stress: $(STRESS)
 	done; exit $$fail
 
 test-plain: test-run-suites test-run-stress bench-smoke test-install
+.PHONY: test-plain-build test-asan-build test-tsan-build
+test-plain-build: build-all
+test-asan-build: tests $(FUZZERS)
+test-tsan-build: $(STRESS)
 
 # `make install` into a scratch prefix, then what a user does with it: pkg-config's flags for
 # trc build a program that runs (no LD_LIBRARY_PATH), and the installed trace-run records it,
