@@ -76,11 +76,14 @@
 #define TRCFILE__DEFAULT_LEVEL 1
 #define TRCFILE__MAX_THREADS 64u
 #define TRCFILE__STORE_IN_FLIGHT 16u /* stored chunks in flight, at least */
-/* Open chunks (one per stream being appended) share this many bytes before they shrink: with
- * more than OPEN_BUDGET / chunk_bytes streams open at once (a program with hundreds of busy
- * threads), each new chunk ends at OPEN_BUDGET / open chunks bytes, never below
- * OPEN_MIN_CHUNK (or chunk_bytes, when that is smaller). The recorder's memory then stays
- * near the budget, not chunk_bytes per thread. */
+/* Open chunks (one per stream being appended) share this many bytes: a new chunk ends at the
+ * smallest of chunk_bytes, its fair share (OPEN_BUDGET / open chunks) and what the open chunks
+ * have left of the budget (the sum of their limits, open_bytes), never below OPEN_MIN_CHUNK.
+ * So with a program's hundreds of busy threads the open chunks hold at most OPEN_BUDGET plus
+ * OPEN_MIN_CHUNK per stream, not chunk_bytes per thread. (The fair share alone did not bound
+ * the sum: chunks opened while few were open keep their size, and 200 streams starting at
+ * once summed to ~90 MiB, as the harmonic series says.) Appending threads race only on the
+ * sizes: concurrent openers may overshoot by a chunk each. */
 #define TRCFILE__OPEN_BUDGET (32u << 20)
 #define TRCFILE__OPEN_MIN_CHUNK (64u << 10)
 
@@ -97,7 +100,7 @@ struct trcfile__wchunk {
 	uint8_t *out; /* chunk header + frame, filled by a compressor */
 	size_t out_len, out_cap;
 	bool stored; /* goes to the file stored (FORMAT.md "Stored chunks"), took a store slot */
-	bool open; /* counted in open_chunks (a stream's chunk being appended) */
+	bool open; /* counted in open_chunks and open_bytes (a stream's chunk being appended) */
 	size_t limit; /* the chunk is full (submitted) once raw_len reaches this */
 	struct trcfile__wchunk *next_free;
 };
@@ -135,6 +138,7 @@ struct trcfile_writer {
 	struct trcfile__wchunk *pool;
 	unsigned pool_n, pool_max; /* chunks kept for reuse; beyond pool_max they are freed */
 	_Atomic uint32_t open_chunks; /* streams' chunks being appended (OPEN_BUDGET) */
+	_Atomic uint64_t open_bytes; /* the sum of their limits */
 
 	struct cds_wfcq_head cq_head; /* to compress */
 	struct cds_wfcq_tail cq_tail;
@@ -642,6 +646,7 @@ static int trcfile__submit(struct trcfile_stream *s)
 	if (c->open) {
 		c->open = false;
 		atomic_fetch_sub_explicit(&w->open_chunks, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&w->open_bytes, c->limit, memory_order_relaxed);
 	}
 	c->hdr.last_ts = s->coder.ts;
 	bool store = false;
@@ -699,21 +704,25 @@ static struct trcfile__wchunk *trcfile__chunk_open(struct trcfile_stream *s, uin
 						   size_t need)
 {
 	struct trcfile_writer *w = s->w;
-	/* Relaxed: a count to size buffers by, no data is published through it. */
+	/* Relaxed: counts to size buffers by, no data is published through them. */
 	uint32_t n = atomic_fetch_add_explicit(&w->open_chunks, 1, memory_order_relaxed) + 1;
-	size_t limit = w->chunk_bytes;
-	if ((uint64_t)n * limit > TRCFILE__OPEN_BUDGET) {
-		limit = TRCFILE__OPEN_BUDGET / n;
-		if (limit < TRCFILE__OPEN_MIN_CHUNK)
-			limit = TRCFILE__OPEN_MIN_CHUNK;
-		if (limit > w->chunk_bytes)
-			limit = w->chunk_bytes;
-	}
-	struct trcfile__wchunk *c = trcfile__chunk_get_limit(w, need, limit);
+	uint64_t used = atomic_load_explicit(&w->open_bytes, memory_order_relaxed);
+	uint64_t limit = w->chunk_bytes;
+	uint64_t fair = TRCFILE__OPEN_BUDGET / n;
+	uint64_t left = used < TRCFILE__OPEN_BUDGET ? TRCFILE__OPEN_BUDGET - used : 0;
+	if (limit > fair)
+		limit = fair;
+	if (limit > left)
+		limit = left;
+	if (limit < TRCFILE__OPEN_MIN_CHUNK)
+		limit = TRCFILE__OPEN_MIN_CHUNK < w->chunk_bytes ? TRCFILE__OPEN_MIN_CHUNK
+								 : w->chunk_bytes;
+	struct trcfile__wchunk *c = trcfile__chunk_get_limit(w, need, (size_t)limit);
 	if (!c) {
 		atomic_fetch_sub_explicit(&w->open_chunks, 1, memory_order_relaxed);
 		return NULL;
 	}
+	atomic_fetch_add_explicit(&w->open_bytes, c->limit, memory_order_relaxed);
 	c->open = true;
 	c->hdr.stream_id = s->id;
 	c->hdr.seq = s->seq++;
