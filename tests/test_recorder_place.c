@@ -7,8 +7,10 @@
  * the test's too: TRC_TEST_PLACE_LOADAVG names a file written here in /proc/loadavg's form.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -150,20 +152,21 @@ Test(recorder_place, a_producer_that_waits_gives_every_cpu_back_for_a_while, .ti
 	recorder_place_pressure(p);
 	recorder_place_tick(p, 4 * MS, 0);
 	cr_expect(rp_free_to_run(&f));
-	/* Busy, but within the first backoff (50 ms): stays free. */
+	/* Busy, but within the first backoff (5 ms, until 9 ms): stays free. */
 	rp_period(p, &f, 6, 200000, 0);
-	rp_period(p, &f, 50, 200000, 0);
+	rp_period(p, &f, 8, 200000, 0);
 	cr_expect(rp_free_to_run(&f));
 	/* After it: confined again. */
-	rp_period(p, &f, 60, 200000, 0);
+	rp_period(p, &f, 10, 200000, 0);
 	cr_expect(rp_confined(&f));
-	/* Pressure again: the backoff doubles (100 ms). */
+	/* Pressure again: the backoff doubles (10 ms, until 21 ms). */
 	recorder_place_pressure(p);
-	recorder_place_tick(p, 61 * MS, 0);
+	recorder_place_tick(p, 11 * MS, 0);
 	cr_expect(rp_free_to_run(&f));
-	rp_period(p, &f, 150, 200000, 0);
+	rp_period(p, &f, 13, 200000, 0);
+	rp_period(p, &f, 20, 200000, 0);
 	cr_expect(rp_free_to_run(&f));
-	rp_period(p, &f, 170, 200000, 0);
+	rp_period(p, &f, 22, 200000, 0);
 	cr_expect(rp_confined(&f));
 	cr_expect_eq(recorder_place_confinements(p), 3);
 	recorder_place_free(p);
@@ -279,6 +282,49 @@ Test(recorder_place, no_confinement_on_a_crowded_machine, .timeout = 30)
 	rp_runnable(&f, 2);
 	rp_period(p, &f, 9, 200000, 0);
 	cr_expect(rp_confined(&f));
+	recorder_place_free(p);
+	rp_stop(&f);
+}
+
+/* Spins until told to stop: a thread of ours that is always runnable. */
+static void *rp_spin(void *arg)
+{
+	const _Atomic bool *stop = arg;
+	while (!atomic_load_explicit(stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/* Confined, the recorder's own threads queue on the CPUs left and all count as runnable in
+ * /proc/loadavg: they are not a crowd. Only the others' runnable threads count. */
+Test(recorder_place, our_own_runnable_threads_are_not_a_crowd, .timeout = 30)
+{
+	struct rp_fixture f;
+	rp_start(&f);
+	enum { SPINNERS = 3 };
+	_Atomic bool stop = false;
+	pthread_t spin[SPINNERS];
+	for (int i = 0; i < SPINNERS; i++)
+		cr_assert_eq(pthread_create(&spin[i], NULL, rp_spin, &stop), 0);
+	struct recorder_place *p = recorder_place_new();
+	cr_assert_not_null(p);
+	/* The producer, one other thread per CPU left, and ours: this thread and the spinners
+	 * (more than the two of ours the quick test allows). */
+	int others = 1 + (CPU_COUNT(&f.allowed) - 1);
+	rp_runnable(&f, others + 1 + SPINNERS);
+	recorder_place_tick(p, 1 * MS, 0);
+	rp_period(p, &f, 3, 200000, 0);
+	cr_expect(rp_confined(&f), "confined: the runnable threads beyond the others are ours");
+	rp_period(p, &f, 5, 200000, 0);
+	cr_expect(rp_confined(&f));
+	/* One more that is not ours: a crowd. */
+	rp_runnable(&f, others + 1 + SPINNERS + 1);
+	rp_period(p, &f, 7, 200000, 0);
+	cr_expect(rp_free_to_run(&f));
+	cr_expect_eq(recorder_place_confinements(p), 1);
+	atomic_store(&stop, true);
+	for (int i = 0; i < SPINNERS; i++)
+		pthread_join(spin[i], NULL);
 	recorder_place_free(p);
 	rp_stop(&f);
 }

@@ -21,7 +21,10 @@
  *     confined to the allowed CPUs less theirs. Otherwise every thread gets all the allowed
  *     CPUs back. Masks are set only when the choice changes.
  *   - Not crowded: the threads runnable on the machine (/proc/loadavg) are at most the busy
- *     producers, one per CPU left and PLACE_OURS_RUNNABLE more. Where other programs' threads
+ *     producers, one per CPU left and PLACE_OURS_RUNNABLE more; or, when there are more,
+ *     those not of this process are at most the busy producers and one per CPU left (this
+ *     process's runnable threads read from /proc/self/task: confined, they all queue on the
+ *     CPUs left and would read as a crowd of their own). Where other programs' threads
  *     wait for a CPU too, the recorder confined would share the CPUs left with them and
  *     could not use the producer's when it sleeps; free, it gets a share of every CPU.
  *     Measured at a load average of 20 (2 CPUs), confinement made the producer 1.5-4x slower.
