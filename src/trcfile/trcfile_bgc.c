@@ -17,6 +17,7 @@
 
 #include "trcfile.h"
 #include "trcfile_codec.h"
+#include "trcfile_idle.h"
 #include "trcfile_stored.h"
 #include "trcfile_io.h"
 
@@ -176,11 +177,7 @@ static void *trcfile__bgc_main(void *arg)
 {
 	struct trcfile_bgc *b = arg;
 	pthread_setname_np(pthread_self(), "trc-bgc"); /* as top and /proc show it */
-	/* Only CPU nobody else wants (see the header). Failure leaves the normal priority;
-	 * then nice 19 at least. */
-	struct sched_param sp = {.sched_priority = 0};
-	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
-		(void)!nice(19);
+	trcfile__run_when_idle(); /* only CPU nobody else wants (see the header) */
 	struct trcfile__bgc_work wk = {0};
 	for (;;) {
 		pthread_mutex_lock(&b->lock);
