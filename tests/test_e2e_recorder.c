@@ -9,6 +9,7 @@
  * before exit.
  */
 #include <dirent.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include "e2e_util.h"
@@ -118,6 +119,70 @@ Test(e2e_recorder, keep_stored_runs_no_background_compressor, .timeout = 60)
 		e2e_free(&r);
 		e2e_rm_rf(dir);
 	}
+}
+
+/* The scheduling class of trace-run's (pid) thread named name: SCHED_OTHER, SCHED_IDLE..., or
+ * -1 when it has none of that name. */
+static int thread_policy(pid_t pid, const char *name)
+{
+	char path[300], comm[32];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int policy = -1;
+	struct dirent *e;
+	while (policy < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		bool match = fgets(comm, sizeof(comm), f) && strcspn(comm, "\n") == strlen(name) &&
+			     !strncmp(comm, name, strlen(name));
+		fclose(f);
+		if (match)
+			policy = sched_getscheduler((pid_t)atoi(e->d_name));
+	}
+	closedir(d);
+	return policy;
+}
+
+/* The threads that keep the rings from overflowing (drain, writer: the drain waits for it
+ * when chunks are stored) run in the normal class; the compressors and the background
+ * compressor only on idle CPU (what they cannot take is stored). */
+Test(e2e_recorder, compressors_take_only_idle_cpu_drain_and_writer_do_not, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR,
+			"-q",
+			"--no-preload",
+			"-o",
+			out,
+			"--",
+			(char *)e2e_path("tests/prog_e2e_emit"),
+			"1",
+			"1000",
+			"sleep",
+			"1500",
+			NULL};
+	double t0 = e2e_now();
+	pid_t pid = e2e_start(dir, argv);
+	usleep(700000);
+	int drain = thread_policy(pid, "trc-drain"), writer = thread_policy(pid, "trc-writer");
+	int compress = thread_policy(pid, "trc-compress"), bgc = thread_policy(pid, "trc-bgc");
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_eq(drain, SCHED_OTHER, "trc-drain: policy %d", drain);
+	cr_expect_eq(writer, SCHED_OTHER, "trc-writer: policy %d", writer);
+	cr_expect_eq(compress, SCHED_IDLE, "trc-compress: policy %d", compress);
+	cr_expect_eq(bgc, SCHED_IDLE, "trc-bgc: policy %d", bgc);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
 }
 
 Test(e2e_recorder, killed_recorder_with_stored_chunks_leaves_a_readable_trace, .timeout = 60)

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,6 +341,7 @@ static int recorder__flush_all(struct recorder *r)
 static void *recorder__drain_main(void *arg)
 {
 	struct recorder *r = arg;
+	pthread_setname_np(pthread_self(), "trc-drain"); /* as top -H and /proc show it */
 	uint64_t idle_ns = DRAIN_IDLE_MIN_NS;
 	uint64_t next_flush_ns = trc_mono_ns() + FLUSH_EVERY_NS;
 

@@ -371,6 +371,7 @@ static void trcfile__prewarm_cctx(const struct trcfile_writer *w, ZSTD_CCtx *cct
 static void *trcfile__compress_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
+	pthread_setname_np(pthread_self(), "trc-compress"); /* as top -H and /proc show it */
 	/* When what they cannot take is stored, nothing waits for the compressors: they take only
 	 * idle CPU. At nice +10 they still took a tenth of the drain's CPU once the recorder was
 	 * confined to it (recorder_place.h) and, unconfined, of the producer's: work_events 10 M,
@@ -551,6 +552,7 @@ int trcfile__writer_on_stored(struct trcfile_writer *w, trcfile_stored_hook fn, 
 static void *trcfile__writer_main(void *arg)
 {
 	struct trcfile_writer *w = arg;
+	pthread_setname_np(pthread_self(), "trc-writer");
 	/* Stored chunks make the writer thread's latency the drain's: it stays at the normal
 	 * priority when they may come (its CPU time is small: copies into the page cache). */
 	if (!(w->flags & TRCFILE_WRITER_STORE_WHEN_BEHIND))
