@@ -286,11 +286,17 @@ Test(recorder_place, no_confinement_on_a_crowded_machine, .timeout = 30)
 	rp_stop(&f);
 }
 
-/* Spins until told to stop: a thread of ours that is always runnable. */
+/* A thread of ours that is always runnable: spins until told to stop. */
+struct rp_spinners {
+	_Atomic bool stop;
+	_Atomic int spinning;
+};
+
 static void *rp_spin(void *arg)
 {
-	const _Atomic bool *stop = arg;
-	while (!atomic_load_explicit(stop, memory_order_relaxed))
+	struct rp_spinners *sp = arg;
+	atomic_fetch_add(&sp->spinning, 1);
+	while (!atomic_load_explicit(&sp->stop, memory_order_relaxed))
 		;
 	return NULL;
 }
@@ -302,10 +308,14 @@ Test(recorder_place, our_own_runnable_threads_are_not_a_crowd, .timeout = 30)
 	struct rp_fixture f;
 	rp_start(&f);
 	enum { SPINNERS = 3 };
-	_Atomic bool stop = false;
+	struct rp_spinners sp = {false, 0};
 	pthread_t spin[SPINNERS];
 	for (int i = 0; i < SPINNERS; i++)
-		cr_assert_eq(pthread_create(&spin[i], NULL, rp_spin, &stop), 0);
+		cr_assert_eq(pthread_create(&spin[i], NULL, rp_spin, &sp), 0);
+	/* Spinning, not still starting (a thread may sleep on a lock of the sanitizer's while
+	 * it starts) */
+	while (atomic_load(&sp.spinning) < SPINNERS)
+		sched_yield();
 	struct recorder_place *p = recorder_place_new();
 	cr_assert_not_null(p);
 	/* The producer, one other thread per CPU left, and ours: this thread and the spinners
@@ -322,7 +332,7 @@ Test(recorder_place, our_own_runnable_threads_are_not_a_crowd, .timeout = 30)
 	rp_period(p, &f, 7, 200000, 0);
 	cr_expect(rp_free_to_run(&f));
 	cr_expect_eq(recorder_place_confinements(p), 1);
-	atomic_store(&stop, true);
+	atomic_store(&sp.stop, true);
 	for (int i = 0; i < SPINNERS; i++)
 		pthread_join(spin[i], NULL);
 	recorder_place_free(p);
