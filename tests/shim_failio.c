@@ -2,8 +2,10 @@
  * whose name ends in ".trc") fail the way a sick disk would, to check what trace-run does then
  * (tests/test_e2e_write_fail.c). Other files are left alone, so the traced program and
  * trace-run's own descriptors behave normally. TRC_TEST_FAILIO selects the failure:
- *   fsync            fsync of the trace fails with EIO
+ *   fsync            fsync of the trace (or of the compaction's new trace) fails with EIO
  *   close            close of the trace closes it, then reports EIO
+ *   synclog:PATH     nothing fails; each fsync of a trace (or of the compaction's new trace)
+ *                    appends "trace" (or "compacting") to the file PATH
  *   footer           the write of the footer and trailer (the buffer ending in "TRCEND\r\n")
  *                    fails with EIO
  *   eio:N            every write that reaches past byte N of the trace fails with EIO
@@ -11,6 +13,7 @@
  * Built without sanitizers (it is preloaded into sanitized and plain programs alike). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* A trace, or the file trace-run's compaction writes to replace one (T.trc.compacting.XXXXXX):
+ * the sync of a trace with stored chunks is that file's. */
 static bool failio__is_trace(int fd)
 {
 	char link[64], path[4096];
@@ -26,13 +31,29 @@ static bool failio__is_trace(int fd)
 	if (n < 4)
 		return false;
 	path[n] = '\0';
-	return !strcmp(path + n - 4, ".trc");
+	return !strcmp(path + n - 4, ".trc") || strstr(path, ".trc.compacting.");
 }
 
 static bool failio__mode(const char *m)
 {
 	const char *e = getenv("TRC_TEST_FAILIO");
 	return e && !strncmp(e, m, strlen(m));
+}
+
+/* synclog:PATH: appends "trace" or "compacting" to PATH, a line per fsync of such a file. */
+static void failio__log_sync(int fd, const char *log)
+{
+	char link[64], path[4096];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = '\0';
+	const char *line = strstr(path, ".trc.compacting.") ? "compacting\n" : "trace\n";
+	int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (out >= 0) {
+		if (write(out, line, strlen(line)) < 0)
+			perror("shim_failio: synclog");
+		close(out);
+	}
 }
 
 /* The errno a write to [off, off + len) of a trace gets, or 0. */
@@ -77,6 +98,8 @@ int fsync(int fd)
 		errno = EIO;
 		return -1;
 	}
+	if (failio__mode("synclog:") && failio__is_trace(fd))
+		failio__log_sync(fd, getenv("TRC_TEST_FAILIO") + strlen("synclog:"));
 	return real(fd);
 }
 

@@ -62,6 +62,7 @@ int run_compact(const char *output, int zstd_level, bool progress, const struct 
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		int e = -errno;
+		snprintf(st->why, sizeof(st->why), "%s: %s", tmp, strerror(-e));
 		free(tmp);
 		return e;
 	}
@@ -80,19 +81,21 @@ int run_compact(const char *output, int zstd_level, bool progress, const struct 
 				     &pr, &use, msg, sizeof(msg));
 	if (!err && rename(tmp, output) != 0)
 		err = -errno;
-	if (err) {
-		fprintf(stderr,
-			"trace-run: warning: could not compress the stored chunks of %s (%s); the "
-			"trace is complete as it is (trace-dump compact can try again)\n",
-			output, msg[0] ? msg : strerror(-err));
+	if (err)
 		unlink(tmp);
-	}
-	if (st) {
-		st->seconds = (double)(run__now_ns() - t0) / 1e9;
-		st->background = use.used;
-		st->at_end = use.stored - use.used;
-		st->refused = use.refused;
-	}
+	st->seconds = (double)(run__now_ns() - t0) / 1e9;
+	st->background = use.used;
+	st->at_end = use.stored - use.used;
+	st->refused = use.refused;
+	snprintf(st->why, sizeof(st->why), "%s", !err ? "" : msg[0] ? msg : strerror(-err));
 	free(tmp);
 	return err;
+}
+
+void run_compact_warn(const char *output, const struct run_compact_stats *st)
+{
+	fprintf(stderr,
+		"trace-run: warning: could not compress the stored chunks of %s (%s); the trace is "
+		"complete as it is (trace-dump compact can try again)\n",
+		output, st->why);
 }

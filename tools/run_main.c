@@ -22,6 +22,7 @@
  * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
@@ -208,6 +209,19 @@ static bool run__trace_readable(const char *output)
 		return false;
 	trcfile_reader_close(r);
 	return true;
+}
+
+/* fsync of the trace at path: the writer leaves a trace with stored chunks unsynced for the
+ * compaction (TRCFILE_WRITER_NO_FSYNC_IF_STORED), so one that is not compacted is synced here.
+ * 0 or -errno (EINVAL, EROFS: a file that cannot be synced, as the writer's own sync). */
+static int run__sync_trace(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = fsync(fd) != 0 && errno != EINVAL && errno != EROFS ? -errno : 0;
+	close(fd);
+	return err;
 }
 
 /* The one message of a recording that stopped (disk full, file size limit) while the program
@@ -414,7 +428,7 @@ int main(int argc, char **argv)
 		/* Compression never holds the drain back: chunks the compressors cannot take at
 		 * once go to the file stored, and are compressed before we exit (run_compact). */
 		.flags = TRCFILE_WRITER_BACKGROUND | TRCFILE_WRITER_PREFAULT |
-			 TRCFILE_WRITER_STORE_WHEN_BEHIND,
+			 TRCFILE_WRITER_STORE_WHEN_BEHIND | TRCFILE_WRITER_NO_FSYNC_IF_STORED,
 	};
 	/* Test hook: every chunk stored, as when compression is always behind. */
 	if (getenv("TRC_TEST_STORE_ALL"))
@@ -497,12 +511,30 @@ int main(int argc, char **argv)
 	}
 
 	struct run_compact_stats cst = {0};
-	bool compacted = false;
-	if (stored && !opt.keep_stored)
+	bool compacted = false, compact_failed = false;
+	if (stored && !opt.keep_stored) {
 		compacted = run_compact(output, opt.zstd_level, !opt.quiet && isatty(STDERR_FILENO),
 					st.bgc, &cst) == 0;
+		compact_failed = !compacted;
+	}
 	trcfile_bgc_free(st.bgc); /* its side file goes with it (--keep-stored: unused) */
 	st.bgc = NULL;
+	/* The writer left a trace with stored chunks unsynced for the compaction: one that stays
+	 * as it is is synced here; failing that is a failure to close it (the compaction's own
+	 * failure is then beside the point: not said). */
+	int serr = stored && !compacted ? run__sync_trace(output) : 0;
+	if (serr) {
+		char ended[160];
+		run__how_it_ended(w.status, ended, sizeof(ended));
+		fprintf(stderr,
+			"trace-run: closing %s failed: %s; the trace is incomplete or unreadable "
+			"(%s)\n",
+			output, strerror(-serr), ended);
+		exit_code = RUN_EXIT_RECORDER_FAILED;
+		goto out;
+	}
+	if (compact_failed)
+		run_compact_warn(output, &cst);
 
 	if (!opt.quiet) {
 		char peak[80], low[32], high[32], size[32], ended[160];

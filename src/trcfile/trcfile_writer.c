@@ -1281,8 +1281,10 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 	pthread_mutex_unlock(&w->lock);
 	if (!err) {
 		err = trcfile__write_footer(w);
-		if (!err && !(w->flags & TRCFILE_WRITER_NO_FSYNC) && fsync(w->fd) != 0 &&
-		    errno != EINVAL && errno != EROFS)
+		bool no_sync = (w->flags & TRCFILE_WRITER_NO_FSYNC) ||
+			       ((w->flags & TRCFILE_WRITER_NO_FSYNC_IF_STORED) &&
+				trcfile_writer_chunks_stored(w) > 0);
+		if (!err && !no_sync && fsync(w->fd) != 0 && errno != EINVAL && errno != EROFS)
 			err = -errno;
 	}
 	if (close(w->fd) != 0 && !err && errno != EINTR)
