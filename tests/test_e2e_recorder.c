@@ -76,53 +76,8 @@ Test(e2e_recorder, keep_stored_leaves_them_and_the_trace_reads_the_same, .timeou
 	e2e_rm_rf(dir);
 }
 
-/* Whether trace-run (pid) runs a thread named name (its /proc task comm). */
-static bool has_thread_named(pid_t pid, const char *name)
-{
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "grep -qx '%s' /proc/%d/task/*/comm", name, (int)pid);
-	return system(cmd) == 0;
-}
-
-/* --keep-stored: no background compressor (its copies would be thrown away); without it, one
- * (which also shows the name check can see it). */
-Test(e2e_recorder, keep_stored_runs_no_background_compressor, .timeout = 60)
-{
-	for (int keep = 0; keep < 2; keep++) {
-		const char *dir = e2e_tmpdir();
-		char out[256];
-		snprintf(out, sizeof(out), "%s/t.trc", dir);
-		char *argv[] = {(char *)TR,
-				"-q",
-				"--no-preload",
-				keep ? "--keep-stored" : "--no-progress",
-				"-o",
-				out,
-				"--",
-				(char *)e2e_path("tests/prog_e2e_emit"),
-				"1",
-				"1000",
-				"sleep",
-				"1500",
-				NULL};
-		double t0 = e2e_now();
-		pid_t pid = e2e_start(dir, argv);
-		usleep(700000);
-		bool bgc = has_thread_named(pid, "trc-bgc");
-		bool sampler = has_thread_named(pid, "trc-sampler");
-		struct e2e_run r = {0};
-		e2e_collect(dir, pid, &r, t0);
-		cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-		cr_expect(sampler, "no trc-sampler thread seen: the check sees nothing");
-		cr_expect_eq(bgc, !keep, "%s: background compressor %s",
-			     keep ? "--keep-stored" : "default", bgc ? "running" : "absent");
-		e2e_free(&r);
-		e2e_rm_rf(dir);
-	}
-}
-
-/* The scheduling class of trace-run's (pid) thread named name: SCHED_OTHER, SCHED_IDLE..., or
- * -1 when it has none of that name. */
+/* The scheduling class of trace-run's (pid) thread named name (its /proc task comm):
+ * SCHED_OTHER, SCHED_IDLE..., or -1 when it runs no thread of that name. */
 static int thread_policy(pid_t pid, const char *name)
 {
 	char path[300], comm[32];
@@ -149,6 +104,45 @@ static int thread_policy(pid_t pid, const char *name)
 	return policy;
 }
 
+/* Starts trace-run (with flag) on a program that emits 1000 events and sleeps 1.5 s, into out,
+ * and waits 0.7 s: its threads are all up then. *t0: for e2e_collect. */
+static pid_t start_on_a_sleeper(const char *dir, const char *out, const char *flag, double *t0)
+{
+	char *argv[] = {
+		(char *)TR, "-q",	 "--no-preload", (char *)flag,
+		"-o",	    (char *)out, "--",		 (char *)e2e_path("tests/prog_e2e_emit"),
+		"1",	    "1000",	 "sleep",	 "1500",
+		NULL};
+	*t0 = e2e_now();
+	pid_t pid = e2e_start(dir, argv);
+	usleep(700000);
+	return pid;
+}
+
+/* --keep-stored: no background compressor (its copies would be thrown away); without it, one
+ * (which also shows the name check can see it). */
+Test(e2e_recorder, keep_stored_runs_no_background_compressor, .timeout = 60)
+{
+	for (int keep = 0; keep < 2; keep++) {
+		const char *dir = e2e_tmpdir();
+		char out[256];
+		snprintf(out, sizeof(out), "%s/t.trc", dir);
+		double t0;
+		pid_t pid =
+			start_on_a_sleeper(dir, out, keep ? "--keep-stored" : "--no-progress", &t0);
+		bool bgc = thread_policy(pid, "trc-bgc") >= 0;
+		bool sampler = thread_policy(pid, "trc-sampler") >= 0;
+		struct e2e_run r = {0};
+		e2e_collect(dir, pid, &r, t0);
+		cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+		cr_expect(sampler, "no trc-sampler thread seen: the check sees nothing");
+		cr_expect_eq(bgc, !keep, "%s: background compressor %s",
+			     keep ? "--keep-stored" : "default", bgc ? "running" : "absent");
+		e2e_free(&r);
+		e2e_rm_rf(dir);
+	}
+}
+
 /* The threads that keep the rings from overflowing (drain, writer: the drain waits for it
  * when chunks are stored) run in the normal class; the compressors and the background
  * compressor only on idle CPU (what they cannot take is stored). */
@@ -157,21 +151,8 @@ Test(e2e_recorder, compressors_take_only_idle_cpu_drain_and_writer_do_not, .time
 	const char *dir = e2e_tmpdir();
 	char out[256];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
-	char *argv[] = {(char *)TR,
-			"-q",
-			"--no-preload",
-			"-o",
-			out,
-			"--",
-			(char *)e2e_path("tests/prog_e2e_emit"),
-			"1",
-			"1000",
-			"sleep",
-			"1500",
-			NULL};
-	double t0 = e2e_now();
-	pid_t pid = e2e_start(dir, argv);
-	usleep(700000);
+	double t0;
+	pid_t pid = start_on_a_sleeper(dir, out, "--no-progress", &t0);
 	int drain = thread_policy(pid, "trc-drain"), writer = thread_policy(pid, "trc-writer");
 	int compress = thread_policy(pid, "trc-compress"), bgc = thread_policy(pid, "trc-bgc");
 	struct e2e_run r = {0};
