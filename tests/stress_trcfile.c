@@ -10,7 +10,8 @@
  * It runs twice: compressed chunks only, then with TRCFILE_WRITER_STORE_WHEN_BEHIND and every
  * fifth chunk stored besides (stored chunks go straight from the appending threads to the
  * writer thread, beside the compressors' output), the watcher also checking that the stored
- * count never goes back.
+ * count never goes back; the second run also has trace-run's other flags (BACKGROUND: idle-class
+ * compressors; PREFAULT: the writer thread warms the chunk pool as the appenders start).
  *
  * STRESS_SCALE (env, default 1) multiplies the record count. Prints one line of figures per
  * run; exits 1 on any failure.
@@ -162,7 +163,10 @@ static int run(bool store)
 					.zstd_level = 1,
 					.flags = TRCFILE_WRITER_NO_FSYNC};
 	if (store) {
-		o.flags |= TRCFILE_WRITER_STORE_WHEN_BEHIND;
+		/* As trace-run runs it: idle-class compressors, the pool faulted in by the writer
+		 * thread while the appenders already take chunks from it. */
+		o.flags |= TRCFILE_WRITER_STORE_WHEN_BEHIND | TRCFILE_WRITER_BACKGROUND |
+			   TRCFILE_WRITER_PREFAULT;
 		o.store_one_in = 5;
 	}
 	int err = 0;
