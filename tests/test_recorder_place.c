@@ -302,7 +302,8 @@ static void *rp_spin(void *arg)
 }
 
 /* Confined, the recorder's own threads queue on the CPUs left and all count as runnable in
- * /proc/loadavg: they are not a crowd. Only the others' runnable threads count. */
+ * /proc/loadavg: they are not a crowd. Only the others' runnable threads count; a read of ours
+ * serves 16 periods while the machine's count stays within it. */
 Test(recorder_place, our_own_runnable_threads_are_not_a_crowd, .timeout = 30)
 {
 	struct rp_fixture f;
@@ -332,9 +333,23 @@ Test(recorder_place, our_own_runnable_threads_are_not_a_crowd, .timeout = 30)
 	rp_period(p, &f, 7, 200000, 0);
 	cr_expect(rp_free_to_run(&f));
 	cr_expect_eq(recorder_place_confinements(p), 1);
+	/* Back to ours: confined again (9 ms). Then the spinners end, the machine's count stays:
+	 * the read that explained it serves 16 more periods (to 41 ms), the next read finds the
+	 * count is others' now (43 ms). */
+	rp_runnable(&f, others + 1 + SPINNERS);
+	rp_period(p, &f, 9, 200000, 0);
+	cr_expect(rp_confined(&f));
 	atomic_store(&sp.stop, true);
 	for (int i = 0; i < SPINNERS; i++)
 		pthread_join(spin[i], NULL);
+	for (uint64_t t = 11; t <= 41; t += 2) {
+		rp_period(p, &f, t, 200000, 0);
+		cr_expect(rp_confined(&f), "%llu ms: the last read serves 16 periods",
+			  (unsigned long long)t);
+	}
+	rp_period(p, &f, 43, 200000, 0);
+	cr_expect(rp_free_to_run(&f), "43 ms: read again, the runnable threads are not ours");
+	cr_expect_eq(recorder_place_confinements(p), 2);
 	recorder_place_free(p);
 	rp_stop(&f);
 }
