@@ -118,12 +118,7 @@ Test(e2e_write_fail, the_trace_that_stays_is_synced_once, .timeout = 120)
 {
 	static const struct {
 		bool store, keep;
-		const char *want;
-	} cases[] = {
-		{false, false, "trace\n"},
-		{true, false, "compacting\n"},
-		{true, true, "trace\n"},
-	};
+	} cases[] = {{false, false}, {true, false}, {true, true}};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *dir = e2e_tmpdir();
 		char trace[300], log[300], mode[320];
@@ -134,9 +129,11 @@ Test(e2e_write_fail, the_trace_that_stays_is_synced_once, .timeout = 120)
 		setenv("TRC_TEST_FAILIO", mode, 1);
 		if (cases[i].store)
 			setenv("TRC_TEST_STORE_ALL", "1", 1);
-		struct e2e_run r =
-			e2e_run(dir, (char *)TR, "-q", cases[i].keep ? "--keep-stored" : "-q", "-o",
-				trace, "--", EMIT, "1", "200000", NULL);
+		/* Not -q: its last line says whether chunks were stored (without the test hook a
+		 * few may be, when the idle-class compressor waits for a core at the end). */
+		struct e2e_run r = e2e_run(dir, (char *)TR, "--no-progress",
+					   cases[i].keep ? "--keep-stored" : "--no-progress", "-o",
+					   trace, "--", EMIT, "1", "200000", NULL);
 		unsetenv("LD_PRELOAD");
 		unsetenv("TRC_TEST_FAILIO");
 		unsetenv("TRC_TEST_STORE_ALL");
@@ -148,8 +145,11 @@ Test(e2e_write_fail, the_trace_that_stays_is_synced_once, .timeout = 120)
 			got[n] = 0;
 			fclose(f);
 		}
-		cr_expect_str_eq(got, cases[i].want, "case %zu (stored %d, --keep-stored %d)", i,
-				 cases[i].store, cases[i].keep);
+		bool stored = strstr(r.err, "written uncompressed") != NULL;
+		cr_expect(stored || !cases[i].store, "case %zu: nothing stored: %s", i, r.err);
+		const char *want = stored && !cases[i].keep ? "compacting\n" : "trace\n";
+		cr_expect_str_eq(got, want, "case %zu (stored %d, --keep-stored %d): %s", i, stored,
+				 cases[i].keep, r.err);
 		e2e_free(&r);
 		e2e_rm_rf(dir);
 	}
