@@ -139,6 +139,7 @@ struct trcfile_writer {
 	pthread_mutex_t pool_lock;
 	struct trcfile__wchunk *pool;
 	unsigned pool_n, pool_max; /* chunks kept for reuse; beyond pool_max they are freed */
+	_Atomic uint64_t chunks_made; /* chunk structs allocated so far (the prefault's bound) */
 	unsigned prefault_chunks; /* TRCFILE_WRITER_PREFAULT: chunks the writer thread warms */
 	_Atomic uint32_t open_chunks; /* streams' chunks being appended (OPEN_BUDGET) */
 	_Atomic uint64_t open_bytes; /* the sum of their limits */
@@ -242,6 +243,7 @@ static struct trcfile__wchunk *trcfile__chunk_get_limit(struct trcfile_writer *w
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return NULL;
+		atomic_fetch_add_explicit(&w->chunks_made, 1, memory_order_relaxed);
 	}
 	size_t want = limit + TRCFILE__FIXED_MAX_BYTES;
 	if (need > want)
@@ -318,8 +320,11 @@ static void trcfile__prefault_pool(struct trcfile_writer *w)
 	struct trcfile__wchunk *warm[40];
 	unsigned n_warm = w->prefault_chunks < 40 ? w->prefault_chunks : 40, got = 0;
 	for (; got < n_warm; got++) {
-		/* Closing already (a program that ran a few ms): no use for them any more. */
-		if (atomic_load_explicit(&w->stop_compress, memory_order_relaxed))
+		/* Closing already (a program that ran a few ms): no use for them any more. Or the
+		 * appenders already made that many chunks (200 threads starting at once): they
+		 * come back to the pool, and more would only add to the recorder's memory. */
+		if (atomic_load_explicit(&w->stop_compress, memory_order_relaxed) ||
+		    atomic_load_explicit(&w->chunks_made, memory_order_relaxed) >= n_warm)
 			break;
 		warm[got] = trcfile__chunk_get(w, 0);
 		if (!warm[got])
