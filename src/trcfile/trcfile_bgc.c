@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -288,10 +287,9 @@ void trcfile_bgc_stop(struct trcfile_bgc *b)
 	pthread_cond_signal(&b->wake);
 	pthread_mutex_unlock(&b->lock);
 	/* An idle-class thread may wait long for a core on a busy machine: back to the normal
-	 * class for its last slice, where allowed (root or RLIMIT_NICE; else it finishes the
-	 * slice it is in, at most 128 KiB of input). */
-	struct sched_param sp = {.sched_priority = 0};
-	(void)pthread_setschedparam(b->tid, SCHED_OTHER, &sp);
+	 * class for its last slice (where refused, it finishes the slice it is in, at most 128
+	 * KiB of input). */
+	trcfile__run_normally(b->tid);
 	pthread_join(b->tid, NULL);
 	b->started = false;
 }

@@ -54,7 +54,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -1000,10 +999,9 @@ static void trcfile__stop_threads(struct trcfile_writer *w)
 	for (unsigned i = 0; i < w->compress_started; i++) {
 		/* Idle-class compressors (TRCFILE_WRITER_STORE_WHEN_BEHIND) may wait long for a
 		 * core on a busy machine: back to the normal class for what is left in the
-		 * queue (at most max_chunks_in_flight chunks), where allowed (root or
-		 * RLIMIT_NICE), as the background compressor's stop does. */
-		struct sched_param sp = {.sched_priority = 0};
-		(void)pthread_setschedparam(w->compress_tids[i], SCHED_OTHER, &sp);
+		 * queue (at most max_chunks_in_flight chunks), as the background compressor's
+		 * stop does. */
+		trcfile__run_normally(w->compress_tids[i]);
 		sem_post(&w->cq_sem);
 	}
 	for (unsigned i = 0; i < w->compress_started; i++)
