@@ -22,7 +22,6 @@
  * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
@@ -209,19 +208,6 @@ static bool run__trace_readable(const char *output)
 		return false;
 	trcfile_reader_close(r);
 	return true;
-}
-
-/* fsync of the trace at path: the writer leaves a trace with stored chunks unsynced for the
- * compaction (TRCFILE_WRITER_NO_FSYNC_IF_STORED), so one that is not compacted is synced here.
- * 0 or -errno (EINVAL, EROFS: a file that cannot be synced, as the writer's own sync). */
-static int run__sync_trace(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int err = fsync(fd) != 0 && errno != EINVAL && errno != EROFS ? -errno : 0;
-	close(fd);
-	return err;
 }
 
 /* The one message of a recording that stopped (disk full, file size limit) while the program
@@ -522,7 +508,7 @@ int main(int argc, char **argv)
 	/* The writer left a trace with stored chunks unsynced for the compaction: one that stays
 	 * as it is is synced here; failing that is a failure to close it (the compaction's own
 	 * failure is then beside the point: not said). */
-	int serr = stored && !compacted ? run__sync_trace(output) : 0;
+	int serr = stored && !compacted ? trcfile_sync_path(output) : 0;
 	if (serr) {
 		char ended[160];
 		run__how_it_ended(w.status, ended, sizeof(ended));

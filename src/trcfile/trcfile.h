@@ -218,6 +218,11 @@ struct trcfile_writer_stats {
 };
 int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st);
 
+/* fsync of the trace at path, as close does it: for a trace that close left unsynced
+ * (TRCFILE_WRITER_NO_FSYNC_IF_STORED) and that stays as it is. 0 or -errno; a file that cannot
+ * be synced (EINVAL, EROFS) is no error. Any thread. */
+int trcfile_sync_path(const char *path);
+
 /* The sticky error: 0 or the first -errno of the pipeline. Any thread. */
 int trcfile_writer_error(const struct trcfile_writer *w);
 

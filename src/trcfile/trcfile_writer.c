@@ -1257,6 +1257,23 @@ int trcfile_writer_close(struct trcfile_writer *w)
 	return trcfile_writer_close_stats(w, NULL);
 }
 
+/* 0 or -errno: a file that cannot be synced (EINVAL, EROFS: a pipe, a read-only mount) is no
+ * error. */
+static int trcfile__fsync(int fd)
+{
+	return fsync(fd) != 0 && errno != EINVAL && errno != EROFS ? -errno : 0;
+}
+
+int trcfile_sync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = trcfile__fsync(fd);
+	close(fd);
+	return err;
+}
+
 int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st)
 {
 	if (st)
@@ -1287,8 +1304,8 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 		bool no_sync = (w->flags & TRCFILE_WRITER_NO_FSYNC) ||
 			       ((w->flags & TRCFILE_WRITER_NO_FSYNC_IF_STORED) &&
 				trcfile_writer_chunks_stored(w) > 0);
-		if (!err && !no_sync && fsync(w->fd) != 0 && errno != EINVAL && errno != EROFS)
-			err = -errno;
+		if (!err && !no_sync)
+			err = trcfile__fsync(w->fd);
 	}
 	if (close(w->fd) != 0 && !err && errno != EINTR)
 		err = -errno;
