@@ -210,6 +210,16 @@ static bool run__trace_readable(const char *output)
 	return true;
 }
 
+/* The one line of a trace that could not be written or closed (verb: "writing", "closing"):
+ * trace-run then exits 1. status: the program's, as wait gave it. */
+static void run__trace_failed(const char *verb, const char *output, int err, int status)
+{
+	char ended[160];
+	run__how_it_ended(status, ended, sizeof(ended));
+	fprintf(stderr, "trace-run: %s %s failed: %s; the trace is incomplete or unreadable (%s)\n",
+		verb, output, strerror(-err), ended);
+}
+
 /* The one message of a recording that stopped (disk full, file size limit) while the program
  * runs on: said once, when trace-run first sees it or at the end. */
 static void run__recording_stopped(const char *output, int err, bool *said)
@@ -486,23 +496,17 @@ int main(int argc, char **argv)
 		run__recording_stopped(output, werr, &stopped_said);
 		stored = 0;
 	} else if (werr) {
-		char ended[160];
-		run__how_it_ended(w.status, ended, sizeof(ended));
-		fprintf(stderr,
-			"trace-run: %s %s failed: %s; the trace is incomplete or unreadable (%s)\n",
-			rerr ? "writing" : "closing", output, strerror(-werr), ended);
+		run__trace_failed(rerr ? "writing" : "closing", output, werr, w.status);
 		exit_code = RUN_EXIT_RECORDER_FAILED;
 		trcfile_bgc_free(st.bgc);
 		goto out;
 	}
 
 	struct run_compact_stats cst = {0};
-	bool compacted = false, compact_failed = false;
-	if (stored && !opt.keep_stored) {
-		compacted = run_compact(output, opt.zstd_level, !opt.quiet && isatty(STDERR_FILENO),
-					st.bgc, &cst) == 0;
-		compact_failed = !compacted;
-	}
+	bool compact = stored && !opt.keep_stored;
+	bool compacted =
+		compact && run_compact(output, opt.zstd_level, !opt.quiet && isatty(STDERR_FILENO),
+				       st.bgc, &cst) == 0;
 	trcfile_bgc_free(st.bgc); /* its side file goes with it (--keep-stored: unused) */
 	st.bgc = NULL;
 	/* The writer left a trace with stored chunks unsynced for the compaction: one that stays
@@ -510,16 +514,11 @@ int main(int argc, char **argv)
 	 * failure is then beside the point: not said). */
 	int serr = stored && !compacted ? trcfile_sync_path(output) : 0;
 	if (serr) {
-		char ended[160];
-		run__how_it_ended(w.status, ended, sizeof(ended));
-		fprintf(stderr,
-			"trace-run: closing %s failed: %s; the trace is incomplete or unreadable "
-			"(%s)\n",
-			output, strerror(-serr), ended);
+		run__trace_failed("closing", output, serr, w.status);
 		exit_code = RUN_EXIT_RECORDER_FAILED;
 		goto out;
 	}
-	if (compact_failed)
+	if (compact && !compacted)
 		run_compact_warn(output, &cst);
 
 	if (!opt.quiet) {
