@@ -148,6 +148,19 @@ static int place__cpu_of(uint32_t pid, uint32_t tid)
 }
 
 /* Sets every thread of this process to mask (threads started later inherit their creator's). */
+/* The next thread of this process in d (opendir("/proc/self/task")), or 0 at the end. */
+static pid_t place__next_task(DIR *d)
+{
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (end != e->d_name && !*end && tid > 0)
+			return (pid_t)tid;
+	}
+	return 0;
+}
+
 static void place__apply(struct recorder_place *p, const cpu_set_t *mask)
 {
 	p->applied = *mask;
@@ -156,13 +169,8 @@ static void place__apply(struct recorder_place *p, const cpu_set_t *mask)
 		(void)sched_setaffinity(0, sizeof(*mask), mask);
 		return;
 	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		long tid = strtol(e->d_name, &end, 10);
-		if (end != e->d_name && !*end && tid > 0)
-			(void)sched_setaffinity((pid_t)tid, sizeof(*mask), mask);
-	}
+	for (pid_t tid; (tid = place__next_task(d));)
+		(void)sched_setaffinity(tid, sizeof(*mask), mask);
 	closedir(d);
 }
 
@@ -197,13 +205,8 @@ static long place__runnable_ours(const struct recorder_place *p)
 	if (!d)
 		return -1;
 	long n = 0;
-	struct dirent *e;
 	char buf[1024];
-	while ((e = readdir(d))) {
-		char *end;
-		long tid = strtol(e->d_name, &end, 10);
-		if (end == e->d_name || *end || tid <= 0)
-			continue;
+	for (pid_t tid; (tid = place__next_task(d));) {
 		const char *s = place__task_stat(p->self_pid, (uint32_t)tid, buf, sizeof(buf));
 		n += s && s[1] == ' ' && s[2] == 'R';
 	}
