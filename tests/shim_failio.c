@@ -21,17 +21,27 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* A trace, or the file trace-run's compaction writes to replace one (T.trc.compacting.XXXXXX):
- * the sync of a trace with stored chunks is that file's. */
-static bool failio__is_trace(int fd)
+/* What fd is: a trace, the file trace-run's compaction writes to replace one
+ * (T.trc.compacting.XXXXXX: the sync of a trace with stored chunks is that file's), or
+ * anything else. */
+enum failio_file { FAILIO_OTHER, FAILIO_TRACE, FAILIO_COMPACTING };
+
+static enum failio_file failio__file(int fd)
 {
 	char link[64], path[4096];
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	ssize_t n = readlink(link, path, sizeof(path) - 1);
 	if (n < 4)
-		return false;
+		return FAILIO_OTHER;
 	path[n] = '\0';
-	return !strcmp(path + n - 4, ".trc") || strstr(path, ".trc.compacting.");
+	if (strstr(path, ".trc.compacting."))
+		return FAILIO_COMPACTING;
+	return !strcmp(path + n - 4, ".trc") ? FAILIO_TRACE : FAILIO_OTHER;
+}
+
+static bool failio__is_trace(int fd)
+{
+	return failio__file(fd) != FAILIO_OTHER;
 }
 
 static bool failio__mode(const char *m)
@@ -41,13 +51,9 @@ static bool failio__mode(const char *m)
 }
 
 /* synclog:PATH: appends "trace" or "compacting" to PATH, a line per fsync of such a file. */
-static void failio__log_sync(int fd, const char *log)
+static void failio__log_sync(enum failio_file file, const char *log)
 {
-	char link[64], path[4096];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, path, sizeof(path) - 1);
-	path[n > 0 ? n : 0] = '\0';
-	const char *line = strstr(path, ".trc.compacting.") ? "compacting\n" : "trace\n";
+	const char *line = file == FAILIO_COMPACTING ? "compacting\n" : "trace\n";
 	int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (out >= 0) {
 		if (write(out, line, strlen(line)) < 0)
@@ -94,12 +100,13 @@ int fsync(int fd)
 	static int (*real)(int);
 	if (!real)
 		real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-	if (failio__mode("fsync") && failio__is_trace(fd)) {
+	enum failio_file file = failio__file(fd);
+	if (failio__mode("fsync") && file != FAILIO_OTHER) {
 		errno = EIO;
 		return -1;
 	}
-	if (failio__mode("synclog:") && failio__is_trace(fd))
-		failio__log_sync(fd, getenv("TRC_TEST_FAILIO") + strlen("synclog:"));
+	if (failio__mode("synclog:") && file != FAILIO_OTHER)
+		failio__log_sync(file, getenv("TRC_TEST_FAILIO") + strlen("synclog:"));
 	return real(fd);
 }
 

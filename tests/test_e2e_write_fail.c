@@ -9,19 +9,31 @@
 #define TR e2e_path("bin/trace-run")
 #define EMIT e2e_path("tests/prog_e2e_emit")
 
+/* Runs argv (trace-run ...) with the shim in its LD_PRELOAD doing what `mode` says
+ * (TRC_TEST_FAILIO), and with store_all, trace-run's writer storing every chunk
+ * (TRC_TEST_STORE_ALL). */
+static struct e2e_run run_with_shim(const char *dir, const char *mode, bool store_all,
+				    char *const argv[])
+{
+	setenv("LD_PRELOAD", e2e_path("tests/shim_failio.so"), 1);
+	setenv("TRC_TEST_FAILIO", mode, 1);
+	if (store_all)
+		setenv("TRC_TEST_STORE_ALL", "1", 1);
+	struct e2e_run r = e2e_runv(dir, argv);
+	unsetenv("LD_PRELOAD");
+	unsetenv("TRC_TEST_FAILIO");
+	unsetenv("TRC_TEST_STORE_ALL");
+	return r;
+}
+
 /* Runs trace-run -q -o trace over a shell that runs prog_e2e_emit 2 6000000 and exits 3, with
  * the shim making writes or closes of the trace fail as `mode` says. */
 static struct e2e_run run_failing(const char *dir, const char *trace, const char *mode)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "%s 2 6000000; exit 3", EMIT);
-	setenv("LD_PRELOAD", e2e_path("tests/shim_failio.so"), 1);
-	setenv("TRC_TEST_FAILIO", mode, 1);
-	struct e2e_run r = e2e_run(dir, (char *)TR, "-q", "-o", (char *)trace, "--", "/bin/sh",
-				   "-c", cmd, NULL);
-	unsetenv("LD_PRELOAD");
-	unsetenv("TRC_TEST_FAILIO");
-	return r;
+	char *argv[] = {(char *)TR, "-q", "-o", (char *)trace, "--", "/bin/sh", "-c", cmd, NULL};
+	return run_with_shim(dir, mode, false, argv);
 }
 
 /* Disk full at 1.5 MiB: the program runs to its end, exits with its status (3), recording
@@ -90,14 +102,11 @@ Test(e2e_write_fail, a_trace_with_stored_chunks_whose_sync_fails_exits_1, .timeo
 		char trace[300], cmd[600], want[600];
 		snprintf(trace, sizeof(trace), "%s/t.trc", dir);
 		snprintf(cmd, sizeof(cmd), "%s 1 200000; exit 3", EMIT);
-		setenv("LD_PRELOAD", e2e_path("tests/shim_failio.so"), 1);
-		setenv("TRC_TEST_FAILIO", "fsync", 1);
-		setenv("TRC_TEST_STORE_ALL", "1", 1);
-		struct e2e_run r = e2e_run(dir, (char *)TR, "-q", keep ? "--keep-stored" : "-q",
-					   "-o", trace, "--", "/bin/sh", "-c", cmd, NULL);
-		unsetenv("LD_PRELOAD");
-		unsetenv("TRC_TEST_FAILIO");
-		unsetenv("TRC_TEST_STORE_ALL");
+		char *argv[] = {(char *)TR, "-q",  keep ? "--keep-stored" : "-q",
+				"-o",	    trace, "--",
+				"/bin/sh",  "-c",  cmd,
+				NULL};
+		struct e2e_run r = run_with_shim(dir, "fsync", true, argv);
 		const char *how = keep ? "--keep-stored" : "compacted";
 		cr_expect_eq(r.exit_code, 1, "%s: exit %d: %s", how, r.exit_code, r.err);
 		snprintf(
@@ -125,31 +134,27 @@ Test(e2e_write_fail, the_trace_that_stays_is_synced_once, .timeout = 120)
 		snprintf(trace, sizeof(trace), "%s/t.trc", dir);
 		snprintf(log, sizeof(log), "%s/sync.log", dir);
 		snprintf(mode, sizeof(mode), "synclog:%s", log);
-		setenv("LD_PRELOAD", e2e_path("tests/shim_failio.so"), 1);
-		setenv("TRC_TEST_FAILIO", mode, 1);
-		if (cases[i].store)
-			setenv("TRC_TEST_STORE_ALL", "1", 1);
 		/* Not -q: its last line says whether chunks were stored (without the test hook a
 		 * few may be, when the idle-class compressor waits for a core at the end). */
-		struct e2e_run r = e2e_run(dir, (char *)TR, "--no-progress",
-					   cases[i].keep ? "--keep-stored" : "--no-progress", "-o",
-					   trace, "--", EMIT, "1", "200000", NULL);
-		unsetenv("LD_PRELOAD");
-		unsetenv("TRC_TEST_FAILIO");
-		unsetenv("TRC_TEST_STORE_ALL");
+		char *argv[] = {(char *)TR,
+				"--no-progress",
+				cases[i].keep ? "--keep-stored" : "--no-progress",
+				"-o",
+				trace,
+				"--",
+				(char *)EMIT,
+				"1",
+				"200000",
+				NULL};
+		struct e2e_run r = run_with_shim(dir, mode, cases[i].store, argv);
 		cr_expect_eq(r.exit_code, 0, "case %zu: exit %d: %s", i, r.exit_code, r.err);
-		char got[200] = "";
-		FILE *f = fopen(log, "r");
-		if (f) {
-			size_t n = fread(got, 1, sizeof(got) - 1, f);
-			got[n] = 0;
-			fclose(f);
-		}
+		char *got = e2e_slurp(log);
 		bool stored = strstr(r.err, "written uncompressed") != NULL;
 		cr_expect(stored || !cases[i].store, "case %zu: nothing stored: %s", i, r.err);
 		const char *want = stored && !cases[i].keep ? "compacting\n" : "trace\n";
 		cr_expect_str_eq(got, want, "case %zu (stored %d, --keep-stored %d): %s", i, stored,
 				 cases[i].keep, r.err);
+		free(got);
 		e2e_free(&r);
 		e2e_rm_rf(dir);
 	}
