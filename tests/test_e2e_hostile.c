@@ -506,35 +506,51 @@ static double churn_recorder_mib(const char *dir, const char *threads, bool keep
 	return mib;
 }
 
-/* few and many: thread counts (many = 10 x few); slack_mib: how much more many may take. */
+/* few and many: thread counts (many = 10 x few); slack_mib: how much more many may take.
+ * The recording's own peak varies from run to run by up to 5 MiB under load (7.3 to 12.5 MiB
+ * at either count), while what is tested adds the same 10 MiB or more to every run at many
+ * (the index loaded: 22.8-22.9 MiB at 100000 threads against 8.9-10.4 at 10000). So the
+ * baseline is the higher of two runs at few, and a run at many that comes out above it is run
+ * once more and the lower figure counts: noise does not repeat, the growth tested does. */
 static void churn_expect_flat(const char *few, const char *many, bool keep_stored, double slack_mib)
 {
 	const char *dir = e2e_tmpdir();
 	int64_t e1, a1, e2, a2;
 	double m1 = churn_recorder_mib(dir, few, keep_stored, &e1, &a1);
-	double m2 = churn_recorder_mib(dir, many, keep_stored, &e2, &a2);
 	cr_expect_eq(a1, e1, "%s threads: recorded + lost = emitted", few);
-	cr_expect_eq(a2, e2, "%s threads: recorded + lost = emitted", many);
 	/* A sanitizer's allocator keeps freed memory in quarantine: RSS says nothing there. */
 	const char *tier = getenv("TRC_SANITIZER_TIER");
-	if (!(tier && *tier))
-		cr_expect_leq(m2, m1 + slack_mib,
-			      "recorder RSS %.1f MiB after %s threads, %.1f after %s (%s)", m2,
-			      many, m1, few, keep_stored ? "--keep-stored" : "compacted");
+	bool look_at_rss = !(tier && *tier);
+	if (look_at_rss) {
+		double again = churn_recorder_mib(dir, few, keep_stored, &e1, &a1);
+		cr_expect_eq(a1, e1, "%s threads: recorded + lost = emitted", few);
+		m1 = again > m1 ? again : m1;
+	}
+	double m2 = churn_recorder_mib(dir, many, keep_stored, &e2, &a2);
+	cr_expect_eq(a2, e2, "%s threads: recorded + lost = emitted", many);
+	if (look_at_rss && m2 > m1 + slack_mib) {
+		double again = churn_recorder_mib(dir, many, keep_stored, &e2, &a2);
+		cr_expect_eq(a2, e2, "%s threads: recorded + lost = emitted", many);
+		m2 = again < m2 ? again : m2;
+	}
+	if (look_at_rss)
+		cr_expect_leq(
+			m2, m1 + slack_mib,
+			"recorder RSS %.1f MiB after %s threads (lower of two runs), %.1f after "
+			"%s (higher of two) (%s)",
+			m2, many, m1, few, keep_stored ? "--keep-stored" : "compacted");
 	e2e_rm_rf(dir);
 }
 
 Test(e2e_hostile, recorder_memory_stays_flat_over_50000_short_lived_threads, .timeout = 180)
 {
-	/* 5 MiB, as below: the recording's own peak varies by up to 3 MiB from run to run; the
-	 * writer that kept every stream's index took 10 MiB more here (10.6 -> 20.7). */
+	/* 5 MiB, as below: the writer that kept every stream's index took 10 MiB more here
+	 * (10.6 -> 20.7). */
 	churn_expect_flat("5000", "50000", true, 5.0);
 }
 
 /* 100000 threads (the issue's figure) take about 13 s here; the sanitizer tier, which does not
- * look at RSS, checks the rest with fewer. The slack is wider than above: the recording's own
- * peak varies by up to 3 MiB from run to run under load (10.8 to 13.9 MiB at 10000 threads,
- * either mode), and what is tested, the index loaded, would add 10 MiB. */
+ * look at RSS, checks the rest with fewer. The index loaded adds 12-14 MiB here. */
 Test(e2e_hostile, recorder_memory_stays_flat_over_100000_threads_when_compacting, .timeout = 180)
 {
 	const char *tier = getenv("TRC_SANITIZER_TIER");
