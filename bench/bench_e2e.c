@@ -22,7 +22,9 @@
  *
  * case=threads-200: 200 threads each emitting 200 000 events at once (work_events 40M 200),
  *   as a new user would: events lost (lost_fraction), the ring bytes resident in the program
- *   at their peak (ring_bytes_resident: the summary's buffers_resident_peak_bytes), the
+ *   at their peak (ring_bytes_resident: the summary's buffers_resident_peak_bytes, which
+ *   also counts the region's tables before the rings, 212 KiB at the defaults: 264.2 MiB
+ *   here is the bound exactly, 64 MiB of budget and 1 MiB per thread, plus those), the
  *   program's peak RSS (program_maxrss_bytes, buffers included) and trace-run's own
  *   (recorder_peak_rss_bytes). Medians of RUNS runs.
  *
