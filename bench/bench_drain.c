@@ -17,11 +17,18 @@
  *            fused and memcpy passes a few ms apart: steadier under a load that comes and
  *            goes).
  *
+ * case=raw-TYPE+TYPE...  The same with only the record types --types names (a comma-separated
+ *            list of span_begin, func_enter, alloc, counter, free, instant, func_exit,
+ *            span_end): what each type costs the drain against its bytes' memcpy. Here, quiet:
+ *            spans 1.5 ns against 0.5 (16 bytes: the drain's cost is per record, memcpy's per
+ *            byte), frees 1.8 against 0.8, function entries 2.4 against 1.0, the mix 2.1
+ *            against 0.9. Not in `make bench`: a tool for work on the drain.
+ *
  * Output: a readable table, then `SUMMARY bench=drain case=raw ...` (medians of the runs, with
- * _min and _max). Flags: --quick, --runs N, --records N (1000 to 500000 a run; at 40000 the
- * ring's bytes fit in L2, and both passes then pay for reading, through the recorder's mapping,
- * lines this same core just wrote through the producer's, which a real drain on another CPU
- * does not: 20000 records here, memcpy 0.90 ns a record through the drain's view against 0.34
+ * _min and _max). Flags: --quick, --runs N, --types LIST, --records N (1000 to 500000 a run; at
+ * 40000 the ring's bytes fit in L2, and both passes then pay for reading, through the recorder's
+ * mapping, lines this same core just wrote through the producer's, which a real drain on another
+ * CPU does not: 20000 records here, memcpy 0.90 ns a record through the drain's view against 0.34
  * through the producer's, and the drain 2.4 ns against 1.5 at 100000 and more; the default
  * 400000 leaves little of that), --fused-only (fused drains alone, for callgrind: `valgrind
  * --tool=callgrind --toggle-collect=session_drain build/bench/bench_drain --quick --fused-only`,
@@ -138,14 +145,20 @@ static int b_record(void *arg, const struct session_stream *st, const struct trc
 
 /* ---- the producer --------------------------------------------------------------------------- */
 
-/* Writes n events round-robin over every event type; returns the ring bytes they took. */
+/* The producer's eight cases, in this order (--types picks some): span begin, function enter,
+ * alloc, counter, free, instant, function exit, span end. mix[i & 7] is the case of event i:
+ * every case, or those picked, repeated to fill the eight places. */
+#define BENCH_TYPE_NAMES "span_begin,func_enter,alloc,counter,free,instant,func_exit,span_end"
+static unsigned mix[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+/* Writes n events round-robin over mix; returns the ring bytes they took. */
 __attribute__((noinline)) static uint64_t produce(uint32_t n, uint32_t id)
 {
 	unsigned m = trc__mode_load();
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t addr = 0x7f0000001000ull + (i & 1023) * 64;
-		switch (i & 7) {
+		switch (mix[i & 7]) {
 		case 0:
 			trc__emit(m, TRC_TAG(TRC_REC_SPAN_BEGIN, id), 0, 0, 0);
 			bytes += 16;
@@ -183,6 +196,42 @@ __attribute__((noinline)) static uint64_t produce(uint32_t n, uint32_t id)
 	return bytes;
 }
 
+/* --types LIST: the cases named in LIST (BENCH_TYPE_NAMES, comma-separated) fill mix; case_name
+ * gets "raw-" and the list with '+' between the names. 0, or 1 with a line on stderr. */
+static int parse_types(const char *list, char *case_name, size_t cap)
+{
+	static const char *const names[8] = {"span_begin", "func_enter", "alloc",     "counter",
+					     "free",	   "instant",	 "func_exit", "span_end"};
+	unsigned picked[8], n = 0;
+	int used = snprintf(case_name, cap, "raw");
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		unsigned k = 0;
+		while (k < 8 && !(strlen(names[k]) == len && !strncmp(p, names[k], len)))
+			k++;
+		if (k == 8 || n == 8) {
+			fprintf(stderr, "bench_drain: --types: '%.*s' is not one of %s\n", (int)len,
+				p, BENCH_TYPE_NAMES);
+			return 1;
+		}
+		picked[n++] = k;
+		used += snprintf(case_name + used, cap - (size_t)used, "%c%s", n == 1 ? '-' : '+',
+				 names[k]);
+		if ((size_t)used >= cap) {
+			fprintf(stderr, "bench_drain: --types: list too long\n");
+			return 1;
+		}
+		p += len + (p[len] == ',');
+	}
+	if (n == 0) {
+		fprintf(stderr, "bench_drain: --types: no type named (%s)\n", BENCH_TYPE_NAMES);
+		return 1;
+	}
+	for (unsigned i = 0; i < 8; i++)
+		mix[i] = picked[i % n];
+	return 0;
+}
+
 static long drain_all(struct trc_session *s, const struct session_sink *k)
 {
 	long total = 0, n;
@@ -196,10 +245,14 @@ int main(int argc, char **argv)
 	int runs = 7;
 	uint32_t records = 400000; /* ~9.6 MB of ring: more than this machine's caches */
 	bool fused_only = false; /* --fused-only: for callgrind, session_drain's Ir / records */
+	char types[200] = "raw"; /* the case: raw, or raw-TYPE+TYPE... under --types */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			runs = 3;
 			records = 200000;
+		} else if (!strcmp(argv[i], "--types") && i + 1 < argc) {
+			if (parse_types(argv[++i], types, sizeof(types)))
+				return 2;
 		} else if (!strcmp(argv[i], "--fused-only")) {
 			fused_only = true;
 		} else if (!strcmp(argv[i], "--records") && i + 1 < argc) {
@@ -212,7 +265,7 @@ int main(int argc, char **argv)
 				runs = 1;
 		} else {
 			fprintf(stderr, "usage: bench_drain [--quick] [--runs N] [--records N] "
-					"[--fused-only]\n");
+					"[--types LIST] [--fused-only]\n");
 			return 2;
 		}
 	}
@@ -346,14 +399,15 @@ int main(int argc, char **argv)
 	printf("  fused / memcpy = %.2f (target <= 2; per run: median %.2f, %.2f to %.2f); "
 	       "old / fused = %.2f\n",
 	       f.median / c.median, pr.median, pr.min, pr.max, o.median / f.median);
-	printf("SUMMARY bench=drain case=raw ns_per_record=%.3f ns_per_record_min=%.3f "
+	printf("SUMMARY bench=drain case=%s ns_per_record=%.3f ns_per_record_min=%.3f "
 	       "ns_per_record_max=%.3f memcpy_ns_per_record=%.3f memcpy_ns_per_record_min=%.3f "
 	       "memcpy_ns_per_record_max=%.3f ratio=%.3f struct_ns_per_record=%.3f "
 	       "struct_ns_per_record_min=%.3f struct_ns_per_record_max=%.3f records=%u runs=%d "
 	       "ring_bytes_per_record=%.1f ratio_paired=%.3f ratio_paired_min=%.3f "
 	       "ratio_paired_max=%.3f\n",
-	       f.median, f.min, f.max, c.median, c.min, c.max, f.median / c.median, o.median, o.min,
-	       o.max, records, runs, (double)ring_bytes / records, pr.median, pr.min, pr.max);
+	       types, f.median, f.min, f.max, c.median, c.min, c.max, f.median / c.median, o.median,
+	       o.min, o.max, records, runs, (double)ring_bytes / records, pr.median, pr.min,
+	       pr.max);
 	free(fus);
 	free(str);
 	free(cpy);
