@@ -81,7 +81,12 @@ static const char run__usage[] =
 	"error; 126 command not executable; 127 command not found; 1 the recorder\n"
 	"failed, or writing or closing the trace failed. A full disk (or ulimit -f)\n"
 	"only stops the recording: the trace keeps what came before, marked truncated,\n"
-	"and the status is the command's.\n";
+	"and the status is the command's.\n"
+	"\n"
+	"Environment: TRC_PRELOAD=PATH[:PATH...] the libraries to preload instead of\n"
+	"the libtrc-preload.so found beside trace-run; TRC_NO_PLACE=1 leaves the\n"
+	"recorder's threads wherever the scheduler puts them (by default they keep off\n"
+	"the CPU of the program's busiest thread while a CPU is spare).\n";
 
 int run_parse_size(const char *text, uint64_t *out)
 {
