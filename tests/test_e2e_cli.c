@@ -4,6 +4,7 @@
  * and the command never ran), signals forwarded to the program, the report line; and the
  * README's build line and what it builds, run as written. */
 #include <regex.h>
+#include <sys/resource.h>
 
 #include "cli_version.h"
 #include "e2e_util.h"
@@ -189,7 +190,7 @@ static void expect_report(const char *err, const char *trace, const char *events
 	snprintf(pat, sizeof(pat),
 		 "^trace-run: %s \\([0-9.]+ (B|KiB|MiB)\\): %s, 0 lost, peak RSS [0-9.]+ "
 		 "(B|KiB|MiB|GiB)( to [0-9.]+ (B|KiB|MiB|GiB))? \\(trace buffers excluded\\); %s; "
-		 "recorder RSS [0-9.]+ MiB\n$",
+		 "recorder RSS [0-9.]+ MiB, CPU [0-9]+\\.[0-9]{2} s\n$",
 		 trace, events, ended);
 	cr_assert_eq(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0, "%s", pat);
 	cr_expect_eq(regexec(&re, err, 0, NULL, 0), 0, "report line:\n%s\ndoes not match:\n%s", err,
@@ -227,6 +228,56 @@ Test(e2e_cli, report_line_says_how_the_program_ended, .timeout = 60)
 	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", e2e_path("tests/prog_e2e_emit"), "1",
 		    "2", NULL);
 	expect_report(r.err, out, "2 events", "program exited with status 0");
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* CPU seconds of the children this test process waited for (trace-run and, through it, the
+ * program it ran). */
+static double children_cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* The CPU figure of the report line, or -1. */
+static double reported_recorder_cpu_s(const char *err)
+{
+	const char *p = strstr(err, ", CPU ");
+	return p ? strtod(p + strlen(", CPU "), NULL) : -1;
+}
+
+/* The report's recorder CPU is trace-run's own threads', not the program's: a program that
+ * burns ~1 s of CPU and emits nothing leaves it near 0 while trace-run and the program took a
+ * second between them; one that emits 20 M events as fast as it can costs the recorder a
+ * real share (drain, compression: ~0.7 s here), within what trace-run and its child took. */
+Test(e2e_cli, report_line_gives_the_recorders_own_cpu, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	double before = children_cpu_s();
+	struct e2e_run r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", "/bin/sh", "-c",
+				   "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done", NULL);
+	double took = children_cpu_s() - before;
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	double rec = reported_recorder_cpu_s(r.err);
+	cr_expect(took > 0.4, "the busy program took %.2f s of CPU in all", took);
+	cr_expect(rec >= 0 && rec < 0.25, "recorder CPU %.2f s of %.2f: the program's counted?\n%s",
+		  rec, took, r.err);
+	e2e_free(&r);
+
+	before = children_cpu_s();
+	r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", e2e_path("tests/prog_rt_events"), "0",
+		    "20000000", NULL);
+	took = children_cpu_s() - before;
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	rec = reported_recorder_cpu_s(r.err);
+	cr_expect(rec >= 0.1 && rec <= took + 0.02,
+		  "recorder CPU %.2f s for 20 M events, %.2f s for trace-run and its child\n%s",
+		  rec, took, r.err);
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }

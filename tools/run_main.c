@@ -547,11 +547,16 @@ int main(int argc, char **argv)
 		struct rusage self;
 		getrusage(RUSAGE_SELF, &self);
 		run__how_it_ended(w.status, ended, sizeof(ended));
+		/* The recorder's own cost: every thread of trace-run (drain, writer, compressors,
+		 * sampler, the compaction), not the program's (RUSAGE_SELF leaves children out). */
+		double cpu_s = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 +
+			       (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
 		fprintf(stderr,
 			"trace-run: %s (%s): %" PRIu64 " %s, %" PRIu64
-			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB\n",
+			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB, "
+			"CPU %.2f s\n",
 			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
-			peak, ended, (double)self.ru_maxrss / 1024.0);
+			peak, ended, (double)self.ru_maxrss / 1024.0, cpu_s);
 		if (stored && compacted) {
 			char refused[96] = "";
 			if (cst.refused)
