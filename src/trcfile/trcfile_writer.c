@@ -316,15 +316,7 @@ static void trcfile__chunk_put(struct trcfile_writer *w, struct trcfile__wchunk 
 
 /* ---- pipeline threads ----------------------------------------------------------------- */
 
-/* TRCFILE_WRITER_PREFAULT: new chunks, fully touched and put in the pool one by one, until the
- * writer has made as many as the pipeline holds at once plus a few open ones, whoever made
- * them. The writer thread does it before its first write, not trcfile_writer_open: ~14 MiB at
- * ~2 us a page here is ~5 ms, half of what trace-run spent before the program could start
- * (perf: trace-run -- /bin/true took 14.5 ms, /bin/true 2.2); this way it overlaps the
- * program's start. It makes chunks rather than warming pooled ones it would hold meanwhile:
- * appenders that find the pool empty make their own, and those count (held, 200 threads
- * starting at once added them on top: threads-200 recorder RSS 41.5-57.7 MiB, median 51.6,
- * against 41.5-47.6, median 44.1, counted). */
+/* Faults n bytes at p in: one store a page (4 KiB here; larger pages are covered too). */
 static void trcfile__touch_pages(void *p, size_t n)
 {
 	/* A store per page, volatile: GCC may turn a malloc and then a memset to 0 into calloc,
@@ -337,6 +329,16 @@ static void trcfile__touch_pages(void *p, size_t n)
 		b[n - 1] = 0;
 }
 
+/* TRCFILE_WRITER_PREFAULT: new chunks, their raw pages touched (the drain writes there) and put
+ * in the pool one by one, until the writer has made as many as the pipeline holds at once plus
+ * a few open ones, whoever made them. The writer thread does it before its first write, not
+ * trcfile_writer_open: 7 MiB at the defaults, at ~2 us a page here ~4 ms, about half of what
+ * trace-run spent before the program could start
+ * (perf: trace-run -- /bin/true took 14.5 ms, /bin/true 2.2); this way it overlaps the
+ * program's start. It makes chunks rather than warming pooled ones it would hold meanwhile:
+ * appenders that find the pool empty make their own, and those count (held, 200 threads
+ * starting at once added them on top: threads-200 recorder RSS 41.5-57.7 MiB, median 51.6,
+ * against 41.5-47.6, median 44.1, counted). */
 static void trcfile__prefault_pool(struct trcfile_writer *w)
 {
 	/* Closing already (a program that ran a few ms): no use for them any more. */
