@@ -506,12 +506,15 @@ static double churn_recorder_mib(const char *dir, const char *threads, bool keep
 	return mib;
 }
 
-/* few and many: thread counts (many = 10 x few); slack_mib: how much more many may take.
- * The recording's own peak varies from run to run by up to 5 MiB under load (7.3 to 12.5 MiB
- * at either count), while what is tested adds the same 10 MiB or more to every run at many
- * (the index loaded: 22.8-22.9 MiB at 100000 threads against 8.9-10.4 at 10000). So the
- * baseline is the higher of two runs at few, and a run at many that comes out above it is run
- * once more and the lower figure counts: noise does not repeat, the growth tested does. */
+/* few and many: thread counts; slack_mib: how much more many may take.
+ * The recording's own peak is bimodal from run to run, about 6 or about 11 MiB at any count
+ * (5000 to 100000 threads; up to 12.5 in CI, 13.7 under a polling watcher), whatever the
+ * glibc malloc tunables, while what these tests are for adds the same 10 MiB or more to every
+ * run at many (the compaction loading the index: 22.7-22.9 MiB at 100000 threads, every run).
+ * So the baseline is the higher of two runs at few, and a run at many that comes out above it
+ * plus the slack is run again, up to three times in all, the lowest figure counting: the
+ * noise does not repeat, the growth tested does. (CI failed both ways of counting less: one
+ * run each, 12.5 against 7.4; the lower of two at many, 11.2 against 6.0.) */
 static void churn_expect_flat(const char *few, const char *many, bool keep_stored, double slack_mib)
 {
 	const char *dir = e2e_tmpdir();
@@ -528,34 +531,39 @@ static void churn_expect_flat(const char *few, const char *many, bool keep_store
 	}
 	double m2 = churn_recorder_mib(dir, many, keep_stored, &e2, &a2);
 	cr_expect_eq(a2, e2, "%s threads: recorded + lost = emitted", many);
-	if (look_at_rss && m2 > m1 + slack_mib) {
+	int runs = 1;
+	for (; look_at_rss && m2 > m1 + slack_mib && runs < 3; runs++) {
 		double again = churn_recorder_mib(dir, many, keep_stored, &e2, &a2);
 		cr_expect_eq(a2, e2, "%s threads: recorded + lost = emitted", many);
 		m2 = again < m2 ? again : m2;
 	}
 	if (look_at_rss)
-		cr_expect_leq(
-			m2, m1 + slack_mib,
-			"recorder RSS %.1f MiB after %s threads (lower of two runs), %.1f after "
-			"%s (higher of two) (%s)",
-			m2, many, m1, few, keep_stored ? "--keep-stored" : "compacted");
+		cr_expect_leq(m2, m1 + slack_mib,
+			      "recorder RSS %.1f MiB after %s threads (lowest of %d runs), %.1f "
+			      "after %s (higher of two) (%s)",
+			      m2, many, runs, m1, few, keep_stored ? "--keep-stored" : "compacted");
 	e2e_rm_rf(dir);
 }
 
-Test(e2e_hostile, recorder_memory_stays_flat_over_50000_short_lived_threads, .timeout = 180)
+/* 100000 threads (the issue's figure) take about 13 s here; the sanitizer tier, which does not
+ * look at RSS, checks the rest with fewer. */
+Test(e2e_hostile, recorder_memory_stays_flat_over_100000_short_lived_threads, .timeout = 240)
 {
-	/* 5 MiB, as below: the writer that kept every stream's index took 10 MiB more here
-	 * (10.6 -> 20.7). */
-	churn_expect_flat("5000", "50000", true, 5.0);
+	/* The writer that kept every stream's index took 10 MiB more at 50000 threads (10.6 ->
+	 * 20.7), so about 20 here, against a slack of 8. */
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	if (tier && *tier)
+		churn_expect_flat("500", "5000", true, 0);
+	else
+		churn_expect_flat("5000", "100000", true, 8.0);
 }
 
-/* 100000 threads (the issue's figure) take about 13 s here; the sanitizer tier, which does not
- * look at RSS, checks the rest with fewer. The index loaded adds 12-14 MiB here. */
-Test(e2e_hostile, recorder_memory_stays_flat_over_100000_threads_when_compacting, .timeout = 180)
+/* The index loaded adds 12-13 MiB at 100000 threads, against a slack of 7. */
+Test(e2e_hostile, recorder_memory_stays_flat_over_100000_threads_when_compacting, .timeout = 240)
 {
 	const char *tier = getenv("TRC_SANITIZER_TIER");
 	if (tier && *tier)
 		churn_expect_flat("500", "5000", false, 0);
 	else
-		churn_expect_flat("10000", "100000", false, 5.0);
+		churn_expect_flat("10000", "100000", false, 7.0);
 }
