@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include "rss_source.h"
 #include "summary.h"
 #include "test_trcfile_util.h"
 
@@ -553,15 +554,17 @@ Test(trcfile, back_pressure_with_one_chunk_in_flight, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
-/* Resident bytes of this process (statm), for the prefault test. */
+/* Resident bytes of this process (statm, through the sampler's reader), for the prefault
+ * test. */
 static uint64_t tu_resident_bytes(void)
 {
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, resident = 0;
-	cr_assert_not_null(f);
-	cr_assert_eq(fscanf(f, "%lu %lu", &size, &resident), 2);
-	fclose(f);
-	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+	int err = 0;
+	struct rss_reader *r = rss_reader_open(getpid(), TRC_RSS_STATM, &err);
+	cr_assert_not_null(r, "rss_reader_open: %d", err);
+	struct trc_rss_figures fig = {0};
+	cr_assert_eq(rss_reader_read(r, &fig), 0);
+	rss_reader_close(r);
+	return fig.rss_bytes;
 }
 
 /* Opens a writer with 4 MiB chunks, two in flight, and returns how much this process's RSS grew
