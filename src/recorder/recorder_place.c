@@ -147,7 +147,6 @@ static int place__cpu_of(uint32_t pid, uint32_t tid)
 	return end != s + 1 && cpu >= 0 && cpu < CPU_SETSIZE ? (int)cpu : -1;
 }
 
-/* Sets every thread of this process to mask (threads started later inherit their creator's). */
 /* The next thread of this process in d (opendir("/proc/self/task")), or 0 at the end. */
 static pid_t place__next_task(DIR *d)
 {
@@ -161,6 +160,7 @@ static pid_t place__next_task(DIR *d)
 	return 0;
 }
 
+/* Sets every thread of this process to mask (threads started later inherit their creator's). */
 static void place__apply(struct recorder_place *p, const cpu_set_t *mask)
 {
 	p->applied = *mask;

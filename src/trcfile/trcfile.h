@@ -101,8 +101,9 @@ struct trcfile_header_info {
  * do not pay a page fault per 4 KiB (about 6 us each on this VM: with 1 MiB chunks that is 1.5
  * ms per fresh chunk, enough for a busy thread's ring to overflow). The writer's own threads do
  * it as they start, not open, which the program's start waits for; a close that comes first
- * stops it. Costs the recorder about (max_chunks_in_flight + 3) x 2 x chunk_bytes of resident
- * memory. */
+ * stops it. Costs the recorder about (max_chunks_in_flight + 3) x chunk_bytes of resident
+ * memory (the chunks' raw buffers, which appends write; their compressed copies are made but
+ * not touched), plus each compressor's zstd work space. */
 #define TRCFILE_WRITER_PREFAULT (1u << 2)
 
 /* Compression never holds the appending thread back: when every compression slot is taken
