@@ -16,7 +16,8 @@
  *
  * Then records the fast loop must not take, in the middle of a run: an event of an unusual
  * length (the old path delivers it), and corrupt ones (id 0, an id beyond the string table, a
- * time no record can have, an unknown type, a payload too short): both paths stop at the same
+ * time no record can have, a tick on a clock segment that starts after now, an unknown type, a
+ * payload too short): both paths stop at the same
  * record, keep what came before it and report the stream corrupt.
  *
  * Threads: the test thread is drain and (but for the corrupt cases) producer at once.
@@ -500,8 +501,12 @@ static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
 {
 	uint32_t ids[3];
 	struct trc_session *s = start(0, ids);
-	make_events(cs && cs->tsc ? cs->cur.tick0 - 20000000u : trc_mono_ns(), ids[0], ids[1],
-		    ids[2]);
+	/* Ticks from 20 M before tick0 (so across it), or, for kind 8, from 20 M before now as
+	 * a tick count, on the previous segment: tick0 of the current one is far ahead. */
+	uint64_t ts0 = !cs || !cs->tsc ? trc_mono_ns()
+		       : kind == 8     ? cs->prev.tick0 + (1ull << 26) - 20000000u
+				       : cs->cur.tick0 - 20000000u;
+	make_events(ts0, ids[0], ids[1], ids[2]);
 	struct ev *e = &evs[BAD_AT];
 	switch (kind) {
 	case 0: /* events with longer payloads: unusual, not corrupt (the old path takes them);
@@ -536,6 +541,11 @@ static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
 	case 7: /* on the current segment, beyond belief (1.08 s ahead at 0.9 ns a tick); what
 		 * the previous segment's slower rate would make of it is believable, and wrong */
 		e->ts = cs->cur.tick0 + 1200000000u;
+		break;
+	case 8: /* just past tick0 of a current segment that starts an hour after now (a refit
+		 * read long after the drain's clock, if that could be): its time is past belief
+		 * however near tick0, and the fast loop must not start on that segment */
+		e->ts = cs->cur.tick0 + 1000;
 		break;
 	case 5: /* an unknown type of an event's length */
 		e->type = 0x7e;
@@ -610,6 +620,14 @@ Test(drain_fused, a_future_time_is_never_taken_on_the_previous_segment, .timeout
 {
 	struct clock_setup cs = tsc_setup(3865470566u, 429496730u);
 	bad_case(7, true, &cs);
+}
+
+Test(drain_fused, a_segment_starting_after_now_is_never_believed, .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	cs.cur.tick0 = cs.prev.tick0 + (1ull << 26) + (1ull << 32);
+	cs.cur.ns0 = trc_mono_ns() + 3600000000000ull;
+	bad_case(8, true, &cs);
 }
 
 Test(drain_fused, an_unknown_type_ends_the_stream_where_the_old_path_does, .timeout = 60)

@@ -1,6 +1,6 @@
 /* test_mut_summary.c - summary figures that only traces of a real size, or of several threads,
  * exercise (tests/mutants/LIST: summary-names-merge-min, summary-rss-min and the summary's
- * fast path).
+ * fast path), and when events were lost (summary-lost-first-max).
  *
  * Purpose: exact expected values for a counter written by two threads (each thread's figures
  * are merged into the name's), for a counter stream long enough that its records go through
@@ -148,6 +148,61 @@ Test(mut_summary, rss_sampled_min_peak_last, .timeout = 60)
 	cr_assert_eq(s.rss_sampled_last_bytes, 4u << 20);
 	cr_assert_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_SAMPLED);
 	cr_assert_eq(s.rss_peak_bytes, 8u << 20);
+	summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+static void add_lost(struct tu_stream *s, uint64_t count, uint64_t ts)
+{
+	struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = ts};
+	r.lost.count = count;
+	r.lost.reason = TRC_LOST_RING_FULL;
+	tu_add(s, &r);
+}
+
+/* When events were lost (issue 11 item 3): thread 1 loses 3 events early and 5 late, thread 2
+ * loses 2 in the middle, over a run of 10 us. The first and last losses are the earliest and
+ * latest of the three, whatever stream they are on, and the spark holds 3, 2, 5 in that order
+ * in three columns. */
+Test(mut_summary, loss_over_time_first_last_and_spark, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	const uint64_t t0 = 1000000000ull;
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4243);
+	struct tu_stream *meta = &p.streams[0], *a = &p.streams[1], *b = &p.streams[2];
+	add_name(meta, 1, "x", t0);
+	add_counter(a, 1, 0, t0);
+	add_lost(a, 3, t0 + 100);
+	add_lost(b, 2, t0 + 4000);
+	add_lost(a, 5, t0 + 9000);
+	add_counter(b, 1, 1, t0 + 10000);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 4), 0);
+	struct trcfile_reader *rd = open_trace(path);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	cr_assert_eq(s.events_lost, 10);
+	cr_assert_eq(s.lost_first_ts_ns, t0 + 100, "first %llu",
+		     (unsigned long long)(s.lost_first_ts_ns - t0));
+	cr_assert_eq(s.lost_last_ts_ns, t0 + 9000, "last %llu",
+		     (unsigned long long)(s.lost_last_ts_ns - t0));
+	uint64_t seen[SUMMARY_SPARK_COLUMNS], n = 0, total = 0;
+	for (unsigned i = 0; i < SUMMARY_SPARK_COLUMNS; i++) {
+		total += s.lost_spark[i];
+		if (s.lost_spark[i])
+			seen[n++] = s.lost_spark[i];
+	}
+	cr_assert_eq(total, 10);
+	cr_assert_eq(n, 3, "%llu columns with losses", (unsigned long long)n);
+	cr_assert(seen[0] == 3 && seen[1] == 2 && seen[2] == 5, "spark %llu %llu %llu",
+		  (unsigned long long)seen[0], (unsigned long long)seen[1],
+		  (unsigned long long)seen[2]);
 	summary_free(&s);
 	trcfile_reader_close(rd);
 	tu_plan_free(&p);

@@ -1,7 +1,8 @@
 /* test_session_budget.c - ring memory that does not grow with the thread count (session_layout.h
  * "Residency"): rings grow only as far as the drain lags and beyond their base only from the
  * region's pool, a full ring waits for the drain instead of dropping, idle rings give their
- * pages back and take them again without losing or corrupting a record. In one process, as
+ * pages back and take them again without losing or corrupting a record, and the recorder's own
+ * mapping of the rings keeps a bounded share of what it has read. In one process, as
  * test_session.c: the test creates the session, attaches, emits through trc.h and drains.
  * Criterion runs each test in its own process. */
 #include <criterion/criterion.h>
@@ -86,8 +87,8 @@ static uint64_t bt_rings(struct trc_session *s)
 	return session_buffers_resident_bytes(s, getpid()) - s->geom.rings_off;
 }
 
-/* Resident bytes of the runtime's own mapping of the region, from the kernel. */
-static uint64_t bt_kernel_rings(struct trc_session *s)
+/* Resident bytes of the rings in the mapping of the region at base, from the kernel. */
+static uint64_t bt_kernel_rings_at(struct trc_session *s, const void *base)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	cr_assert_not_null(f);
@@ -98,7 +99,7 @@ static uint64_t bt_kernel_rings(struct trc_session *s)
 		unsigned long start, end;
 		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
 		    strchr(line, '-') < strchr(line, ' ')) {
-			in = start == (uintptr_t)trc__rt.base;
+			in = start == (uintptr_t)base;
 			continue;
 		}
 		unsigned long kb;
@@ -108,7 +109,14 @@ static uint64_t bt_kernel_rings(struct trc_session *s)
 		}
 	}
 	fclose(f);
+	cr_assert_neq(rss, UINT64_MAX, "no mapping at %p in /proc/self/smaps", base);
 	return rss - s->geom.rings_off;
+}
+
+/* ... of the runtime's own mapping (the program's side). */
+static uint64_t bt_kernel_rings(struct trc_session *s)
+{
+	return bt_kernel_rings_at(s, trc__rt.base);
 }
 
 Test(budget, ring_stays_at_its_head_while_the_drain_keeps_up, .timeout = 120)
@@ -314,5 +322,47 @@ Test(budget, a_writer_wraps_early_only_after_the_punch_under_drop, .timeout = 12
 	cr_assert_eq(c.counters + c.lost, (uint64_t)v);
 	cr_assert_eq(c.out_of_order, 1, "one gap, where the punch was");
 	free(before);
+	session_destroy(s);
+}
+
+Test(budget, the_recorders_own_mapping_holds_a_bounded_share_of_the_rings, .timeout = 120)
+{
+	/* 16 threads x 2.9 MB of counters, none drained until all are written: 46 MB resident in
+	 * the rings, more than the 32 MiB above which the drain drops its own page-table entries
+	 * for them after every 16 MiB it reads (session_layout.h "Residency"). So, drained in one
+	 * go, the recorder's mapping keeps at most what it read since its last drop: under 16 MiB
+	 * plus one ring's records. */
+	enum { T = 16, N = 120000 };
+	struct session_config cfg = {.max_slots = 32,
+				     .ring_bytes = 4 << 20,
+				     .ring_pool_bytes = 64 << 20,
+				     .ring_wait_ns = 10000000000ull};
+	struct trc_session *s = bt_start_cfg(&cfg);
+	cr_assert_neq((void *)s->base, trc__rt.base, "the recorder's mapping is its own");
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, T + 1);
+	struct bt_burst b = {.n = N, .bar = &bar};
+	pthread_t th[T];
+	for (int i = 0; i < T; i++)
+		pthread_create(&th[i], NULL, bt_burst_main, &b);
+	pthread_barrier_wait(&bar); /* every burst written, every thread alive */
+	const uint64_t bytes = (uint64_t)T * N * (RING_HDR_BYTES + sizeof(struct trc_ring_value));
+	cr_assert_geq(bt_kernel_rings(s), bytes, "the program's side holds the rings: %lu",
+		      (unsigned long)bt_kernel_rings(s));
+	struct bt_collect c = {0};
+	bt_drain_idle(s, &c);
+	cr_assert_eq(c.counters, (uint64_t)T * N);
+	cr_assert_eq(c.lost, 0);
+	cr_assert_eq(c.out_of_order, 0);
+	uint64_t mine = bt_kernel_rings_at(s, s->base);
+	cr_assert_lt(mine, (16u << 20) + bytes / T,
+		     "the recorder's mapping holds %.1f MiB of the rings' %.1f MiB",
+		     mine / 1048576.0, bytes / 1048576.0);
+	cr_assert_geq(bt_kernel_rings(s), bytes, "the program's side keeps its pages");
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+	bt_drain_idle(s, &c);
+	cr_assert_eq(c.counters, (uint64_t)T * N);
 	session_destroy(s);
 }

@@ -2,7 +2,10 @@
  * a short-lived thread that finishes its claim between the drain's state load and its liveness
  * check. Races are made deterministic by interposing syscall() in this test binary (the drain
  * checks liveness with syscall(SYS_tgkill)): the interposer runs the racing producer's steps
- * exactly in the window, then makes the real call. */
+ * exactly in the window, then makes the real call. Then a thread's wait counters as its
+ * program could write them (session__report_waits): plausible ones reported as they are; a
+ * total or a longest wait beyond the session's age, or more waits than nanoseconds, end its
+ * stream as corrupt. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -241,4 +244,90 @@ Test(session_hostile, reentrant_losses_are_the_threads_own, .timeout = 30)
 	cr_assert_eq(lost_elsewhere, 0);
 	ts_collect_free(&c);
 	session_destroy(s);
+}
+
+/* ---- the wait counters of a slot, as a traced program could write them ------------------- */
+
+struct waits_arg {
+	struct trc_session *s;
+	uint64_t waits, waited_ns, max_ns;
+	long tid;
+};
+
+/* 5 counters, the slot's wait counters set to the test's figures, 5 more. */
+static void *emit_with_waits(void *p)
+{
+	struct waits_arg *a = p;
+	a->tid = gettid();
+	for (int i = 0; i < 5; i++)
+		TRC_COUNTER("hostile.waits", i);
+	struct trc_slot *sl = NULL;
+	for (uint32_t i = 0; i < a->s->geom.max_slots; i++)
+		if (session__slot(a->s, i)->tid == (uint32_t)a->tid)
+			sl = session__slot(a->s, i);
+	cr_assert_not_null(sl);
+	atomic_store(&sl->waits, a->waits);
+	atomic_store(&sl->waited_ns, a->waited_ns);
+	atomic_store(&sl->wait_max_ns, a->max_ns);
+	for (int i = 5; i < 10; i++)
+		TRC_COUNTER("hostile.waits", i);
+	return NULL;
+}
+
+/* What the drain makes of the figures: the thread's counters (all 10 either way), and either
+ * the one WAIT record carrying them (believed) or its stream ended as corrupt, naming them. */
+static void expect_waits(uint64_t waits, uint64_t waited_ns, uint64_t max_ns, bool believed)
+{
+	struct trc_session *s = start(4, 64 << 10);
+	struct waits_arg a = {.s = s, .waits = waits, .waited_ns = waited_ns, .max_ns = max_ns};
+	pthread_t th;
+	pthread_create(&th, NULL, emit_with_waits, &a);
+	pthread_join(th, NULL);
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	size_t counters = 0, wait_records = 0, notes = 0;
+	char why[64];
+	snprintf(why, sizeof(why), "tid %ld is corrupt (wait counters implausible)", a.tid);
+	for (size_t i = 0; i < c.n; i++) {
+		const struct ts_rec *x = &c.v[i];
+		if (x->r.type == TRC_REC_NOTE && strstr(x->str, why)) /* the meta stream's */
+			notes++;
+		if (x->st.kind != TRC_STREAM_THREAD || x->st.tid != (uint32_t)a.tid)
+			continue;
+		if (x->r.type == TRC_REC_COUNTER)
+			counters++;
+		if (x->r.type == TRC_REC_WAIT) {
+			wait_records++;
+			cr_assert_eq(x->r.wait.waits, waits);
+			cr_assert_eq(x->r.wait.waited_ns, waited_ns);
+			cr_assert_eq(x->r.wait.max_ns, max_ns);
+		}
+	}
+	cr_assert_eq(counters, 10, "%zu counters", counters);
+	cr_assert_eq(wait_records, believed ? 1 : 0, "waits %lu, %lu ns, longest %lu ns",
+		     (unsigned long)waits, (unsigned long)waited_ns, (unsigned long)max_ns);
+	cr_assert_eq(notes, believed ? 0 : 1);
+	cr_assert_eq(c.lost_records[TRC_LOST_CORRUPT], believed ? 0 : 1);
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+Test(session_hostile, plausible_wait_counters_are_reported_as_they_are, .timeout = 30)
+{
+	expect_waits(3, 7000, 4000, true);
+}
+
+Test(session_hostile, a_longest_wait_beyond_the_sessions_age_ends_the_stream, .timeout = 30)
+{
+	expect_waits(1, 1000, 3600000000000ull, false);
+}
+
+Test(session_hostile, a_total_wait_beyond_the_sessions_age_ends_the_stream, .timeout = 30)
+{
+	expect_waits(1, 3600000000000ull, 1000, false);
+}
+
+Test(session_hostile, waits_faster_than_one_a_nanosecond_end_the_stream, .timeout = 30)
+{
+	expect_waits(UINT64_MAX / 2, 1000, 1000, false);
 }
