@@ -1,8 +1,9 @@
 /* test_session_budget.c - ring memory that does not grow with the thread count (session_layout.h
  * "Residency"): rings grow only as far as the drain lags and beyond their base only from the
- * region's pool, a full ring waits for the drain instead of dropping, idle rings give their
- * pages back and take them again without losing or corrupting a record, and the recorder's own
- * mapping of the rings keeps a bounded share of what it has read. In one process, as
+ * region's pool, a full ring waits for the drain instead of dropping (and again, after a wait
+ * that ran out, once its ring had room), idle rings give their pages back and take them again
+ * without losing or corrupting a record, and the recorder's own mapping of the rings keeps a
+ * bounded share of what it has read. In one process, as
  * test_session.c: the test creates the session, attaches, emits through trc.h and drains.
  * Criterion runs each test in its own process. */
 #include <criterion/criterion.h>
@@ -364,5 +365,39 @@ Test(budget, the_recorders_own_mapping_holds_a_bounded_share_of_the_rings, .time
 		pthread_join(th[i], NULL);
 	bt_drain_idle(s, &c);
 	cr_assert_eq(c.counters, (uint64_t)T * N);
+	session_destroy(s);
+}
+
+Test(budget, a_thread_whose_wait_ran_out_waits_again_once_its_ring_had_room, .timeout = 120)
+{
+	/* Round 1: 2.4 MB of counters into a 1 MiB ring that nothing drains: the thread waits 1 s,
+	 * gives up and drops the rest without waiting again. Then the ring is drained (room
+	 * again), and round 2 writes as much while a drainer runs: the thread waits for it once
+	 * more, as at first, and loses nothing. */
+	enum { N = 100000 };
+	struct trc_session *s = bt_start_waiting(1 << 20, 0, 1000000000ull);
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	struct bt_burst b = {.n = N, .bar = &bar, .rounds = 2};
+	pthread_t th;
+	pthread_create(&th, NULL, bt_burst_main, &b);
+	pthread_barrier_wait(&bar); /* round 1 written */
+	struct bt_collect c = {0};
+	bt_drain_idle(s, &c);
+	const uint64_t lost1 = c.lost;
+	cr_assert_gt(lost1, 0, "round 1 lost nothing: the ring held %lu counters",
+		     (unsigned long)c.counters);
+	cr_assert_eq(c.counters + lost1, N);
+	struct bt_drainer d = {.s = s, .c = &c};
+	pthread_t dr;
+	pthread_create(&dr, NULL, bt_drainer_main, &d);
+	pthread_barrier_wait(&bar); /* round 2 */
+	pthread_barrier_wait(&bar); /* round 2 written */
+	atomic_store(&d.stop, 1);
+	pthread_join(dr, NULL);
+	cr_assert_eq(c.lost, lost1, "round 2 lost %lu", (unsigned long)(c.lost - lost1));
+	cr_assert_eq(c.counters, 2 * (uint64_t)N - lost1);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
 	session_destroy(s);
 }

@@ -6,7 +6,7 @@
  * stored payload is an error naming the chunk. trcfile_compact turns a mixed or footer-less
  * file into one with every chunk compressed and the same records. The fast CRC-32C agrees with
  * the table one. Seeds with stored chunks go to the fuzz corpus (TRC_WRITE_CORPUS=1 rewrites
- * them).
+ * them). A compressor that falls behind gets chunks stored instead of holding the appends.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -781,5 +781,56 @@ Test(trcfile_stored, compaction_memory_does_not_grow_with_the_streams, .timeout 
 			      "compaction peak +%ld KiB for 50000 streams, +%ld KiB "
 			      "for 5000",
 			      k50, k5);
+	tu_rm_rf(dir);
+}
+
+/* Writes 400000 counters (pseudo-random values: zstd has work to do) to one stream with one
+ * compressor at level 19 (milliseconds a 64 KiB chunk, against a fraction of one to append
+ * it) and 2 chunks in flight; returns the chunks stored. */
+static uint64_t write_behind(const char *path, uint32_t flags)
+{
+	enum { N = 400000 };
+	struct trcfile_writer_opts o = {.zstd_level = 19,
+					.compress_threads = 1,
+					.chunk_bytes = 64 << 10,
+					.max_chunks_in_flight = 2,
+					.flags = TRCFILE_WRITER_NO_FSYNC | flags};
+	struct trcfile_header_info h = tu_header();
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
+	cr_assert_not_null(w, "writer_open: %s", strerror(-err));
+	struct trcfile_stream *s = trcfile_stream_open(w, TRC_STREAM_THREAD, 4242, 4242);
+	cr_assert_not_null(s);
+	uint64_t x = 88172645463325252ull;
+	for (uint32_t i = 0; i < N; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = 1000000000ull + i * 10ull};
+		r.value.name_id = 1 + (uint32_t)(x % 3);
+		r.value.value = (int64_t)(x >> 40);
+		cr_assert_eq(trcfile_stream_append(s, &r), 0);
+	}
+	struct trcfile_writer_stats st;
+	cr_assert_eq(trcfile_writer_close_stats(w, &st), 0);
+	struct trcfile_reader *r = tu_open_ok(path);
+	struct trcfile_reader_stats rs;
+	trcfile_reader_get_stats(r, &rs);
+	cr_assert_eq(rs.records, N, "%llu records", (unsigned long long)rs.records);
+	trcfile_reader_close(r);
+	return st.chunks_stored;
+}
+
+/* Issue 11 item 2: compression never holds the appending thread (the drain) back. With
+ * TRCFILE_WRITER_STORE_WHEN_BEHIND, chunks the one slow compressor cannot take go to the file
+ * stored; without it every chunk waits for the compressor. Either way every record reads back. */
+Test(trcfile_stored, a_compressor_behind_gets_chunks_stored_instead_of_holding_appends,
+     .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	snprintf(a, sizeof(a), "%s/behind.trc", dir);
+	snprintf(b, sizeof(b), "%s/waits.trc", dir);
+	uint64_t stored = write_behind(a, TRCFILE_WRITER_STORE_WHEN_BEHIND);
+	cr_assert_gt(stored, 0, "no chunk was stored while the compressor was behind");
+	cr_assert_eq(write_behind(b, 0), 0);
 	tu_rm_rf(dir);
 }
