@@ -3,7 +3,10 @@
  * program: one message, a trace that reads back marked truncated, the program's own status.
  * Every other failure (an I/O error while recording, fsync, close or the footer's write
  * failing, an output that refuses every write) is one line and exit 1. The failures are made
- * by tests/shim_failio.c, preloaded into trace-run, on the trace file only. */
+ * by tests/shim_failio.c, preloaded into trace-run, on the trace file only. A compaction that
+ * fails leaves no temporary file behind. */
+#include <dirent.h>
+
 #include "e2e_util.h"
 
 #define TR e2e_path("bin/trace-run")
@@ -115,6 +118,13 @@ Test(e2e_write_fail, a_trace_with_stored_chunks_whose_sync_fails_exits_1, .timeo
 			"or unreadable (program exited with status 3)\n",
 			trace);
 		cr_expect_str_eq(r.err, want, "%s", how);
+		/* The failed compaction took its temporary file away with it. */
+		DIR *d = opendir(dir);
+		cr_assert_not_null(d);
+		for (struct dirent *e; (e = readdir(d));)
+			cr_expect_null(strstr(e->d_name, ".compacting."), "%s: %s left in %s", how,
+				       e->d_name, dir);
+		closedir(d);
 		e2e_free(&r);
 		e2e_rm_rf(dir);
 	}
