@@ -50,6 +50,18 @@ static void add_counter(struct tu_stream *s, uint32_t id, int64_t v, uint64_t ts
 	tu_add(s, &r);
 }
 
+/* A meta stream and two threads' streams (tids 4242 and 4243) of process 4242. */
+static void plan_two_threads(struct tu_plan *p, struct tu_stream **meta, struct tu_stream **a,
+			     struct tu_stream **b)
+{
+	tu_plan_stream(p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 4242, 4243);
+	*meta = &p->streams[0];
+	*a = &p->streams[1];
+	*b = &p->streams[2];
+}
+
 /* "depth" under two name ids (as two processes, or a name interned twice, have): thread 1
  * writes 5000 values from -1000 to 3999 under id 1 (its minimum is the name's), thread 2 five
  * values from -5 to 4500 under id 2 (its maximum is the name's, its last value the latest in
@@ -62,10 +74,8 @@ Test(mut_summary, counter_of_two_threads_exact, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	const uint64_t t0 = 1000000000ull;
 	struct tu_plan p = {0};
-	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
-	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
-	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4243);
-	struct tu_stream *meta = &p.streams[0], *a = &p.streams[1], *b = &p.streams[2];
+	struct tu_stream *meta, *a, *b;
+	plan_two_threads(&p, &meta, &a, &b);
 	add_name(meta, 1, "depth", t0);
 	add_name(meta, 2, "depth", t0);
 	for (int i = 0; i < 5000; i++)
@@ -173,10 +183,8 @@ Test(mut_summary, loss_over_time_first_last_and_spark, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	const uint64_t t0 = 1000000000ull;
 	struct tu_plan p = {0};
-	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
-	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
-	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4243);
-	struct tu_stream *meta = &p.streams[0], *a = &p.streams[1], *b = &p.streams[2];
+	struct tu_stream *meta, *a, *b;
+	plan_two_threads(&p, &meta, &a, &b);
 	add_name(meta, 1, "x", t0);
 	add_counter(a, 1, 0, t0);
 	add_lost(a, 3, t0 + 100);
