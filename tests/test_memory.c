@@ -6,7 +6,8 @@
  * name is module+offset) and outside any frame. The tests check the growth intervals and the
  * bytes by site (innermost and --stack), the live heap beside RSS, the sites live at the RSS
  * peak, the JSON and CSV shapes, the summary's top five, and the usage errors; and one
- * recorded program whose one big allocation is made inside its span.
+ * recorded program whose one big allocation is made inside its span; and that a peak is the
+ * first of equal samples, and a flat step no growth.
  *
  * Threads: each test is one process (Criterion); trace-dump runs as a child.
  */
@@ -297,6 +298,44 @@ Test(memory, processes_apart, .timeout = 60)
 			      "4300,1000,1048576,0,1048576\n"
 			      "4300,2000,4194304,9000,4185304\n"
 			      "4300,3000,5242880,0,5242880\n");
+	free(out);
+	tu_rm_rf(dir);
+}
+
+/* RSS 2, 6, 6, 6 MiB at 1, 2, 3, 4 us: the peak is the first sample of the largest value (2 us,
+ * with 1000 bytes live), and the flat steps after it are no growth: one interval only. */
+Test(memory, peak_is_the_first_of_equal_samples_and_flat_steps_are_no_growth, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct tu_stream *a = &p.streams[1],
+			 *rss = &p.streams[2]; /* the plan is whole: no realloc */
+	tm_rec(a, TRC_REC_ALLOC, 1500, 0x10000, 1000);
+	tm_rec(a, TRC_REC_FREE, 2500, 0x10000, 0);
+	tm_rec(a, TRC_REC_ALLOC, 2600, 0x20000, 500);
+	static const uint64_t mib[] = {2, 6, 6, 6};
+	for (int i = 0; i < 4; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS,
+				       .ts_ns = TM_T0 + 1000 * (uint64_t)(i + 1)};
+		r.rss.source = TRC_RSS_STATM;
+		r.rss.pid = 4242;
+		r.rss.rss_bytes = mib[i] << 20;
+		tu_add(rss, &r);
+	}
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	char *out = tm_run(dir, 0, "memory --json in.trc");
+	tm_has(out, "{\"pid\":4242,\"rss_peak_bytes\":6291456,\"rss_peak_t_ns\":2000,"
+		    "\"live_at_peak_bytes\":1000,");
+	tm_has(out, "\"intervals\":[{\"pid\":4242,\"t0_ns\":1000,\"t1_ns\":2000,");
+	tm_has(out, "\"rss_growth_bytes\":4194304,");
+	cr_expect_null(strstr(out, "\"t0_ns\":2000"), "a flat step listed as growth:\n%s", out);
 	free(out);
 	tu_rm_rf(dir);
 }
