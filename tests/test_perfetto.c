@@ -629,3 +629,45 @@ Test(perfetto, field_sizes_at_every_boundary, .timeout = 60)
 	free(rep);
 	tu_rm_rf(dir);
 }
+
+/* A step back in time on a stream (FORMAT.md allows it: bit 7, the negative delta) is written
+ * on the absolute clock, and the sequence's incremental clock stays where it was: span s at
+ * 1000-1500, 3000-3200, then 2000-2400 ns; the third begins 1000 ns after the first, not 2^64
+ * ns later (a wrapped delta), and the events after it keep their times. */
+Test(perfetto, a_step_back_in_time_keeps_every_time, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
+	r.name.id = 1;
+	r.name.str = "s";
+	r.name.len = 1;
+	tu_add(&p.streams[0], &r);
+	static const uint64_t at[][2] = {{1000, 1500}, {3000, 3200}, {2000, 2400}};
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < 2; k++) {
+			r = (struct trc_record){.type = k ? TRC_REC_SPAN_END : TRC_REC_SPAN_BEGIN,
+						.ts_ns = 1000000000ull + at[i][k]};
+			r.span.name_id = 1;
+			tu_add(&p.streams[1], &r);
+		}
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 50), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, "");
+	tp_has(rep, "\"slice_total_ns\": {\"s\": 1100}");
+	const char *b = strstr(rep, "\"begin_ts\": {\"s\": [");
+	cr_assert_not_null(b, "%s", rep);
+	unsigned long long t[3];
+	cr_assert_eq(sscanf(b, "\"begin_ts\": {\"s\": [%llu, %llu, %llu]", &t[0], &t[1], &t[2]), 3,
+		     "%s", b);
+	cr_assert_eq(t[1] - t[0], 2000, "%s", b);
+	cr_assert_eq(t[2] - t[0], 1000, "%s", b);
+	free(rep);
+	tu_rm_rf(dir);
+}
