@@ -122,6 +122,31 @@ Test(dump_multi, events_merge_on_realtime_with_labels, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* Records at the same real time come in the order the FILEs were given (dump_common.h): both
+ * traces' instants at R+100 ns, the files given one way and then the other. */
+Test(dump_multi, ties_go_to_the_file_given_first, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	snprintf(a, sizeof(a), "%s/a.trc", dir);
+	snprintf(b, sizeof(b), "%s/b.trc", dir);
+	tdm_write(a, "alpha Linux 6.1", 0, 1000000000ull, (const char *const[]){"a1"},
+		  (const uint64_t[]){100}, 1);
+	tdm_write(b, "beta Linux 6.1", 50, 5000000000ull, (const char *const[]){"b1"},
+		  (const uint64_t[]){50}, 1);
+	for (int way = 0; way < 2; way++) {
+		int st;
+		char *out = tdm_run(
+			dir, (const char *const[]){"events", way ? b : a, way ? a : b, NULL}, &st);
+		cr_assert_eq(st, 0);
+		const char *x = strstr(out, "name=\"a1\""), *y = strstr(out, "name=\"b1\"");
+		cr_assert(x && y, "%s", out);
+		cr_assert(way ? y < x : x < y, "given %s first:\n%s", way ? "b" : "a", out);
+		free(out);
+	}
+	tu_rm_rf(dir);
+}
+
 Test(dump_multi, chrome_merges_on_realtime_with_a_pid_range_per_trace, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
