@@ -33,15 +33,6 @@ static const struct summary_name *find_name(const struct summary *s, const char 
 	return NULL;
 }
 
-static void add_name(struct tu_stream *meta, uint32_t id, const char *str, uint64_t ts)
-{
-	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = ts};
-	r.name.id = id;
-	r.name.str = str;
-	r.name.len = (uint32_t)strlen(str);
-	tu_add(meta, &r);
-}
-
 static void add_counter(struct tu_stream *s, uint32_t id, int64_t v, uint64_t ts)
 {
 	struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = ts};
@@ -76,8 +67,8 @@ Test(mut_summary, counter_of_two_threads_exact, .timeout = 60)
 	struct tu_plan p = {0};
 	struct tu_stream *meta, *a, *b;
 	plan_two_threads(&p, &meta, &a, &b);
-	add_name(meta, 1, "depth", t0);
-	add_name(meta, 2, "depth", t0);
+	tu_add_name(meta, 1, "depth", t0);
+	tu_add_name(meta, 2, "depth", t0);
 	for (int i = 0; i < 5000; i++)
 		add_counter(a, 1, (i * 7919) % 5000 - 1000, t0 + 1000 + 10 * (uint64_t)i);
 	static const int64_t bv[] = {-5, 4500, 17, 0, 42};
@@ -111,7 +102,7 @@ Test(mut_summary, counter_negative_on_the_fast_path, .timeout = 60)
 	struct tu_plan p = {0};
 	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
-	add_name(&p.streams[0], 1, "balance", t0);
+	tu_add_name(&p.streams[0], 1, "balance", t0);
 	for (int i = 0; i < 3000; i++) /* -3e9 .. about +3e9: past 32 bits both ways */
 		add_counter(&p.streams[1], 1, ((int64_t)(i % 1000) - 500) * 6000000ll,
 			    t0 + 100 + (uint64_t)i);
@@ -185,7 +176,7 @@ Test(mut_summary, loss_over_time_first_last_and_spark, .timeout = 60)
 	struct tu_plan p = {0};
 	struct tu_stream *meta, *a, *b;
 	plan_two_threads(&p, &meta, &a, &b);
-	add_name(meta, 1, "x", t0);
+	tu_add_name(meta, 1, "x", t0);
 	add_counter(a, 1, 0, t0);
 	add_lost(a, 3, t0 + 100);
 	add_lost(b, 2, t0 + 4000);

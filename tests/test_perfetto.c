@@ -91,15 +91,9 @@ Test(perfetto, counters_per_thread_and_names_per_sequence, .timeout = 60)
 	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 8);
-	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
-	r.name.id = 1;
-	r.name.str = "depth";
-	r.name.len = 5;
-	tu_add(&p.streams[0], &r);
-	r.name.id = 2;
-	r.name.str = "step";
-	r.name.len = 4;
-	tu_add(&p.streams[0], &r);
+	tu_add_name(&p.streams[0], 1, "depth", 1000000000);
+	tu_add_name(&p.streams[0], 2, "step", 1000000000);
+	struct trc_record r;
 	for (int s = 1; s <= 2; s++) {
 		uint64_t t = 1000000000ull + 1000 * (uint64_t)s;
 		for (int i = 0; i < 300; i++) {
@@ -251,13 +245,8 @@ Test(perfetto, split_size_writes_whole_consecutive_traces, .timeout = 120)
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 9);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 10);
 	static const char *const nm[] = {"", "outer", "inner", "level"};
-	for (uint32_t i = 1; i < 4; i++) {
-		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
-		r.name.id = i;
-		r.name.str = nm[i];
-		r.name.len = (uint32_t)strlen(nm[i]);
-		tu_add(&p.streams[0], &r);
-	}
+	for (uint32_t i = 1; i < 4; i++)
+		tu_add_name(&p.streams[0], i, nm[i], 1000000000);
 	for (int s = 1; s <= 2; s++) {
 		uint64_t t = 1000000000ull + (uint64_t)s;
 		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = t};
@@ -415,11 +404,8 @@ Test(perfetto, spans_and_functions_share_one_stack, .timeout = 60)
 	struct tu_plan p = {0};
 	tu_plan_stream(&p, TRC_STREAM_META, 6, 0);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 6, 6);
-	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
-	r.name.id = 1;
-	r.name.str = "a";
-	r.name.len = 1;
-	tu_add(&p.streams[0], &r);
+	tu_add_name(&p.streams[0], 1, "a", 1000000000);
+	struct trc_record r;
 	uint64_t t = 1000000000;
 	for (int i = 0; i < 500; i++) {
 		r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = t += 10};
@@ -642,11 +628,8 @@ Test(perfetto, a_step_back_in_time_keeps_every_time, .timeout = 60)
 	struct tu_plan p = {0};
 	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
-	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
-	r.name.id = 1;
-	r.name.str = "s";
-	r.name.len = 1;
-	tu_add(&p.streams[0], &r);
+	tu_add_name(&p.streams[0], 1, "s", 1000000000);
+	struct trc_record r;
 	static const uint64_t at[][2] = {{1000, 1500}, {3000, 3200}, {2000, 2400}};
 	for (int i = 0; i < 3; i++) {
 		for (int k = 0; k < 2; k++) {

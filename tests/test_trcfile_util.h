@@ -60,6 +60,16 @@ static inline void tu_add(struct tu_stream *s, const struct trc_record *r)
 	s->recs[s->n++] = *r;
 }
 
+/* A NAME record (id -> str, as the runtime interns a span's or value's name) at ts. */
+static inline void tu_add_name(struct tu_stream *s, uint32_t id, const char *str, uint64_t ts)
+{
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = ts};
+	r.name.id = id;
+	r.name.str = str;
+	r.name.len = (uint32_t)strlen(str);
+	tu_add(s, &r);
+}
+
 static inline void tu_plan_free(struct tu_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++)
