@@ -2,8 +2,9 @@
  * on the built commands: a program's own static function, a library linked at start, a
  * library loaded with dlopen after start (its module comes from the preload library's dlopen
  * hook), C++ names demangled, a stripped binary (module+offset, said once), a module file that
- * changed since the trace (another build-id) or is gone (said once, module+offset), the
- * build-id recorded against the file's own, and Chrome JSON named by function. Expected names
+ * changed since the trace (another build-id) or is gone (said once, module+offset), two builds
+ * at one path in one trace told apart, the build-id recorded against the file's own, and Chrome
+ * JSON named by function. Expected names
  * and lines are the test programs' own (tests/prog_finst_names.c, tests/lib_names_*.c,
  * tests/prog_finst_cxx.cc): the line of a function is its entry's line in the line table, as
  * addr2line gives it (the opening brace of these C functions, the declaration line of the C++
@@ -199,6 +200,37 @@ Test(symbols, changed_or_gone_file_said_once, .timeout = 60)
 	cr_expect_eq(ts_lines_with(r.out, "func_enter", "at=prog+0x", NULL), enters);
 	cr_expect_eq(ts_count(r.err, "/bin/prog: the file is gone"), 1, "%s", r.err);
 	cr_expect_eq(ts_count(r.err, "\n"), 1, "%s", r.err);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* One trace, one path, two builds: a script runs the program, replaces it with another build and
+ * runs that. Each process's module has its own build-id, so the second is named from the file
+ * (it is that build) and the first shows as module+offset, said once: a file entry shared by
+ * path alone would name both or neither. */
+Test(symbols, two_builds_at_one_path_are_told_apart, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char bin[300], lib[300], prog[320], cmd[3000], abs_lib[PATH_MAX];
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	snprintf(lib, sizeof(lib), "%s/lib", dir);
+	snprintf(prog, sizeof(prog), "%s/prog", bin);
+	cr_assert_eq(mkdir(bin, 0755), 0);
+	cr_assert_not_null(realpath(e2e_path("lib"), abs_lib));
+	cr_assert_eq(symlink(abs_lib, lib), 0);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", e2e_path("tests/prog_finst_calls"), prog);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s 5 && cp %s %s.new && mv %s.new %s && %s", prog,
+		 e2e_path("tests/prog_finst_cxx"), prog, prog, prog, prog);
+	const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	ts_trace(dir, argv);
+	struct e2e_run r = ts_dump(dir, "events");
+	cr_expect_eq(ts_lines_with(r.out, "func_enter", " fn=\"fib\"", NULL), 0,
+		     "the first build named from the second's file");
+	cr_expect_eq(ts_lines_with(r.out, "func_enter", " fn=\"main\"", "prog_finst_cxx.cc", NULL),
+		     1, "the second build not named from its own file:\n%s", r.out);
+	cr_expect_eq(ts_count(r.err, "the file changed since the trace (another build-id)"), 1,
+		     "%s", r.err);
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
