@@ -4,11 +4,10 @@
  * hook), C++ names demangled, a stripped binary (module+offset, said once), a module file that
  * changed since the trace (another build-id) or is gone (said once, module+offset), two builds
  * at one path in one trace told apart, the build-id recorded against the file's own, and Chrome
- * JSON named by function. Expected names
- * and lines are the test programs' own (tests/prog_finst_names.c, tests/lib_names_*.c,
- * tests/prog_finst_cxx.cc): the line of a function is its entry's line in the line table, as
- * addr2line gives it (the opening brace of these C functions, the declaration line of the C++
- * ones). */
+ * JSON named by function. Expected names and lines are the test programs' own
+ * (tests/prog_finst_names.c, tests/lib_names_*.c, tests/prog_finst_cxx.cc): the line of a
+ * function is its entry's line in the line table, as addr2line gives it (the opening brace of
+ * these C functions, the declaration line of the C++ ones). */
 #include <limits.h>
 
 #include "e2e_util.h"
@@ -160,19 +159,27 @@ Test(symbols, stripped_binary_module_offset_said_once, .timeout = 60)
 	e2e_rm_rf(dir);
 }
 
-Test(symbols, changed_or_gone_file_said_once, .timeout = 60)
+/* dir/bin/prog (its path in prog), a copy of tests/prog_finst_calls beside a dir/lib link to the
+ * build's libraries, so its rpath ($ORIGIN/../lib) still works: a program file the test may
+ * replace or remove. */
+static void ts_prog_copy(const char *dir, char *prog, size_t len)
 {
-	const char *dir = e2e_tmpdir();
-	char bin[300], lib[300], prog[320], cmd[1400], abs_lib[PATH_MAX];
-	/* A copy of the program beside a lib/ link, so its rpath ($ORIGIN/../lib) still works. */
+	char bin[300], lib[300], cmd[1400], abs_lib[PATH_MAX];
 	snprintf(bin, sizeof(bin), "%s/bin", dir);
 	snprintf(lib, sizeof(lib), "%s/lib", dir);
-	snprintf(prog, sizeof(prog), "%s/prog", bin);
+	snprintf(prog, len, "%s/prog", bin);
 	cr_assert_eq(mkdir(bin, 0755), 0);
 	cr_assert_not_null(realpath(e2e_path("lib"), abs_lib));
 	cr_assert_eq(symlink(abs_lib, lib), 0);
 	snprintf(cmd, sizeof(cmd), "cp %s %s", e2e_path("tests/prog_finst_calls"), prog);
 	cr_assert_eq(system(cmd), 0);
+}
+
+Test(symbols, changed_or_gone_file_said_once, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char prog[320], cmd[1400];
+	ts_prog_copy(dir, prog, sizeof(prog));
 	const char *argv[] = {prog, "10", NULL};
 	ts_trace(dir, argv);
 	struct e2e_run r = ts_dump(dir, "events");
@@ -211,15 +218,8 @@ Test(symbols, changed_or_gone_file_said_once, .timeout = 60)
 Test(symbols, two_builds_at_one_path_are_told_apart, .timeout = 60)
 {
 	const char *dir = e2e_tmpdir();
-	char bin[300], lib[300], prog[320], cmd[3000], abs_lib[PATH_MAX];
-	snprintf(bin, sizeof(bin), "%s/bin", dir);
-	snprintf(lib, sizeof(lib), "%s/lib", dir);
-	snprintf(prog, sizeof(prog), "%s/prog", bin);
-	cr_assert_eq(mkdir(bin, 0755), 0);
-	cr_assert_not_null(realpath(e2e_path("lib"), abs_lib));
-	cr_assert_eq(symlink(abs_lib, lib), 0);
-	snprintf(cmd, sizeof(cmd), "cp %s %s", e2e_path("tests/prog_finst_calls"), prog);
-	cr_assert_eq(system(cmd), 0);
+	char prog[320], cmd[3000];
+	ts_prog_copy(dir, prog, sizeof(prog));
 	snprintf(cmd, sizeof(cmd), "%s 5 && cp %s %s.new && mv %s.new %s && %s", prog,
 		 e2e_path("tests/prog_finst_cxx"), prog, prog, prog, prog);
 	const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
