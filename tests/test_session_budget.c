@@ -334,11 +334,7 @@ Test(budget, the_recorders_own_mapping_holds_a_bounded_share_of_the_rings, .time
 	 * go, the recorder's mapping keeps at most what it read since its last drop: under 16 MiB
 	 * plus one ring's records. */
 	enum { T = 16, N = 120000 };
-	struct session_config cfg = {.max_slots = 32,
-				     .ring_bytes = 4 << 20,
-				     .ring_pool_bytes = 64 << 20,
-				     .ring_wait_ns = 10000000000ull};
-	struct trc_session *s = bt_start_cfg(&cfg);
+	struct trc_session *s = bt_start_waiting(4 << 20, 64 << 20, 10000000000ull);
 	cr_assert_neq((void *)s->base, trc__rt.base, "the recorder's mapping is its own");
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, T + 1);
