@@ -45,13 +45,8 @@ static void tm_write(const char *dir)
 			 *rss = &p.streams[3];
 	static const char *const names[] = {"", "load", "parse"};
 	struct trc_record r;
-	for (uint32_t i = 1; i < 3; i++) {
-		r = (struct trc_record){.type = TRC_REC_NAME, .ts_ns = TM_T0};
-		r.name.id = i;
-		r.name.str = names[i];
-		r.name.len = (uint32_t)strlen(names[i]);
-		tu_add(meta, &r);
-	}
+	for (uint32_t i = 1; i < 3; i++)
+		tu_add_name(meta, i, names[i], TM_T0);
 	r = (struct trc_record){.type = TRC_REC_MODULE, .ts_ns = TM_T0};
 	r.module.pid = 4242;
 	r.module.start = 0x400000;
