@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "e2e_util.h"
+#include "session_layout.h"
 
 #define TR e2e_path("bin/trace-run")
 #define TOUCH e2e_path("tests/prog_touch_mem")
@@ -212,18 +213,80 @@ Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 12
 	int self = 0;
 	for (const char *p = r.out; (p = strstr(p, " exit pid=")) != NULL; p++) {
 		const char *eol = strchr(p, '\n');
-		bool is_self = strstr(p, " flags=") && strstr(p, " flags=") < eol;
+		const char *f = strstr(p, " flags=");
+		bool is_self = f && f < eol && (strtoul(f + 7, NULL, 10) & TRC_EXIT_SELF);
 		if (!is_self)
 			continue;
 		self++;
 		/* Its own, with the code exit() was called with (the exit hook). */
 		cr_expect(strstr(p, " status=1536 ") && strstr(p, " status=1536 ") < eol, "%.*s",
 			  (int)(eol - p), p);
-		cr_expect(strstr(p, " flags=3") && strstr(p, " flags=3") < eol, "%.*s",
+		/* SELF | STATUS | BUFFERS_PEAK */
+		cr_expect(strstr(p, " flags=7") && strstr(p, " flags=7") < eol, "%.*s",
 			  (int)(eol - p), p);
 		cr_expect_geq(strtoull(strstr(p, "maxrss_bytes=") + 13, NULL, 10), 8u << 20, "%.*s",
 			      (int)(eol - p), p);
 	}
 	cr_expect_eq(self, 1, "one record of the program's own: %s", r.out);
+	e2e_free(&r);
+}
+
+/* The value after "key=" on the line at p, or UINT64_MAX. */
+static uint64_t line_u64(const char *p, const char *key)
+{
+	const char *eol = strchr(p, '\n');
+	const char *k = strstr(p, key);
+	if (!k || (eol && k > eol))
+		return UINT64_MAX;
+	return strtoull(k + strlen(key), NULL, 10);
+}
+
+/* A thread that claims a ring and exits while main lives on: its ring is freed, so neither the
+ * samples taken after it (main sleeps 300 ms, sampled every 20 ms) nor the share at exit see it,
+ * though it was resident beside main's. Both exit records carry the most the buffers held at
+ * once (flag BUFFERS_PEAK): the last sample's share plus that ring's first 64 KiB, exactly (10
+ * events never grow it). Before, they carried the share at exit, and the peak's low end could
+ * be what the program had plus a ring of buffers. */
+Test(e2e_processes, exit_records_carry_the_buffers_peak_a_freed_ring_included, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], sub[300];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r =
+		e2e_run(dir, TR, "-q", "--rss-interval", "20ms", "-o", out, "--",
+			e2e_path("tests/prog_e2e_emit"), "1", "10", "sleep", "300", NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	e2e_free(&r);
+	snprintf(sub, sizeof(sub), "%s/ev", dir);
+	mkdir(sub, 0755);
+	r = e2e_run(sub, e2e_path("bin/trace-dump"), "events", out, NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	uint64_t last_sample = UINT64_MAX, self = UINT64_MAX, run = UINT64_MAX;
+	uint64_t self_flags = 0, run_flags = 0;
+	for (const char *p = r.out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *eol = strchr(p, '\n');
+		const char *rss = strstr(p, " rss rss ");
+		const char *ex = strstr(p, " meta exit ");
+		if (rss && (!eol || rss < eol)) {
+			last_sample = line_u64(p, " buffers_bytes=");
+		} else if (ex && (!eol || ex < eol)) {
+			uint64_t flags = line_u64(p, " flags=");
+			if (flags & TRC_EXIT_SELF) {
+				self = line_u64(p, " buffers_bytes=");
+				self_flags = flags;
+			} else {
+				run = line_u64(p, " buffers_bytes=");
+				run_flags = flags;
+			}
+		}
+	}
+	cr_assert_neq(last_sample, UINT64_MAX, "no sample: %s", r.out);
+	cr_assert_neq(self, UINT64_MAX, "no exit record of the program's own: %s", r.out);
+	cr_assert_neq(run, UINT64_MAX, "no exit record of trace-run's: %s", r.out);
+	cr_expect(self_flags & TRC_EXIT_BUFFERS_PEAK, "flags %lu", (unsigned long)self_flags);
+	cr_expect(run_flags & TRC_EXIT_BUFFERS_PEAK, "flags %lu", (unsigned long)run_flags);
+	cr_expect_eq(self, last_sample + TRC_RING_PREFAULT_BYTES, "%lu = %lu + 64 KiB? %s",
+		     (unsigned long)self, (unsigned long)last_sample, r.out);
+	cr_expect_eq(run, self, "trace-run's record takes the program's count");
 	e2e_free(&r);
 }

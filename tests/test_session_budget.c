@@ -189,6 +189,59 @@ Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 120)
 	session_destroy(s);
 }
 
+/* The process entry's counts (session_layout.h "Residency"): now, what the slot scan says too;
+ * the peak, what it said at its most, after the rings are gone. One thread fills its ring (the
+ * base and the whole pool), exits, and its slot is freed: the count falls back to the metadata
+ * while the peak keeps the ring. Then two threads at once: the peak is both rings (the base
+ * each, the pool between them), though the samples' view (the scan) never shows more than one
+ * at a time once they are gone. */
+Test(budget, the_process_entry_counts_the_most_its_buffers_held, .timeout = 120)
+{
+	enum { POOL = 256 << 10, N = 100000 };
+	struct trc_session *s = bt_start(4 << 20, POOL);
+	const uint64_t meta = s->geom.rings_off;
+	cr_assert_gt(trc__rt.proc, 0, "the process has an entry");
+	struct trc_proc *pe = session__proc(s, trc__rt.proc - 1);
+	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
+	cr_assert_eq(atomic_load(&pe->buffers_peak), meta);
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	struct bt_burst b = {.n = N, .bar = &bar};
+	pthread_t th;
+	pthread_create(&th, NULL, bt_burst_main, &b);
+	pthread_barrier_wait(&bar);
+	const uint64_t one = meta + TRC_RING_BASE_BYTES + POOL;
+	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), one);
+	cr_assert_eq(atomic_load(&pe->buffers_now), one);
+	cr_assert_eq(atomic_load(&pe->buffers_peak), one);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	struct bt_collect c = {0};
+	bt_drain_idle(s, &c);
+	/* Freed: the scan and the count agree again; the peak stays. */
+	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), meta);
+	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
+	cr_assert_eq(session_buffers_peak_bytes(s, getpid()), one);
+
+	pthread_barrier_t bar3;
+	pthread_barrier_init(&bar3, NULL, 3);
+	struct bt_burst b2 = {.n = N, .bar = &bar3};
+	pthread_t t2[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t2[i], NULL, bt_burst_main, &b2);
+	pthread_barrier_wait(&bar3);
+	const uint64_t two = meta + 2 * TRC_RING_BASE_BYTES + POOL;
+	cr_assert_eq(atomic_load(&pe->buffers_now), two);
+	pthread_barrier_wait(&bar3);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t2[i], NULL);
+	bt_drain_idle(s, &c);
+	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), meta);
+	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
+	cr_assert_eq(session_buffers_peak_bytes(s, getpid()), two);
+	session_destroy(s);
+}
+
 struct bt_drainer {
 	struct trc_session *s;
 	struct bt_collect *c;

@@ -164,6 +164,33 @@ Test(summary_processes, hwm_samples_bracket_the_peak, .timeout = 60)
 	}
 }
 
+/* The same samples, but the exit record counted the buffers' peak (BUFFERS_PEAK): 4 MiB, a ring
+ * that grew and was freed between two samples, so the samples' shares bound nothing and the
+ * bracket is not taken: [20 MiB - 4 MiB, 20 MiB]. Taken, it would claim 19.75 MiB exactly. */
+Test(summary_processes, a_counted_buffers_peak_replaces_the_samples_bracket, .timeout = 60)
+{
+	struct tu_plan p = {0};
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct trc_record r;
+	tu_add(rs, (r = rss_hwm(1000000100, 5000, 5 * MIB, 256 * KIB, 5 * MIB), &r));
+	tu_add(rs, (r = rss_hwm(1000000200, 5000, 12 * MIB, 256 * KIB, 20 * MIB), &r));
+	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_add(ms, (r = ex(1000000400, 5000, 0, 20 * MIB, 4 * MIB,
+			   TRC_EXIT_SELF | TRC_EXIT_BUFFERS_PEAK),
+		    &r));
+	struct summary s;
+	summarize(&p, &s);
+	const struct summary_process *pr = find(&s, 5000);
+	cr_expect_eq(pr->peak_source, SUMMARY_PROC_PEAK_KERNEL);
+	cr_expect_eq(pr->peak.low_bytes, 16 * MIB);
+	cr_expect_eq(pr->peak.high_bytes, 20 * MIB);
+	cr_expect_not(pr->peak.exact);
+	cr_expect(pr->exit_buffers_peak);
+	cr_expect_eq(pr->exit_buffers_bytes, 4 * MIB);
+	summary_free(&s);
+	tu_plan_free(&p);
+}
+
 /* The tree: a shell (the program) and two children, one exec'd (its latest command wins) and
  * leaving by _exit(3), one killed (no exit record: its samples, flagged). The shell's ru_maxrss
  * is the larger child's: it is only an upper bound of the shell's own peak. The tree's total

@@ -90,6 +90,7 @@ struct summary_process {
 	struct summary_peak peak;
 	enum summary_process_peak_source peak_source;
 	uint64_t hwm_bytes, exit_buffers_bytes; /* the exit figure used, buffers included */
+	bool exit_buffers_peak; /* exit_buffers_bytes is the most they held at once (counted) */
 	uint64_t rss_samples, rss_sampled_max_bytes, buffers_max_bytes;
 	uint64_t first_ts_ns, last_ts_ns; /* of its samples and records */
 };

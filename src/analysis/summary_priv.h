@@ -97,6 +97,9 @@ struct summary__proc_acc {
 	uint64_t last_buffers, buffers_upto;
 	bool hwm_all; /* every sample so far had VmHWM, in time order */
 	bool has_self, has_wait, has_sample;
+	/* The EXIT record's buffers are the most they held at once (TRC_EXIT_BUFFERS_PEAK), not
+	 * their share at exit. */
+	bool self_buffers_peak, wait_buffers_peak;
 };
 
 struct summary__procs {

@@ -11,12 +11,15 @@
  * The peak, trace buffers excluded (summary__peak_interval): the kernel's high-water mark H
  * counts the buffers resident at the moment of the peak, which are not known exactly: they
  * lay between what the process had when it attached (0 is assumed: the peak may precede its
- * first sample) and the most it ever had (samples and exit). The peak is the interval
- * [H - most, H - least], raised to the largest sample wherever it is below it (a peak is never
- * below a sampled value), and exact only when the interval is a point. When every sample of
- * the process carries its VmHWM (--rss-source status), the samples around the moment the
- * high-water mark was reached bracket the buffers' share there (summary__proc_hwm), which
- * narrows the interval to the buffers' growth between two samples. Which H:
+ * first sample) and the most it ever had: the exit record's count of that when it has one
+ * (TRC_EXIT_BUFFERS_PEAK), else the largest of the samples' and the exit's shares (which miss
+ * a ring grown and freed between two samples). The peak is the interval [H - most, H - least],
+ * raised to the largest sample wherever it is below it (a peak is never below a sampled value),
+ * and exact only when the interval is a point. When every sample of the process carries its
+ * VmHWM (--rss-source status) and the exit record has no count, the samples around the moment
+ * the high-water mark was reached bracket the buffers' share there (summary__proc_hwm), which
+ * narrows the interval to the buffers' growth between two samples; with a count the bracket is
+ * not taken, since the same ring between two samples breaks it. Which H:
  *   - the process's own VmHWM (SELF record): it counts that process alone;
  *   - for the program trace-run started, without one, wait4's ru_maxrss: the largest of the
  *     program and its waited-for descendants. When a descendant's own peak reaches it, it may
@@ -169,6 +172,7 @@ static void summary__proc_exit(struct summary_process *pr, struct summary__proc_
 		a->self_ts = rec->ts_ns;
 		a->self_hwm = rec->exit.maxrss_bytes;
 		a->self_buffers = rec->exit.buffers_bytes;
+		a->self_buffers_peak = rec->exit.flags & TRC_EXIT_BUFFERS_PEAK;
 		if ((rec->exit.flags & TRC_EXIT_STATUS) && !a->has_wait) {
 			pr->exit_known = true;
 			pr->exit_status = rec->exit.status;
@@ -179,6 +183,7 @@ static void summary__proc_exit(struct summary_process *pr, struct summary__proc_
 	a->has_wait = true;
 	a->wait_maxrss = rec->exit.maxrss_bytes;
 	a->wait_buffers = rec->exit.buffers_bytes;
+	a->wait_buffers_peak = rec->exit.flags & TRC_EXIT_BUFFERS_PEAK;
 	pr->exit_known = true;
 	pr->exit_status = rec->exit.status;
 }
@@ -246,20 +251,27 @@ static void summary__proc_peak(struct summary_process *pr, const struct summary_
 			       uint64_t others_max)
 {
 	uint64_t hwm = 0, eb = 0;
+	bool counted = false;
 	if (a->has_self && a->self_hwm) {
 		hwm = a->self_hwm;
 		eb = a->self_buffers;
+		counted = a->self_buffers_peak;
 	} else if (a->has_wait && a->wait_maxrss && a->wait_maxrss > others_max) {
 		hwm = a->wait_maxrss;
 		eb = a->wait_buffers;
+		counted = a->wait_buffers_peak;
 	}
 	uint64_t bmax = eb > pr->buffers_max_bytes ? eb : pr->buffers_max_bytes;
 	if (hwm) {
 		pr->hwm_bytes = hwm;
 		pr->exit_buffers_bytes = eb;
+		pr->exit_buffers_peak = counted;
 		pr->peak = summary__peak_interval(hwm, 0, bmax, pr->rss_sampled_max_bytes);
 		pr->peak_source = SUMMARY_PROC_PEAK_KERNEL;
-		if (a->has_sample && a->hwm_all)
+		/* The bracket takes the samples' shares for the buffers' bounds between them,
+		 * which a ring grown and freed between two samples breaks; a file whose exit
+		 * record says so carries the counted bound instead (see the top). */
+		if (a->has_sample && a->hwm_all && !counted)
 			summary__proc_hwm_bracket(pr, a, hwm, eb);
 	} else if (pr->rss_samples) {
 		pr->peak = (struct summary_peak){pr->rss_sampled_max_bytes,

@@ -614,7 +614,14 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		rec.exit.maxrss_bytes = ex->maxrss_bytes;
 		recorder__note_buffers(r,
 				       session_buffers_resident_bytes(r->cfg.session, r->cfg.pid));
+		/* The samples' largest share misses a ring that grew and was freed between two
+		 * samples; the program's own count of its peak does not (session_layout.h
+		 * "Residency"). With it, the record says so. */
+		uint64_t counted = session_buffers_peak_bytes(r->cfg.session, r->cfg.pid);
+		recorder__note_buffers(r, counted);
 		rec.exit.buffers_bytes = atomic_load(&r->buffers_peak);
+		if (counted)
+			rec.exit.flags |= TRC_EXIT_BUFFERS_PEAK;
 		int err = trcfile_stream_append(r->meta_stream, &rec);
 		if (err)
 			recorder__set_error(r, err);

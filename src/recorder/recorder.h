@@ -68,7 +68,8 @@ struct recorder_stats {
 	uint64_t last_buffers_bytes; /* latest sample's trace-buffer share */
 	uint64_t bytes_written; /* file bytes so far */
 	int drain_error; /* first error of the drain thread (e.g. writer -ENOSPC), 0 */
-	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program */
+	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program: the
+				      * samples', and after its exit its own count of its peak */
 	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
 	uint64_t bg_compressed; /* stored chunks compressed in the background so far */
 	/* recorder_finish only (NULL elsewhere): the background compressor, stopped, with the

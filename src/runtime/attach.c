@@ -91,12 +91,15 @@ static bool trc__register_process(void)
 {
 	struct trc_region_hdr *h = trc__rt.hdr;
 	uint32_t used = atomic_load_explicit(&h->procs_used, memory_order_relaxed);
+	trc__rt.proc = 0;
 	for (uint32_t i = 0; i < used && i < trc__rt.geom.max_procs; i++) {
 		struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, i);
 		if (atomic_load_explicit(&pe->pid, memory_order_acquire) == trc__rt.region_pid &&
 		    __atomic_load_n(&pe->image, __ATOMIC_RELAXED) == trc__rt.image &&
-		    !atomic_load_explicit(&pe->dead, memory_order_relaxed))
+		    !atomic_load_explicit(&pe->dead, memory_order_relaxed)) {
+			trc__rt.proc = i + 1; /* its metadata is counted there already */
 			return false;
+		}
 	}
 	uint32_t idx = atomic_fetch_add_explicit(&h->procs_used, 1, memory_order_relaxed);
 	/* An older entry with our pid is the image exec replaced (or a dead process whose pid
@@ -110,12 +113,39 @@ static bool trc__register_process(void)
 		struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, idx);
 		pe->ppid = (uint32_t)getppid();
 		__atomic_store_n(&pe->image, trc__rt.image, __ATOMIC_RELAXED);
-		/* Pairs with the recorder's acquire load of pid: ppid and image are written
-		 * before. */
+		trc__rt.proc = idx + 1;
+		/* The metadata this process mapped as it attached (trc__populate_meta). */
+		trc__buffers_add(trc__rt.geom.rings_off);
+		/* Pairs with the recorder's acquire load of pid: ppid, image and the counts are
+		 * written before. */
 		atomic_store_explicit(&pe->pid, trc__rt.region_pid, memory_order_release);
 	}
 	atomic_fetch_add_explicit(&h->procs_attached, 1, memory_order_relaxed);
 	return true;
+}
+
+void trc__buffers_add(uint64_t n)
+{
+	if (!trc__rt.proc || trc__rt.proc > trc__rt.geom.max_procs)
+		return;
+	struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, trc__rt.proc - 1);
+	/* One add returns the sum at that point of the counter's order: the peak taken from
+	 * every add's sum is the most it ever was, concurrent adds and the recorder's subtractions
+	 * included. */
+	uint64_t now = atomic_fetch_add_explicit(&pe->buffers_now, n, memory_order_relaxed) + n;
+	uint64_t peak = atomic_load_explicit(&pe->buffers_peak, memory_order_relaxed);
+	while (peak < now &&
+	       !atomic_compare_exchange_weak_explicit(&pe->buffers_peak, &peak, now,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+uint64_t trc__buffers_peak(void)
+{
+	if (!trc__rt.proc || trc__rt.proc > trc__rt.geom.max_procs)
+		return 0;
+	struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, trc__rt.proc - 1);
+	return atomic_load_explicit(&pe->buffers_peak, memory_order_relaxed);
 }
 
 /* Slots that still name this pid belong to the image exec replaced: its threads are gone. */

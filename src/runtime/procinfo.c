@@ -398,7 +398,12 @@ void trc__emit_exit_info(struct trc__thread *t, unsigned mode, int code)
 	r->flags = TRC_EXIT_SELF | (code >= 0 ? TRC_EXIT_STATUS : 0);
 	r->status = code >= 0 ? (uint32_t)(code & 0xff) << 8 : 0;
 	r->hwm_bytes = hwm;
-	r->buffers_bytes = trc__own_buffers_bytes();
+	/* The most the buffers held at once (the process entry's count), which bounds their
+	 * share at the moment of the peak; without an entry only what they hold now. */
+	uint64_t peak = trc__buffers_peak();
+	r->buffers_bytes = peak ? peak : trc__own_buffers_bytes();
+	if (peak)
+		r->flags |= TRC_EXIT_BUFFERS_PEAK;
 	ring_commit_sp(&t->prod);
 }
 

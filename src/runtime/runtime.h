@@ -48,6 +48,9 @@ struct trc__rt {
 	/* This copy of the runtime registered the process (attach.c): it describes it, and writes
 	 * its EXIT record as it exits (procinfo.c). */
 	bool describes;
+	/* 1 + the index of this image's process entry (attach.c), whose buffer counts its rings
+	 * go into; 0 when the table was full. Every runtime copy of the image finds the same. */
+	uint32_t proc;
 	/* The fork guard (thread.c): private anonymous memory the kernel zeroes in a forked
 	 * child (MADV_WIPEONFORK). Line 0 holds 1 while this process is the one that attached;
 	 * line i + 1 holds the fast-path flag of the thread on slot i (trc.h's ok). */
@@ -92,6 +95,15 @@ void trc__emit_new_modules(struct trc__thread *t, unsigned mode);
  * code: the exit code, -1 unknown) into the calling thread's ring, which it holds, once per
  * process (procinfo.c). Slow path. trc__process_exiting (trc.h, thread.c) calls it. */
 void trc__emit_exit_info(struct trc__thread *t, unsigned mode, int code);
+
+/* Counts n more bytes of trace buffers resident in this process image: into its process entry's
+ * buffers_now, raising buffers_peak to the sum (session_layout.h "Residency"). Before the bytes
+ * are published anywhere the recorder could subtract them. Slow paths (attach.c). */
+void trc__buffers_add(uint64_t n);
+
+/* The most trace-buffer bytes this process image held at once (its process entry's
+ * buffers_peak); 0 without an entry (attach.c). */
+uint64_t trc__buffers_peak(void);
 
 /* Forgets which modules were reported (fork child handler, procinfo.c). */
 void trc__procinfo_atfork_child(void);

@@ -150,6 +150,9 @@ static void trc__fault_to(struct trc__thread *t, uint64_t want)
 	if (want <= t->faulted)
 		return;
 	trc__populate(t->prod.data + t->faulted, want - t->faulted);
+	/* Counted before published: the recorder subtracts what resident_bytes says when it
+	 * frees the slot, so a thread dying in between leaves the count high, never low. */
+	trc__buffers_add(want - t->faulted);
 	t->faulted = want;
 	atomic_store_explicit(&trc__slot(t->slot)->resident_bytes, want, memory_order_relaxed);
 	ring_producer_cap_limit(&t->prod, trc__usable(t));
@@ -420,6 +423,7 @@ static int trc__claim(struct trc__thread *t)
 		__atomic_store_n(&s->pid, trc__rt.region_pid, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->image, trc__rt.image, __ATOMIC_RELAXED);
+		atomic_store_explicit(&s->proc, trc__rt.proc, memory_order_relaxed);
 		if (t->named)
 			memcpy(s->name, t->name, TRC_THREAD_NAME_BYTES);
 		else

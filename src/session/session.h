@@ -26,6 +26,7 @@
  *   session_create / session_destroy   any (owner)        nothing on that session  no
  *   session_drain                      one drain thread   producers, the two below no
  *   session_buffers_resident_bytes     any                everything (racy read)   no
+ *   session_buffers_peak_bytes         any                everything (racy read)   no
  *   session_processes_attached         any                everything               no
  *   session_processes_running          owner              everything (racy read)   no
  *   session_fd, session_clock_info     any                everything               no
@@ -107,6 +108,12 @@ long session_drain(struct trc_session *s, const struct session_sink *sink);
 /* Ring and metadata memory resident in process pid (0 = all attached processes), from the
  * region's state alone, no syscall (session_layout.h "Residency"). Any thread (racy). */
 uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
+
+/* The most trace-buffer bytes process pid held at once, as its runtime counted them (its
+ * process entries' buffers_peak, the largest over its images; session_layout.h "Residency");
+ * 0 when it has no entry. The process's own word: a bound for reports, nothing acts on it.
+ * Any thread (racy). */
+uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid);
 
 /* How many processes attached so far (0 = the program could not load the library, e.g.
  * static or setuid). Any thread. */

@@ -7,9 +7,9 @@
  * RSS stays small before it spawns the program (wait4's ru_maxrss carries it across exec).
  *
  * Threads: create/destroy and session_processes_running by the owner;
- * session_buffers_resident_bytes, session_processes_attached, session_fd and session_clock_info
- * from any thread (they read shared counters and states with relaxed loads: accounting, racy by
- * nature).
+ * session_buffers_resident_bytes, session_buffers_peak_bytes, session_processes_attached,
+ * session_fd and session_clock_info from any thread (they read shared counters and states with
+ * relaxed loads: accounting, racy by nature).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -252,6 +252,23 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 			procs = 1;
 	}
 	return rings + procs * s->geom.rings_off;
+}
+
+uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid)
+{
+	uint64_t peak = 0;
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	if (used > s->geom.max_procs)
+		used = s->geom.max_procs;
+	for (uint32_t i = 0; i < used; i++) {
+		struct trc_proc *pe = session__proc(s, i);
+		if (atomic_load_explicit(&pe->pid, memory_order_acquire) != (uint32_t)pid)
+			continue;
+		uint64_t b = atomic_load_explicit(&pe->buffers_peak, memory_order_relaxed);
+		if (b > peak)
+			peak = b;
+	}
+	return peak;
 }
 
 void session_destroy(struct trc_session *s)

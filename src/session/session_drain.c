@@ -327,7 +327,8 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		/* A process's own exit record (procinfo.c); the pid is the ring's owner's. SELF
 		 * whatever the ring says: no process writes wait4's. */
 		r.exit.pid = ds->st.pid;
-		r.exit.flags = TRC_EXIT_SELF | ((uint32_t)(v[1] >> 32) & TRC_EXIT_STATUS);
+		r.exit.flags = TRC_EXIT_SELF |
+			       ((uint32_t)(v[1] >> 32) & (TRC_EXIT_STATUS | TRC_EXIT_BUFFERS_PEAK));
 		r.exit.maxrss_bytes = v[2];
 		r.exit.buffers_bytes = v[3];
 		r.exit.status = (r.exit.flags & TRC_EXIT_STATUS) ? (int32_t)(uint32_t)v[4] : 0;
@@ -886,10 +887,29 @@ static void session__trim_idle(struct session__ctx *c, uint32_t i)
 	atomic_store_explicit(&sl->trim, x | TRC_TRIM_DONE, memory_order_release);
 }
 
+/* Takes the ring of a slot being freed out of its process entry's buffer count (session_layout.h
+ * "Residency"): both numbers come from the region, so both are bounded, the entry's index by
+ * the table and the count never below zero. */
+static void session__proc_give_back(struct trc_session *s, struct trc_slot *sl)
+{
+	uint32_t proc = atomic_load_explicit(&sl->proc, memory_order_relaxed);
+	if (!proc || proc > s->geom.max_procs)
+		return;
+	uint64_t res = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
+	if (res > s->geom.ring_bytes)
+		res = s->geom.ring_bytes;
+	_Atomic uint64_t *now = &session__proc(s, proc - 1)->buffers_now;
+	uint64_t cur = atomic_load_explicit(now, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(now, &cur, cur > res ? cur - res : 0,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 {
 	struct trc_slot *sl = session__slot(s, i);
 	session__pool_give_back(s, sl);
+	session__proc_give_back(s, sl);
 	/* Drops the ring's pages from the memfd and from every process that mapped them
 	 * (session_layout.h "Residency"). */
 	session__punch(s, trc_region_ring_off(&s->geom, i), s->geom.ring_bytes);
@@ -897,6 +917,7 @@ static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 	atomic_store_explicit(&sl->trim, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->trimmed[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->resident_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->proc, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->lost_reentrant, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->waits, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->waited_ns, 0, memory_order_relaxed);

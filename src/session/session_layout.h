@@ -96,6 +96,14 @@
  *     only after the pages are in). The recorder counts exactly that for a CLAIMING, CLAIMED or
  *     RETIRED slot, and punches the ring's pages out of the memfd when it frees the slot, so they
  *     leave every process's RSS and the next claimer starts from zero.
+ *   - So the buffers of a process shrink as well as grow (a thread's ring freed, an idle ring
+ *     punched), and samples taken 100 ms apart do not bound their share at the moment of the
+ *     process's RSS peak: a thread that fills its ring and exits between two samples is seen by
+ *     neither. The process entry keeps the bound instead (buffers_now, buffers_peak): the most
+ *     the buffers held at once, whenever that was. The process reports it in its own EXIT
+ *     record, trace-run in the one it writes for the program (flag TRC_EXIT_BUFFERS_PEAK), and
+ *     readers subtract it from the kernel's high-water mark for the low end of the program's
+ *     peak.
  *   - Metadata (header, process table, slot table, string table, i.e. [0, rings_off)): every
  *     process maps all of it at attach (MADV_POPULATE_READ, or a read per page), so each
  *     attached, live process counts meta_bytes = rings_off, exactly.
@@ -132,7 +140,9 @@
 #include "trc/wire.h"
 
 #define TRC_REGION_MAGIC 0x314e4f4953435254ull /* "TRCSION1" little-endian */
-#define TRC_REGION_VERSION 3u /* 2: the thread-loss table; 3: the slot's wait counters */
+#define TRC_REGION_VERSION                                                  \
+	4u /* 2: the thread-loss table; 3: the slot's wait counters; 4: the \
+	    * process entry's buffer counts, the slot's process entry */
 #define TRC_REGION_PAGE 4096u
 #define TRC_REGION_MAX_SLOTS 65536u
 #define TRC_REGION_MAX_PROCS (1u << 20)
@@ -234,6 +244,17 @@ struct trc_proc {
 	 * while two runtimes in one image (libtrc.a in the program, libtrc.so from the preload
 	 * library) share it and register the process once. */
 	uint32_t image;
+	/* The trace buffers of this process image, counted as session_buffers_resident_bytes
+	 * counts them ("Residency": the metadata, and what each ring of its slots has faulted
+	 * in, idle give-back aside): now, and the most they ever were at once. The image's
+	 * runtime adds (the metadata as it registers, a ring's pages before it publishes them)
+	 * and raises the peak by CAS from the sum its own add returned, so the peak misses no
+	 * moment; the recorder subtracts a ring's pages when it frees the slot (saturating at
+	 * 0). Relaxed: accounting, and the process's own word (the recorder reports it, it never
+	 * acts on it). Pages the recorder punched out of an idle ring are not subtracted (the
+	 * writer faults them in again without a count): both figures are upper bounds. */
+	_Atomic uint64_t buffers_now;
+	_Atomic uint64_t buffers_peak;
 };
 
 struct trc_slot {
@@ -258,6 +279,10 @@ struct trc_slot {
 	_Alignas(64) _Atomic uint64_t waited_ns;
 	_Atomic uint64_t waits;
 	_Atomic uint64_t wait_max_ns;
+	/* 1 + the index of the process entry whose buffers_now counts this ring (0: none, the
+	 * table was full). Written by the claimer while CLAIMING, before it faults the ring in;
+	 * read by the recorder when it frees the slot (bounded by max_procs first). */
+	_Atomic uint32_t proc;
 };
 #define TRC_TRIM_BUSY (1ull << 32)
 #define TRC_TRIM_DONE (1ull << 33)
@@ -307,10 +332,12 @@ _Static_assert(sizeof(struct trc_tlost) == 32 && offsetof(struct trc_tlost, who)
 		       offsetof(struct trc_tlost, no_slot) == 8 &&
 		       offsetof(struct trc_tlost, reentrant) == 16,
 	       "thread-loss entry layout");
-_Static_assert(sizeof(struct trc_proc) == 16 && offsetof(struct trc_proc, pid) == 0 &&
+_Static_assert(sizeof(struct trc_proc) == 32 && offsetof(struct trc_proc, pid) == 0 &&
 		       offsetof(struct trc_proc, ppid) == 4 &&
 		       offsetof(struct trc_proc, dead) == 8 &&
-		       offsetof(struct trc_proc, image) == 12,
+		       offsetof(struct trc_proc, image) == 12 &&
+		       offsetof(struct trc_proc, buffers_now) == 16 &&
+		       offsetof(struct trc_proc, buffers_peak) == 24,
 	       "process table entry layout");
 _Static_assert(sizeof(struct trc_slot) == 384 && _Alignof(struct trc_slot) == 64 &&
 		       offsetof(struct trc_slot, state) == 0 &&
@@ -324,7 +351,8 @@ _Static_assert(sizeof(struct trc_slot) == 384 && _Alignof(struct trc_slot) == 64
 		       offsetof(struct trc_slot, ctl) == 64 &&
 		       offsetof(struct trc_slot, waited_ns) == 320 &&
 		       offsetof(struct trc_slot, waits) == 328 &&
-		       offsetof(struct trc_slot, wait_max_ns) == 336,
+		       offsetof(struct trc_slot, wait_max_ns) == 336 &&
+		       offsetof(struct trc_slot, proc) == 344,
 	       "slot layout (ring_ctl's own layout: ring.h)");
 /* Shared atomics are plain lock-free words: same size either side, no hidden lock. */
 _Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic uint64_t) == 8 &&

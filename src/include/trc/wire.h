@@ -61,7 +61,12 @@ static inline int trc_rec_is_event(uint32_t type)
 /* With SELF: status is known (the code of exit(), _exit() or main's return, seen by the preload
  * library's hooks: status = code << 8, as from waitpid). */
 #define TRC_EXIT_STATUS 2u
-#define TRC_EXIT_FLAGS_ALL 3u
+/* buffers_bytes is the most the process's trace buffers held at once, whenever that was (its
+ * process entry's buffers_peak, session_layout.h "Residency"), not their share at exit: a bound
+ * on their share at the moment of the RSS peak. Without it a reader has only the share at exit
+ * and the samples', which miss a ring that grew and was freed between two samples. */
+#define TRC_EXIT_BUFFERS_PEAK 4u
+#define TRC_EXIT_FLAGS_ALL 7u
 
 /* ---- ring tag: u32 = type | name_id << 8 --------------------------------------------------- */
 
