@@ -4,7 +4,8 @@
  * when odd) and the program prints "emitted N" with the total. With `linger` the threads
  * sleep the MS after emitting, before they exit (their streams stay open meanwhile), and print
  * "emitted N" first. With `crash` the main thread then
- * dereferences NULL (SIGSEGV) after printing. */
+ * dereferences NULL (SIGSEGV) after printing. With `main-first` the main thread emits one
+ * instant before it starts the threads (not counted in N), so its ring is live beside theirs. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,19 +40,22 @@ static void *emit_thread(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr,
-			"usage: prog_e2e_emit THREADS EVENTS [crash] [sleep MS] [pidfile P]\n");
+		fprintf(stderr, "usage: prog_e2e_emit THREADS EVENTS [crash] [sleep MS] [linger] "
+				"[main-first] "
+				"[pidfile P]\n");
 		return 2;
 	}
 	int threads = atoi(argv[1]);
 	events_per_thread = atol(argv[2]);
-	int crash = 0, linger = 0;
+	int crash = 0, linger = 0, main_first = 0;
 	long sleep_ms = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "crash"))
 			crash = 1;
 		else if (!strcmp(argv[i], "linger"))
 			linger = 1;
+		else if (!strcmp(argv[i], "main-first"))
+			main_first = 1;
 		else if (!strcmp(argv[i], "sleep") && i + 1 < argc)
 			sleep_ms = atol(argv[++i]);
 		else if (!strcmp(argv[i], "pidfile") && i + 1 < argc) {
@@ -71,6 +75,8 @@ int main(int argc, char **argv)
 		printf("emitted %ld\n", (long)threads * events_per_thread);
 		fflush(stdout);
 	}
+	if (main_first)
+		TRC_INSTANT("e2e.main", 0);
 	for (int t = 0; t < threads; t++)
 		pthread_create(&tids[t], NULL, emit_thread, NULL);
 	for (int t = 0; t < threads; t++)

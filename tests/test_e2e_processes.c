@@ -241,7 +241,8 @@ static uint64_t line_u64(const char *p, const char *key)
 	return strtoull(k + strlen(key), NULL, 10);
 }
 
-/* A thread that claims a ring and exits while main lives on: its ring is freed, so neither the
+/* A thread that claims a ring (beside main's: main-first) and exits while main lives on: its
+ * ring is freed, so neither the
  * samples taken after it (main sleeps 300 ms, sampled every 20 ms) nor the share at exit see it,
  * though it was resident beside main's. Both exit records carry the most the buffers held at
  * once (flag BUFFERS_PEAK): the last sample's share plus that ring's first 64 KiB, exactly (10
@@ -252,9 +253,9 @@ Test(e2e_processes, exit_records_carry_the_buffers_peak_a_freed_ring_included, .
 	const char *dir = e2e_tmpdir();
 	char out[256], sub[300];
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
-	struct e2e_run r =
-		e2e_run(dir, TR, "-q", "--rss-interval", "20ms", "-o", out, "--",
-			e2e_path("tests/prog_e2e_emit"), "1", "10", "sleep", "300", NULL);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "--rss-interval", "20ms", "-o", out, "--",
+				   e2e_path("tests/prog_e2e_emit"), "1", "10", "sleep", "300",
+				   "main-first", NULL);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	e2e_free(&r);
 	snprintf(sub, sizeof(sub), "%s/ev", dir);
