@@ -161,23 +161,46 @@ static void *bt_burst_main(void *p)
 	return NULL;
 }
 
+/* k threads each burst n counters (one round), while nothing drains; returns once all are done
+ * with it, their rings as full as they got. bt_bursts_end lets them exit and joins them. */
+struct bt_bursts {
+	int k;
+	pthread_barrier_t bar;
+	struct bt_burst b;
+	pthread_t th[16];
+};
+
+static void bt_bursts_start(struct bt_bursts *x, int k, int n)
+{
+	cr_assert_leq(k, 16);
+	x->k = k;
+	pthread_barrier_init(&x->bar, NULL, (unsigned)k + 1);
+	x->b = (struct bt_burst){.n = n, .bar = &x->bar};
+	for (int i = 0; i < k; i++)
+		pthread_create(&x->th[i], NULL, bt_burst_main, &x->b);
+	pthread_barrier_wait(&x->bar);
+}
+
+static void bt_bursts_end(struct bt_bursts *x)
+{
+	pthread_barrier_wait(&x->bar);
+	for (int i = 0; i < x->k; i++)
+		pthread_join(x->th[i], NULL);
+	pthread_barrier_destroy(&x->bar);
+}
+
 Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 120)
 {
 	enum { POOL = 256 << 10, N = 100000 }; /* 2.4 MB of counters, nothing drained */
 	struct trc_session *s = bt_start(4 << 20, POOL);
-	pthread_barrier_t bar;
-	pthread_barrier_init(&bar, NULL, 2);
-	struct bt_burst b = {.n = N, .bar = &bar};
-	pthread_t th;
-	pthread_create(&th, NULL, bt_burst_main, &b);
-	pthread_barrier_wait(&bar);
+	struct bt_bursts x;
+	bt_bursts_start(&x, 1, N);
 	/* The base, then the whole pool; then the full ring waited for a drain that never came
 	 * (ts_start's ring_wait_ns) and dropped the rest. */
 	cr_assert_eq(bt_rings(s), TRC_RING_BASE_BYTES + POOL);
 	cr_assert_eq(bt_kernel_rings(s), TRC_RING_BASE_BYTES + POOL);
 	cr_assert_eq(atomic_load(&s->hdr->ring_pool_used), POOL);
-	pthread_barrier_wait(&bar);
-	pthread_join(th, NULL);
+	bt_bursts_end(&x);
 	struct bt_collect c = {0};
 	bt_drain_idle(s, &c);
 	cr_assert_gt(c.lost, 0);
@@ -204,18 +227,13 @@ Test(budget, the_process_entry_counts_the_most_its_buffers_held, .timeout = 120)
 	struct trc_proc *pe = session__proc(s, trc__rt.proc - 1);
 	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
 	cr_assert_eq(atomic_load(&pe->buffers_peak), meta);
-	pthread_barrier_t bar;
-	pthread_barrier_init(&bar, NULL, 2);
-	struct bt_burst b = {.n = N, .bar = &bar};
-	pthread_t th;
-	pthread_create(&th, NULL, bt_burst_main, &b);
-	pthread_barrier_wait(&bar);
+	struct bt_bursts x;
+	bt_bursts_start(&x, 1, N);
 	const uint64_t one = meta + TRC_RING_BASE_BYTES + POOL;
 	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), one);
 	cr_assert_eq(atomic_load(&pe->buffers_now), one);
 	cr_assert_eq(atomic_load(&pe->buffers_peak), one);
-	pthread_barrier_wait(&bar);
-	pthread_join(th, NULL);
+	bt_bursts_end(&x);
 	struct bt_collect c = {0};
 	bt_drain_idle(s, &c);
 	/* Freed: the scan and the count agree again; the peak stays. */
@@ -223,18 +241,10 @@ Test(budget, the_process_entry_counts_the_most_its_buffers_held, .timeout = 120)
 	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
 	cr_assert_eq(session_buffers_peak_bytes(s, getpid()), one);
 
-	pthread_barrier_t bar3;
-	pthread_barrier_init(&bar3, NULL, 3);
-	struct bt_burst b2 = {.n = N, .bar = &bar3};
-	pthread_t t2[2];
-	for (int i = 0; i < 2; i++)
-		pthread_create(&t2[i], NULL, bt_burst_main, &b2);
-	pthread_barrier_wait(&bar3);
+	bt_bursts_start(&x, 2, N);
 	const uint64_t two = meta + 2 * TRC_RING_BASE_BYTES + POOL;
 	cr_assert_eq(atomic_load(&pe->buffers_now), two);
-	pthread_barrier_wait(&bar3);
-	for (int i = 0; i < 2; i++)
-		pthread_join(t2[i], NULL);
+	bt_bursts_end(&x);
 	bt_drain_idle(s, &c);
 	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), meta);
 	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
@@ -389,13 +399,8 @@ Test(budget, the_recorders_own_mapping_holds_a_bounded_share_of_the_rings, .time
 	enum { T = 16, N = 120000 };
 	struct trc_session *s = bt_start_waiting(4 << 20, 64 << 20, 10000000000ull);
 	cr_assert_neq((void *)s->base, trc__rt.base, "the recorder's mapping is its own");
-	pthread_barrier_t bar;
-	pthread_barrier_init(&bar, NULL, T + 1);
-	struct bt_burst b = {.n = N, .bar = &bar};
-	pthread_t th[T];
-	for (int i = 0; i < T; i++)
-		pthread_create(&th[i], NULL, bt_burst_main, &b);
-	pthread_barrier_wait(&bar); /* every burst written, every thread alive */
+	struct bt_bursts x;
+	bt_bursts_start(&x, T, N); /* every burst written, every thread alive */
 	const uint64_t bytes = (uint64_t)T * N * (RING_HDR_BYTES + sizeof(struct trc_ring_value));
 	cr_assert_geq(bt_kernel_rings(s), bytes, "the program's side holds the rings: %lu",
 		      (unsigned long)bt_kernel_rings(s));
@@ -409,9 +414,7 @@ Test(budget, the_recorders_own_mapping_holds_a_bounded_share_of_the_rings, .time
 		     "the recorder's mapping holds %.1f MiB of the rings' %.1f MiB",
 		     mine / 1048576.0, bytes / 1048576.0);
 	cr_assert_geq(bt_kernel_rings(s), bytes, "the program's side keeps its pages");
-	pthread_barrier_wait(&bar);
-	for (int i = 0; i < T; i++)
-		pthread_join(th[i], NULL);
+	bt_bursts_end(&x);
 	bt_drain_idle(s, &c);
 	cr_assert_eq(c.counters, (uint64_t)T * N);
 	session_destroy(s);
