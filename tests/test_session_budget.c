@@ -453,3 +453,100 @@ Test(budget, a_thread_whose_wait_ran_out_waits_again_once_its_ring_had_room, .ti
 	pthread_join(th, NULL);
 	session_destroy(s);
 }
+
+/* A writer that waits for room as long as the drain reads its ring, not ring_wait_ns in all: a
+ * record larger than what one read gives back (here a 48 KiB PROCESS record, written by hand as
+ * the runtime writes one, into a ring the writer filled with counters) needs many reads, each
+ * well within ring_wait_ns of the last, and more than ring_wait_ns in all. */
+struct bt_bigwait {
+	pthread_barrier_t bar;
+	int n; /* counters that fill the ring, less room than the big record needs */
+	uint32_t tid;
+	atomic_int done;
+	bool got; /* the big record was reserved (not dropped) */
+};
+
+#define BT_BIG_CMDLINE (48u << 10)
+
+static uint64_t bt_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void *bt_bigwait_main(void *p)
+{
+	struct bt_bigwait *w = p;
+	w->tid = (uint32_t)gettid();
+	TRC_COUNTER("c", 0); /* claims the ring */
+	pthread_barrier_wait(&w->bar); /* the drain attaches to it */
+	pthread_barrier_wait(&w->bar);
+	for (int i = 1; i < w->n; i++)
+		TRC_COUNTER("c", i);
+	struct trc__thread *t = &trc__self;
+	pthread_barrier_wait(&w->bar); /* full: the slow reads start */
+	*t->ok_flag = 0; /* as the runtime's slow paths hold the ring */
+	t->busy = 1;
+	struct trc_ring_process *r =
+		trc__reserve(t, TRC_TAG(TRC_REC_PROCESS, 0), (uint32_t)sizeof(*r) + BT_BIG_CMDLINE);
+	if (r) {
+		r->ts = trc__now(trc__mode_load());
+		r->pid = (uint32_t)getpid();
+		r->ppid = (uint32_t)getppid();
+		r->cmdline_len = BT_BIG_CMDLINE;
+		memset(r + 1, 'a', BT_BIG_CMDLINE - 1);
+		((char *)(r + 1))[BT_BIG_CMDLINE - 1] = 0;
+		ring_commit_sp(&t->prod);
+	}
+	t->busy = 0;
+	*t->ok_flag = 1;
+	w->got = r != NULL;
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+Test(budget, a_writer_waits_while_the_drain_reads_its_ring_however_long_in_all, .timeout = 120)
+{
+	enum { RING = 256 << 10, WAIT_MS = 300, STEP_MS = 10, PER_STEP = 50 };
+	struct trc_session *s = bt_start_waiting(RING, 0, WAIT_MS * 1000000ull);
+	/* 10000 counters of 24 bytes leave ~19 KiB at the ring's end: the big record wraps, and
+	 * needs the first 48 KiB of the ring read, ~1930 counters, ~39 reads of 50, 10 ms apart:
+	 * ~390 ms, over ring_wait_ns (300 ms) in all, each read 30 times within it. */
+	struct bt_bigwait w = {.n = 10000};
+	pthread_barrier_init(&w.bar, NULL, 2);
+	pthread_t th;
+	pthread_create(&th, NULL, bt_bigwait_main, &w);
+	pthread_barrier_wait(&w.bar);
+	struct bt_collect c = {0};
+	bt_drain_idle(s, &c);
+	struct ring_consumer *cons = NULL;
+	for (uint32_t i = 0; i < s->geom.max_slots; i++)
+		if (s->slots[i].active && session__slot(s, i)->tid == w.tid)
+			cons = &s->slots[i].cons;
+	cr_assert_not_null(cons, "the drain has the writer's ring");
+	pthread_barrier_wait(&w.bar);
+	pthread_barrier_wait(&w.bar);
+	/* The drain's reads, PER_STEP records at a time, as a drain that is alive but slow
+	 * gives space back. */
+	uint64_t read = 0, t0 = bt_now_ms(), waited_ms = 0;
+	while (!atomic_load(&w.done)) {
+		ts_sleep_ms(STEP_MS);
+		struct ring_batch b;
+		struct ring_record rec;
+		cr_assert_eq(ring_batch_begin(cons, &b), 0);
+		for (int k = 0; k < PER_STEP && ring_batch_next(cons, &b, &rec) == 1; k++)
+			read++;
+		ring_batch_release(cons, &b);
+	}
+	waited_ms = bt_now_ms() - t0;
+	pthread_join(th, NULL);
+	cr_assert(w.got, "the big record was dropped after %lu ms, %lu records read meanwhile",
+		  (unsigned long)waited_ms, (unsigned long)read);
+	cr_assert_gt(waited_ms, WAIT_MS, "the wait (%lu ms) must outlast ring_wait_ns in all",
+		     (unsigned long)waited_ms);
+	int err = 0;
+	cr_assert_eq(ring_consumer_dropped(cons, &err), 0);
+	cr_assert_eq(err, 0);
+	session_destroy(s);
+}
