@@ -52,13 +52,8 @@ Test(chrome_slicing, split_size_files_are_whole_and_add_up, .timeout = 120)
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 9);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 9, 10);
 	static const char *const nm[] = {"", "outer", "inner"};
-	for (uint32_t i = 1; i < 3; i++) {
-		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
-		r.name.id = i;
-		r.name.str = nm[i];
-		r.name.len = (uint32_t)strlen(nm[i]);
-		tu_add(&p.streams[0], &r);
-	}
+	for (uint32_t i = 1; i < 3; i++)
+		tu_add_name(&p.streams[0], i, nm[i], 1000000000);
 	for (int s = 1; s <= 2; s++) {
 		uint64_t t = 1000000000ull + (uint64_t)s;
 		struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = t};

@@ -60,13 +60,8 @@ static struct tu_stream *dh_plan(struct tu_plan *p)
 	tu_plan_stream(p, TRC_STREAM_META, 100, 0);
 	tu_plan_stream(p, TRC_STREAM_THREAD, 100, 101);
 	static const char *const names[] = {"", "work", "outer"};
-	for (uint32_t i = 1; i < 3; i++) {
-		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000};
-		r.name.id = i;
-		r.name.str = names[i];
-		r.name.len = (uint32_t)strlen(names[i]);
-		tu_add(&p->streams[0], &r);
-	}
+	for (uint32_t i = 1; i < 3; i++)
+		tu_add_name(&p->streams[0], i, names[i], 1000);
 	return &p->streams[1];
 }
 

@@ -42,14 +42,8 @@ static void tf_write(const char *path)
 {
 	struct tu_plan p = {0};
 	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
-	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 900};
-	r.name.id = 2;
-	r.name.str = "outer";
-	r.name.len = 5;
-	tu_add(m, &r);
-	r.name.id = 3;
-	r.name.str = "inner";
-	tu_add(m, &r);
+	tu_add_name(m, 2, "outer", 900);
+	tu_add_name(m, 3, "inner", 900);
 	struct trc_record mod = {.type = TRC_REC_MODULE, .ts_ns = 900};
 	mod.module.pid = 4242;
 	mod.module.start = 0x400000;

@@ -134,14 +134,10 @@ Test(perfetto, sequence_ids_follow_first_use, .timeout = 60)
 	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
 	for (uint32_t k = 0; k < 150; k++)
 		tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 100 + k);
-	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
 	static const char *const names[] = {"", "work", "a", "b"};
-	for (uint32_t i = 1; i < 4; i++) {
-		r.name.id = i;
-		r.name.str = names[i];
-		r.name.len = (uint32_t)strlen(names[i]);
-		tu_add(&p.streams[0], &r);
-	}
+	for (uint32_t i = 1; i < 4; i++)
+		tu_add_name(&p.streams[0], i, names[i], 1000000000);
+	struct trc_record r;
 	struct tu_stream *last = &p.streams[150];
 	uint64_t t = 1000000000;
 	for (int i = 0; i < 3; i++) {
@@ -349,13 +345,8 @@ Test(perfetto, crossed_spans_follow_one_rule_everywhere, .timeout = 60)
 	tu_plan_stream(&p, TRC_STREAM_META, 5, 0);
 	tu_plan_stream(&p, TRC_STREAM_THREAD, 5, 5);
 	static const char *const nm[] = {"", "a", "b"};
-	for (uint32_t i = 1; i < 3; i++) {
-		struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000};
-		r.name.id = i;
-		r.name.str = nm[i];
-		r.name.len = 1;
-		tu_add(&p.streams[0], &r);
-	}
+	for (uint32_t i = 1; i < 3; i++)
+		tu_add_name(&p.streams[0], i, nm[i], 1000000000);
 	static const struct {
 		uint32_t type, id;
 		uint64_t t;
