@@ -161,8 +161,9 @@ static void *bt_burst_main(void *p)
 	return NULL;
 }
 
-/* k threads each burst n counters (one round), while nothing drains; returns once all are done
- * with it, their rings as full as they got. bt_bursts_end lets them exit and joins them. */
+/* k threads each burst n counters (one round); returns once every burst is written, the threads
+ * alive and holding their rings (nothing drains meanwhile unless the caller does).
+ * bt_bursts_end lets them exit and joins them. */
 struct bt_bursts {
 	int k;
 	pthread_barrier_t bar;
