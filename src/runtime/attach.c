@@ -124,11 +124,19 @@ static bool trc__register_process(void)
 	return true;
 }
 
-void trc__buffers_add(uint64_t n)
+/* This image's process entry, or NULL when the table was full. */
+static struct trc_proc *trc__own_proc(void)
 {
 	if (!trc__rt.proc || trc__rt.proc > trc__rt.geom.max_procs)
+		return NULL;
+	return trc_region_proc(trc__rt.base, &trc__rt.geom, trc__rt.proc - 1);
+}
+
+void trc__buffers_add(uint64_t n)
+{
+	struct trc_proc *pe = trc__own_proc();
+	if (!pe)
 		return;
-	struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, trc__rt.proc - 1);
 	/* One add returns the sum at that point of the counter's order: the peak taken from
 	 * every add's sum is the most it ever was, concurrent adds and the recorder's subtractions
 	 * included. */
@@ -142,10 +150,8 @@ void trc__buffers_add(uint64_t n)
 
 uint64_t trc__buffers_peak(void)
 {
-	if (!trc__rt.proc || trc__rt.proc > trc__rt.geom.max_procs)
-		return 0;
-	struct trc_proc *pe = trc_region_proc(trc__rt.base, &trc__rt.geom, trc__rt.proc - 1);
-	return atomic_load_explicit(&pe->buffers_peak, memory_order_relaxed);
+	struct trc_proc *pe = trc__own_proc();
+	return pe ? atomic_load_explicit(&pe->buffers_peak, memory_order_relaxed) : 0;
 }
 
 /* Slots that still name this pid belong to the image exec replaced: its threads are gone. */
