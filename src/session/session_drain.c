@@ -827,22 +827,30 @@ stop:
 	return rc;
 }
 
-/* Gives the ring pool bytes of a slot being freed back to the region's pool (session_layout.h
- * "Residency"): what its resident size holds beyond the base. Both numbers come from the
- * region, so both are bounded: the share by the ring, the pool never below zero. */
-static void session__pool_give_back(struct trc_session *s, struct trc_slot *sl)
+/* Takes n from a count shared with the traced processes, never below zero (the count comes from
+ * the region: a program may have scribbled it). */
+static void session__count_take(_Atomic uint64_t *count, uint64_t n)
 {
-	uint64_t res = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
-	if (res > s->geom.ring_bytes)
-		res = s->geom.ring_bytes;
-	if (res <= TRC_RING_BASE_BYTES)
-		return;
-	uint64_t share = res - TRC_RING_BASE_BYTES;
-	_Atomic uint64_t *used = &s->hdr->ring_pool_used;
-	uint64_t cur = atomic_load_explicit(used, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(used, &cur, cur > share ? cur - share : 0,
+	uint64_t cur = atomic_load_explicit(count, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(count, &cur, cur > n ? cur - n : 0,
 						      memory_order_relaxed, memory_order_relaxed))
 		;
+}
+
+/* What a slot being freed had faulted in of its ring, as its writer published it, bounded by
+ * the ring (session_layout.h "Residency"). */
+static uint64_t session__slot_resident(const struct trc_session *s, struct trc_slot *sl)
+{
+	uint64_t res = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
+	return res < s->geom.ring_bytes ? res : s->geom.ring_bytes;
+}
+
+/* Gives the ring pool bytes of a slot being freed back to the region's pool (session_layout.h
+ * "Residency"): what its resident size res holds beyond the base. */
+static void session__pool_give_back(struct trc_session *s, uint64_t res)
+{
+	if (res > TRC_RING_BASE_BYTES)
+		session__count_take(&s->hdr->ring_pool_used, res - TRC_RING_BASE_BYTES);
 }
 
 /* Punches [off, off + len) of the region out of the memfd (and so out of every process that
@@ -887,29 +895,22 @@ static void session__trim_idle(struct session__ctx *c, uint32_t i)
 	atomic_store_explicit(&sl->trim, x | TRC_TRIM_DONE, memory_order_release);
 }
 
-/* Takes the ring of a slot being freed out of its process entry's buffer count (session_layout.h
- * "Residency"): both numbers come from the region, so both are bounded, the entry's index by
- * the table and the count never below zero. */
-static void session__proc_give_back(struct trc_session *s, struct trc_slot *sl)
+/* Takes the ring of a slot being freed, res bytes, out of its process entry's buffer count
+ * (session_layout.h "Residency"); the entry's index comes from the region, bounded by the
+ * table. */
+static void session__proc_give_back(struct trc_session *s, struct trc_slot *sl, uint64_t res)
 {
 	uint32_t proc = atomic_load_explicit(&sl->proc, memory_order_relaxed);
-	if (!proc || proc > s->geom.max_procs)
-		return;
-	uint64_t res = atomic_load_explicit(&sl->resident_bytes, memory_order_relaxed);
-	if (res > s->geom.ring_bytes)
-		res = s->geom.ring_bytes;
-	_Atomic uint64_t *now = &session__proc(s, proc - 1)->buffers_now;
-	uint64_t cur = atomic_load_explicit(now, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(now, &cur, cur > res ? cur - res : 0,
-						      memory_order_relaxed, memory_order_relaxed))
-		;
+	if (proc && proc <= s->geom.max_procs)
+		session__count_take(&session__proc(s, proc - 1)->buffers_now, res);
 }
 
 static void session__free_slot(struct trc_session *s, uint32_t i, uint32_t gen)
 {
 	struct trc_slot *sl = session__slot(s, i);
-	session__pool_give_back(s, sl);
-	session__proc_give_back(s, sl);
+	const uint64_t res = session__slot_resident(s, sl);
+	session__pool_give_back(s, res);
+	session__proc_give_back(s, sl, res);
 	/* Drops the ring's pages from the memfd and from every process that mapped them
 	 * (session_layout.h "Residency"). */
 	session__punch(s, trc_region_ring_off(&s->geom, i), s->geom.ring_bytes);
