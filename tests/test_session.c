@@ -340,10 +340,7 @@ Test(session, corrupt_ring_is_reported_and_other_streams_survive, .timeout = 180
 	}
 	pthread_barrier_wait(&bar);
 	/* Scribble over the first record of thread 0's ring: an impossible length. */
-	int victim = -1;
-	for (uint32_t i = 0; i < s->geom.max_slots; i++)
-		if (session__slot(s, i)->tid == a[0].tid)
-			victim = (int)i;
+	int victim = ts_slot_of_tid(s, a[0].tid);
 	cr_assert_geq(victim, 0);
 	uint32_t *hdr = (uint32_t *)(void *)session__ring(s, (uint32_t)victim);
 	hdr[0] = 12345; /* not a multiple of 8 */

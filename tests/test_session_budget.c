@@ -521,11 +521,9 @@ Test(budget, a_writer_waits_while_the_drain_reads_its_ring_however_long_in_all, 
 	pthread_barrier_wait(&w.bar);
 	struct bt_collect c = {0};
 	bt_drain_idle(s, &c);
-	struct ring_consumer *cons = NULL;
-	for (uint32_t i = 0; i < s->geom.max_slots; i++)
-		if (s->slots[i].active && session__slot(s, i)->tid == w.tid)
-			cons = &s->slots[i].cons;
-	cr_assert_not_null(cons, "the drain has the writer's ring");
+	int slot = ts_slot_of_tid(s, w.tid);
+	cr_assert(slot >= 0 && s->slots[slot].active, "the drain has the writer's ring");
+	struct ring_consumer *cons = &s->slots[slot].cons;
 	pthread_barrier_wait(&w.bar);
 	pthread_barrier_wait(&w.bar);
 	/* The drain's reads, PER_STEP records at a time, as a drain that is alive but slow

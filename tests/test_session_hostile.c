@@ -261,11 +261,9 @@ static void *emit_with_waits(void *p)
 	a->tid = gettid();
 	for (int i = 0; i < 5; i++)
 		TRC_COUNTER("hostile.waits", i);
-	struct trc_slot *sl = NULL;
-	for (uint32_t i = 0; i < a->s->geom.max_slots; i++)
-		if (session__slot(a->s, i)->tid == (uint32_t)a->tid)
-			sl = session__slot(a->s, i);
-	cr_assert_not_null(sl);
+	int slot = ts_slot_of_tid(a->s, (uint32_t)a->tid);
+	cr_assert_geq(slot, 0);
+	struct trc_slot *sl = session__slot(a->s, (uint32_t)slot);
 	atomic_store(&sl->waits, a->waits);
 	atomic_store(&sl->waited_ns, a->waited_ns);
 	atomic_store(&sl->wait_max_ns, a->max_ns);

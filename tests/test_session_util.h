@@ -20,6 +20,7 @@
 
 #include "harness_util.h"
 #include "session.h"
+#include "session_internal.h"
 #include "trc.h"
 #include "trcfile.h" /* the names of record types and lost reasons */
 
@@ -237,6 +238,17 @@ static inline const char *ts_name_of(const struct ts_collect *c, uint32_t id)
 		if (c->v[i].r.type == TRC_REC_NAME && c->v[i].r.name.id == id)
 			return c->v[i].str;
 	return NULL;
+}
+
+/* The slot whose claimer is thread tid (the last such; a freed slot's tid is 0), or -1: what the
+ * region says, for tests that reach into a thread's slot or ring. */
+static inline int ts_slot_of_tid(struct trc_session *s, uint32_t tid)
+{
+	int slot = -1;
+	for (uint32_t i = 0; i < s->geom.max_slots; i++)
+		if (session__slot(s, i)->tid == tid)
+			slot = (int)i;
+	return slot;
 }
 
 static inline void ts_sleep_ms(long ms)
