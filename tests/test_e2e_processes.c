@@ -194,6 +194,57 @@ Test(e2e_processes, the_peak_is_never_below_a_sample, .timeout = 300)
 	}
 }
 
+/* The text between `after` (and the spaces that follow it) and `until` in s: a copy to free, or
+ * NULL. */
+static char *text_between(const char *s, const char *after, const char *until)
+{
+	const char *a = s ? strstr(s, after) : NULL;
+	if (!a)
+		return NULL;
+	a += strlen(after);
+	while (*a == ' ')
+		a++;
+	const char *e = strstr(a, until);
+	return e ? strndup(a, (size_t)(e - a)) : NULL;
+}
+
+/* trace-run's last line and trace-dump summary give the program the same peak, from the same
+ * rule (trcfile_peak.h): a program that is the big one itself, and a shell whose child is the
+ * big one, where wait4's ru_maxrss is the child's and the shell's own VmHWM is the shell's. */
+Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], script[512];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(script, sizeof(script), "%s 40 exit=50 >/dev/null; true", TOUCH);
+	char *const cases[][8] = {
+		{(char *)TR, "-o", out, "--", (char *)TOUCH, "40", "exit=50", NULL},
+		{(char *)TR, "-o", out, "--", "sh", "-c", script, NULL},
+	};
+	for (int i = 0; i < 2; i++) {
+		struct e2e_run r = e2e_runv(dir, cases[i]);
+		cr_assert_eq(r.exit_code, 0, "%s", r.err);
+		char *said = text_between(r.err, "peak RSS", " (trace buffers excluded)");
+		int code;
+		char *summary = e2e_summary_text(dir, out, &code);
+		cr_assert_eq(code, 0, "%s", summary);
+		char *shown = text_between(summary, "\n  peak:", " (");
+		cr_assert(said && shown, "trace-run: %s\nsummary: %s", r.err, summary);
+		cr_expect_str_eq(said, shown, "case %d: trace-run %s, summary %s", i, said, shown);
+		/* The figure is the program's: 40 MiB and more for the toucher, not for the
+		 * shell (double: "40.3 MiB" or "1.8 MiB to 2.1 MiB", the low end first). */
+		double low = strtod(said, NULL);
+		if (i == 0)
+			cr_expect(low >= 40.0 && strstr(said, "MiB"), "%s", said);
+		else
+			cr_expect(low < 20.0 || !strstr(said, "MiB"), "the shell's: %s", said);
+		free(said);
+		free(shown);
+		free(summary);
+		e2e_free(&r);
+	}
+}
+
 /* A vfork child's _exit writes nothing in its parent's name: the parent's own exit record is
  * its own (its 8 MiB, its exit(6)), the child's status is not taken for the parent's. */
 Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 120)

@@ -41,7 +41,7 @@ void dump_sparkline(const uint64_t *cols, unsigned n)
 void dump_summary_peak_text(const struct summary *s)
 {
 	char b1[32], b2[32], b3[32], b4[32];
-	const struct summary_peak *p = &s->rss_peak;
+	const struct trcfile_peak *p = &s->rss_peak;
 	switch (s->rss_peak_source) {
 	case SUMMARY_RSS_PEAK_EXIT: {
 		const char *what = s->rss_peak_hwm_own ? "its own VmHWM" : "ru_maxrss";

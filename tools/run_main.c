@@ -46,6 +46,7 @@
 #include "run_spawn.h"
 #include "session.h"
 #include "trcfile.h"
+#include "trcfile_peak.h"
 
 static void run__human_bytes(uint64_t b, char *buf, size_t len)
 {
@@ -527,15 +528,17 @@ int main(int argc, char **argv)
 
 	if (!opt.quiet) {
 		char peak[80], low[32], high[32], size[32], ended[160];
-		/* The buffers' share at the moment of the peak is known only to lie in
-		 * [0, their most]: an interval, never below a sample (trace-dump summary). */
-		uint64_t buffers = st.buffers_peak_bytes;
-		uint64_t lo = w.maxrss_bytes > buffers ? w.maxrss_bytes - buffers : 0;
-		if (lo < st.rss_sampled_max_bytes)
-			lo = st.rss_sampled_max_bytes;
-		uint64_t hi = w.maxrss_bytes > lo ? w.maxrss_bytes : lo;
-		run__human_bytes(lo, low, sizeof(low));
-		run__human_bytes(hi, high, sizeof(high));
+		/* The program's peak by trace-dump summary's rule (trcfile_peak.h), from the
+		 * same figures: its own VmHWM, else wait4's unless a descendant's own peak
+		 * reaches it; the buffers' share at the moment of the peak in [0, their most]. */
+		const uint64_t hwm =
+			trcfile_peak_hwm(st.self_hwm_bytes, w.maxrss_bytes, st.others_hwm_bytes);
+		struct trcfile_peak pk = trcfile_peak_interval(hwm, 0, st.buffers_peak_bytes,
+							       st.rss_sampled_max_bytes);
+		if (!hwm)
+			pk = trcfile_peak_sampled(st.rss_sampled_max_bytes, w.maxrss_bytes);
+		run__human_bytes(pk.low_bytes, low, sizeof(low));
+		run__human_bytes(pk.high_bytes, high, sizeof(high));
 		if (strcmp(low, high) == 0)
 			snprintf(peak, sizeof(peak), "%s", low);
 		else

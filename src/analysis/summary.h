@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "trcfile.h"
+#include "trcfile_peak.h" /* struct trcfile_peak: a peak RSS as an interval, and its rule */
 
 /* Events are the records that are not metadata: span begin/end, instant, counter, alloc,
  * free, function enter/exit. Lost is the sum of LOST counts, except TRC_LOST_SAMPLER_LATE
@@ -65,14 +66,6 @@ enum summary_rss_peak_source {
 #define SUMMARY_SPARK_COLUMNS 60
 #define SUMMARY_MAX_PROCESSES 65536
 
-/* The program's peak RSS as an interval (summary_processes.c): [low, high], low never below a
- * sampled value. exact: low == high (the trace buffers' share at the moment of the peak is
- * known). */
-struct summary_peak {
-	uint64_t low_bytes, high_bytes;
-	bool exact;
-};
-
 enum summary_process_peak_source {
 	SUMMARY_PROC_PEAK_NONE = 0, /* neither an exit figure nor a sample */
 	SUMMARY_PROC_PEAK_KERNEL = 1, /* the kernel's high-water mark (ru_maxrss or VmHWM) */
@@ -87,7 +80,7 @@ struct summary_process {
 	uint32_t command_len;
 	bool exit_known; /* exit_status holds the status as from waitpid */
 	int32_t exit_status;
-	struct summary_peak peak;
+	struct trcfile_peak peak;
 	enum summary_process_peak_source peak_source;
 	uint64_t hwm_bytes, exit_buffers_bytes; /* the exit figure used, buffers included */
 	bool exit_buffers_peak; /* exit_buffers_bytes is the most they held at once (counted) */
@@ -147,7 +140,7 @@ struct summary {
 	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
 	uint64_t buffers_resident_peak_bytes;
 	/* The root's peak as an interval (rss_peak_bytes is its low end). */
-	struct summary_peak rss_peak;
+	struct trcfile_peak rss_peak;
 	/* The kernel figure it comes from (0: none), buffers included: the program's own VmHWM
 	 * (rss_peak_hwm_own) or wait4's ru_maxrss; and the most buffers it ever held. */
 	uint64_t rss_peak_hwm_bytes, rss_peak_buffers_max_bytes;

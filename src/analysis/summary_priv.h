@@ -236,10 +236,6 @@ void summary__procs_record(struct summary__state *m, const struct trc_record *re
 /* After the passes (and summary__rss_finish): each process's peak interval and source, the
  * tree's total over time, the list sorted by pid. */
 void summary__procs_finish(struct summary__state *m);
-/* The program's peak as an interval: hwm (0: none) less the buffers' share at the moment of
- * the peak, which lay in [bmin, bmax]; never below sampled_max. */
-struct summary_peak summary__peak_interval(uint64_t hwm, uint64_t bmin, uint64_t bmax,
-					   uint64_t sampled_max);
 
 /* ---- summary_live.c ---- */
 

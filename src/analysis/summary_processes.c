@@ -8,24 +8,15 @@
  * ru_maxrss, for the program it started) and the process's own (flags SELF: its VmHWM as it
  * exited, and its exit code when it left by _exit).
  *
- * The peak, trace buffers excluded (summary__peak_interval): the kernel's high-water mark H
- * counts the buffers resident at the moment of the peak, which are not known exactly: they
- * lay between what the process had when it attached (0 is assumed: the peak may precede its
- * first sample) and the most it ever had: the exit record's count of that when it has one
- * (TRC_EXIT_BUFFERS_PEAK), else the largest of the samples' and the exit's shares (which miss
- * a ring grown and freed between two samples). The peak is the interval [H - most, H - least],
- * raised to the largest sample wherever it is below it (a peak is never below a sampled value),
- * and exact only when the interval is a point. When every sample of the process carries its
- * VmHWM (--rss-source status) and the exit record has no count, the samples around the moment
- * the high-water mark was reached bracket the buffers' share there (summary__proc_hwm), which
- * narrows the interval to the buffers' growth between two samples; with a count the bracket is
- * not taken, since the same ring between two samples breaks it. Which H:
- *   - the process's own VmHWM (SELF record): it counts that process alone;
- *   - for the program trace-run started, without one, wait4's ru_maxrss: the largest of the
- *     program and its waited-for descendants. When a descendant's own peak reaches it, it may
- *     be that descendant's: it is then only an upper bound and the peak is sampled;
- *   - otherwise (killed by a signal, or no runtime in it) the largest sample, flagged
- *     "sampled".
+ * The peak, trace buffers excluded: trcfile_peak.h's rule (trace-run prints the program's by the
+ * same), the buffers' most being the exit record's count when it has one (TRC_EXIT_BUFFERS_PEAK),
+ * else the largest of the samples' and the exit's shares (which miss a ring grown and freed
+ * between two samples). When every sample of the process carries its VmHWM (--rss-source
+ * status) and the exit record has no count, the samples around the moment the high-water mark
+ * was reached bracket the buffers' share there (summary__proc_hwm), which narrows the interval
+ * to the buffers' growth between two samples; with a count the bracket is not taken, since the
+ * same ring between two samples breaks it. A process with no H (killed by a signal, no runtime
+ * in it, or a program whose ru_maxrss a descendant may have set) is flagged "sampled".
  *
  * Threads: the reader's thread.
  */
@@ -210,22 +201,6 @@ void summary__procs_record(struct summary__state *m, const struct trc_record *re
 		summary__proc_exit(pr, a, rec);
 }
 
-struct summary_peak summary__peak_interval(uint64_t hwm, uint64_t bmin, uint64_t bmax,
-					   uint64_t sampled_max)
-{
-	struct summary_peak p;
-	if (bmin > bmax)
-		bmin = bmax;
-	p.low_bytes = hwm > bmax ? hwm - bmax : 0;
-	p.high_bytes = hwm > bmin ? hwm - bmin : 0;
-	p.exact = bmin == bmax && sampled_max <= p.low_bytes;
-	if (p.low_bytes < sampled_max)
-		p.low_bytes = sampled_max;
-	if (p.high_bytes < p.low_bytes)
-		p.high_bytes = p.low_bytes;
-	return p;
-}
-
 /* Narrows a process's peak interval with the bounds its VmHWM samples gave. After its last
  * sample RSS stayed below hwm (the exit figure) and the buffers held at least the smaller of
  * the last sample's share and the exit's. */
@@ -250,23 +225,18 @@ static void summary__proc_hwm_bracket(struct summary_process *pr, const struct s
 static void summary__proc_peak(struct summary_process *pr, const struct summary__proc_acc *a,
 			       uint64_t others_max)
 {
-	uint64_t hwm = 0, eb = 0;
-	bool counted = false;
-	if (a->has_self && a->self_hwm) {
-		hwm = a->self_hwm;
-		eb = a->self_buffers;
-		counted = a->self_buffers_peak;
-	} else if (a->has_wait && a->wait_maxrss && a->wait_maxrss > others_max) {
-		hwm = a->wait_maxrss;
-		eb = a->wait_buffers;
-		counted = a->wait_buffers_peak;
-	}
-	uint64_t bmax = eb > pr->buffers_max_bytes ? eb : pr->buffers_max_bytes;
+	const uint64_t self = a->has_self ? a->self_hwm : 0;
+	const uint64_t wait = a->has_wait ? a->wait_maxrss : 0;
+	const uint64_t hwm = trcfile_peak_hwm(self, wait, others_max);
 	if (hwm) {
+		/* The exit record H came from says what the buffers held. */
+		const uint64_t eb = self ? a->self_buffers : a->wait_buffers;
+		const bool counted = self ? a->self_buffers_peak : a->wait_buffers_peak;
+		const uint64_t bmax = eb > pr->buffers_max_bytes ? eb : pr->buffers_max_bytes;
 		pr->hwm_bytes = hwm;
 		pr->exit_buffers_bytes = eb;
 		pr->exit_buffers_peak = counted;
-		pr->peak = summary__peak_interval(hwm, 0, bmax, pr->rss_sampled_max_bytes);
+		pr->peak = trcfile_peak_interval(hwm, 0, bmax, pr->rss_sampled_max_bytes);
 		pr->peak_source = SUMMARY_PROC_PEAK_KERNEL;
 		/* The bracket takes the samples' shares for the buffers' bounds between them,
 		 * which a ring grown and freed between two samples breaks; a file whose exit
@@ -274,14 +244,7 @@ static void summary__proc_peak(struct summary_process *pr, const struct summary_
 		if (a->has_sample && a->hwm_all && !counted)
 			summary__proc_hwm_bracket(pr, a, hwm, eb);
 	} else if (pr->rss_samples) {
-		pr->peak = (struct summary_peak){pr->rss_sampled_max_bytes,
-						 pr->rss_sampled_max_bytes, false};
-		if (a->has_wait && a->wait_maxrss) {
-			/* ru_maxrss may be a descendant's: an upper bound only. */
-			uint64_t up = a->wait_maxrss;
-			if (up > pr->peak.high_bytes)
-				pr->peak.high_bytes = up;
-		}
+		pr->peak = trcfile_peak_sampled(pr->rss_sampled_max_bytes, wait);
 		pr->peak_source = SUMMARY_PROC_PEAK_SAMPLED;
 	}
 }
@@ -343,14 +306,14 @@ void summary__procs_finish(struct summary__state *m)
 		}
 	} else if (s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT) {
 		/* An exit record but no process entry (pid 0 in an old file): same rule. */
-		s->rss_peak = summary__peak_interval(s->rss_exit_maxrss_bytes, 0,
-						     s->buffers_resident_peak_bytes,
-						     s->rss_peak_sampled_bytes);
+		s->rss_peak = trcfile_peak_interval(s->rss_exit_maxrss_bytes, 0,
+						    s->buffers_resident_peak_bytes,
+						    s->rss_peak_sampled_bytes);
 		s->rss_peak_bytes = s->rss_peak.low_bytes;
 		s->rss_peak_hwm_bytes = s->rss_exit_maxrss_bytes;
 		s->rss_peak_buffers_max_bytes = s->buffers_resident_peak_bytes;
 	} else {
-		s->rss_peak = (struct summary_peak){s->rss_peak_bytes, s->rss_peak_bytes, false};
+		s->rss_peak = (struct trcfile_peak){s->rss_peak_bytes, s->rss_peak_bytes, false};
 	}
 	if (s->n_processes > 1)
 		qsort(s->processes, s->n_processes, sizeof(*s->processes), summary__proc_cmp);

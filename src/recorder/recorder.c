@@ -653,5 +653,7 @@ void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
 	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
 	out->buffers_peak_bytes = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
 	out->rss_sampled_max_bytes = atomic_load_explicit(&r->max_rss, memory_order_relaxed);
+	out->self_hwm_bytes =
+		session_self_hwm_bytes(r->cfg.session, r->cfg.pid, &out->others_hwm_bytes);
 	out->bg_compressed = trcfile_bgc_compressed(r->bgc);
 }

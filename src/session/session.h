@@ -24,9 +24,10 @@
  * Concurrency:
  *   operation                          thread             concurrent with          blocks
  *   session_create / session_destroy   any (owner)        nothing on that session  no
- *   session_drain                      one drain thread   producers, the two below no
+ *   session_drain                      one drain thread   producers, racy reads    no
  *   session_buffers_resident_bytes     any                everything (racy read)   no
  *   session_buffers_peak_bytes         any                everything (racy read)   no
+ *   session_self_hwm_bytes             any                everything (racy read)   no
  *   session_processes_attached         any                everything               no
  *   session_processes_running          owner              everything (racy read)   no
  *   session_fd, session_clock_info     any                everything               no
@@ -114,6 +115,12 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
  * 0 when it has no entry. The process's own word: a bound for reports, nothing acts on it.
  * Any thread (racy). */
 uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid);
+
+/* The VmHWM process pid gave in its own exit record (the largest over its images), and in
+ * *others_max the largest that any other process of the session gave; 0 for none drained.
+ * What trace-run's last line needs to decide the program's peak as trace-dump summary does
+ * (trcfile_peak.h). Any thread (racy: final once the drain has stopped). */
+uint64_t session_self_hwm_bytes(struct trc_session *s, pid_t pid, uint64_t *others_max);
 
 /* How many processes attached so far (0 = the program could not load the library, e.g.
  * static or setuid). Any thread. */

@@ -124,8 +124,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->name_seen_bits = geom.strtab_bytes / 8 + 2;
 	s->slots = calloc(geom.max_slots, sizeof(*s->slots));
 	s->trimmed = calloc(geom.max_slots, sizeof(*s->trimmed));
+	s->self_hwm = calloc(geom.max_procs, sizeof(*s->self_hwm));
 	s->name_seen = calloc(s->name_seen_bits / 8 + 1, 1);
-	if (!s->slots || !s->trimmed || !s->name_seen)
+	if (!s->slots || !s->trimmed || !s->self_hwm || !s->name_seen)
 		goto free_s;
 
 	s->fd = memfd_create("trc-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -271,6 +272,26 @@ uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid)
 	return peak;
 }
 
+uint64_t session_self_hwm_bytes(struct trc_session *s, pid_t pid, uint64_t *others_max)
+{
+	uint64_t own = 0, others = 0;
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	if (used > s->geom.max_procs)
+		used = s->geom.max_procs;
+	for (uint32_t i = 0; i < used; i++) {
+		uint64_t h = atomic_load_explicit(&s->self_hwm[i], memory_order_relaxed);
+		if (!h)
+			continue;
+		bool mine = atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire) ==
+			    (uint32_t)pid;
+		uint64_t *m = mine ? &own : &others;
+		if (h > *m)
+			*m = h;
+	}
+	*others_max = others;
+	return own;
+}
+
 void session_destroy(struct trc_session *s)
 {
 	if (!s)
@@ -282,6 +303,7 @@ void session_destroy(struct trc_session *s)
 	free(s->tlost);
 	free(s->slots);
 	free((void *)s->trimmed);
+	free((void *)s->self_hwm);
 	free(s->name_seen);
 	free(s);
 }

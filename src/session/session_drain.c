@@ -190,6 +190,16 @@ _Static_assert(offsetof(struct trc_ring_exit, flags) == 12 &&
 
 /* Decodes and delivers one ring record. Returns 0, the sink's nonzero value, or
  * SESSION_CORRUPT. */
+/* Keeps the VmHWM of a process's own exit record, written on slot i's ring, with the process
+ * entry the slot names (bounded by the table: the region's word), for trace-run's last line
+ * (session_self_hwm_bytes). */
+static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t hwm)
+{
+	uint32_t proc = atomic_load_explicit(&session__slot(s, i)->proc, memory_order_relaxed);
+	if (proc && proc <= s->geom.max_procs)
+		atomic_store_explicit(&s->self_hwm[proc - 1], hwm, memory_order_relaxed);
+}
+
 static int session__record(struct session__ctx *c, struct session_slot *ds,
 			   const struct ring_record *rr)
 {
@@ -332,6 +342,7 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		r.exit.maxrss_bytes = v[2];
 		r.exit.buffers_bytes = v[3];
 		r.exit.status = (r.exit.flags & TRC_EXIT_STATUS) ? (int32_t)(uint32_t)v[4] : 0;
+		session__note_self_hwm(s, (uint32_t)(ds - s->slots), v[2]);
 		st = &s->meta;
 		break;
 	}

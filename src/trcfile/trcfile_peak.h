@@ -1,0 +1,70 @@
+/* trcfile_peak.h - a process's peak RSS, trace buffers excluded, from the figures a trace holds:
+ * the one rule that trace-run's last line and trace-dump summary both print.
+ *
+ * The kernel's high-water mark H counts the trace buffers resident at the moment of the peak,
+ * and that share is not known exactly: it lay between bmin (0 is assumed: the peak may precede
+ * the first sample) and bmax, the most the buffers ever held (the runtime's count of it, exit
+ * flag TRC_EXIT_BUFFERS_PEAK, or the largest share seen). So the peak is the interval
+ * [H - bmax, H - bmin], raised to the largest sample wherever it is below it (a peak is never
+ * below a sampled value), and exact only when the interval is a point.
+ *
+ * Which H (trcfile_peak_hwm):
+ *   - the process's own VmHWM as it exited (its SELF exit record): it counts that process alone;
+ *   - else, for the program trace-run started, wait4's ru_maxrss: the largest of the program
+ *     and its waited-for descendants. When another process of the tree had an own peak at
+ *     least as high, it may be that descendant's: not taken;
+ *   - else none: the largest sample is the peak, with wait4's figure, when there is one, as
+ *     the top of the interval (trcfile_peak_sampled).
+ *
+ * Header only: trace-run does not link the analysis code. Threads: any (pure functions).
+ */
+#ifndef TRC_TRCFILE_PEAK_H
+#define TRC_TRCFILE_PEAK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct trcfile_peak {
+	uint64_t low_bytes, high_bytes;
+	bool exact;
+};
+
+/* H less the buffers' share at the moment of the peak, which lay in [bmin, bmax]; never below
+ * sampled_max. */
+static inline struct trcfile_peak trcfile_peak_interval(uint64_t hwm, uint64_t bmin, uint64_t bmax,
+							uint64_t sampled_max)
+{
+	struct trcfile_peak p;
+	if (bmin > bmax)
+		bmin = bmax;
+	p.low_bytes = hwm > bmax ? hwm - bmax : 0;
+	p.high_bytes = hwm > bmin ? hwm - bmin : 0;
+	p.exact = bmin == bmax && sampled_max <= p.low_bytes;
+	if (p.low_bytes < sampled_max)
+		p.low_bytes = sampled_max;
+	if (p.high_bytes < p.low_bytes)
+		p.high_bytes = p.low_bytes;
+	return p;
+}
+
+/* The kernel figure that is the process's H (see the top), 0 for none. self_hwm: its own VmHWM
+ * at exit (0: no SELF exit record); wait_maxrss: wait4's ru_maxrss (0: trace-run did not wait
+ * for it); others_hwm: the largest own VmHWM of the other processes of the tree. */
+static inline uint64_t trcfile_peak_hwm(uint64_t self_hwm, uint64_t wait_maxrss, uint64_t others_hwm)
+{
+	if (self_hwm)
+		return self_hwm;
+	return wait_maxrss > others_hwm ? wait_maxrss : 0;
+}
+
+/* Without an H: the largest sample, and wait4's figure (maybe a descendant's: an upper bound
+ * only) as the top when it is above. */
+static inline struct trcfile_peak trcfile_peak_sampled(uint64_t sampled_max, uint64_t wait_maxrss)
+{
+	struct trcfile_peak p = {sampled_max, sampled_max, false};
+	if (wait_maxrss > p.high_bytes)
+		p.high_bytes = wait_maxrss;
+	return p;
+}
+
+#endif /* TRC_TRCFILE_PEAK_H */
