@@ -210,7 +210,8 @@ static char *text_between(const char *s, const char *after, const char *until)
 
 /* trace-run's last line and trace-dump summary give the program the same peak, from the same
  * rule (trcfile_peak.h): a program that is the big one itself, and a shell whose child is the
- * big one, where wait4's ru_maxrss is the child's and the shell's own VmHWM is the shell's. */
+ * big one, where wait4's ru_maxrss is the child's and the shell's own VmHWM is the shell's.
+ * There the line names the child and its own peak as well; for a tree of one it names none. */
 Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
 {
 	const char *dir = e2e_tmpdir();
@@ -224,7 +225,7 @@ Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
 	for (int i = 0; i < 2; i++) {
 		struct e2e_run r = e2e_runv(dir, cases[i]);
 		cr_assert_eq(r.exit_code, 0, "%s", r.err);
-		char *said = text_between(r.err, "peak RSS", " (trace buffers excluded)");
+		char *said = text_between(r.err, "peak RSS", " (trace buffers excluded");
 		int code;
 		char *summary = e2e_summary_text(dir, out, &code);
 		cr_assert_eq(code, 0, "%s", summary);
@@ -234,10 +235,31 @@ Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
 		/* The figure is the program's: 40 MiB and more for the toucher, not for the
 		 * shell (double: "40.3 MiB" or "1.8 MiB to 2.1 MiB", the low end first). */
 		double low = strtod(said, NULL);
-		if (i == 0)
+		const char *tree = strstr(r.err, "; pid ");
+		int pid = 0;
+		double reached = 0;
+		if (tree)
+			cr_assert_eq(
+				sscanf(tree, "; pid %d of its tree reached %lf", &pid, &reached), 2,
+				"%s", r.err);
+		if (i == 0) {
 			cr_expect(low >= 40.0 && strstr(said, "MiB"), "%s", said);
-		else
+			cr_expect_null(tree, "a tree of one: %s", r.err);
+		} else {
 			cr_expect(low < 20.0 || !strstr(said, "MiB"), "the shell's: %s", said);
+			/* The child's own peak, named, as the summary lists it. */
+			char *json = e2e_summary_json(dir, out), q[300];
+			snprintf(q, sizeof(q), "\"%s\",\"40\",\"exit=50\"]", TOUCH);
+			char *child = process_obj(json, q);
+			cr_assert(tree && child, "%s\n%s", r.err, json);
+			cr_expect_eq(pid, e2e_json_int(child, "pid"), "%s", child);
+			cr_expect_geq(reached, 40.0, "%s", r.err);
+			cr_expect_leq(reached * 1048576.0,
+				      (double)e2e_json_int(child, "rss_peak_high_bytes") + 52429.0,
+				      "%s\n%s", r.err, child);
+			free(child);
+			free(json);
+		}
 		free(said);
 		free(shown);
 		free(summary);

@@ -60,6 +60,44 @@ static void run__human_bytes(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64 " B", b);
 }
 
+/* "LOW" or "LOW to HIGH", each as run__human_bytes writes it. */
+static void run__human_range(const struct trcfile_peak *p, char *buf, size_t len)
+{
+	char low[32], high[32];
+	run__human_bytes(p->low_bytes, low, sizeof(low));
+	run__human_bytes(p->high_bytes, high, sizeof(high));
+	if (strcmp(low, high) == 0)
+		snprintf(buf, len, "%s", low);
+	else
+		snprintf(buf, len, "%s to %s", low, high);
+}
+
+/* The last line's peak: the program's by trace-dump summary's rule (trcfile_peak.h), from the
+ * same figures (its own VmHWM, else wait4's unless a descendant's own peak reaches it; the
+ * buffers' share at the moment of the peak in [0, their most]), and, when another process of
+ * the tree peaked higher, that one too: wait4's figure used to stand for the tree's largest. */
+static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss, char *buf,
+			   size_t len)
+{
+	const uint64_t hwm =
+		trcfile_peak_hwm(st->self_hwm_bytes, wait_maxrss, st->others_hwm_bytes);
+	struct trcfile_peak pk =
+		trcfile_peak_interval(hwm, 0, st->buffers_peak_bytes, st->rss_sampled_max_bytes);
+	if (!hwm)
+		pk = trcfile_peak_sampled(st->rss_sampled_max_bytes, wait_maxrss);
+	char prog[80], other[80] = "";
+	run__human_range(&pk, prog, sizeof(prog));
+	if (st->others_hwm_bytes > pk.high_bytes) {
+		struct trcfile_peak o = trcfile_peak_interval(st->others_hwm_bytes, 0,
+							      st->others_buffers_peak_bytes, 0);
+		run__human_range(&o, other, sizeof(other));
+		snprintf(buf, len, "%s (trace buffers excluded; pid %d of its tree reached %s)",
+			 prog, (int)st->others_hwm_pid, other);
+	} else {
+		snprintf(buf, len, "%s (trace buffers excluded)", prog);
+	}
+}
+
 /* argv joined by NUL bytes, as the header stores it. */
 static char *run__join_argv(char **argv, uint32_t *len_out)
 {
@@ -527,22 +565,8 @@ int main(int argc, char **argv)
 		run_compact_warn(output, &cst);
 
 	if (!opt.quiet) {
-		char peak[80], low[32], high[32], size[32], ended[160];
-		/* The program's peak by trace-dump summary's rule (trcfile_peak.h), from the
-		 * same figures: its own VmHWM, else wait4's unless a descendant's own peak
-		 * reaches it; the buffers' share at the moment of the peak in [0, their most]. */
-		const uint64_t hwm =
-			trcfile_peak_hwm(st.self_hwm_bytes, w.maxrss_bytes, st.others_hwm_bytes);
-		struct trcfile_peak pk = trcfile_peak_interval(hwm, 0, st.buffers_peak_bytes,
-							       st.rss_sampled_max_bytes);
-		if (!hwm)
-			pk = trcfile_peak_sampled(st.rss_sampled_max_bytes, w.maxrss_bytes);
-		run__human_bytes(pk.low_bytes, low, sizeof(low));
-		run__human_bytes(pk.high_bytes, high, sizeof(high));
-		if (strcmp(low, high) == 0)
-			snprintf(peak, sizeof(peak), "%s", low);
-		else
-			snprintf(peak, sizeof(peak), "%s to %s", low, high);
+		char peak[200], size[32], ended[160];
+		run__peak_text(&st, w.maxrss_bytes, peak, sizeof(peak));
 		FILE *f = fopen(output, "rb");
 		uint64_t fsize = 0;
 		if (f) {
@@ -560,7 +584,7 @@ int main(int argc, char **argv)
 			       (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
 		fprintf(stderr,
 			"trace-run: %s (%s): %" PRIu64 " %s, %" PRIu64
-			" lost, peak RSS %s (trace buffers excluded); %s; recorder RSS %.1f MiB, "
+			" lost, peak RSS %s; %s; recorder RSS %.1f MiB, "
 			"CPU %.2f s\n",
 			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
 			peak, ended, (double)self.ru_maxrss / 1024.0, cpu_s);

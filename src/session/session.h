@@ -27,7 +27,7 @@
  *   session_drain                      one drain thread   producers, racy reads    no
  *   session_buffers_resident_bytes     any                everything (racy read)   no
  *   session_buffers_peak_bytes         any                everything (racy read)   no
- *   session_self_hwm_bytes             any                everything (racy read)   no
+ *   session_self_hwm                   any                everything (racy read)   no
  *   session_processes_attached         any                everything               no
  *   session_processes_running          owner              everything (racy read)   no
  *   session_fd, session_clock_info     any                everything               no
@@ -116,11 +116,17 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
  * Any thread (racy). */
 uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid);
 
-/* The VmHWM process pid gave in its own exit record (the largest over its images), and in
- * *others_max the largest that any other process of the session gave; 0 for none drained.
- * What trace-run's last line needs to decide the program's peak as trace-dump summary does
- * (trcfile_peak.h). Any thread (racy: final once the drain has stopped). */
-uint64_t session_self_hwm_bytes(struct trc_session *s, pid_t pid, uint64_t *others_max);
+/* The VmHWM process pid gave in its own exit record (the largest over its images), and the
+ * largest that any other process of the session gave, with its pid; 0 for none drained. What
+ * trace-run's last line needs to decide the program's peak as trace-dump summary does
+ * (trcfile_peak.h), and to name the tree's largest. Any thread (racy: final once the drain has
+ * stopped). */
+struct session_self_hwm {
+	uint64_t own_bytes;
+	uint64_t others_bytes;
+	pid_t others_pid;
+};
+void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out);
 
 /* How many processes attached so far (0 = the program could not load the library, e.g.
  * static or setuid). Any thread. */

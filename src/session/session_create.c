@@ -272,9 +272,9 @@ uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid)
 	return peak;
 }
 
-uint64_t session_self_hwm_bytes(struct trc_session *s, pid_t pid, uint64_t *others_max)
+void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out)
 {
-	uint64_t own = 0, others = 0;
+	memset(out, 0, sizeof(*out));
 	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
 	if (used > s->geom.max_procs)
 		used = s->geom.max_procs;
@@ -282,14 +282,16 @@ uint64_t session_self_hwm_bytes(struct trc_session *s, pid_t pid, uint64_t *othe
 		uint64_t h = atomic_load_explicit(&s->self_hwm[i], memory_order_relaxed);
 		if (!h)
 			continue;
-		bool mine = atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire) ==
-			    (uint32_t)pid;
-		uint64_t *m = mine ? &own : &others;
-		if (h > *m)
-			*m = h;
+		uint32_t who =
+			atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire);
+		if (who == (uint32_t)pid) {
+			if (h > out->own_bytes)
+				out->own_bytes = h;
+		} else if (h > out->others_bytes) {
+			out->others_bytes = h;
+			out->others_pid = (pid_t)who;
+		}
 	}
-	*others_max = others;
-	return own;
 }
 
 void session_destroy(struct trc_session *s)

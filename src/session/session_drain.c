@@ -192,7 +192,7 @@ _Static_assert(offsetof(struct trc_ring_exit, flags) == 12 &&
  * SESSION_CORRUPT. */
 /* Keeps the VmHWM of a process's own exit record, written on slot i's ring, with the process
  * entry the slot names (bounded by the table: the region's word), for trace-run's last line
- * (session_self_hwm_bytes). */
+ * (session_self_hwm). */
 static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t hwm)
 {
 	uint32_t proc = atomic_load_explicit(&session__slot(s, i)->proc, memory_order_relaxed);

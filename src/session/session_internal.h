@@ -61,7 +61,7 @@ struct trc_session {
 	 * Written by the drain, read by session_buffers_resident_bytes from any thread. */
 	_Atomic uint64_t *trimmed;
 	/* Per process entry: the VmHWM its process's own exit record gave (0: none drained).
-	 * Written by the drain, read by session_self_hwm_bytes from any thread. */
+	 * Written by the drain, read by session_self_hwm from any thread. */
 	_Atomic uint64_t *self_hwm;
 	uint8_t *name_seen; /* bit per name id: NAME record delivered */
 	uint64_t name_seen_bits;
