@@ -1,5 +1,6 @@
 /* test_cli_numbers.c - the byte sizes users type (tools/cli_size.c: trace-run --buffer-size,
- * trace-dump --split-size), exactly, at the edges of 64 bits.
+ * trace-dump --split-size), exactly, at the edges of 64 bits; and the byte counts both commands
+ * print (tools/cli_bytes.c), a range as one figure when its ends print alike.
  *
  * 2^64 - 1 is the largest size; 2^64 (18446744073709551616), a unit that takes a number past
  * it, and a sign (strtoull would negate "-1" to 2^64 - 1, after spaces too) are refused, never
@@ -8,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
+#include "cli_bytes.h"
 #include "cli_size.h"
 
 static void size_ok(const char *text, uint64_t want)
@@ -66,4 +68,25 @@ Test(cli_size, signs_spaces_and_garbage, .timeout = 10)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		size_bad(bad[i], -EINVAL);
 	size_bad(NULL, -EINVAL);
+}
+
+Test(cli_bytes, each_unit_with_one_decimal, .timeout = 10)
+{
+	char b[32];
+	cr_expect_str_eq(cli_fmt_bytes(b, sizeof(b), 0), "0 B");
+	cr_expect_str_eq(cli_fmt_bytes(b, sizeof(b), 1023), "1023 B");
+	cr_expect_str_eq(cli_fmt_bytes(b, sizeof(b), 1024), "1.0 KiB");
+	cr_expect_str_eq(cli_fmt_bytes(b, sizeof(b), 19062784), "18.2 MiB");
+	cr_expect_str_eq(cli_fmt_bytes(b, sizeof(b), 3ull << 29), "1.5 GiB");
+	cr_expect_str_eq(cli_fmt_bytes(b, sizeof(b), UINT64_MAX), "16.0 EiB");
+}
+
+Test(cli_bytes, a_range_whose_ends_print_alike_is_one_figure, .timeout = 10)
+{
+	char b[64];
+	cr_expect_str_eq(cli_fmt_bytes_range(b, sizeof(b), 1916928, 2202009), "1.8 MiB to 2.1 MiB");
+	/* 3.90 and 3.94 MiB: "3.9 MiB to 3.9 MiB" says nothing a single figure does not. */
+	cr_expect_str_eq(cli_fmt_bytes_range(b, sizeof(b), 4089446, 4131389), "3.9 MiB");
+	cr_expect_str_eq(cli_fmt_bytes_range(b, sizeof(b), 512, 512), "512 B");
+	cr_expect_str_eq(cli_fmt_bytes_range(b, sizeof(b), 1023, 1024), "1023 B to 1.0 KiB");
 }

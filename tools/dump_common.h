@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cli_bytes.h" /* cli_fmt_bytes: sizes as both commands print them */
 #include "trcfile.h"
 
 #define DUMP_EXIT_OK 0
@@ -89,8 +90,7 @@ void dump_text_str(const char *s, size_t len);
 /* The command line (NUL-separated) as words separated by spaces. */
 void dump_cmdline(const char *s, size_t len);
 
-/* Human-readable sizes and durations into buf ("12.3 MiB", "1.234 ms"). */
-const char *dump_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* Human-readable durations into buf ("1.234 ms"); sizes: cli_fmt_bytes ("12.3 MiB"). */
 const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns);
 
 /* The longest time from the start of recording --from and --to accept: the largest whole

@@ -105,7 +105,7 @@ int dump_compact_main(int argc, char **argv)
 	stat(out, &b);
 	fprintf(stderr, "trace-dump compact: %s: %llu stored %s compressed; %s -> %s\n", out,
 		(unsigned long long)stored, stored == 1 ? "chunk" : "chunks",
-		dump_fmt_bytes(x, sizeof(x), (uint64_t)a.st_size),
-		dump_fmt_bytes(y, sizeof(y), (uint64_t)b.st_size));
+		cli_fmt_bytes(x, sizeof(x), (uint64_t)a.st_size),
+		cli_fmt_bytes(y, sizeof(y), (uint64_t)b.st_size));
 	return DUMP_EXIT_OK;
 }

@@ -62,7 +62,7 @@ static uint64_t dump__rel(uint64_t t, uint64_t start)
 static const char *dump__fmt_sbytes(char *buf, size_t len, int64_t v, bool plus)
 {
 	char b[24];
-	dump_fmt_bytes(b, sizeof(b), v < 0 ? (uint64_t)-v : (uint64_t)v);
+	cli_fmt_bytes(b, sizeof(b), v < 0 ? (uint64_t)-v : (uint64_t)v);
 	snprintf(buf, len, "%s%s", v < 0 ? "-" : plus && v > 0 ? "+" : "", b);
 	return buf;
 }
@@ -85,7 +85,7 @@ static void dump__text_sites(const struct memory_site *s, size_t n)
 	char b1[32];
 	for (size_t i = 0; i < n; i++)
 		dump_printf("        %12s %8" PRIu64 "  %s\n",
-			    dump_fmt_bytes(b1, sizeof(b1), s[i].bytes), s[i].allocs, s[i].name);
+			    cli_fmt_bytes(b1, sizeof(b1), s[i].bytes), s[i].allocs, s[i].name);
 }
 
 static void dump__text_interval(const struct memory_interval *iv, uint64_t start, bool pid)
@@ -97,10 +97,10 @@ static void dump__text_interval(const struct memory_interval *iv, uint64_t start
 		"  %10s %10s %10s %10s %10s %10s %10s\n",
 		dump_fmt_ns(b1, sizeof(b1), dump__rel(iv->t0_ns, start)),
 		dump_fmt_ns(b2, sizeof(b2), dump__rel(iv->t1_ns, start)),
-		dump_fmt_bytes(b3, sizeof(b3), iv->rss_before),
+		cli_fmt_bytes(b3, sizeof(b3), iv->rss_before),
 		dump__fmt_sbytes(b4, sizeof(b4), (int64_t)(iv->rss_after - iv->rss_before), true),
-		dump_fmt_bytes(b5, sizeof(b5), iv->alloc_bytes),
-		dump_fmt_bytes(b6, sizeof(b6), iv->free_bytes),
+		cli_fmt_bytes(b5, sizeof(b5), iv->alloc_bytes),
+		cli_fmt_bytes(b6, sizeof(b6), iv->free_bytes),
 		dump__fmt_sbytes(b7, sizeof(b7), (int64_t)(iv->live_after - iv->live_before),
 				 true));
 }
@@ -109,9 +109,9 @@ static void dump__text_process(const struct memory_process *q, uint64_t start, u
 {
 	char b1[32], b2[32], b3[32], b4[32];
 	dump_printf("\nprocess %u: RSS peak %s at %s (live heap %s, gap %s)%s\n", q->pid,
-		    dump_fmt_bytes(b1, sizeof(b1), q->peak_rss_bytes),
+		    cli_fmt_bytes(b1, sizeof(b1), q->peak_rss_bytes),
 		    dump_fmt_ns(b2, sizeof(b2), dump__rel(q->peak_ts_ns, start)),
-		    dump_fmt_bytes(b3, sizeof(b3), q->peak_live_bytes),
+		    cli_fmt_bytes(b3, sizeof(b3), q->peak_live_bytes),
 		    dump__fmt_sbytes(b4, sizeof(b4),
 				     (int64_t)(q->peak_rss_bytes - q->peak_live_bytes), false),
 		    q->live_approximate ? " (live heap approximate: too many live blocks)" : "");
@@ -148,8 +148,8 @@ static void dump__text_process(const struct memory_process *q, uint64_t start, u
 				continue;
 			dump_printf("  %10s %10s %10s %10s%s\n",
 				    dump_fmt_ns(b1, sizeof(b1), dump__rel(s->ts_ns, start)),
-				    dump_fmt_bytes(b2, sizeof(b2), s->rss_bytes),
-				    dump_fmt_bytes(b3, sizeof(b3), s->live_bytes),
+				    cli_fmt_bytes(b2, sizeof(b2), s->rss_bytes),
+				    cli_fmt_bytes(b3, sizeof(b3), s->live_bytes),
 				    dump__fmt_sbytes(b4, sizeof(b4),
 						     (int64_t)(s->rss_bytes - s->live_bytes),
 						     false),
@@ -175,7 +175,7 @@ static void dump__text(const struct memory_report *m, uint64_t start, unsigned t
 		dump__text_process(&m->procs[i], start, top);
 	if (m->alloc_bytes_unsampled)
 		dump_printf("\n%s allocated by processes without RSS samples (not shown)\n",
-			    dump_fmt_bytes(b1, sizeof(b1), m->alloc_bytes_unsampled));
+			    cli_fmt_bytes(b1, sizeof(b1), m->alloc_bytes_unsampled));
 	if (m->folded_frames)
 		dump_printf("(%" PRIu64 " frames past %u distinct stacks folded into their "
 			    "callers)\n",
@@ -327,9 +327,9 @@ void dump_memory_summary_text(const struct memory_report *m, uint64_t start)
 			    dump_fmt_ns(b2, sizeof(b2), dump__rel(iv->t1_ns, start)),
 			    dump__fmt_sbytes(b3, sizeof(b3),
 					     (int64_t)(iv->rss_after - iv->rss_before), true),
-			    dump_fmt_bytes(b4, sizeof(b4), iv->alloc_bytes),
+			    cli_fmt_bytes(b4, sizeof(b4), iv->alloc_bytes),
 			    iv->n_sites ? iv->sites[0].name : "-", iv->n_sites ? " (" : "",
-			    iv->n_sites ? dump_fmt_bytes(b5, sizeof(b5), iv->sites[0].bytes) : "",
+			    iv->n_sites ? cli_fmt_bytes(b5, sizeof(b5), iv->sites[0].bytes) : "",
 			    iv->n_sites ? ")" : "");
 	}
 }

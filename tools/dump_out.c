@@ -276,24 +276,6 @@ void dump_cmdline(const char *s, size_t len)
 	}
 }
 
-const char *dump_fmt_bytes(char *buf, size_t len, uint64_t bytes)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	if (bytes < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-		return buf;
-	}
-	double v = (double)bytes;
-	unsigned u = 0;
-	v /= 1024;
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
-
 const char *dump_fmt_ns(char *buf, size_t len, uint64_t ns)
 {
 	if (ns < 1000)

@@ -576,7 +576,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 			const struct summary_thread *t = &s->threads[i];
 			dump_printf("  %8u %8u  %-20s %12" PRIu64 " %10" PRIu64 " %12s", t->pid,
 				    t->tid, t->name, t->events, t->lost,
-				    dump_fmt_bytes(b1, sizeof(b1), t->alloc_bytes));
+				    cli_fmt_bytes(b1, sizeof(b1), t->alloc_bytes));
 			if (s->waits)
 				dump_printf(" %12s", dump_fmt_ns(b1, sizeof(b1), t->waited_ns));
 			dump_char('\n');
@@ -652,11 +652,11 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 		dump_printf("\nallocations: %" PRIu64 " %s (%s), %" PRIu64
 			    " %s (%s), peak live %s, live at end %s%s\n",
 			    s->allocs, cli_plural(s->allocs, "alloc", "allocs"),
-			    dump_fmt_bytes(b1, sizeof(b1), s->alloc_bytes), s->frees,
+			    cli_fmt_bytes(b1, sizeof(b1), s->alloc_bytes), s->frees,
 			    cli_plural(s->frees, "free", "frees"),
-			    dump_fmt_bytes(b2, sizeof(b2), s->free_bytes),
-			    dump_fmt_bytes(b3, sizeof(b3), s->live_peak_bytes),
-			    dump_fmt_bytes(b4, sizeof(b4), s->live_end_bytes),
+			    cli_fmt_bytes(b2, sizeof(b2), s->free_bytes),
+			    cli_fmt_bytes(b3, sizeof(b3), s->live_peak_bytes),
+			    cli_fmt_bytes(b4, sizeof(b4), s->live_end_bytes),
 			    s->live_approximate ? " (approximate: too many live allocations)" : "");
 		if (s->n_heaps > 1) {
 			dump_printf("  %8s %10s %12s %12s %14s\n", "pid", "allocs", "allocated",
@@ -665,9 +665,9 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				const struct summary_heap *ph = &s->heaps[i];
 				dump_printf("  %8u %10" PRIu64 " %12s %12s %14s%s\n", ph->pid,
 					    ph->allocs,
-					    dump_fmt_bytes(b1, sizeof(b1), ph->alloc_bytes),
-					    dump_fmt_bytes(b2, sizeof(b2), ph->live_peak_bytes),
-					    dump_fmt_bytes(b3, sizeof(b3), ph->live_end_bytes),
+					    cli_fmt_bytes(b1, sizeof(b1), ph->alloc_bytes),
+					    cli_fmt_bytes(b2, sizeof(b2), ph->live_peak_bytes),
+					    cli_fmt_bytes(b3, sizeof(b3), ph->live_end_bytes),
 					    ph->exited ? "" : " (no exit seen: at the end)");
 			}
 		}
@@ -683,9 +683,9 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	dump_summary_peak_text(s);
 	if (s->rss_samples) {
 		dump_printf("  sampled:   min %s, max %s, last %s; %" PRIu64 " %s",
-			    dump_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
-			    dump_fmt_bytes(b2, sizeof(b2), s->rss_peak_sampled_bytes),
-			    dump_fmt_bytes(b3, sizeof(b3), s->rss_sampled_last_bytes),
+			    cli_fmt_bytes(b1, sizeof(b1), s->rss_sampled_min_bytes),
+			    cli_fmt_bytes(b2, sizeof(b2), s->rss_peak_sampled_bytes),
+			    cli_fmt_bytes(b3, sizeof(b3), s->rss_sampled_last_bytes),
 			    s->rss_samples, cli_plural(s->rss_samples, "sample", "samples"));
 		if (h->rss_interval_ns)
 			dump_printf(" every %s (%s)",
@@ -699,7 +699,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 			    h->rss_interval_ns ? "" : " (sampling was off)");
 	}
 	dump_printf("  buffers:   %s resident at most (excluded above)\n",
-		    dump_fmt_bytes(b6, sizeof(b6), s->buffers_resident_peak_bytes));
+		    cli_fmt_bytes(b6, sizeof(b6), s->buffers_resident_peak_bytes));
 	dump_summary_processes_text(s);
 
 	if (s->n_notes) {

@@ -34,13 +34,13 @@ void dump_sparkline(const uint64_t *cols, unsigned n)
 		dump_str(bars[k]);
 	}
 	char a[32], b[32];
-	dump_printf("  (%s .. %s)\n", dump_fmt_bytes(a, sizeof(a), lo),
-		    dump_fmt_bytes(b, sizeof(b), hi));
+	dump_printf("  (%s .. %s)\n", cli_fmt_bytes(a, sizeof(a), lo),
+		    cli_fmt_bytes(b, sizeof(b), hi));
 }
 
 void dump_summary_peak_text(const struct summary *s)
 {
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32], b2[32], b3[32], b4[32], range[64];
 	const struct trcfile_peak *p = &s->rss_peak;
 	switch (s->rss_peak_source) {
 	case SUMMARY_RSS_PEAK_EXIT: {
@@ -49,17 +49,17 @@ void dump_summary_peak_text(const struct summary *s)
 		if (p->exact)
 			dump_printf(
 				"  peak:      %s exact (%s %s at exit minus %s of trace buffers)\n",
-				dump_fmt_bytes(b1, sizeof(b1), p->low_bytes), what,
-				dump_fmt_bytes(b2, sizeof(b2), hwm),
-				dump_fmt_bytes(b3, sizeof(b3), hwm - p->low_bytes));
+				cli_fmt_bytes(b1, sizeof(b1), p->low_bytes), what,
+				cli_fmt_bytes(b2, sizeof(b2), hwm),
+				cli_fmt_bytes(b3, sizeof(b3), hwm - p->low_bytes));
 		else
-			dump_printf("  peak:      %s to %s (%s %s at exit, less the trace buffers' "
+			dump_printf("  peak:      %s (%s %s at exit, less the trace buffers' "
 				    "share at the moment of the peak, which is not known: at most "
 				    "%s; never below the largest sample)\n",
-				    dump_fmt_bytes(b1, sizeof(b1), p->low_bytes),
-				    dump_fmt_bytes(b2, sizeof(b2), p->high_bytes), what,
-				    dump_fmt_bytes(b3, sizeof(b3), hwm),
-				    dump_fmt_bytes(b4, sizeof(b4), s->rss_peak_buffers_max_bytes));
+				    cli_fmt_bytes_range(range, sizeof(range), p->low_bytes,
+							p->high_bytes),
+				    what, cli_fmt_bytes(b3, sizeof(b3), hwm),
+				    cli_fmt_bytes(b4, sizeof(b4), s->rss_peak_buffers_max_bytes));
 		break;
 	}
 	case SUMMARY_RSS_PEAK_SAMPLED:
@@ -67,12 +67,12 @@ void dump_summary_peak_text(const struct summary *s)
 			dump_printf(
 				"  peak:      %s, from the samples (at most %s: ru_maxrss at exit "
 				"may be a descendant's)\n",
-				dump_fmt_bytes(b1, sizeof(b1), p->low_bytes),
-				dump_fmt_bytes(b2, sizeof(b2), p->high_bytes));
+				cli_fmt_bytes(b1, sizeof(b1), p->low_bytes),
+				cli_fmt_bytes(b2, sizeof(b2), p->high_bytes));
 		else
 			dump_printf("  peak:      %s, from the samples (no exit record: the exact "
 				    "peak is unknown)\n",
-				    dump_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
+				    cli_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
 		break;
 	default:
 		dump_str("  peak:      unknown (no exit record and no samples)\n");
@@ -126,19 +126,19 @@ void dump_summary_processes_text(const struct summary *s)
 			snprintf(b3, sizeof(b3), "?");
 		else if (pr->peak.exact || pr->peak.high_bytes == pr->peak.low_bytes)
 			snprintf(b3, sizeof(b3), "%s",
-				 dump_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes));
+				 cli_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes));
 		else
 			snprintf(b3, sizeof(b3), "%s+%s",
-				 dump_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes),
-				 dump_fmt_bytes(b2, sizeof(b2),
-						pr->peak.high_bytes - pr->peak.low_bytes));
+				 cli_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes),
+				 cli_fmt_bytes(b2, sizeof(b2),
+					       pr->peak.high_bytes - pr->peak.low_bytes));
 		dump_printf(" %19s  %-7s %8" PRIu64 " %12s  ", b3,
 			    pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
 				    ? (pr->peak.exact ? "exact" : "kernel")
 			    : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "SAMPLED"
 									   : "-",
 			    pr->rss_samples,
-			    dump_fmt_bytes(b2, sizeof(b2), pr->rss_sampled_max_bytes));
+			    cli_fmt_bytes(b2, sizeof(b2), pr->rss_sampled_max_bytes));
 		dump__command(pr, 60);
 		dump_char('\n');
 	}

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_bytes.h"
 #include "cli_plural.h"
 #include "cli_version.h"
 #include "recorder.h"
@@ -47,30 +48,6 @@
 #include "session.h"
 #include "trcfile.h"
 #include "trcfile_peak.h"
-
-static void run__human_bytes(uint64_t b, char *buf, size_t len)
-{
-	if (b >= (1ull << 30))
-		snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
-	else if (b >= (1ull << 20))
-		snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
-	else if (b >= (1ull << 10))
-		snprintf(buf, len, "%.1f KiB", (double)b / 1024.0);
-	else
-		snprintf(buf, len, "%" PRIu64 " B", b);
-}
-
-/* "LOW" or "LOW to HIGH", each as run__human_bytes writes it. */
-static void run__human_range(const struct trcfile_peak *p, char *buf, size_t len)
-{
-	char low[32], high[32];
-	run__human_bytes(p->low_bytes, low, sizeof(low));
-	run__human_bytes(p->high_bytes, high, sizeof(high));
-	if (strcmp(low, high) == 0)
-		snprintf(buf, len, "%s", low);
-	else
-		snprintf(buf, len, "%s to %s", low, high);
-}
 
 /* The last line's peak: the program's by trace-dump summary's rule (trcfile_peak.h), from the
  * same figures (its own VmHWM, else wait4's unless a descendant's own peak reaches it; the
@@ -86,11 +63,11 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 	if (!hwm)
 		pk = trcfile_peak_sampled(st->rss_sampled_max_bytes, wait_maxrss);
 	char prog[80], other[80] = "";
-	run__human_range(&pk, prog, sizeof(prog));
+	cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
 	if (st->others_hwm_bytes > pk.high_bytes) {
 		struct trcfile_peak o = trcfile_peak_interval(st->others_hwm_bytes, 0,
 							      st->others_buffers_peak_bytes, 0);
-		run__human_range(&o, other, sizeof(other));
+		cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
 		snprintf(buf, len, "%s (trace buffers excluded; pid %d of its tree reached %s)",
 			 prog, (int)st->others_hwm_pid, other);
 	} else {
@@ -205,8 +182,8 @@ static void run__progress(struct recorder *rec, uint64_t *last_events, uint64_t 
 	*last_events = st.events;
 	*last_ns = now;
 	char written[32], rss[32];
-	run__human_bytes(st.bytes_written, written, sizeof(written));
-	run__human_bytes(st.last_rss_bytes, rss, sizeof(rss));
+	cli_fmt_bytes(written, sizeof(written), st.bytes_written);
+	cli_fmt_bytes(rss, sizeof(rss), st.last_rss_bytes);
 	fprintf(stderr, "\rtrace-run: %.2fM events/s, %s written, RSS %s, %" PRIu64 " lost\033[K",
 		rate / 1e6, written, rss, st.lost);
 }
@@ -574,7 +551,7 @@ int main(int argc, char **argv)
 			fsize = (uint64_t)ftell(f);
 			fclose(f);
 		}
-		run__human_bytes(fsize, size, sizeof(size));
+		cli_fmt_bytes(size, sizeof(size), fsize);
 		struct rusage self;
 		getrusage(RUSAGE_SELF, &self);
 		run__how_it_ended(w.status, ended, sizeof(ended));
