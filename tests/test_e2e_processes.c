@@ -211,7 +211,8 @@ static char *text_between(const char *s, const char *after, const char *until)
 /* trace-run's last line and trace-dump summary give the program the same peak, from the same
  * rule (trcfile_peak.h): a program that is the big one itself, and a shell whose child is the
  * big one, where wait4's ru_maxrss is the child's and the shell's own VmHWM is the shell's.
- * There the line names the child and its own peak as well; for a tree of one it names none. */
+ * There the line names the child (pid and command) and its own peak as well; for a tree of one
+ * it names none. */
 Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
 {
 	const char *dir = e2e_tmpdir();
@@ -239,9 +240,10 @@ Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
 		int pid = 0;
 		double reached = 0;
 		if (tree)
-			cr_assert_eq(
-				sscanf(tree, "; pid %d of its tree reached %lf", &pid, &reached), 2,
-				"%s", r.err);
+			cr_assert_eq(sscanf(tree,
+					    "; pid %d (prog_touch_mem) of its tree reached %lf",
+					    &pid, &reached),
+				     2, "%s", r.err);
 		if (i == 0) {
 			cr_expect(low >= 40.0 && strstr(said, "MiB"), "%s", said);
 			cr_expect_null(tree, "a tree of one: %s", r.err);

@@ -53,8 +53,8 @@
  * same figures (its own VmHWM, else wait4's unless a descendant's own peak reaches it; the
  * buffers' share at the moment of the peak in [0, their most]), and, when another process of
  * the tree peaked higher, that one too: wait4's figure used to stand for the tree's largest. */
-static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss, char *buf,
-			   size_t len)
+static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss,
+			   const struct trc_session *session, char *buf, size_t len)
 {
 	const uint64_t hwm =
 		trcfile_peak_hwm(st->self_hwm_bytes, wait_maxrss, st->others_hwm_bytes);
@@ -68,8 +68,15 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 		struct trcfile_peak o = trcfile_peak_interval(st->others_hwm_bytes, 0,
 							      st->others_buffers_peak_bytes, 0);
 		cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
-		snprintf(buf, len, "%s (trace buffers excluded; pid %d of its tree reached %s)",
-			 prog, (int)st->others_hwm_pid, other);
+		char name[SESSION_PROC_NAME_BYTES + 3] = "";
+		session_process_name(session, st->others_hwm_pid, name + 2, sizeof(name) - 3);
+		if (name[2]) {
+			name[0] = ' ';
+			name[1] = '(';
+			strcat(name, ")");
+		}
+		snprintf(buf, len, "%s (trace buffers excluded; pid %d%s of its tree reached %s)",
+			 prog, (int)st->others_hwm_pid, name, other);
 	} else {
 		snprintf(buf, len, "%s (trace buffers excluded)", prog);
 	}
@@ -542,8 +549,8 @@ int main(int argc, char **argv)
 		run_compact_warn(output, &cst);
 
 	if (!opt.quiet) {
-		char peak[200], size[32], ended[160];
-		run__peak_text(&st, w.maxrss_bytes, peak, sizeof(peak));
+		char peak[240], size[32], ended[160];
+		run__peak_text(&st, w.maxrss_bytes, session, peak, sizeof(peak));
 		FILE *f = fopen(output, "rb");
 		uint64_t fsize = 0;
 		if (f) {

@@ -28,6 +28,7 @@
  *   session_buffers_resident_bytes     any                everything (racy read)   no
  *   session_buffers_peak_bytes         any                everything (racy read)   no
  *   session_self_hwm                   any                everything (racy read)   no
+ *   session_process_name               owner              not session_drain        no
  *   session_processes_attached         any                everything               no
  *   session_processes_running          owner              everything (racy read)   no
  *   session_fd, session_clock_info     any                everything               no
@@ -127,6 +128,12 @@ struct session_self_hwm {
 	pid_t others_pid;
 };
 void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out);
+
+/* The name of process pid's command (argv[0] after its last '/', as its PROCESS record gave it;
+ * its latest image's) into buf (at most SESSION_PROC_NAME_BYTES with the NUL); "" when none.
+ * Owner thread, once the drain has stopped (the drain writes the names). */
+#define SESSION_PROC_NAME_BYTES 32
+void session_process_name(const struct trc_session *s, pid_t pid, char *buf, size_t len);
 
 /* How many processes attached so far (0 = the program could not load the library, e.g.
  * static or setuid). Any thread. */

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -125,8 +126,9 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->slots = calloc(geom.max_slots, sizeof(*s->slots));
 	s->trimmed = calloc(geom.max_slots, sizeof(*s->trimmed));
 	s->self_hwm = calloc(geom.max_procs, sizeof(*s->self_hwm));
+	s->proc_name = calloc(geom.max_procs, sizeof(*s->proc_name));
 	s->name_seen = calloc(s->name_seen_bits / 8 + 1, 1);
-	if (!s->slots || !s->trimmed || !s->self_hwm || !s->name_seen)
+	if (!s->slots || !s->trimmed || !s->self_hwm || !s->proc_name || !s->name_seen)
 		goto free_s;
 
 	s->fd = memfd_create("trc-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -294,6 +296,26 @@ void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm 
 	}
 }
 
+void session_process_name(const struct trc_session *s, pid_t pid, char *buf, size_t len)
+{
+	if (!len)
+		return;
+	buf[0] = 0;
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	if (used > s->geom.max_procs)
+		used = s->geom.max_procs;
+	/* The last entry of pid with a name: an exec'd image registers after the one it replaced.
+	 */
+	for (uint32_t i = used; i-- > 0;) {
+		if (atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire) !=
+			    (uint32_t)pid ||
+		    !s->proc_name[i][0])
+			continue;
+		snprintf(buf, len, "%s", s->proc_name[i]);
+		return;
+	}
+}
+
 void session_destroy(struct trc_session *s)
 {
 	if (!s)
@@ -306,6 +328,7 @@ void session_destroy(struct trc_session *s)
 	free(s->slots);
 	free((void *)s->trimmed);
 	free((void *)s->self_hwm);
+	free(s->proc_name);
 	free(s->name_seen);
 	free(s);
 }

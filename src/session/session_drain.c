@@ -200,6 +200,27 @@ static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t h
 		atomic_store_explicit(&s->self_hwm[proc - 1], hwm, memory_order_relaxed);
 }
 
+/* Keeps the name of a process's command (argv[0] after its last '/') with the process entry
+ * slot i names, from its PROCESS record's command line (len bytes, NUL-separated, copied from
+ * the ring already), for trace-run's last line (session_process_name). */
+static void session__note_proc_name(struct trc_session *s, uint32_t i, const char *cmdline,
+				    uint64_t len)
+{
+	uint32_t proc = atomic_load_explicit(&session__slot(s, i)->proc, memory_order_relaxed);
+	if (!proc || proc > s->geom.max_procs)
+		return;
+	size_t arg0 = strnlen(cmdline, len);
+	const char *base = memrchr(cmdline, '/', arg0);
+	base = base ? base + 1 : cmdline;
+	size_t n = arg0 - (size_t)(base - cmdline);
+	char *name = s->proc_name[proc - 1];
+	if (n > SESSION_PROC_NAME_BYTES - 1)
+		n = SESSION_PROC_NAME_BYTES - 1;
+	for (size_t k = 0; k < n; k++) /* printed in a terminal: no control bytes */
+		name[k] = (unsigned char)base[k] < 0x20 || base[k] == 0x7f ? '?' : base[k];
+	name[n] = 0;
+}
+
 static int session__record(struct session__ctx *c, struct session_slot *ds,
 			   const struct ring_record *rr)
 {
@@ -307,6 +328,7 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		r.process.ppid = (uint32_t)(v[1] >> 32);
 		r.process.cmdline = s->text;
 		r.process.cmdline_len = (uint32_t)len;
+		session__note_proc_name(s, (uint32_t)(ds - s->slots), s->text, len);
 		st = &s->meta;
 		break;
 	}

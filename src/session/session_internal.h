@@ -63,6 +63,9 @@ struct trc_session {
 	/* Per process entry: the VmHWM its process's own exit record gave (0: none drained).
 	 * Written by the drain, read by session_self_hwm from any thread. */
 	_Atomic uint64_t *self_hwm;
+	/* Per process entry: its command's name (argv[0] after the last '/', cut to
+	 * SESSION_PROC_NAME_BYTES - 1), from its PROCESS record. (drain) */
+	char (*proc_name)[SESSION_PROC_NAME_BYTES];
 	uint8_t *name_seen; /* bit per name id: NAME record delivered */
 	uint64_t name_seen_bits;
 	uint64_t next_key;
