@@ -213,6 +213,13 @@ Test(budget, ring_grows_past_its_base_only_from_the_pool, .timeout = 120)
 	session_destroy(s);
 }
 
+/* This process's entry in s's process table (the test is the traced program). */
+static struct trc_proc *bt_own_proc(const struct trc_session *s)
+{
+	cr_assert_gt(trc__rt.proc, 0, "the process has an entry");
+	return session__proc(s, trc__rt.proc - 1);
+}
+
 /* The process entry's counts (session_layout.h "Residency"): now, what the slot scan says too;
  * the peak, what it said at its most, after the rings are gone. One thread fills its ring (the
  * base and the whole pool), exits, and its slot is freed: the count falls back to the metadata
@@ -224,8 +231,7 @@ Test(budget, the_process_entry_counts_the_most_its_buffers_held, .timeout = 120)
 	enum { POOL = 256 << 10, N = 100000 };
 	struct trc_session *s = bt_start(4 << 20, POOL);
 	const uint64_t meta = s->geom.rings_off;
-	cr_assert_gt(trc__rt.proc, 0, "the process has an entry");
-	struct trc_proc *pe = session__proc(s, trc__rt.proc - 1);
+	struct trc_proc *pe = bt_own_proc(s);
 	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
 	cr_assert_eq(atomic_load(&pe->buffers_peak), meta);
 	struct bt_bursts x;
@@ -250,6 +256,39 @@ Test(budget, the_process_entry_counts_the_most_its_buffers_held, .timeout = 120)
 	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), meta);
 	cr_assert_eq(atomic_load(&pe->buffers_now), meta);
 	cr_assert_eq(session_buffers_peak_bytes(s, getpid()), two);
+	session_destroy(s);
+}
+
+/* A slot's proc word is the program's to scribble on: one past the process table is bounded
+ * (session__slot_proc) when the slot is freed, so no entry gives back what it did not count
+ * and nothing is written outside the table (UINT32_MAX names an entry far outside the region:
+ * unbounded, the drain would fault). */
+Test(budget, a_slot_naming_no_process_entry_is_freed_without_touching_one, .timeout = 120)
+{
+	enum { POOL = 256 << 10, N = 100000 };
+	struct trc_session *s = bt_start(4 << 20, POOL);
+	const uint64_t meta = s->geom.rings_off;
+	struct trc_proc *pe = bt_own_proc(s);
+	struct bt_bursts x;
+	bt_bursts_start(&x, 1, N);
+	const uint64_t one = meta + TRC_RING_BASE_BYTES + POOL;
+	cr_assert_eq(atomic_load(&pe->buffers_now), one);
+	int scribbled = 0;
+	for (uint32_t i = 0; i < s->geom.max_slots; i++) {
+		struct trc_slot *sl = session__slot(s, i);
+		if (atomic_load(&sl->proc) &&
+		    __atomic_load_n(&sl->tid, __ATOMIC_RELAXED) != (uint32_t)gettid()) {
+			atomic_store(&sl->proc, UINT32_MAX);
+			scribbled++;
+		}
+	}
+	cr_assert_eq(scribbled, 1, "the burst thread's slot");
+	bt_bursts_end(&x);
+	struct bt_collect c = {0};
+	bt_drain_idle(s, &c);
+	cr_assert_eq(session_buffers_resident_bytes(s, getpid()), meta, "the slot was freed");
+	cr_assert_eq(atomic_load(&pe->buffers_now), one,
+		     "the entry keeps what no slot naming it gave back");
 	session_destroy(s);
 }
 

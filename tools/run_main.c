@@ -52,34 +52,30 @@
 /* The last line's peak: the program's by trace-dump summary's rule (trcfile_peak.h), from the
  * same figures (its own VmHWM, else wait4's unless a descendant's own peak reaches it; the
  * buffers' share at the moment of the peak in [0, their most]), and, when another process of
- * the tree peaked higher, that one too: wait4's figure used to stand for the tree's largest. */
+ * the tree peaked higher, that one too: wait4's figure used to stand for the tree's largest.
+ * Once the recorder has finished (the drain wrote what session_self_hwm reads). */
 static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss,
-			   const struct trc_session *session, char *buf, size_t len)
+			   struct trc_session *session, pid_t program, char *buf, size_t len)
 {
-	const uint64_t hwm =
-		trcfile_peak_hwm(st->self_hwm_bytes, wait_maxrss, st->others_hwm_bytes);
+	struct session_self_hwm h;
+	session_self_hwm(session, program, &h);
+	const uint64_t hwm = trcfile_peak_hwm(h.own_bytes, wait_maxrss, h.others_bytes);
 	struct trcfile_peak pk =
 		trcfile_peak_interval(hwm, 0, st->buffers_peak_bytes, st->rss_sampled_max_bytes);
 	if (!hwm)
 		pk = trcfile_peak_sampled(st->rss_sampled_max_bytes, wait_maxrss);
-	char prog[80], other[80] = "";
+	char prog[80], other[80], name[SESSION_PROC_NAME_BYTES];
 	cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
-	if (st->others_hwm_bytes > pk.high_bytes) {
-		struct trcfile_peak o = trcfile_peak_interval(st->others_hwm_bytes, 0,
-							      st->others_buffers_peak_bytes, 0);
-		cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
-		char name[SESSION_PROC_NAME_BYTES + 3] = "";
-		session_process_name(session, st->others_hwm_pid, name + 2, sizeof(name) - 3);
-		if (name[2]) {
-			name[0] = ' ';
-			name[1] = '(';
-			strcat(name, ")");
-		}
-		snprintf(buf, len, "%s (trace buffers excluded; pid %d%s of its tree reached %s)",
-			 prog, (int)st->others_hwm_pid, name, other);
-	} else {
+	if (h.others_bytes <= pk.high_bytes) {
 		snprintf(buf, len, "%s (trace buffers excluded)", prog);
+		return;
 	}
+	struct trcfile_peak o = trcfile_peak_interval(
+		h.others_bytes, 0, session_buffers_peak_bytes(session, h.others_pid), 0);
+	cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
+	session_process_name(session, h.others_pid, name, sizeof(name));
+	snprintf(buf, len, "%s (trace buffers excluded; pid %d%s%s%s of its tree reached %s)", prog,
+		 (int)h.others_pid, name[0] ? " (" : "", name, name[0] ? ")" : "", other);
 }
 
 /* argv joined by NUL bytes, as the header stores it. */
@@ -549,8 +545,8 @@ int main(int argc, char **argv)
 		run_compact_warn(output, &cst);
 
 	if (!opt.quiet) {
-		char peak[240], size[32], ended[160];
-		run__peak_text(&st, w.maxrss_bytes, session, peak, sizeof(peak));
+		char peak[320], size[32], ended[160];
+		run__peak_text(&st, w.maxrss_bytes, session, child.pid, peak, sizeof(peak));
 		FILE *f = fopen(output, "rb");
 		uint64_t fsize = 0;
 		if (f) {

@@ -653,13 +653,5 @@ void recorder_get_stats(struct recorder *r, struct recorder_stats *out)
 	out->drain_error = atomic_load_explicit(&r->error, memory_order_relaxed);
 	out->buffers_peak_bytes = atomic_load_explicit(&r->buffers_peak, memory_order_relaxed);
 	out->rss_sampled_max_bytes = atomic_load_explicit(&r->max_rss, memory_order_relaxed);
-	struct session_self_hwm h;
-	session_self_hwm(r->cfg.session, r->cfg.pid, &h);
-	out->self_hwm_bytes = h.own_bytes;
-	out->others_hwm_bytes = h.others_bytes;
-	out->others_hwm_pid = h.others_pid;
-	if (h.others_bytes)
-		out->others_buffers_peak_bytes =
-			session_buffers_peak_bytes(r->cfg.session, h.others_pid);
 	out->bg_compressed = trcfile_bgc_compressed(r->bgc);
 }

@@ -71,10 +71,6 @@ struct recorder_stats {
 	uint64_t buffers_peak_bytes; /* highest trace-buffer share seen in the program: the
 				      * samples', and after its exit its own count of its peak */
 	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
-	uint64_t self_hwm_bytes; /* the program's VmHWM from its own exit record, 0: none */
-	uint64_t others_hwm_bytes; /* the largest such figure of the tree's other processes, */
-	pid_t others_hwm_pid; /* whose, */
-	uint64_t others_buffers_peak_bytes; /* and the most its trace buffers held */
 	uint64_t bg_compressed; /* stored chunks compressed in the background so far */
 	/* recorder_finish only (NULL elsewhere): the background compressor, stopped, with the
 	 * compressed copies of stored chunks for the end compaction (run_compact); the caller

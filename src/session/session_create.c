@@ -188,9 +188,7 @@ uint32_t session_processes_attached(const struct trc_session *s)
 uint32_t session_processes_running(const struct trc_session *s, pid_t except, pid_t *pids,
 				   uint32_t max)
 {
-	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->geom.max_procs)
-		used = s->geom.max_procs;
+	const uint32_t used = session__procs_used(s);
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
@@ -241,9 +239,7 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 		if (pid == 0 || owner == (uint32_t)pid)
 			rings += n > gone ? n - gone : 0;
 	}
-	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->geom.max_procs)
-		used = s->geom.max_procs;
+	const uint32_t used = session__procs_used(s);
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
 		uint32_t p = atomic_load_explicit(&pe->pid, memory_order_relaxed);
@@ -260,9 +256,7 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid)
 uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid)
 {
 	uint64_t peak = 0;
-	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->geom.max_procs)
-		used = s->geom.max_procs;
+	const uint32_t used = session__procs_used(s);
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
 		if (atomic_load_explicit(&pe->pid, memory_order_acquire) != (uint32_t)pid)
@@ -277,9 +271,7 @@ uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid)
 void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out)
 {
 	memset(out, 0, sizeof(*out));
-	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->geom.max_procs)
-		used = s->geom.max_procs;
+	const uint32_t used = session__procs_used(s);
 	for (uint32_t i = 0; i < used; i++) {
 		uint64_t h = atomic_load_explicit(&s->self_hwm[i], memory_order_relaxed);
 		if (!h)
@@ -301,9 +293,7 @@ void session_process_name(const struct trc_session *s, pid_t pid, char *buf, siz
 	if (!len)
 		return;
 	buf[0] = 0;
-	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->geom.max_procs)
-		used = s->geom.max_procs;
+	const uint32_t used = session__procs_used(s);
 	/* The last entry of pid with a name: an exec'd image registers after the one it replaced.
 	 */
 	for (uint32_t i = used; i-- > 0;) {

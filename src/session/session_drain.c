@@ -188,15 +188,13 @@ _Static_assert(offsetof(struct trc_ring_exit, flags) == 12 &&
 		       offsetof(struct trc_ring_func, call_site) == 2 * 8,
 	       "the drain's word indexes");
 
-/* Decodes and delivers one ring record. Returns 0, the sink's nonzero value, or
- * SESSION_CORRUPT. */
 /* Keeps the VmHWM of a process's own exit record, written on slot i's ring, with the process
  * entry the slot names (bounded by the table: the region's word), for trace-run's last line
  * (session_self_hwm). */
 static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t hwm)
 {
-	uint32_t proc = atomic_load_explicit(&session__slot(s, i)->proc, memory_order_relaxed);
-	if (proc && proc <= s->geom.max_procs)
+	uint32_t proc = session__slot_proc(s, session__slot(s, i));
+	if (proc)
 		atomic_store_explicit(&s->self_hwm[proc - 1], hwm, memory_order_relaxed);
 }
 
@@ -206,8 +204,8 @@ static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t h
 static void session__note_proc_name(struct trc_session *s, uint32_t i, const char *cmdline,
 				    uint64_t len)
 {
-	uint32_t proc = atomic_load_explicit(&session__slot(s, i)->proc, memory_order_relaxed);
-	if (!proc || proc > s->geom.max_procs)
+	uint32_t proc = session__slot_proc(s, session__slot(s, i));
+	if (!proc)
 		return;
 	size_t arg0 = strnlen(cmdline, len);
 	const char *base = memrchr(cmdline, '/', arg0);
@@ -221,6 +219,8 @@ static void session__note_proc_name(struct trc_session *s, uint32_t i, const cha
 	name[n] = 0;
 }
 
+/* Decodes and delivers one ring record. Returns 0, the sink's nonzero value, or
+ * SESSION_CORRUPT. */
 static int session__record(struct session__ctx *c, struct session_slot *ds,
 			   const struct ring_record *rr)
 {
@@ -933,8 +933,8 @@ static void session__trim_idle(struct session__ctx *c, uint32_t i)
  * table. */
 static void session__proc_give_back(struct trc_session *s, struct trc_slot *sl, uint64_t res)
 {
-	uint32_t proc = atomic_load_explicit(&sl->proc, memory_order_relaxed);
-	if (proc && proc <= s->geom.max_procs)
+	uint32_t proc = session__slot_proc(s, sl);
+	if (proc)
 		session__count_take(&session__proc(s, proc - 1)->buffers_now, res);
 }
 
@@ -1178,9 +1178,7 @@ static int session__thread_losses(struct session__ctx *c)
 
 static void session__reap_procs(struct trc_session *s)
 {
-	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
-	if (used > s->geom.max_procs)
-		used = s->geom.max_procs;
+	const uint32_t used = session__procs_used(s);
 	for (uint32_t i = 0; i < used; i++) {
 		struct trc_proc *pe = session__proc(s, i);
 		uint32_t pid = atomic_load_explicit(&pe->pid, memory_order_acquire);

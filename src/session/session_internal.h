@@ -97,6 +97,22 @@ static inline struct trc_proc *session__proc(const struct trc_session *s, uint32
 	return trc_region_proc(s->base, &s->geom, i);
 }
 
+/* How many process entries to look at: the region's count of those taken, which the traced
+ * program may have scribbled on, bounded by the table. */
+static inline uint32_t session__procs_used(const struct trc_session *s)
+{
+	uint32_t used = atomic_load_explicit(&s->hdr->procs_used, memory_order_relaxed);
+	return used < s->geom.max_procs ? used : s->geom.max_procs;
+}
+
+/* 1 + the index of the process entry slot sl names (the region's word, bounded by the table),
+ * or 0 for none. */
+static inline uint32_t session__slot_proc(const struct trc_session *s, struct trc_slot *sl)
+{
+	uint32_t proc = atomic_load_explicit(&sl->proc, memory_order_relaxed);
+	return proc <= s->geom.max_procs ? proc : 0;
+}
+
 static inline uint8_t *session__ring(const struct trc_session *s, uint32_t i)
 {
 	return trc_region_ring(s->base, &s->geom, i);
