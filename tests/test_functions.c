@@ -137,3 +137,59 @@ Test(functions, sort_keys, .timeout = 60)
 	cr_expect_not(func_sort_parse("Self", &k));
 	cr_expect_not(func_sort_parse("", &k));
 }
+
+/* Recursion on two threads whose records interleave in the merged walk:
+ * pid 10 tid 10: f[1000 f[1100 f[1200 ]f 1300 ]f 1400 ]f 2000 (f inside f inside f)
+ * pid 10 tid 12: f[1050 g[1060 f[1070 ]f 1080 ]g 1090 ]f 1150 (f inside g inside f)
+ * f: 5 calls of 1000, 300, 100, 100, 10 ns: the outermost ones total 1000 + 100 = 1100,
+ *    not 1510; mean over every call 302, max 1000; self 700 + 200 + 100 + 70 + 10 = 1080.
+ * g: 1 call, 30 incl, 20 self. */
+Test(functions, recursive_calls_count_their_outermost_time_once, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[320];
+	snprintf(path, sizeof(path), "%s/rec.trc", dir);
+	struct tu_plan p = {0};
+	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 10, 0);
+	tfn_module(m, 10);
+	struct tu_stream *a = tu_plan_stream(&p, TRC_STREAM_THREAD, 10, 10);
+	struct tu_stream *b = tu_plan_stream(&p, TRC_STREAM_THREAD, 10, 12);
+	tfn_func(a, TRC_REC_FUNC_ENTER, 1000, F);
+	tfn_func(b, TRC_REC_FUNC_ENTER, 1050, F);
+	tfn_func(b, TRC_REC_FUNC_ENTER, 1060, G);
+	tfn_func(b, TRC_REC_FUNC_ENTER, 1070, F);
+	tfn_func(b, TRC_REC_FUNC_EXIT, 1080, F);
+	tfn_func(b, TRC_REC_FUNC_EXIT, 1090, G);
+	tfn_func(a, TRC_REC_FUNC_ENTER, 1100, F);
+	tfn_func(b, TRC_REC_FUNC_EXIT, 1150, F);
+	tfn_func(a, TRC_REC_FUNC_ENTER, 1200, F);
+	tfn_func(a, TRC_REC_FUNC_EXIT, 1300, F);
+	tfn_func(a, TRC_REC_FUNC_EXIT, 1400, F);
+	tfn_func(a, TRC_REC_FUNC_EXIT, 2000, F);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
+	struct func_table *t = tfn_table(r, FUNC_SORT_TOTAL);
+	const struct func_row *rows;
+	size_t n = func_table_rows(t, &rows);
+	cr_assert_eq(n, 2);
+	cr_expect_str_eq(rows[0].name, "prog+0x1000");
+	cr_expect_eq(rows[0].calls, 5);
+	cr_expect_eq(rows[0].incl.total_ns, 1100);
+	cr_expect_eq(rows[0].incl.mean_ns, 302);
+	cr_expect_eq(rows[0].incl.max_ns, 1000);
+	cr_expect_eq(rows[0].self.total_ns, 1080);
+	cr_expect_str_eq(rows[1].name, "prog+0x2000");
+	cr_expect_eq(rows[1].calls, 1);
+	cr_expect_eq(rows[1].incl.total_ns, 30);
+	cr_expect_eq(rows[1].self.total_ns, 20);
+	uint64_t unmatched, unclosed, unfinished;
+	func_table_counts(t, &unmatched, &unclosed, &unfinished);
+	cr_expect_eq(unmatched + unclosed + unfinished, 0);
+	func_table_free(t);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}

@@ -34,10 +34,16 @@ struct func__fn {
 	uint64_t addr;
 	const char *name;
 	struct func__hist incl, self;
+	uint64_t outer_ns; /* inclusive time of the calls with no call of this function below */
+	/* Open calls of this function: open_n of them on stack open_sidx's, the rest (a second
+	 * stream's while the first still has one open) counted in func_table.nested. */
+	uint32_t open_sidx, open_n;
 };
 
 struct func__frame {
 	uint32_t fn;
+	bool outer; /* no call of the same function below it on its stack */
+	bool in_map; /* counted in func_table.nested, not in the function's open_n */
 	uint64_t enter_ts;
 	uint64_t child_ns;
 };
@@ -52,6 +58,7 @@ struct func_table {
 	struct func__fn *fns;
 	uint32_t n_fns, cap_fns;
 	struct u64index index; /* (pid, addr) -> fn */
+	struct u64map nested; /* (stream << 32 | fn) -> open calls, when open_sidx is another's */
 	struct func__stack *stacks;
 	unsigned n_stacks;
 	uint64_t unmatched, unclosed, unfinished;
@@ -207,8 +214,10 @@ static uint32_t func__fn(struct func_table *t, uint32_t pid, uint64_t addr)
 struct func_table *func_table_new(void)
 {
 	struct func_table *t = calloc(1, sizeof(*t));
-	if (t)
+	if (t) {
 		u64index_init(&t->index, func__entry_hash, t);
+		u64map_init(&t->nested, SIZE_MAX);
+	}
 	return t;
 }
 
@@ -222,6 +231,7 @@ void func_table_free(struct func_table *t)
 	}
 	free(t->fns);
 	u64index_destroy(&t->index);
+	u64map_destroy(&t->nested);
 	for (unsigned i = 0; i < t->n_stacks; i++)
 		free(t->stacks[i].v);
 	free(t->stacks);
@@ -246,15 +256,56 @@ static struct func__stack *func__stack(struct func_table *t, unsigned sidx)
 	return &t->stacks[sidx];
 }
 
-/* Closes the top frame of st at ts. */
-static int func__close(struct func_table *t, struct func__stack *st, uint64_t ts)
+/* Counts a call of fn opening on stream sidx's stack; sets its frame's outer and in_map. A
+ * stream's calls come in its order, but the streams' records may interleave (a merged walk):
+ * the first stream to open the function counts in the function itself, any other in the map
+ * meanwhile. 0 or -ENOMEM. */
+static int func__open(struct func_table *t, unsigned sidx, struct func__frame *fr)
+{
+	struct func__fn *f = &t->fns[fr->fn];
+	if (!f->open_n || f->open_sidx == sidx) {
+		fr->outer = !f->open_n;
+		fr->in_map = false;
+		f->open_sidx = sidx;
+		f->open_n++;
+		return 0;
+	}
+	uint64_t key = (uint64_t)sidx << 32 | fr->fn;
+	uint64_t *n = u64map_get(&t->nested, key);
+	fr->outer = !n;
+	fr->in_map = true;
+	if (n) {
+		++*n;
+		return 0;
+	}
+	return u64map_put(&t->nested, key, 1, NULL, NULL);
+}
+
+/* The call of frame fr on stream sidx's stack is closed: its count goes. */
+static void func__opened_close(struct func_table *t, unsigned sidx, const struct func__frame *fr)
+{
+	if (!fr->in_map) {
+		t->fns[fr->fn].open_n--;
+		return;
+	}
+	uint64_t key = (uint64_t)sidx << 32 | fr->fn;
+	uint64_t *n = u64map_get(&t->nested, key);
+	if (n && --*n == 0)
+		u64map_del(&t->nested, key, NULL);
+}
+
+/* Closes the top frame of stream sidx's stack st at ts. */
+static int func__close(struct func_table *t, unsigned sidx, struct func__stack *st, uint64_t ts)
 {
 	struct func__frame fr = st->v[--st->n];
 	uint64_t incl = ts > fr.enter_ts ? ts - fr.enter_ts : 0;
 	uint64_t self = incl > fr.child_ns ? incl - fr.child_ns : 0;
 	struct func__fn *f = &t->fns[fr.fn];
+	func__opened_close(t, sidx, &fr);
 	if (func__hist_add(&f->incl, incl) || func__hist_add(&f->self, self))
 		return -ENOMEM;
+	if (fr.outer)
+		f->outer_ns += incl;
 	if (st->n)
 		st->v[st->n - 1].child_ns += incl;
 	return 0;
@@ -285,7 +336,11 @@ int func_table_add(struct func_table *t, unsigned sidx, const struct trcfile_str
 			st->v = p;
 			st->cap = nc;
 		}
-		st->v[st->n++] = (struct func__frame){fn, rec->ts_ns, 0};
+		struct func__frame *fr = &st->v[st->n];
+		*fr = (struct func__frame){.fn = fn, .enter_ts = rec->ts_ns};
+		if (func__open(t, sidx, fr))
+			return -ENOMEM;
+		st->n++;
 		return 0;
 	}
 	if (st->over) {
@@ -302,10 +357,10 @@ int func_table_add(struct func_table *t, unsigned sidx, const struct trcfile_str
 	}
 	while (st->n > k) { /* calls that never exited end with their caller */
 		t->unclosed++;
-		if (func__close(t, st, rec->ts_ns))
+		if (func__close(t, sidx, st, rec->ts_ns))
 			return -ENOMEM;
 	}
-	return func__close(t, st, rec->ts_ns);
+	return func__close(t, sidx, st, rec->ts_ns);
 }
 
 /* ---- rows ------------------------------------------------------------------------------ */
@@ -393,8 +448,10 @@ int func_table_finish(struct func_table *t, const struct trcfile_reader *r,
 	qsort(order, t->n_fns, sizeof(*order), func__cmp_name);
 	for (uint32_t i = 0; i < t->n_fns;) {
 		struct func__hist incl = {0}, self = {0};
+		uint64_t outer_ns = 0;
 		uint32_t j = i;
 		for (; j < t->n_fns && strcmp(order[j]->name, order[i]->name) == 0; j++) {
+			outer_ns += order[j]->outer_ns;
 			if (func__hist_merge(&incl, &order[j]->incl) ||
 			    func__hist_merge(&self, &order[j]->self)) {
 				func__hist_free(&incl);
@@ -407,6 +464,7 @@ int func_table_finish(struct func_table *t, const struct trcfile_reader *r,
 			row->name = order[i]->name;
 			row->calls = incl.n;
 			func__stat(&incl, &row->incl);
+			row->incl.total_ns = outer_ns;
 			func__stat(&self, &row->self);
 		}
 		func__hist_free(&incl);

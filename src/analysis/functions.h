@@ -6,8 +6,11 @@
  * that never exited close with it, counted as unmatched); an exit with no such call open is
  * counted and ignored. Inclusive time = exit - entry; self time = inclusive minus the
  * inclusive time of the calls made from it. Calls still open at the end of the trace are not
- * timed (counted in unfinished). A recursive function's inclusive total counts nested calls
- * within their callers' time, as every profiler's does.
+ * timed (counted in unfinished). A function's inclusive total counts only its outermost calls
+ * on each thread, the calls with no call of the same function below them, so a recursive
+ * function's total is the time it was active, never more than its threads ran (as uftrace's
+ * report counts it); its mean, percentiles and max are those of every call, nested ones
+ * included, and self time is every call's own.
  *
  * Rows: one per function name (addresses are named through the symbol resolver; the same
  * function in several processes is one row), with total, mean, p50, p99 and max of both
@@ -26,7 +29,7 @@
 #include "trcfile.h"
 
 struct func_stat {
-	uint64_t total_ns, max_ns, p50_ns, p99_ns;
+	uint64_t total_ns, max_ns, p50_ns, p99_ns; /* total_ns of incl: outermost calls only */
 	uint64_t mean_ns;
 };
 
