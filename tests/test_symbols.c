@@ -139,6 +139,22 @@ Test(symbols, cxx_names_demangled, .timeout = 60)
 		     1);
 	cr_expect_eq(ts_count(r.out, "fn=\"_Z"), 0, "nothing left mangled");
 	e2e_free(&r);
+	/* A long name is cut in the summary's text table, one line a row, and whole in --json. */
+	static const char long_name[] =
+		"names_cxx::a_namespace_whose_name_runs_long::a_function_whose_name_runs_long_too("
+		"long, long)";
+	r = ts_dump(dir, "summary");
+	cr_expect_eq(ts_lines_with(r.out, "  names_cxx::a_namespace_whose_name_runs_long::a_function_w... ",
+				   NULL),
+		     1, "%s", r.out);
+	cr_expect_eq(ts_count(r.out, long_name), 0);
+	e2e_free(&r);
+	char in[256], want[256];
+	snprintf(in, sizeof(in), "%s/t.trc", dir);
+	char *json = e2e_summary_json(dir, in);
+	snprintf(want, sizeof(want), "{\"name\":\"%s\",\"calls\":1,", long_name);
+	cr_expect_not_null(strstr(json, want), "%s", json);
+	free(json);
 	e2e_rm_rf(dir);
 }
 

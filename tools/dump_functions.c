@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dump_common.h"
 #include "dump_functions.h"
@@ -62,19 +63,44 @@ static const char *const dump__sort_names[] = {
 	[FUNC_SORT_NAME] = "name",
 };
 
+/* The text table's name column: a name longer than this (a C++ signature runs to hundreds of
+ * characters) is cut to fit with "...", so every row stays one line; --json keeps it whole. */
+#define DUMP__FUNC_NAME_COLS 60
+
+/* name as the text table shows it, in out (DUMP__FUNC_NAME_COLS + 1 bytes): whole when it
+ * fits, else its start cut at a character boundary (never inside a UTF-8 sequence) and "...". */
+static const char *dump__func_name_cut(const char *name, char *out)
+{
+	size_t n = strlen(name);
+	if (n <= DUMP__FUNC_NAME_COLS)
+		return name;
+	size_t k = DUMP__FUNC_NAME_COLS - 3;
+	while (k > 0 && ((unsigned char)name[k] & 0xc0) == 0x80)
+		k--;
+	memcpy(out, name, k);
+	memcpy(out + k, "...", 4);
+	return out;
+}
+
 void dump_functions_text(const struct func_table *t, enum func_sort key)
 {
+	char cut[DUMP__FUNC_NAME_COLS + 1];
 	const struct func_row *rows;
 	size_t n = func_table_rows(t, &rows);
 	char b[10][32];
 	dump_printf("\nfunctions (by %s; inclusive time, then self time):\n",
 		    dump__sort_names[key]);
-	dump_printf("  %-28s %9s %11s %11s %11s %11s %11s %11s %11s %11s\n", "name", "calls",
+	int cols = 28; /* the widest name shown, cut or not: the columns line up */
+	for (size_t i = 0; i < n && i < DUMP_FUNCTIONS_TEXT_ROWS; i++) {
+		int w = (int)strlen(dump__func_name_cut(rows[i].name, cut));
+		cols = w > cols ? w : cols;
+	}
+	dump_printf("  %-*s %9s %11s %11s %11s %11s %11s %11s %11s %11s\n", cols, "name", "calls",
 		    "total", "mean", "p50", "p99", "max", "self", "self mean", "self p99");
 	for (size_t i = 0; i < n && i < DUMP_FUNCTIONS_TEXT_ROWS; i++) {
 		const struct func_row *f = &rows[i];
-		dump_printf("  %-28s %9" PRIu64 " %11s %11s %11s %11s %11s %11s %11s %11s\n",
-			    f->name, f->calls, dump_fmt_ns(b[0], sizeof(b[0]), f->incl.total_ns),
+		dump_printf("  %-*s %9" PRIu64 " %11s %11s %11s %11s %11s %11s %11s %11s\n", cols,
+			    dump__func_name_cut(f->name, cut), f->calls, dump_fmt_ns(b[0], sizeof(b[0]), f->incl.total_ns),
 			    dump_fmt_ns(b[1], sizeof(b[1]), f->incl.mean_ns),
 			    dump_fmt_ns(b[2], sizeof(b[2]), f->incl.p50_ns),
 			    dump_fmt_ns(b[3], sizeof(b[3]), f->incl.p99_ns),
