@@ -31,6 +31,7 @@ static const char tc_check[] =
 	"      else: begins[e['name']]+=1\n"
 	"    if e['ph']=='E':\n"
 	"      b=stacks[k].pop()\n"
+	"      assert e['name']==b['name'], (f,e,b)\n"
 	"      if a.get('split'): split+=1\n"
 	"      if not a.get('unfinished'): total[b['name']]+=round((e['ts']-b['ts'])*1000)\n"
 	"  assert all(not s for s in stacks.values()), f\n"

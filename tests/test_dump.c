@@ -597,20 +597,21 @@ Test(dump, rss_csv, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
-/* Python checks the chrome output: strict JSON, B/E balanced per thread, names, counters. */
+/* Python checks the chrome output: strict JSON, B/E balanced per thread, each E named as the
+ * B it ends (speedscope pairs them by name), names, counters. */
 static const char td_chrome_check[] =
 	"import json,sys,collections\n"
 	"d=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))\n"
 	"ev=d['traceEvents']\n"
-	"depth=collections.Counter()\n"
+	"open_=collections.defaultdict(list)\n"
 	"for e in ev:\n"
 	"  assert isinstance(e['ts'] if e['ph']!='M' else 0,(int,float)), e\n"
 	"  k=(e['pid'],e['tid'])\n"
-	"  if e['ph']=='B': depth[k]+=1\n"
+	"  if e['ph']=='B': open_[k].append(e['name'])\n"
 	"  if e['ph']=='E':\n"
-	"    depth[k]-=1\n"
-	"    assert depth[k]>=0, e\n"
-	"assert all(v==0 for v in depth.values()), depth\n"
+	"    assert open_[k], e\n"
+	"    assert e['name']==open_[k].pop(), e\n"
+	"assert all(not v for v in open_.values()), open_\n"
 	"ph=collections.Counter(e['ph'] for e in ev)\n"
 	"names=[e['args']['name'] for e in ev if e['ph']=='M']\n"
 	"assert 'main' in names and 'worker \"1\"' in names and 'prog --flag arg with space' in "
@@ -851,8 +852,8 @@ static const char td_two_procs_check[] =
 	"assert tn=={(100,100,'main'):1,(100,101,'worker'):1,(200,200,'kid'):1}, tn\n"
 	"be=[(e['ph'],e['pid'],e['tid'],e.get('name'),e['ts']) for e in ev if e['ph'] in 'BE']\n"
 	"want=[('B',100,100,'p.work',1.0),('B',200,200,'c.work',1.2),\n"
-	"  ('B',100,101,'p.work',1.5),('E',100,100,None,2.0),('E',200,200,None,2.2),\n"
-	"  ('E',100,101,None,2.5)]\n"
+	"  ('B',100,101,'p.work',1.5),('E',100,100,'p.work',2.0),('E',200,200,'c.work',2.2),\n"
+	"  ('E',100,101,'p.work',2.5)]\n"
 	"assert be==want, be\n"
 	"print('ok')\n";
 

@@ -5,9 +5,10 @@
  * open-span depth, plus the live-allocation table for the heap counter (capped).
  *
  * Mapping (documented in --help):
- *   span_begin/end, func_enter/exit  "B"/"E" on (pid, tid); functions by their names (the
- *                                    modules' symbol tables, dump_symbols.h), else
- *                                    module+offset when a module record covers the address
+ *   span_begin/end, func_enter/exit  "B"/"E" on (pid, tid), each "E" named as its "B";
+ *                                    functions by their names (the modules' symbol tables,
+ *                                    dump_symbols.h), else module+offset when a module
+ *                                    record covers the address
  *   instant                          "i" (thread scope) with args.value
  *   counter                          "C" named after the counter, args.value
  *   alloc/free                       "C" "heap live bytes" per process (args.bytes)
@@ -295,11 +296,12 @@ static bool dump__push(struct dump__chrome *c, unsigned sidx, const struct dump_
 	return true;
 }
 
-/* A "B" event for an open span, with args {FLAG:true} when flag is given. */
-static void dump__begin(struct dump__chrome *c, uint32_t pid, uint32_t tid, uint64_t ts,
-			const struct dump__open *o, const char *flag)
+/* The "B" (ph 'B') or "E" (ph 'E') event of open span o, with args {FLAG:true} when flag is
+ * given. Both name the span: viewers that pair events by name (speedscope) need it on each. */
+static void dump__span_event(struct dump__chrome *c, char ph, uint32_t pid, uint32_t tid,
+			     uint64_t ts, const struct dump__open *o, const char *flag)
 {
-	dump__ev(c, 'B', pid, tid, ts);
+	dump__ev(c, ph, pid, tid, ts);
 	if (o->type == TRC_REC_SPAN_BEGIN)
 		dump__name(c, o->name_id);
 	else
@@ -310,6 +312,18 @@ static void dump__begin(struct dump__chrome *c, uint32_t pid, uint32_t tid, uint
 		dump_str("\":true}");
 	}
 	dump_char('}');
+}
+
+static void dump__begin(struct dump__chrome *c, uint32_t pid, uint32_t tid, uint64_t ts,
+			const struct dump__open *o, const char *flag)
+{
+	dump__span_event(c, 'B', pid, tid, ts, o, flag);
+}
+
+static void dump__end(struct dump__chrome *c, uint32_t pid, uint32_t tid, uint64_t ts,
+		      const struct dump__open *o, const char *flag)
+{
+	dump__span_event(c, 'E', pid, tid, ts, o, flag);
 }
 
 /* A thread renamed in the merge: its name is said again at the start of the next file. */
@@ -359,8 +373,7 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 			break;
 		}
 		c->depth[sidx]--;
-		dump__ev(c, 'E', pid, tid, rec->ts_ns);
-		dump_char('}');
+		dump__end(c, pid, tid, rec->ts_ns, &c->stacks[sidx].v[c->depth[sidx]], NULL);
 		break;
 	case TRC_REC_INSTANT:
 		dump__ev(c, 'i', pid, tid, rec->ts_ns);
@@ -393,10 +406,9 @@ static void dump__record(struct dump__chrome *c, unsigned sidx, const struct trc
 	case TRC_REC_LOST: {
 		/* FORMAT.md: events of this stream are missing here, so what is open on it ends as
 		 * unknown, at the loss (flagged), never closed by an END after the gap. */
-		for (; rec->lost.count && c->depth[sidx]; c->depth[sidx]--) {
-			dump__ev(c, 'E', pid, tid, rec->ts_ns);
-			dump_str(",\"args\":{\"cut_by_loss\":true}}");
-		}
+		for (; rec->lost.count && c->depth[sidx]; c->depth[sidx]--)
+			dump__end(c, pid, tid, rec->ts_ns, &c->stacks[sidx].v[c->depth[sidx] - 1],
+				  "cut_by_loss");
 		char b[96];
 		int k = snprintf(b, sizeof(b), "lost %" PRIu64 " %s (%s)", rec->lost.count,
 				 cli_plural(rec->lost.count, "record", "records"),
@@ -476,10 +488,7 @@ static void dump__close_all(struct dump__chrome *c, uint64_t ts, const char *fla
 		const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
 		uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
 		for (uint64_t d = c->depth[s]; d; d--) {
-			dump__ev(c, 'E', si->pid, tid, ts);
-			dump_str(",\"args\":{\"");
-			dump_str(flag);
-			dump_str("\":true}}");
+			dump__end(c, si->pid, tid, ts, &c->stacks[s].v[d - 1], flag);
 			if (pop)
 				c->closed_at_end++;
 		}
@@ -609,8 +618,9 @@ static int dump__chrome_multi(int argc, char **argv)
 			const struct trcfile_stream_info *si = trcfile_reader_stream(c->r, s);
 			uint32_t tid = si->kind == TRC_STREAM_THREAD ? si->tid : 0;
 			for (; depth[base[i] + s]; depth[base[i] + s]--) {
-				dump__ev(c, 'E', si->pid, tid, last[i]);
-				dump_str(",\"args\":{\"unfinished\":true}}");
+				const struct dump__stack *st = &stacks[base[i] + s];
+				dump__end(c, si->pid, tid, last[i], &st->v[depth[base[i] + s] - 1],
+					  "unfinished");
 				c->closed_at_end++;
 			}
 		}
