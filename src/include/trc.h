@@ -29,10 +29,14 @@
  *   invariant TSC), 16 or 24 bytes stored into the ring and one release store: no syscall, no
  *   lock, no allocation (bench=producer case=enabled; close to a bare rdtsc plus store).
  *   Slow, out-of-line cases: a thread's first event claims a ring slot and faults the first
- *   64 KiB of its ring in (~0.1 ms); while the ring's first lap goes on, it faults the next chunk
- *   in ahead of the writer now and then (the first lap costs ~3x a steady event here: a fresh
- *   page costs ~6 us on this VM), so the hot path itself never page-faults; a call site's first
- *   event interns its name (lock-free); a full ring drops the event.
+ *   64 KiB of its ring in; while the ring's first lap goes on, it faults the next chunk in ahead
+ *   of the writer now and then (a fresh page costs microseconds, so the first lap costs a few
+ *   times a steady event), so the hot path itself never page-faults; a call site's first event
+ *   interns its name (lock-free). A full ring: by default (trace-run --when-full wait) the
+ *   thread waits for the recorder to make room, yielding and then sleeping (sched_yield and
+ *   nanosleep, the only syscalls, made only while the recorder lags), and drops and counts
+ *   only when the recorder stops reading its ring; with --when-full drop it drops the event at
+ *   once and counts it. Either way the summary says what it cost.
  *
  * THREADS
  *   Every call is safe from any thread, and from a signal handler (an event from a handler that
@@ -43,9 +47,9 @@
  *
  * ERRORS AND LOSSES
  *   The macros return nothing and never fail visibly. An event that cannot be stored is counted,
- *   and the count appears in the trace as a LOST record: the thread's ring was full (the
- *   recorder did not keep up), every ring slot of the session was taken, or a signal handler
- *   interrupted an event. Every trace satisfies emitted = recorded + lost, exactly.
+ *   and the count appears in the trace as a LOST record: the thread's ring was full (under
+ *   --when-full drop, or when the recorder stopped reading it), every ring slot of the session
+ *   was taken, or a signal handler interrupted an event. Every trace satisfies emitted = recorded + lost, exactly.
  *
  * OWNERSHIP
  *   The session (shared memory, string table, rings) belongs to the recorder; the library only
@@ -113,8 +117,7 @@ struct trc__thread {
 	 * the kernel zeroes in a forked child (MADV_WIPEONFORK; src/runtime/thread.c): a child made
 	 * without the atfork handlers (raw clone, _Fork) finds 0, takes the slow path and gets a
 	 * ring of its own instead of writing into its parent's. ok_flag[1] is 1 while the thread
-	 * holds a ring (0 in such a child too). No ring: ok_flag points at a 0 never written.
-	 * (A pointer since issue 12 item 5: code that set the byte must now write *ok_flag.) */
+	 * holds a ring (0 in such a child too). No ring: ok_flag points at a 0 never written. */
 	volatile uint8_t *ok_flag;
 	uint8_t busy; /* inside a slow path (claim, naming) */
 	uint8_t parked; /* no free slot last time: retry when the recorder frees one */
