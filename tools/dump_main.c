@@ -25,11 +25,12 @@ static const struct {
 	const char *name;
 	int (*main)(int, char **);
 } dump__cmds[] = {
+	/* In the order of dump__usage's list. */
 	{"summary", dump_summary_main},	  {"events", dump_events_main},
 	{"rss", dump_rss_main},		  {"chrome", dump_chrome_main},
-	{"flame", dump_flame_main},	  {"parquet", dump_parquet_main},
-	{"perfetto", dump_perfetto_main}, {"pprof", dump_pprof_main},
-	{"compact", dump_compact_main},	  {"memory", dump_memory_main},
+	{"flame", dump_flame_main},	  {"memory", dump_memory_main},
+	{"parquet", dump_parquet_main},	  {"perfetto", dump_perfetto_main},
+	{"pprof", dump_pprof_main},	  {"compact", dump_compact_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -106,25 +107,36 @@ static unsigned dump__distance(const char *a, const char *b)
  * the start of one; NULL otherwise. */
 static const char *dump__closest(const char *word)
 {
-	static const char *const names[] = {"summary", "events",  "rss",      "chrome",
-					    "flame",   "parquet", "perfetto", "pprof",
-					    "compact", "memory",  "help"};
 	const char *best = NULL;
 	unsigned best_d = 3;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i <= DUMP__N_CMDS; i++) {
+		const char *name = i < DUMP__N_CMDS ? dump__cmds[i].name : "help";
 		size_t n = strlen(word);
-		unsigned d = dump__distance(word, names[i]);
-		if (n >= 2 && !strncmp(names[i], word, n))
+		unsigned d = dump__distance(word, name);
+		if (n >= 2 && !strncmp(name, word, n))
 			d = 1; /* a prefix: "sum", "ev" */
-		if (d > (strlen(names[i]) > 4 ? 2u : 1u))
+		if (d > (strlen(name) > 4 ? 2u : 1u))
 			continue;
 		if (d < best_d) {
-			best = names[i];
+			best = name;
 			best_d = d;
 		}
 	}
 	return best;
+}
+
+/* "summary, events, ... and help": every command of dump__cmds, so the list cannot miss one. */
+static const char *dump__command_list(void)
+{
+	static char list[256];
+	size_t n = 0;
+	for (size_t i = 0; i < DUMP__N_CMDS; i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s, ", dump__cmds[i].name);
+	if (n >= 2)
+		n -= 2;
+	snprintf(list + n, sizeof(list) - n, " and help");
+	return list;
 }
 
 /* True when a first argument that is not a command is meant as the FILE of summary. */
@@ -149,9 +161,8 @@ static int dump__unknown_command(const char *word)
 		dump_error("unknown command \"%s\"; did you mean \"%s\"? (see trace-dump help)",
 			   shown, near);
 	else
-		dump_error("unknown command \"%s\" (and no such file); the commands are summary, "
-			   "events, rss, chrome, flame, parquet, perfetto, pprof, compact and help",
-			   shown);
+		dump_error("unknown command \"%s\" (and no such file); the commands are %s",
+			   shown, dump__command_list());
 	return DUMP_EXIT_USAGE;
 }
 
