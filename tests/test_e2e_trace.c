@@ -80,6 +80,38 @@ Test(e2e_trace, rss_samples_at_the_requested_rate, .timeout = 60)
 	e2e_rm_rf(dir);
 }
 
+/* trace-run stopped (SIGSTOP) for 400 ms while the program runs: its sampler misses about 20
+ * ticks of 20 ms. The trace counts every skipped tick in LOST records, and the summary's
+ * rss_ticks_skipped is the figure of the recorder's note. */
+Test(e2e_trace, late_ticks_in_the_note_are_in_the_trace, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	char *argv[] = {(char *)TR,	 "-q",	 "--rss-interval",
+			"20ms",		 "-o",	 out,
+			"--",		 (char *)e2e_path("tests/prog_e2e_mem"),
+			"4",		 "1500", NULL};
+	double t0 = e2e_now();
+	pid_t pid = e2e_start(dir, argv);
+	usleep(300000);
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	usleep(400000);
+	cr_assert_eq(kill(pid, SIGCONT), 0);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	int64_t skipped = e2e_json_int(json, "rss_ticks_skipped");
+	cr_expect_geq(skipped, 10, "%s", json);
+	char note[96];
+	snprintf(note, sizeof(note), "\"rss sampler skipped %" PRId64 " late ticks\"", skipped);
+	cr_expect_not_null(strstr(json, note), "want %s in %s", note, json);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
 Test(e2e_trace, exits_promptly_with_a_long_interval, .timeout = 60)
 {
 	const char *dir = e2e_tmpdir();

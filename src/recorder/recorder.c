@@ -58,6 +58,7 @@ struct recorder {
 	void *sring_data;
 	struct ring_consumer sring;
 	uint64_t sampler_dropped_seen;
+	uint64_t sampler_late_written; /* late ticks in the trace's LOST records so far */
 
 	/* Session stream key -> its struct trcfile_stream *, drain thread only; the last one
 	 * looked up is kept aside (records come in runs of one stream). */
@@ -238,12 +239,32 @@ static size_t recorder__discover(void *arg, pid_t *out, size_t max)
 	return n < max ? n : max;
 }
 
+/* A LOST record of count sampler ticks skipped because they came late, at ts_ns, in the RSS
+ * stream (open). Drain thread, or finish once it has joined it. */
+static int recorder__append_late(struct recorder *r, uint64_t count, uint64_t ts_ns)
+{
+	struct trc_record lost = {.type = TRC_REC_LOST, .ts_ns = ts_ns};
+	lost.lost.count = count;
+	lost.lost.reason = TRC_LOST_SAMPLER_LATE;
+	int err = trcfile_stream_append(r->rss_stream, &lost);
+	if (!err)
+		r->sampler_late_written += count;
+	return err;
+}
+
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
 {
 	if (!r->rss_stream) {
 		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS, smp->fig.pid, 0);
 		if (!r->rss_stream)
 			return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+	}
+	/* The ticks skipped before this sample, where they were: the sampler counts them for every
+	 * pid alike, so the program's samples carry them (the rest at the end, recorder_finish). */
+	if (smp->skipped_ticks && smp->fig.pid == (uint32_t)r->cfg.pid) {
+		int err = recorder__append_late(r, smp->skipped_ticks, smp->ts_ns);
+		if (err)
+			return err;
 	}
 	struct trc_record rec = {.type = TRC_REC_RSS, .ts_ns = smp->ts_ns};
 	rec.rss = smp->fig;
@@ -547,6 +568,30 @@ static void recorder__note_cmdlines_cut(struct recorder *r, uint64_t now_ns)
 	recorder__note(r, now_ns, text);
 }
 
+/* The sampler's late ticks, skipped in total: those no sample of the program carried (it had
+ * exited, or its last ones) go into the trace now, so the LOST records add up to the note's
+ * figure, which says it. Finish only, after the drain thread has ended. */
+static void recorder__note_late_ticks(struct recorder *r, uint64_t skipped, uint64_t now_ns)
+{
+	if (skipped > r->sampler_late_written) {
+		if (!r->rss_stream)
+			r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS,
+							    (uint32_t)r->cfg.pid, 0);
+		int err = r->rss_stream
+				  ? recorder__append_late(r, skipped - r->sampler_late_written, now_ns)
+				  : trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+		if (err)
+			recorder__set_error(r, err);
+	}
+	uint64_t total = r->sampler_late_written;
+	if (!total)
+		return;
+	char text[128];
+	snprintf(text, sizeof(text), "rss sampler skipped %llu late %s", (unsigned long long)total,
+		 total == 1 ? "tick" : "ticks");
+	recorder__note(r, now_ns, text);
+}
+
 int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		    struct recorder_stats *final)
 {
@@ -601,12 +646,7 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 			"status and RSS were recorded");
 	recorder__note_survivors(r, now_ns);
 	recorder__note_cmdlines_cut(r, now_ns);
-	if (sst.skipped_ticks) {
-		char text[128];
-		snprintf(text, sizeof(text), "rss sampler skipped %llu late ticks",
-			 (unsigned long long)sst.skipped_ticks);
-		recorder__note(r, now_ns, text);
-	}
+	recorder__note_late_ticks(r, sst.skipped_ticks, now_ns);
 	if (ex) {
 		struct trc_record rec = {.type = TRC_REC_EXIT, .ts_ns = now_ns};
 		rec.exit.pid = (uint32_t)r->cfg.pid;
