@@ -50,7 +50,7 @@ Test(histogram, quantiles_within_3_percent, .timeout = 60)
 	uint64_t *v = malloc(N * sizeof(*v));
 	struct hist *h = NULL;
 	struct hist_hot hot = {0};
-	uint64_t budget = 1u << 20, max = 0, seed = 17;
+	uint64_t budget = 1u << 20, min = 0, max = 0, seed = 17;
 	for (int i = 0; i < N; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		/* a long-tailed mix: mostly ~1 us, some ~1 ms, a few ~1 s */
@@ -60,20 +60,22 @@ Test(histogram, quantiles_within_3_percent, .timeout = 60)
 					       : 1000 + x % 500;
 		if (v[i] > max)
 			max = v[i];
+		if (i == 0 || v[i] < min)
+			min = v[i];
 		cr_assert_eq(hist_count(&h, &hot, v[i], &budget), 0);
 	}
 	qsort(v, N, sizeof(*v), cmp_u64);
 	static const double qs[] = {0.01, 0.5, 0.9, 0.99, 0.999, 1.0};
 	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
 		uint64_t want = v[(size_t)(qs[i] * N + 0.999999) - 1];
-		uint64_t got = hist_quantile(h, qs[i], max);
+		uint64_t got = hist_quantile(h, qs[i], min, max);
 		double err = got > want ? (double)(got - want) / want : (double)(want - got) / want;
 		cr_assert_leq(err, 0.03, "q %.3f: %llu, exact %llu", qs[i], (unsigned long long)got,
 			      (unsigned long long)want);
 	}
-	cr_assert_eq(hist_quantile(h, 1.0, max), max, "the top is clamped to the exact max");
+	cr_assert_eq(hist_quantile(h, 1.0, min, max), max, "the top is clamped to the exact max");
 	struct hist empty = {0};
-	cr_assert_eq(hist_quantile(&empty, 0.5, 10), 0);
+	cr_assert_eq(hist_quantile(&empty, 0.5, 0, 10), 0);
 	hist_free(h);
 	hist_free(NULL);
 	free(v);
@@ -122,10 +124,27 @@ Test(histogram, budget_and_hot_group, .timeout = 60)
 	struct hist sum = {0};
 	cr_assert_eq(hist_merge(&sum, h), 0);
 	cr_assert_eq(hist_merge(&sum, h2), 0);
-	cr_assert_eq(hist_quantile(&sum, 1.0, 1000), 1000);
-	cr_assert_eq(hist_quantile(&sum, 0.01, 1000), 1);
+	cr_assert_eq(hist_quantile(&sum, 1.0, 1, 1000), 1000);
+	cr_assert_eq(hist_quantile(&sum, 0.01, 1, 1000), 1);
 	hist_clear(&sum);
 	cr_assert_null(sum.group[0]);
 	hist_free(h);
 	hist_free(h2);
+}
+
+/* One value counted: its bucket's middle (1232 for 1234) lies below it, and every quantile is
+ * the value itself, the exact min and max the caller passes. */
+Test(histogram, a_single_value_is_every_quantile, .timeout = 60)
+{
+	struct hist *h = NULL;
+	struct hist_hot hot = {0};
+	uint64_t budget = 1u << 20;
+	cr_assert_eq(hist_count(&h, &hot, 1234, &budget), 0);
+	cr_expect_eq(hist_quantile(h, 0.01, 1234, 1234), 1234);
+	cr_expect_eq(hist_quantile(h, 0.50, 1234, 1234), 1234);
+	cr_expect_eq(hist_quantile(h, 0.99, 1234, 1234), 1234);
+	/* Two values in one bucket: the low quantile is clamped up to the smaller one. */
+	cr_assert_eq(hist_count(&h, &hot, 1240, &budget), 0);
+	cr_expect_eq(hist_quantile(h, 0.50, 1234, 1240), 1234);
+	hist_free(h);
 }

@@ -36,9 +36,9 @@ Test(mut_units, histogram_quantile_ranks_exact, .timeout = 60)
 		uint64_t want;
 	} cases[] = {{0.1, 1}, {0.5, 5}, {0.55, 6}, {0.9, 9}, {0.91, 10}, {1.0, 10}, {0.01, 1}};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		cr_assert_eq(hist_quantile(h, cases[i].q, 10), cases[i].want,
+		cr_assert_eq(hist_quantile(h, cases[i].q, 1, 10), cases[i].want,
 			     "q %.2f: %llu, not %llu", cases[i].q,
-			     (unsigned long long)hist_quantile(h, cases[i].q, 10),
+			     (unsigned long long)hist_quantile(h, cases[i].q, 1, 10),
 			     (unsigned long long)cases[i].want);
 	hist_free(h);
 }

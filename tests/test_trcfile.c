@@ -734,6 +734,9 @@ Test(trcfile, summary_of_the_small_trace, .timeout = 60)
 	 * END after the gap closes nothing */
 	cr_assert_eq(s.names[0].spans, 1);
 	cr_assert_eq(s.names[0].span_total_ns, 1000);
+	cr_assert_eq(s.names[0].span_min_ns, 1000);
+	cr_assert_eq(s.names[0].span_p50_ns, 1000);
+	cr_assert_eq(s.names[0].span_p99_ns, 1000);
 	cr_assert_eq(s.spans_cut_by_loss, 1);
 	cr_assert_eq(s.spans_unmatched_end, 1);
 	cr_assert_str_eq(s.names[1].name, "main");
@@ -745,6 +748,7 @@ Test(trcfile, summary_of_the_small_trace, .timeout = 60)
 	cr_assert_eq(s.names[2].spans, 3);
 	cr_assert_eq(s.names[2].span_total_ns, 250 + 450 + 650);
 	cr_assert_eq(s.names[2].span_max_ns, 650);
+	cr_assert_eq(s.names[2].span_min_ns, 250);
 	cr_assert_eq(s.names[2].span_p50_ns, 452, "p50 %lu", (unsigned long)s.names[2].span_p50_ns);
 	cr_assert_eq(s.names[2].span_p99_ns, 648); /* middle of the 640..655 bucket */
 	cr_assert_str_eq(s.names[3].name, "queue");

@@ -94,9 +94,9 @@ static const char dump__summary_help[] =
 	"                            pid then tid (alloc_bytes: what its allocations asked for)\n"
 	"  names                     array of {name, begins, ends, instants, counters, spans,\n"
 	"                            span_total_ns, span_mean_ns, span_p50_ns, span_p99_ns,\n"
-	"                            span_max_ns, counter_min, counter_max, counter_last}, by "
-	"name;\n"
-	"                            counter_* are null without counters\n"
+	"                            span_max_ns, span_min_ns, counter_min, counter_max,\n"
+	"                            counter_last}, by name; counter_* are null without\n"
+	"                            counters; the span_* times are 0 when no span ended\n"
 	"  spans_unmatched_end       span_end records with no open span or function\n"
 	"  spans_end_mismatched      ends that closed a span of another name, or a span and a\n"
 	"                            function closing each other (an end closes the innermost\n"
@@ -307,6 +307,7 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 		dump__kv_u64("span_p50_ns", n->span_p50_ns, &f2);
 		dump__kv_u64("span_p99_ns", n->span_p99_ns, &f2);
 		dump__kv_u64("span_max_ns", n->span_max_ns, &f2);
+		dump__kv_u64("span_min_ns", n->span_min_ns, &f2);
 		const char *ck[3] = {"counter_min", "counter_max", "counter_last"};
 		int64_t cv[3] = {n->counter_min, n->counter_max, n->counter_last};
 		for (int k = 0; k < 3; k++) {

@@ -60,7 +60,7 @@ int hist_merge(struct hist *dst, const struct hist *src)
 	return 0;
 }
 
-uint64_t hist_quantile(const struct hist *h, double q, uint64_t max)
+uint64_t hist_quantile(const struct hist *h, double q, uint64_t min, uint64_t max)
 {
 	uint64_t n = 0;
 	for (unsigned g = 0; g < HIST_GROUPS; g++)
@@ -81,7 +81,7 @@ uint64_t hist_quantile(const struct hist *h, double q, uint64_t max)
 			seen += h->group[g][i];
 			if (seen >= rank) {
 				uint64_t v = hist__bucket_value(g, i);
-				return v > max ? max : v;
+				return v > max ? max : v < min ? min : v;
 			}
 		}
 	}

@@ -75,8 +75,9 @@ static inline int hist_count(struct hist **h, struct hist_hot *hot, uint64_t v,
 /* Adds src's counts to dst (groups allocated as needed, outside any budget). 0 or -ENOMEM. */
 int hist_merge(struct hist *dst, const struct hist *src);
 /* The value at rank ceil(q * n) (1-based) of the n values counted, as the middle of its bucket
- * clamped to max (the largest value counted, known exactly by the caller); 0 when empty. */
-uint64_t hist_quantile(const struct hist *h, double q, uint64_t max);
+ * clamped to [min, max] (the smallest and largest values counted, known exactly by the
+ * caller: a value counted once is its every quantile); 0 when empty. */
+uint64_t hist_quantile(const struct hist *h, double q, uint64_t min, uint64_t max);
 /* Frees the groups of h (h itself stays: for a histogram on the stack). */
 void hist_clear(struct hist *h);
 /* Frees a histogram allocated by hist_count. Accepts NULL. */

@@ -48,7 +48,7 @@ struct summary_name {
 			    * NUL-terminated after them) */
 	uint64_t begins, ends, instants, counters;
 	/* span durations (matched begin/end of the same stream), ns */
-	uint64_t spans, span_total_ns, span_max_ns, span_p50_ns, span_p99_ns;
+	uint64_t spans, span_total_ns, span_min_ns, span_max_ns, span_p50_ns, span_p99_ns;
 	int64_t counter_min, counter_max, counter_last;
 };
 

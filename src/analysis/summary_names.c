@@ -131,6 +131,8 @@ static int summary__name_add(struct summary_name *out, struct hist *h,
 	out->ends += st->ends;
 	out->instants += st->instants;
 	out->counters += st->counters;
+	if (st->spans && (!out->spans || st->span_min_ns < out->span_min_ns))
+		out->span_min_ns = st->span_min_ns;
 	out->spans += st->spans;
 	out->span_total_ns += st->span_total_ns;
 	if (st->span_max_ns > out->span_max_ns)
@@ -191,8 +193,8 @@ int summary__names_finish(struct summary__state *m)
 		for (; j < n && summary__cmp_name(&v[j], &v[i]) == 0; j++)
 			if (summary__name_add(out, &h, v[j].st, &have_counter, &last_ts))
 				summary__nomem(m);
-		out->span_p50_ns = hist_quantile(&h, 0.50, out->span_max_ns);
-		out->span_p99_ns = hist_quantile(&h, 0.99, out->span_max_ns);
+		out->span_p50_ns = hist_quantile(&h, 0.50, out->span_min_ns, out->span_max_ns);
+		out->span_p99_ns = hist_quantile(&h, 0.99, out->span_min_ns, out->span_max_ns);
 		hist_clear(&h);
 		out->name = summary__strndup(v[i].name, v[i].len);
 		out->name_len = v[i].len;

@@ -43,7 +43,7 @@ struct summary__idstat {
 	uint64_t counter_last_ts;
 	struct hist *hist; /* durations; NULL until the first span ends */
 	struct hist_hot hot; /* where the last duration was counted */
-	uint64_t unused; /* to a power of two: the hot loop indexes the table with a shift */
+	uint64_t span_min_ns; /* (its place keeps the size a power of two: see below) */
 };
 _Static_assert((sizeof(struct summary__idstat) & (sizeof(struct summary__idstat) - 1)) == 0,
 	       "the per-name entry's size is a power of two");
@@ -162,7 +162,8 @@ static inline struct summary__idstat *summary__idstat(struct summary__state *m, 
 static inline int summary__span_duration(struct summary__state *m, struct summary__idstat *st,
 					 uint64_t d)
 {
-	st->spans++;
+	if (!st->spans++ || d < st->span_min_ns)
+		st->span_min_ns = d;
 	st->span_total_ns += d;
 	if (d > st->span_max_ns)
 		st->span_max_ns = d;
