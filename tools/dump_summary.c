@@ -598,6 +598,14 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 			const struct summary_name *n = &s->names[i];
 			if (!n->begins && !n->ends)
 				continue;
+			if (!n->spans) {
+				/* Nothing timed: no duration to show, and zeros would read as one. */
+				dump_printf("  %-24s %10d %12s %12s %12s %12s %12s  (%" PRIu64
+					    " %s, none ended)\n",
+					    n->name, 0, "-", "-", "-", "-", "-", n->begins,
+					    cli_plural(n->begins, "begin", "begins"));
+				continue;
+			}
 			dump_printf("  %-24s %10" PRIu64 " %12s %12s %12s %12s %12s\n", n->name,
 				    n->spans, dump_fmt_ns(b1, sizeof(b1), n->span_total_ns),
 				    dump_fmt_ns(b2, sizeof(b2),
