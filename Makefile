@@ -181,8 +181,33 @@ RPATH = -Wl,-rpath,'$$ORIGIN/../lib'
 .PHONY: all deps libs tools tests progs test test-plain test-asan test-tsan test-duckdb test-run-suites fuzz-brief test-install \
 	test-run-stress asan tsan fuzz stress bench bench-quick bench-peers demo format clean install help
 
-all: deps
+all: deps hooks
 	$(Q)$(MAKE) --no-print-directory build-all
+
+# The commit-msg hook (.ci/commit-msg: the subject's form and length) into this repository's
+# hooks, unless a hook of someone else's is there already. Outside a git checkout: nothing.
+.PHONY: hooks test-commit-msg
+hooks:
+	@d=$$(git rev-parse --git-path hooks 2>/dev/null) || exit 0; \
+	if cmp -s .ci/commit-msg "$$d/commit-msg"; then exit 0; fi; \
+	if [ -e "$$d/commit-msg" ] && ! grep -q 'installed by `make`' "$$d/commit-msg"; then \
+		echo "  HOOK    $$d/commit-msg is not the project's: left as it is"; exit 0; fi; \
+	mkdir -p "$$d" && cp .ci/commit-msg "$$d/commit-msg" && chmod +x "$$d/commit-msg" && \
+		echo "  HOOK    $$d/commit-msg"
+
+# The hook itself: messages it must take and messages it must refuse.
+test-commit-msg:
+	@echo "== test-commit-msg: .ci/commit-msg on good and bad messages"
+	$(Q)t=$$(mktemp -d "$${TMPDIR:-/tmp}/trc-msg-XXXXXX") && trap 'rm -rf "$$t"' EXIT && \
+	ok() { printf "$$1" >"$$t/m" && sh .ci/commit-msg "$$t/m" 2>/dev/null || \
+		{ echo "FAIL: refused: $$1" >&2; exit 1; }; } && \
+	no() { printf "$$1" >"$$t/m" && ! sh .ci/commit-msg "$$t/m" 2>/dev/null || \
+		{ echo "FAIL: taken: $$1" >&2; exit 1; }; } && \
+	ok 'dump: a subject\n\nwhy\n' && ok 'trc.h: a subject\n' && \
+	ok "Merge branch 'x'\n" && no 'no area here\n\nwhy\n' && \
+	no 'dump: a subject\nwithout a blank line\n' && \
+	no "dump: $$(printf '%067d' 0)\n\nwhy\n" && \
+	ok "dump: $$(printf '%066d' 0)\n\nwhy\n" && echo "test-commit-msg: ok"
 
 .PHONY: build-all
 build-all: $(LIBS) $(TOOLS) $(TESTS) $(STRESS) $(PROGS) $(BENCHES) $(WORKS)
@@ -466,7 +491,7 @@ test-run-stress: $(STRESS)
 		echo "== $$t"; $$t || { echo "FAIL: $$t"; fail=1; }; \
 	done; exit $$fail
 
-test-plain: test-run-suites test-run-stress bench-smoke test-install
+test-plain: test-run-suites test-run-stress bench-smoke test-install test-commit-msg
 .PHONY: test-plain-build test-asan-build test-tsan-build
 test-plain-build: build-all
 test-asan-build: tests $(FUZZERS)
