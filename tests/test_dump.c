@@ -3,7 +3,9 @@
  * Golden outputs (tests/golden/) for summary (text and --json) and events on the small fixed
  * trace of test_trcfile_util.h; chrome checked by Python's json module (a strict parser)
  * plus balance and content checks; rss CSV; filters; help and usage errors; bad and
- * truncated files; output errors (closed pipe, full disk).
+ * truncated files; output errors (closed pipe, full disk); control bytes, DEL and broken
+ * UTF-8 escaped in text and JSON; chrome's live heap and RSS on the process they belong to;
+ * the exact offsets events names when --from leaves no record.
  *
  * The binary is $TRC_BUILD/bin/trace-dump (make test sets TRC_BUILD to build or
  * build/asan), default build/bin/trace-dump. TRC_UPDATE_GOLDEN=1 rewrites the golden files
@@ -1250,5 +1252,198 @@ Test(dump, output_errors, .timeout = 60)
 		cr_assert_str_empty(err);
 		free(err);
 	}
+	tu_rm_rf(dir);
+}
+
+/* A trace of two processes (a parent and its forked child: the same heap addresses) with one
+ * NAME, for trace-dump's JSON outputs. */
+static void td_two_process_plan(struct tu_plan *p, const char *name, uint32_t name_len)
+{
+	tu_plan_stream(p, TRC_STREAM_META, 10, 0);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 10, 10);
+	tu_plan_stream(p, TRC_STREAM_THREAD, 11, 11);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000ull};
+	r.name.id = 2;
+	r.name.str = name;
+	r.name.len = name_len;
+	tu_add(&p->streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_INSTANT, .ts_ns = 1000000050ull};
+	r.value.name_id = 2;
+	tu_add(&p->streams[1], &r);
+	/* parent: ALLOC X 100 at 100; child: ALLOC X 50 at 200, FREE X at 300 */
+	r = (struct trc_record){.type = TRC_REC_ALLOC, .ts_ns = 1000000100ull};
+	r.alloc.addr = 0x7f0000001000ull;
+	r.alloc.size = 100;
+	tu_add(&p->streams[1], &r);
+	r.ts_ns = 1000000200ull;
+	r.alloc.size = 50;
+	tu_add(&p->streams[2], &r);
+	r = (struct trc_record){.type = TRC_REC_FREE, .ts_ns = 1000000300ull};
+	r.alloc.addr = 0x7f0000001000ull;
+	tu_add(&p->streams[2], &r);
+}
+
+/* trace-dump events shows a name's control bytes and DEL escaped, never raw to the terminal. */
+Test(dump, events_text_escapes_control_bytes_and_del, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	static const char name[] = "a\x7f"
+				   "b\x1b"
+				   "c\"d\\e\tf";
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	struct trc_record r = {.type = TRC_REC_NAME, .ts_ns = 1000000000ull};
+	r.name.id = 2;
+	r.name.str = name;
+	r.name.len = sizeof(name) - 1;
+	tu_add(&p.streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_INSTANT, .ts_ns = 1000000100ull};
+	r.value.name_id = 2;
+	r.value.value = 5;
+	tu_add(&p.streams[1], &r);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(
+		tu_sh("%s/bin/trace-dump events '%s' >'%s/out.txt' 2>&1", tu_build(), path, dir),
+		0);
+	char *out = tu_slurp_text(dir, "out.txt");
+	cr_assert(strstr(out, "\"a\\x7fb\\x1bc\\\"d\\\\e\\tf\""), "%s", out);
+	cr_assert_null(strchr(out, 0x7f), "a raw DEL in: %s", out);
+	cr_assert_null(strchr(out, 0x1b), "a raw ESC in: %s", out);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* trace-dump chrome keeps each process's live heap apart: the child's block at the parent's
+ * address is its own. */
+Test(dump, chrome_live_heap_per_process, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	td_two_process_plan(&p, "mark", 4);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome '%s' -o '%s/out.json' >'%s/err.txt' 2>&1",
+			   tu_build(), path, dir, dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.json");
+	/* In time order: parent 100; child 50, then 0; the parent's 100 untouched. */
+	static const char key[] = "\"name\":\"heap live bytes\",\"args\":{\"bytes\":";
+	unsigned long long want[] = {100, 50, 0}, got[4] = {0};
+	int n = 0;
+	for (const char *q = strstr(out, key); q; q = strstr(q + 1, key)) {
+		cr_assert_lt(n, 4, "%s", out);
+		got[n++] = strtoull(q + sizeof(key) - 1, NULL, 10);
+	}
+	cr_assert_eq(n, 3, "%s", out);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(got[i], want[i], "heap live bytes #%d: %llu, want %llu: %s", i, got[i],
+			     want[i], out);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* A lead byte followed by another lead byte is not UTF-8: both bytes escaped in JSON */
+Test(dump, json_lead_byte_without_continuation_escaped, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	static const char name[] = "a\xc3\xc3z\xe2\x82\xf0y\xc3\xa9";
+	struct tu_plan p = {0};
+	td_two_process_plan(&p, name, sizeof(name) - 1);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' >'%s/out.json' 2>&1", tu_build(),
+			   path, dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.json");
+	/* Invalid bytes one by one as \u00XX; the valid é (c3 a9) as it is. */
+	cr_assert(strstr(out, "\"a\\u00c3\\u00c3z\\u00e2\\u0082\\u00f0y\xc3\xa9\""), "%s", out);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* The pid of the chrome event that holds at, and its program_bytes. */
+static void td_rss_event(const char *out, const char *at, unsigned long *pid, unsigned long *bytes)
+{
+	const char *q = at;
+	while (q > out && strncmp(q, "\"pid\":", 6) != 0)
+		q--;
+	cr_assert_eq(strncmp(q, "\"pid\":", 6), 0, "no pid before %.60s", at);
+	*pid = strtoul(q + 6, NULL, 10);
+	const char *b = strstr(at, "\"program_bytes\":");
+	cr_assert_not_null(b);
+	*bytes = strtoul(b + 16, NULL, 10);
+}
+
+/* trace-dump chrome puts an RSS sample on the process it measured (a child's samples come in
+ * the RSS stream of the traced program). */
+Test(dump, chrome_rss_sample_on_its_process, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	td_two_process_plan(&p, "mark", 4);
+	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 10, 0);
+	struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = 1000000400ull};
+	r.rss.pid = 10;
+	r.rss.rss_bytes = 5u << 20;
+	tu_add(rss, &r);
+	r.ts_ns = 1000000500ull;
+	r.rss.pid = 11;
+	r.rss.rss_bytes = 7u << 20;
+	tu_add(rss, &r);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome '%s' -o '%s/out.json' >'%s/err.txt' 2>&1",
+			   tu_build(), path, dir, dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.json");
+	unsigned long pids[2] = {0}, bytes[2] = {0};
+	int n = 0;
+	for (const char *q = strstr(out, "\"name\":\"RSS\""); q;
+	     q = strstr(q + 1, "\"name\":\"RSS\"")) {
+		cr_assert_lt(n, 2, "%s", out);
+		td_rss_event(out, q, &pids[n], &bytes[n]);
+		n++;
+	}
+	cr_assert_eq(n, 2, "%s", out);
+	cr_assert_eq(pids[0], 10);
+	cr_assert_eq(bytes[0], 5ul << 20);
+	cr_assert_eq(pids[1], 11, "the child's sample shown on pid %lu", pids[1]);
+	cr_assert_eq(bytes[1], 7ul << 20);
+	free(out);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}
+
+/* trace-dump events says where the records lie when --from leaves none, in exact offsets */
+Test(dump, events_no_match_names_exact_offsets, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	/* tu_header's start is 1 s: records 0.25 s and 1.234567891 s after it */
+	static const uint64_t ts[] = {1250000000ull, 2234567891ull};
+	for (int i = 0; i < 2; i++) {
+		struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = ts[i]};
+		r.value.name_id = 2;
+		tu_add(&p.streams[0], &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 10), 0);
+	tu_sh("%s/bin/trace-dump events --from 5s '%s' >'%s/out.txt' 2>'%s/err.txt'", tu_build(),
+	      path, dir, dir);
+	char *err = tu_slurp_text(dir, "err.txt");
+	cr_assert(strstr(err, "(its records lie between 0.25s and 1.234567891s)"), "%s", err);
+	free(err);
+	tu_plan_free(&p);
 	tu_rm_rf(dir);
 }

@@ -1,7 +1,8 @@
-/* test_e2e_recorder.c - the recorder at the producer's speed, through the built commands
- * (issue 11): chunks written stored when compression is behind are compressed before trace-run
- * exits, or kept with --keep-stored, and a recorder killed with stored chunks in the file leaves
- * a readable trace. (The call-heavy program recorded whole: test_e2e_calls.c.)
+/* test_e2e_recorder.c - the recorder at the producer's speed, through the built commands:
+ * chunks written stored when compression is behind are compressed before trace-run exits, or
+ * kept with --keep-stored, and a recorder killed with stored chunks in the file leaves a
+ * readable trace; trace-run's last line gives the trace's own event and loss figures. (The
+ * call-heavy program recorded whole: test_e2e_calls.c.)
  *
  * TRC_TEST_STORE_ALL=1 makes trace-run's writer store every chunk, as when its compressors are
  * always behind (the test hook of tools/run_main.c). The stored chunks are compressed in the
@@ -9,6 +10,7 @@
  * before exit.
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <sys/stat.h>
 
@@ -412,5 +414,38 @@ Test(e2e_recorder, killed_recorder_with_a_side_file_in_flight_leaves_a_readable_
 	cr_assert_eq(fscanf(p, "%d", &left), 1);
 	pclose(p);
 	cr_expect_eq(left, 0);
+	e2e_rm_rf(dir);
+}
+
+/* The "N events, M lost" of trace-run's last line are the trace's own figures (summary --json
+ * events_recorded, events_lost), in a run that loses events (one ring slot for four threads
+ * emitting a million each at once: a thread without a slot loses its events): the lost figure
+ * counts the events, not the LOST records that carry them. */
+Test(e2e_recorder, report_line_counts_what_the_trace_holds, .timeout = 180)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, e2e_path("bin/trace-run"), "--no-progress", "--no-preload",
+				   "--max-threads", "1", "-o", out, "--",
+				   e2e_path("tests/prog_e2e_emit"), "4", "1000000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	const char *line = strstr(r.err, "trace-run: ");
+	cr_assert_not_null(line, "%s", r.err);
+	const char *figs = strstr(line, "): ");
+	cr_assert_not_null(figs, "%s", r.err);
+	uint64_t events = 0, lost = 0;
+	cr_assert_eq(sscanf(figs, "): %" SCNu64 " events, %" SCNu64 " lost", &events, &lost), 2,
+		     "%s", r.err);
+	char *json = e2e_summary_json(dir, out);
+	int64_t recorded = e2e_json_int(json, "events_recorded");
+	int64_t events_lost = e2e_json_int(json, "events_lost");
+	cr_assert_gt(events_lost, 0, "one slot, four threads at once: %s", json);
+	cr_expect_eq((int64_t)events, recorded, "report %" PRIu64 " events, trace %" PRId64, events,
+		     recorded);
+	cr_expect_eq((int64_t)lost, events_lost, "report %" PRIu64 " lost, trace %" PRId64, lost,
+		     events_lost);
+	free(json);
+	e2e_free(&r);
 	e2e_rm_rf(dir);
 }

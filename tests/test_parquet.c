@@ -373,3 +373,31 @@ Test(parquet, row_groups_and_footer_framing, .timeout = 60)
 	cr_assert_not_null(memmem(f, flen, rows, 3));
 	free(got);
 }
+
+/* A Thrift compact list header's size nibble 15 means "size follows", so 15
+ * elements take the long form (0xf0 | type, then the size). */
+Test(parquet, thrift_list_header_at_14_15_16, .timeout = 60)
+{
+	static const struct {
+		uint32_t n;
+		uint8_t hdr[2];
+		size_t hdr_len;
+	} cases[] = {{14, {0xe5}, 1}, {15, {0xf5, 0x0f}, 2}, {16, {0xf5, 0x10}, 2}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct thrift_enc e;
+		thrift_enc_init(&e);
+		thrift_field_list(&e, 1, THRIFT_I32, cases[i].n);
+		for (uint32_t k = 0; k < cases[i].n; k++)
+			thrift_elem_i32(&e, 1); /* zigzag 2 */
+		cr_assert_eq(thrift_enc_error(&e), 0);
+		/* field 1, type list (0x19), the header, then n bytes of 0x02 */
+		size_t want_len = 1 + cases[i].hdr_len + cases[i].n;
+		cr_assert_eq(e.len, want_len, "n %u: %zu bytes", cases[i].n, e.len);
+		cr_assert_eq(e.buf[0], 0x19);
+		cr_assert_eq(memcmp(e.buf + 1, cases[i].hdr, cases[i].hdr_len), 0,
+			     "n %u: header %02x %02x", cases[i].n, e.buf[1], e.buf[2]);
+		for (uint32_t k = 0; k < cases[i].n; k++)
+			cr_assert_eq(e.buf[1 + cases[i].hdr_len + k], 0x02);
+		thrift_enc_free(&e);
+	}
+}

@@ -11,6 +11,7 @@
  * the ASan+UBSan tier) catches any read or write past the end.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1020,4 +1021,33 @@ Test(ring, limit_cap_random_against_the_model, .timeout = 60)
 		free(m.q);
 		tring_close(&t);
 	}
+}
+
+/* What the consumer has left to read, from the shared write
+ * position it cannot trust. */
+Test(ring, ring_pending_bytes_exact_and_clamped, .timeout = 60)
+{
+	enum { CAP = 256 };
+	struct ring_ctl *ctl = aligned_alloc(RING_CACHELINE, sizeof(*ctl));
+	uint8_t *data = malloc(CAP);
+	cr_assert(ctl && data);
+	memset(data, 0, CAP);
+	struct ring_producer p;
+	struct ring_consumer c;
+	cr_assert_eq(ring_ctl_init(ctl, CAP, 0), 0);
+	cr_assert_eq(ring_producer_attach(&p, ctl, data, CAP), 0);
+	cr_assert_eq(ring_consumer_attach(&c, ctl, data, CAP), 0);
+	static const uint8_t payload[40];
+	cr_assert_eq(ring_consumer_pending_bytes(&c), 0);
+	cr_assert_eq(ring_push_sp(&p, 1, payload, sizeof(payload)), 0);
+	uint64_t one = ring_consumer_pending_bytes(&c);
+	cr_assert(one >= sizeof(payload) + 8 && one % 8 == 0, "one record: %llu bytes",
+		  (unsigned long long)one);
+	cr_assert_eq(ring_push_sp(&p, 1, payload, sizeof(payload)), 0);
+	cr_assert_eq(ring_consumer_pending_bytes(&c), 2 * one);
+	/* A write position a capacity and more ahead of the reader: corrupt, nothing pending. */
+	atomic_store(&ctl->write_pos, atomic_load(&ctl->read_pos) + 16 * CAP);
+	cr_assert_eq(ring_consumer_pending_bytes(&c), 0);
+	free(ctl);
+	free(data);
 }

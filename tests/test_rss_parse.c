@@ -332,3 +332,21 @@ Test(rss_parse, two_to_the_64_is_an_overflow_not_zero, .timeout = 10)
 	struct rss_rollup r;
 	cr_expect_eq(rss_parse_smaps_rollup(rollup, strlen(rollup), &r), -ERANGE);
 }
+
+/* /proc/PID/statm is one line; text after it is refused. */
+Test(rss_parse, statm_one_line_only, .timeout = 60)
+{
+	static const char ok[] = "10 4 2 1 0 3 0\n";
+	struct rss_statm st = {0};
+	cr_assert_eq(rss_parse_statm(ok, sizeof(ok) - 1, 4096, &st), 0);
+	cr_assert_eq(st.size_bytes, 10 * 4096);
+	cr_assert_eq(st.resident_bytes, 4 * 4096);
+	cr_assert_eq(st.shared_bytes, 2 * 4096);
+	static const char *const bad[] = {"10 4 2 1 0 3 0\n7\n", "10 4 2 1 0 3 0\n\n",
+					  "10 4 2 1 0 3 0\n10 4 2 1 0 3 0\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rss_statm junk = {0};
+		cr_assert_eq(rss_parse_statm(bad[i], strlen(bad[i]), 4096, &junk), -EINVAL,
+			     "accepted: \"%s\"", bad[i]);
+	}
+}

@@ -1129,3 +1129,59 @@ Test(trcfile, ended_streams_and_a_long_index_stay_in_memory_without_a_spill_file
 {
 	ended_streams_round_trip(true);
 }
+
+/* Stream 0 at t0 + 10 i, stream 1 at t0 + 10 i + 5, 20000 instants each (many chunks). */
+Test(trcfile, seek_lands_on_the_first_record_at_or_after_t, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	const uint64_t t0 = 1000000000ull;
+	enum { N = 20000 };
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 8);
+	for (unsigned s = 0; s < 2; s++)
+		for (int i = 0; i < N; i++) {
+			struct trc_record r = {.type = TRC_REC_INSTANT,
+					       .ts_ns = t0 + 10 * (uint64_t)i + 5 * s};
+			r.value.name_id = 2;
+			r.value.value = i;
+			tu_add(&p.streams[s], &r);
+		}
+	cr_assert_eq(tu_write_plan(path, &p, &tu_small_chunks, 1000), 0);
+	struct trcfile_reader *rd = NULL;
+	char msg[512] = "";
+	cr_assert_eq(trcfile_reader_open(path, &rd, msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_gt(trcfile_reader_stream(rd, 0)->chunks, 3, "several chunks");
+	static const int ks[] = {0, 1, 999, 1000, 4321, 12345, N - 1};
+	struct trc_record rec;
+	for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+		uint64_t t = t0 + 10 * (uint64_t)ks[j];
+		struct trcfile_cursor *c = trcfile_cursor_new(rd, 0);
+		cr_assert_not_null(c);
+		cr_assert_eq(trcfile_cursor_seek(c, t), 0);
+		cr_assert_eq(trcfile_cursor_next(c, &rec), 1);
+		cr_assert_eq(rec.ts_ns, t, "cursor seek to record %d: at %llu", ks[j],
+			     (unsigned long long)(rec.ts_ns - t0));
+		cr_assert_eq(trcfile_cursor_seek(c, t + 1), 0);
+		if (ks[j] == N - 1) {
+			cr_assert_eq(trcfile_cursor_next(c, &rec), 0, "nothing after the last");
+		} else {
+			cr_assert_eq(trcfile_cursor_next(c, &rec), 1);
+			cr_assert_eq(rec.ts_ns, t + 10);
+		}
+		trcfile_cursor_free(c);
+
+		struct trcfile_iter *it = trcfile_iter_new(rd);
+		cr_assert_not_null(it);
+		cr_assert_eq(trcfile_iter_seek(it, t + 5), 0);
+		cr_assert_eq(trcfile_iter_next(it, &rec, NULL), 1);
+		cr_assert_eq(rec.ts_ns, t + 5, "merged seek: stream 1's record at exactly t");
+		cr_assert_eq(rec.value.value, ks[j]);
+		trcfile_iter_free(it);
+	}
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	tu_rm_rf(dir);
+}

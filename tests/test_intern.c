@@ -1,5 +1,4 @@
-/* test_mut_session.c - the string table's bounds, exactly (tests/mutants/LIST:
- * runtime-strtab-overflow, runtime-name-short).
+/* test_intern.c - the runtime's string table (src/runtime/intern.c): its bounds, exactly.
  *
  * Purpose: a name of the longest length kept (TRC_STRTAB_MAX_LEN bytes) arrives whole and a
  * longer one cut to exactly that; every id the library hands out while the table fills has its
@@ -30,7 +29,7 @@ static void use_id(uint32_t id)
 	trc__emit(trc__mode_load(), TRC_TAG(TRC_REC_INSTANT, id), 1, 0, 0);
 }
 
-Test(mut_session, longest_name_kept_whole_longer_cut_to_it, .timeout = 60)
+Test(intern, longest_name_kept_whole_longer_cut_to_it, .timeout = 60)
 {
 	struct session_config cfg = {.max_slots = 2, .ring_bytes = 64 << 10};
 	int rc = -1;
@@ -62,7 +61,7 @@ Test(mut_session, longest_name_kept_whole_longer_cut_to_it, .timeout = 60)
 
 /* Names of 200 bytes into a 4 KiB table: each id handed out has its whole name in the trace,
  * up to the last that fit; then the fallback id 1. */
-Test(mut_session, every_id_of_a_filling_table_has_its_name, .timeout = 60)
+Test(intern, every_id_of_a_filling_table_has_its_name, .timeout = 60)
 {
 	struct session_config cfg = {.max_slots = 2, .ring_bytes = 64 << 10, .strtab_bytes = 4096};
 	int rc = -1;

@@ -1,6 +1,5 @@
-/* test_mut_summary.c - summary figures that only traces of a real size, or of several threads,
- * exercise (tests/mutants/LIST: summary-names-merge-min, summary-rss-min and the summary's
- * fast path), and when events were lost (summary-lost-first-max).
+/* test_summary.c - summary figures that only traces of a real size, or of several threads,
+ * exercise, and the figures of loss over time.
  *
  * Purpose: exact expected values for a counter written by two threads (each thread's figures
  * are merged into the name's), for a counter stream long enough that its records go through
@@ -58,7 +57,7 @@ static void plan_two_threads(struct tu_plan *p, struct tu_stream **meta, struct 
  * values from -5 to 4500 under id 2 (its maximum is the name's, its last value the latest in
  * time). The summary merges the ids of one string: a value cut to 32 bits on the fast path, or
  * the larger of two minima kept, each changes an exact figure below. */
-Test(mut_summary, counter_of_two_threads_exact, .timeout = 60)
+Test(summary, counter_of_two_threads_exact, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -93,7 +92,7 @@ Test(mut_summary, counter_of_two_threads_exact, .timeout = 60)
 
 /* The same counter on one thread only, long enough for the fast path: negative values must
  * keep their 64 bits there. */
-Test(mut_summary, counter_negative_on_the_fast_path, .timeout = 60)
+Test(summary, counter_negative_on_the_fast_path, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -123,7 +122,7 @@ Test(mut_summary, counter_negative_on_the_fast_path, .timeout = 60)
 
 /* RSS samples 5, 3, 8, 4 MiB (no buffers): sampled minimum 3, peak 8, last 4; and the peak
  * without an EXIT record is the sampled one. */
-Test(mut_summary, rss_sampled_min_peak_last, .timeout = 60)
+Test(summary, rss_sampled_min_peak_last, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
@@ -167,7 +166,7 @@ static void add_lost(struct tu_stream *s, uint64_t count, uint64_t ts)
  * loses 2 in the middle, over a run of 10 us. The first and last losses are the earliest and
  * latest of the three, whatever stream they are on, and the spark holds 3, 2, 5 in that order
  * in three columns. */
-Test(mut_summary, loss_over_time_first_last_and_spark, .timeout = 60)
+Test(summary, loss_over_time_first_last_and_spark, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char path[300];
