@@ -463,6 +463,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory SAN=tsan test-tsan
 	$(Q)$(MAKE) --no-print-directory test-duckdb
 	$(Q)$(MAKE) --no-print-directory test-go-pprof
+	$(Q)$(MAKE) --no-print-directory test-viewers
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
@@ -573,6 +574,35 @@ test-go-pprof: build-all
 		fi; }
 	@echo "== test-go-pprof: tests/go_pprof_check.sh (go tool pprof reads trace-dump pprof)"
 	$(Q)bash tests/go_pprof_check.sh $(B)
+
+# The exports open in the viewer the README names: speedscope's built web app (npm) in Debian's
+# chromium (installed here when missing, as root), driven by puppeteer-core (which downloads no
+# browser); both pinned, installed into build/viewers. tests/speedscope_check.mjs checks the
+# threads, frames and totals shown against `trace-dump summary --json`.
+VIEWERS_NPM := speedscope@1.25.0 puppeteer-core@24.43.1
+VIEWERS_DIR := build/viewers
+VIEWERS_STAMP := $(VIEWERS_DIR)/.installed-$(subst @,-,$(word 1,$(VIEWERS_NPM))_$(word 2,$(VIEWERS_NPM)))
+$(VIEWERS_STAMP):
+	@mkdir -p $(VIEWERS_DIR)
+	@echo "  NPM     $(VIEWERS_NPM) -> $(VIEWERS_DIR)"
+	$(Q)npm install --prefix $(VIEWERS_DIR) --no-audit --no-fund --loglevel=error $(VIEWERS_NPM) \
+		>$(VIEWERS_DIR)/npm.log 2>&1 || { cat $(VIEWERS_DIR)/npm.log; exit 1; }
+	@touch $@
+
+.PHONY: test-viewers
+test-viewers: build-all $(VIEWERS_STAMP)
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "  DEPS    installing chromium"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				chromium) >$${TMPDIR:-/tmp}/trc-deps-chromium.log 2>&1 \
+			|| { echo "apt-get failed, see $${TMPDIR:-/tmp}/trc-deps-chromium.log" >&2; exit 1; }; \
+		else \
+			echo "test-viewers: chromium missing; run as root: apt-get install -y chromium" >&2; \
+			exit 1; \
+		fi; }
+	@echo "== test-viewers: tests/speedscope_check.mjs (speedscope in chromium opens chrome, flame, pprof)"
+	$(Q)node tests/speedscope_check.mjs $(B) $(VIEWERS_DIR) "$$(command -v chromium)"
 
 asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan tests
