@@ -12,7 +12,7 @@
  *            Each is measured right after the producer wrote the ring, so all three find the
  *            ring in the same cache state. The chunk buffers here are the bench's own
  *            (reused, 1 MiB like the writer's): compression and the disk are not in it.
- *            ratio = ns_per_record / memcpy_ns_per_record (issue 11 target <= 2), the
+ *            ratio = ns_per_record / memcpy_ns_per_record (target <= 2), the
  *            ratio of the medians; ratio_paired = the median of each run's own ratio (its
  *            fused and memcpy passes a few ms apart: steadier under a load that comes and
  *            goes).

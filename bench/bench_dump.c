@@ -17,9 +17,9 @@
  * median). Baselines measured in the same run: x_read = wall time / the time `cat FILE`
  * takes (reading the bytes alone), x_decode = CPU time / an in-process pass over every record
  * with the plainest reader API (cursor batches, no aggregation).
- * Targets (issue 4): summary >= 100 M events/s on one core, <= 3 bytes per event, peak
- * memory < 64 MiB whatever the trace size. Issue 15: perfetto >= 30 M events/s, <= 12 bytes
- * of output per event, memory bounded.
+ * Targets: summary >= 100 M events/s on one core, <= 3 bytes per event, peak memory < 64 MiB
+ * whatever the trace size; perfetto >= 30 M events/s, <= 12 bytes of output per event, memory
+ * bounded.
  *
  * Paths: trace-dump is found next to this program (../bin/trace-dump); the trace goes to
  * build/bench/bench_dump.<pid>.trc beside it and is deleted at exit (--keep keeps it, to

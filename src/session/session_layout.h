@@ -37,12 +37,11 @@
  *
  * Residency (what session_buffers_resident_bytes reports, DESIGN "Fault the rings in before the
  * program's threads need them"): decided here, followed by both sides.
- *   Measured on this VM: the first touch of a fresh page costs ~6 us, paid per page by the
- *   process that touches it (it is the hypervisor's, not a guest page fault: faulting the page in
- *   from the recorder's mapping does not help the child), on top of ~0.4 us of kernel work.
- *   Faulted on the hot path, the first lap of a ring costs ~30 ns an event instead of ~11.
- *   Faulting a whole 4 MiB ring at claim costs ~7.5 ms, for every thread and every process,
- *   even the ones that emit three events.
+ *   The first touch of a fresh page costs microseconds, paid per page by the process that
+ *   touches it (on a virtual machine most of it is the hypervisor's, so faulting the page in
+ *   from the recorder's mapping does not help the child). Faulted on the hot path, the first
+ *   lap of a ring costs a few times a steady event; faulting a whole ring at claim costs
+ *   milliseconds, for every thread and every process, even the ones that emit three events.
  *   - So a ring is faulted in ahead of its writer in chunks: at claim the first
  *     TRC_RING_PREFAULT_BYTES (64 KiB: ~2700 events, ~0.1 ms), then, when the writer reaches the
  *     end of what is faulted, the slow path faults as much again, at most

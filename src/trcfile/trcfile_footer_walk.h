@@ -1,5 +1,4 @@
-/* trcfile_footer_walk.h - a trace's footer read and checked in bounded memory (issue 12
- * item 10).
+/* trcfile_footer_walk.h - a trace's footer read and checked in bounded memory.
  *
  * Purpose: the reader loads the whole index to open a file (the footer, a chunk reference per
  * chunk, a stream entry per stream, the metadata tables: about 200 bytes a chunk), so
