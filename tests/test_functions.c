@@ -150,10 +150,12 @@ Test(functions, recursive_calls_count_their_outermost_time_once, .timeout = 60)
 	char path[320];
 	snprintf(path, sizeof(path), "%s/rec.trc", dir);
 	struct tu_plan p = {0};
-	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 10, 0);
+	tu_plan_stream(&p, TRC_STREAM_META, 10, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 10, 10);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 10, 12);
+	/* Taken once every stream is made: making one may move the others. */
+	struct tu_stream *m = &p.streams[0], *a = &p.streams[1], *b = &p.streams[2];
 	tfn_module(m, 10);
-	struct tu_stream *a = tu_plan_stream(&p, TRC_STREAM_THREAD, 10, 10);
-	struct tu_stream *b = tu_plan_stream(&p, TRC_STREAM_THREAD, 10, 12);
 	tfn_func(a, TRC_REC_FUNC_ENTER, 1000, F);
 	tfn_func(b, TRC_REC_FUNC_ENTER, 1050, F);
 	tfn_func(b, TRC_REC_FUNC_ENTER, 1060, G);
