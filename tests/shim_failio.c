@@ -21,12 +21,14 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* What fd is: a trace, the file trace-run's compaction writes to replace one
- * (T.trc.compacting.XXXXXX: the sync of a trace with stored chunks is that file's), or
- * anything else. */
+/* What fd is: a trace, the file trace-run's compaction writes to replace one (unnamed,
+ * O_TMPFILE: "DIR/#INO (deleted)", or T.trc.compacting.XXXXXX where there is no O_TMPFILE:
+ * the sync of a trace with stored chunks is that file's), or anything else. The writer's
+ * spill files and the background compressor's side file are unnamed too, and never synced:
+ * an unnamed file counts only for fsync (unnamed_too). */
 enum failio_file { FAILIO_OTHER, FAILIO_TRACE, FAILIO_COMPACTING };
 
-static enum failio_file failio__file(int fd)
+static enum failio_file failio__file(int fd, bool unnamed_too)
 {
 	char link[64], path[4096];
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -36,12 +38,16 @@ static enum failio_file failio__file(int fd)
 	path[n] = '\0';
 	if (strstr(path, ".trc.compacting."))
 		return FAILIO_COMPACTING;
+	const char *slash = strrchr(path, '/');
+	if (unnamed_too && slash && slash[1] == '#' && n > 10 &&
+	    !strcmp(path + n - 10, " (deleted)"))
+		return FAILIO_COMPACTING;
 	return !strcmp(path + n - 4, ".trc") ? FAILIO_TRACE : FAILIO_OTHER;
 }
 
 static bool failio__is_trace(int fd)
 {
-	return failio__file(fd) != FAILIO_OTHER;
+	return failio__file(fd, false) != FAILIO_OTHER;
 }
 
 static bool failio__mode(const char *m)
@@ -100,7 +106,7 @@ int fsync(int fd)
 	static int (*real)(int);
 	if (!real)
 		real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-	enum failio_file file = failio__file(fd);
+	enum failio_file file = failio__file(fd, true);
 	if (failio__mode("fsync") && file != FAILIO_OTHER) {
 		errno = EIO;
 		return -1;

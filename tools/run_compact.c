@@ -2,26 +2,36 @@
  *
  * Purpose: while the program ran, compression never held the drain back: a chunk the
  * compressors could not take at once went to the file stored (FORMAT.md "Stored chunks").
- * Before trace-run exits those are compressed (trcfile_compact) on every core, into a
- * temporary file beside the trace that is then renamed over it, so the trace is whole at every
- * moment: a trace-run killed here leaves the complete file with its stored chunks, which
- * trace-dump reads as it is (and `trace-dump compact` finishes). --keep-stored skips this.
+ * Before trace-run exits those are compressed (trcfile_compact) on every core, into an unnamed
+ * temporary file beside the trace that is then renamed over it (cli_outfile.h), so the trace
+ * is whole at every moment: a trace-run killed here leaves the complete file with its stored
+ * chunks and nothing beside it, which trace-dump reads as it is (and `trace-dump compact`
+ * finishes). --keep-stored skips this.
+ *
+ * Only the file the writer opened is replaced, and only when a rename keeps what the user
+ * named: through a symlink its target is (the link stays), with its owner, group, mode and
+ * extended attributes (ACL). A file of several links, a device, a FIFO, or a name that no
+ * longer names the file written is left as written, stored, with the warning saying why: a
+ * copy written back in place would not be whole at every moment.
  * The chunks the recorder's background compressor already compressed while the program ran
  * (trcfile_bgc.h) are taken from its side file as they are: only the rest is compressed here.
  * The compaction walks the trace's footer entry by entry, so trace-run's memory here does not
- * grow with the threads the program started (issue 12 item 10; trcfile_compact.c).
+ * grow with the threads the program started (trcfile_compact.c).
  *
  * Threads: the caller's (trcfile_compact starts and joins its own compressor threads).
  */
 #include "run_compact.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_outfile.h"
 #include "trcfile.h"
 #include "trcfile_bgc.h"
 
@@ -51,44 +61,42 @@ static void run__compact_progress(void *arg, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
-int run_compact(const char *output, int zstd_level, bool progress, const struct trcfile_bgc *bgc,
-		struct run_compact_stats *st)
+int run_compact(const char *output, const struct stat *written, int zstd_level, bool progress,
+		const struct trcfile_bgc *bgc, struct run_compact_stats *st)
 {
-	size_t n = strlen(output);
-	char *tmp = malloc(n + 32);
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, n + 32, "%s.compacting.XXXXXX", output);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = -errno;
-		snprintf(st->why, sizeof(st->why), "%s: %s", tmp, strerror(-e));
-		free(tmp);
-		return e;
+	struct cli_outfile of;
+	char msg[512] = "";
+	uint64_t t0 = run__now_ns();
+	int err = cli_outfile_open(&of, AT_FDCWD, output, 0644,
+				   CLI_OUTFILE_REPLACE_ONLY | CLI_OUTFILE_SYNCED, written,
+				   "compacting", false, msg, sizeof(msg));
+	if (err) {
+		snprintf(st->why, sizeof(st->why), "%s", msg);
+		return err;
 	}
-	close(fd);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct trcfile_writer_opts o = {
 		.zstd_level = zstd_level,
 		.compress_threads = cpus > 0 ? (unsigned)cpus : 1u,
 	};
 	struct run__compact_progress pr = {0};
-	char msg[512] = "";
-	uint64_t t0 = run__now_ns();
 	struct trcfile_bgc_use use = {0};
-	int err =
-		trcfile__compact_bgc(output, tmp, &o, bgc, progress ? run__compact_progress : NULL,
-				     &pr, &use, msg, sizeof(msg));
-	if (!err && rename(tmp, output) != 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
+	/* Read from the resolved name, the file the writer opened (cli_outfile_open checked). */
+	err = trcfile__compact_bgc(of.resolved, of.path, &o, bgc,
+				   progress ? run__compact_progress : NULL, &pr, &use, msg,
+				   sizeof(msg));
+	/* Test hook: stop here, the compacted copy complete and not in place (a test kills). */
+	if (!err && getenv("TRC_TEST_COMPACT_STOP"))
+		raise(SIGSTOP);
+	if (!err)
+		err = cli_outfile_commit(&of, msg, sizeof(msg));
+	else
+		cli_outfile_abort(&of);
 	st->seconds = (double)(run__now_ns() - t0) / 1e9;
 	st->background = use.used;
 	st->at_end = use.stored - use.used;
 	st->refused = use.refused;
 	snprintf(st->why, sizeof(st->why), "%s", !err ? "" : msg[0] ? msg : strerror(-err));
-	free(tmp);
 	return err;
 }
 

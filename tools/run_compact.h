@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 struct trcfile_bgc;
 
@@ -16,13 +17,16 @@ struct run_compact_stats {
 	char why[512]; /* on failure: what went wrong */
 };
 
-/* Rewrites output with every chunk compressed (all cores), through a temporary file renamed
- * over it (synced first), taking the stored chunks already compressed in the background from
- * bgc (stopped; may be NULL); progress: a live line on stderr. On failure leaves output as it
- * was (complete, with its stored chunks) and says why in st->why; run_compact_warn prints the
- * caller's warning. *st: what it did. Returns 0 or -errno. Does not free bgc. */
-int run_compact(const char *output, int zstd_level, bool progress, const struct trcfile_bgc *bgc,
-		struct run_compact_stats *st);
+/* Rewrites output with every chunk compressed (all cores), through an unnamed temporary file
+ * renamed over it (synced first), taking the stored chunks already compressed in the
+ * background from bgc (stopped; may be NULL); progress: a live line on stderr. written: what
+ * stat(2) said of output when the writer had opened it; only that file is replaced, and only
+ * when it is a regular file of one link (through a symlink: its target). Otherwise, and on any
+ * failure, leaves output as it was (complete, with its stored chunks) and says why in
+ * st->why; run_compact_warn prints the caller's warning. *st: what it did. Returns 0 or
+ * -errno. Does not free bgc. */
+int run_compact(const char *output, const struct stat *written, int zstd_level, bool progress,
+		const struct trcfile_bgc *bgc, struct run_compact_stats *st);
 
 /* The one-line warning of a failed run_compact (the trace stays complete as it is). */
 void run_compact_warn(const char *output, const struct run_compact_stats *st);

@@ -462,6 +462,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trace-run: cannot create %s: %s\n", output, strerror(-err));
 		goto out;
 	}
+	/* The file the writer opened: the only one the compaction may replace (run_compact). */
+	struct stat written;
+	if (stat(output, &written) != 0)
+		memset(&written, 0, sizeof(written));
 	struct recorder_config rcfg = {
 		.session = session,
 		.writer = writer,
@@ -528,8 +532,8 @@ int main(int argc, char **argv)
 	struct run_compact_stats cst = {0};
 	bool compact = stored && !opt.keep_stored;
 	bool compacted =
-		compact && run_compact(output, opt.zstd_level, !opt.quiet && isatty(STDERR_FILENO),
-				       st.bgc, &cst) == 0;
+		compact && run_compact(output, &written, opt.zstd_level,
+				       !opt.quiet && isatty(STDERR_FILENO), st.bgc, &cst) == 0;
 	trcfile_bgc_free(st.bgc); /* its side file goes with it (--keep-stored: unused) */
 	st.bgc = NULL;
 	/* The writer left a trace with stored chunks unsynced for the compaction: one that stays
