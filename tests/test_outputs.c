@@ -149,6 +149,8 @@ Test(outputs, compaction_keeps_hard_links, .timeout = 120)
  * replaces. */
 Test(outputs, compaction_keeps_owner_mode_and_acl, .timeout = 120)
 {
+	if (geteuid() != 0)
+		cr_skip_test("needs root (chown, mknod)");
 	const char *dir = e2e_tmpdir();
 	char t[300];
 	snprintf(t, sizeof(t), "%s/t.trc", dir);
@@ -199,6 +201,8 @@ Test(outputs, compaction_keeps_owner_mode_and_acl, .timeout = 120)
  * writes to it and replaces neither; the compaction says it left the chunks stored. */
 Test(outputs, compaction_replaces_no_device, .timeout = 120)
 {
+	if (geteuid() != 0)
+		cr_skip_test("needs root (chown, mknod)");
 	const char *dir = e2e_tmpdir();
 	char dev[300], link[300];
 	snprintf(dev, sizeof(dev), "%s/null", dir);
@@ -305,5 +309,76 @@ Test(outputs, a_compaction_killed_leaves_nothing_beside_the_trace, .timeout = 12
 	tu_count_chunks(t, &stored, &compressed);
 	cr_expect_gt(stored, 0);
 	cr_expect_eq(out_events(dir, t), 20000);
+	e2e_rm_rf(dir);
+}
+
+/* ---- trace-dump -------------------------------------------------------------------------- */
+
+static void out_expect_file(const char *path, const char *want)
+{
+	char *got = e2e_slurp(path);
+	cr_expect_str_eq(got, want, "%s", path);
+	free(got);
+}
+
+/* compact FILE -o OUT: a FILE that cannot be read, or is no trace, leaves OUT as it was. */
+Test(outputs, a_failed_compact_leaves_its_output_as_it_was, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char keep[300], nosuch[300], bad[300];
+	snprintf(keep, sizeof(keep), "%s/keep.txt", dir);
+	snprintf(nosuch, sizeof(nosuch), "%s/nosuch.trc", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.trc", dir);
+	out_write(bad, "not a trace at all, and long enough to have a header's size\n", 0644);
+	const char *ins[] = {nosuch, bad};
+	for (int i = 0; i < 2; i++) {
+		out_write(keep, out_precious, 0640);
+		struct e2e_run r = e2e_run(dir, TD, "compact", ins[i], "-o", keep, NULL);
+		cr_expect_eq(r.exit_code, 1, "%s: exit %d: %s", ins[i], r.exit_code, r.err);
+		cr_expect(strstr(r.err, ins[i]), "%s", r.err);
+		e2e_free(&r);
+		out_expect_file(keep, out_precious);
+	}
+	/* And a new OUT is not made. */
+	char fresh[300];
+	snprintf(fresh, sizeof(fresh), "%s/fresh.trc", dir);
+	struct e2e_run r = e2e_run(dir, TD, "compact", nosuch, "-o", fresh, NULL);
+	cr_expect_eq(r.exit_code, 1);
+	e2e_free(&r);
+	cr_expect_neq(access(fresh, F_OK), 0, "%s made", fresh);
+	char *ls = out_listing(dir);
+	cr_expect_str_eq(ls, "bad.trc\nkeep.txt\n");
+	free(ls);
+	e2e_rm_rf(dir);
+}
+
+/* compact into an existing file keeps its mode; through a symlink, the link stays. */
+Test(outputs, compact_over_a_file_keeps_its_mode_and_links, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char t[300], keep[300], link[300];
+	snprintf(t, sizeof(t), "%s/t.trc", dir);
+	snprintf(keep, sizeof(keep), "%s/out.trc", dir);
+	snprintf(link, sizeof(link), "%s/link.trc", dir);
+	setenv("TRC_TEST_STORE_ALL", "1", 1);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "--no-preload", "--keep-stored", "-o", t, "--",
+				   EMIT, "1", "20000", NULL);
+	unsetenv("TRC_TEST_STORE_ALL");
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	e2e_free(&r);
+	out_write(keep, out_precious, 0640);
+	cr_assert_eq(symlink("out.trc", link), 0);
+	r = e2e_run(dir, TD, "compact", t, "-o", link, NULL);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	struct stat st;
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_expect(S_ISLNK(st.st_mode));
+	cr_assert_eq(stat(keep, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	unsigned stored, compressed;
+	tu_count_chunks(keep, &stored, &compressed);
+	cr_expect_eq(stored, 0);
+	cr_expect_eq(out_events(dir, keep), 20000);
 	e2e_rm_rf(dir);
 }

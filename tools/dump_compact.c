@@ -9,6 +9,7 @@
  * Threads: the main thread reads; trcfile_compact's threads compress.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_outfile.h"
 #include "dump_common.h"
 
 static const char dump__compact_help[] =
@@ -27,7 +29,10 @@ static const char dump__compact_help[] =
 	"same; a file cut short (its recorder killed) gets its index back. Prints one line on\n"
 	"stderr: chunks compressed and the sizes.\n"
 	"\n"
-	"  -o, --output OUT   the file to write (required; may not be FILE)\n"
+	"  -o, --output OUT   the file to write (required; may not be FILE). OUT appears\n"
+	"                     whole or not at all: written beside it and renamed over\n"
+	"                     it (keeping its mode, owner and ACL; a symlink stays a\n"
+	"                     link) only when done; a failure leaves OUT as it was\n"
 	"      --threads N    compression threads (default: every core)\n"
 	"  -h, --help         this text\n";
 
@@ -36,7 +41,8 @@ static void dump__compact_progress(void *arg, uint64_t done, uint64_t total)
 	(void)arg;
 	if (done % 64 && done != total)
 		return;
-	fprintf(stderr, "\rtrace-dump compact: %3u%%", total ? (unsigned)(done * 100 / total) : 100u);
+	fprintf(stderr, "\rtrace-dump compact: %3u%%",
+		total ? (unsigned)(done * 100 / total) : 100u);
 	if (done == total)
 		fputc('\n', stderr);
 }
@@ -86,18 +92,29 @@ int dump_compact_main(int argc, char **argv)
 	if (!out)
 		return dump_usage_error(argv[0], "no output given (-o OUT)");
 	struct stat a, b;
-	if (!strcmp(path, out) ||
-	    (stat(path, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
-	     a.st_ino == b.st_ino))
+	if (!strcmp(path, out) || (stat(path, &a) == 0 && stat(out, &b) == 0 &&
+				   a.st_dev == b.st_dev && a.st_ino == b.st_ino))
 		return dump_usage_error(argv[0], "OUT is FILE: write another file, then rename it");
-	struct trcfile_writer_opts o = {.compress_threads = threads};
+	/* OUT is written beside it and renamed over it only once whole: a FILE that cannot be
+	 * read, or a compaction that fails, leaves OUT as it was (cli_outfile.h). */
+	struct cli_outfile of;
 	char msg[600] = "";
+	if (cli_outfile_open(&of, AT_FDCWD, out, 0644, 0, NULL, "compacting", false, msg,
+			     sizeof(msg))) {
+		fprintf(stderr, "trace-dump: %s\n", msg);
+		return DUMP_EXIT_FAIL;
+	}
+	struct trcfile_writer_opts o = {.compress_threads = threads};
 	uint64_t stored = 0;
-	int err = trcfile_compact(path, out, &o, isatty(STDERR_FILENO) ? dump__compact_progress : NULL,
-				  NULL, &stored, msg, sizeof(msg));
+	int err = trcfile_compact(path, of.path, &o,
+				  isatty(STDERR_FILENO) ? dump__compact_progress : NULL, NULL,
+				  &stored, msg, sizeof(msg));
+	if (!err)
+		err = cli_outfile_commit(&of, msg, sizeof(msg));
+	else
+		cli_outfile_abort(&of);
 	if (err) {
 		fprintf(stderr, "trace-dump: %s\n", msg);
-		unlink(out);
 		return DUMP_EXIT_FAIL;
 	}
 	char x[32], y[32];
