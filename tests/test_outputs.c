@@ -382,3 +382,83 @@ Test(outputs, compact_over_a_file_keeps_its_mode_and_links, .timeout = 120)
 	cr_expect_eq(out_events(dir, keep), 20000);
 	e2e_rm_rf(dir);
 }
+
+/* A small trace for the parquet tests. */
+static void out_small_trace(const char *dir, const char *t)
+{
+	struct e2e_run r =
+		e2e_run(dir, TR, "-q", "--no-preload", "-o", t, "--", EMIT, "1", "200", NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	e2e_free(&r);
+}
+
+static const char *const out_tables[] = {"spans", "events", "allocations", "rss", "traces"};
+
+/* parquet -o DIR failing (a FILE that is no trace, a table that cannot be written) leaves
+ * every table DIR held as it was. */
+Test(outputs, a_failed_parquet_leaves_the_tables_as_they_were, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char t[300], nosuch[300], tables[300], p[400];
+	snprintf(t, sizeof(t), "%s/t.trc", dir);
+	snprintf(nosuch, sizeof(nosuch), "%s/nosuch.trc", dir);
+	snprintf(tables, sizeof(tables), "%s/tables", dir);
+	out_small_trace(dir, t);
+	cr_assert_eq(mkdir(tables, 0755), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(p, sizeof(p), "%s/%s.parquet", tables, out_tables[i]);
+		out_write(p, out_tables[i], 0644);
+	}
+	struct e2e_run r = e2e_run(dir, TD, "parquet", "-o", tables, t, nosuch, NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	for (int i = 0; i < 5; i++) {
+		snprintf(p, sizeof(p), "%s/%s.parquet", tables, out_tables[i]);
+		out_expect_file(p, out_tables[i]);
+	}
+	/* rss.parquet a directory: that table cannot be written, and no other changes. */
+	snprintf(p, sizeof(p), "%s/rss.parquet", tables);
+	cr_assert_eq(unlink(p), 0);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	r = e2e_run(dir, TD, "parquet", "-o", tables, t, NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "rss.parquet"), "%s", r.err);
+	e2e_free(&r);
+	for (int i = 0; i < 5; i++) {
+		if (i == 3)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s.parquet", tables, out_tables[i]);
+		out_expect_file(p, out_tables[i]);
+	}
+	char *ls = out_listing(tables);
+	cr_expect_str_eq(ls, "allocations.parquet\nevents.parquet\nrss.parquet\nspans.parquet\n"
+			     "traces.parquet\n");
+	free(ls);
+	e2e_rm_rf(dir);
+}
+
+/* A symlink planted in DIR is replaced by the table, not followed. */
+Test(outputs, parquet_follows_no_symlink_in_its_directory, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char t[300], tables[300], victim[300], p[400];
+	snprintf(t, sizeof(t), "%s/t.trc", dir);
+	snprintf(tables, sizeof(tables), "%s/tables", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	out_small_trace(dir, t);
+	out_write(victim, out_precious, 0644);
+	cr_assert_eq(mkdir(tables, 0755), 0);
+	snprintf(p, sizeof(p), "%s/spans.parquet", tables);
+	cr_assert_eq(symlink("../victim", p), 0);
+	struct e2e_run r = e2e_run(dir, TD, "parquet", "-o", tables, t, NULL);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	out_expect_file(victim, out_precious);
+	struct stat st;
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_expect(S_ISREG(st.st_mode), "spans.parquet is not a regular file (mode %o)", st.st_mode);
+	char *got = e2e_slurp(p);
+	cr_expect_eq(strncmp(got, "PAR1", 4), 0);
+	free(got);
+	e2e_rm_rf(dir);
+}

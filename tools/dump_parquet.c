@@ -28,6 +28,7 @@
  * Threads: single-threaded.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_outfile.h"
 #include "cli_version.h"
 #include "dump_common.h"
 #include "allocmap.h"
@@ -64,7 +66,9 @@ static const char dump__parquet_help[] =
 	"node name, trace the FILE's base name. Strings are dictionary-encoded, pages zstd-\n"
 	"compressed, every column chunk has min/max statistics. Schema: src/trcfile/PARQUET.md.\n"
 	"\n"
-	"  -o, --output DIR         the directory of the tables (required)\n"
+	"  -o, --output DIR         the directory of the tables (required). The tables\n"
+	"                           appear when every FILE is in; a failure leaves DIR\n"
+	"                           as it was\n"
 	"      --rows-per-group N   rows per row group (default 131072; memory is bounded\n"
 	"                           by it)\n"
 	"  -h, --help               this text\n";
@@ -300,7 +304,8 @@ static void dp_pop(struct dp *d, struct dp_stream *s, uint64_t ts)
 static void dp_func(struct dp *d, struct dp_stream *s, const struct trc_record *rec)
 {
 	if (rec->type == TRC_REC_FUNC_ENTER)
-		dp_push(d, s, (struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
+		dp_push(d, s,
+			(struct dp_frame){.func = 1, .addr = rec->func.addr, .ts = rec->ts_ns});
 	else
 		dp_pop(d, s, rec->ts_ns);
 	struct pq_writer *w = d->t[DP_EVENTS];
@@ -575,6 +580,25 @@ out:
 	return rc;
 }
 
+/* DIR, made if missing, opened: the tables are made in it by its fd (openat, no symlink in
+ * it followed). -1 after the message. */
+static int dp_open_dir(const char *dir)
+{
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		dump_error("%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (dfd < 0 || fstat(dfd, &st) != 0) {
+		dump_error("%s: %s", dir, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
 int dump_parquet_main(int argc, char **argv)
 {
 	enum { OPT_ROWS = 1000 };
@@ -619,12 +643,12 @@ int dump_parquet_main(int argc, char **argv)
 		return dump_usage_error(argv[0], "no output directory given (-o DIR)");
 	if (optind >= argc)
 		return dump_usage_error(argv[0], "no FILE given");
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		dump_error("%s: %s", dir, strerror(errno));
+	int dfd = dp_open_dir(dir);
+	if (dfd < 0)
 		return DUMP_EXIT_FAIL;
-	}
 	struct dp d;
 	memset(&d, 0, sizeof(d));
+	struct cli_outfile files[DP_N_TABLES];
 	char paths[DP_N_TABLES][4096];
 	static const char *const kv_keys[] = {"trc.parquet.schema", "trc.parquet.table"};
 	/* The writers keep these pointers until they close. */
@@ -633,8 +657,19 @@ int dump_parquet_main(int argc, char **argv)
 		{"1.0", "rss"},	  {"1.0", "traces"},
 	};
 	int rc = DUMP_EXIT_FAIL;
+	unsigned opened = 0;
 	for (unsigned t = 0; t < DP_N_TABLES; t++) {
 		snprintf(paths[t], sizeof(paths[t]), "%s/%s.parquet", dir, dp_table_names[t]);
+		char msg[600];
+		/* Each table unnamed in DIR until every FILE is in: a failure leaves DIR's tables
+		 * as they were, and whatever entry a table's name holds (a symlink) is replaced at
+		 * the end, never followed. */
+		if (cli_outfile_open(&files[t], dfd, paths[t], 0644, 0, NULL, "part", false, msg,
+				     sizeof(msg))) {
+			dump_error("%s", msg);
+			goto out;
+		}
+		opened = t + 1;
 		struct pq_writer_opts o = {
 			.rows_per_group = rows,
 			.created_by = "trc trace-dump " CLI_VERSION,
@@ -643,7 +678,8 @@ int dump_parquet_main(int argc, char **argv)
 			.n_kv = 2,
 		};
 		int err = 0;
-		d.t[t] = pq_writer_open(paths[t], dp_schemas[t].cols, dp_schemas[t].n, &o, &err);
+		d.t[t] = pq_writer_open(files[t].path, dp_schemas[t].cols, dp_schemas[t].n, &o,
+					&err);
 		if (!d.t[t]) {
 			dump_error("%s: %s", paths[t], strerror(-err));
 			goto out;
@@ -663,8 +699,16 @@ out:
 			rc = DUMP_EXIT_FAIL;
 		}
 	}
-	if (rc != DUMP_EXIT_OK) /* no half-written tables left behind */
-		for (unsigned t = 0; t < DP_N_TABLES; t++)
-			unlink(paths[t]);
+	/* Every table written: each put in place; else none (no half-written table). */
+	for (unsigned t = 0; t < opened; t++) {
+		char msg[600];
+		if (rc != DUMP_EXIT_OK)
+			cli_outfile_abort(&files[t]);
+		else if (cli_outfile_commit(&files[t], msg, sizeof(msg))) {
+			dump_error("%s", msg);
+			rc = DUMP_EXIT_FAIL;
+		}
+	}
+	close(dfd);
 	return rc;
 }
