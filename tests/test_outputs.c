@@ -462,3 +462,30 @@ Test(outputs, parquet_follows_no_symlink_in_its_directory, .timeout = 120)
 	free(got);
 	e2e_rm_rf(dir);
 }
+
+/* A directory another user owns is refused: one line, exit 1, nothing written in it. */
+Test(outputs, parquet_refuses_a_directory_of_another_user, .timeout = 120)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (chown, mknod)");
+	const char *dir = e2e_tmpdir();
+	char t[300], tables[300], want[600];
+	snprintf(t, sizeof(t), "%s/t.trc", dir);
+	snprintf(tables, sizeof(tables), "%s/tables", dir);
+	out_small_trace(dir, t);
+	cr_assert_eq(mkdir(tables, 0777), 0);
+	cr_assert_eq(chmod(tables, 0777), 0);
+	cr_assert_eq(chown(tables, 65534, 65534), 0);
+	struct e2e_run r = e2e_run(dir, TD, "parquet", "-o", tables, t, NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	snprintf(want, sizeof(want),
+		 "trace-dump: %s: the directory belongs to uid 65534, not to you (uid %u): "
+		 "give a directory of your own\n",
+		 tables, (unsigned)geteuid());
+	cr_expect_str_eq(r.err, want);
+	e2e_free(&r);
+	char *ls = out_listing(tables);
+	cr_expect_str_eq(ls, "");
+	free(ls);
+	e2e_rm_rf(dir);
+}

@@ -66,9 +66,9 @@ static const char dump__parquet_help[] =
 	"node name, trace the FILE's base name. Strings are dictionary-encoded, pages zstd-\n"
 	"compressed, every column chunk has min/max statistics. Schema: src/trcfile/PARQUET.md.\n"
 	"\n"
-	"  -o, --output DIR         the directory of the tables (required). The tables\n"
-	"                           appear when every FILE is in; a failure leaves DIR\n"
-	"                           as it was\n"
+	"  -o, --output DIR         the directory of the tables (required; yours: one\n"
+	"                           another user owns is refused). The tables appear\n"
+	"                           when every FILE is in; a failure leaves DIR as it was\n"
 	"      --rows-per-group N   rows per row group (default 131072; memory is bounded\n"
 	"                           by it)\n"
 	"  -h, --help               this text\n";
@@ -581,7 +581,8 @@ out:
 }
 
 /* DIR, made if missing, opened: the tables are made in it by its fd (openat, no symlink in
- * it followed). -1 after the message. */
+ * it followed). A directory another user owns is refused: who can write in it can plant
+ * names there. -1 after the message. */
 static int dp_open_dir(const char *dir)
 {
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -594,6 +595,13 @@ static int dp_open_dir(const char *dir)
 		dump_error("%s: %s", dir, strerror(errno));
 		if (dfd >= 0)
 			close(dfd);
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		dump_error("%s: the directory belongs to uid %ju, not to you (uid %ju): give a "
+			   "directory of your own",
+			   dir, (uintmax_t)st.st_uid, (uintmax_t)geteuid());
+		close(dfd);
 		return -1;
 	}
 	return dfd;
