@@ -383,6 +383,34 @@ Test(outputs, compact_over_a_file_keeps_its_mode_and_links, .timeout = 120)
 	e2e_rm_rf(dir);
 }
 
+/* chrome -o OUT failing half-way (the test hook of dump_chrome.c) leaves OUT as it was. */
+Test(outputs, a_failed_export_leaves_its_output_as_it_was, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char t[300], keep[300];
+	snprintf(t, sizeof(t), "%s/t.trc", dir);
+	snprintf(keep, sizeof(keep), "%s/keep.json", dir);
+	struct e2e_run r =
+		e2e_run(dir, TR, "-q", "--no-preload", "-o", t, "--", EMIT, "1", "2000", NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	e2e_free(&r);
+	out_write(keep, out_precious, 0600);
+	setenv("TRC_TEST_CHROME_FAIL_AFTER", "100", 1);
+	r = e2e_run(dir, TD, "chrome", t, "-o", keep, NULL);
+	unsetenv("TRC_TEST_CHROME_FAIL_AFTER");
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	out_expect_file(keep, out_precious);
+	/* It succeeding replaces it. */
+	r = e2e_run(dir, TD, "chrome", t, "-o", keep, NULL);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	char *got = e2e_slurp(keep);
+	cr_expect_eq(strncmp(got, "{\"traceEvents\":[", 16), 0, "%.40s", got);
+	free(got);
+	e2e_rm_rf(dir);
+}
+
 /* A small trace for the parquet tests. */
 static void out_small_trace(const char *dir, const char *t)
 {

@@ -89,7 +89,7 @@ static int cli__outfile_dir(struct cli_outfile *o, char *msg, size_t msg_len)
 	snprintf(o->name, sizeof(o->name), "%s", base);
 	o->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (o->dir_fd < 0)
-		return cli__outfile_fail(msg, msg_len, -errno, dir, NULL);
+		return cli__outfile_fail(msg, msg_len, -errno, o->resolved, NULL);
 	return 0;
 }
 

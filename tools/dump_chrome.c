@@ -786,10 +786,13 @@ int dump_chrome_main(int argc, char **argv)
 		const char *why = c->oom	   ? "out of memory"
 				  : c->fail_msg[0] ? c->fail_msg
 						   : trcfile_reader_errmsg(r);
-		/* No partial JSON: an output file is cut back to where the document started; a
-		 * pipe, which cannot be taken back, gets the document closed after the last whole
+		/* No partial JSON: -o OUT is dropped (OUT keeps what it had); a file written in
+		 * place or standard output is cut back to where the document started; a pipe,
+		 * which cannot be taken back, gets the document closed after the last whole
 		 * event, with otherData saying it is incomplete and why. Either way, status 1. */
-		if (out_start >= 0) {
+		if (dump_outfile_discard(&of)) {
+			/* nothing of this export left */
+		} else if (out_start >= 0) {
 			dump_out.len = 0;
 			if (ftruncate(dump_out.fd, out_start) != 0 ||
 			    lseek(dump_out.fd, out_start, SEEK_SET) < 0)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cli_bytes.h" /* cli_fmt_bytes: sizes as both commands print them */
+#include "cli_outfile.h"
 #include "trcfile.h"
 
 #define DUMP_EXIT_OK 0
@@ -147,13 +148,20 @@ struct dump_outfile {
 	unsigned n; /* files opened so far */
 	uint64_t start; /* dump_out.written + len when the current file was opened */
 	char name[4096];
+	struct cli_outfile file; /* the current file, written beside its name (cli_outfile.h) */
 };
 /* Flushes what is buffered, closes the current file (if any) and opens the next one as the
  * output. 0, or DUMP_EXIT_FAIL after the message. */
 int dump_outfile_next(struct dump_outfile *o);
-/* Flushes and closes the current file; standard output is the output again. 0 or
- * DUMP_EXIT_FAIL after the message. */
+/* Flushes and closes the current file, which takes its name only now (a file written beside
+ * it until then, see cli_outfile.h); standard output is the output again. 0 or DUMP_EXIT_FAIL
+ * after the message. */
 int dump_outfile_close(struct dump_outfile *o);
+/* After a failure: drops the current file whole when it can be (written beside its name: the
+ * name keeps what it had) and returns true; false, doing nothing, for standard output or a
+ * file written in place (a device, a FIFO, a file of several links), which the caller cuts
+ * back or closes itself. */
+bool dump_outfile_discard(struct dump_outfile *o);
 /* The exporters' slicing options (--from, --to, --split-size), parsed the same way for every
  * exporter. from/to are times from the start of recording; the text as typed is kept for
  * messages (NULL: not given). */

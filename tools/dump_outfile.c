@@ -3,7 +3,9 @@
  * Purpose: one place that names, opens and closes the files chrome and perfetto write, so
  * both number split files the same way (OUT with -001, -002... before its extension) and
  * report open/close errors alike. Writing itself goes through dump_out (dump_out.c), whose
- * fd this switches; what is buffered is flushed into the file it was meant for first.
+ * fd this switches; what is buffered is flushed into the file it was meant for first. Each file
+ * is written beside its name and takes it only when closed whole (cli_outfile.h), so an export
+ * that fails half-way leaves what the name had (dump_outfile_discard).
  *
  * Threads: single-threaded (dump_out is a global).
  */
@@ -22,10 +24,10 @@ static int dump__outfile_close_fd(struct dump_outfile *o)
 	dump_flush();
 	if (dump_out.fd == STDOUT_FILENO)
 		return 0;
-	int rc = close(dump_out.fd);
 	dump_out.fd = STDOUT_FILENO;
-	if (rc) {
-		dump_error("%s: %s", o->name, strerror(errno));
+	char msg[PATH_MAX + 128];
+	if (cli_outfile_commit(&o->file, msg, sizeof(msg))) {
+		dump_error("%s", msg);
 		return DUMP_EXIT_FAIL;
 	}
 	return 0;
@@ -50,18 +52,31 @@ int dump_outfile_next(struct dump_outfile *o)
 	o->start = dump_out.written + dump_out.len;
 	if (!o->split && !strcmp(o->base, "-"))
 		return 0;
-	int fd = open(o->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		dump_error("%s: %s", o->name, strerror(errno));
+	/* Written beside the name, renamed over it when whole (dump_outfile_close): an export
+	 * that fails leaves the file the name had. */
+	char msg[PATH_MAX + 128];
+	if (cli_outfile_open(&o->file, AT_FDCWD, o->name, 0644, 0, NULL, "part", true, msg,
+			     sizeof(msg))) {
+		dump_error("%s", msg);
 		return DUMP_EXIT_FAIL;
 	}
-	dump_out.fd = fd;
+	dump_out.fd = o->file.fd;
 	return 0;
 }
 
 int dump_outfile_close(struct dump_outfile *o)
 {
 	return dump__outfile_close_fd(o);
+}
+
+bool dump_outfile_discard(struct dump_outfile *o)
+{
+	if (dump_out.fd == STDOUT_FILENO || o->file.how == CLI_OUTFILE_IN_PLACE)
+		return false;
+	dump_out.len = 0; /* what is buffered was this file's */
+	dump_out.fd = STDOUT_FILENO;
+	cli_outfile_abort(&o->file);
+	return true;
 }
 
 int dump_slice_option(const char *cmd, int opt, const char *arg, struct dump_slice *sl,

@@ -1366,7 +1366,8 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 	}
 	if (!p->err && err < 0) {
 		dump__pf_flush(p);
-		dump_outfile_close(&of);
+		if (!dump_outfile_discard(&of))
+			dump_outfile_close(&of);
 		dump_error("%s: %s", m.t[m.failed].path, trcfile_reader_errmsg(m.t[m.failed].r));
 		goto out;
 	}
@@ -1377,7 +1378,8 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 	}
 	if (p->err) {
 		dump__pf_flush(p);
-		dump_outfile_close(&of);
+		if (!dump_outfile_discard(&of))
+			dump_outfile_close(&of);
 		dump_error("%s", strerror(-p->err));
 		goto out;
 	}
@@ -1515,11 +1517,13 @@ int dump_perfetto_main(int argc, char **argv)
 		goto out;
 	if (err < 0) {
 		dump__pf_flush(p);
-		dump_outfile_close(&of);
+		if (!dump_outfile_discard(&of))
+			dump_outfile_close(&of);
 		dump_error("%s: %s", path, trcfile_reader_errmsg(r));
 		goto out;
 	}
 	if (p->err) {
+		dump_outfile_discard(&of);
 		dump_error("%s", strerror(-p->err));
 		goto out;
 	}
