@@ -10,7 +10,10 @@
  * The temporary is O_TMPFILE in the name's directory (no name until commit: nothing to leave
  * behind), reopened by writers through /proc/self/fd/N and linked with linkat(2) from there
  * (AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH). A file system without O_TMPFILE, or no /proc,
- * falls back to a named temporary, NAME.TAG.XXXXXX, with NAME cut to fit NAME_MAX.
+ * falls back to a named temporary, NAME.TAG.XXXXXX, with NAME cut to fit NAME_MAX. A name
+ * that exists is replaced through a second name (NAME.new.XXXXXX: link, then rename, since
+ * linkat(2) does not replace), which a kill between those two calls would leave; a new name is
+ * linked at once.
  *
  * Threads: the caller's; no shared state.
  */
