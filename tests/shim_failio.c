@@ -4,7 +4,8 @@
  * trace-run's own descriptors behave normally. TRC_TEST_FAILIO selects the failure:
  *   fsync            fsync of the trace (or of the compaction's new trace) fails with EIO
  *   close            close of the trace closes it, then reports EIO
- *   synclog:PATH     nothing fails; each fsync of a trace (or of the compaction's new trace)
+ *   synclog:PATH     nothing fails; each fsync of a trace (or of the compaction's new trace,
+ *                    or of a directory: "directory")
  *                    appends "trace" (or "compacting") to the file PATH
  *   footer           the write of the footer and trailer (the buffer ending in "TRCEND\r\n")
  *                    fails with EIO
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -26,7 +28,7 @@
  * the sync of a trace with stored chunks is that file's), or anything else. The writer's
  * spill files and the background compressor's side file are unnamed too, and never synced:
  * an unnamed file counts only for fsync (unnamed_too). */
-enum failio_file { FAILIO_OTHER, FAILIO_TRACE, FAILIO_COMPACTING };
+enum failio_file { FAILIO_OTHER, FAILIO_TRACE, FAILIO_COMPACTING, FAILIO_DIR };
 
 static enum failio_file failio__file(int fd, bool unnamed_too)
 {
@@ -56,10 +58,13 @@ static bool failio__mode(const char *m)
 	return e && !strncmp(e, m, strlen(m));
 }
 
-/* synclog:PATH: appends "trace" or "compacting" to PATH, a line per fsync of such a file. */
+/* synclog:PATH: appends "trace", "compacting" or "directory" to PATH, a line per fsync of such
+ * a file. */
 static void failio__log_sync(enum failio_file file, const char *log)
 {
-	const char *line = file == FAILIO_COMPACTING ? "compacting\n" : "trace\n";
+	const char *line = file == FAILIO_COMPACTING ? "compacting\n"
+			   : file == FAILIO_DIR	     ? "directory\n"
+						     : "trace\n";
 	int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (out >= 0) {
 		if (write(out, line, strlen(line)) < 0)
@@ -111,6 +116,9 @@ int fsync(int fd)
 		errno = EIO;
 		return -1;
 	}
+	struct stat st;
+	if (file == FAILIO_OTHER && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		file = FAILIO_DIR; /* logged, never failed */
 	if (failio__mode("synclog:") && file != FAILIO_OTHER)
 		failio__log_sync(file, getenv("TRC_TEST_FAILIO") + strlen("synclog:"));
 	return real(fd);
