@@ -11,6 +11,8 @@
  * root (chown to 65534 works).
  */
 #include <dirent.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -308,6 +310,68 @@ Test(outputs, a_compaction_killed_leaves_nothing_beside_the_trace, .timeout = 12
 	unsigned stored, compressed;
 	tu_count_chunks(t, &stored, &compressed);
 	cr_expect_gt(stored, 0);
+	cr_expect_eq(out_events(dir, t), 20000);
+	e2e_rm_rf(dir);
+}
+
+/* -o /dev/stdout, stdout a file: the compacted trace replaces that file and /dev/stdout stays
+ * the symlink it is. Run in a mount namespace of its own with a /dev of its own, so that a
+ * trace-run that replaced /dev/stdout would replace only that one. */
+Test(outputs, compaction_to_dev_stdout_keeps_dev_stdout, .timeout = 120)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (a mount namespace)");
+	const char *dir = e2e_tmpdir();
+	char t[300], errp[300], cmd[600];
+	snprintf(t, sizeof(t), "%s/so.trc", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	/* The program's own output away from the trace it shares stdout with. */
+	snprintf(cmd, sizeof(cmd), "%s 1 20000 >/dev/null", EMIT);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount("none", "/dev", "tmpfs", 0, "mode=755") != 0)
+			_exit(97);
+		if (mknod("/dev/null", S_IFCHR | 0666, makedev(1, 3)) != 0 ||
+		    symlink("/proc/self/fd/1", "/dev/stdout") != 0)
+			_exit(96);
+		pid_t tr = fork();
+		if (tr == 0) {
+			int o = open(t, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			dup2(o, 1);
+			dup2(e, 2);
+			setenv("TRC_TEST_STORE_ALL", "1", 1);
+			execl(TR, TR, "--no-progress", "--no-preload", "-o", "/dev/stdout", "--",
+			      "/bin/sh", "-c", cmd, (char *)NULL);
+			_exit(99);
+		}
+		int st = 0;
+		if (tr < 0 || waitpid(tr, &st, 0) != tr || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(95);
+		char link[64] = "";
+		struct stat ls;
+		if (lstat("/dev/stdout", &ls) != 0 || !S_ISLNK(ls.st_mode) ||
+		    readlink("/dev/stdout", link, sizeof(link) - 1) <= 0 ||
+		    strcmp(link, "/proc/self/fd/1"))
+			_exit(10);
+		_exit(0);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (code == 97)
+		cr_skip_test("no mount namespace here");
+	char *err = e2e_slurp(errp);
+	cr_expect_eq(code, 0, "status %d (10: /dev/stdout replaced; 95: trace-run failed): %s",
+		     code, err);
+	cr_expect_null(strstr(err, "warning"), "%s", err);
+	free(err);
+	unsigned stored, compressed;
+	tu_count_chunks(t, &stored, &compressed);
+	cr_expect_eq(stored, 0, "so.trc keeps %u stored chunks", stored);
 	cr_expect_eq(out_events(dir, t), 20000);
 	e2e_rm_rf(dir);
 }
