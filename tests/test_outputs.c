@@ -475,6 +475,51 @@ Test(outputs, a_failed_export_leaves_its_output_as_it_was, .timeout = 120)
 	e2e_rm_rf(dir);
 }
 
+/* A read-only OUT in a directory the user may write in: refused as open(2) would refuse it,
+ * not renamed over (uid 65534's file and directory, trace-dump run as 65534). */
+Test(outputs, a_read_only_output_is_not_replaced, .timeout = 120)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (setuid)");
+	const char *dir = e2e_tmpdir();
+	char t[300], keep[300], errp[300];
+	snprintf(t, sizeof(t), "%s/t.trc", dir);
+	snprintf(keep, sizeof(keep), "%s/ro.json", dir);
+	snprintf(errp, sizeof(errp), "%s/ro.err", dir);
+	struct e2e_run r =
+		e2e_run(dir, TR, "-q", "--no-preload", "-o", t, "--", EMIT, "1", "200", NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	e2e_free(&r);
+	out_write(keep, out_precious, 0444);
+	cr_assert_eq(chown(keep, 65534, 65534), 0);
+	cr_assert_eq(chmod(dir, 0755), 0);
+	cr_assert_eq(chown(dir, 65534, 65534), 0);
+	cr_assert_eq(chmod(t, 0644), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		dup2(e, 2);
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(97);
+		execl(TD, TD, "chrome", t, "-o", keep, (char *)NULL);
+		_exit(99);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	char *err = e2e_slurp(errp);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %#x: %s", st, err);
+	char want[400];
+	snprintf(want, sizeof(want), "trace-dump: %s: Permission denied\n", keep);
+	cr_expect_str_eq(err, want);
+	free(err);
+	out_expect_file(keep, out_precious);
+	struct stat ks;
+	cr_assert_eq(stat(keep, &ks), 0);
+	cr_expect_eq(ks.st_mode & 07777, 0444);
+	e2e_rm_rf(dir);
+}
+
 /* A small trace for the parquet tests. */
 static void out_small_trace(const char *dir, const char *t)
 {

@@ -212,8 +212,16 @@ int cli_outfile_open(struct cli_outfile *o, int dir_fd, const char *path, mode_t
 			return err;
 		}
 	}
-	if (o->how == CLI_OUTFILE_REPLACE)
+	if (o->how == CLI_OUTFILE_REPLACE) {
+		/* Replaced only where open(2) would have written it: a rename needs only the
+		 * directory, and would take a read-only file away. */
+		if (faccessat(o->dir_fd, o->name, W_OK, AT_EACCESS) != 0) {
+			int err = cli__outfile_fail(msg, msg_len, -errno, o->resolved, NULL);
+			cli_outfile_abort(o);
+			return err;
+		}
 		o->was = st;
+	}
 	int err = cli__outfile_temp(o, o->how == CLI_OUTFILE_REPLACE ? 0600 : mode, tag, msg,
 				    msg_len);
 	if (!err)
