@@ -115,6 +115,21 @@ try {
     }
     eq(`${t.file}: span names`, Object.keys(spans).length, nspans);
 
+    // functions: entered under the names the summary gives them (symbols, not module+offset)
+    const fns = Object.fromEntries((await q(
+      `select name, count(*) n from ${tbl('events')} where ${tr} and kind = 'func_enter' group by name`))
+      .map((x) => [x.name, x]));
+    for (const f of s.functions || []) {
+      const g = fns[f.name];
+      if (!g) {
+        fail(`${t.file}: function ${f.name} of the summary has no func_enter rows; the table names ${Object.keys(fns).join(', ')}`);
+        continue;
+      }
+      if (BigInt(g.n) < BigInt(f.calls))
+        fail(`${t.file}: function ${f.name}: ${g.n} func_enter rows, fewer than its ${f.calls} calls`);
+    }
+    eq(`${t.file}: function names`, Object.keys(fns).length, (s.functions || []).length);
+
     // allocations
     const al = Object.fromEntries((await q(
       `select kind, count(*) n, sum(size) b, count(*) - count(size) as unknown_n from ${tbl('allocations')} where ${tr} group by kind`))

@@ -51,8 +51,8 @@ static const char dump__parquet_help[] =
 	"table; every FILE adds its rows, labelled with its host and trace:\n"
 	"  spans.parquet        host, trace, pid, tid, thread, name, start_ns, dur_ns, depth\n"
 	"  events.parquet       host, trace, pid, tid, ts_ns, kind, name, value: instants,\n"
-	"                       counters, func_enter/func_exit (value = address), lost\n"
-	"                       (name = reason, value = count)\n"
+	"                       counters, func_enter/func_exit (name = the function, value =\n"
+	"                       address), lost (name = reason, value = count)\n"
 	"  allocations.parquet  host, trace, ts_ns, pid, tid, kind, addr, size, span (the\n"
 	"                       innermost open span or function; null when none)\n"
 	"  rss.parquet          host, trace, ts_ns, pid, rss_bytes, program_bytes,\n"
@@ -224,24 +224,14 @@ static void dp_put_name(struct dp *d, struct pq_writer *w, unsigned col, uint32_
 }
 
 /* A function by address: module+offset when a module record covers it, else 0x... */
+/* A function by the name every other output gives it (dump_func_name: its symbol, else
+ * module+offset, else the address). */
 static void dp_put_func(struct dp *d, struct pq_writer *w, unsigned col, uint32_t pid,
 			uint64_t addr)
 {
 	char b[320];
-	const struct trcfile_module *m = trcfile_reader_module(d->r, pid, addr);
-	int k;
-	if (m) {
-		const char *base = strrchr(m->path, '/');
-		base = base ? base + 1 : m->path;
-		k = snprintf(b, sizeof(b), "%.256s+0x%" PRIx64, base, addr - m->start + m->offset);
-	} else {
-		k = snprintf(b, sizeof(b), "0x%" PRIx64, addr);
-	}
-	if (k < 0)
-		k = 0;
-	if ((size_t)k >= sizeof(b))
-		k = sizeof(b) - 1;
-	dp_check(d, pq_put_str(w, col, b, (size_t)k));
+	size_t k = dump_func_name(d->r, pid, addr, b, sizeof(b));
+	dp_check(d, pq_put_str(w, col, b, k));
 }
 
 static void dp_set_thread(struct dp_stream *s, const char *name, size_t len)
@@ -575,7 +565,7 @@ out:
 	trcfile_iter_free(it);
 	summary_free(&sm);
 	dp_trace_free(d);
-	trcfile_reader_close(r);
+	dump_close(r, path);
 	d->r = NULL;
 	return rc;
 }
