@@ -151,6 +151,25 @@ try {
       eq(`${t.file}: rss sampled min`, rss.lo, s.rss_sampled_min_bytes);
     }
 
+    // processes: one row per process of the tree, the summary's figures
+    const procs = Object.fromEntries((await q(
+      `select * from ${tbl('processes')} where ${tr}`)).map((x) => [String(x.pid), x]));
+    eq(`${t.file}: processes rows`, Object.keys(procs).length, s.processes.length);
+    for (const p of s.processes) {
+      const g = procs[String(p.pid)];
+      if (!g) {
+        fail(`${t.file}: process ${p.pid} of the summary has no row`);
+        continue;
+      }
+      eq(`${t.file}: pid ${p.pid} ppid`, g.ppid, p.ppid || null);
+      eq(`${t.file}: pid ${p.pid} command`, g.command, p.command ? p.command.join(' ') : null);
+      eq(`${t.file}: pid ${p.pid} peak_source`, g.peak_source, p.rss_peak_source);
+      eq(`${t.file}: pid ${p.pid} peak_low_bytes`, g.peak_low_bytes, p.rss_peak_source === 'none' ? null : p.rss_peak_bytes);
+      eq(`${t.file}: pid ${p.pid} peak_high_bytes`, g.peak_high_bytes, p.rss_peak_source === 'none' ? null : p.rss_peak_high_bytes);
+      eq(`${t.file}: pid ${p.pid} rss_samples`, g.rss_samples, p.rss_samples);
+      eq(`${t.file}: pid ${p.pid} rss_sampled_max_bytes`, g.rss_sampled_max_bytes, p.rss_sampled_max_bytes);
+    }
+
     // CLOCK_REALTIME: every time point of the trace lies inside its run
     const start = BigInt(s.start_realtime_ns) / 1000n;
     const end = (BigInt(s.start_realtime_ns) + BigInt(s.duration_ns)) / 1000n + 1n;
@@ -163,7 +182,7 @@ try {
   }
 
   // Statistics on every column chunk that holds a value, and several row groups.
-  for (const table of ['spans', 'events', 'allocations', 'rss', 'traces']) {
+  for (const table of ['spans', 'events', 'allocations', 'rss', 'traces', 'processes']) {
     const m = (await q(
       `select count(distinct row_group_id) as n_groups, count(*) filter (where stats_min_value is null and stats_null_count < num_values) as nostats,
               count(*) filter (where compression <> 'ZSTD') as plain

@@ -1,5 +1,5 @@
 /* test_dump_parquet.c - `trace-dump parquet`, the built command: its options and usage errors,
- * the five tables it writes (framed as Parquet files), several FILEs at once, and that a bad
+ * the six tables it writes (framed as Parquet files), several FILEs at once, and that a bad
  * input leaves no half-written table behind. What the tables hold is checked by a real engine
  * in the DuckDB tier (tests/duckdb_check.mjs, make test-duckdb); the writer's bytes by
  * test_parquet.c.
@@ -11,7 +11,8 @@
 
 #include "test_trcfile_util.h"
 
-static const char *const tdp_tables[] = {"spans", "events", "allocations", "rss", "traces"};
+static const char *const tdp_tables[] = {"spans", "events", "allocations", "rss", "traces", "processes"};
+#define TDP_N_TABLES (sizeof(tdp_tables) / sizeof(tdp_tables[0]))
 
 struct tdp_run {
 	int status;
@@ -89,7 +90,7 @@ Test(dump_parquet, help_and_usage_errors, .timeout = 60)
 	struct tdp_run r = tdp_run(dir, (const char *const[]){"parquet", "--help", NULL});
 	cr_assert_eq(r.status, 0);
 	cr_assert(!strncmp(r.out, "usage: trace-dump parquet -o DIR FILE...\n", 41), "%s", r.out);
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < TDP_N_TABLES; i++)
 		cr_expect(strstr(r.out, tdp_tables[i]), "--help does not name %s", tdp_tables[i]);
 	tdp_free(&r);
 	r = tdp_run(dir, (const char *const[]){"help", NULL});
@@ -118,7 +119,7 @@ Test(dump_parquet, help_and_usage_errors, .timeout = 60)
 /* Every table is a Parquet file: "PAR1", pages, a footer whose length fits, "PAR1". */
 static void tdp_check_tables(const char *out)
 {
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < TDP_N_TABLES; i++) {
 		char p[600];
 		snprintf(p, sizeof(p), "%s/%s.parquet", out, tdp_tables[i]);
 		size_t n = 0;
@@ -137,7 +138,7 @@ static void tdp_check_tables(const char *out)
 	}
 }
 
-Test(dump_parquet, writes_five_tables_from_several_files, .timeout = 60)
+Test(dump_parquet, writes_every_table_from_several_files, .timeout = 60)
 {
 	const char *dir = tu_tmpdir();
 	char a[300], b[300], out[400];
@@ -181,7 +182,7 @@ Test(dump_parquet, a_bad_file_leaves_no_tables, .timeout = 60)
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.err, "bad.trc"), "%s", r.err);
 	tdp_free(&r);
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < TDP_N_TABLES; i++) {
 		char p[600];
 		snprintf(p, sizeof(p), "%s/%s.parquet", out, tdp_tables[i]);
 		cr_expect_neq(access(p, F_OK), 0, "%s left behind", p);

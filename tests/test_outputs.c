@@ -529,7 +529,8 @@ static void out_small_trace(const char *dir, const char *t)
 	e2e_free(&r);
 }
 
-static const char *const out_tables[] = {"spans", "events", "allocations", "rss", "traces"};
+static const char *const out_tables[] = {"spans",  "events", "allocations",
+					 "rss",    "traces", "processes"};
 
 /* parquet -o DIR failing (a FILE that is no trace, a table that cannot be written) leaves
  * every table DIR held as it was. */
@@ -542,14 +543,14 @@ Test(outputs, a_failed_parquet_leaves_the_tables_as_they_were, .timeout = 120)
 	snprintf(tables, sizeof(tables), "%s/tables", dir);
 	out_small_trace(dir, t);
 	cr_assert_eq(mkdir(tables, 0755), 0);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < (int)(sizeof(out_tables) / sizeof(out_tables[0])); i++) {
 		snprintf(p, sizeof(p), "%s/%s.parquet", tables, out_tables[i]);
 		out_write(p, out_tables[i], 0644);
 	}
 	struct e2e_run r = e2e_run(dir, TD, "parquet", "-o", tables, t, nosuch, NULL);
 	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
 	e2e_free(&r);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < (int)(sizeof(out_tables) / sizeof(out_tables[0])); i++) {
 		snprintf(p, sizeof(p), "%s/%s.parquet", tables, out_tables[i]);
 		out_expect_file(p, out_tables[i]);
 	}
@@ -561,15 +562,15 @@ Test(outputs, a_failed_parquet_leaves_the_tables_as_they_were, .timeout = 120)
 	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
 	cr_expect(strstr(r.err, "rss.parquet"), "%s", r.err);
 	e2e_free(&r);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < (int)(sizeof(out_tables) / sizeof(out_tables[0])); i++) {
 		if (i == 3)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s.parquet", tables, out_tables[i]);
 		out_expect_file(p, out_tables[i]);
 	}
 	char *ls = out_listing(tables);
-	cr_expect_str_eq(ls, "allocations.parquet\nevents.parquet\nrss.parquet\nspans.parquet\n"
-			     "traces.parquet\n");
+	cr_expect_str_eq(ls, "allocations.parquet\nevents.parquet\nprocesses.parquet\nrss.parquet\n"
+			     "spans.parquet\ntraces.parquet\n");
 	free(ls);
 	e2e_rm_rf(dir);
 }

@@ -61,6 +61,10 @@ static const char dump__parquet_help[] =
 	"  traces.parquet       one row per FILE: host, trace, command, pid, start_ns,\n"
 	"                       duration_ns, events_recorded, events_lost, rss_peak_bytes "
 	"(exact)...\n"
+	"  processes.parquet    one row per process of each traced tree: host, trace, pid,\n"
+	"                       ppid, command, exit_status, peak_low_bytes, peak_high_bytes\n"
+	"                       (the peak as summary gives it, buffers excluded), peak_source,\n"
+	"                       rss_samples, rss_sampled_max_bytes, buffers_max_bytes\n"
 	"Timestamps (start_ns, ts_ns) are nanoseconds on CLOCK_REALTIME, from each trace's\n"
 	"recorded anchor, so traces of several hosts line up. host is the recording machine's\n"
 	"node name, trace the FILE's base name. Strings are dictionary-encoded, pages zstd-\n"
@@ -78,10 +82,10 @@ static const char dump__parquet_help[] =
 
 /* ---- the tables ------------------------------------------------------------------------ */
 
-enum { DP_SPANS, DP_EVENTS, DP_ALLOCS, DP_RSS, DP_TRACES, DP_N_TABLES };
+enum { DP_SPANS, DP_EVENTS, DP_ALLOCS, DP_RSS, DP_TRACES, DP_PROCESSES, DP_N_TABLES };
 
-static const char *const dp_table_names[DP_N_TABLES] = {"spans", "events", "allocations", "rss",
-							"traces"};
+static const char *const dp_table_names[DP_N_TABLES] = {
+	"spans", "events", "allocations", "rss", "traces", "processes"};
 
 #define S(n)                            \
 	{                               \
@@ -142,6 +146,20 @@ static const struct pq_col_def dp_traces_cols[] = {
 	S("format_version"),
 	S("path"),
 };
+static const struct pq_col_def dp_processes_cols[] = {
+	S("host"),
+	S("trace"),
+	I("pid"),
+	IN("ppid"),
+	SN("command"),
+	IN("exit_status"),
+	IN("peak_low_bytes"),
+	IN("peak_high_bytes"),
+	S("peak_source"),
+	I("rss_samples"),
+	I("rss_sampled_max_bytes"),
+	I("buffers_max_bytes"),
+};
 
 #undef S
 #undef SN
@@ -157,7 +175,7 @@ static const struct {
 } dp_schemas[DP_N_TABLES] = {
 	{dp_spans_cols, DP_NCOLS(dp_spans_cols)},   {dp_events_cols, DP_NCOLS(dp_events_cols)},
 	{dp_allocs_cols, DP_NCOLS(dp_allocs_cols)}, {dp_rss_cols, DP_NCOLS(dp_rss_cols)},
-	{dp_traces_cols, DP_NCOLS(dp_traces_cols)},
+	{dp_traces_cols, DP_NCOLS(dp_traces_cols)}, {dp_processes_cols, DP_NCOLS(dp_processes_cols)},
 };
 
 /* ---- per-trace state ------------------------------------------------------------------- */
@@ -444,6 +462,46 @@ static void dp_record(struct dp *d, unsigned sidx, const struct trc_record *rec)
 }
 
 /* The traces row, from the summary's own figures. */
+/* One row per process of the traced tree, with the figures summary gives it (buffers
+ * excluded): its peak as an interval, null when no figure is known. */
+static void dp_process_rows(struct dp *d, const struct summary *sm)
+{
+	static const char *const src[] = {"none", "kernel", "sampled"};
+	struct pq_writer *w = d->t[DP_PROCESSES];
+	for (size_t i = 0; i < sm->n_processes; i++) {
+		const struct summary_process *pr = &sm->processes[i];
+		dp_labels(d, w);
+		dp_check(d, pq_put_i64(w, 2, pr->pid));
+		dp_check(d, pr->ppid ? pq_put_i64(w, 3, pr->ppid) : pq_put_null(w, 3));
+		if (pr->command) {
+			/* Arguments are NUL-separated: shown separated by spaces, as traces.command. */
+			char *cmd = malloc(pr->command_len + 1u);
+			if (!cmd) {
+				dp_check(d, -ENOMEM);
+				return;
+			}
+			uint32_t n = pr->command_len;
+			while (n && !pr->command[n - 1])
+				n--;
+			for (uint32_t k = 0; k < n; k++)
+				cmd[k] = pr->command[k] ? pr->command[k] : ' ';
+			dp_check(d, pq_put_str(w, 4, cmd, n));
+			free(cmd);
+		} else {
+			dp_check(d, pq_put_null(w, 4));
+		}
+		dp_check(d, pr->exit_known ? pq_put_i64(w, 5, pr->exit_status) : pq_put_null(w, 5));
+		unsigned ps = pr->peak_source <= SUMMARY_PROC_PEAK_SAMPLED ? pr->peak_source : 0;
+		dp_check(d, ps ? pq_put_i64(w, 6, (int64_t)pr->peak.low_bytes) : pq_put_null(w, 6));
+		dp_check(d, ps ? pq_put_i64(w, 7, (int64_t)pr->peak.high_bytes) : pq_put_null(w, 7));
+		dp_check(d, pq_put_str(w, 8, src[ps], strlen(src[ps])));
+		dp_check(d, pq_put_i64(w, 9, (int64_t)pr->rss_samples));
+		dp_check(d, pq_put_i64(w, 10, (int64_t)pr->rss_sampled_max_bytes));
+		dp_check(d, pq_put_i64(w, 11, (int64_t)pr->buffers_max_bytes));
+		dp_check(d, pq_end_row(w));
+	}
+}
+
 static void dp_trace_row(struct dp *d, const struct summary *sm, const char *path)
 {
 	const struct trcfile_header *h = trcfile_reader_header(d->r);
@@ -556,6 +614,7 @@ static int dp_trace(struct dp *d, const char *path)
 		goto out;
 	}
 	dp_trace_row(d, &sm, path);
+	dp_process_rows(d, &sm);
 	if (d->err) {
 		dump_error("%s: writing the tables: %s", path, strerror(-d->err));
 		goto out;
@@ -651,8 +710,8 @@ int dump_parquet_main(int argc, char **argv)
 	static const char *const kv_keys[] = {"trc.parquet.schema", "trc.parquet.table"};
 	/* The writers keep these pointers until they close. */
 	static const char *const kv_values[DP_N_TABLES][2] = {
-		{"1.0", "spans"}, {"1.0", "events"}, {"1.0", "allocations"},
-		{"1.0", "rss"},	  {"1.0", "traces"},
+		{"1.1", "spans"}, {"1.1", "events"}, {"1.1", "allocations"},
+		{"1.1", "rss"},	  {"1.1", "traces"}, {"1.1", "processes"},
 	};
 	int rc = DUMP_EXIT_FAIL;
 	unsigned opened = 0;
