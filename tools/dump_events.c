@@ -1,4 +1,4 @@
-/* dump_events.c - `trace-dump events`: every record of every stream, one time order, one a line.
+/* dump_events.c - `trace-dump events`: every record of every stream, merged by time, one a line.
  *
  * Purpose: the merged view (trcfile_iter), with filters. --from seeks with the index instead
  * of reading the records before it; --to stops the merge at the first record after it.
@@ -26,8 +26,13 @@ static const char dump__events_help[] =
 	"usage: trace-dump events [--thread [PID/]TID]... [--name NAME]... [--from T] [--to T]\n"
 	"                         FILE...\n"
 	"\n"
-	"Every record of every stream in one time order (ties: stream order), one per line:\n"
+	"Every record of every stream, the streams merged by time (ties: stream order), one\n"
+	"per line:\n"
 	"  SECONDS STREAM TYPE FIELDS\n"
+	"Each stream keeps the order it was recorded in. A thread's and the sampler's are in\n"
+	"time order; the metadata stream's records stand where the recorder wrote them, so\n"
+	"one the recorder learnt of late (a process's exit, a module) can come after records\n"
+	"a little later than its own time. SECONDS is always the record's own.\n"
 	"SECONDS counts from the start of recording (9 decimals); STREAM is PID/TID for a\n"
 	"thread's events, rss for the sampler, meta for metadata; TYPE is one of span_begin\n"
 	"span_end instant counter alloc free func_enter func_exit rss lost thread process name\n"

@@ -43,7 +43,7 @@ static void dump__usage(FILE *f)
 	      "Commands:\n"
 	      "  summary  duration, events per type, name and thread, lost records, span\n"
 	      "           durations, allocations, RSS (exact peak and sampled)\n"
-	      "  events   every record of every stream in one time order, one per line\n"
+	      "  events   every record of every stream, merged by time, one per line\n"
 	      "  rss      the RSS samples as CSV\n"
 	      "  chrome   Chrome Trace Event JSON (open in ui.perfetto.dev or speedscope)\n"
 	      "  flame    folded stacks of functions and spans, by time or bytes allocated\n"
