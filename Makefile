@@ -492,7 +492,13 @@ test-run-stress: $(STRESS)
 		echo "== $$t"; $$t || { echo "FAIL: $$t"; fail=1; }; \
 	done; exit $$fail
 
-test-plain: test-run-suites test-run-stress bench-smoke test-install test-commit-msg
+test-plain: test-includes test-run-suites test-run-stress bench-smoke test-install test-commit-msg
+
+# No folder includes another folder's private headers (tests/check_includes.sh).
+.PHONY: test-includes
+test-includes:
+	@echo "== test-includes: no private header included across folders"
+	$(Q)sh tests/check_includes.sh
 .PHONY: test-plain-build test-asan-build test-tsan-build
 test-plain-build: build-all
 test-asan-build: tests $(FUZZERS)

@@ -53,7 +53,8 @@ int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary
 		goto out;
 	summary__rss_init(&m);
 
-	for (unsigned i = 0; i < r->n_streams && !m.err; i++)
+	const unsigned n_streams = trcfile_reader_stream_count(r);
+	for (unsigned i = 0; i < n_streams && !m.err; i++)
 		summary__pass_stream(&m, i);
 	if (!m.err && s->allocs + s->frees)
 		summary__live(&m);
@@ -66,12 +67,14 @@ int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary
 	summary__notes_finish(&m);
 	summary__rss_finish(&m);
 	summary__procs_finish(&m);
-	s->start_ns = r->hdr.start_mono_ns && r->hdr.start_mono_ns <= s->first_ts_ns
-			      ? r->hdr.start_mono_ns
-			      : s->first_ts_ns;
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	struct trcfile_reader_stats st;
+	trcfile_reader_get_stats(r, &st);
+	s->start_ns = h->start_mono_ns && h->start_mono_ns <= s->first_ts_ns ? h->start_mono_ns
+									 : s->first_ts_ns;
 	s->duration_ns = s->last_ts_ns > s->start_ns ? s->last_ts_ns - s->start_ns : 0;
-	s->truncated = r->stats.truncated;
-	s->when_full = r->hdr.when_full;
+	s->truncated = st.truncated;
+	s->when_full = h->when_full;
 out:
 	summary__names_free(&m.names);
 	summary__threads_free(&m.threads);

@@ -74,7 +74,7 @@ static void summary__live_rec(struct summary__state *m, struct summary__live *l,
 	}
 	if (rec->type != TRC_REC_ALLOC && rec->type != TRC_REC_FREE)
 		return;
-	uint32_t pid = m->r->streams[sidx].pid;
+	uint32_t pid = trcfile_reader_stream(m->r, sidx)->pid;
 	struct summary_heap *h = summary__heap(m, l, pid);
 	if (!h)
 		return;
@@ -87,7 +87,7 @@ static void summary__live_rec(struct summary__state *m, struct summary__live *l,
 			return;
 		}
 		if (err) {
-			m->err = trcfile__fail(m->r, err, "out of memory");
+			m->err = trcfile_reader_fail(m->r, err, "out of memory");
 			return;
 		}
 		h->live_end_bytes = h->live_end_bytes - size + rec->alloc.size;
@@ -124,8 +124,8 @@ int summary__live(struct summary__state *m)
 	struct trcfile_iter *it = l.map ? trcfile_iter_new(m->r) : NULL;
 	if (!it) {
 		allocmap_free(l.map);
-		if (!m->r->errmsg[0])
-			trcfile__fail(m->r, -ENOMEM, "out of memory");
+		if (!trcfile_reader_errmsg(m->r)[0])
+			trcfile_reader_fail(m->r, -ENOMEM, "out of memory");
 		return m->err = -ENOMEM;
 	}
 	while (!m->err && (rc = trcfile_iter_next(it, &rec, &sidx)) == 1) {

@@ -332,7 +332,7 @@ out:
 int summary__pass_stream(struct summary__state *m, unsigned sidx)
 {
 	struct summary *s = m->s;
-	const struct trcfile_stream_info *si = &m->r->streams[sidx];
+	const struct trcfile_stream_info *si = trcfile_reader_stream(m->r, sidx);
 	struct summary__walk w = {.first = UINT64_MAX, .last = 0};
 	const uint64_t alloc_bytes_before = s->alloc_bytes; /* this stream's: the difference */
 	if (si->kind == TRC_STREAM_THREAD && si->records) {
@@ -346,7 +346,7 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 	m->spans.n = 0;
 	uint64_t decoded = 0; /* records of the stream, from the chunk counts */
 	int rc;
-	while (!m->err && (rc = trcfile__cursor_load_next(c)) == 1) {
+	while (!m->err && (rc = trcfile_scan_next_chunk(c)) == 1) {
 		if (c->skipped) {
 			/* A damaged chunk was skipped: as after a LOST record, the spans open
 			 * across it end as unknown. */
@@ -361,14 +361,14 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 			struct trc_record dummy;
 			rc = trcfile_cursor_next(c, &dummy);
 			if (rc >= 0)
-				rc = trcfile__fail(m->r, -EBADMSG, "damaged chunk");
+				rc = trcfile_reader_fail(m->r, -EBADMSG, "damaged chunk");
 			break;
 		}
 		if (rc)
 			break;
 		if (c->coder.ts > w.last)
 			w.last = c->coder.ts;
-		rc = trcfile__cursor_chunk_done(c);
+		rc = trcfile_scan_chunk_done(c);
 		if (rc)
 			break;
 	}

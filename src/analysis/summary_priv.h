@@ -13,7 +13,7 @@
  * is room, a pop when the top matches; see there).
  *
  * Errors: the first error is kept in m->err, with its message in the reader
- * (trcfile__fail); every part stops adding once it is set.
+ * (trcfile_reader_fail); every part stops adding once it is set.
  *
  * Threads: the reader's thread.
  */
@@ -28,7 +28,7 @@
 
 #include "histogram.h"
 #include "summary.h"
-#include "trcfile_reader_priv.h"
+#include "trcfile_scan.h"
 #include "u64map.h"
 
 /* Name ids below this are found through a dense array (no hashing), the rest through a map. */
@@ -126,7 +126,7 @@ struct summary__state {
 static inline int summary__nomem(struct summary__state *m)
 {
 	if (!m->err)
-		m->err = trcfile__fail(m->r, -ENOMEM, "out of memory");
+		m->err = trcfile_reader_fail(m->r, -ENOMEM, "out of memory");
 	return m->err;
 }
 

@@ -14,24 +14,12 @@
 
 void summary__rss_init(struct summary__state *m)
 {
-	struct trcfile_reader *r = m->r;
+	const struct trcfile_header *h = trcfile_reader_header(m->r);
 	struct summary__rss *rs = &m->rss;
-	rs->root_pid = r->hdr.pid;
-	rs->t0 = UINT64_MAX;
-	rs->t1 = 0;
-	for (unsigned i = 0; i < r->n_streams; i++) {
-		for (size_t k = r->stream_chunk0[i]; k < r->stream_chunk0[i + 1]; k++) {
-			const struct trcfile__chunk_ref *c = &r->chunks[k];
-			uint64_t lo = c->first_ts < c->last_ts ? c->first_ts : c->last_ts;
-			uint64_t hi = c->first_ts < c->last_ts ? c->last_ts : c->first_ts;
-			if (lo < rs->t0)
-				rs->t0 = lo;
-			if (hi > rs->t1)
-				rs->t1 = hi;
-		}
-	}
-	if (r->hdr.start_mono_ns && r->hdr.start_mono_ns < rs->t0)
-		rs->t0 = r->hdr.start_mono_ns;
+	rs->root_pid = h->pid;
+	trcfile_reader_time_span(m->r, &rs->t0, &rs->t1);
+	if (h->start_mono_ns && h->start_mono_ns < rs->t0)
+		rs->t0 = h->start_mono_ns;
 	if (rs->t0 > rs->t1)
 		rs->t0 = rs->t1 = 0;
 }

@@ -60,7 +60,7 @@ struct summary_thread *summary__thread(struct summary__state *m, uint32_t pid, u
 	}
 	int err = u64map_put(&tt->map, key, s->n_threads, NULL, NULL);
 	if (err) {
-		m->err = trcfile__fail(m->r, err == -ENOSPC ? -EFBIG : err, "too many threads");
+		m->err = trcfile_reader_fail(m->r, err == -ENOSPC ? -EFBIG : err, "too many threads");
 		return NULL;
 	}
 	struct summary_thread *t = &s->threads[s->n_threads++];

@@ -322,6 +322,9 @@ void trcfile_reader_get_stats(const struct trcfile_reader *r, struct trcfile_rea
 bool trcfile_reader_truncated(const struct trcfile_reader *r);
 /* Message of the last error of the reader or of an iterator over it ("" if none). */
 const char *trcfile_reader_errmsg(const struct trcfile_reader *r);
+/* The smallest and the largest time any chunk of r says it holds (each chunk's first and last
+ * record's, either order); *lo > *hi (UINT64_MAX, 0) when r has no chunk. */
+void trcfile_reader_time_span(const struct trcfile_reader *r, uint64_t *lo, uint64_t *hi);
 /* Why the first damaged chunk was skipped ("" if none was). */
 const char *trcfile_reader_damage_note(const struct trcfile_reader *r);
 /* When the file was read by a scan of its chunks (truncated: no valid footer), what the scan

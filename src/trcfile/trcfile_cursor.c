@@ -131,7 +131,7 @@ static void trcfile__chunk_skipped(struct trcfile_reader *r, size_t idx)
 		memcpy(r->damage_note, r->errmsg, sizeof(r->damage_note));
 }
 
-int trcfile__cursor_load_next(struct trcfile_cursor *c)
+int trcfile_scan_next_chunk(struct trcfile_cursor *c)
 {
 	if (c->error)
 		return c->error;
@@ -149,7 +149,7 @@ int trcfile__cursor_load_next(struct trcfile_cursor *c)
 	return 0;
 }
 
-int trcfile__cursor_chunk_done(struct trcfile_cursor *c)
+int trcfile_scan_chunk_done(struct trcfile_cursor *c)
 {
 	const struct trcfile__chunk_ref *ref = &c->r->chunks[c->cur];
 	const char *why = NULL;
@@ -201,7 +201,7 @@ int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsig
 	if (!c->left) {
 		if (n)
 			return (int)n;
-		int rc = trcfile__cursor_load_next(c);
+		int rc = trcfile_scan_next_chunk(c);
 		if (rc <= 0)
 			return rc;
 	}
@@ -235,7 +235,7 @@ int trcfile_cursor_read(struct trcfile_cursor *c, struct trc_record *recs, unsig
 	if (!left) {
 		/* recs[n - 1] is the chunk's last record: withheld when the chunk's end is
 		 * wrong. */
-		int err = trcfile__cursor_chunk_done(c);
+		int err = trcfile_scan_chunk_done(c);
 		if (err)
 			return n > 1 ? (int)n - 1 : err;
 	}

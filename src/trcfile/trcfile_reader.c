@@ -42,6 +42,30 @@ int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
 	return err;
 }
 
+int trcfile_reader_fail(struct trcfile_reader *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void trcfile_reader_time_span(const struct trcfile_reader *r, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (size_t k = 0; k < r->n_chunks; k++) {
+		const struct trcfile__chunk_ref *c = &r->chunks[k];
+		uint64_t a = c->first_ts < c->last_ts ? c->first_ts : c->last_ts;
+		uint64_t b = c->first_ts < c->last_ts ? c->last_ts : c->first_ts;
+		if (a < *lo)
+			*lo = a;
+		if (b > *hi)
+			*hi = b;
+	}
+}
+
 const char *trcfile_reader_errmsg(const struct trcfile_reader *r)
 {
 	return r ? r->errmsg : "";

@@ -1,8 +1,9 @@
 /* trcfile_reader_priv.h - the reader's state, shared inside the file format's code.
  *
  * Purpose: what the reader (trcfile_reader.c), the cursors (trcfile_cursor.c), the merge
- * (trcfile_merge.c) and the summary (src/analysis/, which runs its own loop over a cursor's
- * chunks) share. Nothing here is API.
+ * (trcfile_merge.c), the footer walk and the compaction share. Nothing here is API; what a
+ * pass outside this folder needs to decode a cursor's chunks in its own loop is
+ * trcfile_scan.h.
  *
  * Threads: a reader and everything made from it belong to one thread at a time, which is why
  * the cursors can share the reader's ZSTD_DCtx and read buffer.
@@ -23,6 +24,7 @@
 
 #include "trcfile.h"
 #include "trcfile_codec.h"
+#include "trcfile_scan.h"
 #include "u64map.h"
 
 /* ---- reader ------------------------------------------------------------------------- */
@@ -136,30 +138,5 @@ const char *trcfile__frame_check(const uint8_t *p, uint32_t comp, uint32_t raw);
  * the index and its frame (one frame, content size, checksum). 0 or -EBADMSG/-ENOMEM/-EIO
  * with the message set. */
 int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, size_t *cap);
-
-/* Internal cursor state, visible so the summary can run its own loop over the raw bytes. */
-struct trcfile_cursor {
-	struct trcfile_reader *r;
-	unsigned stream;
-	size_t next, end; /* next chunk to load, one past the stream's last */
-	size_t cur; /* chunk being decoded (valid when left or loaded) */
-	uint8_t *raw;
-	size_t raw_cap;
-	const uint8_t *p, *pend;
-	uint32_t left; /* records not yet decoded in the loaded chunk */
-	struct trcfile__coder coder;
-	bool have_peek;
-	struct trc_record peek;
-	int error;
-	/* A damaged chunk was skipped since the owner last cleared this: records are missing
-	 * between the previous chunk and this one (a span open across it ended unseen). */
-	bool skipped;
-};
-
-/* Loads the cursor's next chunk, skipping damaged ones (counted in the reader's stats, noted,
- * `skipped` set). 1 loaded, 0 no more chunks, <0 error (sticky). */
-int trcfile__cursor_load_next(struct trcfile_cursor *c);
-/* Checks the end of a fully decoded chunk (bytes used up, last time). 0 or -EBADMSG. */
-int trcfile__cursor_chunk_done(struct trcfile_cursor *c);
 
 #endif /* TRC_TRCFILE_READER_PRIV_H */
