@@ -329,3 +329,167 @@ Test(session_hostile, waits_faster_than_one_a_nanosecond_end_the_stream, .timeou
 {
 	expect_waits(UINT64_MAX / 2, 1000, 1000, false);
 }
+
+/* ---- a record that would not move the drain on ---------------------------------------------
+ *
+ * A ring record whose length is 0 and whose type byte is no event type (0, a metadata type,
+ * one beyond the table, padding's 0xff), with a believable time, as a hostile program writes it
+ * into its own ring: the drain ends that stream as corrupt, once, keeps what came before, and
+ * goes on with the other streams. A drain that took such a record for one and moved on by its
+ * length would encode it forever: the sink below refuses more events than were emitted, so
+ * that drain fails the test instead of filling memory or hanging it. */
+
+#define ZERO_BEFORE 3 /* well-formed counters before the bad record, and after it */
+
+struct zero_arg {
+	uint32_t tag; /* the bad record's tag */
+	bool named; /* with the name id of the counters before it in the tag's top bits */
+	uint32_t len; /* the length its header says */
+	long tid;
+};
+
+/* 3 counters, the bad record (a 16-byte record whose header then says len), 3 counters. */
+static void *emit_zero_len(void *p)
+{
+	struct zero_arg *a = p;
+	a->tid = gettid();
+	for (int i = 0; i < ZERO_BEFORE; i++)
+		TRC_COUNTER("hostile.zero", i);
+	static uint32_t site;
+	uint32_t tag = a->named ? a->tag | trc__site_intern(&site, "hostile.zero") << 8 : a->tag;
+	uint64_t *pl = ring_reserve_sp(&trc__self.prod, tag, 8);
+	cr_assert_not_null(pl);
+	pl[0] = trc__now(trc__mode_load()); /* a time the drain believes */
+	memcpy((uint8_t *)pl - RING_HDR_BYTES, &a->len, sizeof(a->len));
+	ring_commit_sp(&trc__self.prod);
+	for (int i = 0; i < ZERO_BEFORE; i++)
+		TRC_COUNTER("hostile.zero", 100 + i);
+	return NULL;
+}
+
+/* A sink that counts what the drain gives for one thread (records or windows) and refuses
+ * anything beyond a bound. */
+#define ZERO_BOUND 1000
+struct zero_sink {
+	long tid;
+	uint64_t events, lost_corrupt, notes, ends, refused;
+	uint8_t buf[1 << 16];
+};
+
+static int zs_record(void *arg, const struct session_stream *st, const struct trc_record *r)
+{
+	struct zero_sink *z = arg;
+	char want[96];
+	snprintf(want, sizeof(want), "tid %ld is corrupt (bad record header)", z->tid);
+	if (r->type == TRC_REC_NOTE && memmem(r->note.text, r->note.len, want, strlen(want)))
+		z->notes++;
+	if (st->kind != TRC_STREAM_THREAD || st->tid != (uint32_t)z->tid)
+		return 0;
+	if (trc_rec_is_event(r->type))
+		z->events++;
+	if (r->type == TRC_REC_LOST && r->lost.reason == TRC_LOST_CORRUPT)
+		z->lost_corrupt++;
+	if (z->events > ZERO_BOUND) {
+		z->refused++;
+		return -E2BIG;
+	}
+	return 0;
+}
+
+static int zs_open(void *arg, const struct session_stream *st, uint64_t ts,
+		   struct trcfile_window *win)
+{
+	struct zero_sink *z = arg;
+	(void)st;
+	*win = (struct trcfile_window){
+		.p = z->buf, .limit = z->buf + sizeof(z->buf) - TRCFILE_WINDOW_EVENT_MAX, .ts = ts};
+	return 0;
+}
+
+static int zs_close(void *arg, const struct session_stream *st, struct trcfile_window *win)
+{
+	struct zero_sink *z = arg;
+	if (st->tid == (uint32_t)z->tid)
+		z->events += win->count;
+	if (z->events > ZERO_BOUND) {
+		z->refused++;
+		return -E2BIG;
+	}
+	return 0;
+}
+
+static void zs_end(void *arg, const struct session_stream *st)
+{
+	struct zero_sink *z = arg;
+	z->ends += st->tid == (uint32_t)z->tid;
+}
+
+/* One bad record in a thread's ring, drained through windows (fused) or records alone. */
+static void expect_zero_len_ends_once(struct trc_session *s, uint32_t tag, bool named, uint32_t len,
+				      bool fused)
+{
+	TRC_COUNTER("hostile.zero.other", 1); /* another stream, before and after */
+	struct zero_arg a = {.tag = tag, .named = named, .len = len};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, emit_zero_len, &a), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	TRC_COUNTER("hostile.zero.other", 2);
+	static struct zero_sink z;
+	memset(&z, 0, sizeof(z));
+	z.tid = a.tid;
+	struct session_sink k = {.arg = &z, .record = zs_record, .stream_end = zs_end};
+	if (fused) {
+		k.window_open = zs_open;
+		k.window_close = zs_close;
+	}
+	long n = 0;
+	for (int idle = 0, pass = 0; idle < 2 && pass < 100; pass++) {
+		n = session_drain(s, &k);
+		if (n < 0)
+			break;
+		idle = n == 0 ? idle + 1 : 0;
+	}
+	const char *how = fused ? "fused" : "records";
+	cr_assert_eq(z.refused, 0,
+		     "tag 0x%x len %u (%s): the drain encoded the record over and "
+		     "over (%lu events of %d)",
+		     tag, len, how, (unsigned long)z.events, 2 * ZERO_BEFORE);
+	cr_assert_geq(n, 0, "tag 0x%x len %u (%s): drain %ld", tag, len, how, n);
+	cr_assert_eq(z.events, ZERO_BEFORE, "tag 0x%x len %u (%s): %lu events kept", tag, len, how,
+		     (unsigned long)z.events);
+	cr_assert_eq(z.lost_corrupt, 1, "tag 0x%x len %u (%s)", tag, len, how);
+	cr_assert_eq(z.notes, 1, "tag 0x%x len %u (%s)", tag, len, how);
+	cr_assert_eq(z.ends, 1, "tag 0x%x len %u (%s): stream ended %lu times", tag, len, how,
+		     (unsigned long)z.ends);
+	/* The other stream goes on: a counter after the bad one is still drained. */
+	TRC_COUNTER("hostile.zero.other", 3);
+	struct ts_collect c = {0};
+	cr_assert_geq(ts_drain_idle(s, &c), 0);
+	cr_assert_eq(c.by_type[TRC_REC_COUNTER], 1, "%s", ts_why(&c));
+	cr_assert(!ts_trouble(&c), "%s", ts_why(&c));
+	ts_collect_free(&c);
+}
+
+Test(session_hostile, a_record_of_length_0_ends_its_stream_once, .timeout = 60)
+{
+	static const struct {
+		uint32_t tag;
+		bool named;
+	} cases[] = {
+		{TRC_REC_INVALID, true}, /* type 0 with a name the session knows */
+		{TRC_REC_INVALID, false},
+		{TRC_REC_RSS, false}, /* the first type beyond the events */
+		{TRC_REC_THREAD, true},
+		{TRC_REC_WAIT, false},
+		{TRC_REC_TYPE_COUNT, false}, /* beyond the table */
+		{0x7e, true},
+		{0xff, true}, /* padding's type byte */
+		{RING_TAG_PAD, false},
+	};
+	/* One session: each case's thread ends its own stream; the slot is freed once it exits. */
+	struct trc_session *s = start(4, 64 << 10);
+	for (int fused = 0; fused < 2; fused++)
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			expect_zero_len_ends_once(s, cases[i].tag, cases[i].named, 0, fused);
+	session_destroy(s);
+}

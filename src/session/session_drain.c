@@ -482,8 +482,9 @@ _Static_assert(
 	"padding's type byte is no event type (the fused loop leaves it to ring_batch_next)");
 
 /* The exact ring length (header + payload) of each event type as trc.h writes it ({ts, a?, b?}),
- * indexed by the tag's type byte; 0 for everything else (padding's 0xff, metadata, unknown). A
- * record of another length is left to the general path, which takes any length >= need. */
+ * indexed by the tag's type byte; 0 for everything else (padding's 0xff, metadata, unknown):
+ * no event, whatever the record's length says (0 included). A record of another length is left
+ * to the general path, which takes any length >= need and refuses one below a header. */
 static const uint8_t session__event_len[256] = {
 	[TRC_REC_SPAN_BEGIN] = RING_HDR_BYTES + sizeof(struct trc_ring_span),
 	[TRC_REC_SPAN_END] = RING_HDR_BYTES + sizeof(struct trc_ring_span),
@@ -691,7 +692,11 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 		atomic_signal_fence(memory_order_seq_cst); /* the header is read once */
 		uint64_t len = hdr.len;
 		uint32_t type = TRC_TAG_TYPE(hdr.tag), id = TRC_TAG_ID(hdr.tag);
-		if (len != session__event_len[type] || len > avail)
+		/* A type whose entry is 0 is no event, whatever its length: a length of 0 would
+		 * match the entry, and taking it would encode the record again and again without
+		 * moving pos. */
+		const uint64_t want = session__event_len[type];
+		if (!want || len != want || len > avail)
 			break;
 		if (type <= TRC_REC_COUNTER && (id == 0 || id >= seen_bits))
 			break;
