@@ -15,7 +15,8 @@
  * byte, and the fused file read back gives every record as emitted.
  *
  * Then records the fast loop must not take, in the middle of a run: an event of an unusual
- * length (the old path delivers it), and corrupt ones (id 0, an id beyond the string table, a
+ * length (the old path delivers it), and corrupt ones (id 0, also as the first record and as
+ * the first named record of a fast run, an id beyond the string table, a
  * time no record can have, a tick on a clock segment that starts after now, an unknown type, a
  * payload too short): both paths stop at the same
  * record, keep what came before it and report the stream corrupt.
@@ -547,6 +548,21 @@ static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
 		 * however near tick0, and the fast loop must not start on that segment */
 		e->ts = cs->cur.tick0 + 1000;
 		break;
+	case 9: /* name id 0 as the first record of a fast run: an event of an unusual length
+		 * ends the run (the old path takes it), the next one reopens the window in the
+		 * careful loop, the fast loop starts at id 0 */
+	case 10: /* the same with an address event first: id 0 is the run's first name */
+		e[-2].type = TRC_REC_SPAN_BEGIN;
+		e[-2].id = ids[0];
+		e[-2].len = 16;
+		e[-1].type = TRC_REC_FUNC_ENTER;
+		if (kind == 10) {
+			e[0].type = TRC_REC_ALLOC;
+			e++;
+		}
+		e->type = TRC_REC_COUNTER;
+		e->id = 0;
+		break;
 	case 5: /* an unknown type of an event's length */
 		e->type = 0x7e;
 		e->len = 24;
@@ -559,15 +575,17 @@ static void bad_case(int kind, bool is_corrupt, const struct clock_setup *cs)
 	char a[] = "/tmp/trc_fused_old_XXXXXX", b[] = "/tmp/trc_fused_new_XXXXXX";
 	close(mkstemp(a));
 	close(mkstemp(b));
+	const uint32_t bad_at = BAD_AT + (kind == 10);
 	uint64_t bad_fused = 0, bad_old = 0;
 	uint64_t n_fused = drain_thread_to_file(s, b, true, cs, &bad_fused);
 	uint64_t n_old = drain_thread_to_file(s, a, false, cs, &bad_old);
-	cr_assert_eq(n_fused, is_corrupt ? BAD_AT : N_EVENTS, "kind %d", kind);
+	cr_assert_eq(n_old, is_corrupt ? bad_at : N_EVENTS, "kind %d", kind);
+	cr_assert_eq(n_fused, is_corrupt ? bad_at : N_EVENTS, "kind %d", kind);
 	cr_assert_eq(n_old, n_fused, "kind %d", kind);
 	cr_assert_eq(bad_fused, is_corrupt ? 1 : 0, "kind %d", kind);
 	cr_assert_eq(bad_old, bad_fused, "kind %d", kind);
 	assert_same_files(a, b);
-	assert_events(b, is_corrupt ? BAD_AT : N_EVENTS, cs ? tsc_ns : NULL, cs);
+	assert_events(b, is_corrupt ? bad_at : N_EVENTS, cs ? tsc_ns : NULL, cs);
 	unlink(a);
 	unlink(b);
 	session_destroy(s);
@@ -581,6 +599,32 @@ Test(drain_fused, unusual_lengths_are_delivered_as_by_the_old_path, .timeout = 6
 Test(drain_fused, name_id_0_ends_the_stream_where_the_old_path_does, .timeout = 60)
 {
 	bad_case(1, true, NULL);
+}
+
+Test(drain_fused, name_id_0_first_in_a_fast_run_ends_the_stream_where_the_old_path_does,
+     .timeout = 60)
+{
+	bad_case(9, true, NULL);
+}
+
+Test(drain_fused, name_id_0_first_named_in_a_fast_run_ends_the_stream_where_the_old_path_does,
+     .timeout = 60)
+{
+	bad_case(10, true, NULL);
+}
+
+Test(drain_fused, name_id_0_first_in_a_fast_tsc_run_ends_the_stream_where_the_old_path_does,
+     .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(1717986919u, 1717986917u);
+	bad_case(9, true, &cs);
+}
+
+Test(drain_fused, name_id_0_first_in_a_slow_tsc_run_ends_the_stream_where_the_old_path_does,
+     .timeout = 60)
+{
+	struct clock_setup cs = tsc_setup(6442450944u + 12345u, 1717986917u);
+	bad_case(10, true, &cs);
 }
 
 Test(drain_fused, a_name_id_beyond_the_table_ends_the_stream_where_the_old_path_does, .timeout = 60)

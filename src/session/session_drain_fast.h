@@ -96,7 +96,9 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 	uint8_t *p = f->p;
 	uint64_t walloc = f->walloc, wfunc = f->wfunc;
 	uint32_t n = f->count;
-	uint64_t known = 0; /* the last name id found known (0 never is) */
+	/* The last name id found known in this run: none at its start (no id is UINT64_MAX), so
+	 * the run's first named record is looked up, id 0 too (its bit is never set). */
+	uint64_t known = UINT64_MAX;
 	uint64_t t, a, b;
 	uint8_t type;
 
@@ -186,7 +188,7 @@ __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *
 		wy = t;                                                   \
 	} while (0)
 /* The name id of a span or value: known (its NAME delivered) or out (the careful loop delivers
- * it, or finds it invalid). Bit 0 is never set: id 0 goes out too. */
+ * it, or finds it invalid). Bit 0 is never set and known is never 0: id 0 goes out too. */
 #define SESSION__FAST_NAMED(id)                                                                \
 	do {                                                                                   \
 		if (__builtin_expect(id != known, 0)) {                                        \
