@@ -1018,3 +1018,305 @@ Test(codec, exit_flags_bit5_and_old_encoding, .timeout = 60)
 	memset(&cd, 0, sizeof(cd));
 	cr_assert_eq(trcfile__decode_slow(&s, note + sizeof(note), &cd, &d), -EBADMSG);
 }
+
+/* ---- records at every varint width boundary: the encoder's bytes, exactly ------------------
+ *
+ * Each field of each record kind, after byte 0 and the time delta, in FORMAT.md's order, as
+ * the value it has on the wire (a zigzag field's zigzag form, an address its step from the
+ * coder's 0); the record is built from those, so every wire value can be set to each width
+ * boundary. The bytes trcfile__encode writes must be exactly byte 0 and the LEB128 of each wire
+ * value (written here another way), and each decoder must give back a record that encodes to
+ * the same bytes again. */
+
+enum t_wire { T_U64, T_U32, T_STR, T_BID, T_FLAGS };
+
+static const struct {
+	uint32_t type;
+	uint8_t n;
+	uint8_t w[12];
+} t_kinds[] = {
+	{TRC_REC_SPAN_BEGIN, 1, {T_U32}},
+	{TRC_REC_SPAN_END, 1, {T_U32}},
+	{TRC_REC_INSTANT, 2, {T_U32, T_U64}},
+	{TRC_REC_COUNTER, 2, {T_U32, T_U64}},
+	{TRC_REC_ALLOC, 2, {T_U64, T_U64}},
+	{TRC_REC_FREE, 1, {T_U64}},
+	{TRC_REC_FUNC_ENTER, 2, {T_U64, T_U64}},
+	{TRC_REC_FUNC_EXIT, 2, {T_U64, T_U64}},
+	{TRC_REC_RSS,
+	 12,
+	 {T_U32, T_U32, T_U32, T_U64, T_U64, T_U64, T_U64, T_U64, T_U64, T_U64, T_U64, T_U64}},
+	{TRC_REC_LOST, 2, {T_U64, T_U32}},
+	{TRC_REC_THREAD, 3, {T_U32, T_U32, T_STR}},
+	{TRC_REC_PROCESS, 3, {T_U32, T_U32, T_STR}},
+	{TRC_REC_NAME, 2, {T_U32, T_STR}},
+	{TRC_REC_MODULE, 6, {T_U32, T_U64, T_U64, T_U64, T_STR, T_BID}},
+	{TRC_REC_NOTE, 1, {T_STR}},
+	/* the status: the zigzag form of an int32_t, so a u32 on the wire */
+	{TRC_REC_EXIT, 5, {T_U32, T_U32, T_U64, T_U64, T_FLAGS}},
+	{TRC_REC_WAIT, 3, {T_U64, T_U64, T_U64}},
+};
+
+static char *t_text; /* TRCFILE_MAX_STRING_BYTES bytes for every string field */
+
+/* The record whose wire values are w (strings: w is the length), time ts. */
+static struct trc_record t_from_wire(uint32_t type, uint64_t ts, const uint64_t *w)
+{
+	struct trc_record r = {.type = type, .ts_ns = ts};
+	switch (type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		r.span.name_id = (uint32_t)w[0];
+		break;
+	case TRC_REC_INSTANT:
+	case TRC_REC_COUNTER:
+		r.value.name_id = (uint32_t)w[0];
+		r.value.value = trcfile__unzigzag(w[1]);
+		break;
+	case TRC_REC_ALLOC:
+	case TRC_REC_FREE:
+		r.alloc.addr = (uint64_t)trcfile__unzigzag(w[0]); /* the step from the coder's 0 */
+		r.alloc.size = type == TRC_REC_ALLOC ? w[1] : 0;
+		break;
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		r.func.addr = (uint64_t)trcfile__unzigzag(w[0]);
+		r.func.call_site = r.func.addr + (uint64_t)trcfile__unzigzag(w[1]);
+		break;
+	case TRC_REC_RSS:
+		r.rss = (struct trc_rss_figures){
+			(uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], w[3], w[4],  w[5],
+			w[6],		w[7],		w[8],		w[9], w[10], w[11]};
+		break;
+	case TRC_REC_LOST:
+		r.lost.count = w[0];
+		r.lost.reason = (uint32_t)w[1];
+		break;
+	case TRC_REC_THREAD:
+		r.thread.pid = (uint32_t)w[0];
+		r.thread.tid = (uint32_t)w[1];
+		r.thread.name = t_text;
+		r.thread.name_len = (uint32_t)w[2];
+		break;
+	case TRC_REC_PROCESS:
+		r.process.pid = (uint32_t)w[0];
+		r.process.ppid = (uint32_t)w[1];
+		r.process.cmdline = t_text + 1;
+		r.process.cmdline_len = (uint32_t)w[2];
+		break;
+	case TRC_REC_NAME:
+		r.name.id = (uint32_t)w[0];
+		r.name.str = t_text + 2;
+		r.name.len = (uint32_t)w[1];
+		break;
+	case TRC_REC_MODULE:
+		r.module.pid = (uint32_t)w[0];
+		r.module.start = w[1];
+		r.module.end = w[2];
+		r.module.offset = w[3];
+		r.module.path = t_text + 3;
+		r.module.path_len = (uint32_t)w[4];
+		r.module.build_id = (const uint8_t *)t_text + 4;
+		r.module.build_id_len = (uint32_t)w[5];
+		break;
+	case TRC_REC_NOTE:
+		r.note.text = t_text + 5;
+		r.note.len = (uint32_t)w[0];
+		break;
+	case TRC_REC_EXIT:
+		r.exit.pid = (uint32_t)w[0];
+		r.exit.status = (int32_t)trcfile__unzigzag(w[1]);
+		r.exit.maxrss_bytes = w[2];
+		r.exit.buffers_bytes = w[3];
+		r.exit.flags = (uint32_t)w[4];
+		break;
+	case TRC_REC_WAIT:
+		r.wait.waits = w[0];
+		r.wait.waited_ns = w[1];
+		r.wait.max_ns = w[2];
+		break;
+	}
+	return r;
+}
+
+/* LEB128, seven bits at a time, the continuation bit set on all but the last byte. */
+static size_t t_leb(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	do {
+		uint8_t low = v & 0x7f;
+		v >>= 7;
+		p[n++] = low | (v ? 0x80 : 0);
+	} while (v);
+	return n;
+}
+
+/* What FORMAT.md says the record of wire values w is: byte 0, the delta, the fields. The
+ * string of field i starts at the offset t_from_wire gives it. */
+static size_t t_expect(uint8_t *p, size_t kind, uint64_t d, bool back, const uint64_t *w)
+{
+	static const size_t str_at[TRC_REC_TYPE_COUNT] = {[TRC_REC_PROCESS] = 1,
+							  [TRC_REC_NAME] = 2,
+							  [TRC_REC_MODULE] = 3,
+							  [TRC_REC_NOTE] = 5};
+	const uint32_t type = t_kinds[kind].type;
+	uint8_t t0 = (uint8_t)type | (back && d ? TRCFILE__NEG_DELTA : 0);
+	for (size_t i = 0; i < t_kinds[kind].n; i++)
+		if ((t_kinds[kind].w[i] == T_BID || t_kinds[kind].w[i] == T_FLAGS) && w[i])
+			t0 |= 0x20; /* MODULE's build-id, EXIT's flags follow */
+	size_t n = 0;
+	p[n++] = t0;
+	n += t_leb(p + n, d);
+	for (size_t i = 0; i < t_kinds[kind].n; i++) {
+		switch (t_kinds[kind].w[i]) {
+		case T_STR:
+			n += t_leb(p + n, w[i]);
+			memcpy(p + n, t_text + str_at[type], w[i]);
+			n += w[i];
+			break;
+		case T_BID:
+			if (w[i]) {
+				n += t_leb(p + n, w[i]);
+				memcpy(p + n, t_text + 4, w[i]);
+				n += w[i];
+			}
+			break;
+		case T_FLAGS:
+			if (w[i])
+				n += t_leb(p + n, w[i]);
+			break;
+		default:
+			n += t_leb(p + n, w[i]);
+		}
+	}
+	return n;
+}
+
+/* 0, 1, both sides of each width boundary below 2^64 (or the field's top) and the top. */
+static size_t t_edges(uint64_t *v, uint64_t top)
+{
+	size_t n = 0;
+	v[n++] = 0;
+	v[n++] = 1;
+	for (unsigned k = 7; k < 64 && (1ull << k) <= top; k += 7) {
+		v[n++] = (1ull << k) - 1;
+		v[n++] = 1ull << k;
+	}
+	if (v[n - 1] != top)
+		v[n++] = top;
+	return n;
+}
+
+/* Encodes the record of wire values w at time delta d (back: negative) and checks its bytes and
+ * what each decoder makes of them. */
+static void t_check_wire(size_t kind, uint64_t d, bool back, const uint64_t *w, uint8_t *buf,
+			 uint8_t *want, size_t cap, const char *what)
+{
+	const uint32_t type = t_kinds[kind].type;
+	const uint64_t from = back ? UINT64_MAX : 0;
+	struct trc_record r = t_from_wire(type, back ? from - d : from + d, w);
+	long max = trcfile__record_max_bytes(&r);
+	cr_assert_gt(max, 0, "%s: %s refused", trcfile_type_name(type), what);
+	cr_assert_leq((size_t)max + TRCFILE__FAST_MARGIN, cap);
+	struct trcfile__coder c = {.ts = from};
+	size_t n = (size_t)(trcfile__encode(buf, &r, &c) - buf);
+	size_t m = t_expect(want, kind, d, back, w);
+	cr_assert_leq(n, (size_t)max, "%s: %s", trcfile_type_name(type), what);
+	if (n != m || memcmp(buf, want, n))
+		cr_assert_fail("%s: %s: the encoder wrote %zu bytes, not the %zu of FORMAT.md",
+			       trcfile_type_name(type), what, n, m);
+	memset(buf + n, 0, TRCFILE__FAST_MARGIN); /* what follows: the fast decoder's margin */
+	/* Each decoder's record must encode to the same bytes again. */
+	for (int how = 0; how < 3; how++) {
+		struct trcfile__coder cd = {.ts = from}, ce = {.ts = from};
+		struct trc_record x;
+		const uint8_t *p = buf;
+		if (how == 0) {
+			cr_assert_eq(trcfile__decode_slow(&p, buf + n, &cd, &x), 0, "%s: %s",
+				     trcfile_type_name(type), what);
+		} else if (how == 1) {
+			cr_assert_eq(trcfile__decode(&p, buf + n + TRCFILE__FAST_MARGIN, &cd, &x),
+				     0, "%s: %s", trcfile_type_name(type), what);
+		} else {
+			struct trcfile__event ev;
+			const uint8_t *end = buf + n + TRCFILE__FAST_MARGIN;
+			p = trcfile__decode_fast(buf, trcfile__fast_end(buf, end), &cd, &ev);
+			bool takes = trc_rec_is_event(type) && !(back && d);
+			cr_assert_eq(p != NULL, takes, "%s: %s: the fast decoder %s it",
+				     trcfile_type_name(type), what, p ? "took" : "declined");
+			if (!p)
+				continue;
+			trcfile__event_record(&ev, &x);
+		}
+		cr_assert_eq(p, buf + n, "%s: %s: decoder %d", trcfile_type_name(type), what, how);
+		uint8_t *again = want + cap / 2;
+		size_t k = (size_t)(trcfile__encode(again, &x, &ce) - again);
+		if (k != n || memcmp(again, buf, n) || cd.ts != c.ts ||
+		    cd.alloc_addr != c.alloc_addr || cd.func_addr != c.func_addr)
+			cr_assert_fail("%s: %s: decoder %d gave another record",
+				       trcfile_type_name(type), what, how);
+	}
+}
+
+Test(codec, every_record_kind_at_every_varint_boundary, .timeout = 60)
+{
+	const size_t cap = 4 * (size_t)TRCFILE_MAX_STRING_BYTES;
+	t_text = malloc(TRCFILE_MAX_STRING_BYTES + 8);
+	uint8_t *buf = malloc(cap), *want = malloc(cap);
+	cr_assert(t_text && buf && want);
+	for (size_t i = 0; i < TRCFILE_MAX_STRING_BYTES + 8; i++)
+		t_text[i] = (char)('a' + (i * 7) % 26);
+	uint64_t e64[32], e32[32], estr[32],
+		ebid[4] = {0, 1, TRC_BUILD_ID_MAX - 1, TRC_BUILD_ID_MAX};
+	size_t n64 = t_edges(e64, UINT64_MAX), n32 = t_edges(e32, UINT32_MAX),
+	       nstr = t_edges(estr, TRCFILE_MAX_STRING_BYTES);
+	cr_assert_eq(n64, 21);
+	cr_assert_eq(estr[nstr - 1], TRCFILE_MAX_STRING_BYTES);
+	size_t checked = 0;
+	for (size_t k = 0; k < sizeof(t_kinds) / sizeof(t_kinds[0]); k++) {
+		const uint8_t nf = t_kinds[k].n;
+		uint64_t w[12];
+		for (size_t i = 0; i < nf; i++)
+			w[i] = 3 + 5 * i; /* one byte each, all different */
+		char what[96];
+		/* the time delta, forward and back */
+		for (size_t j = 0; j < n64; j++)
+			for (int back = 0; back < 2; back++) {
+				snprintf(what, sizeof(what), "delta %s%llu", back ? "-" : "",
+					 (unsigned long long)e64[j]);
+				t_check_wire(k, e64[j], back, w, buf, want, cap, what);
+				checked++;
+			}
+		/* each field, the others as they are, after a delta of its own width */
+		for (size_t i = 0; i < nf; i++) {
+			const uint64_t *e;
+			size_t ne;
+			switch (t_kinds[k].w[i]) {
+			case T_U64:
+				e = e64, ne = n64;
+				break;
+			case T_STR:
+				e = estr, ne = nstr;
+				break;
+			case T_BID:
+				e = ebid, ne = 4;
+				break;
+			default:
+				e = e32, ne = n32;
+			}
+			const uint64_t keep = w[i];
+			for (size_t j = 0; j < ne; j++) {
+				w[i] = e[j];
+				snprintf(what, sizeof(what), "field %zu = %llu", i,
+					 (unsigned long long)e[j]);
+				t_check_wire(k, e[j] % 200, j % 2, w, buf, want, cap, what);
+				checked++;
+			}
+			w[i] = keep;
+		}
+	}
+	cr_assert_gt(checked, 1000);
+	free(t_text);
+	free(buf);
+	free(want);
+}
