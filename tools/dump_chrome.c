@@ -188,6 +188,10 @@ static void dump__func_name(const struct dump__chrome *c, uint32_t pid, uint64_t
 	if (c->syms && sym_resolve(c->syms, pid, addr, &si) == 0 && si.name) {
 		int n = snprintf(b, sizeof(b), "%s", si.name);
 		k = n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1;
+	} else if (c->syms) {
+		/* module+offset from the same resolver: dump_func_name's own would open the
+		 * module again and say its problem a second time */
+		k = strlen(sym_display(c->syms, pid, addr, b, sizeof(b)));
 	} else {
 		k = dump_func_name(c->r, pid, addr, b, sizeof(b));
 	}
