@@ -3,7 +3,9 @@
  * loss. Traces are made with the writer (test_trcfile_util.h); the figures are exact. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "harness_util.h"
@@ -12,10 +14,12 @@
 
 static const char *dh_dump(void)
 {
-	static char path[512];
+	static char path[PATH_MAX];
 	const char *b = getenv("TRC_BUILD");
-	snprintf(path, sizeof(path), "%s/bin/trace-dump", b && *b ? b : "build");
-	cr_assert_eq(access(path, X_OK), 0, "%s not built", path);
+	char rel[512];
+	snprintf(rel, sizeof(rel), "%s/bin/trace-dump", b && *b ? b : "build");
+	cr_assert_eq(access(rel, X_OK), 0, "%s not built", rel);
+	cr_assert_not_null(realpath(rel, path)); /* absolute: some tests run it in their dir */
 	return path;
 }
 
@@ -468,4 +472,120 @@ Test(dump_hostile, metadata_beyond_the_readers_bounds_is_cut_with_a_note, .timeo
 	cr_expect_eq(dh_int(dh_name(json, "work"), "spans"), 300);
 	free(json);
 	tu_rm_rf(dir);
+}
+
+/* A trace of one function call (0x401000 at 2000 ns, 100 ns long, allocating 64 bytes) of
+ * pid 100 in a module mapped at 0x400000 from the file at module_path, between two RSS
+ * samples (1 then 2 MiB). */
+static void dh_write_module_call(const char *trc, const char *module_path)
+{
+	struct tu_plan p = {0};
+	struct tu_stream *th = dh_plan(&p);
+	struct trc_record r = {.type = TRC_REC_MODULE, .ts_ns = 900};
+	r.module.pid = 100;
+	r.module.start = 0x400000;
+	r.module.end = 0x500000;
+	r.module.path = module_path;
+	r.module.path_len = (uint32_t)strlen(module_path);
+	tu_add(&p.streams[0], &r);
+	r = (struct trc_record){.type = TRC_REC_FUNC_ENTER, .ts_ns = 2000};
+	r.func.addr = 0x401000;
+	r.func.call_site = 0x401040;
+	tu_add(th, &r);
+	struct trc_record a = {.type = TRC_REC_ALLOC, .ts_ns = 2050};
+	a.alloc.addr = 0x10000;
+	a.alloc.size = 64;
+	tu_add(th, &a);
+	r.type = TRC_REC_FUNC_EXIT;
+	r.ts_ns = 2100;
+	tu_add(th, &r);
+	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 100, 0);
+	for (uint64_t i = 0; i < 2; i++) {
+		struct trc_record q = {.type = TRC_REC_RSS, .ts_ns = i ? 3000 : 1500};
+		q.rss.source = TRC_RSS_STATM;
+		q.rss.pid = 100;
+		q.rss.rss_bytes = (i + 1) << 20;
+		tu_add(rss, &q);
+	}
+	dh_write(&p, trc);
+}
+
+/* Runs `trace-dump ARGS trc` in dir under `timeout 20` through wrap (a command that runs
+ * its arguments, or ""), stdout and stderr into dir/out and dir/err; returns the exit status
+ * (124: timed out). */
+static int dh_dump_timed(const char *dir, const char *args, const char *trc, const char *wrap)
+{
+	return tu_sh("cd '%s' && timeout 20 %s '%s' %s '%s' >'%s/out' 2>'%s/err'", dir, wrap,
+		     dh_dump(), args, trc, dir, dir);
+}
+
+/* The module file of a trace is now a FIFO (or /dev/stdin on a pipe): opening or reading it
+ * would block for good. Every command that names functions refuses it at once, says so
+ * once, and shows the function as module+offset. */
+static void dh_module_not_regular(const char *module_path, const char *wrap, const char *what)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], fifo[300];
+	snprintf(trc, sizeof(trc), "%s/t.trc", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0, "%s", strerror(errno));
+	dh_write_module_call(trc, module_path ? module_path : fifo);
+	char warn[600];
+	snprintf(warn, sizeof(warn),
+		 "trace-dump: %s: not a regular file (%s): its functions show as module+offset\n",
+		 module_path ? module_path : fifo, what);
+	const char *base = module_path ? strrchr(module_path, '/') + 1 : "fifo";
+	static const char *const cmds[] = {
+		"summary",
+		"events",
+		"chrome",
+		"flame",
+		"memory",
+		"parquet -o pq",
+		"pprof --alloc -o out.pb.gz",
+		"perfetto -o out.pftrace",
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		int st = dh_dump_timed(dir, cmds[i], trc, wrap);
+		char *err = tu_slurp_text(dir, "err"), *out = tu_slurp_text(dir, "out");
+		cr_assert_eq(st, 0, "trace-dump %s: status %d (124: it hung): %s", cmds[i], st,
+			     err);
+		/* parquet writes module+offset without names: it opens no module */
+		cr_expect_str_eq(err, strncmp(cmds[i], "parquet", 7) ? warn : "",
+				 "trace-dump %s: %s", cmds[i], err);
+		if (!strcmp(cmds[i], "events")) {
+			char want[400];
+			snprintf(want, sizeof(want),
+				 "0.000001000 100/101 func_enter addr=0x401000 call_site=0x401040 "
+				 "at=%s+0x1000\n",
+				 base);
+			cr_expect(strstr(out, want), "want\n%s in\n%s", want, out);
+			snprintf(want, sizeof(want),
+				 "0.000001100 100/101 func_exit addr=0x401000 call_site=0x401040 "
+				 "at=%s+0x1000\n",
+				 base);
+			cr_expect(strstr(out, want), "want\n%s in\n%s", want, out);
+		}
+		if (!strcmp(cmds[i], "flame")) {
+			char want[200];
+			snprintf(want, sizeof(want), "%s+0x1000 100\n", base);
+			cr_expect_str_eq(out, want);
+		}
+		free(err);
+		free(out);
+	}
+	tu_rm_rf(dir);
+}
+
+Test(dump_hostile, module_file_now_a_fifo_is_refused_without_blocking, .timeout = 200)
+{
+	dh_module_not_regular(NULL, "", "a FIFO");
+}
+
+Test(dump_hostile, module_file_dev_stdin_on_a_fifo_is_refused_without_blocking, .timeout = 200)
+{
+	/* stdin is the FIFO with no writer left (the shell opened it beside a writer of its
+	 * own, which the exec closes): an open of /dev/stdin waits for a writer for good */
+	dh_module_not_regular("/dev/stdin", "sh -c 'exec 3<>fifo; exec \"$0\" \"$@\" <fifo 3>&-'",
+			      "a FIFO");
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "symbols.h"
@@ -31,6 +32,10 @@
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 enum { SYM__FILE_OK, SYM__FILE_BAD };
+
+/* The largest module file opened: beyond any shared object or executable with its debug
+ * info (the largest are a few GiB), so a trace naming a huge file is refused, not read. */
+#define SYM__FILE_MAX_BYTES (16ull << 30)
 
 struct sym__file {
 	char *path;
@@ -126,16 +131,71 @@ static bool sym__has_symtab(Elf *elf)
 	return false;
 }
 
+/* What a path names, in words, when it is not a regular file. */
+static const char *sym__file_kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFSOCK:
+		return "a socket";
+	default:
+		return "not a file";
+	}
+}
+
+/* Opens path for reading only if it is a regular file of at most SYM__FILE_MAX_BYTES: the
+ * path comes from the trace, and a FIFO (or /dev/stdin on a pipe, a terminal, a device)
+ * would block the open or the reads for good. O_NONBLOCK makes the open itself return at
+ * once whatever the path is; it is cleared once fstat says a regular file (where it changes
+ * nothing, but libelf's reads should not see it). Returns the descriptor, or -1 having
+ * said why once. */
+static int sym__open_regular(struct sym_resolver *s, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		sym__warnf(s, "%s: %s: its functions show as module+offset", path,
+			   errno == ENOENT ? "the file is gone" : strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	const char *why = NULL;
+	char size[96];
+	if (fstat(fd, &st) != 0) {
+		why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(size, sizeof(size), "not a regular file (%s)", sym__file_kind(st.st_mode));
+		why = size;
+	} else if ((uint64_t)st.st_size > SYM__FILE_MAX_BYTES) {
+		snprintf(size, sizeof(size), "%llu bytes, beyond the %llu a module may have",
+			 (unsigned long long)st.st_size, (unsigned long long)SYM__FILE_MAX_BYTES);
+		why = size;
+	} else {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+			why = strerror(errno);
+	}
+	if (why) {
+		sym__warnf(s, "%s: %s: its functions show as module+offset", path, why);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Opens the file of m with libdwfl, checks its build-id; on failure says why once. */
 static void sym__file_open(struct sym_resolver *s, struct sym__file *f)
 {
 	f->state = SYM__FILE_BAD;
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		sym__warnf(s, "%s: %s: its functions show as module+offset", f->path,
-			   errno == ENOENT ? "the file is gone" : strerror(errno));
+	int fd = sym__open_regular(s, f->path);
+	if (fd < 0)
 		return;
-	}
 	f->dwfl = dwfl_begin(&sym__callbacks);
 	if (!f->dwfl) {
 		close(fd);
