@@ -2,8 +2,11 @@
  * time that steps back inside a stream (TSC refits), losses of every reason, spans cut by a
  * loss. Traces are made with the writer (test_trcfile_util.h); the figures are exact. */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -588,4 +591,70 @@ Test(dump_hostile, module_file_dev_stdin_on_a_fifo_is_refused_without_blocking, 
 	 * own, which the exec closes): an open of /dev/stdin waits for a writer for good */
 	dh_module_not_regular("/dev/stdin", "sh -c 'exec 3<>fifo; exec \"$0\" \"$@\" <fifo 3>&-'",
 			      "a FIFO");
+}
+
+/* A TCP socket listening on 127.0.0.1 (non-blocking: accept returns at once), its port in
+ * *port. */
+static int dh_listen(int *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	cr_assert_geq(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, len), 0);
+	cr_assert_eq(listen(fd, 16), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* Connections made to the listening socket lfd since the last call (the kernel completes
+ * them without an accept). */
+static int dh_connections(int lfd)
+{
+	int n = 0;
+	for (int c; (c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0; n++)
+		close(c);
+	return n;
+}
+
+/* A stripped module (a build-id, no symbol table, no debug file on this machine) makes
+ * elfutils look for its debug file; with DEBUGINFOD_URLS set it would ask the servers. The
+ * trace chooses the module: trace-dump asks no server unless TRC_DEBUGINFOD=1 says so. */
+Test(dump_hostile, debuginfod_is_not_asked_unless_enabled, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300], prog[400];
+	snprintf(trc, sizeof(trc), "%s/t.trc", dir);
+	snprintf(prog, sizeof(prog), "%s/tests/prog_finst_calls_stripped", tu_build());
+	char abs_prog[PATH_MAX];
+	cr_assert_not_null(realpath(prog, abs_prog), "%s", prog);
+	dh_write_module_call(trc, abs_prog);
+	int port = 0, lfd = dh_listen(&port);
+	char env[600], want[PATH_MAX + 200];
+	snprintf(want, sizeof(want),
+		 "trace-dump: %s: stripped (no symbol table): functions it does not export show "
+		 "as module+offset\n",
+		 abs_prog);
+	for (int on = 0; on < 2; on++) {
+		snprintf(env, sizeof(env),
+			 "DEBUGINFOD_URLS=http://127.0.0.1:%d DEBUGINFOD_TIMEOUT=1 "
+			 "DEBUGINFOD_RETRY_LIMIT=0 "
+			 "DEBUGINFOD_CACHE_PATH='%s/cache' %s",
+			 port, dir, on ? "TRC_DEBUGINFOD=1" : "");
+		int st = tu_sh("cd '%s' && %s timeout 60 '%s' events '%s' >'%s/out' 2>'%s/err'",
+			       dir, env, dh_dump(), trc, dir, dir);
+		char *err = tu_slurp_text(dir, "err");
+		cr_assert_eq(st, 0, "status %d: %s", st, err);
+		int n = dh_connections(lfd);
+		if (on) {
+			cr_expect_gt(n, 0, "TRC_DEBUGINFOD=1: the server was asked");
+		} else {
+			cr_expect_eq(n, 0, "a server was asked without TRC_DEBUGINFOD=1");
+			cr_expect_str_eq(err, want);
+		}
+		free(err);
+	}
+	close(lfd);
+	tu_rm_rf(dir);
 }

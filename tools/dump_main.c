@@ -62,6 +62,8 @@ static void dump__usage(FILE *f)
 	      "\n"
 	      "`trace-dump COMMAND --help` describes each command, its options and its output.\n"
 	      "Durations (--from, --to) need a unit: ns, us, ms, s, m or h.\n"
+	      "Function names come from the module files on this machine; debuginfod servers\n"
+	      "(DEBUGINFOD_URLS) are asked only with TRC_DEBUGINFOD=1 in the environment.\n"
 	      "Exit status: 0 done; 1 the file could not be read or the output could not be\n"
 	      "written; 2 usage error; 141 the output pipe was closed (quietly, like SIGPIPE).\n",
 	      f);

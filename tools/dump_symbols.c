@@ -5,6 +5,8 @@
  * Threads: trace-dump's one thread.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "dump_common.h"
 #include "dump_symbols.h"
@@ -16,7 +18,20 @@ static void dump__symbols_warn(void *ctx, const char *msg)
 	fprintf(stderr, "trace-dump: %s\n", msg);
 }
 
+/* elfutils asks the debuginfod servers of DEBUGINFOD_URLS (set for every login shell where
+ * debuginfod's profile script is installed) for the debug file of a module it cannot find
+ * locally: a trace would choose which build-ids trace-dump looks up over the network, and a
+ * slow server would stall the dump. Off unless TRC_DEBUGINFOD=1 asks for it; elfutils reads
+ * DEBUGINFOD_URLS when it queries, so clearing it before the first resolver suffices. */
+static void dump__symbols_no_network(void)
+{
+	const char *on = getenv("TRC_DEBUGINFOD");
+	if (!on || strcmp(on, "1") != 0)
+		unsetenv("DEBUGINFOD_URLS");
+}
+
 struct sym_resolver *dump_symbols_new(const struct trcfile_reader *r)
 {
+	dump__symbols_no_network();
 	return sym_resolver_new(r, dump__symbols_warn, NULL);
 }
