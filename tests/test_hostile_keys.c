@@ -6,7 +6,10 @@
  * slot, which unbounded linear probing made quadratic. The tables must keep every run of
  * occupied slots within the bound (u64index_worst_run), give exact results, and trace-dump
  * (seed forced through TRC_TEST_HASH_SEED) must take no more than a few times as long on the
- * crafted file as on a normal one of the same size.
+ * crafted file as on a normal one of the same size. Every exporter that hashes keys a trace
+ * chooses is here: pprof's frames and stack nodes, perfetto's interned names, and the live
+ * allocation tables (allocmap) of chrome, perfetto, pprof, parquet and memory; and pprof
+ * against the fixed hash it once had, with a large input and a generous timeout.
  *
  * Threads: single-threaded (Criterion runs the tests in worker processes).
  */
@@ -26,20 +29,60 @@
 #define HK_PID 100u
 #define HK_RUN_BOUND 256u /* U64MAP__MAX_RUN in u64map.c */
 
+/* The odd multiplier both mixes use, inverted mod 2^64 (Newton). */
+static uint64_t hk_inv_mul(void)
+{
+	uint64_t inv = 0xbf58476d1ce4e5b9ull;
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - 0xbf58476d1ce4e5b9ull * inv;
+	return inv;
+}
+
 /* The key k with u64map_mix(k, seed) == y: the inverse of the mix (xorshift 32, multiply,
  * xorshift 29), then the seed. */
 static uint64_t hk_unmix(uint64_t y, uint64_t seed)
 {
 	uint64_t x = y ^ (y >> 32);
-	uint64_t inv = 0xbf58476d1ce4e5b9ull; /* Newton: inverse of the odd multiplier mod 2^64 */
-	for (int i = 0; i < 5; i++)
-		inv *= 2 - 0xbf58476d1ce4e5b9ull * inv;
-	x *= inv;
+	x *= hk_inv_mul();
 	x = x ^ (x >> 29) ^ (x >> 58);
 	return x ^ seed;
 }
 
-enum hk_target { HK_NORMAL, HK_FUNCTIONS, HK_FLAME, HK_SPAN_NAMES };
+enum hk_target {
+	HK_NORMAL,
+	HK_FUNCTIONS,
+	HK_FLAME,
+	HK_SPAN_NAMES,
+	HK_PPROF,
+	HK_PPROF_FIXED,
+	HK_PERFETTO,
+	HK_ALLOCS,
+	HK_ALLOCS_NORMAL
+};
+
+/* The function address whose frame key (kind 2, pid HK_PID) hashed to y in the fixed,
+ * unseeded mix trace-dump pprof's frame table used (mix(a, b) = a * C1 ^ (b + C2), xorshift
+ * 31, multiply, xorshift 29): anyone could craft these. */
+static uint64_t hk_pprof_fixed_addr(uint64_t y)
+{
+	uint64_t x = y ^ (y >> 29) ^ (y >> 58);
+	x *= hk_inv_mul();
+	x = x ^ (x >> 31) ^ (x >> 62);
+	uint64_t a = 2ull << 32 | HK_PID;
+	return (x ^ a * 0x9e3779b97f4a7c15ull) - 0x632be59bd9b4e019ull;
+}
+
+/* The address of perfetto's j-th crafted function: its interning key (2 << 62 | the
+ * address's low 62 bits) is u64map_mix-ed to c << 32 under HK_SEED, c the j-th value for which
+ * the inverse has those top bits. *c carries the search from one j to the next. */
+static uint64_t hk_perfetto_addr(uint64_t *c)
+{
+	for (;;) {
+		uint64_t k = hk_unmix(++*c << 32, HK_SEED);
+		if (k >> 62 == 2)
+			return k;
+	}
+}
 
 /* Function j's address: ordinary, or crafted so that its key hashes to (j + 1) << 32 under
  * HK_SEED in functions.c and symbols.c (mix(addr ^ mix(pid))) or, as a child of the flame
@@ -53,25 +96,63 @@ static uint64_t hk_addr(enum hk_target t, uint32_t j)
 		return hk_unmix(y, HK_SEED) ^ u64map_mix(HK_PID, HK_SEED);
 	case HK_FLAME:
 		return hk_unmix(y, HK_SEED) ^ u64map_mix((uint64_t)HK_PID << 2 | 2u, HK_SEED);
+	case HK_PPROF: /* pprof's frames: mix(addr ^ mix(2 << 32 | pid)) */
+		return hk_unmix(y, HK_SEED) ^ u64map_mix(2ull << 32 | HK_PID, HK_SEED);
+	case HK_PPROF_FIXED:
+		return hk_pprof_fixed_addr(y);
 	default:
 		return 0x400000ull + 16ull * j;
 	}
 }
 
-/* A trace of n functions of process HK_PID, each called once at top level for 10 ns. */
+/* Allocation j's address crafted against allocmap (src/analysis/allocmap.c) under HK_SEED:
+ * an address above 2^47 goes to its fallback store, a u64map keyed by mix(addr ^ mix(pid)),
+ * and this key is the one that map puts on the home slot of (j + 1) << 32. */
+static uint64_t hk_alloc_addr(uint32_t j)
+{
+	uint64_t key = hk_unmix((uint64_t)(j + 1) << 32, HK_SEED);
+	return hk_unmix(key, HK_SEED) ^ u64map_mix(HK_PID, HK_SEED);
+}
+
+/* A trace of n functions of process HK_PID, each called once at top level for 10 ns and
+ * allocating 64 bytes (at a distinct ordinary address) inside; for HK_ALLOCS, n allocations
+ * of 64 bytes at top level at hk_alloc_addr (HK_ALLOCS_NORMAL: ordinary addresses), between
+ * two RSS samples (1 then 2 MiB) so that memory follows them. */
 static void hk_write(const char *path, enum hk_target t, uint32_t n)
 {
 	struct tu_plan p = {0};
 	tu_plan_stream(&p, TRC_STREAM_META, HK_PID, 0);
 	struct tu_stream *th = tu_plan_stream(&p, TRC_STREAM_THREAD, HK_PID, HK_PID + 1);
+	uint64_t c = 0;
 	for (uint32_t j = 0; j < n; j++) {
+		struct trc_record a = {.type = TRC_REC_ALLOC, .ts_ns = 1000005 + 100ull * j};
+		a.alloc.addr = 0x7f0000000000ull + 64ull * j;
+		a.alloc.size = 64;
+		if (t == HK_ALLOCS || t == HK_ALLOCS_NORMAL) {
+			if (t == HK_ALLOCS)
+				a.alloc.addr = hk_alloc_addr(j);
+			tu_add(th, &a);
+			continue;
+		}
 		struct trc_record r = {.type = TRC_REC_FUNC_ENTER, .ts_ns = 1000000 + 100ull * j};
-		r.func.addr = hk_addr(t, j);
+		r.func.addr = t == HK_PERFETTO ? hk_perfetto_addr(&c) : hk_addr(t, j);
 		r.func.call_site = 0x1234;
 		tu_add(th, &r);
+		tu_add(th, &a);
 		r.type = TRC_REC_FUNC_EXIT;
 		r.ts_ns += 10;
 		tu_add(th, &r);
+	}
+	if (t == HK_ALLOCS || t == HK_ALLOCS_NORMAL) {
+		struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, HK_PID, 0);
+		for (uint64_t i = 0; i < 2; i++) {
+			struct trc_record r = {.type = TRC_REC_RSS,
+					       .ts_ns = i ? 1000010 + 100ull * n : 1000000};
+			r.rss.source = TRC_RSS_STATM;
+			r.rss.pid = HK_PID;
+			r.rss.rss_bytes = (i + 1) << 20;
+			tu_add(rss, &r);
+		}
 	}
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
 	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
@@ -374,15 +455,20 @@ static void hk_compare(const char *command, enum hk_target t, size_t want_lines)
 	char normal[300], crafted[300], args[600];
 	snprintf(normal, sizeof(normal), "%s/normal.trc", dir);
 	snprintf(crafted, sizeof(crafted), "%s/crafted.trc", dir);
-	/* parquet writes into a directory */
-	snprintf(args, sizeof(args), "%s%s%s%s", command, strcmp(command, "parquet") ? "" : " -o '",
-		 strcmp(command, "parquet") ? "" : dir, strcmp(command, "parquet") ? "" : "/pq'");
+	/* an output file or directory (parquet, perfetto, pprof): '@' in command is dir */
+	size_t k = 0;
+	for (const char *c = command; *c && k + strlen(dir) + 1 < sizeof(args); c++)
+		if (*c == '@')
+			k += (size_t)snprintf(args + k, sizeof(args) - k, "%s", dir);
+		else
+			args[k++] = *c;
+	args[k] = 0;
 	const uint32_t n = 60000;
 	if (t == HK_SPAN_NAMES) {
 		hk_write_spans(normal, false, n);
 		hk_write_spans(crafted, true, n);
 	} else {
-		hk_write(normal, HK_NORMAL, n);
+		hk_write(normal, t == HK_ALLOCS ? HK_ALLOCS_NORMAL : HK_NORMAL, n);
 		hk_write(crafted, t, n);
 	}
 	double tn[3], tc[3];
@@ -425,5 +511,77 @@ Test(hostile_keys, memory_of_crafted_span_names_costs_no_more_than_normal, .time
 
 Test(hostile_keys, parquet_of_crafted_span_names_costs_no_more_than_normal, .timeout = 300)
 {
-	hk_compare("parquet", HK_SPAN_NAMES, 0);
+	hk_compare("parquet -o '@/pq'", HK_SPAN_NAMES, 0);
+}
+
+/* pprof's frames (function addresses) and stack nodes, crafted under the forced seed. */
+Test(hostile_keys, pprof_of_crafted_functions_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("pprof --alloc -o '@/out.pb.gz'", HK_PPROF, 0);
+}
+
+/* Chrome names each function through the symbol cache (the same keys as the summary's). */
+Test(hostile_keys, chrome_of_crafted_functions_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("chrome", HK_FUNCTIONS, 0);
+}
+
+/* Perfetto interns each function's name per sequence (a u64map of 2 << 62 | address). */
+Test(hostile_keys, perfetto_of_crafted_functions_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("perfetto -o '@/out.pftrace'", HK_PERFETTO, 0);
+}
+
+/* The live tables of chrome, perfetto, pprof and parquet (allocmap) and memory's, against
+ * allocation addresses crafted under the forced seed. */
+Test(hostile_keys, chrome_of_crafted_allocations_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("chrome", HK_ALLOCS, 0);
+}
+
+Test(hostile_keys, perfetto_of_crafted_allocations_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("perfetto -o '@/out.pftrace'", HK_ALLOCS, 0);
+}
+
+Test(hostile_keys, pprof_of_crafted_allocations_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("pprof --live-at end -o '@/out.pb.gz'", HK_ALLOCS, 0);
+}
+
+Test(hostile_keys, parquet_of_crafted_allocations_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("parquet -o '@/pq'", HK_ALLOCS, 0);
+}
+
+Test(hostile_keys, memory_of_crafted_allocations_costs_no_more_than_normal, .timeout = 300)
+{
+	hk_compare("memory --json", HK_ALLOCS, 0);
+}
+
+/* Function addresses crafted against the fixed hash pprof's frame table had (no seed, no
+ * bound): every frame on one home slot. 300 000 of them cost on the order of 10^11 probes with
+ * it, well past the minute given here; with the seeded, bounded index the export is linear,
+ * and its profile holds every function with its 64 bytes (decoded by protoc). */
+Test(hostile_keys, pprof_of_functions_crafted_against_a_fixed_hash_is_linear, .timeout = 200)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/crafted.trc", dir);
+	const uint32_t n = 300000;
+	hk_write(trc, HK_PPROF_FIXED, n);
+	/* they do share one home slot in the old hash: their hashes are (j + 1) << 32 */
+	cr_assert_neq(hk_pprof_fixed_addr(1ull << 32), hk_pprof_fixed_addr(2ull << 32));
+	int rc = tu_sh("timeout 60 '%s/bin/trace-dump' pprof --alloc '%s' -o '%s/out.pb.gz' "
+		       "2>'%s/err'",
+		       tu_build(), trc, dir, dir);
+	cr_assert_eq(rc, 0, "status %d (124: past the minute): %s", rc, tu_slurp_text(dir, "err"));
+	rc = tu_sh("gzip -dc '%s/out.pb.gz' | protoc --decode=perftools.profiles.Profile -Itests "
+		   "tests/profile.proto | grep -c '^function {' > '%s/nf'",
+		   dir, dir);
+	cr_assert_eq(rc, 0);
+	char *nf = tu_slurp_text(dir, "nf");
+	cr_expect_eq(strtoul(nf, NULL, 10), n + 1, "functions: %s (n and the thread's)", nf);
+	free(nf);
+	tu_rm_rf(dir);
 }

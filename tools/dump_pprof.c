@@ -37,6 +37,7 @@
 #include "dump_common.h"
 #include "gz_deflate.h"
 #include "pb_wire.h"
+#include "u64map.h"
 
 static const char dump__pprof_help[] =
 	"usage: trace-dump pprof (--live-at peak|end|T | --alloc) FILE -o OUT\n"
@@ -68,20 +69,14 @@ struct dump__pp_node {
 	int64_t objs, bytes;
 };
 
-/* Open addressing, linear probing, over indexes into frames or nodes (0 = empty slot). */
-struct dump__pp_index {
-	uint32_t *slots;
-	size_t cap;
-};
-
 struct dump__pp {
 	struct trcfile_reader *r;
 	struct dump__pp_frame *frames;
 	size_t n_frames, cap_frames;
-	struct dump__pp_index frame_ix;
+	struct u64index frame_ix; /* (kind, pid, id) -> frames */
 	struct dump__pp_node *nodes; /* nodes[0] is the root */
 	size_t n_nodes, cap_nodes;
-	struct dump__pp_index node_ix;
+	struct u64index node_ix; /* (parent, frame) -> nodes */
 	uint32_t *cur; /* per stream: its current node */
 	struct allocmap *live;
 	bool alloc_mode, approximate;
@@ -89,60 +84,44 @@ struct dump__pp {
 	int err;
 };
 
-static uint64_t dump__pp_mix(uint64_t a, uint64_t b)
+/* Frames and nodes are interned through u64index under its seed: a frame's id is an
+ * address or a name id the trace chose, and keys crafted to collide in a fixed hash made the
+ * probes quadratic (u64map.h: a random seed, and a bound on every run). */
+static uint64_t dump__pp_frame_hash(const struct dump__pp_frame *f, uint64_t seed)
 {
-	uint64_t k = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	k ^= k >> 31;
-	k *= 0xbf58476d1ce4e5b9ull;
-	return k ^ (k >> 29);
+	return u64map_mix(f->id ^ u64map_mix((uint64_t)f->kind << 32 | f->pid, seed), seed);
 }
 
-static uint64_t dump__pp_frame_hash(const struct dump__pp_frame *f)
+static uint64_t dump__pp_frame_entry_hash(const void *ctx, uint32_t i, uint64_t seed)
 {
-	return dump__pp_mix(((uint64_t)f->kind << 32) | f->pid, f->id);
+	return dump__pp_frame_hash(&((const struct dump__pp *)ctx)->frames[i], seed);
 }
 
-/* Grows an index to hold n + 1 entries at half load, rehashing with hash(i). */
-static int dump__pp_index_grow(struct dump__pp *p, struct dump__pp_index *ix, size_t n, bool nodes)
+static uint64_t dump__pp_node_hash(uint32_t parent, uint32_t frame, uint64_t seed)
 {
-	if ((n + 1) * 2 <= ix->cap)
-		return 0;
-	size_t cap = ix->cap ? ix->cap * 2 : 1024;
-	uint32_t *s = calloc(cap, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < ix->cap; i++) {
-		uint32_t v = ix->slots[i];
-		if (!v)
-			continue;
-		uint64_t h = nodes ? dump__pp_mix(p->nodes[v].parent, p->nodes[v].frame)
-				   : dump__pp_frame_hash(&p->frames[v - 1]);
-		size_t j = h & (cap - 1);
-		while (s[j])
-			j = (j + 1) & (cap - 1);
-		s[j] = v;
-	}
-	free(ix->slots);
-	ix->slots = s;
-	ix->cap = cap;
-	return 0;
+	return u64map_mix((uint64_t)parent << 32 | frame, seed);
+}
+
+static uint64_t dump__pp_node_entry_hash(const void *ctx, uint32_t i, uint64_t seed)
+{
+	const struct dump__pp_node *n = &((const struct dump__pp *)ctx)->nodes[i];
+	return dump__pp_node_hash(n->parent, n->frame, seed);
 }
 
 /* The frame's index (interned); UINT32_MAX on out of memory. */
 static uint32_t dump__pp_frame(struct dump__pp *p, uint32_t kind, uint32_t pid, uint64_t id)
 {
 	struct dump__pp_frame f = {.kind = kind, .pid = kind == DUMP__PP_SPAN ? 0 : pid, .id = id};
-	if (dump__pp_index_grow(p, &p->frame_ix, p->n_frames, false))
-		return UINT32_MAX;
-	size_t j = dump__pp_frame_hash(&f) & (p->frame_ix.cap - 1);
-	for (;; j = (j + 1) & (p->frame_ix.cap - 1)) {
-		uint32_t v = p->frame_ix.slots[j];
-		if (!v)
-			break;
-		const struct dump__pp_frame *g = &p->frames[v - 1];
+	uint64_t h = dump__pp_frame_hash(&f, u64index_seed(&p->frame_ix));
+	uint32_t e;
+	for (size_t pos = u64index_start(&p->frame_ix, h);
+	     (e = u64index_next(&p->frame_ix, &pos)) != U64INDEX_END;) {
+		const struct dump__pp_frame *g = &p->frames[e];
 		if (g->kind == f.kind && g->pid == f.pid && g->id == f.id)
-			return v - 1;
+			return e;
 	}
+	if (p->n_frames >= DUMP__PP_MAX_NODES)
+		return UINT32_MAX; /* more frames than nodes could use */
 	if (p->n_frames == p->cap_frames) {
 		size_t cap = p->cap_frames ? p->cap_frames * 2 : 256;
 		struct dump__pp_frame *n = realloc(p->frames, cap * sizeof(*n));
@@ -152,8 +131,9 @@ static uint32_t dump__pp_frame(struct dump__pp *p, uint32_t kind, uint32_t pid, 
 		p->cap_frames = cap;
 	}
 	p->frames[p->n_frames] = f;
-	p->frame_ix.slots[j] = (uint32_t)(++p->n_frames);
-	return (uint32_t)(p->n_frames - 1);
+	if (u64index_add(&p->frame_ix, (uint32_t)p->n_frames, h))
+		return UINT32_MAX;
+	return (uint32_t)p->n_frames++;
 }
 
 /* The child of parent by frame (interned); parent itself when out of memory or nodes. */
@@ -163,18 +143,12 @@ static uint32_t dump__pp_child(struct dump__pp *p, uint32_t parent, uint32_t fra
 		p->approximate = true;
 		return parent;
 	}
-	if (dump__pp_index_grow(p, &p->node_ix, p->n_nodes, true)) {
-		p->err = -ENOMEM;
-		return parent;
-	}
-	size_t j = dump__pp_mix(parent, frame) & (p->node_ix.cap - 1);
-	for (;; j = (j + 1) & (p->node_ix.cap - 1)) {
-		uint32_t v = p->node_ix.slots[j];
-		if (!v)
-			break;
+	uint64_t h = dump__pp_node_hash(parent, frame, u64index_seed(&p->node_ix));
+	uint32_t v;
+	for (size_t pos = u64index_start(&p->node_ix, h);
+	     (v = u64index_next(&p->node_ix, &pos)) != U64INDEX_END;)
 		if (p->nodes[v].parent == parent && p->nodes[v].frame == frame)
 			return v;
-	}
 	if (p->n_nodes == p->cap_nodes) {
 		size_t cap = p->cap_nodes * 2;
 		struct dump__pp_node *n = realloc(p->nodes, cap * sizeof(*n));
@@ -185,9 +159,13 @@ static uint32_t dump__pp_child(struct dump__pp *p, uint32_t parent, uint32_t fra
 		p->nodes = n;
 		p->cap_nodes = cap;
 	}
-	uint32_t v = (uint32_t)p->n_nodes++;
+	v = (uint32_t)p->n_nodes;
 	p->nodes[v] = (struct dump__pp_node){.parent = parent, .frame = frame};
-	p->node_ix.slots[j] = v;
+	if (u64index_add(&p->node_ix, v, h)) {
+		p->err = -ENOMEM;
+		return parent;
+	}
+	p->n_nodes++;
 	return v;
 }
 
@@ -434,6 +412,8 @@ int dump_pprof_main(int argc, char **argv)
 		goto oom;
 	p->r = r;
 	p->alloc_mode = alloc;
+	u64index_init(&p->frame_ix, dump__pp_frame_entry_hash, p);
+	u64index_init(&p->node_ix, dump__pp_node_entry_hash, p);
 	p->cur = calloc(ns ? ns : 1, sizeof(*p->cur));
 	p->cap_nodes = 1024;
 	p->nodes = calloc(p->cap_nodes, sizeof(*p->nodes));
@@ -493,9 +473,9 @@ fail:
 out:
 	if (p) {
 		free(p->frames);
-		free(p->frame_ix.slots);
+		u64index_destroy(&p->frame_ix);
 		free(p->nodes);
-		free(p->node_ix.slots);
+		u64index_destroy(&p->node_ix);
 		free(p->cur);
 		allocmap_free(p->live);
 		free(p);
