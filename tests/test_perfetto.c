@@ -645,3 +645,82 @@ Test(perfetto, a_step_back_in_time_keeps_every_time, .timeout = 60)
 	free(rep);
 	tu_rm_rf(dir);
 }
+
+/* A trace of `begins` begins of span "deep" on one thread, then `ends` ends. */
+static void tp_write_deep(const char *trc, uint32_t begins, uint32_t ends)
+{
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 6, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 6, 6);
+	tu_add_name(&p.streams[0], 1, "deep", 1000000000);
+	uint64_t t = 1000000000;
+	for (uint32_t i = 0; i < begins + ends; i++) {
+		struct trc_record r = {.type = i < begins ? TRC_REC_SPAN_BEGIN : TRC_REC_SPAN_END,
+				       .ts_ns = t += 10};
+		r.span.name_id = 1;
+		tu_add(&p.streams[1], &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 4096), 0);
+	tu_plan_free(&p);
+}
+
+/* Exports dir/in.trc; *begins, *ends and *unfinished get the slice events of the output (as
+ * protoc decodes it); returns trace-dump's stderr. */
+static char *tp_count_slices(const char *dir, const char *opts, unsigned long *begins,
+			     unsigned long *ends, unsigned long *unfinished)
+{
+	int rc = tu_sh("%s/bin/trace-dump perfetto %s '%s/in.trc' -o '%s/out.pb' 2>'%s/err'",
+		       tu_build(), opts, dir, dir, dir);
+	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tu_slurp_text(dir, "err"));
+	rc = tu_sh(
+		"protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+		"< '%s/out.pb' > '%s/out.txt' && (grep -c 'type: TYPE_SLICE_BEGIN' '%s/out.txt'; "
+		"grep -c 'type: TYPE_SLICE_END' '%s/out.txt'; grep -c '\"unfinished\"' "
+		"'%s/out.txt'; true) > '%s/n'",
+		dir, dir, dir, dir, dir, dir);
+	cr_assert_eq(rc, 0);
+	char *n = tu_slurp_text(dir, "n"), *e;
+	*begins = strtoul(n, &e, 10);
+	*ends = strtoul(e, &e, 10);
+	*unfinished = strtoul(e, NULL, 10);
+	free(n);
+	return tu_slurp_text(dir, "err");
+}
+
+/* Begins that never end kept 8 bytes each on the stream's stack (16 at its doubling): a
+ * million made 16 MiB, and a file of begin-only chunks costs a few bytes a begin. The stack
+ * stops at 65536 open slices: begins past it are left out with their ends, said once. */
+Test(perfetto, begins_past_the_depth_bound_are_left_out_and_said, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	unsigned long b, e, u;
+	/* 70000 nested and closed: the 4464 innermost are left out, ends and all */
+	tp_write_deep(trc, 70000, 70000);
+	char *err = tp_count_slices(dir, "", &b, &e, &u);
+	cr_expect_eq(b, 65536);
+	cr_expect_eq(e, 65536);
+	cr_expect_eq(u, 0, "every slice kept is closed by its own end");
+	cr_expect_str_eq(err, "trace-dump: perfetto: 4464 span or function begins past 65536 open "
+			      "on one thread left out, with their ends\n");
+	free(err);
+	/* a million begins that never end: 65536 kept, closed at the end as unfinished */
+	tp_write_deep(trc, 1000000, 0);
+	err = tp_count_slices(dir, "", &b, &e, &u);
+	cr_expect_eq(b, 65536);
+	cr_expect_eq(e, 65536);
+	cr_expect_eq(u, 65536);
+	cr_expect_str_eq(err, "trace-dump: perfetto: 934464 span or function begins past 65536 "
+			      "open on one thread left out, with their ends\n");
+	free(err);
+	/* at the bound exactly: nothing left out, nothing said */
+	tp_write_deep(trc, 65536, 65536);
+	err = tp_count_slices(dir, "", &b, &e, &u);
+	cr_expect_eq(b, 65536);
+	cr_expect_eq(e, 65536);
+	cr_expect_str_empty(err);
+	free(err);
+	tu_rm_rf(dir);
+}

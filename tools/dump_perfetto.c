@@ -182,6 +182,12 @@ enum {
  * their last unaligned store. */
 #define DUMP__PF_OUT_SLACK 160u
 
+/* Open slices a stream keeps (its stack of intern keys, 8 bytes each): a trace of begins
+ * that never end would otherwise grow it by 8 bytes a begin, and every --split-size file
+ * would start by replaying it. Begins past it are left out with their ends, and counted
+ * (the note after the export). Deeper than any program's real nesting. */
+#define DUMP__PF_MAX_DEPTH (1u << 16)
+
 /* Intern keys: kind in the top two bits. */
 #define DUMP__PF_KEY_NAME (1ull << 62)
 #define DUMP__PF_KEY_FUNC (2ull << 62)
@@ -194,7 +200,8 @@ struct dump__pf_seq {
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
 	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
-	uint64_t depth; /* open slices */
+	uint64_t depth; /* open slices, at most DUMP__PF_MAX_DEPTH */
+	uint64_t over; /* begins past DUMP__PF_MAX_DEPTH still open: left out, with their ends */
 	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
 	size_t stack_cap;
 	uint64_t next_iid;
@@ -244,6 +251,7 @@ struct dump__pf {
 	struct allocmap *live;
 	uint64_t last_ts;
 	uint64_t unmatched_end, closed_at_end;
+	uint64_t too_deep; /* begins left out past DUMP__PF_MAX_DEPTH (dump__pf_push) */
 	bool live_approximate;
 	int err;
 	/* --split-size: the descriptors written so far (replayed at the start of each file) */
@@ -792,11 +800,21 @@ static void dump__pf_alloc(struct dump__pf *p, unsigned sidx, uint32_t pid,
 	dump__pf_counter(p, t, rec->ts_ns, (int64_t)pr->live_bytes);
 }
 
-/* Pushes an open slice's intern key on its stream's stack; false on out of memory. */
+/* Pushes an open slice's intern key on its stream's stack; false on out of memory, or past
+ * DUMP__PF_MAX_DEPTH (then the begin is left out, counted, and its end will be too). The
+ * stack's capacity stops at that depth, so the hot paths (which push only below the
+ * capacity) come here for every begin past it. */
 static bool dump__pf_push(struct dump__pf *p, struct dump__pf_seq *s, uint64_t key)
 {
+	if (s->depth >= DUMP__PF_MAX_DEPTH) {
+		s->over++;
+		p->too_deep++;
+		return false;
+	}
 	if (s->depth == s->stack_cap) {
 		size_t cap = s->stack_cap ? s->stack_cap * 2 : 16;
+		if (cap > DUMP__PF_MAX_DEPTH)
+			cap = DUMP__PF_MAX_DEPTH;
 		uint64_t *n = realloc(s->stack, cap * sizeof(*n));
 		if (!n) {
 			p->err = -ENOMEM;
@@ -942,7 +960,7 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 		return dump__pf_hot_begin_wide(p, s, rec->ts_ns, iid, DUMP__PF_KEY_NAME | id);
 	}
 	if (type == TRC_REC_SPAN_END || type == TRC_REC_FUNC_EXIT) {
-		if (!s->depth ||
+		if (!s->depth || s->over ||
 		    !dump__pf_put(p, s, rec->ts_ns, (PF_TE_TYPE << 3) | PF_TYPE_END << 8, 0, 2))
 			return false;
 		s->depth--;
@@ -996,7 +1014,7 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 				return;
 			s->depth--;
 		}
-	} else if (rec->type == TRC_REC_SPAN_END && s->depth) {
+	} else if (rec->type == TRC_REC_SPAN_END && s->depth && !s->over) {
 		if (dump__pf_fast(p, sidx, rec->ts_ns, PF_TYPE_END, 0, 0, false, 0)) {
 			s->depth--;
 			return;
@@ -1019,6 +1037,10 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 	}
 	case TRC_REC_SPAN_END:
 	case TRC_REC_FUNC_EXIT: {
+		if (s->over) { /* closes a begin left out past the depth bound */
+			s->over--;
+			break;
+		}
 		if (!s->depth) {
 			p->unmatched_end++;
 			break;
@@ -1299,10 +1321,21 @@ static void dump__pf_free(struct dump__pf *p)
 	free(p);
 }
 
+/* What the export left out, said once on stderr after it (the output is complete
+ * otherwise). */
+static void dump__pf_notes(const struct dump__pf *p)
+{
+	if (p->too_deep)
+		dump_error("perfetto: %" PRIu64 " span or function %s past %u open on one thread "
+			   "left out, with their ends",
+			   p->too_deep, p->too_deep == 1 ? "begin" : "begins", DUMP__PF_MAX_DEPTH);
+}
+
 /* Spans still open in the trace at hand: closed at ts (flagged unfinished). */
 static void dump__pf_close_open(struct dump__pf *p, uint64_t ts)
 {
 	for (unsigned s = 0; s < p->n_streams; s++) {
+		p->seqs[s].over = 0; /* left out: nothing to close */
 		for (; p->seqs[s].depth; p->seqs[s].depth--) {
 			size_t pk = dump__pf_begin(p, s, ts);
 			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
@@ -1387,6 +1420,8 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 	if (dump_outfile_close(&of))
 		goto out;
 	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
+	if (rc == DUMP_EXIT_OK)
+		dump__pf_notes(p);
 	goto out;
 nomem:
 	dump_error("out of memory");
@@ -1533,6 +1568,8 @@ int dump_perfetto_main(int argc, char **argv)
 	if (dump_outfile_close(&of))
 		goto out;
 	rc = p->err ? DUMP_EXIT_FAIL : DUMP_EXIT_OK;
+	if (rc == DUMP_EXIT_OK)
+		dump__pf_notes(p);
 out:
 	trcfile_iter_free(it);
 	dump__pf_free(p);
