@@ -63,6 +63,12 @@ static char *tdm_run(const char *dir, const char *const *args, int *status)
 		if (o < 0)
 			_exit(99);
 		dup2(o, 1);
+		char errf[420];
+		snprintf(errf, sizeof(errf), "%s/err", dir);
+		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (e < 0)
+			_exit(99);
+		dup2(e, 2);
 		execv(argv[0], (char **)argv);
 		_exit(98);
 	}
@@ -256,5 +262,50 @@ Test(dump_multi, summary_per_trace_is_that_traces_own_summary, .timeout = 120)
 		"$(cat d.txt f.txt | grep -c '^functions') ]",
 		dir, b, b, b);
 	cr_assert_eq(st, 0, "multi-file summary text lacks a section of the traces' own");
+	tu_rm_rf(dir);
+}
+
+/* A header whose start_realtime_ns (the file's word) puts its records past CLOCK_REALTIME's
+ * int64 range: merging it with another trace is refused with one line naming the file
+ * (exit 1), by every command that merges, instead of adding past INT64_MAX (undefined: the
+ * sanitizer tier aborts) and misordering. Below 2^63 by 100 ns: the start fits, the records
+ * at +0 and +150 ns end past it; then 2^64 - 1: the anchor itself does not fit. */
+Test(dump_multi, realtime_start_past_the_int64_range_is_refused_naming_the_file, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char a[300], b[300];
+	snprintf(a, sizeof(a), "%s/a.trc", dir);
+	snprintf(b, sizeof(b), "%s/b.trc", dir);
+	tdm_write(a, "alpha Linux 6.1", 0, 1000000000ull, (const char *const[]){"a1", "a2"},
+		  (const uint64_t[]){100, 300}, 2);
+	static const uint64_t rt_offs[] = {(1ull << 63) - 100 - TDM_R, UINT64_MAX - TDM_R};
+	static const char *const cmds[] = {"events", "summary", "chrome", "perfetto"};
+	for (size_t k = 0; k < 2; k++) {
+		tdm_write(b, "beta Linux 6.1", rt_offs[k], 5000000000ull,
+			  (const char *const[]){"b1", "b2"}, (const uint64_t[]){0, 150}, 2);
+		char want[600];
+		snprintf(want, sizeof(want),
+			 "trace-dump: %s: start_realtime_ns %llu and start_mono_ns 5000000000 put "
+			 "its records outside CLOCK_REALTIME's range (0 to 2^63 ns): it cannot be "
+			 "merged with other traces\n",
+			 b, (unsigned long long)(TDM_R + rt_offs[k]));
+		for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+			char out[400];
+			snprintf(out, sizeof(out), "%s/o.pftrace", dir);
+			int st;
+			const char *args[] = {cmds[c], a, b, NULL, NULL, NULL};
+			if (!strcmp(cmds[c], "perfetto"))
+				args[3] = "-o", args[4] = out;
+			free(tdm_run(dir, args, &st));
+			char *err = tu_slurp_text(dir, "err");
+			cr_expect_eq(st, 1, "%s: exit %d: %s", cmds[c], st, err);
+			cr_expect_str_eq(err, want, "%s: %s", cmds[c], err);
+			free(err);
+		}
+	}
+	/* The same file alone is not merged: events reads it (its own times) */
+	int st;
+	free(tdm_run(dir, (const char *const[]){"events", b, NULL}, &st));
+	cr_expect_eq(st, 0);
 	tu_rm_rf(dir);
 }

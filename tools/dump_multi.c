@@ -14,10 +14,42 @@
  *
  * Threads: single-threaded.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dump_common.h"
+
+/* The anchor of r (start_realtime_ns - start_mono_ns, from its header: the file's word) and
+ * its start on CLOCK_REALTIME, checked: -ERANGE unless the anchor fits an int64 and the start
+ * and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX]. Then every sum with the
+ * anchor (here, the summary, the exporters) fits for the records the index describes, and
+ * so does the difference of two files' starts. */
+static int dump__anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt)
+{
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	uint64_t last = 0;
+	for (unsigned i = 0; i < trcfile_reader_stream_count(r); i++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, i);
+		if (si->chunks && si->last_ts_ns > last)
+			last = si->last_ts_ns;
+	}
+	int64_t end_rt;
+	if (__builtin_sub_overflow(h->start_realtime_ns, h->start_mono_ns, anchor) ||
+	    __builtin_add_overflow(dump_start_ns(r), *anchor, start_rt) ||
+	    __builtin_add_overflow(last, *anchor, &end_rt) || *start_rt < 0)
+		return -ERANGE;
+	return 0;
+}
+
+/* ts on CLOCK_REALTIME, saturated: a record past its chunk's stated times may still lie
+ * beyond the range dump__anchor checked. ts >= 0, so only the top can be passed. */
+static int64_t dump__realtime(uint64_t ts, int64_t anchor)
+{
+	int64_t rt;
+	return __builtin_add_overflow(ts, anchor, &rt) ? INT64_MAX : rt;
+}
 
 int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n)
 {
@@ -42,9 +74,17 @@ int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n)
 		t->host_len = strcspn(h->host, " ");
 		const char *base = strrchr(paths[i], '/');
 		t->trace = base ? base + 1 : paths[i];
-		t->anchor = (int64_t)(h->start_realtime_ns - h->start_mono_ns);
 		/* The real time every relative time counts from: the earliest start. */
-		int64_t s = (int64_t)dump_start_ns(t->r) + t->anchor;
+		int64_t s;
+		if (dump__anchor(t->r, &t->anchor, &s) != 0) {
+			dump_error(
+				"%s: start_realtime_ns %" PRIu64 " and start_mono_ns %" PRIu64
+				" put its records outside CLOCK_REALTIME's range (0 to 2^63 ns): "
+				"it cannot be merged with other traces",
+				paths[i], h->start_realtime_ns, h->start_mono_ns);
+			dump_traces_close(m);
+			return DUMP_EXIT_FAIL;
+		}
 		if (i == 0 || s < m->start_rt)
 			m->start_rt = s;
 	}
@@ -53,7 +93,7 @@ int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n)
 
 uint64_t dump_trace_start(const struct dump_traces *m, unsigned i)
 {
-	return (uint64_t)(m->start_rt - m->t[i].anchor);
+	return (uint64_t)m->start_rt - (uint64_t)m->t[i].anchor; /* wraps, as documented */
 }
 
 int dump_traces_start(struct dump_traces *m, bool *const *include)
@@ -106,7 +146,7 @@ int dump_traces_next(struct dump_traces *m, struct trc_record *rec, unsigned *tr
 		}
 		if (t->state != 1)
 			continue;
-		int64_t rt = (int64_t)t->rec.ts_ns + t->anchor;
+		int64_t rt = dump__realtime(t->rec.ts_ns, t->anchor);
 		if (best < 0 || rt < best_rt) {
 			best = (int)i;
 			best_rt = rt;
