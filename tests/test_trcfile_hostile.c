@@ -1284,3 +1284,94 @@ Test(trcfile_hostile, chunk_with_a_wrong_end_reads_alike_on_every_path, .timeout
 	hz_check_end(&f, i, HZ_END_COUNT_HIGH);
 	hz_free(&f);
 }
+
+/* ---- the streamed compaction on a file changed in place between its passes ------------- */
+
+/* The input's path and the footer entry to change once the first chunk is written. */
+struct hz_changer {
+	const char *path;
+	uint64_t entry_off, from_off; /* entry from_off's bytes go over entry_off's */
+	bool done;
+};
+
+static void hz_change_on_progress(void *arg, uint64_t done, uint64_t total)
+{
+	(void)total;
+	struct hz_changer *c = arg;
+	if (done != 1 || c->done)
+		return;
+	c->done = true;
+	int fd = open(c->path, O_RDWR);
+	cr_assert_geq(fd, 0);
+	uint8_t e[TRCFILE__FOOTER_CHUNK_BYTES];
+	cr_assert_eq(pread(fd, e, sizeof(e), (off_t)c->from_off), (ssize_t)sizeof(e));
+	cr_assert_eq(pwrite(fd, e, sizeof(e), (off_t)c->entry_off), (ssize_t)sizeof(e));
+	close(fd);
+}
+
+/* A trace of two thread streams of 2000 records, one chunk each (4000 chunks, written
+ * alternately): a footer of 192 KB, past the walk's 64 KiB buffer, so the second pass reads
+ * its last entries from the file again. Once the compaction has written its first chunk, the
+ * last chunk entry (stream 1's last chunk) is overwritten by the one before it (stream 0's
+ * last): an entry the first pass would refuse (not in file order, a sequence number twice).
+ * The compaction must not make an output whose stream table and chunks disagree: it fails,
+ * saying the file changed. */
+Test(trcfile_hostile, compaction_of_a_file_changed_between_its_passes_fails, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char in[300], out[300];
+	snprintf(in, sizeof(in), "%s/in.trc", dir);
+	snprintf(out, sizeof(out), "%s/out.trc", dir);
+	struct trcfile_header_info h = tu_header();
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(in, &h, &o, &err);
+	cr_assert_not_null(w);
+	struct trcfile_stream *s[2] = {trcfile_stream_open(w, TRC_STREAM_THREAD, 10, 10),
+				       trcfile_stream_open(w, TRC_STREAM_THREAD, 10, 11)};
+	const uint32_t n = 2000;
+	for (uint32_t i = 0; i < n; i++)
+		for (int k = 0; k < 2; k++) {
+			struct trc_record r = {.type = TRC_REC_INSTANT, .ts_ns = 1000 + 10ull * i};
+			r.value.name_id = 1;
+			r.value.value = (int64_t)i + k;
+			cr_assert_eq(trcfile_stream_append(s[k], &r), 0);
+			cr_assert_eq(trcfile_stream_flush(s[k]), 0);
+		}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+	size_t len = 0;
+	free(tu_read_file(in, &len));
+	uint64_t chunks0 = len - TRCFILE__TRAILER_BYTES -
+			   (TRCFILE__FOOTER_CHUNK_BYTES * 2ull * n); /* the first chunk entry */
+	struct hz_changer c = {.path = in,
+			       .entry_off = chunks0 + TRCFILE__FOOTER_CHUNK_BYTES * (2ull * n - 1),
+			       .from_off = chunks0 + TRCFILE__FOOTER_CHUNK_BYTES * (2ull * n - 2)};
+	/* the entries are where they were computed: the last one is stream 1's seq n - 1 */
+	uint8_t *f = tu_read_file(in, &len);
+	struct trcfile__footer_chunk e;
+	const char *why = NULL;
+	cr_assert_eq(trcfile__footer_chunk_get(f + c.entry_off, &e, &why), 0, "%s", why);
+	cr_assert(e.stream_id == 1 && e.seq == n - 1, "stream %u seq %u", e.stream_id, e.seq);
+	free(f);
+
+	char msg[512] = "";
+	struct trcfile_writer_opts co = {.compress_threads = 1, .flags = TRCFILE_WRITER_NO_FSYNC};
+	int rc = trcfile_compact(in, out, &co, hz_change_on_progress, &c, NULL, msg, sizeof(msg));
+	cr_assert(c.done, "the file was changed during the compaction");
+	if (rc == 0) {
+		/* what the output holds: its stream table against its chunks */
+		struct trcfile_reader *r = NULL;
+		char rmsg[512] = "";
+		int k = trcfile_reader_open(out, &r, rmsg, sizeof(rmsg));
+		struct trcfile_reader_stats st = {0};
+		if (!k)
+			trcfile_reader_get_stats(r, &st);
+		cr_assert_fail("the compaction took the changed file: exit 0; its output: open %d "
+			       "(%s), %llu chunks missing, truncated %d",
+			       k, rmsg, (unsigned long long)st.chunks_missing,
+			       !k && trcfile_reader_truncated(r));
+	}
+	cr_expect_lt(rc, 0);
+	cr_expect(strstr(msg, in) && strstr(msg, "changed while it was compacted"), "%s", msg);
+	tu_rm_rf(dir);
+}

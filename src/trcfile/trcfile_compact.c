@@ -151,7 +151,29 @@ static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
 	return 1;
 }
 
-/* The streamed way (top of the file): fw is checked and at its first stream entry. */
+/* The input changed in place since the footer was checked (the second pass's entries fail
+ * the first pass's checks): what was written from it is not to be used. */
+static int trcfile__compact_changed(const char *in_path, const char *why, char *msg, size_t msg_len)
+{
+	char detail[300];
+	snprintf(detail, sizeof(detail), "the file changed while it was compacted (%s)", why);
+	return trcfile__compact_fail(msg, msg_len, -EBADMSG, in_path, detail);
+}
+
+/* A walk call's failure: 1 (an entry fails a check) means the file changed. */
+static int trcfile__compact_walk_fail(struct trcfile_reader *r,
+				      const struct trcfile__footer_walk *fw, int err,
+				      const char *in_path, char *msg, size_t msg_len)
+{
+	if (err == 1)
+		return trcfile__compact_changed(in_path, fw->why, msg, msg_len);
+	return trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
+}
+
+/* The streamed way (top of the file): fw is checked and at its first stream entry. Every
+ * entry is checked again as it is read (trcfile__footer_walk_stream, _chunk, _end): the file
+ * may have changed in place since, and the stream table given to the writer must be the one
+ * its chunks match. */
 static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__footer_walk *fw,
 				     const char *in_path, const char *out_path,
 				     const struct trcfile_writer_opts *o,
@@ -173,7 +195,7 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 		for (; k < BATCH && i + k < fw->n_streams && !err; k++)
 			err = trcfile__footer_walk_stream(fw, &se[k]);
 		if (err) {
-			trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
+			err = trcfile__compact_walk_fail(r, fw, err, in_path, msg, msg_len);
 			break;
 		}
 		err = trcfile__writer_add_ended_streams(w, se, k);
@@ -184,11 +206,9 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 	for (uint64_t i = 0; i < fw->n_chunks && !err; i++) {
 		struct trcfile__footer_chunk e;
 		struct trcfile__footer_stream s;
-		err = trcfile__footer_walk_chunk(fw, &e);
-		if (!err)
-			err = trcfile__footer_walk_stream_at(fw, e.stream_id, &s);
+		err = trcfile__footer_walk_chunk(fw, &e, &s);
 		if (err) {
-			trcfile__compact_fail(msg, msg_len, err, in_path, trcfile_reader_errmsg(r));
+			err = trcfile__compact_walk_fail(r, fw, err, in_path, msg, msg_len);
 			break;
 		}
 		struct trcfile__chunk_ref c = trcfile__chunk_ref_of(&e);
@@ -217,6 +237,9 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 		if (progress)
 			progress(arg, i + 1, fw->n_chunks);
 	}
+	const char *why = NULL;
+	if (!err && trcfile__footer_walk_end(fw, &why))
+		err = trcfile__compact_changed(in_path, why, msg, msg_len);
 	int cerr = trcfile_writer_close(w);
 	if (!err && cerr)
 		err = trcfile__compact_fail(msg, msg_len, cerr, out_path, NULL);

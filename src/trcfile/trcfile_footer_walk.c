@@ -54,11 +54,15 @@ static uint64_t trcfile__mod_pow(uint64_t b, uint64_t e)
 	return r;
 }
 
-/* Two draws per walk: the streams' weights (a keyed mix of the id) and x. */
+/* Three draws per walk: the streams' weights (a keyed mix of the id), x, and the key of
+ * what a stream is (its kind, pid and tid). */
 struct trcfile__tally {
-	uint64_t key, x, inv_x_minus_1;
+	uint64_t key, x, inv_x_minus_1, what_key;
 	uint64_t records_streams, records_chunks; /* sum of w(id) * records */
 	uint64_t seqs_streams, seqs_chunks; /* sum of w(id) * (x^0 + .. + x^(chunks-1)) */
+	/* sum of w(id) * chunks * what(entry), and over the chunks given their stream entry,
+	 * of w(id) * what(that entry) */
+	uint64_t whats_streams, whats_chunks;
 };
 
 static uint64_t trcfile__random64(uint64_t salt)
@@ -79,6 +83,15 @@ static void trcfile__tally_init(struct trcfile__tally *t)
 	/* x in [2, p - 1): x - 1 is invertible. */
 	t->x = 2 + trcfile__random64(2) % (TRCFILE__P61 - 3);
 	t->inv_x_minus_1 = trcfile__mod_pow(t->x - 1, TRCFILE__P61 - 2);
+	t->what_key = trcfile__random64(3);
+}
+
+/* A new pass under the same draws. */
+static void trcfile__tally_restart(struct trcfile__tally *t)
+{
+	t->records_streams = t->records_chunks = 0;
+	t->seqs_streams = t->seqs_chunks = 0;
+	t->whats_streams = t->whats_chunks = 0;
 }
 
 static uint64_t trcfile__tally_weight(const struct trcfile__tally *t, uint32_t id)
@@ -89,9 +102,24 @@ static uint64_t trcfile__tally_weight(const struct trcfile__tally *t, uint32_t i
 	return trcfile__mod_reduce(k ^ (k >> 31));
 }
 
+/* A keyed mix of what stream entry e says its stream is. */
+static uint64_t trcfile__tally_what(const struct trcfile__tally *t,
+				    const struct trcfile__footer_stream *e)
+{
+	uint64_t k = ((uint64_t)e->pid << 32 | e->tid) ^ t->what_key;
+	k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;
+	k ^= (uint64_t)e->kind * 0x9e3779b97f4a7c15ull;
+	k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
+	return trcfile__mod_reduce(k ^ (k >> 31));
+}
+
 static void trcfile__tally_stream(struct trcfile__tally *t, const struct trcfile__footer_stream *e)
 {
 	uint64_t w = trcfile__tally_weight(t, e->id);
+	t->whats_streams = trcfile__mod_add(
+		t->whats_streams,
+		trcfile__mod_mul(trcfile__mod_mul(w, trcfile__mod_reduce(e->chunks)),
+				 trcfile__tally_what(t, e)));
 	t->records_streams = trcfile__mod_add(t->records_streams,
 					      trcfile__mod_mul(w, trcfile__mod_reduce(e->records)));
 	/* (x^n - 1) / (x - 1) */
@@ -139,12 +167,31 @@ static const uint8_t *trcfile__walk_take(struct trcfile__footer_walk *fw, size_t
 	return p;
 }
 
-/* Starts the sequential read at footer byte `at`. */
-static void trcfile__walk_seek(struct trcfile__footer_walk *fw, uint64_t at)
+/* Starts the sequential read at footer byte `at`, its CRC from crc (that of the bytes
+ * before). */
+static void trcfile__walk_seek(struct trcfile__footer_walk *fw, uint64_t at, uint32_t crc)
 {
 	fw->pos = fw->footer_offset + at;
 	fw->at = fw->len = 0;
-	fw->crc = 0;
+	fw->crc = crc;
+}
+
+/* Starts a pass over the entries (both passes): at the first stream entry, no entry seen. */
+static void trcfile__walk_restart(struct trcfile__footer_walk *fw)
+{
+	trcfile__walk_seek(fw, TRCFILE__FOOTER_FIXED_BYTES, fw->crc_fixed);
+	trcfile__tally_restart(fw->tally);
+	fw->streams_seen = 0;
+	fw->chunks_seen = fw->chunks_listed = fw->chunks_with_stream = 0;
+	fw->prev_end = fw->r->header_bytes;
+	fw->why = NULL;
+}
+
+/* 1 with fw->why, for an entry that fails a check. */
+static int trcfile__walk_refuse(struct trcfile__footer_walk *fw, const char *why)
+{
+	fw->why = why;
+	return 1;
 }
 
 int trcfile__footer_walk_stream(struct trcfile__footer_walk *fw, struct trcfile__footer_stream *e)
@@ -153,22 +200,75 @@ int trcfile__footer_walk_stream(struct trcfile__footer_walk *fw, struct trcfile_
 	const char *why;
 	const uint8_t *p = trcfile__walk_take(fw, TRCFILE__FOOTER_STREAM_BYTES, &err);
 	if (!p)
-		return err;
+		return err == -EBADMSG ? trcfile__walk_refuse(fw, "a stream entry is damaged")
+				       : err;
 	if (trcfile__footer_stream_get(p, e, &why) != 0)
-		return trcfile__fail(fw->r, -EBADMSG, "%s", why);
+		return trcfile__walk_refuse(fw, "a stream entry is damaged");
+	if (fw->streams_seen >= fw->n_streams || e->id != fw->streams_seen)
+		return trcfile__walk_refuse(fw, "stream ids are not 0, 1, 2... in the footer");
+	fw->streams_seen++;
+	fw->chunks_listed += e->chunks;
+	trcfile__tally_stream(fw->tally, e);
 	return 0;
 }
 
-int trcfile__footer_walk_chunk(struct trcfile__footer_walk *fw, struct trcfile__footer_chunk *e)
+int trcfile__footer_walk_chunk(struct trcfile__footer_walk *fw, struct trcfile__footer_chunk *e,
+			       struct trcfile__footer_stream *s)
 {
 	int err = 0;
 	const char *why;
+	if (fw->streams_seen != fw->n_streams || fw->chunks_seen >= fw->n_chunks)
+		return trcfile__fail(fw->r, -EINVAL, "footer walk: entries read out of order");
 	const uint8_t *p = trcfile__walk_take(fw, TRCFILE__FOOTER_CHUNK_BYTES, &err);
 	if (!p)
-		return err;
+		return err == -EBADMSG ? trcfile__walk_refuse(fw, "a chunk entry is damaged") : err;
 	if (trcfile__footer_chunk_get(p, e, &why) != 0)
-		return trcfile__fail(fw->r, -EBADMSG, "%s", why);
+		return trcfile__walk_refuse(fw, "a chunk entry is damaged");
+	struct trcfile__chunk_ref c = trcfile__chunk_ref_of(e);
+	if ((why = trcfile__ref_check(fw->r, &c, fw->footer_offset)))
+		return trcfile__walk_refuse(fw, why);
+	if (e->stream_id >= fw->n_streams)
+		return trcfile__walk_refuse(fw, "chunk entry of an unknown stream");
+	if (e->offset < fw->prev_end)
+		return trcfile__walk_refuse(fw, "chunk entries not in file order, or overlapping");
+	fw->prev_end = e->offset + TRCFILE__CHUNK_HDR_BYTES + e->comp_bytes;
+	fw->chunks_seen++;
+	trcfile__tally_chunk(fw->tally, e);
+	if (s) {
+		err = trcfile__footer_walk_stream_at(fw, e->stream_id, s);
+		if (err)
+			return err == -EBADMSG
+				       ? trcfile__walk_refuse(fw, "a stream entry is damaged")
+				       : err;
+		if (s->id != e->stream_id)
+			return trcfile__walk_refuse(fw,
+						    "stream ids are not 0, 1, 2... in the footer");
+		fw->chunks_with_stream++;
+		struct trcfile__tally *t = fw->tally;
+		t->whats_chunks = trcfile__mod_add(t->whats_chunks,
+						   trcfile__mod_mul(trcfile__tally_weight(t, s->id),
+								    trcfile__tally_what(t, s)));
+	}
 	return 0;
+}
+
+int trcfile__footer_walk_end(struct trcfile__footer_walk *fw, const char **why)
+{
+	const struct trcfile__tally *t = fw->tally;
+	*why = NULL;
+	if (fw->streams_seen != fw->n_streams || fw->chunks_seen != fw->n_chunks)
+		*why = "the footer was not read to its end";
+	else if (fw->chunks_listed != fw->n_chunks)
+		*why = "footer stream totals do not match its chunk entries";
+	else if (fw->crc != fw->footer_crc)
+		*why = "footer checksum mismatch";
+	else if (t->records_streams != t->records_chunks)
+		*why = "footer stream totals do not match its chunk entries";
+	else if (t->seqs_streams != t->seqs_chunks)
+		*why = "a stream's chunk sequence numbers are not 0 .. chunks - 1";
+	else if (fw->chunks_with_stream == fw->n_chunks && t->whats_streams != t->whats_chunks)
+		*why = "a chunk's stream entry is not the one the stream table gave";
+	return *why ? 1 : 0;
 }
 
 /* ---- the check -------------------------------------------------------------------------- */
@@ -200,10 +300,14 @@ static int trcfile__walk_locate(struct trcfile__footer_walk *fw, const char **wh
 	fw->footer_offset = foff;
 	fw->footer_bytes = fbytes;
 	fw->footer_crc = t.footer_crc;
-	trcfile__walk_seek(fw, 0);
+	trcfile__walk_seek(fw, 0, 0);
 	p = trcfile__walk_take(fw, TRCFILE__FOOTER_FIXED_BYTES, &err);
 	if (!p)
 		return err;
+	/* walk_take CRCs whole reads: the fixed part's own, read alone */
+	uint8_t fixed[TRCFILE__FOOTER_FIXED_BYTES];
+	memcpy(fixed, p, sizeof(fixed));
+	fw->crc_fixed = trcfile__crc32c(0, fixed, sizeof(fixed));
 	struct trcfile__footer f;
 	if (trcfile__footer_fixed_get(p, fbytes, &f, why) != 0)
 		return 1;
@@ -221,69 +325,38 @@ int trcfile__footer_walk_check(struct trcfile__footer_walk *fw, struct trcfile_r
 	fw->buf = malloc(TRCFILE__WALK_BUF_BYTES);
 	if (!fw->buf)
 		return trcfile__fail(r, -ENOMEM, "out of memory");
+	fw->tally = malloc(sizeof(*fw->tally));
+	if (!fw->tally)
+		return trcfile__fail(r, -ENOMEM, "out of memory");
 	int err = trcfile__walk_locate(fw, why);
 	if (err)
 		return err;
-	struct trcfile__tally t;
-	trcfile__tally_init(&t);
-	uint64_t chunks_listed = 0;
+	trcfile__tally_init(fw->tally);
+	trcfile__walk_restart(fw);
 	for (uint32_t i = 0; i < fw->n_streams; i++) {
 		struct trcfile__footer_stream e;
 		err = trcfile__footer_walk_stream(fw, &e);
-		if (err == -EBADMSG) {
-			*why = "a stream entry is damaged";
-			return 1;
-		}
+		if (err == 1)
+			*why = fw->why;
 		if (err)
 			return err;
-		if (e.id != i) {
-			*why = "stream ids are not 0, 1, 2... in the footer";
-			return 1;
-		}
-		chunks_listed += e.chunks;
-		trcfile__tally_stream(&t, &e);
 	}
-	if (chunks_listed != fw->n_chunks) {
+	if (fw->chunks_listed != fw->n_chunks) {
 		*why = "footer stream totals do not match its chunk entries";
 		return 1;
 	}
-	uint64_t prev_end = r->header_bytes;
 	for (uint64_t i = 0; i < fw->n_chunks; i++) {
 		struct trcfile__footer_chunk e;
-		err = trcfile__footer_walk_chunk(fw, &e);
-		if (err == -EBADMSG) {
-			*why = "a chunk entry is damaged";
-			return 1;
-		}
+		err = trcfile__footer_walk_chunk(fw, &e, NULL);
+		if (err == 1)
+			*why = fw->why;
 		if (err)
 			return err;
-		struct trcfile__chunk_ref c = trcfile__chunk_ref_of(&e);
-		if ((*why = trcfile__ref_check(r, &c, fw->footer_offset)))
-			return 1;
-		if (e.stream_id >= fw->n_streams) {
-			*why = "chunk entry of an unknown stream";
-			return 1;
-		}
-		if (e.offset < prev_end) {
-			*why = "chunk entries not in file order, or overlapping";
-			return 1;
-		}
-		prev_end = e.offset + TRCFILE__CHUNK_HDR_BYTES + e.comp_bytes;
-		trcfile__tally_chunk(&t, &e);
 	}
-	if (fw->crc != fw->footer_crc) {
-		*why = "footer checksum mismatch";
-		return 1;
-	}
-	if (t.records_streams != t.records_chunks) {
-		*why = "footer stream totals do not match its chunk entries";
-		return 1;
-	}
-	if (t.seqs_streams != t.seqs_chunks) {
-		*why = "a stream's chunk sequence numbers are not 0 .. chunks - 1";
-		return 1;
-	}
-	trcfile__walk_seek(fw, TRCFILE__FOOTER_FIXED_BYTES);
+	err = trcfile__footer_walk_end(fw, why);
+	if (err)
+		return err;
+	trcfile__walk_restart(fw);
 	return 0;
 }
 
@@ -329,5 +402,6 @@ void trcfile__footer_walk_free(struct trcfile__footer_walk *fw)
 {
 	free(fw->buf);
 	free(fw->blocks);
+	free(fw->tally);
 	memset(fw, 0, sizeof(*fw));
 }

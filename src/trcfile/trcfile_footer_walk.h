@@ -14,6 +14,11 @@
  *     sequence numbers as the polynomial sum of x^seq at a random x), with weights drawn from
  *     the kernel per walk: two sides that differ anywhere agree with a probability below 2^-28
  *     (Schwartz-Zippel), and no file can be crafted for the draw.
+ * The same checks run again as the caller reads the entries a second time (the streamed
+ * compaction): a file changed in place between the passes fails them there (1 from the walk
+ * calls, or from trcfile__footer_walk_end at the end), and the caller discards what it made
+ * of it. The second pass also checks that the stream entry it gets for each chunk (read apart,
+ * trcfile__footer_walk_chunk's s) is the one the sequential pass gave for that stream.
  * What it asks of a file beyond the reader, and which every file the writer makes has: stream
  * ids 0, 1, 2... in the stream table (stream i at entry i), chunk entries in file order, and
  * each stream's sequence numbers 0 .. chunks - 1 with no gap. A footer that is not so (or is
@@ -47,20 +52,34 @@ struct trcfile__footer_walk {
 	size_t at, len;
 	uint64_t pos;
 	uint32_t crc; /* of the footer bytes read into buf so far */
+	uint32_t crc_fixed; /* of the footer's fixed part: where the entries' CRC starts from */
 	/* Stream entries by id for trcfile__footer_walk_stream_at: a few blocks of the table. */
 	struct trcfile__stream_block *blocks;
+	/* The checks of a pass over the entries (both passes make them). */
+	struct trcfile__tally *tally;
+	uint32_t streams_seen;
+	uint64_t chunks_seen, chunks_listed, prev_end, chunks_with_stream;
+	const char *why; /* the check an entry failed: a walk call returned 1 */
 };
 
 /* Locates r's footer and checks it entry by entry (the list at the top). 0: walkable, and the
- * walk is at the first stream entry (n_streams and n_chunks set); 1: not walkable, *why says
- * why; <0: error (the reader's message says it). fw is to be freed in every case. */
+ * walk is at the first stream entry again for the caller's pass (n_streams and n_chunks set);
+ * 1: not walkable, *why says why; <0: error (the reader's message says it). fw is to be
+ * freed in every case. */
 int trcfile__footer_walk_check(struct trcfile__footer_walk *fw, struct trcfile_reader *r,
 			       const char **why);
 
 /* The next stream entry (n_streams of them, by id), then the next chunk entry (n_chunks of
- * them, in file order): checked already. 0 or <0. */
+ * them, in file order), each checked as trcfile__footer_walk_check checked it: 0, 1 (it
+ * fails a check: the file changed since, fw->why says how) or <0. s, when not NULL, gets the
+ * chunk's stream entry (trcfile__footer_walk_stream_at), checked at the end to be the one
+ * the sequential read gave. */
 int trcfile__footer_walk_stream(struct trcfile__footer_walk *fw, struct trcfile__footer_stream *e);
-int trcfile__footer_walk_chunk(struct trcfile__footer_walk *fw, struct trcfile__footer_chunk *e);
+int trcfile__footer_walk_chunk(struct trcfile__footer_walk *fw, struct trcfile__footer_chunk *e,
+			       struct trcfile__footer_stream *s);
+/* After the last chunk entry: the checks over the whole pass (the footer's CRC, each stream's
+ * records and sequence numbers, and the stream entries given through s). 0, or 1 with *why. */
+int trcfile__footer_walk_end(struct trcfile__footer_walk *fw, const char **why);
 
 /* Stream entry id (< n_streams), from a small cache of the table's blocks. 0 or <0. */
 int trcfile__footer_walk_stream_at(struct trcfile__footer_walk *fw, uint32_t id,
