@@ -122,6 +122,8 @@ static void pq__rle_run(struct pq_buf *out, uint32_t value, size_t count, unsign
 
 void pq_rle_encode(struct pq_buf *out, const uint32_t *v, size_t n, unsigned bw)
 {
+	if (!n)
+		return; /* nothing to encode; v may be NULL (an empty column), and v + 0 with it */
 	size_t lit = 0; /* start of the pending literals */
 	size_t i = 0;
 	while (i < n) {
