@@ -307,5 +307,17 @@ Test(dump_multi, realtime_start_past_the_int64_range_is_refused_naming_the_file,
 	int st;
 	free(tdm_run(dir, (const char *const[]){"events", b, NULL}, &st));
 	cr_expect_eq(st, 0);
+	/* Parquet puts every time on CLOCK_REALTIME, alone or with others: refused, said once. */
+	char tables[400], want[600];
+	snprintf(tables, sizeof(tables), "%s/tables", dir);
+	snprintf(want, sizeof(want),
+		 "trace-dump: %s: start_realtime_ns %llu and start_mono_ns 5000000000 put its "
+		 "records outside CLOCK_REALTIME's range (0 to 2^63 ns)\n",
+		 b, (unsigned long long)(TDM_R + rt_offs[1]));
+	free(tdm_run(dir, (const char *const[]){"parquet", "-o", tables, b, NULL}, &st));
+	char *err = tu_slurp_text(dir, "err");
+	cr_expect_eq(st, 1, "parquet: exit %d: %s", st, err);
+	cr_expect_str_eq(err, want);
+	free(err);
 	tu_rm_rf(dir);
 }

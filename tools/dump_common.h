@@ -126,6 +126,14 @@ void dump_close(struct trcfile_reader *r, const char *path);
 /* The time every relative time of the outputs counts from: the header's start of recording,
  * or the first record when that is missing or later. */
 uint64_t dump_start_ns(const struct trcfile_reader *r);
+/* The anchor of r (start_realtime_ns - start_mono_ns, from its header: the file's word) and
+ * its start on CLOCK_REALTIME, checked: 0, or -ERANGE unless the anchor fits an int64 and the
+ * start and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX] (tools/dump_multi.c).
+ * Then every sum with the anchor fits for the records the index describes. */
+int dump_anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt);
+/* ts on CLOCK_REALTIME under anchor, saturated at INT64_MAX: a record past its chunk's stated
+ * times may still lie beyond the range dump_anchor checked. */
+int64_t dump_realtime(uint64_t ts, int64_t anchor);
 
 /* Prints "trace-dump: ..." on stderr (file and output errors; not usage errors). */
 void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

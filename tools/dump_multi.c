@@ -26,7 +26,7 @@
  * and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX]. Then every sum with the
  * anchor (here, the summary, the exporters) fits for the records the index describes, and
  * so does the difference of two files' starts. */
-static int dump__anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt)
+int dump_anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt)
 {
 	const struct trcfile_header *h = trcfile_reader_header(r);
 	uint64_t last = 0;
@@ -44,8 +44,8 @@ static int dump__anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t
 }
 
 /* ts on CLOCK_REALTIME, saturated: a record past its chunk's stated times may still lie
- * beyond the range dump__anchor checked. ts >= 0, so only the top can be passed. */
-static int64_t dump__realtime(uint64_t ts, int64_t anchor)
+ * beyond the range dump_anchor checked. ts >= 0, so only the top can be passed. */
+int64_t dump_realtime(uint64_t ts, int64_t anchor)
 {
 	int64_t rt;
 	return __builtin_add_overflow(ts, anchor, &rt) ? INT64_MAX : rt;
@@ -76,7 +76,7 @@ int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n)
 		t->trace = base ? base + 1 : paths[i];
 		/* The real time every relative time counts from: the earliest start. */
 		int64_t s;
-		if (dump__anchor(t->r, &t->anchor, &s) != 0) {
+		if (dump_anchor(t->r, &t->anchor, &s) != 0) {
 			dump_error(
 				"%s: start_realtime_ns %" PRIu64 " and start_mono_ns %" PRIu64
 				" put its records outside CLOCK_REALTIME's range (0 to 2^63 ns): "
@@ -146,7 +146,7 @@ int dump_traces_next(struct dump_traces *m, struct trc_record *rec, unsigned *tr
 		}
 		if (t->state != 1)
 			continue;
-		int64_t rt = dump__realtime(t->rec.ts_ns, t->anchor);
+		int64_t rt = dump_realtime(t->rec.ts_ns, t->anchor);
 		if (best < 0 || rt < best_rt) {
 			best = (int)i;
 			best_rt = rt;

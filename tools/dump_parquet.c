@@ -212,7 +212,7 @@ struct dp {
 
 static int64_t dp_rt(const struct dp *d, uint64_t ts)
 {
-	return (int64_t)ts + d->anchor;
+	return dump_realtime(ts, d->anchor);
 }
 
 static void dp_check(struct dp *d, int err)
@@ -578,7 +578,13 @@ static int dp_trace(struct dp *d, const char *path)
 	const char *base = strrchr(path, '/');
 	d->trace = base ? base + 1 : path;
 	d->trace_len = strlen(d->trace);
-	d->anchor = (int64_t)(h->start_realtime_ns - h->start_mono_ns);
+	int64_t start_rt;
+	if (dump_anchor(r, &d->anchor, &start_rt) != 0) {
+		dump_error("%s: start_realtime_ns %" PRIu64 " and start_mono_ns %" PRIu64
+			   " put its records outside CLOCK_REALTIME's range (0 to 2^63 ns)",
+			   path, h->start_realtime_ns, h->start_mono_ns);
+		goto out;
+	}
 	d->spans = 0;
 	int err = summary_compute(r, &sm);
 	if (err) {
