@@ -533,8 +533,8 @@ test-install: build-all
 
 test-asan: test-run-suites fuzz-brief
 
-# The reader's fuzz target for a few seconds per test run, so it cannot rot (make fuzz runs it
-# for longer).
+# Each fuzz target (the reader's; the drain's, comparing its fused and old paths) for a few
+# seconds per test run, so none can rot (make fuzz runs them for longer).
 fuzz-brief: $(FUZZERS)
 	@for f in $(FUZZERS); do \
 		n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
@@ -682,7 +682,7 @@ help:
 	@echo "make libs|tools  build/lib/libtrc.so libtrc.a libtrc-preload.so libtrc-core.a | build/bin/trace-run trace-dump"
 	@echo "make asan|tsan   the same tree under build/asan or build/tsan (clang)"
 	@echo "make stress      the TSan stress programs at ten times the scale"
-	@echo "make fuzz        the reader's fuzz target, FUZZ_SECONDS=60 per target"
+	@echo "make fuzz        the fuzz targets (reader, drain), FUZZ_SECONDS=60 per target"
 	@echo "make mutants     plant each bug of tests/mutants/LIST in a copy of the tree, run the tiers,"
 	@echo "                 print the share caught (long; MUTANTS=id1,id2 runs a few; report in build/mutants)"
 	@echo "make bench       every benchmark, report in build/bench/ (about ten minutes); bench-quick: a minute"
