@@ -6,7 +6,8 @@ text of `protoc --decode=perftools.profiles.Profile tests/profile.proto`. Checks
 (string_table[0] is "", every sample has one value per sample_type, every location id and
 function id it refers to exists, ids are nonzero) and prints the samples as JSON:
 {"types": [[type, unit]...], "stacks": {"root;...;leaf": [objects, bytes]}, "total":
-[objects, bytes], "comment": "..."}; exits 1 with a message on a broken rule.
+[objects, bytes], "comment": "...", "period_type": [type, unit], "period": N, "mappings":
+[[filename, build_id]...]}; exits 1 with a message on a broken rule.
 Threads: none. Reference: google/pprof proto/profile.proto.
 """
 import json
@@ -86,8 +87,16 @@ def main():
         stacks[key] = [a + b for a, b in zip(old, vals)]
         total = [a + b for a, b in zip(total, vals)]
     comment = [st[c] for c in p.get("comment", [])]
-    print(json.dumps({"types": types, "stacks": stacks, "total": total, "comment": comment},
-                     sort_keys=True))
+    pt = p.get("period_type", [])
+    period_type = [st[pt[0].get("type", [0])[0]], st[pt[0].get("unit", [0])[0]]] if pt else None
+    mappings = []
+    for m in p.get("mapping", []):
+        if not m.get("id", [0])[0]:
+            fail("mapping id zero")
+        mappings.append([st[m.get("filename", [0])[0]], st[m.get("build_id", [0])[0]]])
+    print(json.dumps({"types": types, "stacks": stacks, "total": total, "comment": comment,
+                      "period_type": period_type, "period": p.get("period", [0])[0],
+                      "mappings": mappings}, sort_keys=True))
 
 
 main()

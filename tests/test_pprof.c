@@ -124,3 +124,52 @@ Test(pprof, usage_errors, .timeout = 60)
 	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof --alloc x.trc 2>/dev/null", td), 2);
 	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof --help | grep -q -- --live-at", td), 0);
 }
+
+/* What pprof shows beside the samples: the period (space in bytes, 1: nothing sampled), the
+ * main binary (the program's module named as its command, with its build-id), and each
+ * thread's root frame under the name the thread gave itself in its own stream, which the
+ * reader's metadata tables do not hold. */
+Test(pprof, period_main_binary_and_thread_names_from_their_streams, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4243);
+	struct tu_stream *meta = &p.streams[0], *t = &p.streams[1];
+	static const char *const paths[] = {"/usr/lib/libc.so.6", "/opt/app/bin/prog"};
+	static const uint64_t starts[] = {0x7f0000000000ull, 0x400000};
+	for (int i = 0; i < 2; i++) {
+		struct trc_record r = {.type = TRC_REC_MODULE, .ts_ns = 1000000010};
+		r.module.pid = 4242;
+		r.module.start = starts[i];
+		r.module.end = starts[i] + 0x100000;
+		r.module.offset = 0x1000;
+		r.module.path = paths[i];
+		r.module.path_len = (uint32_t)strlen(paths[i]);
+		static const uint8_t ids[2][2] = {{0xa0, 0x0f}, {0xa1, 0x0f}};
+		r.module.build_id = ids[i];
+		r.module.build_id_len = 2;
+		tu_add(meta, &r);
+	}
+	struct trc_record r = {.type = TRC_REC_THREAD, .ts_ns = 1000000020};
+	r.thread.pid = 4242;
+	r.thread.tid = 4243;
+	r.thread.name = "loader";
+	r.thread.name_len = 6;
+	tu_add(t, &r);
+	r = (struct trc_record){.type = TRC_REC_ALLOC, .ts_ns = 1000000030};
+	r.alloc.addr = 0x10000;
+	r.alloc.size = 300;
+	tu_add(t, &r);
+	cr_assert_eq(tu_write_plan(trc, &p, NULL, 10), 0);
+	tu_plan_free(&p);
+	char *rep = tq_export(dir, "--alloc");
+	tq_has(rep, "\"period\": 1");
+	tq_has(rep, "\"period_type\": [\"space\", \"bytes\"]");
+	tq_has(rep, "\"mappings\": [[\"/opt/app/bin/prog\", \"a10f\"]]");
+	tq_has(rep, "\"stacks\": {\"tid 4243 loader\": [1, 300]}");
+	free(rep);
+	tu_rm_rf(dir);
+}

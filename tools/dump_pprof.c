@@ -20,8 +20,10 @@
  * first reach their maximum, the second stops there.
  *
  * Output: Profile with sample_type [objects count, space bytes] (inuse_* or alloc_*), one
- * Function and one Location (with one Line) per frame, no Mapping (the names carry the
- * module), samples leaf first; gzip (src/export/gz_deflate.c), as pprof reads it.
+ * Function and one Location (with one Line) per frame, one Mapping (the program's executable,
+ * for pprof's "File" and "Build ID": the names carry their module), period_type space bytes
+ * and period 1 (every allocation counted), samples leaf first; gzip (src/export/gz_deflate.c),
+ * as pprof reads it.
  * Schema: google/pprof proto/profile.proto (tests/profile.proto copies it).
  *
  * Threads: single-threaded.
@@ -31,6 +33,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "allocmap.h"
 #include "cli_duration.h"
@@ -62,6 +65,7 @@ enum { DUMP__PP_SPAN = 1, DUMP__PP_FUNC = 2, DUMP__PP_THREAD = 3 };
 struct dump__pp_frame {
 	uint32_t kind, pid;
 	uint64_t id; /* name id, address, or tid */
+	char *name; /* owned: a thread's latest name from its THREAD records; NULL none seen */
 };
 
 struct dump__pp_node {
@@ -111,7 +115,8 @@ static uint64_t dump__pp_node_entry_hash(const void *ctx, uint32_t i, uint64_t s
 /* The frame's index (interned); UINT32_MAX on out of memory. */
 static uint32_t dump__pp_frame(struct dump__pp *p, uint32_t kind, uint32_t pid, uint64_t id)
 {
-	struct dump__pp_frame f = {.kind = kind, .pid = kind == DUMP__PP_SPAN ? 0 : pid, .id = id};
+	struct dump__pp_frame f = {
+		.kind = kind, .pid = kind == DUMP__PP_SPAN ? 0 : pid, .id = id, .name = NULL};
 	uint64_t h = dump__pp_frame_hash(&f, u64index_seed(&p->frame_ix));
 	uint32_t e;
 	for (size_t pos = u64index_start(&p->frame_ix, h);
@@ -205,6 +210,27 @@ static void dump__pp_alloc(struct dump__pp *p, uint32_t pid, uint32_t node,
 	}
 }
 
+/* A THREAD record: its thread's frame takes the name (a thread names itself in its own
+ * stream, which the reader's tables, read from the metadata stream, do not hold). */
+static void dump__pp_thread_name(struct dump__pp *p, const struct trc_record *rec)
+{
+	uint32_t f = dump__pp_frame(p, DUMP__PP_THREAD, rec->thread.pid, rec->thread.tid);
+	if (f == UINT32_MAX) {
+		p->approximate = true;
+		return;
+	}
+	uint32_t n = rec->thread.name_len < 256 ? rec->thread.name_len : 256;
+	char *c = malloc(n + 1u);
+	if (!c) {
+		p->err = -ENOMEM;
+		return;
+	}
+	memcpy(c, rec->thread.name, n);
+	c[n] = 0;
+	free(p->frames[f].name);
+	p->frames[f].name = c;
+}
+
 /* One pass over the merge, up to and including record number stop (or ts_ns > t_stop). The
  * first pass of --live-at peak finds peak_ord. 0 or -errno. */
 static int dump__pp_pass(struct dump__pp *p, uint64_t stop, uint64_t t_stop)
@@ -250,6 +276,9 @@ static int dump__pp_pass(struct dump__pp *p, uint64_t stop, uint64_t t_stop)
 			if (*cur != base[sidx])
 				*cur = p->nodes[*cur].parent;
 			break;
+		case TRC_REC_THREAD:
+			dump__pp_thread_name(p, &rec);
+			break;
 		case TRC_REC_ALLOC:
 		case TRC_REC_FREE:
 			dump__pp_alloc(p, si->pid, *cur, &rec);
@@ -283,18 +312,47 @@ static size_t dump__pp_frame_name(const struct dump__pp *p, const struct dump__p
 		return (size_t)snprintf(buf, len, "#%" PRIu64, f->id);
 	}
 	uint32_t n = 0;
-	const char *t = trcfile_reader_thread_name(p->r, f->pid, (uint32_t)f->id, &n);
+	const char *t = f->name;
+	if (t)
+		n = (uint32_t)strlen(t);
+	else
+		t = trcfile_reader_thread_name(p->r, f->pid, (uint32_t)f->id, &n);
 	int k = snprintf(buf, len, "tid %" PRIu64 "%s%.*s", f->id, t ? " " : "",
 			 t ? (int)(n < 256 ? n : 256) : 0, t ? t : "");
 	return k < 0 ? 0 : (size_t)k >= len ? len - 1 : (size_t)k;
+}
+
+/* The traced program's executable: of the modules of the header's pid, the one named as the
+ * command's argv[0] is, else the lowest (maps list the executable first); NULL without one. */
+static const struct trcfile_module *dump__pp_main_module(const struct trcfile_reader *r)
+{
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	const struct trcfile_module *m;
+	size_t n = trcfile_reader_modules_of(r, h->pid, &m);
+	if (!n)
+		return NULL;
+	size_t a0 = strnlen(h->cmdline, h->cmdline_len);
+	const char *cmd = memrchr(h->cmdline, '/', a0);
+	cmd = cmd ? cmd + 1 : h->cmdline;
+	size_t cmd_len = a0 - (size_t)(cmd - h->cmdline);
+	for (size_t i = 0; i < n; i++) {
+		const char *base = strrchr(m[i].path, '/');
+		base = base ? base + 1 : m[i].path;
+		if (cmd_len && strlen(base) == cmd_len && !memcmp(base, cmd, cmd_len))
+			return &m[i];
+	}
+	return &m[0];
 }
 
 /* The profile (uncompressed) into b. */
 static void dump__pp_profile(struct dump__pp *p, struct pb_buf *b, const char *mode)
 {
 	const struct trcfile_header *h = trcfile_reader_header(p->r);
+	const struct trcfile_module *exe = dump__pp_main_module(p->r);
 	bool a = p->alloc_mode;
-	/* Strings: 0 "", 1..4 the sample types, one per frame from 5, then the comment. */
+	/* Strings: 0 "", 1..4 the sample types, one per frame from 5, then the comment, "space"
+	 * (the period's type), and the executable's path and build-id when known. */
+	const uint64_t s_comment = 5 + p->n_frames, s_space = s_comment + 1, s_exe = s_space + 1;
 	size_t m = pb_open(b, 1);
 	pb_uint(b, 1, 1);
 	pb_uint(b, 2, 2);
@@ -317,6 +375,20 @@ static void dump__pp_profile(struct dump__pp *p, struct pb_buf *b, const char *m
 		pb_varint(b, (uint64_t)nd->bytes);
 		pb_close(b, l);
 		pb_close(b, s);
+	}
+	if (exe) {
+		/* The main binary, so pprof names it ("Main binary filename"); the locations are
+		 * named by their functions and need no mapping. */
+		size_t mp = pb_open(b, 3);
+		pb_uint(b, 1, 1);
+		pb_uint(b, 2, exe->start);
+		pb_uint(b, 3, exe->end);
+		pb_uint(b, 4, exe->offset);
+		pb_uint(b, 5, s_exe);
+		if (exe->build_id_len)
+			pb_uint(b, 6, s_exe + 1);
+		pb_uint(b, 7, 1); /* has_functions */
+		pb_close(b, mp);
 	}
 	for (size_t f = 0; f < p->n_frames; f++) {
 		size_t l = pb_open(b, 4);
@@ -347,8 +419,24 @@ static void dump__pp_profile(struct dump__pp *p, struct pb_buf *b, const char *m
 	int k = snprintf(c, sizeof(c), "trace-dump pprof %s%s", mode,
 			 p->approximate ? " (approximate: a table hit its cap)" : "");
 	pb_bytes(b, 6, c, (size_t)k);
+	pb_str(b, 6, "space");
+	if (exe) {
+		pb_bytes(b, 6, exe->path, exe->path_len);
+		if (exe->build_id_len) {
+			char hex[2 * TRC_BUILD_ID_MAX + 1];
+			for (uint32_t i = 0; i < exe->build_id_len; i++)
+				snprintf(hex + 2 * i, 3, "%02x", exe->build_id[i]);
+			pb_bytes(b, 6, hex, 2 * (size_t)exe->build_id_len);
+		}
+	}
 	pb_uint(b, 9, h->start_realtime_ns);
-	pb_uint(b, 13, 5 + p->n_frames); /* comment */
+	/* period_type space/bytes, period 1: every allocation is counted, none sampled. */
+	size_t pt = pb_open(b, 11);
+	pb_uint(b, 1, s_space);
+	pb_uint(b, 2, 4);
+	pb_close(b, pt);
+	pb_uint(b, 12, 1);
+	pb_uint(b, 13, s_comment); /* comment */
 	pb_uint(b, 14, 3); /* default: space */
 }
 
@@ -472,6 +560,8 @@ fail:
 		   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r) : strerror(-err));
 out:
 	if (p) {
+		for (size_t f = 0; f < p->n_frames; f++)
+			free(p->frames[f].name);
 		free(p->frames);
 		u64index_destroy(&p->frame_ix);
 		free(p->nodes);

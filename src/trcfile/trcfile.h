@@ -357,6 +357,9 @@ struct trcfile_module {
 };
 const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *r, uint32_t pid,
 						   uint64_t addr);
+/* The modules of pid, by start address: *first and the count (0: none). */
+size_t trcfile_reader_modules_of(const struct trcfile_reader *r, uint32_t pid,
+				 const struct trcfile_module **first);
 
 /* ---- iteration ------------------------------------------------------------------------- */
 

@@ -919,6 +919,25 @@ const char *trcfile_reader_process_cmdline(const struct trcfile_reader *r, uint3
 	return r->procs[*i].str;
 }
 
+size_t trcfile_reader_modules_of(const struct trcfile_reader *r, uint32_t pid,
+				 const struct trcfile_module **first)
+{
+	/* The first module of pid (sorted by pid, then start). */
+	size_t lo = 0, hi = r->n_modules;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->modules[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t n = 0;
+	while (lo + n < r->n_modules && r->modules[lo + n].pid == pid)
+		n++;
+	*first = n ? &r->modules[lo] : NULL;
+	return n;
+}
+
 const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *r, uint32_t pid,
 						   uint64_t addr)
 {
