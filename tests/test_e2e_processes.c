@@ -269,6 +269,58 @@ Test(e2e_processes, trace_run_says_the_peak_the_summary_says, .timeout = 120)
 	}
 }
 
+/* The peak column of the summary's processes-table row of pid, as printed (the text between
+ * the exit column and the source column): a copy to free, or NULL. */
+static char *table_peak(const char *summary, int pid)
+{
+	const char *t = summary ? strstr(summary, "\nprocesses (") : NULL;
+	char key[32];
+	snprintf(key, sizeof(key), "\n  %8d ", pid);
+	const char *row = t ? strstr(t, key) : NULL;
+	if (!row || strlen(row) < 27)
+		return NULL;
+	const char *a = row + 27; /* "\n", pid, ppid and exit: 1 + 2 + 8 + 1 + 8 + 7 */
+	while (*a == ' ')
+		a++;
+	const char *e = strstr(a, "  ");
+	return e ? strndup(a, (size_t)(e - a)) : NULL;
+}
+
+/* trace-run's "pid N of its tree reached X" is the summary's row of pid N, to the byte: a
+ * shell whose multi-threaded child peaks highest and exits with its threads still emitting, so
+ * that its rings grow after its runtime wrote its exit record and its peak is a range raised to
+ * its largest sample. Both take the same figures by one rule and print them alike. */
+Test(e2e_processes, trace_run_names_the_tree_peak_the_summary_lists, .timeout = 180)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], script[512];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(script, sizeof(script), "%s 4 40 300 >/dev/null; true",
+		 e2e_path("tests/prog_touch_threads"));
+	for (int i = 0; i < 2; i++) {
+		struct e2e_run r = e2e_run(dir, TR, "--rss-interval", "20ms", "-o", out, "--", "sh",
+					   "-c", script, NULL);
+		cr_assert_eq(r.exit_code, 0, "%s", r.err);
+		const char *tree = strstr(r.err, "; pid ");
+		int pid = 0;
+		cr_assert(tree && sscanf(tree, "; pid %d (prog_touch_threads)", &pid) == 1, "%s",
+			  r.err);
+		char *said = text_between(tree, "of its tree reached", ")");
+		int code;
+		char *summary = e2e_summary_text(dir, out, &code);
+		cr_assert_eq(code, 0, "%s", summary);
+		char *row = table_peak(summary, pid);
+		cr_assert(said && row, "trace-run: %s\nsummary: %s", r.err, summary);
+		cr_expect_str_eq(said, row, "run %d: trace-run %s, summary %s\n%s", i, said, row,
+				 summary);
+		cr_expect_geq(strtod(row, NULL), 40.0, "%s", row);
+		free(said);
+		free(row);
+		free(summary);
+		e2e_free(&r);
+	}
+}
+
 /* A vfork child's _exit writes nothing in its parent's name: the parent's own exit record is
  * its own (its 8 MiB, its exit(6)), the child's status is not taken for the parent's. */
 Test(e2e_processes, a_vfork_child_writes_no_record_for_its_parent, .timeout = 120)

@@ -112,27 +112,23 @@ static void dump__exit_text(const struct summary_process *pr)
 
 void dump_summary_processes_text(const struct summary *s)
 {
-	char b1[32], b2[32], b3[48];
+	char b2[32], b3[64];
 	if (s->n_processes < 2)
 		return;
 	dump_printf("\nprocesses (%zu; RSS without trace buffers):\n", s->n_processes);
-	dump_str("       pid     ppid   exit                peak  source   samples  max sampled  "
-		 "command\n");
+	dump_str("       pid     ppid   exit                      peak  source   samples  "
+		 "max sampled  command\n");
 	for (size_t i = 0; i < s->n_processes; i++) {
 		const struct summary_process *pr = &s->processes[i];
 		dump_printf("  %8" PRIu32 " %8" PRIu32, pr->pid, pr->ppid);
 		dump__exit_text(pr);
+		/* As trace-run's last line prints it (cli_fmt_bytes_range). */
 		if (pr->peak_source == SUMMARY_PROC_PEAK_NONE)
 			snprintf(b3, sizeof(b3), "?");
-		else if (pr->peak.exact || pr->peak.high_bytes == pr->peak.low_bytes)
-			snprintf(b3, sizeof(b3), "%s",
-				 cli_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes));
 		else
-			snprintf(b3, sizeof(b3), "%s+%s",
-				 cli_fmt_bytes(b1, sizeof(b1), pr->peak.low_bytes),
-				 cli_fmt_bytes(b2, sizeof(b2),
-					       pr->peak.high_bytes - pr->peak.low_bytes));
-		dump_printf(" %19s  %-7s %8" PRIu64 " %12s  ", b3,
+			cli_fmt_bytes_range(b3, sizeof(b3), pr->peak.low_bytes,
+					    pr->peak.high_bytes);
+		dump_printf(" %25s  %-7s %8" PRIu64 " %12s  ", b3,
 			    pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
 				    ? (pr->peak.exact ? "exact" : "kernel")
 			    : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "SAMPLED"
@@ -142,7 +138,7 @@ void dump_summary_processes_text(const struct summary *s)
 		dump__command(pr, 60);
 		dump_char('\n');
 	}
-	dump_str("  peak \"A+B\": between A and A+B (the trace buffers' share at the peak is not "
+	dump_str("  peak \"A to B\": between A and B (the trace buffers' share at the peak is not "
 		 "known); SAMPLED: no exit figure (killed by a signal, or no runtime in it), the "
 		 "largest sample\n");
 	if (s->processes_truncated)

@@ -49,29 +49,42 @@
 #include "trcfile.h"
 #include "trcfile_peak.h"
 
-/* The last line's peak: the program's by trace-dump summary's rule (trcfile_peak.h), from the
- * same figures (its own VmHWM, else wait4's unless a descendant's own peak reaches it; the
- * buffers' share at the moment of the peak in [0, their most]), and, when another process of
- * the tree peaked higher, that one too: wait4's figure used to stand for the tree's largest.
- * Once the recorder has finished (the drain wrote what session_self_hwm reads). */
+/* The last line's peak: the program's by trace-dump summary's rule (trcfile_peak_of), from the
+ * same figures (its own VmHWM and buffers figure, else wait4's unless a descendant's own peak
+ * reaches it, with the buffers' most the exit record says; its largest sample and sampled
+ * buffers' share), and, when another process of the tree peaked higher, that one too, from
+ * its own figures as the summary's row of it takes them, printed alike. Once the recorder has
+ * finished (the drain wrote what session_self_hwm reads). */
 static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss,
 			   struct trc_session *session, pid_t program, char *buf, size_t len)
 {
 	struct session_self_hwm h;
 	session_self_hwm(session, program, &h);
-	const uint64_t hwm = trcfile_peak_hwm(h.own_bytes, wait_maxrss, h.others_bytes);
-	struct trcfile_peak pk =
-		trcfile_peak_interval(hwm, 0, st->buffers_peak_bytes, st->rss_sampled_max_bytes);
-	if (!hwm)
-		pk = trcfile_peak_sampled(st->rss_sampled_max_bytes, wait_maxrss);
+	const struct trcfile_peak_figures pf = {
+		.self_hwm_bytes = h.own_bytes,
+		.self_buffers_bytes = h.own_buffers_bytes,
+		.wait_maxrss_bytes = wait_maxrss,
+		.wait_buffers_bytes = st->buffers_peak_bytes, /* what its exit record says */
+		.others_hwm_bytes = h.others_bytes,
+		.samples = st->rss_samples,
+		.sampled_max_bytes = st->rss_sampled_max_bytes,
+		.sampled_buffers_max_bytes = h.own_sampled_buffers_max_bytes,
+	};
+	const struct trcfile_peak pk = trcfile_peak_of(&pf);
 	char prog[80], other[80], name[SESSION_PROC_NAME_BYTES];
 	cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
 	if (h.others_bytes <= pk.high_bytes) {
 		snprintf(buf, len, "%s (trace buffers excluded)", prog);
 		return;
 	}
-	struct trcfile_peak o = trcfile_peak_interval(
-		h.others_bytes, 0, session_buffers_peak_bytes(session, h.others_pid), 0);
+	const struct trcfile_peak_figures of = {
+		.self_hwm_bytes = h.others_bytes,
+		.self_buffers_bytes = h.others_buffers_bytes,
+		.samples = h.others_sampled_max_bytes || h.others_sampled_buffers_max_bytes,
+		.sampled_max_bytes = h.others_sampled_max_bytes,
+		.sampled_buffers_max_bytes = h.others_sampled_buffers_max_bytes,
+	};
+	const struct trcfile_peak o = trcfile_peak_of(&of);
 	cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
 	session_process_name(session, h.others_pid, name, sizeof(name));
 	snprintf(buf, len, "%s (trace buffers excluded; pid %d%s%s%s of its tree reached %s)", prog,

@@ -220,31 +220,36 @@ static void summary__proc_hwm_bracket(struct summary_process *pr, const struct s
 	pr->peak.exact = pr->peak.low_bytes == pr->peak.high_bytes;
 }
 
-/* Decides one process's peak (see the top). others_max: the largest kernel figure of the other
- * processes (own VmHWM, buffers included). */
+/* Decides one process's peak (see the top). others_max: the largest own VmHWM of the other
+ * processes (buffers included). */
 static void summary__proc_peak(struct summary_process *pr, const struct summary__proc_acc *a,
 			       uint64_t others_max)
 {
-	const uint64_t self = a->has_self ? a->self_hwm : 0;
-	const uint64_t wait = a->has_wait ? a->wait_maxrss : 0;
-	const uint64_t hwm = trcfile_peak_hwm(self, wait, others_max);
-	if (hwm) {
+	const struct trcfile_peak_figures f = {
+		.self_hwm_bytes = a->has_self ? a->self_hwm : 0,
+		.self_buffers_bytes = a->self_buffers,
+		.wait_maxrss_bytes = a->has_wait ? a->wait_maxrss : 0,
+		.wait_buffers_bytes = a->wait_buffers,
+		.others_hwm_bytes = others_max,
+		.samples = pr->rss_samples,
+		.sampled_max_bytes = pr->rss_sampled_max_bytes,
+		.sampled_buffers_max_bytes = pr->buffers_max_bytes,
+	};
+	pr->peak = trcfile_peak_of(&f);
+	if (pr->peak.source == TRCFILE_PEAK_KERNEL) {
 		/* The exit record H came from says what the buffers held. */
-		const uint64_t eb = self ? a->self_buffers : a->wait_buffers;
-		const bool counted = self ? a->self_buffers_peak : a->wait_buffers_peak;
-		const uint64_t bmax = eb > pr->buffers_max_bytes ? eb : pr->buffers_max_bytes;
-		pr->hwm_bytes = hwm;
-		pr->exit_buffers_bytes = eb;
+		const bool counted = pr->peak.own ? a->self_buffers_peak : a->wait_buffers_peak;
+		pr->hwm_bytes = pr->peak.hwm_bytes;
+		pr->exit_buffers_bytes = pr->peak.own ? a->self_buffers : a->wait_buffers;
 		pr->exit_buffers_peak = counted;
-		pr->peak = trcfile_peak_interval(hwm, 0, bmax, pr->rss_sampled_max_bytes);
 		pr->peak_source = SUMMARY_PROC_PEAK_KERNEL;
 		/* The bracket takes the samples' shares for the buffers' bounds between them,
 		 * which a ring grown and freed between two samples breaks; a file whose exit
 		 * record says so carries the counted bound instead (see the top). */
 		if (a->has_sample && a->hwm_all && !counted)
-			summary__proc_hwm_bracket(pr, a, hwm, eb);
-	} else if (pr->rss_samples) {
-		pr->peak = trcfile_peak_sampled(pr->rss_sampled_max_bytes, wait);
+			summary__proc_hwm_bracket(pr, a, pr->peak.hwm_bytes,
+						  pr->exit_buffers_bytes);
+	} else if (pr->peak.source == TRCFILE_PEAK_SAMPLED) {
 		pr->peak_source = SUMMARY_PROC_PEAK_SAMPLED;
 	}
 }
@@ -261,7 +266,8 @@ void summary__procs_finish(struct summary__state *m)
 	struct summary__procs *p = &m->procs;
 	uint64_t top = 0, second = 0; /* the two largest own kernel figures */
 	for (size_t i = 0; i < s->n_processes; i++) {
-		uint64_t h = p->acc[i].has_self ? p->acc[i].self_hwm : 0;
+		const struct summary__proc_acc *a = &p->acc[i];
+		uint64_t h = a->has_self ? a->self_hwm : 0;
 		if (h > top) {
 			second = top;
 			top = h;
@@ -293,10 +299,8 @@ void summary__procs_finish(struct summary__state *m)
 		const struct summary_process *root = &s->processes[*ix];
 		s->rss_peak = root->peak;
 		s->rss_peak_hwm_bytes = root->hwm_bytes;
-		s->rss_peak_hwm_own = p->acc[*ix].has_self && p->acc[*ix].self_hwm;
-		s->rss_peak_buffers_max_bytes = root->exit_buffers_bytes > root->buffers_max_bytes
-							? root->exit_buffers_bytes
-							: root->buffers_max_bytes;
+		s->rss_peak_hwm_own = root->peak.own;
+		s->rss_peak_buffers_max_bytes = root->peak.buffers_max_bytes;
 		if (root->peak_source == SUMMARY_PROC_PEAK_KERNEL) {
 			s->rss_peak_bytes = root->peak.low_bytes;
 		} else if (root->peak_source == SUMMARY_PROC_PEAK_SAMPLED &&
@@ -306,14 +310,21 @@ void summary__procs_finish(struct summary__state *m)
 		}
 	} else if (s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT) {
 		/* An exit record but no process entry (pid 0 in an old file): same rule. */
-		s->rss_peak = trcfile_peak_interval(s->rss_exit_maxrss_bytes, 0,
-						    s->buffers_resident_peak_bytes,
-						    s->rss_peak_sampled_bytes);
+		const struct trcfile_peak_figures f = {
+			.wait_maxrss_bytes = s->rss_exit_maxrss_bytes,
+			.wait_buffers_bytes = s->buffers_resident_peak_bytes,
+			.samples = s->rss_samples,
+			.sampled_max_bytes = s->rss_peak_sampled_bytes,
+		};
+		s->rss_peak = trcfile_peak_of(&f);
 		s->rss_peak_bytes = s->rss_peak.low_bytes;
-		s->rss_peak_hwm_bytes = s->rss_exit_maxrss_bytes;
-		s->rss_peak_buffers_max_bytes = s->buffers_resident_peak_bytes;
+		s->rss_peak_hwm_bytes = s->rss_peak.hwm_bytes;
+		s->rss_peak_buffers_max_bytes = s->rss_peak.buffers_max_bytes;
+		if (s->rss_peak.source == TRCFILE_PEAK_SAMPLED)
+			s->rss_peak_source = SUMMARY_RSS_PEAK_SAMPLED;
 	} else {
-		s->rss_peak = (struct trcfile_peak){s->rss_peak_bytes, s->rss_peak_bytes, false};
+		s->rss_peak = (struct trcfile_peak){.low_bytes = s->rss_peak_bytes,
+						    .high_bytes = s->rss_peak_bytes};
 	}
 	if (s->n_processes > 1)
 		qsort(s->processes, s->n_processes, sizeof(*s->processes), summary__proc_cmp);

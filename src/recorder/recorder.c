@@ -273,6 +273,8 @@ static int recorder__append_sample(struct recorder *r, const struct rss_sample *
 		return err;
 	atomic_fetch_add_explicit(&r->rss_samples, 1, memory_order_relaxed);
 	const struct trc_rss_figures *f = &smp->fig;
+	/* Each process's largest, for trace-run's last line (session_self_hwm). */
+	session_note_sample(r->cfg.session, (pid_t)f->pid, f->rss_bytes, f->buffers_bytes);
 	if (f->pid != (uint32_t)r->cfg.pid)
 		return 0; /* the stats below are the program's */
 	uint64_t prog = f->rss_bytes > f->buffers_bytes ? f->rss_bytes - f->buffers_bytes : 0;

@@ -28,6 +28,7 @@
  *   session_buffers_resident_bytes     any                everything (racy read)   no
  *   session_buffers_peak_bytes         any                everything (racy read)   no
  *   session_self_hwm                   any                everything (racy read)   no
+ *   session_note_sample                drain thread       racy reads               no
  *   session_process_name               owner              not session_drain        no
  *   session_processes_attached         any                everything               no
  *   session_processes_running          owner              everything (racy read)   no
@@ -117,17 +118,28 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
  * Any thread (racy). */
 uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid);
 
-/* The VmHWM process pid gave in its own exit record (the largest over its images), and the
- * largest that any other process of the session gave, with its pid; 0 for none drained. What
+/* The VmHWM process pid gave in its own exit record (the largest over its images) with that
+ * record's buffers figure, and the largest that any other process of the session gave, with
+ * its pid, buffers figure and samples (session_note_sample); 0 for none drained. What
  * trace-run's last line needs to decide the program's peak as trace-dump summary does
  * (trcfile_peak.h), and to name the tree's largest. Any thread (racy: final once the drain has
  * stopped). */
 struct session_self_hwm {
-	uint64_t own_bytes;
-	uint64_t others_bytes;
+	uint64_t own_bytes, own_buffers_bytes;
+	uint64_t own_sampled_buffers_max_bytes;
+	uint64_t others_bytes, others_buffers_bytes;
+	uint64_t others_sampled_max_bytes, others_sampled_buffers_max_bytes;
 	pid_t others_pid;
 };
 void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out);
+
+/* Keeps an RSS sample of pid (rss_bytes, buffers_bytes: as the sample record has them) with
+ * pid's latest process entry, for session_self_hwm: the largest sample, buffers excluded, and
+ * the largest buffers' share, as trace-dump summary takes them from the file. A pid with no
+ * entry is not kept. The drain thread (the recorder appends samples there), or the owner once
+ * it has stopped; one scan of the process table. */
+void session_note_sample(struct trc_session *s, pid_t pid, uint64_t rss_bytes,
+			 uint64_t buffers_bytes);
 
 /* The name of process pid's command (argv[0] after its last '/', as its PROCESS record gave it;
  * its latest image's) into buf (at most SESSION_PROC_NAME_BYTES with the NUL); "" when none.

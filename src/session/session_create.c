@@ -126,9 +126,13 @@ struct trc_session *session_create(const struct session_config *cfg, int *err)
 	s->slots = calloc(geom.max_slots, sizeof(*s->slots));
 	s->trimmed = calloc(geom.max_slots, sizeof(*s->trimmed));
 	s->self_hwm = calloc(geom.max_procs, sizeof(*s->self_hwm));
+	s->self_buffers = calloc(geom.max_procs, sizeof(*s->self_buffers));
+	s->sampled_max = calloc(geom.max_procs, sizeof(*s->sampled_max));
+	s->sampled_buffers_max = calloc(geom.max_procs, sizeof(*s->sampled_buffers_max));
 	s->proc_name = calloc(geom.max_procs, sizeof(*s->proc_name));
 	s->name_seen = calloc(s->name_seen_bits / 8 + 1, 1);
-	if (!s->slots || !s->trimmed || !s->self_hwm || !s->proc_name || !s->name_seen)
+	if (!s->slots || !s->trimmed || !s->self_hwm || !s->self_buffers || !s->sampled_max ||
+	    !s->sampled_buffers_max || !s->proc_name || !s->name_seen)
 		goto free_s;
 
 	s->fd = memfd_create("trc-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -268,6 +272,28 @@ uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid)
 	return peak;
 }
 
+/* Raises *cell to v (one writer: the drain thread). */
+static void session__raise(_Atomic uint64_t *cell, uint64_t v)
+{
+	if (v > atomic_load_explicit(cell, memory_order_relaxed))
+		atomic_store_explicit(cell, v, memory_order_relaxed);
+}
+
+void session_note_sample(struct trc_session *s, pid_t pid, uint64_t rss_bytes,
+			 uint64_t buffers_bytes)
+{
+	const uint32_t used = session__procs_used(s);
+	for (uint32_t i = used; i-- > 0;) { /* the latest image of pid registered last */
+		if (atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire) !=
+		    (uint32_t)pid)
+			continue;
+		session__raise(&s->sampled_max[i],
+			       rss_bytes > buffers_bytes ? rss_bytes - buffers_bytes : 0);
+		session__raise(&s->sampled_buffers_max[i], buffers_bytes);
+		return;
+	}
+}
+
 void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -276,15 +302,34 @@ void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm 
 		uint64_t h = atomic_load_explicit(&s->self_hwm[i], memory_order_relaxed);
 		if (!h)
 			continue;
+		uint64_t b = atomic_load_explicit(&s->self_buffers[i], memory_order_relaxed);
 		uint32_t who =
 			atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire);
 		if (who == (uint32_t)pid) {
-			if (h > out->own_bytes)
+			if (h > out->own_bytes) {
 				out->own_bytes = h;
+				out->own_buffers_bytes = b;
+			}
 		} else if (h > out->others_bytes) {
 			out->others_bytes = h;
+			out->others_buffers_bytes = b;
 			out->others_pid = (pid_t)who;
 		}
+	}
+	/* The samples of both pids, over all their images. */
+	for (uint32_t i = 0; i < used; i++) {
+		uint32_t who =
+			atomic_load_explicit(&session__proc(s, i)->pid, memory_order_acquire);
+		uint64_t m = atomic_load_explicit(&s->sampled_max[i], memory_order_relaxed);
+		uint64_t b = atomic_load_explicit(&s->sampled_buffers_max[i], memory_order_relaxed);
+		if (who == (uint32_t)pid && b > out->own_sampled_buffers_max_bytes)
+			out->own_sampled_buffers_max_bytes = b;
+		if (!out->others_pid || who != (uint32_t)out->others_pid)
+			continue;
+		if (m > out->others_sampled_max_bytes)
+			out->others_sampled_max_bytes = m;
+		if (b > out->others_sampled_buffers_max_bytes)
+			out->others_sampled_buffers_max_bytes = b;
 	}
 }
 
@@ -318,6 +363,9 @@ void session_destroy(struct trc_session *s)
 	free(s->slots);
 	free((void *)s->trimmed);
 	free((void *)s->self_hwm);
+	free((void *)s->self_buffers);
+	free((void *)s->sampled_max);
+	free((void *)s->sampled_buffers_max);
 	free(s->proc_name);
 	free(s->name_seen);
 	free(s);

@@ -188,14 +188,17 @@ _Static_assert(offsetof(struct trc_ring_exit, flags) == 12 &&
 		       offsetof(struct trc_ring_func, call_site) == 2 * 8,
 	       "the drain's word indexes");
 
-/* Keeps the VmHWM of a process's own exit record, written on slot i's ring, with the process
- * entry the slot names (bounded by the table: the region's word), for trace-run's last line
- * (session_self_hwm). */
-static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t hwm)
+/* Keeps the VmHWM and buffers figure of a process's own exit record, written on slot i's
+ * ring, with the process entry the slot names (bounded by the table: the region's word), for
+ * trace-run's last line (session_self_hwm). */
+static void session__note_self_hwm(struct trc_session *s, uint32_t i, uint64_t hwm,
+				   uint64_t buffers)
 {
 	uint32_t proc = session__slot_proc(s, session__slot(s, i));
-	if (proc)
-		atomic_store_explicit(&s->self_hwm[proc - 1], hwm, memory_order_relaxed);
+	if (!proc)
+		return;
+	atomic_store_explicit(&s->self_buffers[proc - 1], buffers, memory_order_relaxed);
+	atomic_store_explicit(&s->self_hwm[proc - 1], hwm, memory_order_relaxed);
 }
 
 /* Keeps the name of a process's command (argv[0] after its last '/') with the process entry
@@ -364,7 +367,7 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		r.exit.maxrss_bytes = v[2];
 		r.exit.buffers_bytes = v[3];
 		r.exit.status = (r.exit.flags & TRC_EXIT_STATUS) ? (int32_t)(uint32_t)v[4] : 0;
-		session__note_self_hwm(s, (uint32_t)(ds - s->slots), v[2]);
+		session__note_self_hwm(s, (uint32_t)(ds - s->slots), v[2], v[3]);
 		st = &s->meta;
 		break;
 	}

@@ -60,9 +60,16 @@ struct trc_session {
 	/* Per slot: ring bytes given back by the idle give-back and not faulted in again yet.
 	 * Written by the drain, read by session_buffers_resident_bytes from any thread. */
 	_Atomic uint64_t *trimmed;
-	/* Per process entry: the VmHWM its process's own exit record gave (0: none drained).
-	 * Written by the drain, read by session_self_hwm from any thread. */
+	/* Per process entry: the VmHWM its process's own exit record gave (0: none drained) and
+	 * that record's buffers figure. Written by the drain, read by session_self_hwm from any
+	 * thread. */
 	_Atomic uint64_t *self_hwm;
+	_Atomic uint64_t *self_buffers;
+	/* Per process entry: the largest RSS sample of its pid (buffers excluded) and the largest
+	 * buffers' share a sample saw, taken while it was the pid's latest entry
+	 * (session_note_sample, the drain thread; read by session_self_hwm). */
+	_Atomic uint64_t *sampled_max;
+	_Atomic uint64_t *sampled_buffers_max;
 	/* Per process entry: its command's name (argv[0] after the last '/', cut to
 	 * SESSION_PROC_NAME_BYTES - 1), from its PROCESS record. (drain) */
 	char (*proc_name)[SESSION_PROC_NAME_BYTES];

@@ -1,12 +1,14 @@
 /* trcfile_peak.h - a process's peak RSS, trace buffers excluded, from the figures a trace holds:
- * the one rule that trace-run's last line and trace-dump summary both print.
+ * the one rule that trace-run's last line and trace-dump summary both print (trcfile_peak_of,
+ * given the same figures: struct trcfile_peak_figures).
  *
  * The kernel's high-water mark H counts the trace buffers resident at the moment of the peak,
  * and that share is not known exactly: it lay between bmin (0 is assumed: the peak may precede
- * the first sample) and bmax, the most the buffers ever held (the runtime's count of it, exit
- * flag TRC_EXIT_BUFFERS_PEAK, or the largest share seen). So the peak is the interval
- * [H - bmax, H - bmin], raised to the largest sample wherever it is below it (a peak is never
- * below a sampled value), and exact only when the interval is a point.
+ * the first sample) and bmax, the most the buffers ever held (the exit record's figure: the
+ * runtime's count of it, exit flag TRC_EXIT_BUFFERS_PEAK, or the share at exit; or the largest
+ * share a sample saw, whichever is more). So the peak is the interval [H - bmax, H - bmin],
+ * raised to the largest sample wherever it is below it (a peak is never below a sampled value),
+ * and exact only when the interval is a point.
  *
  * Which H (trcfile_peak_hwm):
  *   - the process's own VmHWM as it exited (its SELF exit record): it counts that process alone;
@@ -16,6 +18,9 @@
  *   - else none: the largest sample is the peak, with wait4's figure, when there is one, as
  *     the top of the interval (trcfile_peak_sampled).
  *
+ * trace-dump summary can narrow an interval further when every sample carries VmHWM and the
+ * exit record has no count (summary_processes.c): trace-run keeps no samples to do it with.
+ *
  * Header only: trace-run does not link the analysis code. Threads: any (pure functions).
  */
 #ifndef TRC_TRCFILE_PEAK_H
@@ -24,9 +29,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+enum trcfile_peak_source {
+	TRCFILE_PEAK_NONE = 0, /* no kernel figure and no sample */
+	TRCFILE_PEAK_KERNEL = 1, /* from H */
+	TRCFILE_PEAK_SAMPLED = 2 /* no H: the largest sample */
+};
+
 struct trcfile_peak {
 	uint64_t low_bytes, high_bytes;
 	bool exact;
+	/* trcfile_peak_of only (0 from the helpers below): where it came from. */
+	uint8_t source; /* enum trcfile_peak_source */
+	bool own; /* H is the process's own VmHWM (else wait4's ru_maxrss) */
+	uint64_t hwm_bytes; /* H, buffers included; 0: none */
+	uint64_t buffers_max_bytes; /* bmax taken (after its bound) */
+};
+
+/* What a trace (or trace-run, from the same sources) holds for one process. 0: none. */
+struct trcfile_peak_figures {
+	uint64_t self_hwm_bytes, self_buffers_bytes; /* its own exit record: VmHWM, buffers */
+	uint64_t wait_maxrss_bytes, wait_buffers_bytes; /* trace-run's (the program only) */
+	uint64_t others_hwm_bytes; /* the largest own VmHWM of the other processes of the tree */
+	uint64_t samples; /* how many samples it has */
+	uint64_t sampled_max_bytes; /* the largest sample, buffers excluded */
+	uint64_t sampled_buffers_max_bytes; /* the largest buffers' share a sample saw */
 };
 
 /* H less the buffers' share at the moment of the peak, which lay in [bmin, bmax]; never below
@@ -50,7 +76,8 @@ static inline struct trcfile_peak trcfile_peak_interval(uint64_t hwm, uint64_t b
 /* The kernel figure that is the process's H (see the top), 0 for none. self_hwm: its own VmHWM
  * at exit (0: no SELF exit record); wait_maxrss: wait4's ru_maxrss (0: trace-run did not wait
  * for it); others_hwm: the largest own VmHWM of the other processes of the tree. */
-static inline uint64_t trcfile_peak_hwm(uint64_t self_hwm, uint64_t wait_maxrss, uint64_t others_hwm)
+static inline uint64_t trcfile_peak_hwm(uint64_t self_hwm, uint64_t wait_maxrss,
+					uint64_t others_hwm)
 {
 	if (self_hwm)
 		return self_hwm;
@@ -61,9 +88,33 @@ static inline uint64_t trcfile_peak_hwm(uint64_t self_hwm, uint64_t wait_maxrss,
  * only) as the top when it is above. */
 static inline struct trcfile_peak trcfile_peak_sampled(uint64_t sampled_max, uint64_t wait_maxrss)
 {
-	struct trcfile_peak p = {sampled_max, sampled_max, false};
+	struct trcfile_peak p = {.low_bytes = sampled_max, .high_bytes = sampled_max};
 	if (wait_maxrss > p.high_bytes)
 		p.high_bytes = wait_maxrss;
+	return p;
+}
+
+/* The peak of one process by the rule at the top: what trace-run's last line and trace-dump
+ * summary print. */
+static inline struct trcfile_peak trcfile_peak_of(const struct trcfile_peak_figures *f)
+{
+	const uint64_t self = f->self_hwm_bytes, wait = f->wait_maxrss_bytes;
+	const uint64_t hwm = trcfile_peak_hwm(self, wait, f->others_hwm_bytes);
+	struct trcfile_peak p = {0};
+	uint64_t bmax = 0;
+	if (hwm) {
+		bmax = self ? f->self_buffers_bytes : f->wait_buffers_bytes;
+		if (f->sampled_buffers_max_bytes > bmax)
+			bmax = f->sampled_buffers_max_bytes;
+		p = trcfile_peak_interval(hwm, 0, bmax, f->sampled_max_bytes);
+		p.source = TRCFILE_PEAK_KERNEL;
+	} else if (f->samples) {
+		p = trcfile_peak_sampled(f->sampled_max_bytes, wait);
+		p.source = TRCFILE_PEAK_SAMPLED;
+	}
+	p.own = hwm && self;
+	p.hwm_bytes = hwm;
+	p.buffers_max_bytes = bmax;
 	return p;
 }
 
