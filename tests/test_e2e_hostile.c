@@ -204,6 +204,107 @@ Test(e2e_hostile, region_scribbled_by_the_program_never_yields_implausible_figur
 	e2e_rm_rf(dir);
 }
 
+/* A program that writes its own EXIT record by hand, claiming a VmHWM of 4 EiB: neither
+ * trace-run's last line nor the summary gives it as a peak. The program's own (wait4's
+ * ru_maxrss, which counts it, is far below): its peak is decided without it, and both say that
+ * the figure is not believed (the summary in a note and --json's rss_peak_bounded). A child of
+ * a shell that lies so is not named as the tree's largest; its row is bounded. */
+#define LIAR_EIB "4611686018427387904"
+Test(e2e_hostile, an_exit_record_claiming_4_eib_is_not_believed, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], script[512];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	const char *liar = e2e_path("tests/prog_hwm_liar");
+	struct e2e_run r = e2e_run(dir, TR, "-o", out, "--", liar, LIAR_EIB, "0", "8", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	const char *peak = strstr(r.err, "peak RSS ");
+	cr_assert(peak, "%s", r.err);
+	cr_expect(strncmp(peak, "peak RSS 4.0 EiB", 16) != 0, "%s", r.err);
+	cr_expect(strstr(r.err, "a high-water mark of 4.0 EiB in its exit record is not believed"),
+		  "%s", r.err);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	const char *pl = strstr(text, "\n  peak:");
+	cr_assert(pl, "%s", text);
+	cr_expect(strncmp(pl, "\n  peak:      4.0 EiB", 21) != 0, "%s", text);
+	cr_expect(strstr(text, "\n  note:      the peak is bounded by what the kernel said: a "
+			       "high-water mark of 4.0 EiB in its exit record is not believed\n"),
+		  "%s", text);
+	free(text);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect(strstr(json, "\"rss_peak_bounded\":true"), "%s", json);
+	cr_expect_lt(e2e_json_int(json, "rss_peak_high_bytes"), 1ll << 30, "%s", json);
+	free(json);
+	e2e_free(&r);
+
+	snprintf(script, sizeof(script), "%s %s 0 8; true", liar, LIAR_EIB);
+	r = e2e_run(dir, TR, "-o", out, "--", "sh", "-c", script, NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_null(strstr(r.err, "reached 4.0 EiB"), "%s", r.err);
+	const char *said = strstr(r.err, "; pid ");
+	int pid = 0;
+	cr_assert(said && sscanf(said, "; pid %d gave a high-water mark of 4.0 EiB: not believed",
+				 &pid) == 1,
+		  "%s", r.err);
+	text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	char row[64], note[160];
+	snprintf(row, sizeof(row), "\n  %8d ", pid);
+	const char *table = strstr(text, "\nprocesses (");
+	const char *rw = table ? strstr(table, row) : NULL;
+	const char *eol = rw ? strchr(rw + 1, '\n') : NULL;
+	cr_assert(rw && eol, "no row of %d: %s", pid, text);
+	char *line = strndup(rw, (size_t)(eol - rw));
+	cr_expect_null(strstr(line, "EiB"), "%s", line);
+	cr_expect(strstr(line, " BOUNDED "), "%s", line);
+	snprintf(note, sizeof(note),
+		 "\n  pid %d: a high-water mark of 4.0 EiB in its exit record is not believed; "
+		 "its peak is bounded by what the kernel said\n",
+		 pid);
+	cr_expect(strstr(text, note), "%s", text);
+	free(line);
+	free(text);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* The same liar claiming 4 EiB of trace buffers beside its true VmHWM: the buffers' figure is
+ * bounded by what the process's RSS held (the summary's "buffers:" line and the peak's), and
+ * said so; the peak is its true range, never below its largest sample. */
+Test(e2e_hostile, a_buffers_count_of_4_eib_is_not_believed, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-o", out, "--", e2e_path("tests/prog_hwm_liar"),
+				   "real", LIAR_EIB, "8", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "its trace buffers' most is above its high-water mark: not "
+				"believed"),
+		  "%s", r.err);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect_null(strstr(text, "at most 4.0 EiB"), "%s", text);
+	const char *bl = strstr(text, "\n  buffers:");
+	cr_assert(bl, "%s", text);
+	cr_expect(strncmp(bl, "\n  buffers:   4.0 EiB", 21) != 0, "%s", text);
+	cr_expect(strstr(text, "\n  note:      the program's count of its trace buffers' most, "
+			       "4.0 EiB, is above what its RSS held: not believed, bounded above"),
+		  "%s", text);
+	free(text);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect(strstr(json, "\"rss_peak_bounded\":true"), "%s", json);
+	cr_expect_eq(e2e_json_int(json, "buffers_resident_refused_bytes"), 4611686018427387904ll,
+		     "%s", json);
+	cr_expect_lt(e2e_json_int(json, "buffers_resident_peak_bytes"), 1ll << 30, "%s", json);
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
 /* Item 17: a descendant that outlives the traced program: trace-run finishes at once, with the
  * program's status, and the trace says which processes were still running. */
 Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for, .timeout = 60)

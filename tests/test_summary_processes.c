@@ -254,3 +254,89 @@ Test(summary_processes, a_tree_of_three, .timeout = 60)
 	summary_free(&s);
 	tu_plan_free(&p);
 }
+
+#define EIB_4 (1ull << 62)
+
+/* The program's own exit record claims 4 EiB, wait4 says 10 MiB: its own VmHWM cannot exceed
+ * ru_maxrss, so it is not believed, and the peak is decided as if it had given none (wait4's
+ * figure, no other process: [9 MiB, 10 MiB]), flagged, with the figure refused. */
+Test(summary_processes, an_own_vmhwm_above_ru_maxrss_is_not_believed, .timeout = 60)
+{
+	struct tu_plan p = {0};
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct trc_record r;
+	tu_add(rs, (r = rss(1000000200, 4242, 8 * MIB + 512 * KIB, 512 * KIB), &r));
+	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_add(ms, (r = ex(1000000290, 4242, 0, EIB_4, 1 * MIB,
+			   TRC_EXIT_SELF | TRC_EXIT_BUFFERS_PEAK),
+		    &r));
+	tu_add(ms, (r = ex(1000000300, 4242, 0, 10 * MIB, 1 * MIB, TRC_EXIT_BUFFERS_PEAK), &r));
+	struct summary s;
+	summarize(&p, &s);
+	cr_expect_eq(s.rss_peak.low_bytes, 9 * MIB);
+	cr_expect_eq(s.rss_peak.high_bytes, 10 * MIB);
+	cr_expect_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_EXIT);
+	cr_expect_eq(s.rss_peak_hwm_bytes, 10 * MIB);
+	cr_expect_not(s.rss_peak_hwm_own);
+	cr_expect_eq(s.rss_peak.bounded, TRCFILE_PEAK_HWM_REFUSED);
+	cr_expect_eq(s.rss_peak.refused_bytes, EIB_4);
+	summary_free(&s);
+	tu_plan_free(&p);
+}
+
+/* A child claims 4 EiB (no kernel figure of its own to check it against, but no address space
+ * holds that much): its row is its largest sample, flagged; and since it may be the process
+ * wait4's 30 MiB is of, the program's peak is its samples with 30 MiB at most, not 30 MiB. */
+Test(summary_processes, an_implausible_child_vmhwm_is_not_believed, .timeout = 60)
+{
+	struct tu_plan p = {0};
+	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	struct trc_record r;
+	tu_add(ms, (r = ex(1000000900, 5000, 0, EIB_4, 0, TRC_EXIT_SELF | TRC_EXIT_STATUS), &r));
+	tu_add(ms, (r = ex(1000001000, 4242, 0, 30 * MIB, 0, 0), &r));
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	tu_add(rs, (r = rss(1000000100, 4242, 1 * MIB, 0), &r));
+	tu_add(rs, (r = rss(1000000101, 5000, 20 * MIB, 0), &r));
+	struct summary s;
+	summarize(&p, &s);
+	const struct summary_process *root = find(&s, 4242), *a = find(&s, 5000);
+	cr_expect_eq(a->peak_source, SUMMARY_PROC_PEAK_SAMPLED);
+	cr_expect_eq(a->peak.low_bytes, 20 * MIB);
+	cr_expect_eq(a->peak.high_bytes, 20 * MIB);
+	cr_expect_eq(a->peak.bounded, TRCFILE_PEAK_HWM_REFUSED);
+	cr_expect_eq(root->peak_source, SUMMARY_PROC_PEAK_SAMPLED);
+	cr_expect_eq(root->peak.low_bytes, 1 * MIB);
+	cr_expect_eq(root->peak.high_bytes, 30 * MIB);
+	cr_expect_eq(root->peak.bounded, 0);
+	summary_free(&s);
+	tu_plan_free(&p);
+}
+
+/* The program counts 4 EiB of buffers (its own record, and trace-run's, which takes the
+ * count): more than its high-water mark holds, so the bound is H itself, flagged, and the
+ * summary's buffers figure is bounded by it too, the claim kept apart. A VmHWM a little above
+ * ru_maxrss (the kernel's counters are not exact) is believed. */
+Test(summary_processes, a_buffers_count_above_the_high_water_mark_is_bounded, .timeout = 60)
+{
+	struct tu_plan p = {0};
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct trc_record r;
+	tu_add(rs, (r = rss(1000000200, 4242, 6 * MIB + 256 * KIB, 256 * KIB), &r));
+	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_add(ms, (r = ex(1000000290, 4242, 0, 10 * MIB + 100 * KIB, EIB_4,
+			   TRC_EXIT_SELF | TRC_EXIT_BUFFERS_PEAK),
+		    &r));
+	tu_add(ms, (r = ex(1000000300, 4242, 0, 10 * MIB, EIB_4, TRC_EXIT_BUFFERS_PEAK), &r));
+	struct summary s;
+	summarize(&p, &s);
+	cr_expect(s.rss_peak_hwm_own);
+	cr_expect_eq(s.rss_peak_hwm_bytes, 10 * MIB + 100 * KIB);
+	cr_expect_eq(s.rss_peak.low_bytes, 6 * MIB);
+	cr_expect_eq(s.rss_peak.high_bytes, 10 * MIB + 100 * KIB);
+	cr_expect_eq(s.rss_peak.bounded, TRCFILE_PEAK_BUFFERS_BOUNDED);
+	cr_expect_eq(s.rss_peak_buffers_max_bytes, 10 * MIB + 100 * KIB);
+	cr_expect_eq(s.buffers_resident_peak_bytes, 10 * MIB + 100 * KIB);
+	cr_expect_eq(s.buffers_resident_refused_bytes, EIB_4);
+	summary_free(&s);
+	tu_plan_free(&p);
+}

@@ -34,3 +34,18 @@ const char *cli_fmt_bytes_range(char *buf, size_t len, uint64_t low, uint64_t hi
 		snprintf(buf, len, "%s to %s", a, b);
 	return buf;
 }
+
+const char *cli_fmt_peak_doubt(char *buf, size_t len, bool hwm, uint64_t refused_bytes,
+			       bool buffers)
+{
+	char h[32];
+	snprintf(buf, len, "%s%s%s%s", hwm ? "a high-water mark of " : "",
+		 hwm ? cli_fmt_bytes(h, sizeof(h), refused_bytes) : "",
+		 hwm ? " in its exit record is not believed" : "",
+		 buffers ? (hwm ? "; its trace buffers' most is above its high-water mark: "
+				  "not believed"
+				: "its trace buffers' most is above its high-water mark: not "
+				  "believed")
+			 : "");
+	return buf;
+}

@@ -9,11 +9,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 
 /* Writes bytes into buf (32 bytes are enough); returns buf. */
 const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 
 /* "LOW to HIGH", or "LOW" when the two print alike (64 bytes are enough); returns buf. */
 const char *cli_fmt_bytes_range(char *buf, size_t len, uint64_t low, uint64_t high);
+
+/* What of a peak was not believed (trcfile_peak.h: hwm_refused, TRCFILE_PEAK_HWM_REFUSED, with
+ * the figure refused; buffers, TRCFILE_PEAK_BUFFERS_BOUNDED), in the words both commands print:
+ * "a high-water mark of 4.0 EiB in its exit record is not believed", ...; "" when nothing was
+ * (160 bytes are enough); returns buf. */
+const char *cli_fmt_peak_doubt(char *buf, size_t len, bool hwm_refused, uint64_t refused_bytes,
+			       bool buffers);
 
 #endif /* TRC_CLI_BYTES_H */

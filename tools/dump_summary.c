@@ -138,6 +138,10 @@ static const char dump__summary_help[] =
 	"                            never below a sample (see above)\n"
 	"  rss_peak_high_bytes       the high end (= rss_peak_bytes when exact)\n"
 	"  rss_peak_exact            true when the interval is a point\n"
+	"  rss_peak_bounded          true when a figure the peak would come from was not\n"
+	"                            believed (above what the kernel said: the text's note)\n"
+	"  buffers_resident_refused_bytes  the program's count of its buffers' most when it\n"
+	"                            was not believed (null: believed)\n"
 	"  rss_peak_source           string: exit | sampled | none\n"
 	"  rss_peak_sampled_bytes    largest sample\n"
 	"  rss_sampled_min_bytes     smallest sample\n"
@@ -152,9 +156,10 @@ static const char dump__summary_help[] =
 	"                            of strings; the latest: an exec'd image's), exit (exit\n"
 	"                            code, null: unknown or killed), exit_signal (null: none\n"
 	"                            known), rss_peak_bytes, rss_peak_high_bytes,\n"
-	"                            rss_peak_exact, rss_peak_source (\"kernel\": its own high-\n"
-	"                            water mark; \"sampled\": its largest sample, no exit\n"
-	"                            figure), rss_samples, rss_sampled_max_bytes,\n"
+	"                            rss_peak_exact, rss_peak_bounded, rss_peak_source\n"
+	"                            (\"kernel\": its own high-water mark; \"sampled\": its\n"
+	"                            largest sample, no exit figure), rss_samples,\n"
+	"                            rss_sampled_max_bytes,\n"
 	"                            buffers_max_bytes}, trace buffers excluded\n"
 	"  processes_truncated       true when more processes than the summary keeps\n"
 	"  tree_rss_spark_bytes      array: the tree's total RSS per column of rss_spark_bytes\n"
@@ -711,6 +716,10 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 	dump_printf("  buffers:   %s resident at most (excluded above)\n",
 		    cli_fmt_bytes(b6, sizeof(b6), s->buffers_resident_peak_bytes));
+	if (s->buffers_resident_refused_bytes)
+		dump_printf("  note:      the program's count of its trace buffers' most, %s, is "
+			    "above what its RSS held: not believed, bounded above\n",
+			    cli_fmt_bytes(b6, sizeof(b6), s->buffers_resident_refused_bytes));
 	dump_summary_processes_text(s);
 
 	if (s->n_notes) {

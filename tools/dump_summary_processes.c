@@ -77,6 +77,14 @@ void dump_summary_peak_text(const struct summary *s)
 	default:
 		dump_str("  peak:      unknown (no exit record and no samples)\n");
 	}
+	if (p->bounded) {
+		char why[160];
+		dump_printf("  note:      the peak is bounded by what the kernel said: %s\n",
+			    cli_fmt_peak_doubt(why, sizeof(why),
+					       (p->bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
+					       p->refused_bytes,
+					       (p->bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0));
+	}
 }
 
 /* The command's arguments joined by spaces, cut to width. */
@@ -129,7 +137,8 @@ void dump_summary_processes_text(const struct summary *s)
 			cli_fmt_bytes_range(b3, sizeof(b3), pr->peak.low_bytes,
 					    pr->peak.high_bytes);
 		dump_printf(" %25s  %-7s %8" PRIu64 " %12s  ", b3,
-			    pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
+			    pr->peak.bounded ? "BOUNDED"
+			    : pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
 				    ? (pr->peak.exact ? "exact" : "kernel")
 			    : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "SAMPLED"
 									   : "-",
@@ -140,7 +149,25 @@ void dump_summary_processes_text(const struct summary *s)
 	}
 	dump_str("  peak \"A to B\": between A and B (the trace buffers' share at the peak is not "
 		 "known); SAMPLED: no exit figure (killed by a signal, or no runtime in it), the "
-		 "largest sample\n");
+		 "largest sample; BOUNDED: a figure it gave is not believed (below)\n");
+	unsigned said = 0;
+	for (size_t i = 0; i < s->n_processes; i++) {
+		const struct summary_process *pr = &s->processes[i];
+		if (!pr->peak.bounded)
+			continue;
+		if (said++ == 10) {
+			dump_str("  (more processes with figures not believed: in --json)\n");
+			break;
+		}
+		char why[160];
+		dump_printf(
+			"  pid %" PRIu32 ": %s; its peak is bounded by what the kernel said\n",
+			pr->pid,
+			cli_fmt_peak_doubt(why, sizeof(why),
+					   (pr->peak.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
+					   pr->peak.refused_bytes,
+					   (pr->peak.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0));
+	}
 	if (s->processes_truncated)
 		dump_printf("  (more than %u processes: the rest left out)\n",
 			    SUMMARY_MAX_PROCESSES);
@@ -177,6 +204,13 @@ void dump_summary_processes_json(const struct summary *s)
 	dump_u64(s->rss_peak.high_bytes);
 	dump_str(",\"rss_peak_exact\":");
 	dump_str(s->rss_peak.exact ? "true" : "false");
+	dump_str(",\"rss_peak_bounded\":");
+	dump_str(s->rss_peak.bounded ? "true" : "false");
+	dump_str(",\"buffers_resident_refused_bytes\":");
+	if (s->buffers_resident_refused_bytes)
+		dump_u64(s->buffers_resident_refused_bytes);
+	else
+		dump_str("null");
 	dump_str(",\"processes\":[");
 	for (size_t i = 0; i < s->n_processes; i++) {
 		const struct summary_process *pr = &s->processes[i];
@@ -201,6 +235,8 @@ void dump_summary_processes_json(const struct summary *s)
 		dump_u64(pr->peak.high_bytes);
 		dump_str(",\"rss_peak_exact\":");
 		dump_str(pr->peak.exact ? "true" : "false");
+		dump_str(",\"rss_peak_bounded\":");
+		dump_str(pr->peak.bounded ? "true" : "false");
 		dump_str(",\"rss_peak_source\":");
 		dump_str(pr->peak_source == SUMMARY_PROC_PEAK_KERNEL	? "\"kernel\""
 			 : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "\"sampled\""

@@ -53,28 +53,41 @@
  * same figures (its own VmHWM and buffers figure, else wait4's unless a descendant's own peak
  * reaches it, with the buffers' most the exit record says; its largest sample and sampled
  * buffers' share), and, when another process of the tree peaked higher, that one too, from
- * its own figures as the summary's row of it takes them, printed alike. Once the recorder has
- * finished (the drain wrote what session_self_hwm reads). */
+ * its own figures as the summary's row of it takes them, printed alike. A figure that is not
+ * believed is said so. Once the recorder has finished (the drain wrote what
+ * session_self_hwm reads). */
 static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss,
 			   struct trc_session *session, pid_t program, char *buf, size_t len)
 {
 	struct session_self_hwm h;
-	session_self_hwm(session, program, &h);
+	session_self_hwm(session, program, TRCFILE_PEAK_PLAUSIBLE_BYTES, &h);
 	const struct trcfile_peak_figures pf = {
 		.self_hwm_bytes = h.own_bytes,
 		.self_buffers_bytes = h.own_buffers_bytes,
 		.wait_maxrss_bytes = wait_maxrss,
 		.wait_buffers_bytes = st->buffers_peak_bytes, /* what its exit record says */
-		.others_hwm_bytes = h.others_bytes,
+		/* A process whose own figure is refused may be the one wait4's is of. */
+		.others_hwm_bytes = h.refused_pid ? UINT64_MAX : h.others_bytes,
 		.samples = st->rss_samples,
 		.sampled_max_bytes = st->rss_sampled_max_bytes,
 		.sampled_buffers_max_bytes = h.own_sampled_buffers_max_bytes,
 	};
 	const struct trcfile_peak pk = trcfile_peak_of(&pf);
-	char prog[80], other[80], name[SESSION_PROC_NAME_BYTES];
+	char prog[80], other[80], name[SESSION_PROC_NAME_BYTES], doubt[160], refused[160] = "";
+	char rb[32];
 	cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
+	cli_fmt_peak_doubt(doubt, sizeof(doubt), (pk.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
+			   pk.refused_bytes, (pk.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0);
+	if (h.refused_pid)
+		snprintf(refused, sizeof(refused),
+			 "; pid %d gave a high-water mark of %s: not believed", (int)h.refused_pid,
+			 cli_fmt_bytes(rb, sizeof(rb), h.refused_bytes));
+	int n = snprintf(buf, len, "%s (trace buffers excluded%s%s%s", prog, doubt[0] ? "; " : "",
+			 doubt, refused);
+	if (n < 0 || (size_t)n >= len)
+		return;
 	if (h.others_bytes <= pk.high_bytes) {
-		snprintf(buf, len, "%s (trace buffers excluded)", prog);
+		snprintf(buf + n, len - (size_t)n, ")");
 		return;
 	}
 	const struct trcfile_peak_figures of = {
@@ -86,9 +99,12 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 	};
 	const struct trcfile_peak o = trcfile_peak_of(&of);
 	cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
+	cli_fmt_peak_doubt(doubt, sizeof(doubt), (o.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
+			   o.refused_bytes, (o.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0);
 	session_process_name(session, h.others_pid, name, sizeof(name));
-	snprintf(buf, len, "%s (trace buffers excluded; pid %d%s%s%s of its tree reached %s)", prog,
-		 (int)h.others_pid, name[0] ? " (" : "", name, name[0] ? ")" : "", other);
+	snprintf(buf + n, len - (size_t)n, "; pid %d%s%s%s of its tree reached %s%s%s)",
+		 (int)h.others_pid, name[0] ? " (" : "", name, name[0] ? ")" : "", other,
+		 doubt[0] ? ": " : "", doubt);
 }
 
 /* argv joined by NUL bytes, as the header stores it. */
@@ -562,7 +578,7 @@ int main(int argc, char **argv)
 		run_compact_warn(output, &cst);
 
 	if (!opt.quiet) {
-		char peak[320], size[32], ended[160];
+		char peak[640], size[32], ended[160];
 		run__peak_text(&st, w.maxrss_bytes, session, child.pid, peak, sizeof(peak));
 		FILE *f = fopen(output, "rb");
 		uint64_t fsize = 0;

@@ -220,8 +220,8 @@ static void summary__proc_hwm_bracket(struct summary_process *pr, const struct s
 	pr->peak.exact = pr->peak.low_bytes == pr->peak.high_bytes;
 }
 
-/* Decides one process's peak (see the top). others_max: the largest own VmHWM of the other
- * processes (buffers included). */
+/* Decides one process's peak (see the top). others_max: the largest believed own VmHWM of the
+ * other processes (buffers included). */
 static void summary__proc_peak(struct summary_process *pr, const struct summary__proc_acc *a,
 			       uint64_t others_max)
 {
@@ -246,7 +246,8 @@ static void summary__proc_peak(struct summary_process *pr, const struct summary_
 		/* The bracket takes the samples' shares for the buffers' bounds between them,
 		 * which a ring grown and freed between two samples breaks; a file whose exit
 		 * record says so carries the counted bound instead (see the top). */
-		if (a->has_sample && a->hwm_all && !counted)
+		if (a->has_sample && a->hwm_all && !counted &&
+		    !(pr->peak.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED))
 			summary__proc_hwm_bracket(pr, a, pr->peak.hwm_bytes,
 						  pr->exit_buffers_bytes);
 	} else if (pr->peak.source == TRCFILE_PEAK_SAMPLED) {
@@ -260,14 +261,26 @@ static int summary__proc_cmp(const void *x, const void *y)
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
+/* A process's own VmHWM when it is believed (trcfile_peak.h), else 0. */
+static uint64_t summary__own_believed(const struct summary__proc_acc *a)
+{
+	return a->has_self && trcfile_peak_own_believed(a->self_hwm,
+							a->has_wait ? a->wait_maxrss : 0)
+		       ? a->self_hwm
+		       : 0;
+}
+
 void summary__procs_finish(struct summary__state *m)
 {
 	struct summary *s = m->s;
 	struct summary__procs *p = &m->procs;
-	uint64_t top = 0, second = 0; /* the two largest own kernel figures */
+	/* The two largest own kernel figures that are believed, and how many were refused: a
+	 * process whose own figure is not believed may be the one wait4's ru_maxrss is of. */
+	uint64_t top = 0, second = 0;
+	size_t refused = 0;
 	for (size_t i = 0; i < s->n_processes; i++) {
-		const struct summary__proc_acc *a = &p->acc[i];
-		uint64_t h = a->has_self ? a->self_hwm : 0;
+		uint64_t h = summary__own_believed(&p->acc[i]);
+		refused += p->acc[i].has_self && !h;
 		if (h > top) {
 			second = top;
 			top = h;
@@ -278,8 +291,9 @@ void summary__procs_finish(struct summary__state *m)
 	for (size_t i = 0; i < s->n_processes; i++) {
 		struct summary_process *pr = &s->processes[i];
 		const struct summary__proc_acc *a = &p->acc[i];
-		uint64_t own = a->has_self ? a->self_hwm : 0;
-		summary__proc_peak(pr, a, own == top ? second : top);
+		uint64_t own = summary__own_believed(a);
+		bool others_refused = refused > (a->has_self && !own);
+		summary__proc_peak(pr, a, others_refused ? UINT64_MAX : own == top ? second : top);
 		if (!a->has_sample)
 			continue;
 		/* From its first sample to its last record (its exit) a process holds its last
@@ -301,8 +315,21 @@ void summary__procs_finish(struct summary__state *m)
 		s->rss_peak_hwm_bytes = root->hwm_bytes;
 		s->rss_peak_hwm_own = root->peak.own;
 		s->rss_peak_buffers_max_bytes = root->peak.buffers_max_bytes;
+		const uint64_t wait = p->acc[*ix].has_wait ? p->acc[*ix].wait_maxrss : 0;
+		const uint64_t bound = root->peak.hwm_bytes ? root->peak.hwm_bytes
+				       : wait && wait <= TRCFILE_PEAK_PLAUSIBLE_BYTES
+					       ? wait
+					       : TRCFILE_PEAK_PLAUSIBLE_BYTES;
+		if (s->buffers_resident_peak_bytes > bound) {
+			s->buffers_resident_refused_bytes = s->buffers_resident_peak_bytes;
+			s->buffers_resident_peak_bytes = bound;
+		}
 		if (root->peak_source == SUMMARY_PROC_PEAK_KERNEL) {
 			s->rss_peak_bytes = root->peak.low_bytes;
+		} else if (root->peak_source == SUMMARY_PROC_PEAK_NONE) {
+			/* Its exit figure was not believed and it has no sample. */
+			s->rss_peak_bytes = 0;
+			s->rss_peak_source = SUMMARY_RSS_PEAK_NONE;
 		} else if (root->peak_source == SUMMARY_PROC_PEAK_SAMPLED &&
 			   s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT) {
 			s->rss_peak_bytes = root->peak.low_bytes;

@@ -119,19 +119,23 @@ uint64_t session_buffers_resident_bytes(struct trc_session *s, pid_t pid);
 uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid);
 
 /* The VmHWM process pid gave in its own exit record (the largest over its images) with that
- * record's buffers figure, and the largest that any other process of the session gave, with
- * its pid, buffers figure and samples (session_note_sample); 0 for none drained. What
- * trace-run's last line needs to decide the program's peak as trace-dump summary does
- * (trcfile_peak.h), and to name the tree's largest. Any thread (racy: final once the drain has
- * stopped). */
+ * record's buffers figure, and the largest that any other process of the session gave at most
+ * others_max_bytes (trcfile_peak.h: what is believed), with its pid, buffers figure and
+ * samples (session_note_sample); the largest above others_max_bytes, not believed, apart.
+ * 0 for none drained. What trace-run's last line needs to decide the program's peak as
+ * trace-dump summary does (trcfile_peak.h), and to name the tree's largest. Any thread (racy:
+ * final once the drain has stopped). */
 struct session_self_hwm {
 	uint64_t own_bytes, own_buffers_bytes;
 	uint64_t own_sampled_buffers_max_bytes;
 	uint64_t others_bytes, others_buffers_bytes;
 	uint64_t others_sampled_max_bytes, others_sampled_buffers_max_bytes;
 	pid_t others_pid;
+	uint64_t refused_bytes;
+	pid_t refused_pid;
 };
-void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out);
+void session_self_hwm(struct trc_session *s, pid_t pid, uint64_t others_max_bytes,
+		      struct session_self_hwm *out);
 
 /* Keeps an RSS sample of pid (rss_bytes, buffers_bytes: as the sample record has them) with
  * pid's latest process entry, for session_self_hwm: the largest sample, buffers excluded, and

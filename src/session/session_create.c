@@ -294,7 +294,8 @@ void session_note_sample(struct trc_session *s, pid_t pid, uint64_t rss_bytes,
 	}
 }
 
-void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm *out)
+void session_self_hwm(struct trc_session *s, pid_t pid, uint64_t others_max_bytes,
+		      struct session_self_hwm *out)
 {
 	memset(out, 0, sizeof(*out));
 	const uint32_t used = session__procs_used(s);
@@ -309,6 +310,11 @@ void session_self_hwm(struct trc_session *s, pid_t pid, struct session_self_hwm 
 			if (h > out->own_bytes) {
 				out->own_bytes = h;
 				out->own_buffers_bytes = b;
+			}
+		} else if (h > others_max_bytes) {
+			if (h > out->refused_bytes) {
+				out->refused_bytes = h;
+				out->refused_pid = (pid_t)who;
 			}
 		} else if (h > out->others_bytes) {
 			out->others_bytes = h;

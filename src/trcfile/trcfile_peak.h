@@ -18,6 +18,21 @@
  *   - else none: the largest sample is the peak, with wait4's figure, when there is one, as
  *     the top of the interval (trcfile_peak_sampled).
  *
+ * What is not believed (DESIGN: a figure the recorder cannot believe is reported as unknown
+ * and flagged, never as fact). A process's own VmHWM and its buffers' count are its runtime's
+ * word, written in memory the program can scribble on; ru_maxrss is the kernel's, but a file
+ * can be crafted. So:
+ *   - an own VmHWM above the program's wait4 ru_maxrss is refused (ru_maxrss is the largest of
+ *     the program's own peak, across its execs, and its waited-for descendants': the program's
+ *     own VmHWM cannot exceed it, but for the counters' inexactness,
+ *     trcfile_peak_wait_slack), and so is any figure above TRCFILE_PEAK_PLAUSIBLE_BYTES;
+ *     the process is then decided as if it had given none (flag TRCFILE_PEAK_HWM_REFUSED);
+ *   - a buffers' most above H is taken as H (the buffers are resident pages of the process,
+ *     part of H): flag TRCFILE_PEAK_BUFFERS_BOUNDED, the low end then the largest sample.
+ * A process that is not the program has no kernel figure of its own in the file (trace-run
+ * waits for the program only, and an orphan's peak is not in the program's ru_maxrss): its
+ * own VmHWM is bounded by the plausible bound alone.
+ *
  * trace-dump summary can narrow an interval further when every sample carries VmHWM and the
  * exit record has no count (summary_processes.c): trace-run keeps no samples to do it with.
  *
@@ -28,6 +43,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The most RSS a process can have: its resident pages are mapped in its address space, which
+ * Linux makes at most 2^57 bytes on any 64-bit architecture (x86-64 with 5-level page tables
+ * gives user space 2^56). A figure above it was not written by a kernel. */
+#define TRCFILE_PEAK_PLAUSIBLE_BYTES (1ull << 57)
+
+/* Bits of trcfile_peak.bounded: a figure given for the peak was not believed (see the top). */
+#define TRCFILE_PEAK_HWM_REFUSED 1u /* an own VmHWM (or ru_maxrss) was refused: refused_bytes */
+#define TRCFILE_PEAK_BUFFERS_BOUNDED 2u /* the buffers' most exceeded H: taken as H */
 
 enum trcfile_peak_source {
 	TRCFILE_PEAK_NONE = 0, /* no kernel figure and no sample */
@@ -40,16 +64,20 @@ struct trcfile_peak {
 	bool exact;
 	/* trcfile_peak_of only (0 from the helpers below): where it came from. */
 	uint8_t source; /* enum trcfile_peak_source */
+	uint8_t bounded; /* TRCFILE_PEAK_* bits */
 	bool own; /* H is the process's own VmHWM (else wait4's ru_maxrss) */
 	uint64_t hwm_bytes; /* H, buffers included; 0: none */
 	uint64_t buffers_max_bytes; /* bmax taken (after its bound) */
+	uint64_t refused_bytes; /* the figure refused (TRCFILE_PEAK_HWM_REFUSED), else 0 */
 };
 
 /* What a trace (or trace-run, from the same sources) holds for one process. 0: none. */
 struct trcfile_peak_figures {
 	uint64_t self_hwm_bytes, self_buffers_bytes; /* its own exit record: VmHWM, buffers */
 	uint64_t wait_maxrss_bytes, wait_buffers_bytes; /* trace-run's (the program only) */
-	uint64_t others_hwm_bytes; /* the largest own VmHWM of the other processes of the tree */
+	/* The largest own VmHWM of the other processes of the tree that is believed
+	 * (trcfile_peak_own_believed with their own wait figure, 0 for all but the program). */
+	uint64_t others_hwm_bytes;
 	uint64_t samples; /* how many samples it has */
 	uint64_t sampled_max_bytes; /* the largest sample, buffers excluded */
 	uint64_t sampled_buffers_max_bytes; /* the largest buffers' share a sample saw */
@@ -94,27 +122,62 @@ static inline struct trcfile_peak trcfile_peak_sampled(uint64_t sampled_max, uin
 	return p;
 }
 
+/* How far an own VmHWM may exceed wait4's ru_maxrss and still be believed: the kernel keeps
+ * RSS in per-CPU counters that /proc reads approximately, so the VmHWM the runtime reads just
+ * before exit and the ru_maxrss the kernel takes at exit can differ by some per-CPU batches
+ * either way (an eighth, and 8 MiB, cover them: the bound is there for figures no kernel
+ * wrote, not for those). */
+static inline uint64_t trcfile_peak_wait_slack(uint64_t wait_maxrss)
+{
+	return wait_maxrss / 8 + (8ull << 20);
+}
+
+/* Whether a process's own VmHWM is believed (see the top): given, plausible, and not above
+ * wait_maxrss, wait4's figure for it (0: trace-run did not wait for it), beyond its slack. */
+static inline bool trcfile_peak_own_believed(uint64_t self_hwm, uint64_t wait_maxrss)
+{
+	return self_hwm && self_hwm <= TRCFILE_PEAK_PLAUSIBLE_BYTES &&
+	       (!wait_maxrss || wait_maxrss > TRCFILE_PEAK_PLAUSIBLE_BYTES ||
+		self_hwm <= wait_maxrss ||
+		self_hwm - wait_maxrss <= trcfile_peak_wait_slack(wait_maxrss));
+}
+
 /* The peak of one process by the rule at the top: what trace-run's last line and trace-dump
  * summary print. */
 static inline struct trcfile_peak trcfile_peak_of(const struct trcfile_peak_figures *f)
 {
-	const uint64_t self = f->self_hwm_bytes, wait = f->wait_maxrss_bytes;
+	uint64_t self = f->self_hwm_bytes, wait = f->wait_maxrss_bytes, refused = 0;
+	if (wait > TRCFILE_PEAK_PLAUSIBLE_BYTES) {
+		refused = wait;
+		wait = 0;
+	}
+	if (self && !trcfile_peak_own_believed(self, wait)) {
+		refused = self;
+		self = 0;
+	}
 	const uint64_t hwm = trcfile_peak_hwm(self, wait, f->others_hwm_bytes);
 	struct trcfile_peak p = {0};
+	uint8_t bounded = refused ? TRCFILE_PEAK_HWM_REFUSED : 0;
 	uint64_t bmax = 0;
 	if (hwm) {
 		bmax = self ? f->self_buffers_bytes : f->wait_buffers_bytes;
 		if (f->sampled_buffers_max_bytes > bmax)
 			bmax = f->sampled_buffers_max_bytes;
+		if (bmax > hwm) {
+			bmax = hwm;
+			bounded |= TRCFILE_PEAK_BUFFERS_BOUNDED;
+		}
 		p = trcfile_peak_interval(hwm, 0, bmax, f->sampled_max_bytes);
 		p.source = TRCFILE_PEAK_KERNEL;
 	} else if (f->samples) {
 		p = trcfile_peak_sampled(f->sampled_max_bytes, wait);
 		p.source = TRCFILE_PEAK_SAMPLED;
 	}
+	p.bounded = bounded;
 	p.own = hwm && self;
 	p.hwm_bytes = hwm;
 	p.buffers_max_bytes = bmax;
+	p.refused_bytes = refused;
 	return p;
 }
 
