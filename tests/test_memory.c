@@ -215,14 +215,17 @@ Test(memory, csv_tables_and_text, .timeout = 60)
 	free(o);
 	/* Text: largest growth first, the sites under each, the peak marked. */
 	o = tm_run(dir, 0, "memory in.trc");
-	tm_has(o, "process 4242: RSS peak 6.0 MiB at 4.000 us (live heap 7.9 KiB, gap 6.0 MiB)\n");
+	tm_has(o, "process 4242: max sampled 6.0 MiB at 4.000 us (live heap 7.9 KiB, gap 6.0 MiB; "
+		  "the peak, the kernel's, is in trace-dump summary)\n");
+	tm_has(o, "  before its first sample (500 ns to 1.000 us): 100 B allocated in 1 alloc, "
+		  "0 B freed, 100 B live; RSS at the first sample 1.0 MiB\n");
 	tm_has(o, "  RSS rose in 2 of 4 intervals between samples; all 2, largest growth first");
 	const char *big = strstr(o, "    3.000 us   4.000 us    2.0 MiB   +4.0 MiB    6.8 KiB");
 	const char *small = strstr(o, "    1.000 us   2.000 us    1.0 MiB   +2.0 MiB    2.0 KiB");
 	cr_expect(big && small && big < small, "%s", o);
 	tm_has(o, "             4.9 KiB        1  parse\n");
 	tm_has(o, "    4.000 us    6.0 MiB    7.9 KiB    6.0 MiB  peak\n");
-	tm_has(o, "  live at the RSS peak, by site:\n");
+	tm_has(o, "  live at the max sample, by site:\n");
 	free(o);
 	tu_rm_rf(dir);
 }
@@ -382,6 +385,55 @@ Test(memory, recorded_program_allocation_in_its_span, .timeout = 120)
 	free(o);
 	o = tm_run(dir, 0, "memory --csv intervals in.trc");
 	tm_has(o, ",\"touch\",16777216,1\n");
+	free(o);
+	tu_rm_rf(dir);
+}
+
+/* A process that allocates (and touches) 64 MiB before its first sample and is flat after it:
+ * no interval between samples rose, but the growth before the first one is said, with its
+ * site, in the text and in --json. The largest sample is called what it is ("max sampled"),
+ * not the peak (the kernel's, in trace-dump summary). */
+Test(memory, growth_before_the_first_sample_is_said, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	tu_add_name(&p.streams[0], 1, "fill", TM_T0);
+	tm_rec(&p.streams[1], TRC_REC_SPAN_BEGIN, 400, 1, 0);
+	tm_rec(&p.streams[1], TRC_REC_ALLOC, 500, 0x10000, 64ull << 20);
+	tm_rec(&p.streams[1], TRC_REC_ALLOC, 600, 0x20000, 1000);
+	tm_rec(&p.streams[1], TRC_REC_FREE, 700, 0x20000, 0);
+	tm_rec(&p.streams[1], TRC_REC_SPAN_END, 800, 1, 0);
+	for (int i = 0; i < 2; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS,
+				       .ts_ns = TM_T0 + 1000 * (uint64_t)(i + 1)};
+		r.rss.source = TRC_RSS_STATM;
+		r.rss.pid = 4242;
+		r.rss.rss_bytes = 65ull << 20;
+		tu_add(&p.streams[2], &r);
+	}
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct trcfile_writer_opts wo = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &wo, 2), 0);
+	tu_plan_free(&p);
+	char *o = tm_run(dir, 0, "memory in.trc");
+	tm_has(o, "process 4242: max sampled 65.0 MiB at 1.000 us (live heap 64.0 MiB, gap 1.0 "
+		  "MiB; the peak, the kernel's, is in trace-dump summary)\n");
+	tm_has(o, "  before its first sample (500 ns to 1.000 us): 64.0 MiB allocated in 2 "
+		  "allocs, 1000 B freed, 64.0 MiB live; RSS at the first sample 65.0 MiB\n");
+	tm_has(o, "            64.0 MiB        2  fill\n");
+	tm_has(o, "  RSS never rose between two of its 2 samples\n");
+	tm_has(o, "  live at the max sample, by site:\n");
+	free(o);
+	o = tm_run(dir, 0, "memory --json in.trc");
+	tm_has(o, "\"before_first_sample\":{\"pid\":4242,\"t0_ns\":500,\"t1_ns\":1000,"
+		  "\"rss_before_bytes\":0,\"rss_after_bytes\":68157440,\"rss_growth_bytes\":"
+		  "68157440,\"alloc_bytes\":67109864,\"allocs\":2,\"free_bytes\":1000,"
+		  "\"live_before_bytes\":0,\"live_after_bytes\":67108864,\"sites\":[{\"name\":"
+		  "\"fill\",\"bytes\":67109864,\"allocs\":2}]},\"series\":[");
 	free(o);
 	tu_rm_rf(dir);
 }

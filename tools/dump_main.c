@@ -49,7 +49,7 @@ static void dump__usage(FILE *f)
 	      "  flame    folded stacks of functions and spans, by time or bytes allocated\n"
 	      "           (for flamegraph.pl, inferno, speedscope)\n"
 	      "  memory   what made RSS grow: allocations by site between RSS samples, live\n"
-	      "           heap beside RSS, what was live at the RSS peak\n"
+	      "           heap beside RSS, what was live at the max sample\n"
 	      "  parquet  Parquet tables of one or many traces for query engines (DuckDB...)\n"
 	      "  perfetto Perfetto's protobuf trace, a few bytes an event (ui.perfetto.dev)\n"
 	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"

@@ -2,7 +2,9 @@
  *
  * Purpose: prints src/analysis/memory.h's report: the intervals between two RSS samples in
  * which RSS rose with the bytes allocated in them by site, the live heap beside RSS over time
- * and the gap between them, and the sites live at the RSS peak. Text (readable tables), JSON
+ * and the gap between them, what it allocated before its first sample, and the sites live at
+ * its largest sample ("max sampled", as trace-dump summary says: the peak, the kernel's
+ * high-water mark, is the summary's). Text (readable tables), JSON
  * (--json: everything) or CSV (--csv TABLE: one table, one row per value, for a spreadsheet or
  * DuckDB). Also the summary's top five (dump_memory.h).
  *
@@ -33,7 +35,10 @@ static const char dump__memory_help[] =
 	"  series            at each sample: RSS, the live heap (allocated minus freed) and\n"
 	"                    the gap between them: what malloc does not explain (mappings,\n"
 	"                    stacks, fragmentation, memory freed but not returned)\n"
-	"  peak              the sites of the allocations live at the RSS peak\n"
+	"  before its first sample  what the process allocated and freed before it (RSS\n"
+	"                    then is not known): growth no interval between samples shows\n"
+	"  peak              the sites of the allocations live at its largest sample (max\n"
+	"                    sampled; the peak, the kernel's, is in trace-dump summary)\n"
 	"A site is what the allocating thread was running: its innermost span or function\n"
 	"(functions by name from the modules' symbol tables, else module+offset), or\n"
 	"\"" FLAME_OUTSIDE "\". RSS excludes the trace buffers.\n"
@@ -108,13 +113,28 @@ static void dump__text_interval(const struct memory_interval *iv, uint64_t start
 static void dump__text_process(const struct memory_process *q, uint64_t start, unsigned top)
 {
 	char b1[32], b2[32], b3[32], b4[32];
-	dump_printf("\nprocess %u: RSS peak %s at %s (live heap %s, gap %s)%s\n", q->pid,
-		    cli_fmt_bytes(b1, sizeof(b1), q->peak_rss_bytes),
+	dump_printf("\nprocess %u: max sampled %s at %s (live heap %s, gap %s; the peak, the "
+		    "kernel's, is in trace-dump summary)%s\n",
+		    q->pid, cli_fmt_bytes(b1, sizeof(b1), q->peak_rss_bytes),
 		    dump_fmt_ns(b2, sizeof(b2), dump__rel(q->peak_ts_ns, start)),
 		    cli_fmt_bytes(b3, sizeof(b3), q->peak_live_bytes),
 		    dump__fmt_sbytes(b4, sizeof(b4),
 				     (int64_t)(q->peak_rss_bytes - q->peak_live_bytes), false),
 		    q->live_approximate ? " (live heap approximate: too many live blocks)" : "");
+	if (q->has_before_first) {
+		const struct memory_interval *bf = &q->before_first;
+		char b5[32], b6[32];
+		dump_printf("  before its first sample (%s to %s): %s allocated in %" PRIu64
+			    " %s, %s freed, %s live; RSS at the first sample %s\n",
+			    dump_fmt_ns(b1, sizeof(b1), dump__rel(bf->t0_ns, start)),
+			    dump_fmt_ns(b2, sizeof(b2), dump__rel(bf->t1_ns, start)),
+			    cli_fmt_bytes(b3, sizeof(b3), bf->alloc_bytes), bf->allocs,
+			    bf->allocs == 1 ? "alloc" : "allocs",
+			    cli_fmt_bytes(b4, sizeof(b4), bf->free_bytes),
+			    cli_fmt_bytes(b5, sizeof(b5), bf->live_after),
+			    cli_fmt_bytes(b6, sizeof(b6), bf->rss_after));
+		dump__text_sites(bf->sites, bf->n_sites);
+	}
 	size_t n = q->n_intervals;
 	if (!n) {
 		dump_printf("  RSS never rose between two of its %zu samples\n", q->n_series);
@@ -157,7 +177,7 @@ static void dump__text_process(const struct memory_process *q, uint64_t start, u
 		}
 	}
 	if (q->n_peak_sites) {
-		dump_str("  live at the RSS peak, by site:\n");
+		dump_str("  live at the max sample, by site:\n");
 		dump_printf("        %12s %8s  %s\n", "bytes", "blocks", "site");
 		dump__text_sites(q->peak_sites, q->n_peak_sites);
 	}
@@ -226,7 +246,12 @@ static void dump__json(const struct memory_report *m, uint64_t start, bool stack
 				dump_char(',');
 			dump__json_interval(&q->intervals[k], start);
 		}
-		dump_str("],\"series\":[");
+		dump_char(']');
+		if (q->has_before_first) {
+			dump_str(",\"before_first_sample\":");
+			dump__json_interval(&q->before_first, start);
+		}
+		dump_str(",\"series\":[");
 		for (size_t k = 0; k < q->n_series; k++) {
 			const struct memory_sample *s = &q->series[k];
 			dump_printf("%s{\"t_ns\":%" PRIu64 ",\"rss_bytes\":%" PRIu64

@@ -45,7 +45,8 @@ struct memory__proc {
 	uint64_t prev_ts, prev_rss, prev_live;
 	struct allocmap *live;
 	uint64_t live_bytes;
-	uint64_t alloc_bytes, allocs, free_bytes; /* since the previous sample */
+	uint64_t alloc_bytes, allocs, free_bytes; /* since the previous sample (or the start) */
+	uint64_t first_ts; /* its first allocation or free (0: none yet) */
 	struct memory__accum acc; /* the same per site */
 	size_t cap_series, cap_intervals;
 };
@@ -319,6 +320,23 @@ static int memory__sample(struct memory__state *m, const struct trc_record *rec)
 		if (rc)
 			return rc;
 	}
+	if (!p->have_prev && (p->allocs || p->free_bytes)) {
+		/* What it allocated before its first sample: RSS then is not known. */
+		q->has_before_first = true;
+		q->before_first = (struct memory_interval){
+			.pid = p->pid,
+			.t0_ns = p->first_ts,
+			.t1_ns = rec->ts_ns,
+			.rss_after = v,
+			.alloc_bytes = p->alloc_bytes,
+			.allocs = p->allocs,
+			.free_bytes = p->free_bytes,
+			.live_after = p->live_bytes,
+		};
+		if (memory__sites(m, p->acc.v, p->acc.n, &q->before_first.sites,
+				  &q->before_first.n_sites))
+			return -ENOMEM;
+	}
 	if (p->have_prev && v > p->prev_rss) {
 		if (q->n_intervals == p->cap_intervals) {
 			size_t cap = p->cap_intervals ? 2 * p->cap_intervals : 16;
@@ -367,6 +385,8 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 	struct memory_process *q = &m->out->procs[p - m->procs];
 	if (!p->live && !(p->live = allocmap_new(MEMORY_LIVE_MAX)))
 		return -ENOMEM;
+	if (!p->first_ts)
+		p->first_ts = rec->ts_ns;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_FREE) {
 		if (allocmap_take(p->live, 0, rec->alloc.addr, &old)) {
@@ -390,7 +410,7 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 	}
 	p->alloc_bytes += rec->alloc.size;
 	p->allocs++;
-	return p->have_prev ? memory__acc_add(&p->acc, site, rec->alloc.size, 1) : 0;
+	return memory__acc_add(&p->acc, site, rec->alloc.size, 1);
 }
 
 static int memory__cmp_proc(const void *a, const void *b)
@@ -535,6 +555,7 @@ void memory_report_free(struct memory_report *m)
 		struct memory_process *q = &m->procs[i];
 		for (size_t k = 0; k < q->n_intervals; k++)
 			free(q->intervals[k].sites);
+		free(q->before_first.sites);
 		free(q->intervals);
 		free(q->series);
 		free(q->peak_sites);

@@ -10,9 +10,12 @@
  *     process's own) and the gap between them (what malloc does not explain: mappings,
  *     stacks, fragmentation, memory freed but not returned to the system);
  *   - the sites live at the RSS peak (the first sample of its largest value).
+ *   - what it allocated before its first sample (before_first: from its first allocation to
+ *     that sample, which a process that grows at once and stays flat would otherwise hide);
+ *     its RSS before is not known (rss_before 0), so it is not a growth interval.
  * RSS is the program's (rss_bytes - buffers_bytes: trace buffers excluded, as everywhere);
- * a sample without a pid is the traced program's (header pid). Allocations before a
- * process's first sample belong to no interval (their live bytes count from the start).
+ * a sample without a pid is the traced program's (header pid). The "peak" here is the largest
+ * sample ("max sampled", as trace-dump summary calls it), not the kernel's peak.
  *
  * How: two merged passes (trcfile_iter). The first reads only the RSS streams to find each
  * process's peak sample; the second replays everything: stacks per thread (flame.h, weight
@@ -69,7 +72,11 @@ struct memory_process {
 	size_t n_series;
 	struct memory_interval *intervals; /* growth intervals, in time order */
 	size_t n_intervals;
-	uint64_t peak_ts_ns, peak_rss_bytes, peak_live_bytes;
+	/* Before its first sample (has_before_first: it allocated or freed then): t0 its first
+	 * allocation, t1 the sample, rss_after the sample's, live_after the live heap then. */
+	struct memory_interval before_first;
+	bool has_before_first;
+	uint64_t peak_ts_ns, peak_rss_bytes, peak_live_bytes; /* its largest sample */
 	struct memory_site *peak_sites; /* live at the peak, largest first, cut as above */
 	size_t n_peak_sites;
 	bool live_approximate; /* its live map hit MEMORY_LIVE_MAX */
