@@ -173,3 +173,38 @@ Test(pprof, period_main_binary_and_thread_names_from_their_streams, .timeout = 6
 	free(rep);
 	tu_rm_rf(dir);
 }
+
+/* --live-at end is every process's heap (each at its exit or at the end), where the summary's
+ * live_end_bytes is the program's alone: the profile's total is the sum of the summary's
+ * live_by_process, and the profile says whose it is, in the summary's words. */
+Test(pprof, live_at_end_is_every_process_as_it_says, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4300, 4300);
+	struct tu_stream *a = &p.streams[1], *c = &p.streams[2];
+	struct trc_record r = {.type = TRC_REC_ALLOC, .ts_ns = 1000001000};
+	r.alloc.addr = 0x1000;
+	r.alloc.size = 100;
+	tu_add(a, &r);
+	r.ts_ns = 1000002000;
+	r.alloc.size = 7000;
+	tu_add(c, &r); /* the child's own heap, at the same address */
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 2), 0);
+	tu_plan_free(&p);
+	cr_assert_eq(tq_summary(dir, "live_end_bytes"), 100, "the program's");
+	char *rep = tq_export(dir, "--live-at end");
+	tq_has(rep, "\"total\": [2, 7100]");
+	free(rep);
+	cr_assert_eq(tu_sh("gzip -dc '%s/out.pb.gz' | protoc --decode=perftools.profiles.Profile "
+			   "-Itests tests/profile.proto | grep -q 'every process of the tree, "
+			   "each at its exit or at the end (the summary: live_by_process)'",
+			   dir),
+		     0, "the profile does not say whose heap it is");
+	tu_rm_rf(dir);
+}

@@ -50,7 +50,9 @@ static const char dump__pprof_help[] =
 	"the spans and functions open on its thread at that moment (functions named\n"
 	"module+offset), under a frame for the thread.\n"
 	"  --live-at peak      bytes and objects live when the live bytes first peak\n"
-	"  --live-at end       ... at the end of the trace\n"
+	"  --live-at end       ... at the end of the trace: every process of the tree, each\n"
+	"                      at its exit or at the end (the summary's live_by_process\n"
+	"                      summed; its \"live at end\" is the program's alone)\n"
 	"  --live-at T         ... at T from the start of recording (a duration: 1.5s)\n"
 	"  --alloc             bytes and objects allocated over the whole trace\n"
 	"  -o, --output OUT    the file to write (required)\n"
@@ -532,9 +534,13 @@ int dump_pprof_main(int argc, char **argv)
 	err = dump__pp_pass(p, stop, t_stop);
 	if (err)
 		goto fail;
-	char mode[96];
-	snprintf(mode, sizeof(mode), "%s%s", alloc ? "--alloc" : "--live-at ",
-		 alloc ? "" : live_at);
+	char mode[160];
+	snprintf(mode, sizeof(mode), "%s%s%s", alloc ? "--alloc" : "--live-at ",
+		 alloc ? "" : live_at,
+		 live_at && !strcmp(live_at, "end")
+			 ? ": every process of the tree, each at its exit or at the end (the "
+			   "summary: live_by_process)"
+			 : "");
 	dump__pp_profile(p, &b, mode);
 	if (b.err)
 		goto oom;

@@ -666,7 +666,7 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 
 	if (s->allocs || s->frees) {
 		dump_printf("\nallocations: %" PRIu64 " %s (%s), %" PRIu64
-			    " %s (%s), peak live %s, live at end %s%s\n",
+			    " %s (%s), peak live %s, live at end %s (the program's)%s\n",
 			    s->allocs, cli_plural(s->allocs, "alloc", "allocs"),
 			    cli_fmt_bytes(b1, sizeof(b1), s->alloc_bytes), s->frees,
 			    cli_plural(s->frees, "free", "frees"),
