@@ -340,3 +340,33 @@ Test(summary_processes, a_buffers_count_above_the_high_water_mark_is_bounded, .t
 	summary_free(&s);
 	tu_plan_free(&p);
 }
+
+/* A program whose peak comes from its samples, with wait4's figure (maybe a descendant's) as
+ * the top: the summary's peak line gives the range as trace-run's last line and the process
+ * table give it ("A to B", cli_fmt_bytes_range), not the low end alone. */
+Test(summary_processes, a_sampled_range_prints_as_trace_run_prints_it, .timeout = 60)
+{
+	static const char sh[] = "sh\0-c\0x";
+	struct tu_plan p = {0};
+	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	struct trc_record r;
+	tu_add(ms, (r = proc(1000000010, 4242, 1, sh, sizeof(sh)), &r));
+	tu_add(ms, (r = ex(1000000900, 5000, 0, 30 * MIB, 0, TRC_EXIT_SELF), &r));
+	tu_add(ms, (r = ex(1000001000, 4242, 0, 30 * MIB, 0, 0), &r));
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	tu_add(rs, (r = rss(1000000100, 4242, 1 * MIB, 0), &r));
+	tu_add(rs, (r = rss(1000000101, 5000, 20 * MIB, 0), &r));
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 100), 0);
+	tu_plan_free(&p);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary '%s' > '%s/out'", tu_build(), path, dir), 0);
+	char *o = tu_slurp_text(dir, "out");
+	cr_expect(strstr(o, "\n  peak:      1.0 MiB to 30.0 MiB (from the samples; the top is "
+			    "ru_maxrss at exit, which may be a descendant's)\n"),
+		  "%s", o);
+	cr_expect(strstr(o, "  1.0 MiB to 30.0 MiB  SAMPLED"), "%s", o);
+	free(o);
+	tu_rm_rf(dir);
+}

@@ -63,12 +63,12 @@ void dump_summary_peak_text(const struct summary *s)
 		break;
 	}
 	case SUMMARY_RSS_PEAK_SAMPLED:
+		/* The range as trace-run's last line prints it (cli_fmt_bytes_range). */
 		if (p->high_bytes > p->low_bytes)
-			dump_printf(
-				"  peak:      %s, from the samples (at most %s: ru_maxrss at exit "
-				"may be a descendant's)\n",
-				cli_fmt_bytes(b1, sizeof(b1), p->low_bytes),
-				cli_fmt_bytes(b2, sizeof(b2), p->high_bytes));
+			dump_printf("  peak:      %s (from the samples; the top is ru_maxrss at "
+				    "exit, which may be a descendant's)\n",
+				    cli_fmt_bytes_range(range, sizeof(range), p->low_bytes,
+							p->high_bytes));
 		else
 			dump_printf("  peak:      %s, from the samples (no exit record: the exact "
 				    "peak is unknown)\n",
