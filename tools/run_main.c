@@ -75,7 +75,10 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 	const struct trcfile_peak pk = trcfile_peak_of(&pf);
 	char prog[80], other[80], name[SESSION_PROC_NAME_BYTES], doubt[160], refused[160] = "";
 	char rb[32];
-	cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
+	if (pk.source == TRCFILE_PEAK_NONE) /* as the summary says it */
+		snprintf(prog, sizeof(prog), "unknown");
+	else
+		cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
 	cli_fmt_peak_doubt(doubt, sizeof(doubt), (pk.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
 			   pk.refused_bytes, (pk.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0);
 	if (h.refused_pid)
