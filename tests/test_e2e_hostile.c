@@ -272,6 +272,30 @@ Test(e2e_hostile, an_exit_record_claiming_4_eib_is_not_believed, .timeout = 120)
 	e2e_rm_rf(dir);
 }
 
+/* A shell killed by a signal (no exit record of its own), unsampled (--no-rss), whose child
+ * claims 4 EiB: wait4's figure may be the child's, which is not believed, so the shell's peak
+ * is not known, and both commands say "unknown" (not "0 B"). */
+Test(e2e_hostile, a_peak_no_figure_can_give_is_unknown_in_both, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], script[512];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(script, sizeof(script), "%s %s 0 8; kill -9 $$", e2e_path("tests/prog_hwm_liar"),
+		 LIAR_EIB);
+	struct e2e_run r = e2e_run(dir, TR, "--no-rss", "-o", out, "--", "sh", "-c", script, NULL);
+	cr_assert_eq(r.exit_code, 128 + 9, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "peak RSS unknown (trace buffers excluded; pid "), "%s", r.err);
+	int code;
+	char *text = e2e_summary_text(dir, out, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect(strstr(text, "\n  peak:      unknown (wait4's ru_maxrss may be another "
+			       "process's, and there are no samples)\n"),
+		  "%s", text);
+	free(text);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
 /* The same liar claiming 4 EiB of trace buffers beside its true VmHWM: the buffers' figure is
  * bounded by what the process's RSS held (the summary's "buffers:" line and the peak's), and
  * said so; the peak is its true range, never below its largest sample. */

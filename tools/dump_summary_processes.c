@@ -75,7 +75,9 @@ void dump_summary_peak_text(const struct summary *s)
 				    cli_fmt_bytes(b1, sizeof(b1), s->rss_peak_bytes));
 		break;
 	default:
-		dump_str("  peak:      unknown (no exit record and no samples)\n");
+		dump_str(s->has_exit ? "  peak:      unknown (wait4's ru_maxrss may be another "
+				       "process's, and there are no samples)\n"
+				     : "  peak:      unknown (no exit record and no samples)\n");
 	}
 	if (p->bounded) {
 		char why[160];
