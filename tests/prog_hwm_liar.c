@@ -6,7 +6,8 @@
  * leaves by the exit_group system call, so that the runtime writes no record of its own after
  * it. A BUFFERS figure also goes into its process entry's count of its buffers' most (the
  * region mapped from TRC_SESSION_FD, as a stray pointer into that mapping would), which
- * trace-run's own exit record takes. Exit status 0; 2 on a usage error, 1 when it cannot do it (no session, no ring, no memory).
+ * trace-run's own exit record takes. Exit status 0; 2 on a usage error, 1 when it cannot do it (no
+ * session, no ring, no memory).
  *
  * Threads: one.
  */
@@ -28,8 +29,8 @@ static int scribble_entry(uint64_t bytes)
 	struct stat st;
 	if (!env || fstat(atoi(env), &st) != 0)
 		return -1;
-	uint8_t *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			     atoi(env), 0);
+	uint8_t *base =
+		mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(env), 0);
 	if (base == MAP_FAILED)
 		return -1;
 	struct trc_region_hdr copy;
@@ -98,17 +99,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prog_hwm_liar: no ring\n");
 		return 1;
 	}
-	/* The runtime's EXIT payload (session_layout.h struct trc_ring_exit): ts, pid | flags << 32,
-	 * VmHWM, buffers, status. */
+	/* The runtime's EXIT payload (session_layout.h struct trc_ring_exit): ts, pid | flags <<
+	 * 32, VmHWM, buffers, status. */
 	uint64_t *w = ring_reserve_fast_sp(&t->prod, TRC_TAG(TRC_REC_EXIT, 0), 40);
 	if (!w) {
 		fprintf(stderr, "prog_hwm_liar: no room\n");
 		return 1;
 	}
 	w[0] = trc__now(trc__mode_load());
-	w[1] = (uint64_t)getpid() | (uint64_t)(TRC_EXIT_SELF | TRC_EXIT_STATUS |
-					       (buffers ? TRC_EXIT_BUFFERS_PEAK : 0))
-					    << 32;
+	w[1] = (uint64_t)getpid() |
+	       (uint64_t)(TRC_EXIT_SELF | TRC_EXIT_STATUS | (buffers ? TRC_EXIT_BUFFERS_PEAK : 0))
+		       << 32;
 	w[2] = hwm;
 	w[3] = buffers;
 	w[4] = 0;

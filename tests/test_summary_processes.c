@@ -267,9 +267,9 @@ Test(summary_processes, an_own_vmhwm_above_ru_maxrss_is_not_believed, .timeout =
 	struct trc_record r;
 	tu_add(rs, (r = rss(1000000200, 4242, 8 * MIB + 512 * KIB, 512 * KIB), &r));
 	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
-	tu_add(ms, (r = ex(1000000290, 4242, 0, EIB_4, 1 * MIB,
-			   TRC_EXIT_SELF | TRC_EXIT_BUFFERS_PEAK),
-		    &r));
+	tu_add(ms,
+	       (r = ex(1000000290, 4242, 0, EIB_4, 1 * MIB, TRC_EXIT_SELF | TRC_EXIT_BUFFERS_PEAK),
+		&r));
 	tu_add(ms, (r = ex(1000000300, 4242, 0, 10 * MIB, 1 * MIB, TRC_EXIT_BUFFERS_PEAK), &r));
 	struct summary s;
 	summarize(&p, &s);
