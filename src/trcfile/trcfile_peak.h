@@ -45,8 +45,8 @@
 #include <stdint.h>
 
 /* The most RSS a process can have: its resident pages are mapped in its address space, which
- * Linux makes at most 2^57 bytes on any 64-bit architecture (x86-64 with 5-level page tables
- * gives user space 2^56). A figure above it was not written by a kernel. */
+ * Linux keeps below 2^57 bytes on every 64-bit architecture (the largest, x86-64 with 5-level
+ * page tables, gives user space 2^56). A figure above it was not written by a kernel. */
 #define TRCFILE_PEAK_PLAUSIBLE_BYTES (1ull << 57)
 
 /* Bits of trcfile_peak.bounded: a figure given for the peak was not believed (see the top). */
@@ -76,7 +76,8 @@ struct trcfile_peak_figures {
 	uint64_t self_hwm_bytes, self_buffers_bytes; /* its own exit record: VmHWM, buffers */
 	uint64_t wait_maxrss_bytes, wait_buffers_bytes; /* trace-run's (the program only) */
 	/* The largest own VmHWM of the other processes of the tree that is believed
-	 * (trcfile_peak_own_believed with their own wait figure, 0 for all but the program). */
+	 * (trcfile_peak_own_believed with their own wait figure, 0 for all but the program);
+	 * UINT64_MAX when one of them was refused: wait4's figure may be that process's. */
 	uint64_t others_hwm_bytes;
 	uint64_t samples; /* how many samples it has */
 	uint64_t sampled_max_bytes; /* the largest sample, buffers excluded */
