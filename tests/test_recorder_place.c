@@ -257,6 +257,38 @@ Test(recorder_place, no_confinement_for_a_producer_of_this_process, .timeout = 3
 	rp_stop(&f);
 }
 
+/* The (pid, tid) of a slot is the traced program's to write: a stream naming a process outside
+ * the traced tree (here the test runner, this process's parent, not its descendant) must not
+ * choose which CPU the recorder keeps off. The fixture's producer, a child, still does. */
+Test(recorder_place, no_confinement_for_a_thread_outside_the_traced_tree, .timeout = 30)
+{
+	struct rp_fixture f;
+	rp_start(&f);
+	struct recorder_place *p = recorder_place_new();
+	cr_assert_not_null(p);
+	uint32_t outsider = (uint32_t)getppid();
+	struct session_stream st = {.key = 44, .kind = 1, .pid = outsider, .tid = outsider};
+	recorder_place_tick(p, 1 * MS, 0);
+	recorder_place_count(p, &st, 200000);
+	recorder_place_tick(p, 3 * MS, 0);
+	cr_expect(rp_free_to_run(&f), "confined away from pid %u, not traced", outsider);
+	cr_expect_eq(recorder_place_confinements(p), 0);
+	/* A traced thread of another process (a tid that is not one of pid's threads) is
+	 * refused as well. */
+	st = (struct session_stream){
+		.key = 45, .kind = 1, .pid = (uint32_t)f.child, .tid = outsider};
+	recorder_place_count(p, &st, 200000);
+	recorder_place_tick(p, 5 * MS, 0);
+	cr_expect(rp_free_to_run(&f));
+	cr_expect_eq(recorder_place_confinements(p), 0);
+	/* The real producer, a descendant: confined. */
+	rp_period(p, &f, 7, 200000, 0);
+	cr_expect(rp_confined(&f));
+	cr_expect_eq(recorder_place_confinements(p), 1);
+	recorder_place_free(p);
+	rp_stop(&f);
+}
+
 Test(recorder_place, no_confinement_on_a_crowded_machine, .timeout = 30)
 {
 	struct rp_fixture f;

@@ -147,6 +147,37 @@ static int place__cpu_of(uint32_t pid, uint32_t tid)
 	return end != s + 1 && cpu >= 0 && cpu < CPU_SETSIZE ? (int)cpu : -1;
 }
 
+/* The parent of process pid (/proc/PID/stat, field 4), or -1. */
+static long place__ppid_of(uint32_t pid)
+{
+	char buf[1024];
+	char *s = place__task_stat(pid, pid, buf, sizeof(buf));
+	char *end;
+	if (!s || s[1] != ' ' || s[2] == 0 || s[3] != ' ')
+		return -1; /* ") S ppid ..." */
+	long ppid = strtol(s + 4, &end, 10);
+	return end != s + 4 ? ppid : -1;
+}
+
+/* Whether process pid is a descendant of this one: the traced tree (trace-run spawns the
+ * program; what it starts stays below it unless it detaches). The (pid, tid) of a stream
+ * come from the traced program's slot, so it could name any process of the machine and
+ * choose which CPU the recorder keeps off; only the tree's own count. A detached daemon,
+ * reparented above us, is refused too: no placement for it, which costs only speed. The walk
+ * is bounded (a pid reused meanwhile ends it at init). */
+static bool place__in_tree(const struct recorder_place *p, uint32_t pid)
+{
+	for (int depth = 0; depth < 64 && pid > 1; depth++) {
+		long ppid = place__ppid_of(pid);
+		if (ppid == (long)p->self_pid)
+			return true;
+		if (ppid <= 1)
+			return false;
+		pid = (uint32_t)ppid;
+	}
+	return false;
+}
+
 /* The next thread of this process in d (opendir("/proc/self/task")), or 0 at the end. */
 static pid_t place__next_task(DIR *d)
 {
@@ -242,6 +273,10 @@ static bool place__choose(struct recorder_place *p, uint64_t period_ns, cpu_set_
 		/* A producer of this process (a recorder run in the program itself) would be
 		 * confined with the recorder's threads: no placement. */
 		if (s->pid == p->self_pid)
+			return false;
+		/* A thread outside the traced tree (its tid is read below as one of pid's
+		 * threads: /proc/PID/task/TID). */
+		if (!place__in_tree(p, s->pid))
 			return false;
 		int cpu = place__cpu_of(s->pid, s->tid);
 		if (cpu < 0)

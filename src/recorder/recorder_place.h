@@ -15,7 +15,9 @@
  *     over the period (recorder_place_count). Its CPU is the one it last ran on
  *     (/proc/PID/task/TID/stat, field "processor").
  *   - When there are busy producers, none of them in this process (its threads are all
- *     confined alike), fewer CPUs of theirs than the CPUs allowed at start, each one's CPU
+ *     confined alike), each a thread of a process below this one (the traced tree: the
+ *     slot's pid and tid are the program's to write, so they are believed only for a
+ *     descendant's thread, /proc/PID/stat's parent chain and /proc/PID/task/TID), fewer CPUs of theirs than the CPUs allowed at start, each one's CPU
  *     could be read, and the machine is not crowded, every thread of this process
  *     (drain, sampler, writer, compressors, background compressor and the caller's) is
  *     confined to the allowed CPUs less theirs. Otherwise every thread gets all the allowed
