@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -383,6 +384,45 @@ Test(recorder_place, our_own_runnable_threads_are_not_a_crowd, .timeout = 30)
 	cr_expect(rp_free_to_run(&f), "43 ms: read again, the runnable threads are not ours");
 	cr_expect_eq(recorder_place_confinements(p), 2);
 	recorder_place_free(p);
+	rp_stop(&f);
+}
+
+/* The test hook TRC_TEST_PLACE_LOADAVG is read in every trace-run: it may name only a regular
+ * file of the user's, opened without blocking and not through a symbolic link. A FIFO (which
+ * blocked the drain thread for good), a device or a link is not read: the machine counts as
+ * unknown, no confinement. */
+Test(recorder_place, the_loadavg_hook_reads_only_a_regular_file_of_the_user, .timeout = 30)
+{
+	struct rp_fixture f;
+	rp_start(&f);
+	char fifo[80], link[80];
+	snprintf(fifo, sizeof(fifo), "%s.fifo", f.loadavg);
+	snprintf(link, sizeof(link), "%s.link", f.loadavg);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(symlink(f.loadavg, link), 0);
+	const char *bad[] = {fifo, link, "/dev/zero"};
+	uint64_t t = 1;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("TRC_TEST_PLACE_LOADAVG", bad[i], 1);
+		struct recorder_place *p = recorder_place_new();
+		cr_assert_not_null(p);
+		recorder_place_tick(p, t * MS, 0);
+		rp_period(p, &f, t + 2, 200000, 0);
+		cr_expect(rp_free_to_run(&f), "%s was read", bad[i]);
+		cr_expect_eq(recorder_place_confinements(p), 0, "%s", bad[i]);
+		recorder_place_free(p);
+		t += 4;
+	}
+	/* The regular file the test wrote is still read. */
+	setenv("TRC_TEST_PLACE_LOADAVG", f.loadavg, 1);
+	struct recorder_place *p = recorder_place_new();
+	cr_assert_not_null(p);
+	recorder_place_tick(p, t * MS, 0);
+	rp_period(p, &f, t + 2, 200000, 0);
+	cr_expect(rp_confined(&f));
+	recorder_place_free(p);
+	unlink(fifo);
+	unlink(link);
 	rp_stop(&f);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session.h"
@@ -205,12 +206,29 @@ static void place__apply(struct recorder_place *p, const cpu_set_t *mask)
 	closedir(d);
 }
 
+/* The file place__runnable reads: /proc/loadavg, or the test hook's (README "Test hooks").
+ * The hook is read in every build, so what it names is opened as harmlessly as can be: not
+ * through a symbolic link, without blocking (a FIFO would hold the drain thread for good),
+ * and kept only if it is a regular file of this user's. -1 when there is none such. */
+static int place__open_loadavg(void)
+{
+	const char *path = secure_getenv("TRC_TEST_PLACE_LOADAVG");
+	if (!path || !*path)
+		return open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* Threads runnable on the whole machine now (/proc/loadavg's fourth field, "R/T"; the reader
- * included), or -1. TRC_TEST_PLACE_LOADAVG names another file to read instead (tests). */
+ * included), or -1. */
 static long place__runnable(void)
 {
-	const char *path = getenv("TRC_TEST_PLACE_LOADAVG");
-	int fd = open(path && *path ? path : "/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	int fd = place__open_loadavg();
 	if (fd < 0)
 		return -1;
 	char buf[128];

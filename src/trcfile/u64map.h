@@ -53,7 +53,9 @@ uint64_t u64map_hash_bytes(const void *p, size_t n, uint64_t seed);
 
 /* Tests only: maps and indexes initialised from now on use seed (0: the process's random
  * seed again), so a test can craft keys that collide under it. trace-dump and trace-run take
- * the same from the environment (TRC_TEST_HASH_SEED, hex), read once, for end-to-end tests. */
+ * the same from the environment (TRC_TEST_HASH_SEED, hex), read once, for end-to-end tests
+ * (README "Test hooks"): ignored in a setuid context, and harmless elsewhere, since the bounded
+ * probe runs keep keys crafted for a known seed linear (only the seed's layer is off). */
 void u64map_test_force_seed(uint64_t seed);
 
 /* An empty map of at most max_n entries (SIZE_MAX: no bound). Allocates nothing. */
