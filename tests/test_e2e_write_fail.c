@@ -6,6 +6,7 @@
  * by tests/shim_failio.c, preloaded into trace-run, on the trace file only. A compaction that
  * fails leaves no temporary file behind. */
 #include <dirent.h>
+#include <sys/resource.h>
 
 #include "e2e_util.h"
 
@@ -39,10 +40,69 @@ static struct e2e_run run_failing(const char *dir, const char *trace, const char
 	return run_with_shim(dir, mode, false, argv);
 }
 
-/* Disk full at 1.5 MiB: the program runs to its end, exits with its status (3), recording
- * stops with one message, and the trace reads back, truncated, with what came before. 1.5 MiB
- * leaves room for one stored chunk (1 MiB raw, written uncompressed when compression falls
- * behind, as under ASan), less than the 12 M events take compressed. */
+/* Checks a trace whose disk filled while `emitted` events were emitted: the footer was written
+ * (not truncated), every event is recorded or lost (emitted = recorded + lost, exactly), the
+ * loss is the disk's (reason disk_full) and belongs to the threads whose chunks were not
+ * written (their lost column sums to it), and the notes say the disk filled. */
+static void check_full_trace(const char *dir, const char *trace, int64_t emitted)
+{
+	char *json = e2e_summary_json(dir, trace);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	int64_t rec = e2e_json_int(json, "events_recorded");
+	int64_t lost = e2e_json_int(json, "events_lost");
+	cr_expect_gt(rec, 0, "%s", json);
+	cr_expect_gt(lost, 0, "%s", json);
+	cr_expect_eq(rec + lost, emitted, "recorded %lld + lost %lld: %s", (long long)rec,
+		     (long long)lost, json);
+	cr_expect_eq(e2e_json_int(json, "disk_full"), lost, "%s", json);
+	int64_t by_thread = 0;
+	const char *th = strstr(json, "\"threads\":[");
+	const char *th_end = th ? strchr(th, ']') : NULL;
+	cr_assert_not_null(th_end, "%s", json);
+	for (const char *p = th; (p = strstr(p, "\"lost\":")) && p < th_end; p++)
+		by_thread += strtoll(p + 7, NULL, 10);
+	cr_expect_eq(by_thread, lost, "the threads' lost column: %s", json);
+	cr_expect_not_null(strstr(json, "the disk filled while recording"), "%s", json);
+	free(json);
+	int code;
+	char *text = e2e_summary_text(dir, trace, &code);
+	cr_expect_null(strstr(text, "recorder killed"), "%s", text);
+	cr_expect_null(strstr(text, "TRUNCATED"), "%s", text);
+	free(text);
+}
+
+/* Runs trace-run --no-progress --no-preload -o trace -- prog_e2e_emit 2 6000000 (no
+ * allocation events: the program's count is every event), with the shim doing `mode` (NULL:
+ * none) and every chunk stored when store_all. */
+static struct e2e_run run_emit_full(const char *dir, const char *trace, const char *mode,
+				    bool store_all)
+{
+	char *argv[] = {(char *)TR, "--no-progress", "--no-preload", "-o", (char *)trace, "--",
+			(char *)EMIT, "2", "6000000", NULL};
+	if (mode)
+		return run_with_shim(dir, mode, store_all, argv);
+	if (store_all)
+		setenv("TRC_TEST_STORE_ALL", "1", 1);
+	struct e2e_run r = e2e_runv(dir, argv);
+	unsetenv("TRC_TEST_STORE_ALL");
+	return r;
+}
+
+/* trace-run's words for a run the disk cut short: the disk-filled line, and the last line's
+ * loss with its share. */
+static void check_full_words(const struct e2e_run *r, const char *trace, const char *why)
+{
+	char want[600];
+	snprintf(want, sizeof(want), "trace-run: the disk filled: writing %s failed: %s; the "
+				     "program ran on, and the ",
+		 trace, why);
+	cr_expect_not_null(strstr(r->err, want), "%s", r->err);
+	cr_expect_not_null(strstr(r->err, " as the disk filled), peak RSS"), "%s", r->err);
+	cr_expect_null(strstr(r->err, " 0 lost"), "%s", r->err);
+}
+
+/* Disk full at 1.5 MiB: the program runs to its end and exits with its status (3), and what
+ * the disk did not take is lost and counted: the trace reads back whole (footer and all). */
 Test(e2e_write_fail, disk_full_stops_the_recording_not_the_program, .timeout = 180)
 {
 	const char *dir = e2e_tmpdir();
@@ -52,16 +112,57 @@ Test(e2e_write_fail, disk_full_stops_the_recording_not_the_program, .timeout = 1
 	cr_expect_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
 	cr_expect_str_eq(r.out, "emitted 12000000\n");
 	snprintf(want, sizeof(want),
-		 "trace-run: recording stopped: writing %s failed: No space left on device; the "
-		 "program runs on, and the trace holds what was written before (marked "
-		 "truncated)\n",
+		 "trace-run: the disk filled: writing %s failed: No space left on device; the "
+		 "program ran on, and the ",
 		 trace);
-	cr_expect_str_eq(r.err, want);
+	cr_expect_eq(strncmp(r.err, want, strlen(want)), 0, "%s", r.err);
 	e2e_free(&r);
 	char *json = e2e_summary_json(dir, trace);
-	cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
-	cr_expect_gt(e2e_json_int(json, "events_recorded"), 0, "%s", json);
-	cr_expect_lt(e2e_json_int(json, "events_recorded"), 12000000, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	cr_expect_gt(e2e_json_int(json, "disk_full"), 0, "%s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* A disk that fills part way (ENOSPC past 1.5 MiB): every event emitted is recorded or counted
+ * lost, by thread, as the disk's; trace-run's last line says so. */
+Test(e2e_write_fail, a_full_disk_counts_every_event_not_written, .timeout = 180)
+{
+	const char *dir = e2e_tmpdir();
+	char trace[300];
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	struct e2e_run r = run_emit_full(dir, trace, "enospc:1572864", false);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 12000000\n");
+	check_full_words(&r, trace, "No space left on device");
+	e2e_free(&r);
+	check_full_trace(dir, trace, 12000000);
+	e2e_rm_rf(dir);
+}
+
+/* The file size limit (RLIMIT_FSIZE, EFBIG) is a full disk too. Every chunk is to be stored
+ * (TRC_TEST_STORE_ALL), but 2 MiB is short room: they are compressed, so the file holds about
+ * what the compressed trace would (10.1 M of the 12 M events here; stored, the 2 MiB held 1.0 M
+ * and the run said "0 lost"). */
+Test(e2e_write_fail, the_file_size_limit_counts_every_event_not_written, .timeout = 180)
+{
+	const char *dir = e2e_tmpdir();
+	char trace[300];
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	struct rlimit old, low;
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	low = old;
+	low.rlim_cur = 2u << 20;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &low), 0);
+	struct e2e_run r = run_emit_full(dir, trace, NULL, true);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.out, "emitted 12000000\n");
+	check_full_words(&r, trace, "File too large");
+	e2e_free(&r);
+	check_full_trace(dir, trace, 12000000);
+	char *json = e2e_summary_json(dir, trace);
+	cr_expect_geq(e2e_json_int(json, "events_recorded"), 4000000, "%s", json);
 	free(json);
 	e2e_rm_rf(dir);
 }

@@ -475,7 +475,8 @@ int main(int argc, char **argv)
 		/* Compression never holds the drain back: chunks the compressors cannot take at
 		 * once go to the file stored, and are compressed before we exit (run_compact). */
 		.flags = TRCFILE_WRITER_BACKGROUND | TRCFILE_WRITER_PREFAULT |
-			 TRCFILE_WRITER_STORE_WHEN_BEHIND | TRCFILE_WRITER_NO_FSYNC_IF_STORED,
+			 TRCFILE_WRITER_STORE_WHEN_BEHIND | TRCFILE_WRITER_NO_FSYNC_IF_STORED |
+			 TRCFILE_WRITER_LOSE_WHEN_FULL,
 	};
 	/* Test hook: every chunk stored, as when compression is always behind. */
 	if (getenv("TRC_TEST_STORE_ALL"))
@@ -551,7 +552,15 @@ int main(int argc, char **argv)
 	uint64_t stored = wst.chunks_stored;
 	int werr = rerr ? rerr : cerr;
 	exit_code = run__exit_code(w.status);
-	if (werr && run__disk_full(werr) && run__trace_readable(output)) {
+	if (!werr && wst.full_err) {
+		/* The writer counted what the full disk did not take: said once, even with -q. */
+		fprintf(stderr,
+			"trace-run: the disk filled: writing %s failed: %s; the program ran on, and "
+			"the %" PRIu64 " %s not written are counted lost in the trace\n",
+			output, strerror(-wst.full_err), wst.full_events_unwritten,
+			cli_plural(wst.full_events_unwritten, "event", "events"));
+		stored = 0; /* no room to compact in */
+	} else if (werr && run__disk_full(werr) && run__trace_readable(output)) {
 		run__recording_stopped(output, werr, &stopped_said);
 		stored = 0;
 	} else if (werr) {
@@ -598,12 +607,20 @@ int main(int argc, char **argv)
 		 * sampler, the compaction), not the program's (RUSAGE_SELF leaves children out). */
 		double cpu_s = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 +
 			       (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
+		/* Events the drain moved that the full disk did not take are lost, not recorded. */
+		uint64_t full_lost = wst.full_events_unwritten;
+		uint64_t recorded = st.events > full_lost ? st.events - full_lost : 0;
+		char full_note[64] = "";
+		if (full_lost)
+			snprintf(full_note, sizeof(full_note), " (%" PRIu64 " as the disk filled)",
+				 full_lost);
 		fprintf(stderr,
 			"trace-run: %s (%s): %" PRIu64 " %s, %" PRIu64
-			" lost, peak RSS %s; %s; recorder RSS %.1f MiB, "
+			" lost%s, peak RSS %s; %s; recorder RSS %.1f MiB, "
 			"CPU %.2f s\n",
-			output, size, st.events, cli_plural(st.events, "event", "events"), st.lost,
-			peak, ended, (double)self.ru_maxrss / 1024.0, cpu_s);
+			output, size, recorded, cli_plural(recorded, "event", "events"),
+			st.lost + full_lost, full_note, peak, ended, (double)self.ru_maxrss / 1024.0,
+			cpu_s);
 		if (stored && compacted) {
 			char refused[96] = "";
 			if (cst.refused)

@@ -118,6 +118,17 @@ struct trcfile_header_info {
  * would only wait for the disk (17-45 ms here for the ~60 MiB a call-heavy program's 24 M events
  * leave stored). A caller that then does not compact (or fails to) syncs the file itself. */
 #define TRCFILE_WRITER_NO_FSYNC_IF_STORED (1u << 4)
+/* A live recording: a full disk (ENOSPC, or EFBIG at the file size limit) does not end it.
+ * The chunk that does not fit is written compressed if it was to be stored; when that does not
+ * fit either, it and every chunk after it are dropped, their events counted per stream, and
+ * appends go on succeeding (the caller keeps draining). Close then writes, for each stream that
+ * lost events, a chunk with one lost record (reason TRC_LOST_DISK_FULL, at the first dropped
+ * chunk's place: FORMAT.md), a note saying the disk filled, and the footer, cutting the
+ * last whole chunks off (and counting them lost too) until those fit. Also, while the room
+ * left (free space, the file size limit) is short, nothing is stored: stored chunks take
+ * about three times the room of compressed ones, and would fill the disk that much sooner.
+ * Without the flag a full disk is the sticky error, as any write error. */
+#define TRCFILE_WRITER_LOSE_WHEN_FULL (1u << 5)
 
 /* Zero fields take the defaults: zstd level 1, 1 compressor thread, 1 MiB chunks,
  * 2 x compress_threads + 2 chunks in flight. chunk_bytes is clamped to
@@ -216,6 +227,13 @@ int trcfile_writer_close(struct trcfile_writer *w);
 struct trcfile_writer_stats {
 	uint64_t bytes_written; /* the whole file */
 	uint64_t chunks_stored; /* chunks the file holds stored */
+	/* TRCFILE_WRITER_LOSE_WHEN_FULL: 0, or the -errno of the write that found the disk full
+	 * (-ENOSPC, -EFBIG); then the events counted lost for it (the file's disk-full lost
+	 * records: events not written, and the counts of the lost records that went with them),
+	 * of them the events appended but not written, and every record not written (events,
+	 * samples, metadata). */
+	int full_err;
+	uint64_t full_lost_events, full_events_unwritten, full_records_unwritten;
 };
 int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st);
 

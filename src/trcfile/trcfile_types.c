@@ -93,6 +93,8 @@ const char *trcfile_lost_reason_name(uint32_t reason)
 		return "sampler_late";
 	case TRC_LOST_REENTRANT:
 		return "reentrant";
+	case TRC_LOST_DISK_FULL:
+		return "disk_full";
 	}
 	return "unknown";
 }

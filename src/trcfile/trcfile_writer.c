@@ -52,6 +52,7 @@
  * truncated). Chunks still in the pipeline are dropped, appends return the error.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -60,6 +61,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,6 +74,7 @@
 #include "trcfile_io.h"
 #include "trcfile_idle.h"
 #include "trcfile_stored.h"
+#include "u64map.h"
 
 /* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
  * (fewer literals to decode), for ~0.2 more bytes per event (bench_dump --level). */
@@ -87,6 +91,17 @@
  * sizes: concurrent openers may overshoot by a chunk each. */
 #define TRCFILE__OPEN_BUDGET (32u << 20)
 #define TRCFILE__OPEN_MIN_CHUNK (64u << 10)
+/* TRCFILE_WRITER_LOSE_WHEN_FULL: chunks are stored only while the room left (free space, the
+ * file size limit) is at least this, and at least STORE_ROOM_PER_STORED times the stored bytes
+ * written so far. A stored chunk takes about three times the room of its compressed form, so
+ * this way stored chunks hold at most about a fifth of the room the trace had, and a disk that
+ * fills holds nearly the events the compressed trace would. */
+#define TRCFILE__STORE_MIN_ROOM (64ull << 20)
+#define TRCFILE__STORE_ROOM_PER_STORED 4u
+/* Metadata chunks (names, threads, processes, modules) the full disk did not take are kept in
+ * memory, up to this many bytes, and written at close ahead of the footer (the room made by
+ * cutting event chunks off): without their names a trace's events are numbers. */
+#define TRCFILE__KEEP_META_BYTES (8u << 20)
 
 struct trcfile__wchunk {
 	struct cds_wfcq_node node;
@@ -101,6 +116,12 @@ struct trcfile__wchunk {
 	uint8_t *out; /* chunk header + frame, filled by a compressor */
 	size_t out_len, out_cap;
 	bool stored; /* goes to the file stored (FORMAT.md "Stored chunks"), took a store slot */
+	bool drop; /* sent after the disk filled: only counted (took a store slot, not counted
+		    * in chunks_stored) */
+	/* What the chunk loses if it is not written: its events and the counts of its lost
+	 * records (sampler ticks aside), as the appending thread added them. */
+	uint64_t weight;
+	uint64_t events; /* of them, the events (the rest: lost already) */
 	bool open; /* counted in open_chunks and open_bytes (a stream's chunk being appended) */
 	size_t limit; /* the chunk is full (submitted) once raw_len reaches this */
 	struct trcfile__wchunk *next_free;
@@ -118,6 +139,30 @@ struct trcfile_stream {
 	uint64_t records; /* records appended */
 	struct trcfile__wchunk *cur;
 	struct trcfile__coder coder;
+};
+
+/* A metadata chunk the full disk did not take, kept for close. */
+struct trcfile__kept {
+	struct trcfile__chunk_hdr hdr;
+	uint8_t *raw;
+	size_t raw_len;
+};
+
+struct trcfile__weight {
+	uint64_t weight, events; /* as trcfile__wchunk's */
+};
+
+/* What one stream lost to a full disk: its chunks that were not written (or were cut off to
+ * make room for the footer). */
+struct trcfile__full_tally {
+	uint32_t stream_id;
+	uint32_t min_seq; /* the first such chunk's seq: the lost record's chunk takes it */
+	uint64_t first_ts; /* the earliest of their first times: the lost record's time */
+	uint32_t chunks;
+	uint64_t records; /* records they held */
+	uint64_t events; /* their weights: the lost record's count */
+	bool have_entry;
+	struct trcfile__footer_stream entry; /* the stream's footer entry as submitted */
 };
 
 struct trcfile_writer {
@@ -173,6 +218,28 @@ struct trcfile_writer {
 	_Atomic int error;
 	_Atomic uint64_t bytes_written;
 	_Atomic uint64_t chunks_stored;
+
+	/* A full disk (TRCFILE_WRITER_LOSE_WHEN_FULL). full_err: 0, or the -errno of the write
+	 * that found the disk full, set once by the writer thread; store_off: the room left is
+	 * short, nothing more is stored, set by the writer thread. Both are read by appending
+	 * threads (relaxed: flags; the chunks they concern go through the queues). */
+	bool lose_when_full;
+	bool regular; /* a regular file: its room can be asked */
+	_Atomic int full_err;
+	atomic_bool store_off;
+	uint64_t fsize_limit; /* RLIMIT_FSIZE's soft limit at open; UINT64_MAX: none */
+	uint32_t pid; /* the header's: the note's stream */
+	/* writer thread until joined, then close */
+	uint64_t stored_bytes; /* stored chunks written */
+	/* each index_buf entry's weight and events (lost if the chunk is cut off) */
+	struct trcfile__weight *index_weight;
+	struct trcfile__full_tally *tally; /* per stream: what was not written */
+	size_t n_tally, cap_tally;
+	struct u64map tally_of; /* stream id + 1 -> its index in tally */
+	ZSTD_CCtx *wcctx; /* the writer thread's own: a stored chunk that did not fit */
+	struct trcfile__kept *kept;
+	size_t n_kept, cap_kept, kept_bytes;
+	uint64_t full_lost_events, full_unwritten, full_unwritten_events;
 
 	/* Told of each stored chunk the writer thread wrote (trcfile__writer_on_stored): the
 	 * background compressor. Called by the writer thread under hook_lock, which setting it
@@ -255,6 +322,9 @@ trcfile__chunk_ready(struct trcfile_writer *w, struct trcfile__wchunk *c, size_t
 	c->raw_len = 0;
 	c->out_len = 0;
 	c->stored = false;
+	c->drop = false;
+	c->weight = 0;
+	c->events = 0;
 	c->open = false;
 	c->limit = limit;
 	memset(&c->hdr, 0, sizeof(c->hdr));
@@ -456,7 +526,8 @@ static void *trcfile__compress_main(void *arg)
 		/* Pairs with the release in trcfile__handoff by the enqueuing thread. */
 		(void)atomic_load_explicit(&c->handoff, memory_order_acquire);
 		c->out_len = 0;
-		if (cctx && !trcfile_writer_error(w)) {
+		if (cctx && !trcfile_writer_error(w) &&
+		    !atomic_load_explicit(&w->full_err, memory_order_relaxed)) {
 			int err = trcfile__compress(w, cctx, c);
 			if (err) {
 				trcfile__set_error(w, err);
@@ -482,7 +553,8 @@ static int trcfile__index_add(struct trcfile_writer *w, uint64_t off,
 	if (!w->index_buf) {
 		w->index_buf =
 			malloc((size_t)TRCFILE__INDEX_BUF_ENTRIES * TRCFILE__FOOTER_CHUNK_BYTES);
-		if (!w->index_buf)
+		w->index_weight = calloc(TRCFILE__INDEX_BUF_ENTRIES, sizeof(*w->index_weight));
+		if (!w->index_buf || !w->index_weight)
 			return -ENOMEM;
 	}
 	if (w->index_buf_n == TRCFILE__INDEX_BUF_ENTRIES) {
@@ -507,6 +579,7 @@ static int trcfile__index_add(struct trcfile_writer *w, uint64_t off,
 					  .comp_bytes = h->comp_bytes};
 	trcfile__footer_chunk_put(
 		w->index_buf + (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES, &e);
+	w->index_weight[w->index_buf_n] = (struct trcfile__weight){0, 0};
 	w->index_buf_n++;
 	w->n_index++;
 	w->last_index_offset = off;
@@ -522,25 +595,195 @@ static void trcfile__index_drop_last(struct trcfile_writer *w, uint64_t off)
 	}
 }
 
-static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchunk *c)
+/* ---- a full disk (TRCFILE_WRITER_LOSE_WHEN_FULL) ----------------------------------------- */
+
+static bool trcfile__is_full_err(int err)
 {
-	if (!c->out_len || trcfile_writer_error(w))
-		return;
-	int err = trcfile__index_add(w, w->offset, &c->hdr);
-	if (!err)
-		err = trcfile__pwrite_all(w->fd, c->out, c->out_len, w->offset);
-	if (err) {
-		trcfile__index_drop_last(w, w->offset);
-		trcfile__set_error(w, err);
-		/* Cut a partial chunk off so the file ends on a whole one (best effort: a
-		 * reader also stops at a partial chunk on its own). */
-		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
-			/* nothing more to do: the error is already recorded */
+	return err == -ENOSPC || err == -EFBIG;
+}
+
+static bool trcfile__full(struct trcfile_writer *w)
+{
+	return atomic_load_explicit(&w->full_err, memory_order_relaxed) != 0;
+}
+
+/* Counts the chunk h (weight: what trcfile__wchunk.weight says) as not written. Writer thread,
+ * then close. 0 or -ENOMEM. */
+static int trcfile__tally(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
+			  struct trcfile__weight wt)
+{
+	uint64_t key = (uint64_t)h->stream_id + 1;
+	const uint64_t *v = u64map_get(&w->tally_of, key);
+	struct trcfile__full_tally *t;
+	if (v) {
+		t = &w->tally[*v];
+	} else {
+		if (w->n_tally == w->cap_tally) {
+			size_t cap = w->cap_tally ? 2 * w->cap_tally : 16;
+			struct trcfile__full_tally *m = realloc(w->tally, cap * sizeof(*m));
+			if (!m)
+				return -ENOMEM;
+			w->tally = m;
+			w->cap_tally = cap;
 		}
+		if (u64map_put(&w->tally_of, key, w->n_tally, NULL, NULL))
+			return -ENOMEM;
+		t = &w->tally[w->n_tally++];
+		*t = (struct trcfile__full_tally){
+			.stream_id = h->stream_id, .min_seq = h->seq, .first_ts = h->first_ts};
+	}
+	if (h->seq < t->min_seq)
+		t->min_seq = h->seq;
+	if (h->first_ts < t->first_ts)
+		t->first_ts = h->first_ts;
+	t->chunks++;
+	t->records += h->count;
+	t->events += wt.weight;
+	w->full_lost_events += wt.weight;
+	w->full_unwritten_events += wt.events;
+	w->full_unwritten += h->count;
+	return 0;
+}
+
+/* Keeps a copy of metadata chunk c for close (TRCFILE__KEEP_META_BYTES). 0, or -ENOSPC when
+ * there is no room left for it, -ENOMEM. Writer thread. */
+static int trcfile__keep(struct trcfile_writer *w, const struct trcfile__wchunk *c)
+{
+	if (c->hdr.kind != TRC_STREAM_META || !c->raw_len ||
+	    c->raw_len > TRCFILE__KEEP_META_BYTES - w->kept_bytes)
+		return -ENOSPC;
+	if (w->n_kept == w->cap_kept) {
+		size_t cap = w->cap_kept ? 2 * w->cap_kept : 16;
+		struct trcfile__kept *k = realloc(w->kept, cap * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		w->kept = k;
+		w->cap_kept = cap;
+	}
+	uint8_t *raw = malloc(c->raw_len);
+	if (!raw)
+		return -ENOMEM;
+	memcpy(raw, c->raw, c->raw_len);
+	w->kept[w->n_kept++] = (struct trcfile__kept){.hdr = c->hdr, .raw = raw, .raw_len = c->raw_len};
+	w->kept_bytes += c->raw_len;
+	return 0;
+}
+
+/* c is not written: the disk is full. Counted lost, or kept for close if it is metadata.
+ * Writer thread. */
+static void trcfile__drop(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	if (c->stored && !c->drop)
+		atomic_fetch_sub_explicit(&w->chunks_stored, 1, memory_order_relaxed);
+	if (trcfile__keep(w, c) == 0)
+		return;
+	int err = trcfile__tally(w, &c->hdr, (struct trcfile__weight){c->weight, c->events});
+	if (err)
+		trcfile__set_error(w, err);
+}
+
+/* Writing c failed with err: the sticky error, or, for a full disk that may lose, the start
+ * of the dropping (c is the first chunk dropped). Writer thread. */
+static void trcfile__write_failed(struct trcfile_writer *w, struct trcfile__wchunk *c, int err)
+{
+	if (!w->lose_when_full || !trcfile__is_full_err(err)) {
+		trcfile__set_error(w, err);
 		return;
 	}
-	w->offset += c->out_len;
-	atomic_fetch_add_explicit(&w->bytes_written, c->out_len, memory_order_relaxed);
+	int expected = 0;
+	atomic_compare_exchange_strong_explicit(&w->full_err, &expected, err,
+						memory_order_relaxed, memory_order_relaxed);
+	atomic_store_explicit(&w->store_off, true, memory_order_relaxed);
+	trcfile__drop(w, c);
+}
+
+/* Stops storing once the room left is short (TRCFILE__STORE_MIN_ROOM). Writer thread, after a
+ * write; one fstatvfs. */
+static void trcfile__check_room(struct trcfile_writer *w)
+{
+	if (!w->lose_when_full || !w->regular ||
+	    atomic_load_explicit(&w->store_off, memory_order_relaxed))
+		return;
+	uint64_t room = UINT64_MAX;
+	struct statvfs sv;
+	if (fstatvfs(w->fd, &sv) == 0)
+		room = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (w->fsize_limit != UINT64_MAX) {
+		uint64_t left = w->fsize_limit > w->offset ? w->fsize_limit - w->offset : 0;
+		if (left < room)
+			room = left;
+	}
+	uint64_t want = TRCFILE__STORE_MIN_ROOM;
+	if (w->stored_bytes > want / TRCFILE__STORE_ROOM_PER_STORED)
+		want = w->stored_bytes * TRCFILE__STORE_ROOM_PER_STORED;
+	if (room < want)
+		atomic_store_explicit(&w->store_off, true, memory_order_relaxed);
+}
+
+/* ---- the writer thread's writes -------------------------------------------------------- */
+
+/* Writes a chunk (header h; its bytes a, then b) at the file's end and indexes it with its
+ * weight. On failure cuts the file back to the end of the last whole chunk (best effort: a
+ * reader also stops at a partial chunk on its own). Writer thread. 0 or -errno. */
+static int trcfile__put(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
+			const void *a, size_t an, const void *b, size_t bn,
+			const struct trcfile__wchunk *c)
+{
+	int err = trcfile__index_add(w, w->offset, h);
+	if (!err)
+		err = trcfile__pwrite_all(w->fd, a, an, w->offset);
+	if (!err && bn)
+		err = trcfile__pwrite_all(w->fd, b, bn, w->offset + an);
+	if (err) {
+		trcfile__index_drop_last(w, w->offset);
+		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
+			/* nothing more to do: the caller records the error */
+		}
+		return err;
+	}
+	w->index_weight[w->index_buf_n - 1] = (struct trcfile__weight){c->weight, c->events};
+	w->offset += an + bn;
+	atomic_fetch_add_explicit(&w->bytes_written, an + bn, memory_order_relaxed);
+	return 0;
+}
+
+static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	if (trcfile_writer_error(w))
+		return;
+	if (trcfile__full(w)) {
+		trcfile__drop(w, c);
+		return;
+	}
+	if (!c->out_len)
+		return;
+	int err = trcfile__put(w, &c->hdr, c->out, c->out_len, NULL, 0, c);
+	if (err)
+		trcfile__write_failed(w, c, err);
+	else
+		trcfile__check_room(w);
+}
+
+/* The stored chunk c that did not fit, compressed on the writer thread: it may fit so. 0 or
+ * -errno. */
+static int trcfile__write_compressed_instead(struct trcfile_writer *w, struct trcfile__wchunk *c)
+{
+	if (!w->wcctx) {
+		w->wcctx = ZSTD_createCCtx();
+		if (!w->wcctx)
+			return -ENOMEM;
+		ZSTD_CCtx_setParameter(w->wcctx, ZSTD_c_compressionLevel, w->zstd_level);
+		ZSTD_CCtx_setParameter(w->wcctx, ZSTD_c_checksumFlag, 1);
+		ZSTD_CCtx_setParameter(w->wcctx, ZSTD_c_contentSizeFlag, 1);
+	}
+	c->hdr.flags = 0;
+	c->hdr.payload_crc = 0;
+	int err = trcfile__compress(w, w->wcctx, c);
+	if (!err)
+		err = trcfile__put(w, &c->hdr, c->out, c->out_len, NULL, 0, c);
+	if (!err)
+		atomic_fetch_sub_explicit(&w->chunks_stored, 1, memory_order_relaxed);
+	return err;
 }
 
 /* A stored chunk: header, then the records as they are (FORMAT.md "Stored chunks"). Writer
@@ -549,32 +792,37 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 {
 	if (trcfile_writer_error(w))
 		return;
+	if (c->drop || trcfile__full(w)) {
+		trcfile__drop(w, c);
+		return;
+	}
 	c->hdr.raw_bytes = (uint32_t)c->raw_len;
 	c->hdr.comp_bytes = (uint32_t)c->raw_len;
 	c->hdr.flags = TRCFILE__CHUNK_STORED;
 	c->hdr.payload_crc = trcfile__crc32c_fast(0, c->raw, c->raw_len);
 	uint8_t hdr[TRCFILE__CHUNK_HDR_BYTES];
 	trcfile__chunk_hdr_put(hdr, &c->hdr);
-	int err = trcfile__index_add(w, w->offset, &c->hdr);
-	if (!err)
-		err = trcfile__pwrite_all(w->fd, hdr, sizeof(hdr), w->offset);
-	if (!err)
-		err = trcfile__pwrite_all(w->fd, c->raw, c->raw_len, w->offset + sizeof(hdr));
+	uint64_t at = w->offset;
+	int err = trcfile__put(w, &c->hdr, hdr, sizeof(hdr), c->raw, c->raw_len, c);
+	if (err && w->lose_when_full && trcfile__is_full_err(err)) {
+		/* Stored, it takes about three times the room it would compressed: from now on
+		 * nothing is stored, and this one may fit compressed. */
+		atomic_store_explicit(&w->store_off, true, memory_order_relaxed);
+		int e = trcfile__write_compressed_instead(w, c);
+		if (!e)
+			return;
+		err = trcfile__is_full_err(e) ? e : err;
+	}
 	if (err) {
-		trcfile__index_drop_last(w, w->offset);
-		trcfile__set_error(w, err);
-		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
-			/* as in trcfile__write_chunk */
-		}
+		trcfile__write_failed(w, c, err);
 		return;
 	}
-	struct trcfile_stored_note note = {.offset = w->offset,
+	w->stored_bytes += sizeof(hdr) + c->raw_len;
+	trcfile__check_room(w);
+	struct trcfile_stored_note note = {.offset = at,
 					   .stream_id = c->hdr.stream_id,
 					   .seq = c->hdr.seq,
 					   .raw_bytes = c->hdr.raw_bytes};
-	w->offset += sizeof(hdr) + c->raw_len;
-	atomic_fetch_add_explicit(&w->bytes_written, sizeof(hdr) + c->raw_len,
-				  memory_order_relaxed);
 	/* Once a chunk is on disk (a stored chunk is about 1 MiB: one uncontended lock each). */
 	pthread_mutex_lock(&w->hook_lock);
 	if (w->hook)
@@ -715,13 +963,26 @@ static int trcfile__submit(struct trcfile_stream *s)
 		atomic_fetch_sub_explicit(&w->open_bytes, c->limit, memory_order_relaxed);
 	}
 	c->hdr.last_ts = s->coder.ts;
+	if (w->lose_when_full && trcfile__full(w)) {
+		/* The disk is full: the writer thread only counts the chunk (compressing it would
+		 * be for nothing). */
+		trcfile__sem_wait(&w->store_slots);
+		c->stored = true;
+		c->drop = true;
+		trcfile__handoff(c);
+		cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+		sem_post(&w->wq_sem);
+		s->chunks++;
+		return trcfile_writer_error(w);
+	}
 	bool store = false;
-	if (w->store_one_in) {
+	bool may_store = !atomic_load_explicit(&w->store_off, memory_order_relaxed);
+	if (w->store_one_in && may_store) {
 		uint64_t n = atomic_fetch_add_explicit(&w->submitted, 1, memory_order_relaxed);
 		store = n % w->store_one_in == 0;
 	}
 	if (!store) {
-		if (w->store_when_behind)
+		if (w->store_when_behind && may_store)
 			store = !trcfile__sem_trywait(&w->slots); /* the compressors are behind */
 		else
 			trcfile__sem_wait(&w->slots);
@@ -825,6 +1086,11 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r)
 	uint8_t *end = trcfile__encode(c->raw + c->raw_len, r, &s->coder);
 	c->raw_len = (size_t)(end - c->raw);
 	c->hdr.count++;
+	if (trc_rec_is_event(r->type)) {
+		c->weight++;
+		c->events++;
+	} else if (r->type == TRC_REC_LOST && r->lost.reason != TRC_LOST_SAMPLER_LATE)
+		c->weight += r->lost.count; /* lost already: lost still if this chunk is */
 	s->records++;
 	if (c->raw_len >= c->limit)
 		return trcfile__submit(s);
@@ -966,6 +1232,8 @@ int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window 
 		return trcfile_writer_error(s->w);
 	c->raw_len = (size_t)(win->p - c->raw);
 	c->hdr.count += win->count;
+	c->weight += win->count; /* events only */
+	c->events += win->count;
 	s->records += win->count;
 	s->coder.ts = win->ts;
 	s->coder.alloc_addr = win->alloc_addr;
@@ -991,6 +1259,13 @@ static void trcfile__writer_free(struct trcfile_writer *w)
 	if (w->chunk_spill_ready)
 		trcfile__spill_free(&w->chunk_spill);
 	free(w->index_buf);
+	free(w->index_weight);
+	free(w->tally);
+	for (size_t i = 0; i < w->n_kept; i++)
+		free(w->kept[i].raw);
+	free(w->kept);
+	u64map_destroy(&w->tally_of);
+	ZSTD_freeCCtx(w->wcctx);
 	free(w->spill_dir);
 	while (w->pool) {
 		struct trcfile__wchunk *c = w->pool;
@@ -1083,6 +1358,15 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 	unsigned in_flight =
 		opts.max_chunks_in_flight ? opts.max_chunks_in_flight : 2 * w->n_compress + 2;
 	w->flags = opts.flags;
+	w->lose_when_full = (opts.flags & TRCFILE_WRITER_LOSE_WHEN_FULL) != 0;
+	w->pid = h->pid;
+	struct rlimit fsize;
+	w->fsize_limit = getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY
+				 ? (uint64_t)fsize.rlim_cur
+				 : UINT64_MAX;
+	struct stat fst;
+	w->regular = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode);
+	u64map_init(&w->tally_of, SIZE_MAX);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->pool_lock, NULL);
 	pthread_mutex_init(&w->hook_lock, NULL);
@@ -1134,6 +1418,7 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 		goto fail_w;
 	w->offset = hbytes;
 	atomic_store_explicit(&w->bytes_written, hbytes, memory_order_relaxed);
+	trcfile__check_room(w); /* a disk short of room from the start: nothing stored */
 
 	if (w->flags & TRCFILE_WRITER_PREFAULT)
 		w->prefault_chunks = in_flight + 3; /* the writer thread's first job */
@@ -1220,19 +1505,20 @@ static int trcfile__footer_copy(struct trcfile_writer *w, const struct trcfile__
 }
 
 /* The footer (FORMAT.md), written piece by piece from the spills so that its size never sits
- * in memory: the fixed part, the streams' entries by id, the chunk index, the trailer. Every
- * stream is retired (its entry in the stream spill). */
-static int trcfile__write_footer(struct trcfile_writer *w)
+ * in memory: the fixed part, the streams' entries by id, the chunk index (and n_extra more
+ * entries' images, extra: a full disk's lost chunks), the trailer. Every stream is retired
+ * (its entry in the stream spill). */
+static int trcfile__write_footer(struct trcfile_writer *w, const uint8_t *extra, size_t n_extra)
 {
 	size_t n_streams = w->n_streams;
-	uint64_t n_chunks = w->n_index;
+	uint64_t n_chunks = w->n_index + n_extra;
 	uint64_t bytes = trcfile__footer_bytes(n_streams, n_chunks);
 	uint64_t stream_bytes = (uint64_t)n_streams * TRCFILE__FOOTER_STREAM_BYTES;
 	if (n_streams && (!w->stream_spill_ready || w->stream_spill.len != stream_bytes))
 		return -EIO; /* a stream without its entry: cannot happen */
 	uint64_t spilled = w->chunk_spill_ready ? w->chunk_spill.len : 0;
 	if (spilled + (uint64_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES !=
-	    n_chunks * TRCFILE__FOOTER_CHUNK_BYTES)
+	    w->n_index * TRCFILE__FOOTER_CHUNK_BYTES)
 		return -EIO;
 	const size_t buf_len = 64u << 10;
 	uint8_t *buf = malloc(buf_len);
@@ -1253,6 +1539,9 @@ static int trcfile__write_footer(struct trcfile_writer *w)
 		err = trcfile__footer_out(w, w->index_buf,
 					  (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES,
 					  &pos, &crc);
+	if (!err && n_extra)
+		err = trcfile__footer_out(w, extra, n_extra * TRCFILE__FOOTER_CHUNK_BYTES, &pos,
+					  &crc);
 	if (!err) {
 		uint8_t tr[TRCFILE__TRAILER_BYTES];
 		struct trcfile__trailer t = {
@@ -1267,6 +1556,235 @@ static int trcfile__write_footer(struct trcfile_writer *w)
 	else if (ftruncate(w->fd, (off_t)w->offset) != 0) {
 		/* best effort, as in trcfile__write_chunk */
 	}
+	return err;
+}
+
+/* ---- the end of a trace whose disk filled ----------------------------------------------- */
+
+/* Appends the chunk h (its records: raw_len bytes at raw), compressed with cctx, to *buf (*len
+ * bytes of *cap) for file offset off; its index entry's image at img. 0 or -errno. */
+static int trcfile__end_chunk(struct trcfile_writer *w, ZSTD_CCtx *cctx,
+			      const struct trcfile__chunk_hdr *h, const uint8_t *raw, size_t raw_len,
+			      uint64_t off, uint8_t **buf, size_t *len, size_t *cap, uint8_t *img)
+{
+	struct trcfile__wchunk *c = trcfile__chunk_get(w, raw_len);
+	if (!c)
+		return -ENOMEM;
+	c->hdr = *h;
+	c->hdr.flags = 0;
+	c->hdr.payload_crc = 0;
+	memcpy(c->raw, raw, raw_len);
+	c->raw_len = raw_len;
+	int err = trcfile__compress(w, cctx, c);
+	if (!err && *cap - *len < c->out_len) {
+		size_t ncap = 2 * (*cap + c->out_len);
+		uint8_t *nb = realloc(*buf, ncap);
+		if (!nb)
+			err = -ENOMEM;
+		else {
+			*buf = nb;
+			*cap = ncap;
+		}
+	}
+	if (!err) {
+		memcpy(*buf + *len, c->out, c->out_len);
+		*len += c->out_len;
+		trcfile__footer_chunk_put(img, &(struct trcfile__footer_chunk){
+						       .offset = off,
+						       .stream_id = c->hdr.stream_id,
+						       .seq = c->hdr.seq,
+						       .first_ts = c->hdr.first_ts,
+						       .last_ts = c->hdr.last_ts,
+						       .count = c->hdr.count,
+						       .raw_bytes = c->hdr.raw_bytes,
+						       .comp_bytes = c->hdr.comp_bytes});
+	}
+	trcfile__chunk_free(c);
+	return err;
+}
+
+/* trcfile__end_chunk of a chunk of stream st, seq, holding the one record r. */
+static int trcfile__end_record(struct trcfile_writer *w, ZSTD_CCtx *cctx,
+			       const struct trcfile__footer_stream *st, uint32_t seq,
+			       const struct trc_record *r, uint64_t off, uint8_t **buf, size_t *len,
+			       size_t *cap, uint8_t *img)
+{
+	long need = trcfile__record_max_bytes(r);
+	if (need < 0)
+		return (int)need;
+	uint8_t *raw = malloc((size_t)need);
+	if (!raw)
+		return -ENOMEM;
+	struct trcfile__coder coder;
+	trcfile__coder_reset(&coder, r->ts_ns);
+	size_t raw_len = (size_t)(trcfile__encode(raw, r, &coder) - raw);
+	struct trcfile__chunk_hdr h = {.stream_id = st->id,
+				       .seq = seq,
+				       .kind = st->kind,
+				       .pid = st->pid,
+				       .tid = st->tid,
+				       .first_ts = r->ts_ns,
+				       .last_ts = r->ts_ns,
+				       .count = 1};
+	int err = trcfile__end_chunk(w, cctx, &h, raw, raw_len, off, buf, len, cap, img);
+	free(raw);
+	return err;
+}
+
+/* Cuts the last whole chunk off the file (to make room for the footer) and counts it lost.
+ * false when there is none left to cut (its index entry spilled already). Close. */
+static bool trcfile__cut_last(struct trcfile_writer *w)
+{
+	if (!w->index_buf_n)
+		return false;
+	uint32_t i = w->index_buf_n - 1;
+	struct trcfile__footer_chunk e;
+	const char *why;
+	if (trcfile__footer_chunk_get(w->index_buf + (size_t)i * TRCFILE__FOOTER_CHUNK_BYTES, &e,
+				      &why) != 0 ||
+	    e.offset > w->offset)
+		return false;
+	struct trcfile__chunk_hdr h = {
+		.stream_id = e.stream_id, .seq = e.seq, .first_ts = e.first_ts, .count = e.count};
+	if (trcfile__tally(w, &h, w->index_weight[i]) != 0)
+		return false;
+	w->index_buf_n--;
+	w->n_index--;
+	atomic_fetch_sub_explicit(&w->bytes_written, w->offset - e.offset, memory_order_relaxed);
+	w->offset = e.offset;
+	return ftruncate(w->fd, (off_t)w->offset) == 0;
+}
+
+/* The note of a full disk (FORMAT.md "lost", reason 7). */
+static void trcfile__full_note(const struct trcfile_writer *w, char *buf, size_t len)
+{
+	int err = atomic_load_explicit(&((struct trcfile_writer *)w)->full_err,
+				       memory_order_relaxed);
+	snprintf(buf, len,
+		 "the disk filled while recording (%s): %" PRIu64 " events were not written "
+		 "and are counted lost (reason disk_full), %" PRIu64
+		 " records in all (RSS samples and metadata among them)",
+		 err == -EFBIG ? "the file size limit" : strerror(-err), w->full_lost_events,
+		 w->full_unwritten);
+}
+
+/* Writes what the streams lost (a chunk with one lost record, reason disk full, for each
+ * stream that lost events, at its first lost chunk's seq and time), a note in a meta stream
+ * of its own, and the footer, whose stream entries count what the file holds. Where those do
+ * not fit, the last whole chunks are cut off, and counted lost too, until they do. Close, the
+ * threads joined and every stream retired. 0 or -errno. */
+static int trcfile__write_full_end(struct trcfile_writer *w)
+{
+	ZSTD_CCtx *cctx = w->wcctx ? w->wcctx : (w->wcctx = ZSTD_createCCtx());
+	if (!cctx)
+		return -ENOMEM;
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, w->zstd_level);
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+	if (w->n_streams == UINT32_MAX)
+		return -EFBIG;
+	if (!w->stream_spill_ready) {
+		trcfile__spill_init(&w->stream_spill, w->spill_dir);
+		w->stream_spill_ready = true;
+	}
+	/* The note's stream: the last id. */
+	struct trcfile__footer_stream note_st = {
+		.id = w->n_streams, .kind = TRC_STREAM_META, .pid = w->pid, .chunks = 1, .records = 1};
+	uint8_t img[TRCFILE__FOOTER_STREAM_BYTES];
+	trcfile__footer_stream_put(img, &note_st);
+	int err = trcfile__spill_pwrite(&w->stream_spill, img, sizeof(img),
+					(uint64_t)note_st.id * TRCFILE__FOOTER_STREAM_BYTES);
+	if (err)
+		return err;
+	w->n_streams++;
+	uint8_t *buf = NULL, *extra = NULL;
+	size_t cap = 0;
+	for (;;) {
+		size_t len = 0, n_extra = 0;
+		free(extra);
+		extra = malloc((w->n_kept + w->n_tally + 1) * TRCFILE__FOOTER_CHUNK_BYTES);
+		if (!extra) {
+			err = -ENOMEM;
+			break;
+		}
+		/* The metadata first, as it was (its streams' entries count it already). */
+		for (size_t i = 0; i < w->n_kept && !err; i++, n_extra++)
+			err = trcfile__end_chunk(w, cctx, &w->kept[i].hdr, w->kept[i].raw,
+						 w->kept[i].raw_len, w->offset + len, &buf, &len,
+						 &cap, extra + n_extra * TRCFILE__FOOTER_CHUNK_BYTES);
+		uint64_t first_ts = UINT64_MAX;
+		for (size_t i = 0; i < w->n_tally && !err; i++) {
+			struct trcfile__full_tally *t = &w->tally[i];
+			uint64_t at = (uint64_t)t->stream_id * TRCFILE__FOOTER_STREAM_BYTES;
+			const char *why;
+			if (!t->have_entry) {
+				err = t->stream_id < note_st.id
+					      ? trcfile__spill_pread(&w->stream_spill, img,
+								     sizeof(img), at)
+					      : -EIO;
+				if (!err && trcfile__footer_stream_get(img, &t->entry, &why))
+					err = -EIO;
+				if (err)
+					break;
+				t->have_entry = true;
+			}
+			if (t->chunks > t->entry.chunks || t->records > t->entry.records) {
+				err = -EIO; /* more lost than the stream had: cannot happen */
+				break;
+			}
+			if (t->first_ts < first_ts)
+				first_ts = t->first_ts;
+			struct trcfile__footer_stream e = t->entry;
+			e.chunks -= t->chunks;
+			e.records -= t->records;
+			if (t->events) {
+				struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = t->first_ts};
+				r.lost.count = t->events;
+				r.lost.reason = TRC_LOST_DISK_FULL;
+				err = trcfile__end_record(
+					w, cctx, &t->entry, t->min_seq, &r, w->offset + len, &buf,
+					&len, &cap, extra + n_extra * TRCFILE__FOOTER_CHUNK_BYTES);
+				n_extra++;
+				e.chunks++;
+				e.records++;
+			}
+			trcfile__footer_stream_put(img, &e);
+			if (!err)
+				err = trcfile__spill_pwrite(&w->stream_spill, img, sizeof(img), at);
+		}
+		if (!err) {
+			char text[320];
+			trcfile__full_note(w, text, sizeof(text));
+			struct trc_record r = {.type = TRC_REC_NOTE,
+					       .ts_ns = first_ts == UINT64_MAX ? 0 : first_ts};
+			r.note.text = text;
+			r.note.len = (uint32_t)strlen(text);
+			err = trcfile__end_record(w, cctx, &note_st, 0, &r, w->offset + len, &buf,
+						  &len, &cap,
+						  extra + n_extra * TRCFILE__FOOTER_CHUNK_BYTES);
+			n_extra++;
+		}
+		if (err)
+			break;
+		uint64_t at = w->offset;
+		err = trcfile__pwrite_all(w->fd, buf, len, at);
+		if (!err) {
+			w->offset += len;
+			err = trcfile__write_footer(w, extra, n_extra);
+			if (!err) {
+				atomic_fetch_add_explicit(&w->bytes_written, len,
+							  memory_order_relaxed);
+				break;
+			}
+			w->offset = at;
+		}
+		if (ftruncate(w->fd, (off_t)at) != 0 || !trcfile__is_full_err(err) ||
+		    !trcfile__cut_last(w))
+			break;
+		err = 0;
+	}
+	free(buf);
+	free(extra);
 	return err;
 }
 
@@ -1318,7 +1836,7 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 	}
 	pthread_mutex_unlock(&w->lock);
 	if (!err) {
-		err = trcfile__write_footer(w);
+		err = trcfile__full(w) ? trcfile__write_full_end(w) : trcfile__write_footer(w, NULL, 0);
 		bool no_sync = (w->flags & TRCFILE_WRITER_NO_FSYNC) ||
 			       ((w->flags & TRCFILE_WRITER_NO_FSYNC_IF_STORED) &&
 				trcfile_writer_chunks_stored(w) > 0);
@@ -1330,6 +1848,10 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 	if (st) {
 		st->bytes_written = trcfile_writer_bytes_written(w);
 		st->chunks_stored = trcfile_writer_chunks_stored(w);
+		st->full_err = atomic_load_explicit(&w->full_err, memory_order_relaxed);
+		st->full_lost_events = w->full_lost_events;
+		st->full_events_unwritten = w->full_unwritten_events;
+		st->full_records_unwritten = w->full_unwritten;
 	}
 	trcfile__writer_free(w);
 	return err;

@@ -85,6 +85,7 @@ enum trc_lost_reason {
 	TRC_LOST_OVERSIZED = 4,    /* a record larger than the ring */
 	TRC_LOST_SAMPLER_LATE = 5, /* sampler ticks skipped because a tick came late */
 	TRC_LOST_REENTRANT = 6,    /* a signal handler's event interrupted one of its thread */
+	TRC_LOST_DISK_FULL = 7,    /* the disk filled (or the file size limit): never written */
 	TRC_LOST_REASON_COUNT
 };
 
