@@ -1,10 +1,25 @@
-/* trcfile_bgc.c - the background compressor of stored chunks (trcfile_bgc.h). */
+/* trcfile_bgc.c - the background compressor of stored chunks (trcfile_bgc.h).
+ *
+ * Concurrency: the writer thread (normal priority: the drain waits for it) hands notes to the
+ * compressor thread (SCHED_IDLE: it may wait for a core as long as the machine is busy). So
+ * the writer must never wait for the compressor: no lock is shared between them. The queue is
+ * a single-producer single-consumer ring (the hook on the writer thread produces, the thread
+ * consumes) with a semaphore that counts its entries (sem_post never blocks).
+ *
+ *   operation               thread            may run concurrently with          blocks
+ *   trcfile__bgc_hook       writer            the thread's pop                   never
+ *   the thread's pop        compressor        the hook                           sem_wait
+ *   trcfile_bgc_start/stop  the recorder's    the hook (until unhooked), the     stop: join
+ *                                             thread
+ *   min_bytes               set by start after hooking (the hook may run): atomic, relaxed
+ */
 #include "trcfile_bgc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,13 +50,16 @@ struct trcfile_bgc {
 	struct trcfile_writer *w; /* until stop */
 	int rfd, sfd; /* the trace (read), the side file */
 	int zstd_level;
-	uint32_t min_bytes; /* smaller chunks are left for the end */
 	uint32_t flags;
 
-	pthread_mutex_t lock; /* the queue, stop */
-	pthread_cond_t wake;
+	/* Smaller chunks are left for the end; UINT32_MAX until start sets it. */
+	_Atomic uint32_t min_bytes;
+	/* The ring: q_tail written by the hook only, q_head by the thread only; each entry's
+	 * bytes are published by the release store of q_tail and given back by that of q_head. */
 	struct trcfile_stored_note q[TRCFILE__BGC_QUEUE];
-	unsigned q_head, q_n;
+	_Atomic uint32_t q_head, q_tail;
+	sem_t wake; /* one unit per entry pushed, and one at stop */
+	bool wake_ready;
 	atomic_bool stop;
 	pthread_t tid;
 	bool started;
@@ -53,17 +71,41 @@ struct trcfile_bgc {
 	_Atomic uint64_t compressed;
 };
 
-/* The writer thread: queue the chunk, or leave it for the end. Never blocks for long. */
+/* The writer thread: queue the chunk, or leave it for the end. Never blocks. */
 static void trcfile__bgc_hook(void *arg, const struct trcfile_stored_note *n)
 {
 	struct trcfile_bgc *b = arg;
-	pthread_mutex_lock(&b->lock);
-	if (n->raw_bytes >= b->min_bytes && b->q_n < TRCFILE__BGC_QUEUE) {
-		b->q[(b->q_head + b->q_n) % TRCFILE__BGC_QUEUE] = *n;
-		b->q_n++;
-		pthread_cond_signal(&b->wake);
+	if (n->raw_bytes < atomic_load_explicit(&b->min_bytes, memory_order_relaxed))
+		return;
+	uint32_t tail = atomic_load_explicit(&b->q_tail, memory_order_relaxed); /* ours */
+	/* Pairs with the release store of q_head in trcfile__bgc_pop: the entry is free. */
+	uint32_t head = atomic_load_explicit(&b->q_head, memory_order_acquire);
+	if (tail - head >= TRCFILE__BGC_QUEUE)
+		return; /* full: left for the end */
+	b->q[tail % TRCFILE__BGC_QUEUE] = *n;
+	/* Pairs with the acquire load of q_tail in trcfile__bgc_pop. */
+	atomic_store_explicit(&b->q_tail, tail + 1, memory_order_release);
+	sem_post(&b->wake);
+}
+
+/* The thread: the next note into *n, waiting for one; false once stopped. */
+static bool trcfile__bgc_pop(struct trcfile_bgc *b, struct trcfile_stored_note *n)
+{
+	for (;;) {
+		while (sem_wait(&b->wake) != 0 && errno == EINTR)
+			;
+		/* Pairs with the release store in trcfile_bgc_stop. */
+		if (atomic_load_explicit(&b->stop, memory_order_acquire))
+			return false;
+		uint32_t head = atomic_load_explicit(&b->q_head, memory_order_relaxed); /* ours */
+		/* Pairs with the release store of q_tail in the hook. */
+		if (atomic_load_explicit(&b->q_tail, memory_order_acquire) == head)
+			continue; /* cannot happen: a unit is posted after its entry */
+		*n = b->q[head % TRCFILE__BGC_QUEUE];
+		/* Pairs with the acquire load of q_head in the hook: the entry may be reused. */
+		atomic_store_explicit(&b->q_head, head + 1, memory_order_release);
+		return true;
 	}
-	pthread_mutex_unlock(&b->lock);
 }
 
 /* Buffers and zstd context of the thread, made at its first chunk. */
@@ -178,18 +220,7 @@ static void *trcfile__bgc_main(void *arg)
 	pthread_setname_np(pthread_self(), "trc-bgc"); /* as top and /proc show it */
 	trcfile__run_when_idle(); /* only CPU nobody else wants (see the header) */
 	struct trcfile__bgc_work wk = {0};
-	for (;;) {
-		pthread_mutex_lock(&b->lock);
-		while (!b->q_n && !atomic_load_explicit(&b->stop, memory_order_relaxed))
-			pthread_cond_wait(&b->wake, &b->lock);
-		if (atomic_load_explicit(&b->stop, memory_order_relaxed)) {
-			pthread_mutex_unlock(&b->lock);
-			break;
-		}
-		struct trcfile_stored_note n = b->q[b->q_head];
-		b->q_head = (b->q_head + 1) % TRCFILE__BGC_QUEUE;
-		b->q_n--;
-		pthread_mutex_unlock(&b->lock);
+	for (struct trcfile_stored_note n; trcfile__bgc_pop(b, &n);) {
 		if (trcfile__bgc_one(b, &wk, &n) != 0)
 			break; /* side file full or no memory: the rest is left for the end */
 	}
@@ -238,20 +269,22 @@ struct trcfile_bgc *trcfile_bgc_start(struct trcfile_writer *w, uint32_t flags, 
 	}
 	b->rfd = b->sfd = -1;
 	b->flags = flags;
-	b->min_bytes = UINT32_MAX; /* nothing is queued until it is set */
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_cond_init(&b->wake, NULL);
+	atomic_init(&b->min_bytes, UINT32_MAX); /* nothing is queued until it is set */
+	if (sem_init(&b->wake, 0, 0) != 0) {
+		e = -errno;
+		goto fail;
+	}
+	b->wake_ready = true;
 	/* Chunks told of before the thread runs wait in the queue. */
 	struct trcfile_stored_source src;
 	e = trcfile__writer_on_stored(w, trcfile__bgc_hook, b, &src);
 	if (e)
 		goto fail;
-	/* The hook may run already: what it reads is set under the lock. */
-	pthread_mutex_lock(&b->lock);
+	/* The hook may run already: it reads only min_bytes. The rest is the thread's, made
+	 * after this (pthread_create orders it). */
 	b->rfd = src.fd;
 	b->zstd_level = src.zstd_level;
-	b->min_bytes = src.chunk_bytes / 16;
-	pthread_mutex_unlock(&b->lock);
+	atomic_store_explicit(&b->min_bytes, src.chunk_bytes / 16, memory_order_relaxed);
 	b->w = w;
 	b->sfd = trcfile__bgc_side_file(b->rfd);
 	if (b->sfd < 0) {
@@ -282,10 +315,9 @@ void trcfile_bgc_stop(struct trcfile_bgc *b)
 	}
 	if (!b->started)
 		return;
-	pthread_mutex_lock(&b->lock);
-	atomic_store_explicit(&b->stop, true, memory_order_relaxed);
-	pthread_cond_signal(&b->wake);
-	pthread_mutex_unlock(&b->lock);
+	/* Pairs with the acquire load in trcfile__bgc_pop. */
+	atomic_store_explicit(&b->stop, true, memory_order_release);
+	sem_post(&b->wake);
 	/* An idle-class thread may wait long for a core on a busy machine: back to the normal
 	 * class for its last slice (where refused, it finishes the slice it is in, at most 128
 	 * KiB of input). */
@@ -310,8 +342,8 @@ void trcfile_bgc_free(struct trcfile_bgc *b)
 		close(b->rfd);
 	if (b->sfd >= 0)
 		close(b->sfd);
-	pthread_mutex_destroy(&b->lock);
-	pthread_cond_destroy(&b->wake);
+	if (b->wake_ready)
+		sem_destroy(&b->wake);
 	free(b->map);
 	free(b);
 }

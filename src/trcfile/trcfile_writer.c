@@ -7,7 +7,7 @@
  *   appending thread (one per stream)  encodes records into the stream's open chunk
  *        | full chunk  -> compress queue (cds_wfcq, many producers, many consumers)
  *   compressor threads (N)             one reused ZSTD_CCtx each; header + one zstd frame
- *        | done chunk  -> write queue (cds_wfcq, many producers, one consumer)
+ *        | done chunk  -> its compressor's done ring (single producer, single consumer)
  *   writer thread (1)                  writes in completion order, keeps the index
  * Chunks are self-contained (stream id and sequence number in their header), so file order
  * = completion order is fine: the reader orders a stream's chunks by sequence number.
@@ -21,8 +21,8 @@
  * free at once, the appending thread takes a `store_slots` unit instead (blocking only when
  * those are gone too: the disk is behind) and enqueues the chunk straight on the write queue,
  * marked stored; the writer thread writes header and records as they are (CRC on its own
- * thread) and gives the store slot back. The write queue thus has many producers (the
- * compressors and the appending threads), still one consumer. Once a stored chunk is written,
+ * thread) and gives the store slot back. The write queue has the appending threads as its
+ * producers (and trcfile__writer_put_chunk's caller), one consumer. Once a stored chunk is written,
  * the writer thread tells the hook set with trcfile__writer_on_stored (the background
  * compressor, trcfile_bgc.h) where it is.
  * Whole chunks (trcfile__stream_put_chunk and trcfile__writer_put_chunk, for trcfile_compact):
@@ -33,6 +33,23 @@
  * the stream's one appending thread; nothing else touches them meanwhile.
  *
  * Concurrency (see also the table in trcfile.h):
+ *
+ *   thread (class)             takes                       waits for
+ *   appending (normal)         lock, pool_lock             slots/store_slots (the writer)
+ *   compressor (idle when      cq's dequeue mutex (among   cq_sem (appenders); never for
+ *     storing, else nice +10)    compressors only)           the writer thread
+ *   writer (normal when        pool_lock, hook_lock        wq_sem; a write-queue enqueue in
+ *     storing)                   (the hook: lock-free)       progress (appending threads)
+ *   background compressor      nothing shared              its semaphore (trcfile_bgc.c)
+ *     (idle, trcfile_bgc.c)
+ *
+ * No lock or queue makes a thread of the normal class wait for one of the idle class, which
+ * may get no core while the machine is busy (a priority inversion that would stall the drain
+ * behind the writer thread): the compressors hand done chunks over through their own rings
+ * (one release store publishes; a wfcqueue's consumer may wait on an enqueuer between its tail
+ * exchange and its next store), the background compressor takes notes from a lock-free ring,
+ * and the locks the writer thread takes are held only by normal-class threads.
+ *
  *   - open stream list, stream entry spill: mutex `lock` (stream_open, stream_end, close).
  *   - a stream's open chunk and coder: its one appending thread only.
  *   - chunk pool: mutex `pool_lock` (once per chunk, never per record).
@@ -165,6 +182,21 @@ struct trcfile__full_tally {
 	struct trcfile__footer_stream entry; /* the stream's footer entry as submitted */
 };
 
+/* Chunks one compressor has done, for the writer thread: a single-producer single-consumer
+ * ring. The compressor runs in the idle class when chunks may be stored; a queue whose consumer
+ * may have to wait for a half-done enqueue (wfcqueue's, between its tail exchange and its next
+ * store) would make the writer, and the drain behind it, wait for an idle thread that gets no
+ * core while the machine is busy. A ring entry is published by one release store: nothing to
+ * wait for. Never full: at most max_chunks_in_flight chunks (slots) are past the appenders. */
+struct trcfile__done_ring {
+	_Atomic uint32_t head; /* the writer thread's */
+	char pad[60];
+	_Atomic uint32_t tail; /* the compressor's */
+	uint32_t mask;
+	struct trcfile__wchunk **slot;
+	struct trcfile_writer *w;
+};
+
 struct trcfile_writer {
 	int fd;
 	uint32_t chunk_bytes;
@@ -202,6 +234,8 @@ struct trcfile_writer {
 	atomic_bool stop_compress, stop_write;
 
 	pthread_t compress_tids[TRCFILE__MAX_THREADS];
+	struct trcfile__done_ring done[TRCFILE__MAX_THREADS]; /* compressor i's done chunks */
+	unsigned done_next; /* the ring the writer thread looks at first (round robin) */
 	unsigned compress_started;
 	pthread_t writer_tid;
 	bool writer_started;
@@ -492,9 +526,42 @@ static void trcfile__prewarm_cctx(const struct trcfile_writer *w, ZSTD_CCtx *cct
 	free(out);
 }
 
+/* Compressor thread: c is done (the writer thread writes it next). Never blocks. */
+static void trcfile__done_push(struct trcfile__done_ring *d, struct trcfile__wchunk *c)
+{
+	uint32_t tail = atomic_load_explicit(&d->tail, memory_order_relaxed); /* ours */
+	/* Pairs with the release store of head in trcfile__done_pop: never full (slots bound
+	 * what is past the appenders), checked all the same. */
+	while (tail - atomic_load_explicit(&d->head, memory_order_acquire) > d->mask)
+		sched_yield();
+	d->slot[tail & d->mask] = c;
+	/* Pairs with the acquire load of tail in trcfile__done_pop. */
+	atomic_store_explicit(&d->tail, tail + 1, memory_order_release);
+}
+
+/* Writer thread: a done chunk of any compressor, or NULL. Never blocks. */
+static struct trcfile__wchunk *trcfile__done_pop(struct trcfile_writer *w)
+{
+	for (unsigned k = 0; k < w->n_compress; k++) {
+		unsigned i = (w->done_next + k) % w->n_compress;
+		struct trcfile__done_ring *d = &w->done[i];
+		uint32_t head = atomic_load_explicit(&d->head, memory_order_relaxed); /* ours */
+		/* Pairs with the release store of tail in trcfile__done_push. */
+		if (atomic_load_explicit(&d->tail, memory_order_acquire) == head)
+			continue;
+		struct trcfile__wchunk *c = d->slot[head & d->mask];
+		/* Pairs with the acquire load of head in trcfile__done_push. */
+		atomic_store_explicit(&d->head, head + 1, memory_order_release);
+		w->done_next = i + 1;
+		return c;
+	}
+	return NULL;
+}
+
 static void *trcfile__compress_main(void *arg)
 {
-	struct trcfile_writer *w = arg;
+	struct trcfile__done_ring *done = arg;
+	struct trcfile_writer *w = done->w;
 	pthread_setname_np(pthread_self(), "trc-compress"); /* as top -H and /proc show it */
 	/* When what they cannot take is stored, nothing waits for the compressors: they take only
 	 * idle CPU. At nice +10 they still took a tenth of the drain's CPU once the recorder was
@@ -536,9 +603,8 @@ static void *trcfile__compress_main(void *arg)
 		}
 		/* Even a chunk that will not be written goes to the writer thread, which gives
 		 * its slot back. */
-		cds_wfcq_node_init(&c->node);
 		trcfile__handoff(c);
-		cds_wfcq_enqueue(&w->wq_head, &w->wq_tail, &c->node);
+		trcfile__done_push(done, c);
 		sem_post(&w->wq_sem);
 	}
 	ZSTD_freeCCtx(cctx);
@@ -862,14 +928,22 @@ static void *trcfile__writer_main(void *arg)
 		trcfile__maybe_background(w);
 	for (;;) {
 		trcfile__sem_wait(&w->wq_sem);
-		/* One consumer: the unlocked dequeue is enough (wfcqueue table, [3] alone). */
-		struct cds_wfcq_node *n = __cds_wfcq_dequeue_blocking(&w->wq_head, &w->wq_tail);
-		if (!n) {
-			if (atomic_load_explicit(&w->stop_write, memory_order_acquire))
-				break;
-			continue;
+		/* A unit is posted once per chunk, after it was published: a compressor's in its
+		 * ring, found at once; else an appending thread's in the write queue, where the
+		 * dequeue may wait only for an appending thread's enqueue (normal class). */
+		struct trcfile__wchunk *c = trcfile__done_pop(w);
+		if (!c) {
+			/* One consumer: the unlocked dequeue is enough (wfcqueue table, [3]
+			 * alone). */
+			struct cds_wfcq_node *n =
+				__cds_wfcq_dequeue_blocking(&w->wq_head, &w->wq_tail);
+			if (!n) {
+				if (atomic_load_explicit(&w->stop_write, memory_order_acquire))
+					break;
+				continue;
+			}
+			c = caa_container_of(n, struct trcfile__wchunk, node);
 		}
-		struct trcfile__wchunk *c = caa_container_of(n, struct trcfile__wchunk, node);
 		/* Pairs with the release in trcfile__handoff by the enqueuing thread. */
 		(void)atomic_load_explicit(&c->handoff, memory_order_acquire);
 		bool stored = c->stored;
@@ -1272,6 +1346,8 @@ static void trcfile__writer_free(struct trcfile_writer *w)
 		w->pool = c->next_free;
 		trcfile__chunk_free(c);
 	}
+	for (unsigned i = 0; i < TRCFILE__MAX_THREADS; i++)
+		free(w->done[i].slot);
 	sem_destroy(&w->cq_sem);
 	sem_destroy(&w->wq_sem);
 	sem_destroy(&w->slots);
@@ -1428,8 +1504,22 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 		goto fail_w;
 	}
 	w->writer_started = true;
+	uint32_t ring = 1;
+	while (ring < in_flight)
+		ring <<= 1;
 	for (unsigned i = 0; i < w->n_compress; i++) {
-		if (pthread_create(&w->compress_tids[i], NULL, trcfile__compress_main, w) != 0) {
+		struct trcfile__done_ring *d = &w->done[i];
+		d->w = w;
+		d->mask = ring - 1;
+		d->slot = calloc(ring, sizeof(*d->slot));
+		if (!d->slot) {
+			e = -ENOMEM;
+			goto fail_threads;
+		}
+	}
+	for (unsigned i = 0; i < w->n_compress; i++) {
+		if (pthread_create(&w->compress_tids[i], NULL, trcfile__compress_main,
+				   &w->done[i]) != 0) {
 			e = -EAGAIN;
 			goto fail_threads;
 		}
