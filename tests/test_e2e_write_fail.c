@@ -1,6 +1,7 @@
 /* test_e2e_write_fail.c - trace-run when the trace cannot be written or closed (README,
- * trace-run, "When the trace cannot be written"). A full disk stops the recording, not the
- * program: one message, a trace that reads back marked truncated, the program's own status.
+ * trace-run, "When the trace cannot be written"). A full disk does not stop the program: one
+ * message, a trace that reads back whole with what the disk did not take counted lost (reason
+ * disk_full, by thread), the program's own status.
  * Every other failure (an I/O error while recording, fsync, close or the footer's write
  * failing, an output that refuses every write) is one line and exit 1. The failures are made
  * by tests/shim_failio.c, preloaded into trace-run, on the trace file only. A compaction that
