@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #include "test_trcfile_util.h"
+#include "trcfile_spill.h"
 
 #define TF_EVENTS 400000u
 #define TF_NAME_ID 7u
@@ -168,5 +169,40 @@ Test(trcfile_full, without_the_flag_a_full_disk_is_an_error, .timeout = 60)
 	int cerr = trcfile_writer_close(w);
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
 	cr_expect(err == -EFBIG || cerr == -EFBIG, "append %d, close %d", err, cerr);
+	tu_rm_rf(dir);
+}
+
+/* The writer's spill files share the trace's disk: when theirs is full too (here the file size
+ * limit, 4 KiB), what they hold moves to memory and writing goes on, so that the full disk's
+ * trace can still get its footer. */
+Test(trcfile_full, a_spill_whose_disk_is_full_goes_on_in_memory, .timeout = 30)
+{
+	signal(SIGXFSZ, SIG_IGN);
+	const char *dir = tu_tmpdir();
+	struct trcfile__spill sp;
+	trcfile__spill_init(&sp, dir);
+	cr_assert_geq(sp.fd, 0, "no spill file in %s", dir);
+	uint8_t buf[1024], got[1024];
+	struct rlimit old, low;
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	low = old;
+	low.rlim_cur = 4096;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &low), 0);
+	int err = 0;
+	for (uint32_t i = 0; i < 16 && !err; i++) {
+		memset(buf, (int)(i + 1), sizeof(buf));
+		err = trcfile__spill_pwrite(&sp, buf, sizeof(buf), (uint64_t)i * sizeof(buf));
+	}
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_expect_eq(err, 0, "spill write: %s", strerror(-err));
+	cr_expect_eq(sp.fd, -1, "still in the file");
+	cr_expect_eq(sp.len, 16u * sizeof(buf));
+	for (uint32_t i = 0; i < 16; i++) {
+		memset(buf, (int)(i + 1), sizeof(buf));
+		cr_assert_eq(trcfile__spill_pread(&sp, got, sizeof(got), (uint64_t)i * sizeof(got)),
+			     0);
+		cr_expect_eq(memcmp(got, buf, sizeof(buf)), 0, "block %u", i);
+	}
+	trcfile__spill_free(&sp);
 	tu_rm_rf(dir);
 }

@@ -42,11 +42,36 @@ void trcfile__spill_free(struct trcfile__spill *sp)
 	sp->fd = -1;
 }
 
+/* The spill's disk is full (or its file size limit reached: the trace's own, when the disk it
+ * shares filled): what the file holds moves to memory, where the rest goes too. Its size is a
+ * part of the footer's, small beside the trace. 0 or -errno. */
+static int trcfile__spill_to_memory(struct trcfile__spill *sp)
+{
+	uint64_t cap = 4096;
+	while (cap < sp->len)
+		cap *= 2;
+	uint8_t *m = calloc(1, cap);
+	if (!m)
+		return -ENOMEM;
+	int err = sp->len ? trcfile__spill_pread(sp, m, sp->len, 0) : 0;
+	if (err) {
+		free(m);
+		return err;
+	}
+	close(sp->fd);
+	sp->fd = -1;
+	sp->mem = m;
+	sp->cap = cap;
+	return 0;
+}
+
 int trcfile__spill_pwrite(struct trcfile__spill *sp, const void *buf, size_t n, uint64_t off)
 {
 	uint64_t end = off + n;
 	if (sp->fd >= 0) {
 		int err = trcfile__pwrite_all(sp->fd, buf, n, off);
+		if ((err == -ENOSPC || err == -EFBIG) && trcfile__spill_to_memory(sp) == 0)
+			return trcfile__spill_pwrite(sp, buf, n, off);
 		if (err)
 			return err;
 	} else {

@@ -3,7 +3,9 @@
  * item 10), go to an unlinked temporary file and are copied into the footer at close.
  *
  * The file is made with O_TMPFILE in the trace's directory (else in $TMPDIR or /tmp; else
- * mkstemp and unlink there); when no file can be made the area lives in memory, as before.
+ * mkstemp and unlink there); when no file can be made the area lives in memory, as before,
+ * and so does it from the moment its file finds the disk full (ENOSPC, EFBIG: the disk the
+ * trace fills too), so that a full disk's trace can still get its footer.
  * Page cache, not the recorder's RSS, holds what is written.
  *
  * Threads: none; the owner serialises calls. Errors: -errno.
