@@ -261,10 +261,17 @@ struct trcfile_writer {
 	bool regular; /* a regular file: its room can be asked */
 	_Atomic int full_err;
 	atomic_bool store_off;
+	/* Raw bytes a new chunk may take (UINT64_MAX: no bound), set by the writer thread after
+	 * each write: a quarter of the room left, in raw bytes at the compression ratio of the
+	 * chunks written so far (the last one's alone would feed back: a small chunk compresses
+	 * worse, which makes the next ones smaller still). So the last chunks before the disk fills are small once written, and so is the
+	 * room the one that does not fit leaves unused. */
+	_Atomic uint64_t room_raw;
 	uint64_t fsize_limit; /* RLIMIT_FSIZE's soft limit at open; UINT64_MAX: none */
 	uint32_t pid; /* the header's: the note's stream */
 	/* writer thread until joined, then close */
 	uint64_t stored_bytes; /* stored chunks written */
+	uint64_t raw_total, comp_total; /* of the chunks written: their ratio sizes new ones */
 	/* each index_buf entry's weight and events (lost if the chunk is cut off) */
 	struct trcfile__weight *index_weight;
 	struct trcfile__full_tally *tally; /* per stream: what was not written */
@@ -763,12 +770,12 @@ static void trcfile__write_failed(struct trcfile_writer *w, struct trcfile__wchu
 	trcfile__drop(w, c);
 }
 
-/* Stops storing once the room left is short (TRCFILE__STORE_MIN_ROOM). Writer thread, after a
- * write; one fstatvfs. */
-static void trcfile__check_room(struct trcfile_writer *w)
+/* Publishes the room left (room_raw; h: the chunk written last, NULL: none yet), and stops
+ * storing once it is short (TRCFILE__STORE_MIN_ROOM). Writer thread, after a write; one
+ * fstatvfs. */
+static void trcfile__check_room(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h)
 {
-	if (!w->lose_when_full || !w->regular ||
-	    atomic_load_explicit(&w->store_off, memory_order_relaxed))
+	if (!w->lose_when_full || !w->regular)
 		return;
 	uint64_t room = UINT64_MAX;
 	struct statvfs sv;
@@ -779,6 +786,19 @@ static void trcfile__check_room(struct trcfile_writer *w)
 		if (left < room)
 			room = left;
 	}
+	if (h) {
+		w->raw_total += h->raw_bytes;
+		w->comp_total += h->comp_bytes;
+	}
+	uint64_t raw = UINT64_MAX;
+	if (room != UINT64_MAX && w->comp_total && w->raw_total < UINT64_MAX / 16) {
+		uint64_t ratio_x16 = w->raw_total * 16 / w->comp_total;
+		raw = room / 4 > UINT64_MAX / 16 / (ratio_x16 + 1) ? UINT64_MAX
+								     : room / 4 * ratio_x16 / 16;
+	} else if (room != UINT64_MAX) {
+		raw = room / 4;
+	}
+	atomic_store_explicit(&w->room_raw, raw, memory_order_relaxed);
 	uint64_t want = TRCFILE__STORE_MIN_ROOM;
 	if (w->stored_bytes > want / TRCFILE__STORE_ROOM_PER_STORED)
 		want = w->stored_bytes * TRCFILE__STORE_ROOM_PER_STORED;
@@ -827,7 +847,7 @@ static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchun
 	if (err)
 		trcfile__write_failed(w, c, err);
 	else
-		trcfile__check_room(w);
+		trcfile__check_room(w, &c->hdr);
 }
 
 /* The stored chunk c that did not fit, compressed on the writer thread: it may fit so. 0 or
@@ -884,7 +904,7 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 		return;
 	}
 	w->stored_bytes += sizeof(hdr) + c->raw_len;
-	trcfile__check_room(w);
+	trcfile__check_room(w, &c->hdr);
 	struct trcfile_stored_note note = {.offset = at,
 					   .stream_id = c->hdr.stream_id,
 					   .seq = c->hdr.seq,
@@ -1115,6 +1135,9 @@ static struct trcfile__wchunk *trcfile__chunk_open(struct trcfile_stream *s, uin
 		limit = fair;
 	if (limit > left)
 		limit = left;
+	uint64_t room = atomic_load_explicit(&w->room_raw, memory_order_relaxed);
+	if (limit > room)
+		limit = room; /* the disk is filling (TRCFILE_WRITER_LOSE_WHEN_FULL) */
 	if (limit < TRCFILE__OPEN_MIN_CHUNK)
 		limit = TRCFILE__OPEN_MIN_CHUNK < w->chunk_bytes ? TRCFILE__OPEN_MIN_CHUNK
 								 : w->chunk_bytes;
@@ -1443,6 +1466,7 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 	struct stat fst;
 	w->regular = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode);
 	u64map_init(&w->tally_of, SIZE_MAX);
+	atomic_init(&w->room_raw, UINT64_MAX);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->pool_lock, NULL);
 	pthread_mutex_init(&w->hook_lock, NULL);
@@ -1494,7 +1518,7 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 		goto fail_w;
 	w->offset = hbytes;
 	atomic_store_explicit(&w->bytes_written, hbytes, memory_order_relaxed);
-	trcfile__check_room(w); /* a disk short of room from the start: nothing stored */
+	trcfile__check_room(w, NULL); /* a disk short of room from the start: nothing stored */
 
 	if (w->flags & TRCFILE_WRITER_PREFAULT)
 		w->prefault_chunks = in_flight + 3; /* the writer thread's first job */
