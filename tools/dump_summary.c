@@ -88,7 +88,7 @@ static const char dump__summary_help[] =
 	"  records_by_type           object: type name -> count (every type)\n"
 	"  lost_by_reason            object: ring_full, no_slot, corrupt, oversized, "
 	"sampler_late,\n"
-	"                            reentrant\n"
+	"                            reentrant, disk_full\n"
 	"  threads                   array of {pid, tid, name, events, lost, waits, waited_ns,\n"
 	"                            alloc_bytes}, by\n"
 	"                            pid then tid (alloc_bytes: what its allocations asked for)\n"
