@@ -413,6 +413,25 @@ Test(recorder_place, the_loadavg_hook_reads_only_a_regular_file_of_the_user, .ti
 		recorder_place_free(p);
 		t += 4;
 	}
+	/* A regular file another user owns (as root the test can make one): not read either. */
+	if (geteuid() == 0) {
+		char other[80];
+		snprintf(other, sizeof(other), "%s.other", f.loadavg);
+		FILE *o = fopen(other, "w");
+		cr_assert_not_null(o);
+		fprintf(o, "0.52 0.58 0.59 2/123 4567\n");
+		fclose(o);
+		cr_assert_eq(chown(other, 65534, 65534), 0);
+		setenv("TRC_TEST_PLACE_LOADAVG", other, 1);
+		struct recorder_place *p = recorder_place_new();
+		cr_assert_not_null(p);
+		recorder_place_tick(p, t * MS, 0);
+		rp_period(p, &f, t + 2, 200000, 0);
+		cr_expect(rp_free_to_run(&f), "another user's file was read");
+		recorder_place_free(p);
+		unlink(other);
+		t += 4;
+	}
 	/* The regular file the test wrote is still read. */
 	setenv("TRC_TEST_PLACE_LOADAVG", f.loadavg, 1);
 	struct recorder_place *p = recorder_place_new();
