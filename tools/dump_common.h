@@ -122,6 +122,10 @@ const char *dump_meta_cut_note(const struct trcfile_reader_stats *st);
 /* Closes what dump_open opened, first warning on stderr when damaged chunks were skipped while
  * it was read (the reader reads past them). Accepts NULL. */
 void dump_close(struct trcfile_reader *r, const char *path);
+/* Closes r with no warning (a command that failed on it), and frees what naming its functions
+ * kept (dump_func_names_release): every reader of trace-dump is closed by one of the two.
+ * Accepts NULL. */
+void dump_reader_free(struct trcfile_reader *r);
 
 /* The time every relative time of the outputs counts from: the header's start of recording,
  * or the first record when that is missing or later. */
@@ -140,11 +144,12 @@ void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The name of function address addr of pid into buf (NUL-terminated, cut to len - 1): the
  * function's name from the module's symbols (demangled), else module+offset ("prog+0x2136"),
- * else "0xADDR" without a module record (tools/dump_symbol.c). Returns the name's length.
+ * else "0xADDR" without a module record (tools/dump_symbols.c). Returns the name's length.
  * The first call for a reader reads its modules' symbols (warnings on stderr, once). */
 size_t dump_func_name(const struct trcfile_reader *r, uint32_t pid, uint64_t addr, char *buf,
 		      size_t len);
-/* Frees what dump_func_name keeps for r: call before closing r (dump_close does). */
+/* Frees what dump_func_name keeps for r: call before closing r (dump_close and
+ * dump_reader_free do). */
 void dump_func_names_release(const struct trcfile_reader *r);
 
 /* The exporters' output files (-o OUT, --split-size SIZE; tools/dump_outfile.c). With split 0

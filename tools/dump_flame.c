@@ -142,6 +142,9 @@ out:
 	sym_resolver_free(syms);
 	free(recs);
 	flame_free(f);
-	trcfile_reader_close(r);
+	if (rc == DUMP_EXIT_OK)
+		dump_close(r, path);
+	else
+		dump_reader_free(r);
 	return rc;
 }

@@ -166,8 +166,7 @@ void dump_traces_close(struct dump_traces *m)
 {
 	for (unsigned i = 0; m->t && i < m->n; i++) {
 		trcfile_iter_free(m->t[i].it);
-		dump_func_names_release(m->t[i].r);
-		trcfile_reader_close(m->t[i].r);
+		dump_reader_free(m->t[i].r);
 	}
 	free(m->t);
 	memset(m, 0, sizeof(*m));

@@ -401,6 +401,13 @@ void dump_close(struct trcfile_reader *r, const char *path)
 			   path, st.chunks_damaged,
 			   cli_plural(st.chunks_damaged, "chunk", "chunks"),
 			   trcfile_reader_damage_note(r));
+	dump_reader_free(r);
+}
+
+void dump_reader_free(struct trcfile_reader *r)
+{
+	if (!r)
+		return;
 	dump_func_names_release(r);
 	trcfile_reader_close(r);
 }

@@ -578,7 +578,9 @@ out:
 	}
 	free(gz);
 	pb_buf_free(&b);
-	dump_func_names_release(r);
-	trcfile_reader_close(r);
+	if (rc == DUMP_EXIT_OK)
+		dump_close(r, path);
+	else
+		dump_reader_free(r);
 	return rc;
 }

@@ -61,7 +61,7 @@ int dump_rss_main(int argc, char **argv)
 	bool *include = calloc(ns ? ns : 1, sizeof(bool));
 	if (!include) {
 		dump_error("out of memory");
-		trcfile_reader_close(r);
+		dump_reader_free(r);
 		return DUMP_EXIT_FAIL;
 	}
 	for (unsigned s = 0; s < ns; s++)
@@ -72,7 +72,7 @@ int dump_rss_main(int argc, char **argv)
 		dump_error("%s: %s", path,
 			   trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
 						       : "out of memory");
-		trcfile_reader_close(r);
+		dump_reader_free(r);
 		return DUMP_EXIT_FAIL;
 	}
 	uint64_t start = dump_start_ns(r);

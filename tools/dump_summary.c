@@ -916,7 +916,7 @@ int dump_summary_main(int argc, char **argv)
 		return DUMP_EXIT_FAIL;
 	struct dump__figures f;
 	if (dump__figures_compute(r, path, sort, &f) != DUMP_EXIT_OK) {
-		trcfile_reader_close(r);
+		dump_reader_free(r);
 		return DUMP_EXIT_FAIL;
 	}
 	if (json)

@@ -1,6 +1,7 @@
-/* dump_symbols.h - the function-name resolver the trace-dump subcommands share
- * (src/analysis/symbols.h), with its warnings printed once each on stderr as
- * "trace-dump: MESSAGE". Threads: trace-dump's one thread. */
+/* dump_symbols.h - how trace-dump names function addresses (tools/dump_symbols.c): the
+ * resolver the subcommands share (src/analysis/symbols.h), with its warnings printed once each
+ * on stderr as "trace-dump: MESSAGE". dump_func_name and dump_func_names_release are declared
+ * in dump_common.h, which every subcommand includes. Threads: trace-dump's one thread. */
 #ifndef TRC_DUMP_SYMBOLS_H
 #define TRC_DUMP_SYMBOLS_H
 
