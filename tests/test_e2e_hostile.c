@@ -613,12 +613,12 @@ static double churn_recorder_mib(const char *dir, const char *threads, bool keep
 	const char *prog = e2e_path("tests/prog_rt_threadchurn");
 	struct e2e_run r;
 	if (keep_stored) {
-		r = e2e_run(dir, TR, "--keep-stored", "--no-preload", "-o", out, "--", prog,
-			    threads, "1000", "10", NULL);
+		r = e2e_run(dir, TR, "--verbose", "--keep-stored", "--no-preload", "-o", out, "--",
+			    prog, threads, "1000", "10", NULL);
 	} else {
 		setenv("TRC_TEST_STORE_ALL", "1", 1);
-		r = e2e_run(dir, TR, "--no-preload", "-o", out, "--", prog, threads, "1000", "10",
-			    NULL);
+		r = e2e_run(dir, TR, "--verbose", "--no-preload", "-o", out, "--", prog, threads,
+			    "1000", "10", NULL);
 		unsetenv("TRC_TEST_STORE_ALL");
 	}
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);

@@ -78,6 +78,10 @@ static const char run__usage[] =
 	"                            live progress on stderr (default: when it is a\n"
 	"                            terminal)\n"
 	"  -q, --quiet               no report at the end\n"
+	"  -v, --verbose             the report also says how many chunks were written\n"
+	"                            uncompressed while compression was behind, and how\n"
+	"                            they were compressed (by default said only when\n"
+	"                            compressing them took a second at exit)\n"
 	"  -h, --help                this help\n"
 	"  -V, --version             the version\n"
 	"\n"
@@ -150,6 +154,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"quiet", no_argument, NULL, 'q'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0, 0, 0, 0},
@@ -172,7 +177,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 
 	opterr = 0;
 	/* "+" stops at the first non-option: the command's own options are its own. */
-	while ((c = getopt_long(argc, argv, "+:o:qhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:qvhV", longopts, NULL)) != -1) {
 		if (cli_value_missing(optarg, argv, msg, sizeof(msg)))
 			return run__usage_error("%s", msg);
 		switch (c) {
@@ -264,6 +269,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			break;
 		case 'q':
 			o->quiet = true;
+			break;
+		case 'v':
+			o->verbose = true;
 			break;
 		case 'h':
 			fputs(run__usage, stdout);

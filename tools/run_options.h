@@ -26,6 +26,7 @@ struct run_options {
 	int zstd_level;
 	unsigned compress_threads;
 	bool quiet;
+	bool verbose; /* the last lines also say how stored chunks were compressed */
 	int progress; /* -1 auto (stderr is a terminal), 0 off, 1 on */
 	enum run_clock clock;
 	bool preload; /* put libtrc-preload.so in LD_PRELOAD */
