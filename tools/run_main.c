@@ -11,15 +11,21 @@
  *   4. create the trace file and start the recorder (sampler + drain threads); on failure
  *      the child is told to exit before it ever runs the command, and is reaped;
  *   5. let the child exec; report 127/126 when exec failed;
- *   6. wait for the child, forwarding signals that were sent to trace-run itself (a Ctrl-C
- *      from the terminal already reached the child's process group); a second SIGINT or
- *      SIGTERM within RUN_ESCALATE_WINDOW_NS of the previous one finalizes at once (the child,
- *      and its process group when it has its own, is killed so it is not left behind); one
- *      further apart is just another interrupt for the program, unless the program is still
- *      running RUN_TERM_GRACE_NS after a SIGTERM (stuck: finalizes at once);
+ *   6. wait for the child. One external signal, however it was addressed, reaches the
+ *      program once and counts once: one sent to trace-run alone (kill PID) is passed on;
+ *      one sent to the process group the program is also in (Ctrl-C from the terminal,
+ *      kill -TERM -PGID, coreutils timeout, which signals trace-run and then the group)
+ *      reached it already and is not; the group witness tells the two apart
+ *      (run_witness.h), and the same signal from the same sender within RUN_ONE_SIGNAL_NS
+ *      is the same event. A second SIGINT or SIGTERM within RUN_ESCALATE_WINDOW_NS of the
+ *      previous one finalizes at once (the child, and its process group when it has its own,
+ *      is killed so it is not left behind); one further apart is just another interrupt for
+ *      the program, unless the program is still running RUN_TERM_GRACE_NS after a SIGTERM
+ *      (stuck: finalizes at once);
  *   7. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
  * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
+ * Processes: the program, and the witness (forked at step 2, before anything else is open).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +51,7 @@
 #include "trcfile_bgc.h"
 #include "run_options.h"
 #include "run_spawn.h"
+#include "run_witness.h"
 #include "session.h"
 #include "trcfile.h"
 #include "trcfile_peak.h"
@@ -288,21 +295,91 @@ static void run__recording_stopped(const char *output, int err, bool *said)
 		output, strerror(-err));
 }
 
+/* One external signal, however it was addressed, is one event: coreutils `timeout` sends its
+ * signal to trace-run and then to the whole process group, so trace-run reads it twice (once,
+ * when the kernel merged the two) while the program got it from the group. The same signal
+ * from the same sender within this time is that same event; and a signal sent only to
+ * trace-run is passed on once this time has shown that the group witness did not get it too
+ * (run_witness.h). Two interrupts a user means as two are further apart than this. */
+#define RUN_ONE_SIGNAL_NS 150000000ull
+
+/* The external signal being looked at: whether it reached the program too, and whether it is
+ * read again (the same event). */
+struct run_signal_event {
+	int signo; /* 0: none */
+	pid_t sender;
+	uint64_t first_ns;
+	bool decided; /* passed on, or known to have reached the program */
+};
+
+/* The latest signal the witness saw, per signal number: the group got it. */
+struct run_group_seen {
+	pid_t sender;
+	uint64_t ns;
+	bool seen;
+};
+
+static bool run__group_got(const struct run_group_seen *g, int signo, pid_t sender, uint64_t now)
+{
+	const struct run_group_seen *e = &g[signo];
+	return e->seen && e->sender == sender && now - e->ns < RUN_ONE_SIGNAL_NS;
+}
+
+/* Passes the event's signal on to the program unless it was decided already. */
+static void run__decide(struct run_signal_event *ev, pid_t pid)
+{
+	if (ev->signo && !ev->decided)
+		kill(pid, ev->signo);
+	ev->decided = true;
+}
+
+/* The witness's reports so far; an undecided event the group got is decided (not passed on:
+ * the program got it) when the program is still in trace-run's process group. */
+static void run__read_witness(struct run_witness *wit, struct run_group_seen *g,
+			      struct run_signal_event *ev, pid_t pid)
+{
+	struct run_witness_report rep;
+	while (run_witness_read(wit, &rep)) {
+		if (rep.signo <= 0 || rep.signo >= NSIG)
+			continue;
+		g[rep.signo] = (struct run_group_seen){rep.sender_pid, rep.mono_ns, true};
+		if (ev->signo == rep.signo && !ev->decided && ev->sender == rep.sender_pid &&
+		    getpgid(pid) == getpgrp())
+			ev->decided = true;
+	}
+}
+
 /* Waits for the child, forwarding signals. Returns when the child is reaped. */
-static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progress,
-			    const char *output, bool *stopped_said, struct run_wait *w)
+static void run__wait_child(int sfd, struct run_witness *wit, pid_t pid, struct recorder *rec,
+			    bool progress, const char *output, bool *stopped_said,
+			    struct run_wait *w)
 {
 	uint64_t last_interrupt_ns = 0, first_term_ns = 0;
 	bool interrupted = false, termed = false;
 	uint64_t last_events = 0, last_ns = trc_clock_ns(CLOCK_MONOTONIC);
+	uint64_t next_tick_ns = last_ns + 1000000000ull;
+	struct run_signal_event ev = {0};
+	struct run_group_seen group[NSIG] = {{0}};
 
 	while (!w->reaped) {
-		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
-		/* Wakes every second: progress, and the recorder's health. */
-		int pr = poll(&pfd, 1, 1000);
+		struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
+					{.fd = wit->fd, .events = POLLIN}};
+		uint64_t now = trc_clock_ns(CLOCK_MONOTONIC);
+		/* Wakes every second (progress, the recorder's health), and when the event's time
+		 * to be passed on has come. */
+		uint64_t until = next_tick_ns;
+		if (ev.signo && !ev.decided && ev.first_ns + RUN_ONE_SIGNAL_NS < until)
+			until = ev.first_ns + RUN_ONE_SIGNAL_NS;
+		int wait_ms = until > now ? (int)((until - now + 999999) / 1000000) : 0;
+		int pr = poll(pfd, 2, wait_ms);
 		if (pr < 0 && errno != EINTR)
 			break;
-		if (pr == 0) {
+		run__read_witness(wit, group, &ev, pid);
+		now = trc_clock_ns(CLOCK_MONOTONIC);
+		if (ev.signo && !ev.decided && now - ev.first_ns >= RUN_ONE_SIGNAL_NS)
+			run__decide(&ev, pid); /* sent to trace-run alone */
+		if (now >= next_tick_ns) {
+			next_tick_ns = now + 1000000000ull;
 			struct recorder_stats st;
 			recorder_get_stats(rec, &st);
 			if (run__disk_full(st.drain_error) && !*stopped_said) {
@@ -312,8 +389,9 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 			}
 			if (progress)
 				run__progress(rec, &last_events, &last_ns);
-			continue;
 		}
+		if (pr <= 0 || !(pfd[0].revents & POLLIN))
+			continue;
 		struct signalfd_siginfo si;
 		ssize_t n = read(sfd, &si, sizeof(si));
 		if (n != (ssize_t)sizeof(si))
@@ -322,12 +400,24 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 			run__try_reap(pid, w, WNOHANG);
 			continue;
 		}
-		/* A signal someone sent to trace-run itself goes on to the program; one from the
-		 * terminal (SI_KERNEL) already reached the whole foreground process group. */
-		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE)
-			kill(pid, (int)si.ssi_signo);
-		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
-			uint64_t now = trc_clock_ns(CLOCK_MONOTONIC);
+		/* A signal someone sent (kill, sigqueue) reached trace-run; it may have reached the
+		 * program too (sent to the group) or not (sent to trace-run alone: passed on). One
+		 * from the terminal (SI_KERNEL) already reached the whole foreground group. */
+		const int signo = (int)si.ssi_signo;
+		if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) {
+			const pid_t sender = (pid_t)si.ssi_pid;
+			if (ev.signo == signo && ev.sender == sender &&
+			    now - ev.first_ns < RUN_ONE_SIGNAL_NS)
+				continue; /* the same event, read again: it counts once */
+			run__decide(&ev, pid);
+			ev = (struct run_signal_event){signo, sender, now, false};
+			run__read_witness(wit, group, &ev, pid);
+			if (wit->pid < 0 || getpgid(pid) != getpgrp())
+				run__decide(&ev, pid); /* no witness, or a group the program left */
+			else if (run__group_got(group, signo, sender, now))
+				ev.decided = true;
+		}
+		if (signo == SIGINT || signo == SIGTERM) {
 			if (interrupted && now - last_interrupt_ns < RUN_ESCALATE_WINDOW_NS) {
 				fprintf(stderr, "\ntrace-run: second interrupt: finalizing the "
 						"trace now\n");
@@ -343,7 +433,7 @@ static void run__wait_child(int sfd, pid_t pid, struct recorder *rec, bool progr
 			}
 			interrupted = true;
 			last_interrupt_ns = now;
-			if (si.ssi_signo == SIGTERM && !termed) {
+			if (signo == SIGTERM && !termed) {
 				termed = true;
 				first_term_ns = now;
 			}
@@ -394,6 +484,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trace-run: signalfd: %s\n", strerror(errno));
 		return RUN_EXIT_RECORDER_FAILED;
 	}
+	/* Before the session and the trace file exist, so the witness holds neither. Without
+	 * it (fork failed) every signal sent to trace-run is passed on, as one sent to it alone. */
+	sigset_t witnessed = handled;
+	sigdelset(&witnessed, SIGCHLD);
+	struct run_witness wit;
+	(void)run_witness_start(&wit, &witnessed);
 
 	int err = 0;
 	struct session_config scfg = {
@@ -421,6 +517,7 @@ int main(int argc, char **argv)
 			err == -EFBIG ? " (the file size limit, ulimit -f, is below the session's "
 					"buffers: raise it or lower --buffer-size)"
 				      : "");
+		run_witness_stop(&wit);
 		return RUN_EXIT_RECORDER_FAILED;
 	}
 
@@ -441,6 +538,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trace-run: cannot start %s: %s\n", opt.argv[0], strerror(-rc));
 		session_destroy(session);
 		free(preload);
+		run_witness_stop(&wit);
 		return RUN_EXIT_RECORDER_FAILED;
 	}
 
@@ -542,7 +640,7 @@ int main(int argc, char **argv)
 
 	struct run_wait w = {0};
 	bool stopped_said = false;
-	run__wait_child(sfd, child.pid, rec, progress, output, &stopped_said, &w);
+	run__wait_child(sfd, &wit, child.pid, rec, progress, output, &stopped_said, &w);
 
 	struct recorder_stats st;
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
@@ -660,6 +758,7 @@ out:
 	free(default_out);
 	free(preload);
 	session_destroy(session);
+	run_witness_stop(&wit);
 	close(sfd);
 	return exit_code;
 }
