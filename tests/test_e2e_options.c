@@ -4,6 +4,7 @@
  * threads started), and every documented limit is accepted at its ends and refused one past
  * them with one exact line. */
 #include <dirent.h>
+#include <sys/resource.h>
 
 #include "e2e_util.h"
 #include "trcfile.h"
@@ -358,5 +359,73 @@ Test(e2e_options, documented_limits_accepted_one_past_refused, .timeout = 180)
 			e2e_free(&r);
 		}
 	}
+	e2e_rm_rf(dir);
+}
+
+/* Sets RLIMIT_FSIZE (soft and hard, as `ulimit -f` does) in this test's worker, so trace-run
+ * and what it runs inherit it. Lowering is always allowed; the worker runs this test only. */
+static void limit_file_size(rlim_t bytes)
+{
+	struct rlimit rl = {bytes, bytes};
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0, "setrlimit: %s", strerror(errno));
+}
+
+/* ulimit -f stops the recording, never the start: the session's memfd (4 GiB of sparse rings
+ * with the defaults) counts against the limit, so trace-run sizes it to fit, says so in one
+ * line, and records. */
+Test(e2e_options, a_file_size_limit_sizes_the_session_to_fit, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	limit_file_size(64ull << 20);
+	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--no-preload", "-o", out, "--", EMIT,
+				   "2", "1000", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "trace-run: note: the file size limit (ulimit -f: 64.0 MiB) bounds "
+				"the session's buffers: 256 threads at once (--max-threads), rings "
+				"of at most 128.0 KiB (--buffer-size)\n") == r.err,
+		  "%s", r.err);
+	int64_t emitted = emitted_from(r.out);
+	e2e_free(&r);
+	cr_expect_eq(header_buffer_bytes(out), 128u << 10);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), emitted, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "events_lost"), 0, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* A limit too low for the smallest session, or a --buffer-size given that cannot fit: one line
+ * naming the limit and what to change, exit 1, nothing run, no trace left. */
+Test(e2e_options, a_file_size_limit_too_low_is_one_line_naming_what_to_change, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], marker[256], script[300];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(marker, sizeof(marker), "%s/ran", dir);
+	snprintf(script, sizeof(script), "touch %s", marker);
+	limit_file_size(64ull << 20);
+	struct e2e_run r = e2e_run(dir, TR, "--buffer-size", "1G", "-o", out, "--", "/bin/sh", "-c",
+				   script, NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.err,
+			 "trace-run: cannot create the trace session: the file size limit (ulimit "
+			 "-f: 64.0 MiB) is below the 16.0 GiB its buffers need at the least with "
+			 "--buffer-size 1.0 GiB (sparse memory, not disk): raise the limit or lower "
+			 "--buffer-size\n");
+	e2e_free(&r);
+	limit_file_size(100u << 10);
+	r = e2e_run(dir, TR, "-o", out, "--", "/bin/sh", "-c", script, NULL);
+	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_str_eq(r.err,
+			 "trace-run: cannot create the trace session: the file size limit (ulimit "
+			 "-f: 100.0 KiB) is below the 1.1 MiB its buffers need at the least "
+			 "(sparse memory, not disk): raise the limit\n");
+	e2e_free(&r);
+	struct stat st;
+	cr_expect_neq(stat(marker, &st), 0, "the command ran");
+	cr_expect_neq(stat(out, &st), 0, "a trace was left");
 	e2e_rm_rf(dir);
 }

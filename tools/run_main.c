@@ -117,6 +117,31 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 		 doubt[0] ? ": " : "", doubt);
 }
 
+/* The smallest --buffer-size, and the fewest ring slots a session is sized down to. */
+#define RUN_FIT_MIN_RING_BYTES (64ull << 10)
+#define RUN_FIT_MIN_SLOTS 16u
+
+/* Fits the session to a file size limit (room, in bytes; RLIM_INFINITY: none): its memfd's
+ * length counts against RLIMIT_FSIZE although the rings are sparse and cost memory only as
+ * they are written. Halves the ring size, then the ring slots, that the user left at their
+ * defaults, down to RUN_FIT_MIN_RING_BYTES and RUN_FIT_MIN_SLOTS, until the region fits.
+ * Returns false when it cannot (cfg then holds the smallest it tried). */
+static bool run__fit_session(struct session_config *cfg, const struct run_options *opt,
+			     rlim_t room)
+{
+	if (room == RLIM_INFINITY)
+		return true;
+	while (session_region_bytes(cfg) > (uint64_t)room) {
+		if (!opt->buffer_bytes_given && cfg->ring_bytes > RUN_FIT_MIN_RING_BYTES)
+			cfg->ring_bytes /= 2;
+		else if (!opt->max_threads_given && cfg->max_slots > RUN_FIT_MIN_SLOTS)
+			cfg->max_slots /= 2;
+		else
+			return false;
+	}
+	return true;
+}
+
 /* argv joined by NUL bytes, as the header stores it. */
 static char *run__join_argv(char **argv, uint32_t *len_out)
 {
@@ -500,26 +525,64 @@ int main(int argc, char **argv)
 		.force_clock_gettime = opt.clock == RUN_CLOCK_GETTIME,
 	};
 	/* The session is a memfd, which a file size limit (ulimit -f) also bounds: lift the soft
-	 * limit while it is sized, then put it back for the trace file and the program. */
+	 * limit while it is sized, then put it back for the trace file and the program. What
+	 * cannot be lifted (`ulimit -f` sets the hard limit too) sizes the session instead. */
 	struct rlimit fsize_limit;
-	bool fsize_lifted = getrlimit(RLIMIT_FSIZE, &fsize_limit) == 0 &&
-			    fsize_limit.rlim_cur < fsize_limit.rlim_max;
+	bool fsize_known = getrlimit(RLIMIT_FSIZE, &fsize_limit) == 0;
+	bool fsize_lifted = fsize_known && fsize_limit.rlim_cur < fsize_limit.rlim_max;
 	if (fsize_lifted) {
 		struct rlimit up = {fsize_limit.rlim_max, fsize_limit.rlim_max};
 		fsize_lifted = setrlimit(RLIMIT_FSIZE, &up) == 0;
+	}
+	const rlim_t room = !fsize_known  ? RLIM_INFINITY
+			    : fsize_lifted ? fsize_limit.rlim_max
+					   : fsize_limit.rlim_cur;
+	if (!run__fit_session(&scfg, &opt, room)) {
+		char lim[32], least[32], ring[32], with[96] = "", lower[64] = "";
+		cli_fmt_bytes(lim, sizeof(lim), (uint64_t)room);
+		cli_fmt_bytes(least, sizeof(least), session_region_bytes(&scfg));
+		cli_fmt_bytes(ring, sizeof(ring), scfg.ring_bytes);
+		if (opt.buffer_bytes_given && opt.max_threads_given)
+			snprintf(with, sizeof(with), " with --buffer-size %s and --max-threads %u",
+				 ring, scfg.max_slots);
+		else if (opt.buffer_bytes_given)
+			snprintf(with, sizeof(with), " with --buffer-size %s", ring);
+		else if (opt.max_threads_given)
+			snprintf(with, sizeof(with), " with --max-threads %u", scfg.max_slots);
+		if (opt.buffer_bytes_given || opt.max_threads_given)
+			snprintf(lower, sizeof(lower), " or lower %s",
+				 opt.buffer_bytes_given ? "--buffer-size" : "--max-threads");
+		fprintf(stderr,
+			"trace-run: cannot create the trace session: the file size limit (ulimit "
+			"-f: %s) is below the %s its buffers need at the least%s (sparse memory, "
+			"not disk): raise the limit%s\n",
+			lim, least, with, lower);
+		if (fsize_lifted)
+			setrlimit(RLIMIT_FSIZE, &fsize_limit);
+		run_witness_stop(&wit);
+		return RUN_EXIT_RECORDER_FAILED;
 	}
 	struct trc_session *session = session_create(&scfg, &err);
 	if (fsize_lifted)
 		setrlimit(RLIMIT_FSIZE, &fsize_limit);
 	if (!session) {
-		fprintf(stderr, "trace-run: cannot create the trace session: %s%s\n",
-			strerror(-err),
-			err == -EFBIG ? " (the file size limit, ulimit -f, is below the session's "
-					"buffers: raise it or lower --buffer-size)"
-				      : "");
+		fprintf(stderr, "trace-run: cannot create the trace session: %s\n",
+			strerror(-err));
 		run_witness_stop(&wit);
 		return RUN_EXIT_RECORDER_FAILED;
 	}
+	if (!opt.quiet && (scfg.ring_bytes != opt.buffer_bytes || scfg.max_slots != opt.max_threads)) {
+		char lim[32], ring[32];
+		cli_fmt_bytes(lim, sizeof(lim), (uint64_t)room);
+		cli_fmt_bytes(ring, sizeof(ring), scfg.ring_bytes);
+		fprintf(stderr,
+			"trace-run: note: the file size limit (ulimit -f: %s) bounds the session's "
+			"buffers: %u threads at once (--max-threads), rings of at most %s "
+			"(--buffer-size)\n",
+			lim, scfg.max_slots, ring);
+	}
+	opt.buffer_bytes = scfg.ring_bytes; /* what the trace's header says */
+	opt.max_threads = scfg.max_slots;
 
 	char *preload = NULL;
 	if (opt.preload) {

@@ -209,6 +209,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 					"--buffer-size: invalid size \"%s\" (expected %s)", optarg,
 					"a power of two from 64K to 1G, e.g. 4M");
 			o->buffer_bytes = b;
+			o->buffer_bytes_given = true;
 			break;
 		}
 		case OPT_RING_BUDGET:
@@ -230,6 +231,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 					"--max-threads: invalid value \"%s\" (expected %s)", optarg,
 					"1 to 4096");
 			o->max_threads = (uint32_t)n;
+			o->max_threads_given = true;
 			break;
 		case OPT_ZSTD_LEVEL:
 			if (run__parse_uint(optarg, 1, 19, &n))

@@ -20,6 +20,9 @@ struct run_options {
 	uint64_t rss_interval_ns;
 	enum trc_rss_source rss_source;
 	uint64_t buffer_bytes; /* per-thread ring */
+	/* Given on the command line: kept as given. Left at their defaults, they are lowered to
+	 * fit a file size limit (ulimit -f) that the session's memfd counts against. */
+	bool buffer_bytes_given, max_threads_given;
 	uint64_t ring_budget_bytes; /* shared ring pool (session_config.ring_pool_bytes); 0 default
 				     */
 	uint32_t max_threads; /* ring slots in the session */

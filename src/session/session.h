@@ -71,6 +71,10 @@ struct trc_session;
  * rings. Returns NULL with *err = -EINVAL (bad config) or -errno. Any thread. */
 struct trc_session *session_create(const struct session_config *cfg, int *err);
 
+/* The length of the region session_create makes for cfg (its memfd's size, which a file size
+ * limit bounds, though the rings are sparse), or 0 for a config it refuses. Any thread. */
+uint64_t session_region_bytes(const struct session_config *cfg);
+
 /* The region's fd (O_CLOEXEC in this process; the child's copy must not be). */
 int session_fd(const struct trc_session *s);
 

@@ -6,7 +6,7 @@
  * sees the magic sees a complete layout. Ring pages are never touched here: the recorder's own
  * RSS stays small before it spawns the program (wait4's ru_maxrss carries it across exec).
  *
- * Threads: create/destroy and session_processes_running by the owner;
+ * Threads: create/destroy and session_processes_running by the owner; session_region_bytes,
  * session_buffers_resident_bytes, session_buffers_peak_bytes, session_processes_attached,
  * session_fd and session_clock_info from any thread (they read shared counters and states with
  * relaxed loads: accounting, racy by nature).
@@ -177,6 +177,12 @@ out:
 	if (err)
 		*err = e;
 	return NULL;
+}
+
+uint64_t session_region_bytes(const struct session_config *cfg)
+{
+	struct trc_region_geom g;
+	return session__config(cfg, &g) == 0 ? g.region_bytes : 0;
 }
 
 int session_fd(const struct trc_session *s)
