@@ -123,3 +123,187 @@ Test(e2e_signals, timeout_sigterm_is_one_interrupt, .timeout = 120)
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
+
+/* Waits (at most max_s) for pid to end; returns true and fills r when it did. */
+static bool collect_within(const char *dir, pid_t pid, double t0, double max_s, struct e2e_run *r)
+{
+	for (double t = e2e_now(); e2e_now() - t < max_s;) {
+		int st;
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid) {
+			r->seconds = e2e_now() - t0;
+			r->status = st;
+			r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			char p[256];
+			snprintf(p, sizeof(p), "%s/stdout", dir);
+			r->out = e2e_slurp(p);
+			snprintf(p, sizeof(p), "%s/stderr", dir);
+			r->err = e2e_slurp(p);
+			return true;
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Startup: the output is a FIFO, whose open blocks until a reader comes; SIGTERM then ends
+ * trace-run at once and the command never runs. */
+Test(e2e_signals, sigterm_before_the_command_ran_ends_trace_run, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char fifo[256], marker[256], script[300];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(marker, sizeof(marker), "%s/ran", dir);
+	snprintf(script, sizeof(script), "touch %s", marker);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *argv[] = {(char *)TR, "-o", fifo, "--", "/bin/sh", "-c", script, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_in_group(dir, argv);
+	usleep(500000);
+	kill(pid, SIGTERM);
+	struct e2e_run r = {0};
+	bool ended = collect_within(dir, pid, t0, 5.0, &r);
+	if (!ended) {
+		kill(pid, SIGKILL);
+		e2e_collect(dir, pid, &r, t0);
+	}
+	cr_expect(ended, "trace-run ignored SIGTERM while it started: %s", r.err);
+	/* A writer that refuses a FIFO at once says so instead (exit 1). */
+	if (r.exit_code != 1) {
+		cr_expect_eq(r.exit_code, 128 + SIGTERM, "exit %d: %s", r.exit_code, r.err);
+		cr_expect_str_eq(r.err, "trace-run: interrupted before the command ran: nothing was "
+					"recorded\n");
+	}
+	e2e_free(&r);
+	usleep(200000);
+	struct stat st;
+	cr_expect_neq(stat(marker, &st), 0, "the command ran");
+	e2e_rm_rf(dir);
+}
+
+/* The compaction at exit (level 19, every chunk stored, none compressed in the background:
+ * seconds of work): SIGTERM abandons it, the trace stays complete with its chunks stored,
+ * and trace-run exits with the program's status. */
+Test(e2e_signals, sigterm_during_the_compaction_keeps_the_trace_whole, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	setenv("TRC_TEST_STORE_ALL", "1", 1);
+	setenv("TRC_NO_BG_COMPRESS", "1", 1);
+	char *argv[] = {(char *)TR,   "--no-progress", "--no-preload",
+			"--compression-level", "19", "-o", out, "--",
+			(char *)e2e_path("tests/prog_e2e_emit"), "2", "300000", NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_in_group(dir, argv);
+	unsetenv("TRC_NO_BG_COMPRESS");
+	unsetenv("TRC_TEST_STORE_ALL");
+	/* The program prints "emitted" as it ends; the compaction starts right after. */
+	char outp[256];
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	for (int i = 0; i < 6000; i++) {
+		char *o = e2e_slurp(outp);
+		bool done = strstr(o, "emitted") != NULL;
+		free(o);
+		if (done)
+			break;
+		usleep(10000);
+	}
+	usleep(1000000);
+	kill(pid, SIGTERM);
+	double t_sig = e2e_now();
+	struct e2e_run r = {0};
+	bool ended = collect_within(dir, pid, t0, 60.0, &r);
+	cr_assert(ended);
+	double after_s = e2e_now() - t_sig;
+	cr_expect_lt(after_s, 2.0, "%.1f s after SIGTERM: %s", after_s, r.err);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "trace-run: interrupted while compressing the stored chunks: ") !=
+			  NULL,
+		  "%s", r.err);
+	e2e_free(&r);
+	char *json = e2e_summary_json(dir, out);
+	cr_expect_eq(e2e_json_int(json, "events_recorded"), 600000, "%s", json);
+	cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	free(json);
+	/* Nothing but the trace (and the captured output) is left in the directory. */
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "ls '%s' | grep -vc '^stdout$\\|^stderr$\\|^t.trc$\\|^dump$'", dir);
+	FILE *p = popen(cmd, "r");
+	int left = -1;
+	cr_assert_eq(fscanf(p, "%d", &left), 1);
+	pclose(p);
+	cr_expect_eq(left, 0);
+	e2e_rm_rf(dir);
+}
+
+/* Finishing: a process of the tree outlives the program and floods its rings (three threads,
+ * --when-full drop), which keeps the last drain busy, and the writer's close, whose
+ * compressors take only idle CPU, waiting for as long as the flood lasts. The first SIGTERM
+ * stops the last drain and lets the compressors run; a second exits at once; either way
+ * trace-run ends within a second and a half of it and the trace reads back. */
+Test(e2e_signals, sigterm_while_finishing_ends_the_finish, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], pidfile[256];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
+	char *argv[] = {(char *)TR,
+			"--no-progress",
+			"--when-full",
+			"drop",
+			"-o",
+			out,
+			"--",
+			(char *)e2e_path("tests/prog_flood_survivor"),
+			pidfile,
+			NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_in_group(dir, argv);
+	wait_for_file(pidfile);
+	usleep(200000); /* the pid is written as the program ends: trace-run is finishing */
+	char *pidtxt = e2e_slurp(pidfile);
+	pid_t flooder = atoi(pidtxt);
+	free(pidtxt);
+	struct e2e_run r = {0};
+	if (collect_within(dir, pid, t0, 0.3, &r)) {
+		kill(flooder, SIGKILL);
+		e2e_free(&r);
+		e2e_rm_rf(dir);
+		cr_skip_test("the finish ended by itself before the interrupt (a fast machine)");
+	}
+	kill(pid, SIGTERM);
+	bool ended = collect_within(dir, pid, t0, 1.5, &r);
+	bool second = false;
+	if (!ended) {
+		second = true;
+		kill(pid, SIGTERM);
+		ended = collect_within(dir, pid, t0, 1.5, &r);
+	}
+	if (!ended) {
+		kill(pid, SIGKILL);
+		e2e_collect(dir, pid, &r, t0);
+	}
+	kill(flooder, SIGKILL);
+	cr_assert(ended, "trace-run ignored SIGTERM while it finished: %s", r.err);
+	cr_expect(strstr(r.err, "trace-run: interrupted while finishing: the last drain stops now "
+				"and the trace keeps what was written (interrupt again to exit at "
+				"once)\n") != NULL,
+		  "%s", r.err);
+	char *json = e2e_summary_json(dir, out);
+	if (second) {
+		cr_expect_eq(r.exit_code, 128 + SIGTERM, "exit %d: %s", r.exit_code, r.err);
+		cr_expect(strstr(r.err, "trace-run: second interrupt while finishing: exiting now; ") !=
+				  NULL,
+			  "%s", r.err);
+		cr_expect_eq(e2e_json_int(json, "truncated"), 1, "%s", json);
+	} else {
+		cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+		/* Cut where it was: the last drain (then a note says what was not written) or
+		 * closing the file; either way the footer is there. */
+		cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
+	}
+	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}

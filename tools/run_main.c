@@ -49,6 +49,7 @@
 #include "recorder.h"
 #include "run_compact.h"
 #include "trcfile_bgc.h"
+#include "run_guard.h"
 #include "run_options.h"
 #include "run_spawn.h"
 #include "run_witness.h"
@@ -320,14 +321,6 @@ static void run__recording_stopped(const char *output, int err, bool *said)
 		output, strerror(-err));
 }
 
-/* One external signal, however it was addressed, is one event: coreutils `timeout` sends its
- * signal to trace-run and then to the whole process group, so trace-run reads it twice (once,
- * when the kernel merged the two) while the program got it from the group. The same signal
- * from the same sender within this time is that same event; and a signal sent only to
- * trace-run is passed on once this time has shown that the group witness did not get it too
- * (run_witness.h). Two interrupts a user means as two are further apart than this. */
-#define RUN_ONE_SIGNAL_NS 150000000ull
-
 /* The external signal being looked at: whether it reached the program too, and whether it is
  * read again (the same event). */
 struct run_signal_event {
@@ -382,6 +375,7 @@ static void run__wait_child(int sfd, struct run_witness *wit, pid_t pid, struct 
 	uint64_t last_interrupt_ns = 0, first_term_ns = 0;
 	bool interrupted = false, termed = false;
 	uint64_t last_events = 0, last_ns = trc_clock_ns(CLOCK_MONOTONIC);
+	run__try_reap(pid, w, WNOHANG); /* its SIGCHLD may have gone to the startup guard */
 	uint64_t next_tick_ns = last_ns + 1000000000ull;
 	struct run_signal_event ev = {0};
 	struct run_group_seen group[NSIG] = {{0}};
@@ -609,6 +603,12 @@ int main(int argc, char **argv)
 	const char *output = opt.output;
 	if (!output)
 		output = default_out = run__default_output(opt.argv[0], child.pid);
+	/* From here to the exec, main may block (a FIFO as the output blocks its open until a
+	 * reader comes): the guard reads the signals meanwhile (run_guard.h). */
+	struct run_guard guard;
+	run_guard_init(&guard, sfd, output);
+	atomic_store(&guard.child, child.pid);
+	(void)run_guard_start(&guard, RUN_GUARD_STARTUP);
 
 	uint32_t cmdline_len = 0;
 	char *cmdline = run__join_argv(opt.argv, &cmdline_len);
@@ -655,7 +655,9 @@ int main(int argc, char **argv)
 	struct recorder *rec = NULL;
 
 	writer = trcfile_writer_open(output, &hdr, &wopts, &err);
+	atomic_store(&guard.output_made, writer != NULL);
 	if (!writer) {
+		run_guard_stop(&guard);
 		run_spawn_abort(&child);
 		fprintf(stderr, "trace-run: cannot create %s: %s\n", output, strerror(-err));
 		goto out;
@@ -673,10 +675,12 @@ int main(int argc, char **argv)
 		.rss_source = opt.rss_source,
 		.no_preload = !opt.preload,
 		.keep_stored = opt.keep_stored,
+		.finish_interrupt = &guard.finish_interrupt,
 	};
 	if (getenv("TRC_TEST_FAIL_THREAD"))
 		rcfg.create_thread = run__fail_create;
 	rec = recorder_start(&rcfg, &err);
+	run_guard_stop(&guard); /* the main loop reads the signals from here on */
 	if (!rec) {
 		run_spawn_abort(&child);
 		trcfile_writer_close(writer);
@@ -707,9 +711,14 @@ int main(int argc, char **argv)
 
 	struct recorder_stats st;
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};
+	/* The last drain can run long (a process of the tree that outlived the program floods
+	 * its ring), and closing the writer waits for the disk: the guard keeps an interrupt
+	 * able to cut them short (run_guard.h). */
+	(void)run_guard_start(&guard, RUN_GUARD_FINISH);
 	int rerr = recorder_finish(rec, &ex, &st);
 	struct trcfile_writer_stats wst;
 	int cerr = trcfile_writer_close_stats(writer, &wst);
+	run_guard_stop(&guard);
 	/* A recording that a full disk stopped does not change the program's status: trace-run
 	 * exits with it, and says once that the trace is cut short (and leaves its chunks as they
 	 * are). Any other write or close failure, or a trace that does not read back, is one line
@@ -735,8 +744,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	/* An interrupt while finishing asked trace-run to be done: no compaction after it. */
 	struct run_compact_stats cst = {0};
-	bool compact = stored && !opt.keep_stored;
+	const bool finish_interrupted = st.interrupted || atomic_load(&guard.finish_interrupt);
+	bool compact = stored && !opt.keep_stored && !finish_interrupted;
+	guard.exit_code = exit_code;
+	if (stored)
+		(void)run_guard_start(&guard, RUN_GUARD_COMPACT);
 	bool compacted =
 		compact && run_compact(output, &written, opt.zstd_level,
 				       !opt.quiet && isatty(STDERR_FILENO), st.bgc, &cst) == 0;
@@ -746,6 +760,7 @@ int main(int argc, char **argv)
 	 * as it is is synced here; failing that is a failure to close it (the compaction's own
 	 * failure is then beside the point: not said). */
 	int serr = stored && !compacted ? trcfile_sync_path(output) : 0;
+	run_guard_stop(&guard);
 	if (serr) {
 		run__trace_failed("closing", output, serr, w.status);
 		exit_code = RUN_EXIT_RECORDER_FAILED;
@@ -809,10 +824,11 @@ int main(int argc, char **argv)
 				cst.seconds, cst.background, stored);
 		} else if (stored && !compact)
 			fprintf(stderr,
-				"trace-run: %" PRIu64 " %s left uncompressed (--keep-stored): the "
+				"trace-run: %" PRIu64 " %s left uncompressed (%s): the "
 				"trace is larger than it need be until trace-dump compact "
 				"compresses %s\n",
 				stored, cli_plural(stored, "chunk was", "chunks were"),
+				opt.keep_stored ? "--keep-stored" : "interrupted",
 				cli_plural(stored, "it", "them"));
 	}
 
@@ -821,6 +837,7 @@ out:
 	free(default_out);
 	free(preload);
 	session_destroy(session);
+	run_guard_stop(&guard);
 	run_witness_stop(&wit);
 	close(sfd);
 	return exit_code;

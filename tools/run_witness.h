@@ -21,6 +21,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* One external signal, however it was addressed, is one event: coreutils `timeout` sends its
+ * signal to trace-run and then to the whole process group, so trace-run reads it twice (once,
+ * when the kernel merged the two) while the program got it from the group. The same signal
+ * from the same sender within this time is that same event; and a signal sent only to
+ * trace-run is passed on once this time has shown that the witness did not get it too. Two
+ * interrupts a user means as two are further apart than this. */
+#define RUN_ONE_SIGNAL_NS 150000000ull
+
 /* One signal the witness received. */
 struct run_witness_report {
 	int32_t signo;

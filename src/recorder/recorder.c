@@ -594,6 +594,13 @@ static void recorder__note_late_ticks(struct recorder *r, uint64_t skipped, uint
 	recorder__note(r, now_ns, text);
 }
 
+/* The caller's interrupt (recorder_config.finish_interrupt): a flag, no data rides on it. */
+static bool recorder__interrupted(const struct recorder *r)
+{
+	return r->cfg.finish_interrupt &&
+	       atomic_load_explicit(r->cfg.finish_interrupt, memory_order_relaxed);
+}
+
 int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		    struct recorder_stats *final)
 {
@@ -618,9 +625,14 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 
 	/* Everything the program published before it ended: drain until two passes in a row
 	 * find nothing (a retired slot is freed on the pass after the one that emptied it). */
+	bool interrupted = false; /* the last drain was cut short */
 	if (!atomic_load(&r->error)) {
 		int empty_passes = 0;
 		while (empty_passes < 2) {
+			if (recorder__interrupted(r)) {
+				interrupted = true;
+				break;
+			}
 			long n = recorder__drain_once(r);
 			if (n < 0) {
 				recorder__set_error(r, (int)n);
@@ -631,6 +643,11 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 	}
 
 	uint64_t now_ns = trc_mono_ns();
+	if (interrupted)
+		recorder__note(r, now_ns,
+			       "trace-run was interrupted while it drained what the program's tree "
+			       "left in its buffers: the records still in them were not written "
+			       "(how many is unknown)");
 
 	if (session_processes_attached(r->cfg.session) == 0 && r->cfg.no_preload)
 		recorder__note(
@@ -674,6 +691,7 @@ int recorder_finish(struct recorder *r, const struct recorder_exit *ex,
 		recorder_get_stats(r, final);
 		final->bgc = r->bgc;
 		final->bg_compressed = trcfile_bgc_compressed(r->bgc);
+		final->interrupted = interrupted;
 	} else {
 		trcfile_bgc_free(r->bgc);
 	}

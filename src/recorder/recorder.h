@@ -26,12 +26,15 @@
  *   recorder_start, recorder_finish                   the caller's thread (trace-run's main)
  *   recorder_get_stats                                any thread, any time between start and
  *                                                     finish (relaxed counters)
+ *   *cfg.finish_interrupt                             set by any thread (trace-run's signal
+ *                                                     guard), read by finish
  * None of them blocks for long: finish waits for one last drain pass and the thread joins.
  */
 #ifndef TRC_RECORDER_H
 #define TRC_RECORDER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +58,12 @@ struct recorder_config {
 	/* true: stored chunks stay stored (trace-run --keep-stored): no background compressor,
 	 * whose copies nothing would take. */
 	bool keep_stored;
+	/* Borrowed, may be NULL, outlives the recorder: once another thread sets it, a
+	 * recorder_finish that runs (or is about to) stops draining at its next pass (the tree
+	 * left more in its rings than the user will wait for: a process that outlived the
+	 * program and floods them) and then writes the notes and the exit record as usual, with
+	 * final->interrupted set. */
+	const atomic_bool *finish_interrupt;
 	/* Test hook, passed to the sampler (NULL: pthread_create). Also used for the drain
 	 * thread, so a test can make either fail. */
 	int (*create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -72,6 +81,9 @@ struct recorder_stats {
 				      * samples', and after its exit its own count of its peak */
 	uint64_t rss_sampled_max_bytes; /* largest sample of the program (buffers excluded) */
 	uint64_t bg_compressed; /* stored chunks compressed in the background so far */
+	/* recorder_finish only: recorder_interrupt cut the last drain short; what was still in
+	 * the rings is not in the trace (how much is unknown), and a note says so. */
+	bool interrupted;
 	/* recorder_finish only (NULL elsewhere): the background compressor, stopped, with the
 	 * compressed copies of stored chunks for the end compaction (run_compact); the caller
 	 * frees it with trcfile_bgc_free. */
