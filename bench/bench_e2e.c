@@ -134,7 +134,8 @@ static struct e2e_result run_once(int threads, double rate_per_thread, double se
 	snprintf(rate, sizeof(rate), "%.0f", rate_per_thread);
 	snprintf(thr, sizeof(thr), "%d", threads);
 	snprintf(secs, sizeof(secs), "%.3f", seconds);
-	char *argv[] = {trace_run, "--verbose", "--no-preload", "-o", trace, "--", work, thr, rate, secs, NULL};
+	char *argv[] = {trace_run, "--verbose", "--no-preload", "-o", trace, "--",
+			work,	   thr,		rate,		secs, NULL};
 	struct rusage ru;
 	double t0 = now_s();
 	int rc = run_cmd(argv, out, err, &ru);

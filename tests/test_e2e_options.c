@@ -410,11 +410,11 @@ Test(e2e_options, a_file_size_limit_too_low_is_one_line_naming_what_to_change, .
 	struct e2e_run r = e2e_run(dir, TR, "--buffer-size", "1G", "-o", out, "--", "/bin/sh", "-c",
 				   script, NULL);
 	cr_expect_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.err);
-	cr_expect_str_eq(r.err,
-			 "trace-run: cannot create the trace session: the file size limit (ulimit "
-			 "-f: 64.0 MiB) is below the 16.0 GiB its buffers need at the least with "
-			 "--buffer-size 1.0 GiB (sparse memory, not disk): raise the limit or lower "
-			 "--buffer-size\n");
+	cr_expect_str_eq(
+		r.err, "trace-run: cannot create the trace session: the file size limit (ulimit "
+		       "-f: 64.0 MiB) is below the 16.0 GiB its buffers need at the least with "
+		       "--buffer-size 1.0 GiB (sparse memory, not disk): raise the limit or lower "
+		       "--buffer-size\n");
 	e2e_free(&r);
 	limit_file_size(100u << 10);
 	r = e2e_run(dir, TR, "-o", out, "--", "/bin/sh", "-c", script, NULL);

@@ -71,11 +71,12 @@ Test(e2e_recorder, keep_stored_leaves_them_and_the_trace_reads_the_same, .timeou
 	unsigned left = 0;
 	int end = 0;
 	cr_assert_not_null(said, "%s", r.err);
-	cr_expect_eq(sscanf(said,
-			    "trace-run: %u chunks were left uncompressed (--keep-stored): the trace "
-			    "is larger than it need be until trace-dump compact compresses them\n%n",
-			    &left, &end),
-		     1, "%s", said);
+	cr_expect_eq(
+		sscanf(said,
+		       "trace-run: %u chunks were left uncompressed (--keep-stored): the trace "
+		       "is larger than it need be until trace-dump compact compresses them\n%n",
+		       &left, &end),
+		1, "%s", said);
 	cr_expect_gt(end, 0, "%s", said);
 	e2e_free(&r);
 	unsigned st, co;
@@ -124,9 +125,9 @@ Test(e2e_recorder, a_long_compaction_at_exit_says_its_time_as_normal, .timeout =
 	snprintf(out, sizeof(out), "%s/t.trc", dir);
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
 	setenv("TRC_NO_BG_COMPRESS", "1", 1);
-	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--no-preload",
-				   "--compression-level", "19", "-o", out, "--",
-				   e2e_path("tests/prog_e2e_emit"), "2", "300000", NULL);
+	struct e2e_run r =
+		e2e_run(dir, TR, "--no-progress", "--no-preload", "--compression-level", "19", "-o",
+			out, "--", e2e_path("tests/prog_e2e_emit"), "2", "300000", NULL);
 	unsetenv("TRC_NO_BG_COMPRESS");
 	unsetenv("TRC_TEST_STORE_ALL");
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
@@ -329,10 +330,9 @@ static struct stored_line run_sleeper(const char *dir, const char *out, const ch
 	if (mismatch)
 		setenv("TRC_TEST_BGC_MISMATCH", "1", 1);
 	/* 2 x 300000 events, then 3 s of sleep: time for the background. */
-	struct e2e_run r = e2e_run(dir, TR, "--verbose", "--no-progress", "--no-preload",
-				   "--buffer-size", "64M", "-o", out, "--",
-				   e2e_path("tests/prog_e2e_emit"), "2", "300000", "sleep", "3000",
-				   NULL);
+	struct e2e_run r = e2e_run(
+		dir, TR, "--verbose", "--no-progress", "--no-preload", "--buffer-size", "64M", "-o",
+		out, "--", e2e_path("tests/prog_e2e_emit"), "2", "300000", "sleep", "3000", NULL);
 	unsetenv("TRC_TEST_STORE_ALL");
 	unsetenv("TRC_NO_BG_COMPRESS");
 	unsetenv("TRC_TEST_BGC_MISMATCH");

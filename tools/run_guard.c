@@ -83,14 +83,16 @@ static void run_guard__interrupt(struct run_guard *g, int signo, unsigned nth)
 		run_guard__unidle();
 		if (nth == 1) {
 			fprintf(stderr,
-				"\ntrace-run: interrupted while finishing: the last drain stops now "
+				"\ntrace-run: interrupted while finishing: the last drain stops "
+				"now "
 				"and the trace keeps what was written (interrupt again to exit at "
 				"once)\n");
 			atomic_store(&g->finish_interrupt, true);
 			return;
 		}
-		fprintf(stderr, "trace-run: second interrupt while finishing: exiting now; %s reads "
-				"up to its last whole chunk (marked truncated)\n",
+		fprintf(stderr,
+			"trace-run: second interrupt while finishing: exiting now; %s reads "
+			"up to its last whole chunk (marked truncated)\n",
 			g->output);
 		_exit(128 + signo);
 	case RUN_GUARD_COMPACT:

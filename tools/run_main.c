@@ -127,8 +127,7 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
  * they are written. Halves the ring size, then the ring slots, that the user left at their
  * defaults, down to RUN_FIT_MIN_RING_BYTES and RUN_FIT_MIN_SLOTS, until the region fits.
  * Returns false when it cannot (cfg then holds the smallest it tried). */
-static bool run__fit_session(struct session_config *cfg, const struct run_options *opt,
-			     rlim_t room)
+static bool run__fit_session(struct session_config *cfg, const struct run_options *opt, rlim_t room)
 {
 	if (room == RLIM_INFINITY)
 		return true;
@@ -528,7 +527,7 @@ int main(int argc, char **argv)
 		struct rlimit up = {fsize_limit.rlim_max, fsize_limit.rlim_max};
 		fsize_lifted = setrlimit(RLIMIT_FSIZE, &up) == 0;
 	}
-	const rlim_t room = !fsize_known  ? RLIM_INFINITY
+	const rlim_t room = !fsize_known   ? RLIM_INFINITY
 			    : fsize_lifted ? fsize_limit.rlim_max
 					   : fsize_limit.rlim_cur;
 	if (!run__fit_session(&scfg, &opt, room)) {
@@ -560,12 +559,12 @@ int main(int argc, char **argv)
 	if (fsize_lifted)
 		setrlimit(RLIMIT_FSIZE, &fsize_limit);
 	if (!session) {
-		fprintf(stderr, "trace-run: cannot create the trace session: %s\n",
-			strerror(-err));
+		fprintf(stderr, "trace-run: cannot create the trace session: %s\n", strerror(-err));
 		run_witness_stop(&wit);
 		return RUN_EXIT_RECORDER_FAILED;
 	}
-	if (!opt.quiet && (scfg.ring_bytes != opt.buffer_bytes || scfg.max_slots != opt.max_threads)) {
+	if (!opt.quiet &&
+	    (scfg.ring_bytes != opt.buffer_bytes || scfg.max_slots != opt.max_threads)) {
 		char lim[32], ring[32];
 		cli_fmt_bytes(lim, sizeof(lim), (uint64_t)room);
 		cli_fmt_bytes(ring, sizeof(ring), scfg.ring_bytes);

@@ -44,7 +44,8 @@ static void run_witness__main(int wfd, pid_t parent, const sigset_t *signals)
 			continue;
 		struct run_witness_report r = {
 			.signo = s, .sender_pid = si.si_pid, .mono_ns = run_witness__now_ns()};
-		/* A full pipe (trace-run not reading) loses the report, never blocks the witness. */
+		/* A full pipe (trace-run not reading) loses the report, never blocks the witness.
+		 */
 		if (write(wfd, &r, sizeof(r)) < 0 && errno == EPIPE)
 			_exit(0);
 	}
