@@ -8,6 +8,7 @@
  * reaches trace-run's signalfd), and trace-run runs in a process group of its own, so a
  * group signal reaches only it and what it started.
  */
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "e2e_util.h"
@@ -337,6 +338,78 @@ Test(e2e_signals, sigterm_while_finishing_ends_the_finish, .timeout = 120)
 		cr_expect_eq(e2e_json_int(json, "truncated"), 0, "%s", json);
 	}
 	free(json);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* The first line of a /proc file (whose size reads as 0, which e2e_slurp believes), or "". */
+static char *proc_line(const char *path)
+{
+	char *buf = calloc(1, 4096);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (!fgets(buf, 4096, f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return buf;
+}
+
+/* The CPU time (user + system) of pid so far, in seconds, from /proc/PID/stat. */
+static double cpu_seconds(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	char *st = proc_line(path);
+	const char *p = strrchr(st, ')');
+	unsigned long long ut = 0, stime = 0;
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stime);
+	free(st);
+	return (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The witness killed by someone: trace-run neither spins on its closed pipe nor stops passing
+ * on a signal sent to it alone. */
+Test(e2e_signals, a_killed_witness_costs_nothing_and_signals_still_pass, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char out[256], ready[256], path[96];
+	snprintf(out, sizeof(out), "%s/t.trc", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	char *argv[] = {(char *)TR, "--no-progress", "-o", out, "--", (char *)PROG, ready, NULL};
+	double t0 = e2e_now();
+	pid_t pid = start_in_group(dir, argv);
+	wait_for_file(ready);
+	/* trace-run's children: the program and the witness (named trc-witness). */
+	pid_t witness = -1;
+	DIR *d = opendir("/proc");
+	cr_assert_not_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		int p = atoi(e->d_name);
+		if (p <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", p);
+		char *st = proc_line(path);
+		int ppid = -1;
+		const char *close = strrchr(st, ')');
+		if (close && strstr(st, "(trc-witness)") &&
+		    sscanf(close + 2, "%*c %d", &ppid) == 1 && ppid == pid)
+			witness = p;
+		free(st);
+	}
+	closedir(d);
+	cr_assert_gt(witness, 0, "no trc-witness among trace-run's children");
+	cr_assert_eq(kill(witness, SIGKILL), 0);
+	usleep(200000);
+	double cpu0 = cpu_seconds(pid);
+	usleep(1000000);
+	double cpu1 = cpu_seconds(pid);
+	cr_expect_lt(cpu1 - cpu0, 0.3, "trace-run used %.2f s of CPU in 1 s", cpu1 - cpu0);
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	expect_one_clean_shutdown(dir, out, &r);
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }

@@ -393,6 +393,10 @@ static void run__wait_child(int sfd, struct run_witness *wit, pid_t pid, struct 
 		if (pr < 0 && errno != EINTR)
 			break;
 		run__read_witness(wit, group, &ev, pid);
+		/* A witness gone (killed by someone) leaves its pipe readable for ever: without
+		 * it, every signal sent to trace-run is passed on, as one sent to it alone. */
+		if (pr > 0 && (pfd[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
+			run_witness_stop(wit);
 		now = trc_clock_ns(CLOCK_MONOTONIC);
 		if (ev.signo && !ev.decided && now - ev.first_ns >= RUN_ONE_SIGNAL_NS)
 			run__decide(&ev, pid); /* sent to trace-run alone */
