@@ -30,8 +30,8 @@ static const char out_precious[] = "precious\n";
 static struct e2e_run out_record(const char *dir, const char *out)
 {
 	setenv("TRC_TEST_STORE_ALL", "1", 1);
-	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--no-preload", "-o", out, "--", EMIT,
-				   "1", "20000", NULL);
+	struct e2e_run r = e2e_run(dir, TR, "--no-progress", "--verbose", "--no-preload", "-o", out,
+				   "--", EMIT, "1", "20000", NULL);
 	unsetenv("TRC_TEST_STORE_ALL");
 	return r;
 }
