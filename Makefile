@@ -6,8 +6,8 @@
 #   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/, src/export/
 #                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis,
 #                                                                        exporters)
-#   tools/run_*.c, tools/cli_*.c    -> build/bin/trace-run
-#   tools/dump_*.c, tools/cli_*.c   -> build/bin/trace-dump
+#   tools/run/, tools/cli/          -> build/bin/trace-run
+#   tools/dump/, tools/cli/         -> build/bin/trace-dump
 #   tests/test_*.c               -> build/tests/test_*   Criterion suites (also under ASan+UBSan)
 #                                   (each linked with tests/harness_*.c: timeouts, file-size limit)
 #   tests/stress_*.c             -> build/tests/stress_* plain programs (also under TSan)
@@ -90,11 +90,11 @@ INC_analysis := -Isrc/analysis $(INC_trcfile)
 # the tree's hash map (src/trcfile/u64map.h, which knows nothing of trace files).
 INC_export := -Isrc/export -Isrc/trcfile
 # The commands see the library's headers only (not ringbuf/ or sampler/).
-INC_run := -Itools -Isrc/recorder -Isrc/session $(INC_trcfile)
-INC_dump := -Itools $(INC_analysis) $(INC_export)
-INC_cli := -Itools $(INC_public)
+INC_run := -Itools/run -Itools/cli -Isrc/recorder -Isrc/session $(INC_trcfile)
+INC_dump := -Itools/dump -Itools/cli $(INC_analysis) $(INC_export)
+INC_cli := -Itools/cli $(INC_public)
 # Tests and benchmarks look inside every part.
-INC_all := -Itools -Isrc/analysis $(INC_export) -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
+INC_all := -Itools/run -Itools/dump -Itools/cli -Isrc/analysis $(INC_export) -Isrc/recorder -Isrc/runtime -Isrc/session $(INC_trcfile) \
 	$(INC_sampler)
 
 RINGBUF_SRCS := $(wildcard ringbuf/*.c)
@@ -109,9 +109,9 @@ ANALYSIS_SRCS := $(wildcard src/analysis/*.c)
 EXPORT_SRCS := $(wildcard src/export/*.c)
 CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS) \
 	$(EXPORT_SRCS)
-CLI_SRCS := $(wildcard tools/cli_*.c)
-RUN_SRCS := $(wildcard tools/run_*.c) $(CLI_SRCS)
-DUMP_SRCS := $(wildcard tools/dump_*.c) $(CLI_SRCS)
+CLI_SRCS := $(wildcard tools/cli/*.c)
+RUN_SRCS := $(wildcard tools/run/*.c) $(CLI_SRCS)
+DUMP_SRCS := $(wildcard tools/dump/*.c) $(CLI_SRCS)
 TEST_SRCS := $(wildcard tests/test_*.c)
 STRESS_SRCS := $(wildcard tests/stress_*.c)
 PROG_SRCS := $(wildcard tests/prog_*.c)
@@ -132,9 +132,9 @@ $(eval $(call part_inc,src/recorder/,$(INC_recorder)))
 $(eval $(call part_inc,src/trcfile/,$(INC_trcfile)))
 $(eval $(call part_inc,src/analysis/,$(INC_analysis)))
 $(eval $(call part_inc,src/export/,$(INC_export)))
-$(eval $(call part_inc,tools/run_,$(INC_run)))
-$(eval $(call part_inc,tools/dump_,$(INC_dump)))
-$(eval $(call part_inc,tools/cli_,$(INC_cli)))
+$(eval $(call part_inc,tools/run/,$(INC_run)))
+$(eval $(call part_inc,tools/dump/,$(INC_dump)))
+$(eval $(call part_inc,tools/cli/,$(INC_cli)))
 $(eval $(call part_inc,tests/,$(INC_all)))
 $(eval $(call part_inc,bench/,$(INC_all)))
 
@@ -274,7 +274,7 @@ $(TRACE_DUMP): $(call obj,$(DUMP_SRCS)) $(INTERNAL_LIBS)
 		$(LDLIBS)
 
 # ---- tests -------------------------------------------------------------------------------------
-# Suites may link the commands' shared CLI code (tools/cli_*.c) to test it directly. Every suite
+# Suites may link the commands' shared CLI code (tools/cli/*.c) to test it directly. Every suite
 # links the harness (tests/harness_*.c: the limits it and what it spawns run under).
 CLI_OBJS = $(call obj,$(CLI_SRCS))
 HARNESS_OBJS = $(call obj,$(wildcard tests/harness_*.c))
@@ -661,8 +661,8 @@ demo: deps
 
 # ---- housekeeping ------------------------------------------------------------------------------
 PREFIX ?= /usr/local
-# The version is written once, for the commands, in tools/cli_version.h.
-VERSION := $(shell sed -n 's/^\#define CLI_VERSION "\(.*\)"/\1/p' tools/cli_version.h)
+# The version is written once, for the commands, in tools/cli/cli_version.h.
+VERSION := $(shell sed -n 's/^\#define CLI_VERSION "\(.*\)"/\1/p' tools/cli/cli_version.h)
 install: build-all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include/trc
@@ -690,7 +690,7 @@ help:
 	@echo "make install     PREFIX=/usr/local: commands, libraries, trc.h, trc/wire.h, trc.pc"
 	@echo "make format      clang-format every tracked .c and .h"
 	@echo "make deps        install the Debian packages the build needs (as root)"
-	@echo "Parts: ringbuf/ sampler/ src/{include,runtime,preload,session,recorder,trcfile,analysis,export}/ tools/"
+	@echo "Parts: ringbuf/ sampler/ src/{include,runtime,preload,session,recorder,trcfile,analysis,export}/ tools/{run,dump,cli}/"
 	@echo "       tests/ bench/ (see README.md, Architecture). V=1 full commands, CI=1 -Werror;"
 	@echo "       CFLAGS/CPPFLAGS/LDFLAGS on the command line are added to the build's own."
 

@@ -1,6 +1,6 @@
-/* test_cli_numbers.c - the byte sizes users type (tools/cli_size.c: trace-run --buffer-size,
+/* test_cli_numbers.c - the byte sizes users type (tools/cli/cli_size.c: trace-run --buffer-size,
  * trace-dump --split-size), exactly, at the edges of 64 bits; and the byte counts both commands
- * print (tools/cli_bytes.c), a range as one figure when its ends print alike.
+ * print (tools/cli/cli_bytes.c), a range as one figure when its ends print alike.
  *
  * 2^64 - 1 is the largest size; 2^64 (18446744073709551616), a unit that takes a number past
  * it, and a sign (strtoull would negate "-1" to 2^64 - 1, after spaces too) are refused, never

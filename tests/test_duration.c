@@ -1,4 +1,4 @@
-/* test_duration.c - the duration parser both commands use (tools/cli_duration.c), and the
+/* test_duration.c - the duration parser both commands use (tools/cli/cli_duration.c), and the
  * --rss-source parser.
  *
  * One rule for every duration: a unit is required (ns, us, ms, s, m, h), a bare number is

@@ -5,7 +5,7 @@
  * call-heavy program recorded whole: test_e2e_calls.c.)
  *
  * TRC_TEST_STORE_ALL=1 makes trace-run's writer store every chunk, as when its compressors are
- * always behind (the test hook of tools/run_main.c). The stored chunks are compressed in the
+ * always behind (the test hook of tools/run/run_main.c). The stored chunks are compressed in the
  * background while the program runs (trcfile_bgc.h; TRC_NO_BG_COMPRESS=1: not) and the rest
  * before exit.
  */

@@ -7,7 +7,7 @@
  *
  * TRC_TEST_STORE_ALL=1 makes trace-run store every chunk, so that there is a compaction;
  * TRC_TEST_COMPACT_STOP=1 makes it stop itself (SIGSTOP) when the compacted copy is complete and
- * not yet in place (tools/run_compact.c), so the test can SIGKILL it there. The tests run as
+ * not yet in place (tools/run/run_compact.c), so the test can SIGKILL it there. The tests run as
  * root (chown to 65534 works).
  */
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* parquet_writer.h - a small Apache Parquet file writer: one flat table per file.
  *
- * Purpose: trace-dump's Parquet export (tools/dump_parquet.c) writes tables that DuckDB, Spark,
+ * Purpose: trace-dump's Parquet export (tools/dump/dump_parquet.c) writes tables that DuckDB, Spark,
  * Trino and ClickHouse read. Flat schema only (no nesting, no repetition): each column is an
  * INT64, an INT64 TIMESTAMP(NANOS, UTC), or a UTF-8 STRING; REQUIRED, or OPTIONAL (nulls).
  *

@@ -1,4 +1,4 @@
-/* dump_symbols.h - how trace-dump names function addresses (tools/dump_symbols.c): the
+/* dump_symbols.h - how trace-dump names function addresses (tools/dump/dump_symbols.c): the
  * resolver the subcommands share (src/analysis/symbols.h), with its warnings printed once each
  * on stderr as "trace-dump: MESSAGE". dump_func_name and dump_func_names_release are declared
  * in dump_common.h, which every subcommand includes. Threads: trace-dump's one thread. */

@@ -1,6 +1,6 @@
 /* dump_common.h - what the trace-dump subcommands share: buffered output, formatting, options.
  *
- * Purpose: one output path for every subcommand (tools/dump_out.c), so output errors are
+ * Purpose: one output path for every subcommand (tools/dump/dump_out.c), so output errors are
  * handled the same way everywhere:
  *   - a closed pipe (EPIPE) ends trace-dump quietly with status 141, the status a shell
  *     shows for a filter killed by SIGPIPE (SIGPIPE itself is ignored so the status does not
@@ -132,7 +132,7 @@ void dump_reader_free(struct trcfile_reader *r);
 uint64_t dump_start_ns(const struct trcfile_reader *r);
 /* The anchor of r (start_realtime_ns - start_mono_ns, from its header: the file's word) and
  * its start on CLOCK_REALTIME, checked: 0, or -ERANGE unless the anchor fits an int64 and the
- * start and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX] (tools/dump_multi.c).
+ * start and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX] (tools/dump/dump_multi.c).
  * Then every sum with the anchor fits for the records the index describes. */
 int dump_anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt);
 /* ts on CLOCK_REALTIME under anchor, saturated at INT64_MAX: a record past its chunk's stated
@@ -144,7 +144,7 @@ void dump_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The name of function address addr of pid into buf (NUL-terminated, cut to len - 1): the
  * function's name from the module's symbols (demangled), else module+offset ("prog+0x2136"),
- * else "0xADDR" without a module record (tools/dump_symbols.c). Returns the name's length.
+ * else "0xADDR" without a module record (tools/dump/dump_symbols.c). Returns the name's length.
  * The first call for a reader reads its modules' symbols (warnings on stderr, once). */
 size_t dump_func_name(const struct trcfile_reader *r, uint32_t pid, uint64_t addr, char *buf,
 		      size_t len);
@@ -152,7 +152,7 @@ size_t dump_func_name(const struct trcfile_reader *r, uint32_t pid, uint64_t add
  * dump_reader_free do). */
 void dump_func_names_release(const struct trcfile_reader *r);
 
-/* The exporters' output files (-o OUT, --split-size SIZE; tools/dump_outfile.c). With split 0
+/* The exporters' output files (-o OUT, --split-size SIZE; tools/dump/dump_outfile.c). With split 0
  * OUT is written as is ("-": standard output); with a split size the files are OUT numbered
  * before its extension (trace.pftrace -> trace-001.pftrace, trace-002.pftrace...). */
 struct dump_outfile {

@@ -22,7 +22,7 @@
  * Slicing: --from/--to keep the records in the range (the iterator seeks to --from);
  * --split-size cuts files at record boundaries once a file reaches the size: open spans end
  * there (args.split) and begin again at the same time in the next file (args.continued),
- * which starts with the process and thread names again (tools/dump_outfile.c names files).
+ * which starts with the process and thread names again (tools/dump/dump_outfile.c names files).
  * Per stream the open spans are kept (a stack as deep as the nesting) to name them again.
  * Failure half-way (a damaged chunk): never partial JSON. An output file is cut back to where
  * its document began; a pipe gets the document closed, otherData {incomplete, error}.
