@@ -3,7 +3,7 @@
 # Parts (folders) and what they build; adding a file to a folder needs no edit here:
 #   ringbuf/, src/runtime/          -> build/lib/libtrc.so, libtrc.a   (runs inside traced programs)
 #   src/preload/                    -> build/lib/libtrc-preload.so     (LD_PRELOAD hooks, uses libtrc.so)
-#   sampler/, src/session/, src/recorder/, src/trcfile/, src/analysis/, src/export/
+#   sampler/, src/session/, src/recorder/, src/common/, src/trcfile/, src/analysis/, src/export/
 #                                   -> build/lib/libtrc-core.a         (recorder, file format, analysis,
 #                                                                        exporters)
 #   tools/run/, tools/cli/          -> build/bin/trace-run
@@ -78,17 +78,19 @@ LDLIBS := -lpthread -lm
 # inline fast path is ringbuf's producer: src/include/trc/ring_producer.h is a symlink to
 # ringbuf/ring_producer.h (one file; `make install` copies it beside wire.h).
 INC_public := -Isrc/include
+# What every part may use (the hash map, positioned I/O): a leaf that includes nothing else.
+INC_common := -Isrc/common
 INC_ringbuf := -Iringbuf
 INC_sampler := -Isampler $(INC_ringbuf) $(INC_public)
 INC_runtime := -Isrc/runtime -Isrc/session $(INC_ringbuf) $(INC_public)
 INC_preload := $(INC_public)
-INC_trcfile := -Isrc/trcfile $(INC_public)
+INC_trcfile := -Isrc/trcfile $(INC_common) $(INC_public)
 INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
 INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
 INC_analysis := -Isrc/analysis $(INC_trcfile)
 # Exporters and format writers (Parquet, protobuf wire format, gzip): libc, zstd and zlib, and
-# the tree's hash map (src/trcfile/u64map.h, which knows nothing of trace files).
-INC_export := -Isrc/export -Isrc/trcfile
+# the tree's hash map (src/common/u64map.h).
+INC_export := -Isrc/export $(INC_common)
 # The commands see the library's headers only (not ringbuf/ or sampler/).
 INC_run := -Itools/run -Itools/cli -Isrc/recorder -Isrc/session $(INC_trcfile)
 INC_dump := -Itools/dump -Itools/cli $(INC_analysis) $(INC_export)
@@ -104,11 +106,12 @@ PRELOAD_SRCS := $(wildcard src/preload/*.c)
 SAMPLER_SRCS := $(wildcard sampler/*.c)
 SESSION_SRCS := $(wildcard src/session/*.c)
 RECORDER_SRCS := $(wildcard src/recorder/*.c)
+COMMON_SRCS := $(wildcard src/common/*.c)
 TRCFILE_SRCS := $(wildcard src/trcfile/*.c)
 ANALYSIS_SRCS := $(wildcard src/analysis/*.c)
 EXPORT_SRCS := $(wildcard src/export/*.c)
-CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(TRCFILE_SRCS) $(ANALYSIS_SRCS) \
-	$(EXPORT_SRCS)
+CORE_SRCS := $(SAMPLER_SRCS) $(SESSION_SRCS) $(RECORDER_SRCS) $(COMMON_SRCS) $(TRCFILE_SRCS) \
+	$(ANALYSIS_SRCS) $(EXPORT_SRCS)
 CLI_SRCS := $(wildcard tools/cli/*.c)
 RUN_SRCS := $(wildcard tools/run/*.c) $(CLI_SRCS)
 DUMP_SRCS := $(wildcard tools/dump/*.c) $(CLI_SRCS)
@@ -129,6 +132,7 @@ $(eval $(call part_inc,src/runtime/,$(INC_runtime)))
 $(eval $(call part_inc,src/preload/,$(INC_preload)))
 $(eval $(call part_inc,src/session/,$(INC_session)))
 $(eval $(call part_inc,src/recorder/,$(INC_recorder)))
+$(eval $(call part_inc,src/common/,$(INC_common)))
 $(eval $(call part_inc,src/trcfile/,$(INC_trcfile)))
 $(eval $(call part_inc,src/analysis/,$(INC_analysis)))
 $(eval $(call part_inc,src/export/,$(INC_export)))
@@ -690,7 +694,7 @@ help:
 	@echo "make install     PREFIX=/usr/local: commands, libraries, trc.h, trc/wire.h, trc.pc"
 	@echo "make format      clang-format every tracked .c and .h"
 	@echo "make deps        install the Debian packages the build needs (as root)"
-	@echo "Parts: ringbuf/ sampler/ src/{include,runtime,preload,session,recorder,trcfile,analysis,export}/ tools/{run,dump,cli}/"
+	@echo "Parts: ringbuf/ sampler/ src/{include,common,runtime,preload,session,recorder,trcfile,analysis,export}/ tools/{run,dump,cli}/"
 	@echo "       tests/ bench/ (see README.md, Architecture). V=1 full commands, CI=1 -Werror;"
 	@echo "       CFLAGS/CPPFLAGS/LDFLAGS on the command line are added to the build's own."
 

@@ -1,4 +1,4 @@
-/* test_u64map.c - the one u64 -> u64 hash map (src/trcfile/u64map.c).
+/* test_u64map.c - the one u64 -> u64 hash map (src/common/u64map.c).
  *
  * Purpose: put, get, del, replace, growth, the entry cap (-ENOSPC), iteration, and
  * backward-shift deletion under churn checked against a plain array, with keys that collide

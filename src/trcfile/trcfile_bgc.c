@@ -33,7 +33,7 @@
 #include "trcfile_codec.h"
 #include "trcfile_idle.h"
 #include "trcfile_stored.h"
-#include "trcfile_io.h"
+#include "pio.h"
 
 #define TRCFILE__BGC_QUEUE 64u /* chunks waiting: 1.5 KiB */
 #define TRCFILE__BGC_SLICE (128u << 10) /* input between checks for stop */
@@ -172,7 +172,7 @@ static int trcfile__bgc_one(struct trcfile_bgc *b, struct trcfile__bgc_work *wk,
 	if (trcfile__bgc_grow(&wk->in, &wk->in_cap, len) ||
 	    trcfile__bgc_grow(&wk->out, &wk->out_cap, out_need))
 		return -ENOMEM;
-	if (trcfile__pread_all(b->rfd, wk->in, len, n->offset))
+	if (pio_pread_all(b->rfd, wk->in, len, n->offset))
 		return 0;
 	struct trcfile__chunk_hdr h;
 	const char *why = NULL;
@@ -200,7 +200,7 @@ static int trcfile__bgc_one(struct trcfile_bgc *b, struct trcfile__bgc_work *wk,
 		b->map = m;
 		b->cap_map = cap;
 	}
-	int err = trcfile__pwrite_all(b->sfd, wk->out, side_len, b->side_end);
+	int err = pio_pwrite_all(b->sfd, wk->out, side_len, b->side_end);
 	if (err)
 		return err;
 	b->map[b->n_map++] = (struct trcfile__bgc_entry){

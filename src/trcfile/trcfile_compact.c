@@ -35,7 +35,7 @@
 
 #include "trcfile_bgc.h"
 #include "trcfile_footer_walk.h"
-#include "trcfile_io.h"
+#include "pio.h"
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
 
@@ -135,7 +135,7 @@ static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
 		*cap = slen;
 	}
 	const char *why = NULL;
-	bool ok = trcfile__pread_all(trcfile__bgc_fd(b), *buf, slen, soff) == 0 &&
+	bool ok = pio_pread_all(trcfile__bgc_fd(b), *buf, slen, soff) == 0 &&
 		  slen >= TRCFILE__CHUNK_HDR_BYTES && trcfile__crc32c_fast(0, *buf, slen) == crc &&
 		  trcfile__chunk_hdr_get(*buf, ch, &why) == 0 && !trcfile__chunk_is_stored(ch) &&
 		  ch->stream_id == c->stream_id && ch->seq == c->seq && ch->count == c->count &&

@@ -24,7 +24,7 @@
 
 #include <zstd.h>
 
-#include "trcfile_io.h"
+#include "pio.h"
 #include "trcfile_reader_priv.h"
 #include "trcfile_stored.h"
 
@@ -103,7 +103,7 @@ const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t l
 		r->io_cap = cap;
 	}
 	size_t done;
-	int rc = trcfile__pread_upto(r->fd, r->io_buf, len, off, &done);
+	int rc = pio_pread_upto(r->fd, r->io_buf, len, off, &done);
 	if (rc) {
 		*err = trcfile__fail(r, rc, "read error at offset %llu: %s",
 				     (unsigned long long)(off + done), strerror(-rc));

@@ -1,6 +1,6 @@
 /* trcfile_spill.c - the writer's out-of-memory byte area (trcfile_spill.h). */
 #include "trcfile_spill.h"
-#include "trcfile_io.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +69,7 @@ int trcfile__spill_pwrite(struct trcfile__spill *sp, const void *buf, size_t n, 
 {
 	uint64_t end = off + n;
 	if (sp->fd >= 0) {
-		int err = trcfile__pwrite_all(sp->fd, buf, n, off);
+		int err = pio_pwrite_all(sp->fd, buf, n, off);
 		if ((err == -ENOSPC || err == -EFBIG) && trcfile__spill_to_memory(sp) == 0)
 			return trcfile__spill_pwrite(sp, buf, n, off);
 		if (err)
@@ -102,7 +102,7 @@ int trcfile__spill_pread(const struct trcfile__spill *sp, void *buf, size_t n, u
 		return 0;
 	}
 	size_t got;
-	int err = trcfile__pread_upto(sp->fd, buf, n, off, &got);
+	int err = pio_pread_upto(sp->fd, buf, n, off, &got);
 	if (!err && got < n) /* a hole at the end of the file: zeros */
 		memset((uint8_t *)buf + got, 0, n - got);
 	return err;

@@ -88,7 +88,7 @@
 
 #include "trcfile_codec.h"
 #include "trcfile_spill.h"
-#include "trcfile_io.h"
+#include "pio.h"
 #include "trcfile_idle.h"
 #include "trcfile_stored.h"
 #include "u64map.h"
@@ -817,9 +817,9 @@ static int trcfile__put(struct trcfile_writer *w, const struct trcfile__chunk_hd
 {
 	int err = trcfile__index_add(w, w->offset, h);
 	if (!err)
-		err = trcfile__pwrite_all(w->fd, a, an, w->offset);
+		err = pio_pwrite_all(w->fd, a, an, w->offset);
 	if (!err && bn)
-		err = trcfile__pwrite_all(w->fd, b, bn, w->offset + an);
+		err = pio_pwrite_all(w->fd, b, bn, w->offset + an);
 	if (err) {
 		trcfile__index_drop_last(w, w->offset);
 		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
@@ -1512,7 +1512,7 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 		goto fail_w;
 	}
 	trcfile__header_put(hbuf, &fh);
-	e = trcfile__pwrite_all(fd, hbuf, hbytes, 0);
+	e = pio_pwrite_all(fd, hbuf, hbytes, 0);
 	free(hbuf);
 	if (e)
 		goto fail_w;
@@ -1593,7 +1593,7 @@ struct trcfile_writer *trcfile_writer_open(const char *path, const struct trcfil
 static int trcfile__footer_out(struct trcfile_writer *w, const void *buf, size_t n, uint64_t *pos,
 			       uint32_t *crc)
 {
-	int err = trcfile__pwrite_all(w->fd, buf, n, *pos);
+	int err = pio_pwrite_all(w->fd, buf, n, *pos);
 	if (err)
 		return err;
 	*crc = trcfile__crc32c(*crc, buf, n);
@@ -1661,7 +1661,7 @@ static int trcfile__write_footer(struct trcfile_writer *w, const uint8_t *extra,
 		struct trcfile__trailer t = {
 			.footer_offset = w->offset, .footer_bytes = bytes, .footer_crc = crc};
 		trcfile__trailer_put(tr, &t);
-		err = trcfile__pwrite_all(w->fd, tr, sizeof(tr), pos);
+		err = pio_pwrite_all(w->fd, tr, sizeof(tr), pos);
 	}
 	free(buf);
 	if (!err)
@@ -1881,7 +1881,7 @@ static int trcfile__write_full_end(struct trcfile_writer *w)
 		if (err)
 			break;
 		uint64_t at = w->offset;
-		err = trcfile__pwrite_all(w->fd, buf, len, at);
+		err = pio_pwrite_all(w->fd, buf, len, at);
 		if (!err) {
 			w->offset += len;
 			err = trcfile__write_footer(w, extra, n_extra);

@@ -1,11 +1,11 @@
-/* trcfile_io.h - whole-buffer positioned reads and writes, for every part of src/trcfile that
- * reads or writes a file at an offset (the writer, its spill files, the reader, the background
- * compressor and the compaction): one loop that retries EINTR and short transfers.
+/* pio.h - whole-buffer positioned reads and writes, for every part that reads or writes a file
+ * at an offset (the trace writer, its spill files, the reader, the background compressor and
+ * the compaction): one loop that retries EINTR and short transfers. libc only.
  *
  * Threads: any; they touch only the descriptor given.
  */
-#ifndef TRC_TRCFILE_IO_H
-#define TRC_TRCFILE_IO_H
+#ifndef TRC_PIO_H
+#define TRC_PIO_H
 
 #include <errno.h>
 #include <stddef.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 /* Writes all of buf at off. 0 or -errno (a write that takes no byte counts as -EIO). */
-static inline int trcfile__pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+static inline int pio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *p = buf;
 	while (len) {
@@ -32,7 +32,7 @@ static inline int trcfile__pwrite_all(int fd, const void *buf, size_t len, uint6
 /* Reads len bytes at off, or up to the end of the file: *got says how many (less than len
  * only at the end of the file; what the caller makes of that is its own rule). 0 or -errno
  * (*got then says how many were read before the error). */
-static inline int trcfile__pread_upto(int fd, void *buf, size_t len, uint64_t off, size_t *got)
+static inline int pio_pread_upto(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 {
 	uint8_t *p = buf;
 	size_t done = 0;
@@ -54,11 +54,11 @@ static inline int trcfile__pread_upto(int fd, void *buf, size_t len, uint64_t of
 }
 
 /* Reads exactly len bytes at off. 0 or -errno (the end of the file before len: -EIO). */
-static inline int trcfile__pread_all(int fd, void *buf, size_t len, uint64_t off)
+static inline int pio_pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t got;
-	int rc = trcfile__pread_upto(fd, buf, len, off, &got);
+	int rc = pio_pread_upto(fd, buf, len, off, &got);
 	return rc ? rc : got == len ? 0 : -EIO;
 }
 
-#endif /* TRC_TRCFILE_IO_H */
+#endif /* TRC_PIO_H */

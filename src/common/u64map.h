@@ -9,8 +9,8 @@
  * allocate without bound: a put of a new key beyond it fails with -ENOSPC (replacing stays
  * possible). The struct is visible so owners can embed it; its fields are the module's.
  *
- * Lives in src/trcfile/ as the lowest folder that the recorder, the analysis and the
- * exporters may include; it knows nothing of trace files.
+ * Lives in src/common/, the leaf folder every part may include (it depends on nothing but
+ * libc); it knows nothing of trace files.
  *
  * Hostile keys: slots depend on a per-process random seed, so no file can be crafted to make
  * a reader's keys collide (a million colliding addresses cost 10^12 probes unseeded). Should
