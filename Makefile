@@ -92,7 +92,8 @@ INC_analysis := -Isrc/analysis $(INC_trcfile)
 # the tree's hash map (src/common/u64map.h).
 INC_export := -Isrc/export $(INC_common)
 # The commands see the library's headers only (not ringbuf/ or sampler/).
-INC_run := -Itools/run -Itools/cli -Isrc/recorder -Isrc/session $(INC_trcfile)
+# trace-run's last line gives the peak by the analysis's own rule (src/analysis/peak.h, a header).
+INC_run := -Itools/run -Itools/cli -Isrc/recorder -Isrc/session -Isrc/analysis $(INC_trcfile)
 INC_dump := -Itools/dump -Itools/cli $(INC_analysis) $(INC_export)
 INC_cli := -Itools/cli $(INC_public)
 # Tests and benchmarks look inside every part.

@@ -209,7 +209,7 @@ static char *text_between(const char *s, const char *after, const char *until)
 }
 
 /* trace-run's last line and trace-dump summary give the program the same peak, from the same
- * rule (trcfile_peak.h): a program that is the big one itself, and a shell whose child is the
+ * rule (peak.h): a program that is the big one itself, and a shell whose child is the
  * big one, where wait4's ru_maxrss is the child's and the shell's own VmHWM is the shell's.
  * There the line names the child (pid and command) and its own peak as well; for a tree of one
  * it names none. */

@@ -278,7 +278,7 @@ Test(summary_processes, an_own_vmhwm_above_ru_maxrss_is_not_believed, .timeout =
 	cr_expect_eq(s.rss_peak_source, SUMMARY_RSS_PEAK_EXIT);
 	cr_expect_eq(s.rss_peak_hwm_bytes, 10 * MIB);
 	cr_expect_not(s.rss_peak_hwm_own);
-	cr_expect_eq(s.rss_peak.bounded, TRCFILE_PEAK_HWM_REFUSED);
+	cr_expect_eq(s.rss_peak.bounded, PEAK_HWM_REFUSED);
 	cr_expect_eq(s.rss_peak.refused_bytes, EIB_4);
 	summary_free(&s);
 	tu_plan_free(&p);
@@ -303,7 +303,7 @@ Test(summary_processes, an_implausible_child_vmhwm_is_not_believed, .timeout = 6
 	cr_expect_eq(a->peak_source, SUMMARY_PROC_PEAK_SAMPLED);
 	cr_expect_eq(a->peak.low_bytes, 20 * MIB);
 	cr_expect_eq(a->peak.high_bytes, 20 * MIB);
-	cr_expect_eq(a->peak.bounded, TRCFILE_PEAK_HWM_REFUSED);
+	cr_expect_eq(a->peak.bounded, PEAK_HWM_REFUSED);
 	cr_expect_eq(root->peak_source, SUMMARY_PROC_PEAK_SAMPLED);
 	cr_expect_eq(root->peak.low_bytes, 1 * MIB);
 	cr_expect_eq(root->peak.high_bytes, 30 * MIB);
@@ -333,7 +333,7 @@ Test(summary_processes, a_buffers_count_above_the_high_water_mark_is_bounded, .t
 	cr_expect_eq(s.rss_peak_hwm_bytes, 10 * MIB + 100 * KIB);
 	cr_expect_eq(s.rss_peak.low_bytes, 6 * MIB);
 	cr_expect_eq(s.rss_peak.high_bytes, 10 * MIB + 100 * KIB);
-	cr_expect_eq(s.rss_peak.bounded, TRCFILE_PEAK_BUFFERS_BOUNDED);
+	cr_expect_eq(s.rss_peak.bounded, PEAK_BUFFERS_BOUNDED);
 	cr_expect_eq(s.rss_peak_buffers_max_bytes, 10 * MIB + 100 * KIB);
 	cr_expect_eq(s.buffers_resident_peak_bytes, 10 * MIB + 100 * KIB);
 	cr_expect_eq(s.buffers_resident_refused_bytes, EIB_4);

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "trcfile.h"
-#include "trcfile_peak.h" /* struct trcfile_peak: a peak RSS as an interval, and its rule */
+#include "peak.h" /* struct peak: a peak RSS as an interval, and its rule */
 
 /* Events are the records that are not metadata: span begin/end, instant, counter, alloc,
  * free, function enter/exit. Lost is the sum of LOST counts, except TRC_LOST_SAMPLER_LATE
@@ -80,7 +80,7 @@ struct summary_process {
 	uint32_t command_len;
 	bool exit_known; /* exit_status holds the status as from waitpid */
 	int32_t exit_status;
-	struct trcfile_peak peak; /* peak.bounded: a figure of it was not believed */
+	struct peak peak; /* peak.bounded: a figure of it was not believed */
 	enum summary_process_peak_source peak_source;
 	uint64_t hwm_bytes, exit_buffers_bytes; /* the exit figure used, buffers included */
 	bool exit_buffers_peak; /* exit_buffers_bytes is the most they held at once (counted) */
@@ -140,11 +140,11 @@ struct summary {
 	uint64_t rss_sampled_min_bytes, rss_peak_sampled_bytes, rss_sampled_last_bytes;
 	uint64_t buffers_resident_peak_bytes;
 	/* The program's word for the buffers' most (its exit records) was above what its RSS can
-	 * hold (its peak's H, else wait4's figure, else trcfile_peak.h's plausible bound), so
+	 * hold (its peak's H, else wait4's figure, else peak.h's plausible bound), so
 	 * buffers_resident_peak_bytes is that bound and this the figure not believed; 0: none. */
 	uint64_t buffers_resident_refused_bytes;
 	/* The root's peak as an interval (rss_peak_bytes is its low end). */
-	struct trcfile_peak rss_peak;
+	struct peak rss_peak;
 	/* The kernel figure it comes from (0: none), buffers included: the program's own VmHWM
 	 * (rss_peak_hwm_own) or wait4's ru_maxrss; and the most buffers it ever held. */
 	uint64_t rss_peak_hwm_bytes, rss_peak_buffers_max_bytes;

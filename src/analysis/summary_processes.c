@@ -8,7 +8,7 @@
  * ru_maxrss, for the program it started) and the process's own (flags SELF: its VmHWM as it
  * exited, and its exit code when it left by _exit).
  *
- * The peak, trace buffers excluded: trcfile_peak.h's rule (trace-run prints the program's by the
+ * The peak, trace buffers excluded: peak.h's rule (trace-run prints the program's by the
  * same), the buffers' most being the exit record's count when it has one (TRC_EXIT_BUFFERS_PEAK),
  * else the largest of the samples' and the exit's shares (which miss a ring grown and freed
  * between two samples). When every sample of the process carries its VmHWM (--rss-source
@@ -225,7 +225,7 @@ static void summary__proc_hwm_bracket(struct summary_process *pr, const struct s
 static void summary__proc_peak(struct summary_process *pr, const struct summary__proc_acc *a,
 			       uint64_t others_max)
 {
-	const struct trcfile_peak_figures f = {
+	const struct peak_figures f = {
 		.self_hwm_bytes = a->has_self ? a->self_hwm : 0,
 		.self_buffers_bytes = a->self_buffers,
 		.wait_maxrss_bytes = a->has_wait ? a->wait_maxrss : 0,
@@ -235,8 +235,8 @@ static void summary__proc_peak(struct summary_process *pr, const struct summary_
 		.sampled_max_bytes = pr->rss_sampled_max_bytes,
 		.sampled_buffers_max_bytes = pr->buffers_max_bytes,
 	};
-	pr->peak = trcfile_peak_of(&f);
-	if (pr->peak.source == TRCFILE_PEAK_KERNEL) {
+	pr->peak = peak_of(&f);
+	if (pr->peak.source == PEAK_KERNEL) {
 		/* The exit record H came from says what the buffers held. */
 		const bool counted = pr->peak.own ? a->self_buffers_peak : a->wait_buffers_peak;
 		pr->hwm_bytes = pr->peak.hwm_bytes;
@@ -247,10 +247,10 @@ static void summary__proc_peak(struct summary_process *pr, const struct summary_
 		 * which a ring grown and freed between two samples breaks; a file whose exit
 		 * record says so carries the counted bound instead (see the top). */
 		if (a->has_sample && a->hwm_all && !counted &&
-		    !(pr->peak.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED))
+		    !(pr->peak.bounded & PEAK_BUFFERS_BOUNDED))
 			summary__proc_hwm_bracket(pr, a, pr->peak.hwm_bytes,
 						  pr->exit_buffers_bytes);
-	} else if (pr->peak.source == TRCFILE_PEAK_SAMPLED) {
+	} else if (pr->peak.source == PEAK_SAMPLED) {
 		pr->peak_source = SUMMARY_PROC_PEAK_SAMPLED;
 	}
 }
@@ -261,10 +261,10 @@ static int summary__proc_cmp(const void *x, const void *y)
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
-/* A process's own VmHWM when it is believed (trcfile_peak.h), else 0. */
+/* A process's own VmHWM when it is believed (peak.h), else 0. */
 static uint64_t summary__own_believed(const struct summary__proc_acc *a)
 {
-	return a->has_self && trcfile_peak_own_believed(a->self_hwm,
+	return a->has_self && peak_own_believed(a->self_hwm,
 							a->has_wait ? a->wait_maxrss : 0)
 		       ? a->self_hwm
 		       : 0;
@@ -317,9 +317,9 @@ void summary__procs_finish(struct summary__state *m)
 		s->rss_peak_buffers_max_bytes = root->peak.buffers_max_bytes;
 		const uint64_t wait = p->acc[*ix].has_wait ? p->acc[*ix].wait_maxrss : 0;
 		const uint64_t bound = root->peak.hwm_bytes ? root->peak.hwm_bytes
-				       : wait && wait <= TRCFILE_PEAK_PLAUSIBLE_BYTES
+				       : wait && wait <= PEAK_PLAUSIBLE_BYTES
 					       ? wait
-					       : TRCFILE_PEAK_PLAUSIBLE_BYTES;
+					       : PEAK_PLAUSIBLE_BYTES;
 		if (s->buffers_resident_peak_bytes > bound) {
 			s->buffers_resident_refused_bytes = s->buffers_resident_peak_bytes;
 			s->buffers_resident_peak_bytes = bound;
@@ -337,20 +337,20 @@ void summary__procs_finish(struct summary__state *m)
 		}
 	} else if (s->rss_peak_source == SUMMARY_RSS_PEAK_EXIT) {
 		/* An exit record but no process entry (pid 0 in an old file): same rule. */
-		const struct trcfile_peak_figures f = {
+		const struct peak_figures f = {
 			.wait_maxrss_bytes = s->rss_exit_maxrss_bytes,
 			.wait_buffers_bytes = s->buffers_resident_peak_bytes,
 			.samples = s->rss_samples,
 			.sampled_max_bytes = s->rss_peak_sampled_bytes,
 		};
-		s->rss_peak = trcfile_peak_of(&f);
+		s->rss_peak = peak_of(&f);
 		s->rss_peak_bytes = s->rss_peak.low_bytes;
 		s->rss_peak_hwm_bytes = s->rss_peak.hwm_bytes;
 		s->rss_peak_buffers_max_bytes = s->rss_peak.buffers_max_bytes;
-		if (s->rss_peak.source == TRCFILE_PEAK_SAMPLED)
+		if (s->rss_peak.source == PEAK_SAMPLED)
 			s->rss_peak_source = SUMMARY_RSS_PEAK_SAMPLED;
 	} else {
-		s->rss_peak = (struct trcfile_peak){.low_bytes = s->rss_peak_bytes,
+		s->rss_peak = (struct peak){.low_bytes = s->rss_peak_bytes,
 						    .high_bytes = s->rss_peak_bytes};
 	}
 	if (s->n_processes > 1)

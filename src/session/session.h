@@ -124,10 +124,10 @@ uint64_t session_buffers_peak_bytes(struct trc_session *s, pid_t pid);
 
 /* The VmHWM process pid gave in its own exit record (the largest over its images) with that
  * record's buffers figure, and the largest that any other process of the session gave at most
- * others_max_bytes (trcfile_peak.h: what is believed), with its pid, buffers figure and
+ * others_max_bytes (peak.h: what is believed), with its pid, buffers figure and
  * samples (session_note_sample); the largest above others_max_bytes, not believed, apart.
  * 0 for none drained. What trace-run's last line needs to decide the program's peak as
- * trace-dump summary does (trcfile_peak.h), and to name the tree's largest. Any thread (racy:
+ * trace-dump summary does (peak.h), and to name the tree's largest. Any thread (racy:
  * final once the drain has stopped). */
 struct session_self_hwm {
 	uint64_t own_bytes, own_buffers_bytes;

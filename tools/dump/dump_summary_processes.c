@@ -41,7 +41,7 @@ void dump_sparkline(const uint64_t *cols, unsigned n)
 void dump_summary_peak_text(const struct summary *s)
 {
 	char b1[32], b2[32], b3[32], b4[32], range[64];
-	const struct trcfile_peak *p = &s->rss_peak;
+	const struct peak *p = &s->rss_peak;
 	switch (s->rss_peak_source) {
 	case SUMMARY_RSS_PEAK_EXIT: {
 		const char *what = s->rss_peak_hwm_own ? "its own VmHWM" : "ru_maxrss";
@@ -83,9 +83,9 @@ void dump_summary_peak_text(const struct summary *s)
 		char why[160];
 		dump_printf("  note:      the peak is bounded by what the kernel said: %s\n",
 			    cli_fmt_peak_doubt(why, sizeof(why),
-					       (p->bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
+					       (p->bounded & PEAK_HWM_REFUSED) != 0,
 					       p->refused_bytes,
-					       (p->bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0));
+					       (p->bounded & PEAK_BUFFERS_BOUNDED) != 0));
 	}
 }
 
@@ -166,9 +166,9 @@ void dump_summary_processes_text(const struct summary *s)
 			"  pid %" PRIu32 ": %s; its peak is bounded by what the kernel said\n",
 			pr->pid,
 			cli_fmt_peak_doubt(why, sizeof(why),
-					   (pr->peak.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
+					   (pr->peak.bounded & PEAK_HWM_REFUSED) != 0,
 					   pr->peak.refused_bytes,
-					   (pr->peak.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0));
+					   (pr->peak.bounded & PEAK_BUFFERS_BOUNDED) != 0));
 	}
 	if (s->processes_truncated)
 		dump_printf("  (more than %u processes: the rest left out)\n",

@@ -55,9 +55,9 @@
 #include "run_witness.h"
 #include "session.h"
 #include "trcfile.h"
-#include "trcfile_peak.h"
+#include "peak.h"
 
-/* The last line's peak: the program's by trace-dump summary's rule (trcfile_peak_of), from the
+/* The last line's peak: the program's by trace-dump summary's rule (peak_of), from the
  * same figures (its own VmHWM and buffers figure, else wait4's unless a descendant's own peak
  * reaches it, with the buffers' most the exit record says; its largest sample and sampled
  * buffers' share), and, when another process of the tree peaked higher, that one too, from
@@ -68,8 +68,8 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 			   struct trc_session *session, pid_t program, char *buf, size_t len)
 {
 	struct session_self_hwm h;
-	session_self_hwm(session, program, TRCFILE_PEAK_PLAUSIBLE_BYTES, &h);
-	const struct trcfile_peak_figures pf = {
+	session_self_hwm(session, program, PEAK_PLAUSIBLE_BYTES, &h);
+	const struct peak_figures pf = {
 		.self_hwm_bytes = h.own_bytes,
 		.self_buffers_bytes = h.own_buffers_bytes,
 		.wait_maxrss_bytes = wait_maxrss,
@@ -80,15 +80,15 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 		.sampled_max_bytes = st->rss_sampled_max_bytes,
 		.sampled_buffers_max_bytes = h.own_sampled_buffers_max_bytes,
 	};
-	const struct trcfile_peak pk = trcfile_peak_of(&pf);
+	const struct peak pk = peak_of(&pf);
 	char prog[80], other[80], name[SESSION_PROC_NAME_BYTES], doubt[160], refused[160] = "";
 	char rb[32];
-	if (pk.source == TRCFILE_PEAK_NONE) /* as the summary says it */
+	if (pk.source == PEAK_NONE) /* as the summary says it */
 		snprintf(prog, sizeof(prog), "unknown");
 	else
 		cli_fmt_bytes_range(prog, sizeof(prog), pk.low_bytes, pk.high_bytes);
-	cli_fmt_peak_doubt(doubt, sizeof(doubt), (pk.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
-			   pk.refused_bytes, (pk.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0);
+	cli_fmt_peak_doubt(doubt, sizeof(doubt), (pk.bounded & PEAK_HWM_REFUSED) != 0,
+			   pk.refused_bytes, (pk.bounded & PEAK_BUFFERS_BOUNDED) != 0);
 	if (h.refused_pid)
 		snprintf(refused, sizeof(refused),
 			 "; pid %d gave a high-water mark of %s: not believed", (int)h.refused_pid,
@@ -101,17 +101,17 @@ static void run__peak_text(const struct recorder_stats *st, uint64_t wait_maxrss
 		snprintf(buf + n, len - (size_t)n, ")");
 		return;
 	}
-	const struct trcfile_peak_figures of = {
+	const struct peak_figures of = {
 		.self_hwm_bytes = h.others_bytes,
 		.self_buffers_bytes = h.others_buffers_bytes,
 		.samples = h.others_sampled_max_bytes || h.others_sampled_buffers_max_bytes,
 		.sampled_max_bytes = h.others_sampled_max_bytes,
 		.sampled_buffers_max_bytes = h.others_sampled_buffers_max_bytes,
 	};
-	const struct trcfile_peak o = trcfile_peak_of(&of);
+	const struct peak o = peak_of(&of);
 	cli_fmt_bytes_range(other, sizeof(other), o.low_bytes, o.high_bytes);
-	cli_fmt_peak_doubt(doubt, sizeof(doubt), (o.bounded & TRCFILE_PEAK_HWM_REFUSED) != 0,
-			   o.refused_bytes, (o.bounded & TRCFILE_PEAK_BUFFERS_BOUNDED) != 0);
+	cli_fmt_peak_doubt(doubt, sizeof(doubt), (o.bounded & PEAK_HWM_REFUSED) != 0,
+			   o.refused_bytes, (o.bounded & PEAK_BUFFERS_BOUNDED) != 0);
 	session_process_name(session, h.others_pid, name, sizeof(name));
 	snprintf(buf + n, len - (size_t)n, "; pid %d%s%s%s of its tree reached %s%s%s)",
 		 (int)h.others_pid, name[0] ? " (" : "", name, name[0] ? ")" : "", other,
