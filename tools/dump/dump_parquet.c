@@ -3,7 +3,7 @@
  *
  * Purpose: the fleet view. Every input trace adds rows to five tables in DIR, one Parquet file
  * each: spans.parquet, events.parquet, allocations.parquet, rss.parquet, traces.parquet. The
- * schema, its units and its compatibility rule are in src/trcfile/PARQUET.md; the writer is
+ * schema, its units and its compatibility rule are in src/export/PARQUET.md; the writer is
  * src/export/parquet_writer.c.
  *
  * Time: every timestamp column is nanoseconds on CLOCK_REALTIME, computed from each trace's
@@ -68,7 +68,7 @@ static const char dump__parquet_help[] =
 	"Timestamps (start_ns, ts_ns) are nanoseconds on CLOCK_REALTIME, from each trace's\n"
 	"recorded anchor, so traces of several hosts line up. host is the recording machine's\n"
 	"node name, trace the FILE's base name. Strings are dictionary-encoded, pages zstd-\n"
-	"compressed, every column chunk has min/max statistics. Schema: src/trcfile/PARQUET.md.\n"
+	"compressed, every column chunk has min/max statistics. Schema: src/export/PARQUET.md.\n"
 	"\n"
 	"  -o, --output DIR         the directory of the tables (required; yours: one\n"
 	"                           another user owns is refused). The tables appear\n"
