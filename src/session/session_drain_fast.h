@@ -29,16 +29,11 @@
  * Every record is read once (copied to locals, then a compiler fence): the traced program may
  * change its ring's bytes while we look at them. Threads: the drain thread only.
  *
- * Where it stands (bench=drain case=raw, 400000 records of the eight types round-robin, quiet
- * host, 3.85 GHz Zen 4 VM): ~2.05 ns a record, ~8 cycles, against memcpy's 1.0-1.2 ns for the
- * same ring bytes. Tried and measured against this form (A/B, alternating runs, medians of 9):
- * a branch-free 1-2 byte varint (p += 1 + (v >= 0x80)) 2.6 ns: it chains every record's output
- * position on the one before, where a predicted branch does not; the 2-byte varint as one
- * 16-bit store, and 3 bytes as one 32-bit store, 2.1-2.2 (+4 %); the 2-byte case laid out as
- * the fall-through, 2.2 (+4 %); a prefetch 768 bytes ahead, no change (the ring streams in
- * well); x86-64-v3 code (mulx, shlx), no change; no-gcse and no-crossjumping (every tail its
- * own dispatch), -1 to -2 %, within the noise. So the loop is not bound by its instruction
- * count nor by memory. */
+ * Why the varints branch: a branch-free 1-2 byte varint (p += 1 + (v >= 0x80)) chains every
+ * record's output position on the one before, where a predicted branch does not, and measured
+ * slower; wider single stores for the 2- and 3-byte forms, a prefetch ahead and other code
+ * layouts made no difference worth their complexity (bench=drain case=raw: the figures are in
+ * the commits that tried them). */
 
 __attribute__((noinline)) static const uint8_t *SESSION__FAST_FN(const uint8_t *q,
 								 const uint8_t *const qlim,

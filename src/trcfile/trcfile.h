@@ -98,8 +98,8 @@ struct trcfile_header_info {
  * cannot take is stored. */
 #define TRCFILE_WRITER_BACKGROUND (1u << 1)
 /* Fault in the chunk buffers and the compressors' work space, so the first seconds of appending
- * do not pay a page fault per 4 KiB (about 6 us each on this VM: with 1 MiB chunks that is 1.5
- * ms per fresh chunk, enough for a busy thread's ring to overflow). The writer's own threads do
+ * do not pay a page fault per 4 KiB (microseconds each: with 1 MiB chunks, milliseconds per
+ * fresh chunk, enough for a busy thread's ring to overflow). The writer's own threads do
  * it as they start, not open, which the program's start waits for; a close that comes first
  * stops it. Costs the recorder about (max_chunks_in_flight + 3) x chunk_bytes of resident
  * memory (the chunks' raw buffers, which appends write; their compressed copies are made but

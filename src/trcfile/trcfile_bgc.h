@@ -1,6 +1,6 @@
 /* trcfile_bgc.h - the background compressor: compresses the writer's stored chunks while the
- * recording goes on, with CPU nobody else wants (issue 11 item 2, "in the background as CPU
- * frees up").
+ * recording goes on, with CPU nobody else wants ("in the background as CPU frees up", DESIGN.md's
+ * pipeline).
  *
  * The writer tells it of each stored chunk it wrote (trcfile__writer_on_stored: offset,
  * stream, seq), through a bounded queue: when the queue is full, or the chunk is small (under

@@ -9,8 +9,8 @@
  * file may differ, which no reader sees):
  *   - streamed, for a file whose footer can be walked (trcfile_footer_walk.h: every file the
  *     writer closed): the footer is checked and then read entry by entry, in memory that does
- *     not depend on the file (issue 12 item 10: trace-run's memory must not grow with the
- *     threads a program ever started). The stream table goes to the output writer as it is
+ *     not depend on the file (trace-run's memory must not grow with the threads a program
+ *     ever started). The stream table goes to the output writer as it is
  *     (trcfile__writer_add_ended_streams); each chunk, in file order, is read, checked against
  *     its entry, and given to the writer whole (trcfile__writer_put_chunk), with the kind, pid
  *     and tid of its stream's entry.

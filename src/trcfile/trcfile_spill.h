@@ -1,6 +1,5 @@
 /* trcfile_spill.h - a byte area the writer keeps out of its memory: the footer's entries of
- * streams that ended and of chunks written, which grow with every thread ever traced (issue 12
- * item 10), go to an unlinked temporary file and are copied into the footer at close.
+ * streams that ended and of chunks written, which grow with every thread ever traced, go to an unlinked temporary file and are copied into the footer at close.
  *
  * The file is made with O_TMPFILE in the trace's directory (else in $TMPDIR or /tmp; else
  * mkstemp and unlink there); when no file can be made the area lives in memory, as before,

@@ -57,7 +57,7 @@
  *   - error: atomic, first error wins (compare-exchange from 0); bytes_written: relaxed
  *     atomic, accounting only.
  *
- * Memory that does not grow with the threads traced (issue 12 item 10): a stream that ends
+ * Memory that does not grow with the threads traced: a stream that ends
  * (trcfile_stream_end) writes its footer entry (final once its last chunk is submitted) into
  * a spill file at 32 x id and is freed; the writer thread keeps the chunk index's entries in a
  * small buffer and spills it when full. Close writes the open streams' entries and copies
