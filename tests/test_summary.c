@@ -206,3 +206,56 @@ Test(summary, loss_over_time_first_last_and_spark, .timeout = 60)
 	tu_plan_free(&p);
 	tu_rm_rf(dir);
 }
+
+/* Samples from a quarter of the way in: the sparkline knows nothing before the first one, so
+ * those columns are none (blank in the text, null in --json), never 0 B; four samples are too
+ * few to show a shape, and the text says so. */
+Test(summary, sparkline_is_blank_before_the_first_sample, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	const uint64_t t0 = 1000000000ull;
+	struct tu_plan p = {0};
+	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	static const uint64_t mib[] = {5, 3, 8, 4};
+	for (int i = 0; i < 4; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = t0 + 100000000ull * (i + 1)};
+		r.rss.pid = 4242;
+		r.rss.rss_bytes = mib[i] << 20;
+		tu_add(rss, &r);
+	}
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 4), 0);
+	struct trcfile_reader *rd = open_trace(path);
+	struct summary s;
+	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
+	cr_assert_eq(s.n_spark, SUMMARY_SPARK_COLUMNS);
+	/* [t0, t0 + 400 ms] in 60 columns: the first sample (t0 + 100 ms) falls in column 14. */
+	for (unsigned c = 0; c < 14; c++)
+		cr_expect_eq(s.spark_bytes[c], SUMMARY_SPARK_NONE, "column %u: %llu", c,
+			     (unsigned long long)s.spark_bytes[c]);
+	cr_expect_eq(s.spark_bytes[14], 5u << 20);
+	cr_expect_eq(s.spark_bytes[SUMMARY_SPARK_COLUMNS - 1], 4u << 20);
+	summary_free(&s);
+	trcfile_reader_close(rd);
+	tu_plan_free(&p);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary '%s' > '%s/out.txt' 2>&1", tu_build(), path,
+			   dir),
+		     0);
+	char *out = tu_slurp_text(dir, "out.txt");
+	cr_expect_not_null(strstr(out, "  over time:               \u2583"), "%s", out);
+	cr_expect_not_null(strstr(out, "(3.0 MiB .. 8.0 MiB)"), "%s", out);
+	cr_expect_not_null(strstr(out, "(4 samples: too few to show a shape; a shorter "
+				       "--rss-interval samples more often)"),
+			   "%s", out);
+	free(out);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary --json '%s' > '%s/out.json' 2>&1", tu_build(),
+			   path, dir),
+		     0);
+	out = tu_slurp_text(dir, "out.json");
+	cr_expect_not_null(strstr(out, "\"rss_spark_bytes\":[null,null,null,null,null,null,null,"
+				       "null,null,null,null,null,null,null,5242880,"),
+			   "%s", out);
+	free(out);
+	tu_rm_rf(dir);
+}

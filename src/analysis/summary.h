@@ -64,6 +64,10 @@ enum summary_rss_peak_source {
 };
 
 #define SUMMARY_SPARK_COLUMNS 60
+#define SUMMARY_SPARK_NONE UINT64_MAX /* a sparkline column with nothing known */
+/* Fewer samples than this cannot show a shape over SUMMARY_SPARK_COLUMNS columns: the summary
+ * says so, and how to sample more often. */
+#define SUMMARY_SPARK_MIN_SAMPLES 5
 #define SUMMARY_MAX_PROCESSES 65536
 
 enum summary_process_peak_source {
@@ -155,7 +159,9 @@ struct summary {
 	size_t n_processes;
 	bool processes_truncated; /* more than SUMMARY_MAX_PROCESSES: the rest left out */
 	uint64_t tree_spark_bytes[SUMMARY_SPARK_COLUMNS];
-	/* RSS over time: the max sample per column, 0 for empty columns; n_spark columns used. */
+	/* RSS over time: the max sample per column, a column without one taking the one before
+	 * it; SUMMARY_SPARK_NONE before the first sample (nothing is known there, not 0 B);
+	 * n_spark columns used. */
 	uint64_t spark_bytes[SUMMARY_SPARK_COLUMNS];
 	unsigned n_spark;
 	/* Events lost over time (when it happened, not just how many): the lost counts of the

@@ -91,8 +91,9 @@ void summary__rss_finish(struct summary__state *m)
 	struct summary *s = m->s;
 	if (m->rss.have_sample) {
 		s->n_spark = SUMMARY_SPARK_COLUMNS;
-		/* An empty column means no sample fell in it: RSS stayed where it was. */
-		uint64_t prev = s->spark_bytes[0];
+		/* An empty column means no sample fell in it: RSS stayed where it was; before the
+		 * first sample nothing is known of it. */
+		uint64_t prev = SUMMARY_SPARK_NONE;
 		for (unsigned i = 0; i < SUMMARY_SPARK_COLUMNS; i++) {
 			if (!s->spark_bytes[i])
 				s->spark_bytes[i] = prev;

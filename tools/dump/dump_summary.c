@@ -151,7 +151,8 @@ static const char dump__summary_help[] =
 	"                            the exit record's is the most they held at once)\n"
 	"  exit_maxrss_bytes         ru_maxrss at exit, buffers included (null: no exit record)\n"
 	"  exit_status               wait status of the program (null: no exit record)\n"
-	"  rss_spark_bytes           array: max sample per 1/60 of the duration (empty: none)\n"
+	"  rss_spark_bytes           array: max sample per 1/60 of the duration (empty: none;\n"
+	"                            null before the first sample)\n"
 	"  processes                 array, by pid, of {pid, ppid (0: unknown), command (array\n"
 	"                            of strings; the latest: an exec'd image's), exit (exit\n"
 	"                            code, null: unknown or killed), exit_signal (null: none\n"
@@ -384,7 +385,10 @@ static void dump__json(struct trcfile_reader *r, const struct summary *s,
 	for (unsigned i = 0; i < s->n_spark; i++) {
 		if (i)
 			dump_char(',');
-		dump_u64(s->spark_bytes[i]);
+		if (s->spark_bytes[i] == SUMMARY_SPARK_NONE)
+			dump_str("null"); /* before the first sample */
+		else
+			dump_u64(s->spark_bytes[i]);
 	}
 	dump_char(']');
 	dump__key("lost_first_t_ns", &first);
@@ -710,6 +714,10 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 		dump_char('\n');
 		dump_str("  over time: ");
 		dump__sparkline(s);
+		if (s->rss_samples < SUMMARY_SPARK_MIN_SAMPLES)
+			dump_printf("             (%" PRIu64 " %s: too few to show a shape; a "
+				    "shorter --rss-interval samples more often)\n",
+				    s->rss_samples, cli_plural(s->rss_samples, "sample", "samples"));
 	} else {
 		dump_printf("  sampled:   no samples%s\n",
 			    h->rss_interval_ns ? "" : " (sampling was off)");

@@ -22,14 +22,20 @@ void dump_sparkline(const uint64_t *cols, unsigned n)
 					    "\u2585", "\u2586", "\u2587", "\u2588"};
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (unsigned i = 0; i < n; i++) {
+		if (cols[i] == SUMMARY_SPARK_NONE)
+			continue;
 		if (cols[i] < lo)
 			lo = cols[i];
 		if (cols[i] > hi)
 			hi = cols[i];
 	}
-	if (!n)
-		lo = 0;
+	if (lo > hi)
+		lo = hi = 0;
 	for (unsigned i = 0; i < n; i++) {
+		if (cols[i] == SUMMARY_SPARK_NONE) {
+			dump_char(' '); /* before the first sample: nothing to draw */
+			continue;
+		}
 		unsigned k = hi > lo ? (unsigned)((cols[i] - lo) * 7 / (hi - lo)) : 0;
 		dump_str(bars[k]);
 	}
