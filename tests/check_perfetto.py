@@ -231,7 +231,7 @@ def main_multi():
             else:
                 r["slices"].setdefault(nm, []).append(ts - t0)
         elif typ == "TYPE_INSTANT":
-            if name == "exit":
+            if name.startswith(("exited with status ", "killed by signal ")):
                 r["exits"] += 1
             elif not name.startswith("lost ") and "value" in annots:
                 r["instants"] += 1
@@ -250,7 +250,9 @@ def main_multi():
         got = sum(len(v) for v in r["slices"].values()) + r["unfinished"]
         want = {
             "slices": rt["span_begin"] + rt["func_enter"], "unfinished": s["spans_open_at_end"],
-            "instants": rt["instant"], "exits": rt["exit"], "rss": s["rss_samples"]}
+            "instants": rt["instant"], "rss": s["rss_samples"],
+            "exits": sum(1 for pr in s["processes"] if pr["exit"] is not None or
+                         pr["exit_signal"] is not None)}
         have = {"slices": got, "unfinished": r["unfinished"], "instants": r["instants"],
                 "exits": r["exits"], "rss": len(r["rss"])}
         if have != want:
@@ -415,6 +417,19 @@ def main():
             counters.setdefault(track, []).append(counter_value(te))
         else:
             fail("event type %r" % typ)
+    exits = {}  # pid -> [(name, annotations)]: every exit instant of a process
+    for i in instants:
+        if i["name"] == "exited" or i["name"].startswith(("exited with status ",
+                                                          "killed by signal ")):
+            p = one(tracks[i["track"]], "process")
+            if p is None:
+                fail("exit instant %r not on a process track" % i["name"])
+            exits.setdefault(one(p, "pid"), []).append((i["name"], i["args"]))
+        elif i["name"] == "exit":
+            fail("an exit instant named 'exit' (%r): say how it ended" % i["args"])
+    for pid, lst in exits.items():
+        if len(lst) != 1:
+            fail("process %d has %d exit instants %r: one a process" % (pid, len(lst), lst))
     for t, s in stacks.items():
         if s:
             fail("track %d: slices never ended: %r" % (t, s))
@@ -455,8 +470,17 @@ def main():
                 max(vals) != v["counter_max"]:
             fail("counter %r: %r; summary %r" % (n, vals, v))
     heap = [x for _, vs in by_counter.get("heap live bytes", []) for x in vs]
-    if summary["allocs"] and (max(heap) != summary["live_peak_bytes"] or
-                              heap[-1] != summary["live_end_bytes"]):
+    by_proc = summary.get("live_by_process") or []
+    if len(by_proc) > 1:
+        # a track a process: each against the summary's line for that process
+        want = {p["pid"]: (p["live_peak_bytes"], p["live_end_bytes"]) for p in by_proc}
+        for t, vs in by_counter.get("heap live bytes", []):
+            pid = one(one(tracks[one(tracks[t], "parent_uuid")], "process"), "pid")
+            if (max(vs), vs[-1]) != want.get(pid):
+                fail("process %d: heap live bytes peak %d end %d; summary %r" %
+                     (pid, max(vs), vs[-1], want.get(pid)))
+    elif summary["allocs"] and (max(heap) != summary["live_peak_bytes"] or
+                                heap[-1] != summary["live_end_bytes"]):
         fail("heap live bytes %r; summary peak %d end %d" %
              (heap, summary["live_peak_bytes"], summary["live_end_bytes"]))
     rss = [x for _, vs in by_counter.get("RSS", []) for x in vs]
@@ -484,6 +508,23 @@ def main():
         p = one(t, "process")
         if p and "cmdline" in p:
             cmdlines[one(p, "pid")] = p["cmdline"]
+    # exits as the summary's processes say them: one instant each, same code or signal
+    for pr in summary["processes"]:
+        code, sig = pr["exit"], pr["exit_signal"]
+        got = exits.get(pr["pid"], [])
+        if code is not None:
+            want = [("exited with status %d" % code, {"exit_code": code})]
+        elif sig is not None:
+            want = [("killed by signal %d" % sig, {"signal": sig})]
+        else:
+            want = [x for x in got if x[0] == "exited" and not x[1]]
+        if [(n, {a: v for a, v in args.items() if a != "core_dumped"}) for n, args in got] \
+                != want:
+            fail("process %d: exit instants %r; the summary says exit %r, signal %r" %
+                 (pr["pid"], got, code, sig))
+    for pid in exits:
+        if pid not in {pr["pid"] for pr in summary["processes"]}:
+            fail("an exit instant for process %d, which the summary does not list" % pid)
     counter_tracks = {}
     for n, lst in by_counter.items():
         counter_tracks[n] = [
@@ -492,6 +533,7 @@ def main():
             for t, _ in lst]
     print(json.dumps({
         "events": events,
+        "exits": {str(k): [n for n, _ in v] for k, v in exits.items()},
         "slices": {n: len(v) for n, v in slices.items()},
         "slice_total_ns": {n: sum(v) for n, v in slices.items()},
         "unfinished": unfinished,

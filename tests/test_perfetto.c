@@ -66,7 +66,9 @@ Test(perfetto, small_trace_decodes_and_agrees_with_summary, .timeout = 60)
 	tp_has(r, "[\"ready\", {\"value\": -1}]");
 	tp_has(r, "[\"lost 7 records (ring_full)\", {\"count\": 7}]");
 	tp_has(r, "[\"lost 2 records (sampler_late)\", {\"count\": 2}]");
-	tp_has(r, "[\"exit\", {\"status\": 768}]");
+	/* The exit as the summary says it (wait status 768), one instant for the process. */
+	tp_has(r, "[\"exited with status 3\", {\"exit_code\": 3}]");
+	tp_has(r, "\"exits\": {\"4242\": [\"exited with status 3\"]}");
 	tp_has(r, "[\"recorder: all good\", {}]");
 	tp_has(r, "\"queue\": [[10, 3, -4]]");
 	tp_has(r, "\"queue\": [\"4242/4242\"]");
@@ -331,6 +333,31 @@ Test(perfetto, recorded_programs_agree_with_summary, .timeout = 120)
 		free(r);
 		tu_rm_rf(dir);
 	}
+}
+
+/* A shell pipeline, recorded by trace-run: each process the shell forks and then execs has two
+ * streams of one (pid, tid) (the forked shell's and the new image's). Perfetto's view must be
+ * the summary's: one thread track per summary thread (never a second one for the same tid),
+ * named from the start (never "tid N" then renamed), one exit instant per process with the
+ * summary's exit code, and every packet after a sequence's first flagged as needing its
+ * incremental state (check_perfetto.py checks each of these against the summary). */
+Test(perfetto, forked_and_execed_processes_agree_with_summary, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	int rc = tu_sh("%s/bin/trace-run -q -o '%s/in.trc' -- /bin/sh -c 'true | cat | wc -c; "
+		       "exit 3' >/dev/null 2>'%s/err'",
+		       tu_build(), dir, dir);
+	cr_assert_eq(rc, 3, "trace-run: %d: %s", rc, tu_slurp_text(dir, "err"));
+	char *r = tp_export_check(dir, "");
+	tp_has(r, "\"exited with status 3\"");
+	const char *e = strstr(r, "\"exits\": {");
+	cr_assert(e, "%s", r);
+	unsigned n = 0;
+	for (const char *q = e; (q = strstr(q, "exited with status ")) && q < strchr(e, '}'); q++)
+		n++;
+	cr_assert_eq(n, 4, "one exit instant a process: %s", r);
+	free(r);
+	tu_rm_rf(dir);
 }
 
 /* The issue's crossed spans, BEGIN a, BEGIN b, END a, END b (at 0, 1.1, 2.2, 3.3 ms): one rule

@@ -90,6 +90,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "allocmap.h"
@@ -221,6 +222,14 @@ struct dump__pf_proc {
 	uint64_t heap_ctr, rss_ctr, rss_buf_ctr; /* counter sequences (index + 1; 0: none yet) */
 	bool named;
 	uint64_t live_bytes;
+	/* Its exit, one instant a process, by the summary's rule (summary_processes.c): the
+	 * status trace-run waited for is the one that counts, written when it comes; else the
+	 * runtime's own record (TRC_EXIT_SELF; the latest), kept pending until the end of the
+	 * export (or of the file, for --split-size), since a waited-for one may follow. */
+	bool exit_done, exit_pending;
+	struct dump__pf_seq *exit_seq; /* the pending record's stream */
+	uint64_t exit_ts;
+	uint32_t exit_status, exit_flags;
 };
 
 struct dump__pf {
@@ -997,6 +1006,50 @@ static inline __attribute__((always_inline)) bool dump__pf_hot(struct dump__pf *
 	return false;
 }
 
+/* Process pr's exit instant, on its track, from sequence s at ts: named as the summary says it
+ * ("exited with status 3", "killed by signal 9"), with the exit code (exit_code) or the
+ * signal (signal, and core_dumped) as debug annotations; "exited" alone when the status is not
+ * known. */
+static void dump__pf_exit(struct dump__pf *p, struct dump__pf_proc *pr, struct dump__pf_seq *s,
+			  uint64_t ts, uint32_t status, bool known)
+{
+	pr->exit_done = true;
+	int st = (int)status;
+	char b[48];
+	struct dump__pf_ev e = {.type = PF_TYPE_INSTANT, .track = pr->track, .name = b};
+	if (known && WIFEXITED(st)) {
+		e.name_len = (size_t)snprintf(b, sizeof(b), "exited with status %d", WEXITSTATUS(st));
+		e.has_value = true;
+		e.value = WEXITSTATUS(st);
+		e.annot = "exit_code";
+	} else if (known && WIFSIGNALED(st)) {
+		e.name_len = (size_t)snprintf(b, sizeof(b), "killed by signal %d", WTERMSIG(st));
+		e.has_value = true;
+		e.value = WTERMSIG(st);
+		e.annot = "signal";
+		if (WCOREDUMP(st))
+			e.flag = "core_dumped";
+	} else {
+		e.name_len = (size_t)snprintf(b, sizeof(b), "exited");
+	}
+	size_t pk = dump__pf_begin_seq(p, s, ts);
+	dump__pf_event_body(p, pk, &e);
+}
+
+/* The exits still pending (a process whose runtime said it exited, and trace-run did not):
+ * written now, at their times. */
+static void dump__pf_pending_exits(struct dump__pf *p)
+{
+	for (size_t i = 0; i < p->n_procs; i++) {
+		struct dump__pf_proc *pr = &p->procs[i];
+		if (pr->exit_pending && !pr->exit_done) {
+			pr->exit_pending = false;
+			dump__pf_exit(p, pr, pr->exit_seq, pr->exit_ts, pr->exit_status,
+				      pr->exit_flags & TRC_EXIT_STATUS);
+		}
+	}
+}
+
 static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsigned sidx,
 						      const struct trc_record *rec)
 {
@@ -1127,26 +1180,33 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 		dump__pf_event_body(p, pk, &e);
 		break;
 	}
-	case TRC_REC_EXIT:
+	case TRC_REC_EXIT: {
+		struct dump__pf_proc *pr = dump__pf_proc(p, rec->exit.pid);
+		if (!pr || pr->exit_done)
+			break;
+		if (rec->exit.flags & TRC_EXIT_SELF) {
+			if (!pr->exit_pending || rec->ts_ns >= pr->exit_ts) {
+				pr->exit_pending = true;
+				pr->exit_seq = s;
+				pr->exit_ts = rec->ts_ns;
+				pr->exit_status = rec->exit.status;
+				pr->exit_flags = rec->exit.flags;
+			}
+			break;
+		}
+		pr->exit_pending = false;
+		dump__pf_exit(p, pr, s, rec->ts_ns, rec->exit.status, true);
+		break;
+	}
 	case TRC_REC_NOTE: {
-		uint32_t ep = rec->type == TRC_REC_EXIT ? rec->exit.pid
-							: trcfile_reader_header(p->r)->pid;
-		struct dump__pf_proc *pr = dump__pf_proc(p, ep);
+		struct dump__pf_proc *pr = dump__pf_proc(p, trcfile_reader_header(p->r)->pid);
 		if (!pr)
 			break;
 		size_t pk = dump__pf_begin(p, sidx, rec->ts_ns);
 		e.type = PF_TYPE_INSTANT;
 		e.track = pr->track;
-		if (rec->type == TRC_REC_EXIT) {
-			e.name = "exit";
-			e.name_len = 4;
-			e.has_value = true;
-			e.value = rec->exit.status;
-			e.annot = "status";
-		} else {
-			e.name = rec->note.text;
-			e.name_len = rec->note.len;
-		}
+		e.name = rec->note.text;
+		e.name_len = rec->note.len;
 		dump__pf_event_body(p, pk, &e);
 		break;
 	}
@@ -1246,6 +1306,7 @@ static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
 static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 {
 	uint64_t t = p->last_ts;
+	dump__pf_pending_exits(p);
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		for (uint64_t d = p->seqs[s].depth; d; d--) {
 			size_t pk = dump__pf_begin(p, s, t);
@@ -1405,6 +1466,7 @@ static int dump__pf_multi(char *const *paths, unsigned n, const char *out)
 		goto out;
 	}
 	/* Spans still open: closed at their trace's last timestamp. */
+	dump__pf_pending_exits(p);
 	for (unsigned i = 0; i < n; i++) {
 		dump__pf_select(p, &m, base, i);
 		dump__pf_close_open(p, last[i]);
@@ -1563,6 +1625,7 @@ int dump_perfetto_main(int argc, char **argv)
 		goto out;
 	}
 	/* Spans still open: closed at the last timestamp written. */
+	dump__pf_pending_exits(p);
 	dump__pf_close_open(p, p->last_ts);
 	dump__pf_flush(p);
 	if (dump_outfile_close(&of))
