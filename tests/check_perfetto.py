@@ -303,6 +303,8 @@ def main():
     summary = json.load(open(sys.argv[2])) if sys.argv[2] != "-" else None
     seqs = {}  # id -> {"names": {iid: name}, "ts": last, "track": default}
     tracks = {}  # uuid -> descriptor
+    thread_uuids = {}  # "pid/tid" -> {uuid}
+    thread_names = {}  # uuid -> [every name its descriptors gave, in order]
     procs_described = {}
     slices = {}  # name -> [durations]
     unfinished = {}  # name -> count
@@ -349,6 +351,11 @@ def main():
         if td:
             uuid = one(td, "uuid")
             tracks[uuid] = td
+            th = one(td, "thread")
+            if th:
+                k = "%d/%d" % (one(th, "pid"), one(th, "tid"))
+                thread_uuids.setdefault(k, set()).add(uuid)
+                thread_names.setdefault(uuid, []).append(one(th, "thread_name"))
             p = one(td, "process")
             if p:
                 pid = one(p, "pid")
@@ -433,6 +440,15 @@ def main():
     for t, s in stacks.items():
         if s:
             fail("track %d: slices never ended: %r" % (t, s))
+    # one track per thread for the whole trace (an exec renames it, never a second track)
+    for k, us in thread_uuids.items():
+        if len(us) != 1:
+            fail("thread %s has %d tracks %r: one a thread" % (k, len(us), sorted(us)))
+    # a thread's track is named from the start with its name when the trace knows one:
+    # "tid N" then renamed is a placeholder the trace did not need
+    for u, names in thread_names.items():
+        if len(names) > 1 and re.match(r"^tid \d+$", names[0] or ""):
+            fail("thread track %d first named %r, then %r" % (u, names[0], names[1:]))
 
     if summary is None:
         print(json.dumps({"events": events, "cut": cut, "pieces": pieces,
@@ -495,14 +511,16 @@ def main():
              (lost, summary["events_lost"], summary["rss_ticks_skipped"]))
 
     threads = {}
-    for t in tracks.values():
-        th = one(t, "thread")
-        if th:
-            threads["%d/%d" % (one(th, "pid"), one(th, "tid"))] = one(th, "thread_name")
-    for th in summary["threads"]:
-        k = "%d/%d" % (th["pid"], th["tid"])
-        if th["name"] and threads.get(k) != th["name"]:
-            fail("thread %s named %r, summary %r" % (k, threads.get(k), th["name"]))
+    for k, us in thread_uuids.items():
+        threads[k] = thread_names[min(us)][-1]
+    # one thread track per summary thread, named as the summary names it
+    sum_threads = {"%d/%d" % (th["pid"], th["tid"]): th["name"] for th in summary["threads"]}
+    if sorted(threads) != sorted(sum_threads):
+        fail("thread tracks %r; the summary's threads %r" % (sorted(threads),
+                                                             sorted(sum_threads)))
+    for k, name in sum_threads.items():
+        if name and threads.get(k) != name:
+            fail("thread %s named %r, summary %r" % (k, threads.get(k), name))
     cmdlines = {}
     for t in tracks.values():
         p = one(t, "process")
@@ -543,6 +561,7 @@ def main():
         "counters": {n: [vs for _, vs in lst] for n, lst in by_counter.items()},
         "counter_tracks": counter_tracks,
         "threads": threads,
+        "thread_tracks": len(thread_names),
         "processes": {str(k): v for k, v in procs_described.items()},
         "cmdlines": {str(k): v for k, v in cmdlines.items()},
     }, sort_keys=True))

@@ -201,6 +201,12 @@ struct dump__pf_seq {
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
 	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
+	/* Thread streams: the first stream of the trace with this (pid, tid), which owns the
+	 * thread's track (a fork and an exec give one thread two streams, one track); whether
+	 * the owner's track is described yet (on first use, with the name known then). */
+	bool thread;
+	unsigned owner;
+	bool described;
 	uint64_t depth; /* open slices, at most DUMP__PF_MAX_DEPTH */
 	uint64_t over; /* begins past DUMP__PF_MAX_DEPTH still open: left out, with their ends */
 	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
@@ -266,6 +272,7 @@ struct dump__pf {
 	/* --split-size: the descriptors written so far (replayed at the start of each file) */
 	struct pb_buf desc_log;
 	bool replaying;
+	bool splitting; /* dump__pf_split is beginning the open slices again */
 };
 
 /* ---- packets --------------------------------------------------------------------------- */
@@ -479,12 +486,19 @@ static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint6
 	return *slot;
 }
 
+static void dump__pf_close_shared(struct dump__pf *p, const struct dump__pf_seq *s,
+				  uint64_t ts);
+static void dump__pf_thread_track(struct dump__pf *p, unsigned sidx, const char *name,
+				  uint32_t len);
+
 /* Starts a packet of sequence s at ts: the sequence's first packet first (if needed), then
  * the new packet's header (timestamp, sequence). Returns the packet's mark. */
 static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts)
 {
 	struct pb_buf *b = &p->pkt;
 	if (!s->started) {
+		if (s->thread && !p->splitting)
+			dump__pf_close_shared(p, s, ts);
 		s->started = true;
 		if (!s->id)
 			dump__pf_seq_set_id(s, p->next_seq_id++);
@@ -692,6 +706,30 @@ static void dump__pf_event_body(struct dump__pf *p, size_t pk, const struct dump
 	pb_close(b, te);
 	pb_close(b, pk);
 	dump__pf_emit(p);
+}
+
+/* Slices still open on stream sidx: closed at ts (flagged unfinished), counted. */
+static void dump__pf_close_stream(struct dump__pf *p, unsigned sidx, uint64_t ts)
+{
+	p->seqs[sidx].over = 0; /* left out: nothing to close */
+	for (; p->seqs[sidx].depth; p->seqs[sidx].depth--) {
+		size_t pk = dump__pf_begin(p, sidx, ts);
+		struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
+		dump__pf_event_body(p, pk, &e);
+		p->closed_at_end++;
+	}
+}
+
+/* Thread stream s starts at ts: what another stream of its thread (the image before an
+ * exec) left open on their shared track ends there, as unfinished: that stream has ended,
+ * and its slices must not enclose the new one's. */
+static void dump__pf_close_shared(struct dump__pf *p, const struct dump__pf_seq *s, uint64_t ts)
+{
+	for (unsigned k = 0; k < p->n_streams; k++) {
+		struct dump__pf_seq *o = &p->seqs[k];
+		if (o != s && o->thread && o->owner == s->owner && o->started && o->depth)
+			dump__pf_close_stream(p, k, ts);
+	}
 }
 
 /* pb_varint_size and pb_put_varint with the one-byte case (most deltas, ids and iids) first. */
@@ -1057,6 +1095,17 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 	uint32_t pid = s->pid;
 	if (rec->ts_ns > p->last_ts)
 		p->last_ts = rec->ts_ns;
+	if (s->thread && !p->seqs[s->owner].described) {
+		/* The thread's first record: a THREAD record of its own (the one at the start of
+		 * its stream) names its track from the start. */
+		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, sidx);
+		bool own = rec->type == TRC_REC_THREAD && rec->thread.pid == si->pid &&
+			   rec->thread.tid == si->tid && rec->thread.name_len;
+		dump__pf_thread_track(p, sidx, own ? rec->thread.name : NULL,
+				      own ? rec->thread.name_len : 0);
+		if (own)
+			return;
+	}
 	/* The hot paths of spans: a begin whose name is interned (by id), an end that closes an
 	 * open slice. */
 	if (rec->type == TRC_REC_SPAN_BEGIN && rec->span.name_id < s->name_cap) {
@@ -1211,17 +1260,16 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 		break;
 	}
 	case TRC_REC_THREAD: {
-		/* A rename (or a thread the prologue could not name): its track again. */
-		struct dump__pf_proc *pr = dump__pf_proc(p, rec->thread.pid);
-		if (!pr)
-			break;
+		/* A name for a thread (its first, or a rename: an exec, a prctl): its track's
+		 * descriptor, once for the thread however many streams it has. */
 		for (unsigned k = 0; k < p->n_streams; k++) {
 			const struct trcfile_stream_info *ti = trcfile_reader_stream(p->r, k);
-			if (ti->kind == TRC_STREAM_THREAD && ti->pid == rec->thread.pid &&
-			    ti->tid == rec->thread.tid)
-				dump__pf_descriptor(p, p->seqs[k].track, pr->track,
-						    rec->thread.name, rec->thread.name_len, pr,
-						    NULL, 0, rec->thread.tid, -1);
+			if (!p->seqs[k].thread || ti->pid != rec->thread.pid ||
+			    ti->tid != rec->thread.tid)
+				continue;
+			if (!p->seqs[p->seqs[k].owner].described || rec->thread.name_len)
+				dump__pf_thread_track(p, k, rec->thread.name, rec->thread.name_len);
+			break;
 		}
 		break;
 	}
@@ -1235,6 +1283,28 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 		break;
 	}
 	}
+}
+
+/* The track of thread stream sidx's thread (its owner's), described: named name (len) when
+ * given, else as the trace's metadata names it, else "tid N" (as in the summary and pprof). */
+static void dump__pf_thread_track(struct dump__pf *p, unsigned sidx, const char *name,
+				  uint32_t len)
+{
+	unsigned k = p->seqs[sidx].owner;
+	struct dump__pf_seq *o = &p->seqs[k];
+	const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, k);
+	struct dump__pf_proc *pr = dump__pf_proc(p, o->pid);
+	if (!pr)
+		return;
+	o->described = true;
+	if (!name || !len)
+		name = trcfile_reader_thread_name(p->r, si->pid, si->tid, &len);
+	char unnamed[24];
+	if (!name || !len) {
+		len = (uint32_t)snprintf(unnamed, sizeof(unnamed), "tid %u", si->tid);
+		name = unnamed;
+	}
+	dump__pf_descriptor(p, o->track, pr->track, name, len, pr, NULL, 0, si->tid, -1);
 }
 
 /* The trace's clock snapshot, then a track for every process and thread of the streams. */
@@ -1279,17 +1349,19 @@ static void dump__pf_tracks(struct dump__pf *p)
 			p->seqs[s].track = pr->track;
 			continue;
 		}
-		p->seqs[s].track = p->next_uuid++;
-		uint32_t len = 0;
-		const char *name = trcfile_reader_thread_name(p->r, si->pid, si->tid, &len);
-		/* A thread the trace does not name is "tid N", as in the summary and pprof. */
-		char unnamed[24];
-		if (!name) {
-			len = (uint32_t)snprintf(unnamed, sizeof(unnamed), "tid %u", si->tid);
-			name = unnamed;
+		/* One track per thread: a later stream of the same (pid, tid) shares the first's.
+		 * Described on first use (dump__pf_thread_track), with the name known then. */
+		p->seqs[s].thread = true;
+		p->seqs[s].owner = s;
+		for (unsigned k = 0; k < s; k++) {
+			const struct trcfile_stream_info *sk = trcfile_reader_stream(p->r, k);
+			if (p->seqs[k].thread && sk->pid == si->pid && sk->tid == si->tid) {
+				p->seqs[s].owner = k;
+				break;
+			}
 		}
-		dump__pf_descriptor(p, p->seqs[s].track, pr->track, name, len, pr, NULL, 0, si->tid,
-				    -1);
+		p->seqs[s].track = p->seqs[s].owner == s ? p->next_uuid++
+							 : p->seqs[p->seqs[s].owner].track;
 	}
 }
 
@@ -1330,8 +1402,10 @@ static int dump__pf_split(struct dump__pf *p, struct dump_outfile *of)
 			memset(q->name_iid, 0, q->name_cap * sizeof(*q->name_iid));
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		uint32_t pid = si->pid ? si->pid : trcfile_reader_header(p->r)->pid;
+		p->splitting = true;
 		for (uint64_t d = 0; d < q->depth; d++)
 			dump__pf_slice_begin(p, s, t, pid, q->stack[d], "continued");
+		p->splitting = false;
 	}
 	return 0;
 }
@@ -1396,13 +1470,10 @@ static void dump__pf_notes(const struct dump__pf *p)
 static void dump__pf_close_open(struct dump__pf *p, uint64_t ts)
 {
 	for (unsigned s = 0; s < p->n_streams; s++) {
-		p->seqs[s].over = 0; /* left out: nothing to close */
-		for (; p->seqs[s].depth; p->seqs[s].depth--) {
-			size_t pk = dump__pf_begin(p, s, ts);
-			struct dump__pf_ev e = {.type = PF_TYPE_END, .flag = "unfinished"};
-			dump__pf_event_body(p, pk, &e);
-			p->closed_at_end++;
-		}
+		if (p->seqs[s].thread && !p->seqs[p->seqs[s].owner].described &&
+		    trcfile_reader_stream(p->r, s)->records)
+			dump__pf_thread_track(p, s, NULL, 0); /* a thread with no event shown */
+		dump__pf_close_stream(p, s, ts);
 	}
 }
 
