@@ -340,6 +340,11 @@ def main():
             fail("sequence %d needs incremental state before any clears it" % seq)
         if seq != 1 and seq not in seqs:
             fail("sequence %d: first packet does not clear the incremental state" % seq)
+        # trace_packet.proto: a sequence with TracePacketDefaults "requires that any future
+        # packet emitted on the same sequence specifies the SEQ_NEEDS_INCREMENTAL_STATE flag"
+        if seq != 1 and not flags & 1 and not flags & 2:
+            fail("sequence %d: a packet after the first without SEQ_NEEDS_INCREMENTAL_STATE" %
+                 seq)
         idata = one(pkt, "interned_data")
         if idata:
             for en in idata.get("event_names", []):

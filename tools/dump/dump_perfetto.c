@@ -148,6 +148,7 @@ enum {
 	PF_FIRST_ON_SEQ = 87,
 	/* sequence flags */
 	PF_SEQ_CLEARED = 1,
+	PF_SEQ_NEEDS_STATE = 2,
 	/* TrackEvent */
 	PF_TE_DEBUG = 4,
 	PF_TE_TYPE = 9,
@@ -197,7 +198,9 @@ struct dump__pf_seq {
 	uint32_t id; /* trusted_packet_sequence_id; 0 until its first packet */
 	bool started;
 	uint8_t hdr_len; /* bytes of hdr */
-	uint64_t hdr; /* the packet's trusted_packet_sequence_id field (tag, varint), byte 0 low */
+	/* The packet's trusted_packet_sequence_id field (tag, varint) and sequence_flags field
+	 * (SEQ_NEEDS_INCREMENTAL_STATE: 2 bytes), byte 0 low: at most 8 bytes. */
+	uint64_t hdr;
 	uint64_t last_ts; /* of the incremental clock */
 	uint64_t track; /* the default track: the thread's, or the process's */
 	uint32_t pid; /* the stream's process (the program's for META/RSS streams of pid 0) */
@@ -277,12 +280,15 @@ struct dump__pf {
 
 /* ---- packets --------------------------------------------------------------------------- */
 
-/* Gives sequence s its id (and the bytes of its id field, for the hot path). */
+/* Gives sequence s its id (and the bytes of its id and flags fields, for the hot path). */
 static void dump__pf_seq_set_id(struct dump__pf_seq *s, uint32_t id)
 {
 	uint8_t b[8] = {(PF_SEQ_ID << 3) | PB_VARINT};
 	s->id = id;
-	s->hdr_len = (uint8_t)(pb_put_varint(b + 1, id) - b);
+	uint8_t *q = pb_put_varint(b + 1, id);
+	*q++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
+	*q++ = PF_SEQ_NEEDS_STATE;
+	s->hdr_len = (uint8_t)(q - b);
 	s->hdr = 0;
 	for (unsigned i = 0; i < s->hdr_len; i++)
 		s->hdr |= (uint64_t)b[i] << (8 * i);
@@ -539,7 +545,11 @@ static size_t dump__pf_begin_seq(struct dump__pf *p, struct dump__pf_seq *s, uin
 		pb_uint(b, PF_TIMESTAMP, ts);
 		pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	}
+	/* Every packet after the first depends on the sequence's incremental state (its
+	 * defaults, the incremental clock, interned names): trace_packet.proto asks for the
+	 * flag on each. */
 	pb_uint(b, PF_SEQ_ID, s->id);
+	pb_uint(b, PF_SEQ_FLAGS, PF_SEQ_NEEDS_STATE);
 	return pk;
 }
 
@@ -769,8 +779,8 @@ dump__pf_fast_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts, unsig
 	size_t tel = 2 + (iid ? 1 + dump__pf_varint_size(iid) : 0) +
 		     (track ? 1 + dump__pf_varint_size(track) : 0) +
 		     (has_value ? dump__pf_counter_value_size(value) : 0);
-	size_t pkl = 1 + dump__pf_varint_size(dt) + 1 + dump__pf_varint_size(seq) + 2 + tel;
-	/* Packet and header fit in 127 bytes (at most 1+10+1+5+2+2+11+11+12): the packet's
+	size_t pkl = 1 + dump__pf_varint_size(dt) + 1 + dump__pf_varint_size(seq) + 2 + 2 + tel;
+	/* Packet and header fit in 127 bytes (at most 1+10+1+5+2+2+2+11+11+12): the packet's
 	 * length is one byte, and so is the track event's. */
 	uint8_t *o = dump__pf_room(p, 2 + pkl);
 	*o++ = (PF_TRACE_PACKET << 3) | PB_LEN;
@@ -779,6 +789,8 @@ dump__pf_fast_seq(struct dump__pf *p, struct dump__pf_seq *s, uint64_t ts, unsig
 	o = dump__pf_put_varint(o, dt);
 	*o++ = (PF_SEQ_ID << 3) | PB_VARINT;
 	o = dump__pf_put_varint(o, seq);
+	*o++ = (PF_SEQ_FLAGS << 3) | PB_VARINT;
+	*o++ = PF_SEQ_NEEDS_STATE;
 	*o++ = PF_TE_TRACK_EVENT_TAG;
 	*o++ = (uint8_t)tel;
 	*o++ = (PF_TE_TYPE << 3) | PB_VARINT;
