@@ -306,6 +306,7 @@ def main():
     thread_uuids = {}  # "pid/tid" -> {uuid}
     thread_names = {}  # uuid -> [every name its descriptors gave, in order]
     procs_described = {}
+    clocks = {}  # the trace's clock snapshot: clock id -> timestamp
     slices = {}  # name -> [durations]
     unfinished = {}  # name -> count
     cut_by_loss = {}  # name -> count: open when their thread lost events (FORMAT.md)
@@ -352,6 +353,13 @@ def main():
                 if iid in st["names"]:
                     fail("sequence %d: iid %d interned twice" % (seq, iid))
                 st["names"][iid] = one(en, "name")
+        if seq == 1 and one(pkt, "clock_snapshot"):
+            for c in one(pkt, "clock_snapshot").get("clocks", []):
+                cid = one(c, "clock_id")
+                if cid not in (1, 3):
+                    fail("the trace's clock snapshot declares clock %r: the file knows only "
+                         "MONOTONIC (3) and REALTIME (1)" % cid)
+                clocks[cid] = one(c, "timestamp")
         td = one(pkt, "track_descriptor")
         if td:
             uuid = one(td, "uuid")
@@ -565,6 +573,7 @@ def main():
         "instants": [[i["name"], i["args"]] for i in instants],
         "counters": {n: [vs for _, vs in lst] for n, lst in by_counter.items()},
         "counter_tracks": counter_tracks,
+        "clocks": {str(k): v for k, v in clocks.items()},
         "threads": threads,
         "thread_tracks": len(thread_names),
         "processes": {str(k): v for k, v in procs_described.items()},

@@ -70,6 +70,9 @@ Test(perfetto, small_trace_decodes_and_agrees_with_summary, .timeout = 60)
 	tp_has(r, "[\"exited with status 3\", {\"exit_code\": 3}]");
 	tp_has(r, "\"exits\": {\"4242\": [\"exited with status 3\"]}");
 	tp_has(r, "[\"recorder: all good\", {}]");
+	/* The clocks the header knows, at the start of recording: MONOTONIC and REALTIME (its
+	 * anchor), no BOOTTIME. */
+	tp_has(r, "\"clocks\": {\"1\": 1700000000123456789, \"3\": 1000000000}");
 	tp_has(r, "\"queue\": [[10, 3, -4]]");
 	tp_has(r, "\"queue\": [\"4242/4242\"]");
 	tp_has(r, "\"heap live bytes\": [[64, 192, 4288, 4224, 4480, 4352]]");

@@ -116,7 +116,11 @@ static const char dump__perfetto_help[] =
 	"  RSS                counter tracks 'RSS' (buffers excluded) and 'RSS trace buffers'\n"
 	"                     per sampled process\n"
 	"  lost records       instants on the thread that lost them; exit, notes: instants\n"
-	"Timestamps are CLOCK_MONOTONIC nanoseconds, as recorded.\n"
+	"Timestamps are CLOCK_MONOTONIC nanoseconds, as recorded; the clock snapshot gives\n"
+	"CLOCK_REALTIME at the start too, and no BOOTTIME (the file does not record it).\n"
+	"To line it up with a system trace of the same boot (traced: its snapshots relate\n"
+	"BOOTTIME to MONOTONIC), open the two as one archive: tar cf both.tar sys.pftrace\n"
+	"OUT, in ui.perfetto.dev or trace_processor, which merge an archive's files.\n"
 	"Several FILEs (from one or many hosts): one trace, merged and timed on\n"
 	"CLOCK_REALTIME (each FILE's start of recording on both clocks lines them up);\n"
 	"trace N's pids and tids shown as pid + N x 10000000 (N from 1, in the order\n"
@@ -165,7 +169,6 @@ enum {
 	/* clocks */
 	PF_CLOCK_REALTIME = 1,
 	PF_CLOCK_MONOTONIC = 3,
-	PF_CLOCK_BOOTTIME = 6,
 	PF_CLOCK_SEQ = 64,
 	/* counter units */
 	PF_UNIT_COUNT = 2,
@@ -1329,17 +1332,25 @@ static void dump__pf_clock(struct dump__pf *p, uint64_t t0)
 	pb_uint(b, PF_TIMESTAMP_CLOCK_ID, p->clock);
 	pb_uint(b, PF_SEQ_ID, 1);
 	size_t cs = pb_open(b, PF_CLOCK_SNAPSHOT);
-	/* The output has one clock domain, CLOCK_MONOTONIC (CLOCK_REALTIME for several FILEs):
-	 * it is the trace clock, and BOOTTIME (Perfetto's default) is pinned to it so either
-	 * reads the same. */
+	/* Only the clocks the file knows: the trace clock, CLOCK_MONOTONIC (CLOCK_REALTIME for
+	 * several FILEs), and for one FILE CLOCK_REALTIME at the same moment, from the header's
+	 * anchor (start_realtime_ns - start_mono_ns). The header has no BOOTTIME (FORMAT.md):
+	 * declaring it equal to MONOTONIC would be off by the machine's time in suspend and
+	 * contradict a system trace's own snapshots when the two are merged; left out, trace
+	 * processor converts through the clocks given (a system trace relates MONOTONIC to
+	 * BOOTTIME itself). */
 	size_t c = pb_open(b, 1);
 	pb_uint(b, 1, p->clock);
 	pb_uint(b, 2, t0);
 	pb_close(b, c);
-	c = pb_open(b, 1);
-	pb_uint(b, 1, PF_CLOCK_BOOTTIME);
-	pb_uint(b, 2, t0);
-	pb_close(b, c);
+	int64_t anchor = 0, start_rt = 0;
+	if (p->clock == PF_CLOCK_MONOTONIC && trcfile_reader_header(p->r)->start_realtime_ns &&
+	    dump_anchor(p->r, &anchor, &start_rt) == 0 && dump_realtime(t0, anchor) > 0) {
+		c = pb_open(b, 1);
+		pb_uint(b, 1, PF_CLOCK_REALTIME);
+		pb_uint(b, 2, (uint64_t)dump_realtime(t0, anchor));
+		pb_close(b, c);
+	}
 	pb_uint(b, 2, p->clock);
 	pb_close(b, cs);
 	pb_close(b, pk);
