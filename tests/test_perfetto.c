@@ -2,7 +2,8 @@
  *
  * Purpose: the export is only right if Perfetto's schema reads it as meant. Each test writes a
  * trace with the file writer, exports it, decodes the output with `protoc --decode` against
- * tests/perfetto_trace.proto (Perfetto's field numbers, copied), and replays the packets with
+ * tests/perfetto_trace.proto (Perfetto's field numbers, copied; or Perfetto's complete schema,
+ * the file $TRC_PERFETTO_PROTO names, see tp_decode), and replays the packets with
  * tests/check_perfetto.py (sequences, interning, incremental clock, slice stacks), which also
  * checks names, counts and values against `trace-dump summary --json`. The tests then check
  * the exact values of the small fixed trace (test_trcfile_util.h) that the checker reports.
@@ -12,10 +13,29 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "test_trcfile_util.h"
+
+/* The command that decodes a Perfetto trace on stdin to text: protoc against the schema the
+ * tests read the output with, tests/perfetto_trace.proto (the subset of Perfetto's schema the
+ * export writes), or the file $TRC_PERFETTO_PROTO names: Perfetto's complete amalgamated
+ * schema, protos/perfetto/trace/perfetto_trace.proto of github.com/google/perfetto (then
+ * tp_export_check also requires the subset to decode alike). */
+static const char *tp_decode(void)
+{
+	static char cmd[PATH_MAX * 2 + 64];
+	const char *full = getenv("TRC_PERFETTO_PROTO");
+	if (!full || !*full)
+		return "protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto";
+	const char *slash = strrchr(full, '/');
+	int dl = !slash ? 1 : slash == full ? 1 : (int)(slash - full);
+	snprintf(cmd, sizeof(cmd), "protoc --decode=perfetto.protos.Trace -I'%.*s' '%s'", dl,
+		 slash ? full : ".", full);
+	return cmd;
+}
 
 /* Exports dir/in.trc with extra perfetto options, decodes it and runs the checker; returns the
  * checker's JSON report (asserts on any failure, with its message). */
@@ -25,10 +45,17 @@ static char *tp_export_check(const char *dir, const char *opts)
 	int rc = tu_sh("%s/bin/trace-dump perfetto %s '%s/in.trc' -o '%s/out.pb' 2>'%s/err'", td,
 		       opts, dir, dir, dir);
 	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tu_slurp_text(dir, "err"));
-	rc = tu_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
-		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
-		   dir, dir, dir);
+	rc = tu_sh("%s < '%s/out.pb' > '%s/out.txt' 2>'%s/err'", tp_decode(), dir, dir, dir);
 	cr_assert_eq(rc, 0, "protoc refused the output: %s", tu_slurp_text(dir, "err"));
+	if (getenv("TRC_PERFETTO_PROTO")) {
+		/* The complete schema given: the subset must read the output exactly as it does
+		 * (same names, same numbers, no field the subset lacks). */
+		rc = tu_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+			   "< '%s/out.pb' | cmp -s - '%s/out.txt'",
+			   dir, dir);
+		cr_assert_eq(rc, 0, "tests/perfetto_trace.proto decodes the output otherwise than "
+				    "$TRC_PERFETTO_PROTO");
+	}
 	rc = tu_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", td, dir, dir);
 	cr_assert_eq(rc, 0);
 	rc = tu_sh("python3 tests/check_perfetto.py '%s/out.txt' '%s/sum.json' > '%s/check' 2>&1",
@@ -207,9 +234,8 @@ Test(perfetto, from_to_slice_the_trace, .timeout = 60)
 	/* parse begins at 1100, 1460, 2020 ns: from 1200 to 2100 keeps the last two begins. */
 	int rc =
 		tu_sh("%s/bin/trace-dump perfetto --from 1200ns --to 2100ns '%s' -o '%s/cut.pb' "
-		      "&& protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
-		      "< '%s/cut.pb' > '%s/cut.txt'",
-		      tu_build(), trc, dir, dir, dir);
+		      "&& %s < '%s/cut.pb' > '%s/cut.txt'",
+		      tu_build(), trc, dir, tp_decode(), dir, dir);
 	cr_assert_eq(rc, 0);
 	char *t = tu_slurp_text(dir, "cut.txt");
 	size_t begins = 0, ends = 0;
@@ -294,10 +320,7 @@ Test(perfetto, split_size_writes_whole_consecutive_traces, .timeout = 120)
 		if (n + 1 < 4)
 			cr_assert(st.st_size >= (1 << 20) && st.st_size < (1 << 20) + 4096,
 				  "%s: %lld bytes", f, (long long)st.st_size);
-		rc = tu_sh(
-			"protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
-			"< '%s' > '%s.txt' 2>'%s/err'",
-			f, f, dir);
+		rc = tu_sh("%s < '%s' > '%s.txt' 2>'%s/err'", tp_decode(), f, f, dir);
 		cr_assert_eq(rc, 0, "%s: %s", f, tu_slurp_text(dir, "err"));
 		ll += (size_t)snprintf(list + ll, sizeof(list) - ll, " '%s.txt'", f);
 	}
@@ -496,9 +519,7 @@ Test(perfetto, several_files_merge_on_realtime_labelled, .timeout = 120)
 		"2>$D/err && $X chrome $D/c.trc $D/b.trc $D/a.trc > $D/out.json 2>>$D/err",
 		td, dir);
 	cr_assert_eq(rc, 0, "%s", tu_slurp_text(dir, "err"));
-	rc = tu_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
-		   "< '%s/out.pb' > '%s/out.txt' 2>'%s/err'",
-		   dir, dir, dir);
+	rc = tu_sh("%s < '%s/out.pb' > '%s/out.txt' 2>'%s/err'", tp_decode(), dir, dir, dir);
 	cr_assert_eq(rc, 0, "protoc refused the output: %s", tu_slurp_text(dir, "err"));
 	rc = tu_sh("python3 tests/check_perfetto.py --multi '%s/out.txt' '%s/out.json'%s > "
 		   "'%s/check' 2>&1",
@@ -708,11 +729,10 @@ static char *tp_count_slices(const char *dir, const char *opts, unsigned long *b
 		       tu_build(), opts, dir, dir, dir);
 	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tu_slurp_text(dir, "err"));
 	rc = tu_sh(
-		"protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
-		"< '%s/out.pb' > '%s/out.txt' && (grep -c 'type: TYPE_SLICE_BEGIN' '%s/out.txt'; "
+		"%s < '%s/out.pb' > '%s/out.txt' && (grep -c 'type: TYPE_SLICE_BEGIN' '%s/out.txt'; "
 		"grep -c 'type: TYPE_SLICE_END' '%s/out.txt'; grep -c '\"unfinished\"' "
 		"'%s/out.txt'; true) > '%s/n'",
-		dir, dir, dir, dir, dir, dir);
+		tp_decode(), dir, dir, dir, dir, dir, dir);
 	cr_assert_eq(rc, 0);
 	char *n = tu_slurp_text(dir, "n"), *e;
 	*begins = strtoul(n, &e, 10);
