@@ -50,11 +50,13 @@ static char *tp_export_check(const char *dir, const char *opts)
 	if (getenv("TRC_PERFETTO_PROTO")) {
 		/* The complete schema given: the subset must read the output exactly as it does
 		 * (same names, same numbers, no field the subset lacks). */
-		rc = tu_sh("protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
-			   "< '%s/out.pb' | cmp -s - '%s/out.txt'",
-			   dir, dir);
-		cr_assert_eq(rc, 0, "tests/perfetto_trace.proto decodes the output otherwise than "
-				    "$TRC_PERFETTO_PROTO");
+		rc = tu_sh(
+			"protoc --decode=perfetto.protos.Trace -Itests tests/perfetto_trace.proto "
+			"< '%s/out.pb' | cmp -s - '%s/out.txt'",
+			dir, dir);
+		cr_assert_eq(rc, 0,
+			     "tests/perfetto_trace.proto decodes the output otherwise than "
+			     "$TRC_PERFETTO_PROTO");
 	}
 	rc = tu_sh("%s/bin/trace-dump summary --json '%s/in.trc' > '%s/sum.json'", td, dir, dir);
 	cr_assert_eq(rc, 0);
@@ -232,10 +234,9 @@ Test(perfetto, from_to_slice_the_trace, .timeout = 60)
 	cr_assert_eq(tu_write_plan(trc, &p, &o, 3), 0);
 	tu_plan_free(&p);
 	/* parse begins at 1100, 1460, 2020 ns: from 1200 to 2100 keeps the last two begins. */
-	int rc =
-		tu_sh("%s/bin/trace-dump perfetto --from 1200ns --to 2100ns '%s' -o '%s/cut.pb' "
-		      "&& %s < '%s/cut.pb' > '%s/cut.txt'",
-		      tu_build(), trc, dir, tp_decode(), dir, dir);
+	int rc = tu_sh("%s/bin/trace-dump perfetto --from 1200ns --to 2100ns '%s' -o '%s/cut.pb' "
+		       "&& %s < '%s/cut.pb' > '%s/cut.txt'",
+		       tu_build(), trc, dir, tp_decode(), dir, dir);
 	cr_assert_eq(rc, 0);
 	char *t = tu_slurp_text(dir, "cut.txt");
 	size_t begins = 0, ends = 0;
@@ -728,11 +729,10 @@ static char *tp_count_slices(const char *dir, const char *opts, unsigned long *b
 	int rc = tu_sh("%s/bin/trace-dump perfetto %s '%s/in.trc' -o '%s/out.pb' 2>'%s/err'",
 		       tu_build(), opts, dir, dir, dir);
 	cr_assert_eq(rc, 0, "trace-dump perfetto failed: %s", tu_slurp_text(dir, "err"));
-	rc = tu_sh(
-		"%s < '%s/out.pb' > '%s/out.txt' && (grep -c 'type: TYPE_SLICE_BEGIN' '%s/out.txt'; "
-		"grep -c 'type: TYPE_SLICE_END' '%s/out.txt'; grep -c '\"unfinished\"' "
-		"'%s/out.txt'; true) > '%s/n'",
-		tp_decode(), dir, dir, dir, dir, dir, dir);
+	rc = tu_sh("%s < '%s/out.pb' > '%s/out.txt' && (grep -c 'type: TYPE_SLICE_BEGIN' "
+		   "'%s/out.txt'; grep -c 'type: TYPE_SLICE_END' '%s/out.txt'; grep -c "
+		   "'\"unfinished\"' '%s/out.txt'; true) > '%s/n'",
+		   tp_decode(), dir, dir, dir, dir, dir, dir);
 	cr_assert_eq(rc, 0);
 	char *n = tu_slurp_text(dir, "n"), *e;
 	*begins = strtoul(n, &e, 10);

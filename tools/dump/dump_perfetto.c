@@ -4,36 +4,42 @@
  * (repeated TracePacket packet = 1) written packet by packet as the merge produces records,
  * with the encoding Perfetto's own SDK uses to keep events small:
  *   - one packet sequence per stream, and one per counter track, so that no event names its
- *     track; trusted_packet_sequence_id 1 holds the track descriptors and the trace's clock
- *     snapshot, the others are numbered from 2 in order of first use (the first 126 used take
- *     one byte in every packet, however many threads the trace has);
+ *     track (a thread with two streams, a fork's and then its exec's, has one track, which
+ *     both sequences default to); trusted_packet_sequence_id 1 holds the track descriptors
+ *     and the trace's clock snapshot (CLOCK_MONOTONIC and, from the header's anchor,
+ *     CLOCK_REALTIME: the file has no BOOTTIME), the others are numbered from 2 in order of
+ *     first use (the first 126 used take one byte in every packet, however many threads the
+ *     trace has);
  *   - each sequence starts with a packet that clears the incremental state and sets the
  *     sequence's defaults: timestamps on clock 64, a sequence-scoped incremental clock
  *     (ClockSnapshot.Clock.is_incremental) pinned to CLOCK_MONOTONIC at that packet, and the
  *     stream's thread track (the counter track) as the default track; later packets carry
  *     the delta from the previous packet of the sequence (a timestamp that goes backwards is
  *     written absolute on CLOCK_MONOTONIC instead, which leaves the incremental clock where
- *     it was). They carry no SEQ_NEEDS_INCREMENTAL_STATE: trace processor reads that flag
- *     only to drop packets of a sequence whose state is lost, which a file never has;
+ *     it was). Each carries SEQ_NEEDS_INCREMENTAL_STATE: trace_packet.proto requires it of
+ *     every packet after a sequence's TracePacketDefaults (2 bytes; no packet free of the
+ *     sequence's state would be shorter);
  *   - event names are interned per sequence (InternedData.event_names, iids from 1 in order of
  *     first use), sent in the packet that first uses them;
  *   - each counter value is the shorter of counter_value (an int64 varint: 10 bytes for any
  *     negative value) and double_counter_value (8 bytes) that holds it exactly: a double for
  *     negative values and values from 2^56 whose bits span at most 53, a varint otherwise
  *     (trace processor keeps both as doubles; the file keeps every value exact).
- * So an event is its packet's tag and length, the time delta, the sequence id, the track
- * event's tag and length and its type (10 bytes with 1-byte deltas), plus 2 for a slice
+ * So an event is its packet's tag and length, the time delta, the sequence id and flag, the
+ * track event's tag and length and its type (12 bytes with 1-byte deltas), plus 2 for a slice
  * begin's name and 3 or more for a counter's value (see README for measured figures).
  *
- * Why not fewer (issue 15's 12 bytes an event, measured against the bench=dump trace): none
- * of those fields can go. Trace processor refuses a track event with no sequence id, no
- * timestamp, or neither a type nor a legacy phase (a LegacyEvent costs more than the type),
+ * Why not fewer (measured against the bench=dump trace; the figures below leave out the
+ * flag, which adds its 2 bytes an event to every layout alike): none of those fields can go.
+ * Trace processor refuses a track event with no sequence id, no timestamp, or neither a type
+ * nor a legacy phase (a LegacyEvent costs more than the type),
  * and a counter event with neither counter_value nor double_counter_value; the sequence's
  * defaults, interned names and incremental clock all need the sequence id; TrackEvent has
  * no field for a counter but those two (no zigzag: a negative value is 10 bytes either way,
  * counting the tag); a coarser clock unit would round the times. What is left to choose is
  * which sequence an event goes on. Modelled on the bench trace (its generator replayed,
- * bytes a field summed; 5 M / 100 M events): this layout 12.002 / 12.475 (what it writes);
+ * bytes a field summed; 5 M / 100 M events): this layout 12.002 / 12.475 (with the flag,
+ * what it writes: 14.002 / 14.475);
  * counters on their thread's sequence, naming their track (2 bytes) 12.081 / 12.554;
  * counter tracks incremental (is_incremental: a negative step is 10 bytes too) 12.148 /
  * 12.150; two threads to a sequence 12.650 / 13.124, all on one 12.935 / 13.408; and the
@@ -53,9 +59,15 @@
  *   rss                              counter tracks "RSS" (program, buffers excluded) and
  *                                    "RSS trace buffers" per sampled process
  *   lost                             an instant "lost N records (reason)" on the thread
- *   exit, note                       instants on the process track (of the program for notes)
+ *   exit                             one instant a process on its track, "exited with status
+ *                                    N" (exit_code) or "killed by signal N" (signal), by the
+ *                                    summary's rule: the status trace-run waited for, else
+ *                                    the runtime's own record
+ *   note                             instants on the program's process track
  *   thread, process                  TrackDescriptors (process: pid, cmdline, name once;
- *                                    thread: pid, tid, name, re-sent when renamed)
+ *                                    thread: pid, tid, name, one a (pid, tid) whatever its
+ *                                    streams, described on its first record with the name
+ *                                    known then, re-sent when renamed)
  * Balance follows trace-dump chrome: an end with no open span on its thread is dropped, spans
  * still open at the end (or at --to) are closed at the last timestamp written, with a debug
  * annotation unfinished = true.
@@ -80,7 +92,8 @@
  * its processes "HOST TRACE: name". Every stream of every trace is its own sequence.
  *
  * Schema: field numbers from Perfetto's protos/perfetto/trace/ (copied, with the version, in
- * tests/perfetto_trace.proto, which the tests decode the output with).
+ * tests/perfetto_trace.proto, which the tests decode the output with; they take Perfetto's
+ * complete schema too, see tests/test_perfetto.c).
  *
  * Threads: single-threaded.
  */
@@ -495,8 +508,7 @@ static uint64_t dump__pf_counter_track(struct dump__pf *p, uint64_t *slot, uint6
 	return *slot;
 }
 
-static void dump__pf_close_shared(struct dump__pf *p, const struct dump__pf_seq *s,
-				  uint64_t ts);
+static void dump__pf_close_shared(struct dump__pf *p, const struct dump__pf_seq *s, uint64_t ts);
 static void dump__pf_thread_track(struct dump__pf *p, unsigned sidx, const char *name,
 				  uint32_t len);
 
@@ -1071,7 +1083,8 @@ static void dump__pf_exit(struct dump__pf *p, struct dump__pf_proc *pr, struct d
 	char b[48];
 	struct dump__pf_ev e = {.type = PF_TYPE_INSTANT, .track = pr->track, .name = b};
 	if (known && WIFEXITED(st)) {
-		e.name_len = (size_t)snprintf(b, sizeof(b), "exited with status %d", WEXITSTATUS(st));
+		e.name_len =
+			(size_t)snprintf(b, sizeof(b), "exited with status %d", WEXITSTATUS(st));
 		e.has_value = true;
 		e.value = WEXITSTATUS(st);
 		e.annot = "exit_code";
@@ -1302,8 +1315,7 @@ static __attribute__((noinline)) void dump__pf_record(struct dump__pf *p, unsign
 
 /* The track of thread stream sidx's thread (its owner's), described: named name (len) when
  * given, else as the trace's metadata names it, else "tid N" (as in the summary and pprof). */
-static void dump__pf_thread_track(struct dump__pf *p, unsigned sidx, const char *name,
-				  uint32_t len)
+static void dump__pf_thread_track(struct dump__pf *p, unsigned sidx, const char *name, uint32_t len)
 {
 	unsigned k = p->seqs[sidx].owner;
 	struct dump__pf_seq *o = &p->seqs[k];
@@ -1383,8 +1395,8 @@ static void dump__pf_tracks(struct dump__pf *p)
 				break;
 			}
 		}
-		p->seqs[s].track = p->seqs[s].owner == s ? p->next_uuid++
-							 : p->seqs[p->seqs[s].owner].track;
+		p->seqs[s].track =
+			p->seqs[s].owner == s ? p->next_uuid++ : p->seqs[p->seqs[s].owner].track;
 	}
 }
 
