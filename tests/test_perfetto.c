@@ -391,6 +391,52 @@ Test(perfetto, forked_and_execed_processes_agree_with_summary, .timeout = 120)
 	tu_rm_rf(dir);
 }
 
+/* Exits by the summary's rule, one instant a process: the program's runtime says exit(1)
+ * (TRC_EXIT_SELF | TRC_EXIT_STATUS) and then trace-run waits for a SIGKILL with a core dump:
+ * the waited-for status counts; a process whose runtime did not know its status (SELF alone)
+ * "exited"; a process whose runtime said exit(4) and nothing else, that. */
+Test(perfetto, exits_follow_the_summary_rule, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	tu_add_name(&p.streams[0], 1, "work", 1000000000);
+	struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = 1000000100};
+	r.span.name_id = 1;
+	tu_add(&p.streams[1], &r);
+	r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 1000000200};
+	r.span.name_id = 1;
+	tu_add(&p.streams[1], &r);
+	static const struct {
+		uint32_t pid, status, flags;
+	} ex[] = {
+		{8, 0, TRC_EXIT_SELF},
+		{9, 4 << 8, TRC_EXIT_SELF | TRC_EXIT_STATUS},
+		{7, 1 << 8, TRC_EXIT_SELF | TRC_EXIT_STATUS},
+		{7, 9 | 0x80, 0},
+	};
+	for (size_t i = 0; i < sizeof(ex) / sizeof(ex[0]); i++) {
+		r = (struct trc_record){.type = TRC_REC_EXIT, .ts_ns = 1000000300 + 100 * i};
+		r.exit.pid = ex[i].pid;
+		r.exit.status = ex[i].status;
+		r.exit.flags = ex[i].flags;
+		tu_add(&p.streams[0], &r);
+	}
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 10), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, "");
+	tp_has(rep, "\"exits\": {\"7\": [\"killed by signal 9\"], \"8\": [\"exited\"], "
+		    "\"9\": [\"exited with status 4\"]}");
+	tp_has(rep, "[\"killed by signal 9\", {\"core_dumped\": true, \"signal\": 9}]");
+	tp_has(rep, "[\"exited\", {}]");
+	free(rep);
+	tu_rm_rf(dir);
+}
+
 /* The issue's crossed spans, BEGIN a, BEGIN b, END a, END b (at 0, 1.1, 2.2, 3.3 ms): one rule
  * in the summary, chrome and perfetto (an end closes the innermost open span): b = 1.1 ms,
  * a = 3.3 ms, two mismatched ends. */
