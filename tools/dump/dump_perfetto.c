@@ -750,6 +750,8 @@ static void dump__pf_close_stream(struct dump__pf *p, unsigned sidx, uint64_t ts
  * and its slices must not enclose the new one's. */
 static void dump__pf_close_shared(struct dump__pf *p, const struct dump__pf_seq *s, uint64_t ts)
 {
+	if (s < p->seqs || s >= p->seqs + p->n_streams)
+		return; /* another trace's (several FILEs: a pending exit written at the end) */
 	for (unsigned k = 0; k < p->n_streams; k++) {
 		struct dump__pf_seq *o = &p->seqs[k];
 		if (o != s && o->thread && o->owner == s->owner && o->started && o->depth)
