@@ -391,6 +391,42 @@ Test(perfetto, forked_and_execed_processes_agree_with_summary, .timeout = 120)
 	tu_rm_rf(dir);
 }
 
+/* Two streams of one thread (a fork's, then its exec's): one track; what the first left open
+ * ends, unfinished, where the second begins, so the second's slices are not nested in it; a
+ * thread the trace never names is "tid N", described once. */
+Test(perfetto, a_thread_of_two_streams_is_one_track, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 7, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 7, 7);
+	tu_add_name(&p.streams[0], 1, "before exec", 1000000000);
+	tu_add_name(&p.streams[0], 2, "after exec", 1000000000);
+	struct trc_record r = {.type = TRC_REC_SPAN_BEGIN, .ts_ns = 1000000100};
+	r.span.name_id = 1;
+	tu_add(&p.streams[1], &r);
+	r = (struct trc_record){.type = TRC_REC_SPAN_BEGIN, .ts_ns = 1000000300};
+	r.span.name_id = 2;
+	tu_add(&p.streams[2], &r);
+	r = (struct trc_record){.type = TRC_REC_SPAN_END, .ts_ns = 1000000400};
+	r.span.name_id = 2;
+	tu_add(&p.streams[2], &r);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 10), 0);
+	tu_plan_free(&p);
+	char *rep = tp_export_check(dir, "");
+	tp_has(rep, "\"thread_tracks\": 1,");
+	tp_has(rep, "\"threads\": {\"7/7\": \"tid 7\"}");
+	tp_has(rep, "\"unfinished\": {\"before exec\": 1}");
+	tp_has(rep, "\"nesting\": {}");
+	tp_has(rep, "\"slice_total_ns\": {\"after exec\": 100}");
+	free(rep);
+	tu_rm_rf(dir);
+}
+
 /* Exits by the summary's rule, one instant a process: the program's runtime says exit(1)
  * (TRC_EXIT_SELF | TRC_EXIT_STATUS) and then trace-run waits for a SIGKILL with a core dump:
  * the waited-for status counts; a process whose runtime did not know its status (SELF alone)

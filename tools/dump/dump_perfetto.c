@@ -226,6 +226,7 @@ struct dump__pf_seq {
 	bool thread;
 	unsigned owner;
 	bool described;
+	unsigned active; /* owner: its stream that started last (the one that may hold slices) */
 	uint64_t depth; /* open slices, at most DUMP__PF_MAX_DEPTH */
 	uint64_t over; /* begins past DUMP__PF_MAX_DEPTH still open: left out, with their ends */
 	uint64_t *stack; /* the intern keys of the open slices, outermost first (for splits) */
@@ -752,11 +753,13 @@ static void dump__pf_close_shared(struct dump__pf *p, const struct dump__pf_seq 
 {
 	if (s < p->seqs || s >= p->seqs + p->n_streams)
 		return; /* another trace's (several FILEs: a pending exit written at the end) */
-	for (unsigned k = 0; k < p->n_streams; k++) {
-		struct dump__pf_seq *o = &p->seqs[k];
-		if (o != s && o->thread && o->owner == s->owner && o->started && o->depth)
-			dump__pf_close_stream(p, k, ts);
-	}
+	/* A thread's streams follow one another: only the one that started last can hold
+	 * slices open on the track (its owner keeps which). */
+	struct dump__pf_seq *own = &p->seqs[s->owner];
+	unsigned k = own->active, me = (unsigned)(s - p->seqs);
+	if (k != me && p->seqs[k].started && p->seqs[k].depth)
+		dump__pf_close_stream(p, k, ts);
+	own->active = me;
 }
 
 /* pb_varint_size and pb_put_varint with the one-byte case (most deltas, ids and iids) first. */
@@ -1374,6 +1377,8 @@ static void dump__pf_clock(struct dump__pf *p, uint64_t t0)
 /* The tracks of the trace at hand. */
 static void dump__pf_tracks(struct dump__pf *p)
 {
+	struct u64map owners; /* (pid, tid) -> the first thread stream of it */
+	u64map_init(&owners, SIZE_MAX);
 	for (unsigned s = 0; s < p->n_streams; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(p->r, s);
 		/* META and RSS streams may say pid 0: they are the program's. */
@@ -1381,7 +1386,7 @@ static void dump__pf_tracks(struct dump__pf *p)
 		p->seqs[s].pid = pid;
 		struct dump__pf_proc *pr = dump__pf_proc(p, pid);
 		if (!pr)
-			return;
+			break;
 		if (si->kind != TRC_STREAM_THREAD) {
 			p->seqs[s].track = pr->track;
 			continue;
@@ -1389,17 +1394,17 @@ static void dump__pf_tracks(struct dump__pf *p)
 		/* One track per thread: a later stream of the same (pid, tid) shares the first's.
 		 * Described on first use (dump__pf_thread_track), with the name known then. */
 		p->seqs[s].thread = true;
-		p->seqs[s].owner = s;
-		for (unsigned k = 0; k < s; k++) {
-			const struct trcfile_stream_info *sk = trcfile_reader_stream(p->r, k);
-			if (p->seqs[k].thread && sk->pid == si->pid && sk->tid == si->tid) {
-				p->seqs[s].owner = k;
-				break;
-			}
+		uint64_t key = (uint64_t)si->pid << 32 | si->tid;
+		const uint64_t *o = u64map_get(&owners, key);
+		p->seqs[s].owner = o ? (unsigned)*o : s;
+		p->seqs[s].active = p->seqs[s].owner;
+		p->seqs[s].track = o ? p->seqs[*o].track : p->next_uuid++;
+		if (!o && u64map_put(&owners, key, s, NULL, NULL)) {
+			p->err = -ENOMEM;
+			break;
 		}
-		p->seqs[s].track =
-			p->seqs[s].owner == s ? p->next_uuid++ : p->seqs[p->seqs[s].owner].track;
 	}
+	u64map_destroy(&owners);
 }
 
 static void dump__pf_prologue(struct dump__pf *p, uint64_t t0)
