@@ -1749,7 +1749,9 @@ int dump_perfetto_main(int argc, char **argv)
 out:
 	trcfile_iter_free(it);
 	dump__pf_free(p);
-	dump_func_names_release(r);
-	trcfile_reader_close(r);
+	if (rc == DUMP_EXIT_OK)
+		dump_close(r, path);
+	else
+		dump_reader_free(r);
 	return rc;
 }
