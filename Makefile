@@ -211,6 +211,7 @@ test-commit-msg:
 	ok 'dump: a subject\n\nwhy\n' && ok 'trc.h: a subject\n' && \
 	ok "Merge branch 'x'\n" && no 'no area here\n\nwhy\n' && \
 	no 'dump: a subject\nwithout a blank line\n' && \
+	no 'dump: one change; another\n\nwhy\n' && \
 	no "dump: $$(printf '%067d' 0)\n\nwhy\n" && \
 	ok "dump: $$(printf '%066d' 0)\n\nwhy\n" && echo "test-commit-msg: ok"
 
