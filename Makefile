@@ -460,16 +460,18 @@ deps:
 # binaries are built first on every core (test-TIER-build); its suites then run one at a time,
 # since several of them measure time or load the machine themselves.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Each step says how long it took (where the time goes: README, "Tests"); a failing step stops.
+TIMED = t0=$$(date +%s); $(1) || exit $$?; echo "make test: $(2) took $$(( $$(date +%s) - t0 )) s"
 test: deps
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-plain-build
-	$(Q)$(MAKE) --no-print-directory test-plain
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) SAN=asan test-asan-build
-	$(Q)$(MAKE) --no-print-directory SAN=asan test-asan
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan test-tsan-build
-	$(Q)$(MAKE) --no-print-directory SAN=tsan test-tsan
-	$(Q)$(MAKE) --no-print-directory test-duckdb
-	$(Q)$(MAKE) --no-print-directory test-go-pprof
-	$(Q)$(MAKE) --no-print-directory test-viewers
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory -j$(JOBS) test-plain-build,the plain build)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-plain,the plain tier)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory -j$(JOBS) SAN=asan test-asan-build,the ASan build)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory SAN=asan test-asan,the ASan tier)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan test-tsan-build,the TSan build)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory SAN=tsan test-tsan,the TSan tier)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-duckdb,the DuckDB tier)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-go-pprof,the Go pprof tier)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-viewers,the viewers tier)
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
