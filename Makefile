@@ -557,7 +557,7 @@ fuzz-brief: $(FUZZERS)
 	@for f in $(FUZZERS); do \
 		n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
 		echo "== $$f (brief)"; \
-		$$f -max_total_time=$${FUZZ_BRIEF_SECONDS:-15} -rss_limit_mb=2048 \
+		$$f -max_total_time=$${FUZZ_BRIEF_SECONDS:-5} -rss_limit_mb=2048 \
 			build/fuzz/corpus-$$n tests/corpus/$${n#fuzz_} >build/fuzz/$$n.log 2>&1 \
 			|| { cat build/fuzz/$$n.log; echo "FAIL: $$f"; exit 1; }; \
 		tail -1 build/fuzz/$$n.log; \
