@@ -120,16 +120,12 @@ Test(summary, counter_negative_on_the_fast_path, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
-/* RSS samples 5, 3, 8, 4 MiB (no buffers): sampled minimum 3, peak 8, last 4; and the peak
- * without an EXIT record is the sampled one. */
-Test(summary, rss_sampled_min_peak_last, .timeout = 60)
+/* A trace at path of the program's RSS samples 5, 3, 8, 4 MiB (no buffers) at 100, 200, 300
+ * and 400 ms after the start of recording, and nothing else; opened. */
+static struct trcfile_reader *rss_samples_5_3_8_4(struct tu_plan *p, const char *path)
 {
-	const char *dir = tu_tmpdir();
-	char path[300];
-	snprintf(path, sizeof(path), "%s/t.trc", dir);
 	const uint64_t t0 = 1000000000ull;
-	struct tu_plan p = {0};
-	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	struct tu_stream *rss = tu_plan_stream(p, TRC_STREAM_RSS, 4242, 0);
 	static const uint64_t mib[] = {5, 3, 8, 4};
 	for (int i = 0; i < 4; i++) {
 		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = t0 + 100000000ull * (i + 1)};
@@ -137,8 +133,19 @@ Test(summary, rss_sampled_min_peak_last, .timeout = 60)
 		r.rss.rss_bytes = mib[i] << 20;
 		tu_add(rss, &r);
 	}
-	cr_assert_eq(tu_write_plan(path, &p, NULL, 4), 0);
-	struct trcfile_reader *rd = open_trace(path);
+	cr_assert_eq(tu_write_plan(path, p, NULL, 4), 0);
+	return open_trace(path);
+}
+
+/* RSS samples 5, 3, 8, 4 MiB (no buffers): sampled minimum 3, peak 8, last 4; and the peak
+ * without an EXIT record is the sampled one. */
+Test(summary, rss_sampled_min_peak_last, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	struct tu_plan p = {0};
+	struct trcfile_reader *rd = rss_samples_5_3_8_4(&p, path);
 	struct summary s;
 	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
 	cr_assert_eq(s.rss_samples, 4);
@@ -215,18 +222,8 @@ Test(summary, sparkline_is_blank_before_the_first_sample, .timeout = 60)
 	const char *dir = tu_tmpdir();
 	char path[300];
 	snprintf(path, sizeof(path), "%s/t.trc", dir);
-	const uint64_t t0 = 1000000000ull;
 	struct tu_plan p = {0};
-	struct tu_stream *rss = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
-	static const uint64_t mib[] = {5, 3, 8, 4};
-	for (int i = 0; i < 4; i++) {
-		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = t0 + 100000000ull * (i + 1)};
-		r.rss.pid = 4242;
-		r.rss.rss_bytes = mib[i] << 20;
-		tu_add(rss, &r);
-	}
-	cr_assert_eq(tu_write_plan(path, &p, NULL, 4), 0);
-	struct trcfile_reader *rd = open_trace(path);
+	struct trcfile_reader *rd = rss_samples_5_3_8_4(&p, path);
 	struct summary s;
 	cr_assert_eq(summary_compute(rd, &s), 0, "%s", trcfile_reader_errmsg(rd));
 	cr_assert_eq(s.n_spark, SUMMARY_SPARK_COLUMNS);
