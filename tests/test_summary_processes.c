@@ -370,3 +370,30 @@ Test(summary_processes, a_sampled_range_prints_as_trace_run_prints_it, .timeout 
 	free(o);
 	tu_rm_rf(dir);
 }
+
+/* A process never sampled (it lived between two ticks) has no sampled maximum: its row says
+ * "-", not "0 B", which would read as a process that held no memory. */
+Test(summary_processes, a_process_never_sampled_shows_no_sampled_maximum, .timeout = 60)
+{
+	static const char sh[] = "sh\0-c\0x", child[] = "child\0a";
+	struct tu_plan p = {0};
+	struct tu_stream *ms = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	struct trc_record r;
+	tu_add(ms, (r = proc(1000000010, 4242, 1, sh, sizeof(sh)), &r));
+	tu_add(ms, (r = proc(1000000020, 5000, 4242, child, sizeof(child)), &r));
+	tu_add(ms, (r = ex(1000000050, 5000, 0, 3 * MIB, 0, TRC_EXIT_SELF | TRC_EXIT_STATUS), &r));
+	tu_add(ms, (r = ex(1000001000, 4242, 0, 4 * MIB, 0, 0), &r));
+	struct tu_stream *rs = tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0);
+	tu_add(rs, (r = rss(1000000100, 4242, 2 * MIB, 0), &r));
+	const char *dir = tu_tmpdir();
+	char path[300];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	cr_assert_eq(tu_write_plan(path, &p, NULL, 100), 0);
+	tu_plan_free(&p);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump summary '%s' > '%s/out'", tu_build(), path, dir), 0);
+	char *o = tu_slurp_text(dir, "out");
+	cr_expect(strstr(o, "3.0 MiB  exact          0            -  child a\n"), "%s", o);
+	cr_expect(strstr(o, "        1      2.0 MiB  sh -c x\n"), "%s", o);
+	free(o);
+	tu_rm_rf(dir);
+}

@@ -151,7 +151,8 @@ void dump_summary_processes_text(const struct summary *s)
 			    : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED ? "SAMPLED"
 									   : "-",
 			    pr->rss_samples,
-			    cli_fmt_bytes(b2, sizeof(b2), pr->rss_sampled_max_bytes));
+			    pr->rss_samples ? cli_fmt_bytes(b2, sizeof(b2), pr->rss_sampled_max_bytes)
+					    : "-"); /* never sampled: no figure, not 0 B */
 		dump__command(pr, 60);
 		dump_char('\n');
 	}
