@@ -52,8 +52,8 @@ int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, siz
 		/* raw_bytes is bounded by trcfile__raw_limit (checked at open). */
 		uint8_t *nb = realloc(*buf, c->raw_bytes);
 		if (!nb)
-			return trcfile__fail(r, -ENOMEM, "out of memory for a %u-byte chunk",
-					     c->raw_bytes);
+			return trcfile_reader_fail(r, -ENOMEM, "out of memory for a %u-byte chunk",
+						   c->raw_bytes);
 		*buf = nb;
 		*cap = c->raw_bytes;
 	}
@@ -73,8 +73,8 @@ int trcfile__load_chunk(struct trcfile_reader *r, size_t idx, uint8_t **buf, siz
 	}
 	return 0;
 bad:
-	return trcfile__fail(r, -EBADMSG, "damaged chunk %u of stream %u at offset %llu: %s",
-			     c->seq, c->stream_id, (unsigned long long)c->offset, why);
+	return trcfile_reader_fail(r, -EBADMSG, "damaged chunk %u of stream %u at offset %llu: %s",
+				   c->seq, c->stream_id, (unsigned long long)c->offset, why);
 }
 
 struct trcfile_cursor *trcfile_cursor_new(struct trcfile_reader *r, unsigned stream_idx)
@@ -159,19 +159,20 @@ int trcfile_scan_chunk_done(struct trcfile_cursor *c)
 		why = "last record's time disagrees with the chunk header";
 	if (!why)
 		return 0;
-	c->error = trcfile__fail(c->r, -EBADMSG, "damaged chunk %u of stream %u at offset %llu: %s",
-				 ref->seq, ref->stream_id, (unsigned long long)ref->offset, why);
+	c->error = trcfile_reader_fail(c->r, -EBADMSG,
+				       "damaged chunk %u of stream %u at offset %llu: %s", ref->seq,
+				       ref->stream_id, (unsigned long long)ref->offset, why);
 	return c->error;
 }
 
 static int trcfile__cursor_bad_record(struct trcfile_cursor *c)
 {
 	const struct trcfile__chunk_ref *ref = &c->r->chunks[c->cur];
-	c->error = trcfile__fail(c->r, -EBADMSG,
-				 "damaged chunk %u of stream %u at offset %llu: bad record at "
-				 "byte %zu",
-				 ref->seq, ref->stream_id, (unsigned long long)ref->offset,
-				 (size_t)(c->p - c->raw));
+	c->error = trcfile_reader_fail(
+		c->r, -EBADMSG,
+		"damaged chunk %u of stream %u at offset %llu: bad record at "
+		"byte %zu",
+		ref->seq, ref->stream_id, (unsigned long long)ref->offset, (size_t)(c->p - c->raw));
 	c->left = 0;
 	return c->error;
 }

@@ -150,7 +150,7 @@ static const uint8_t *trcfile__walk_take(struct trcfile__footer_walk *fw, size_t
 		if (want > TRCFILE__WALK_BUF_BYTES - rest)
 			want = TRCFILE__WALK_BUF_BYTES - rest;
 		if (rest + want < n) {
-			*err = trcfile__fail(fw->r, -EBADMSG, "footer ends inside an entry");
+			*err = trcfile_reader_fail(fw->r, -EBADMSG, "footer ends inside an entry");
 			return NULL;
 		}
 		const uint8_t *p = trcfile__read_at(fw->r, from, (size_t)want, err);
@@ -218,7 +218,8 @@ int trcfile__footer_walk_chunk(struct trcfile__footer_walk *fw, struct trcfile__
 	int err = 0;
 	const char *why;
 	if (fw->streams_seen != fw->n_streams || fw->chunks_seen >= fw->n_chunks)
-		return trcfile__fail(fw->r, -EINVAL, "footer walk: entries read out of order");
+		return trcfile_reader_fail(fw->r, -EINVAL,
+					   "footer walk: entries read out of order");
 	const uint8_t *p = trcfile__walk_take(fw, TRCFILE__FOOTER_CHUNK_BYTES, &err);
 	if (!p)
 		return err == -EBADMSG ? trcfile__walk_refuse(fw, "a chunk entry is damaged") : err;
@@ -324,10 +325,10 @@ int trcfile__footer_walk_check(struct trcfile__footer_walk *fw, struct trcfile_r
 	*why = NULL;
 	fw->buf = malloc(TRCFILE__WALK_BUF_BYTES);
 	if (!fw->buf)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	fw->tally = malloc(sizeof(*fw->tally));
 	if (!fw->tally)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	int err = trcfile__walk_locate(fw, why);
 	if (err)
 		return err;
@@ -364,11 +365,11 @@ int trcfile__footer_walk_stream_at(struct trcfile__footer_walk *fw, uint32_t id,
 				   struct trcfile__footer_stream *e)
 {
 	if (id >= fw->n_streams)
-		return trcfile__fail(fw->r, -EINVAL, "stream %u is not in the footer", id);
+		return trcfile_reader_fail(fw->r, -EINVAL, "stream %u is not in the footer", id);
 	if (!fw->blocks) {
 		fw->blocks = malloc(TRCFILE__STREAM_BLOCKS * sizeof(*fw->blocks));
 		if (!fw->blocks)
-			return trcfile__fail(fw->r, -ENOMEM, "out of memory");
+			return trcfile_reader_fail(fw->r, -ENOMEM, "out of memory");
 		for (unsigned i = 0; i < TRCFILE__STREAM_BLOCKS; i++)
 			fw->blocks[i].first_id = UINT32_MAX;
 	}
@@ -390,7 +391,7 @@ int trcfile__footer_walk_stream_at(struct trcfile__footer_walk *fw, uint32_t id,
 			const char *why;
 			if (trcfile__footer_stream_get(p + (size_t)i * TRCFILE__FOOTER_STREAM_BYTES,
 						       &b->e[i], &why) != 0)
-				return trcfile__fail(fw->r, -EBADMSG, "%s", why);
+				return trcfile_reader_fail(fw->r, -EBADMSG, "%s", why);
 		}
 		b->first_id = first;
 	}

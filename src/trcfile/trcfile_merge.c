@@ -124,7 +124,7 @@ struct trcfile_iter *trcfile_iter_new_subset(struct trcfile_reader *r, const boo
 		if (!include || include[s])
 			worst += r->streams[s].max_chunk_raw_bytes;
 	if (worst > TRCFILE__MERGE_MAX_BUFFER_BYTES) {
-		trcfile__fail(
+		trcfile_reader_fail(
 			r, -EFBIG,
 			"merging %u streams would need %llu MiB of chunk buffers (limit %llu)",
 			r->n_streams, (unsigned long long)(worst >> 20),

@@ -33,15 +33,6 @@
 #define TRCFILE__META_MAX_ENTRIES (1u << 20)
 #define TRCFILE__META_MAX_BYTES (64ull << 20)
 
-int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 int trcfile_reader_fail(struct trcfile_reader *r, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -84,10 +75,11 @@ const char *trcfile_reader_scan_stop(const struct trcfile_reader *r)
 const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t len, int *err)
 {
 	if (off > r->size || len > r->size - off) {
-		*err = trcfile__fail(r, -EBADMSG,
-				     "read of %zu bytes at offset %llu is past the end "
-				     "of the file (%llu bytes)",
-				     len, (unsigned long long)off, (unsigned long long)r->size);
+		*err = trcfile_reader_fail(r, -EBADMSG,
+					   "read of %zu bytes at offset %llu is past the end "
+					   "of the file (%llu bytes)",
+					   len, (unsigned long long)off,
+					   (unsigned long long)r->size);
 		return NULL;
 	}
 	if (r->mem)
@@ -96,7 +88,8 @@ const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t l
 		size_t cap = len < 65536 ? 65536 : len;
 		uint8_t *p = realloc(r->io_buf, cap);
 		if (!p) {
-			*err = trcfile__fail(r, -ENOMEM, "out of memory reading %zu bytes", len);
+			*err = trcfile_reader_fail(r, -ENOMEM, "out of memory reading %zu bytes",
+						   len);
 			return NULL;
 		}
 		r->io_buf = p;
@@ -105,13 +98,14 @@ const uint8_t *trcfile__read_at(struct trcfile_reader *r, uint64_t off, size_t l
 	size_t done;
 	int rc = pio_pread_upto(r->fd, r->io_buf, len, off, &done);
 	if (rc) {
-		*err = trcfile__fail(r, rc, "read error at offset %llu: %s",
-				     (unsigned long long)(off + done), strerror(-rc));
+		*err = trcfile_reader_fail(r, rc, "read error at offset %llu: %s",
+					   (unsigned long long)(off + done), strerror(-rc));
 		return NULL;
 	}
 	if (done < len) {
-		*err = trcfile__fail(r, -EBADMSG, "file shrank while being read (offset %llu)",
-				     (unsigned long long)(off + done));
+		*err = trcfile_reader_fail(r, -EBADMSG,
+					   "file shrank while being read (offset %llu)",
+					   (unsigned long long)(off + done));
 		return NULL;
 	}
 	return r->io_buf;
@@ -124,9 +118,9 @@ static int trcfile__parse_header(struct trcfile_reader *r)
 	int err = 0;
 	char why[sizeof(r->errmsg)];
 	if (r->size < TRCFILE__HDR_FIXED_BYTES + TRCFILE__HDR_CRC_BYTES)
-		return trcfile__fail(r, -EBADMSG,
-				     "not a trc trace: %llu bytes is too small for a header",
-				     (unsigned long long)r->size);
+		return trcfile_reader_fail(r, -EBADMSG,
+					   "not a trc trace: %llu bytes is too small for a header",
+					   (unsigned long long)r->size);
 	/* The fixed part says how long the whole header is. */
 	struct trcfile__file_hdr fh;
 	const uint8_t *p = trcfile__read_at(r, 0, TRCFILE__HDR_FIXED_BYTES, &err);
@@ -140,11 +134,11 @@ static int trcfile__parse_header(struct trcfile_reader *r)
 		err = trcfile__header_get(p, fh.header_bytes, r->size, &fh, why, sizeof(why));
 	}
 	if (err)
-		return trcfile__fail(r, err, "%s", why);
+		return trcfile_reader_fail(r, err, "%s", why);
 	uint64_t cl = fh.cmdline_len, hl = fh.host_len, tl = fh.tool_len;
 	char *s = malloc(cl + hl + tl + 3);
 	if (!s)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	memcpy(s, fh.cmdline, cl);
 	s[cl] = 0;
 	memcpy(s + cl + 1, fh.host, hl);
@@ -240,7 +234,7 @@ static int trcfile__finish_index(struct trcfile_reader *r)
 		qsort(r->chunks, r->n_chunks, sizeof(*r->chunks), trcfile__cmp_ref_stream);
 	r->stream_chunk0 = calloc(r->n_streams + 1, sizeof(*r->stream_chunk0));
 	if (!r->stream_chunk0)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	for (unsigned s = 0; s < r->n_streams; s++) {
 		struct trcfile_stream_info *si = &r->streams[s];
 		si->records = 0;
@@ -255,7 +249,7 @@ static int trcfile__finish_index(struct trcfile_reader *r)
 		for (; k < r->n_chunks && r->chunks[k].stream_id == si->id; k++) {
 			struct trcfile__chunk_ref *c = &r->chunks[k];
 			if (k > r->stream_chunk0[s] && c[-1].seq == c->seq)
-				return trcfile__fail(
+				return trcfile_reader_fail(
 					r, -EBADMSG,
 					"stream %u has two chunks with sequence number %u", si->id,
 					c->seq);
@@ -271,7 +265,7 @@ static int trcfile__finish_index(struct trcfile_reader *r)
 	}
 	r->stream_chunk0[r->n_streams] = k;
 	if (k != r->n_chunks)
-		return trcfile__fail(r, -EBADMSG, "chunk of an unknown stream in the index");
+		return trcfile_reader_fail(r, -EBADMSG, "chunk of an unknown stream in the index");
 	r->stats.chunks = r->n_chunks;
 	r->stats.chunks_missing = 0;
 	for (unsigned s = 0; s < r->n_streams; s++) {
@@ -295,7 +289,7 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	int err = 0;
 	uint64_t size = r->size;
 	if (size < (uint64_t)r->header_bytes + TRCFILE__FOOTER_FIXED_BYTES + TRCFILE__TRAILER_BYTES)
-		return trcfile__fail(r, 1, "no footer");
+		return trcfile_reader_fail(r, 1, "no footer");
 	const uint8_t *p =
 		trcfile__read_at(r, size - TRCFILE__TRAILER_BYTES, TRCFILE__TRAILER_BYTES, &err);
 	if (!p)
@@ -304,14 +298,14 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	const char *why = NULL;
 	err = trcfile__trailer_get(p, &t, &why);
 	if (err == -ENOENT)
-		return trcfile__fail(r, 1, "%s", why);
+		return trcfile_reader_fail(r, 1, "%s", why);
 	r->stats.footer_damaged = true; /* until proven otherwise */
 	if (err)
-		return trcfile__fail(r, 1, "%s", why);
+		return trcfile_reader_fail(r, 1, "%s", why);
 	uint64_t foff = t.footer_offset, fbytes = t.footer_bytes;
 	if (foff < r->header_bytes || fbytes < TRCFILE__FOOTER_FIXED_BYTES ||
 	    foff > size - TRCFILE__TRAILER_BYTES || fbytes != size - TRCFILE__TRAILER_BYTES - foff)
-		return trcfile__fail(r, 1, "trailer points outside the file");
+		return trcfile_reader_fail(r, 1, "trailer points outside the file");
 	/* The footer indexes the chunks before it, each of which takes at least a chunk header
 	 * there (streams without a chunk are few): a footer larger than that area can need is not
 	 * believed, before a byte of it is read (a sparse file's trailer can claim tens of GB). */
@@ -321,13 +315,14 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 		(max_chunks + TRCFILE__FOOTER_EMPTY_STREAMS_MAX) * TRCFILE__FOOTER_STREAM_BYTES +
 		max_chunks * TRCFILE__FOOTER_CHUNK_BYTES;
 	if (fbytes > max_fbytes || fbytes > SIZE_MAX / 2)
-		return trcfile__fail(r, 1, "footer larger than the chunks before it can need");
+		return trcfile_reader_fail(r, 1,
+					   "footer larger than the chunks before it can need");
 	const uint8_t *f = trcfile__read_at(r, foff, (size_t)fbytes, &err);
 	if (!f)
 		return err;
 	struct trcfile__footer fixed;
 	if (trcfile__footer_get(f, &t, &fixed, &why) != 0)
-		return trcfile__fail(r, 1, "%s", why);
+		return trcfile_reader_fail(r, 1, "%s", why);
 	uint64_t ns = fixed.stream_count, nc = fixed.chunk_count;
 	r->streams = calloc(ns ? ns : 1, sizeof(*r->streams));
 	r->chunks = calloc(nc ? nc : 1, sizeof(*r->chunks));
@@ -336,7 +331,7 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 	if (!r->streams || !r->chunks || !want_records || !want_chunks) {
 		free(want_records);
 		free(want_chunks);
-		return trcfile__fail(r, -ENOMEM, "out of memory for the index");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory for the index");
 	}
 	r->n_streams = (unsigned)ns;
 	r->n_chunks = (size_t)nc;
@@ -400,7 +395,7 @@ static int trcfile__load_footer(struct trcfile_reader *r)
 		r->stream_chunk0 = NULL;
 		r->n_streams = 0;
 		r->n_chunks = 0;
-		return trcfile__fail(r, 1, "%s", why);
+		return trcfile_reader_fail(r, 1, "%s", why);
 	}
 	r->stats.footer_damaged = false;
 	r->stats.truncated = false;
@@ -506,14 +501,14 @@ static int trcfile__scan(struct trcfile_reader *r)
 				void *np = realloc(r->streams, cap * sizeof(*r->streams));
 				if (!np) {
 					u64map_destroy(&ids);
-					return trcfile__fail(r, -ENOMEM, "out of memory");
+					return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 				}
 				r->streams = np;
 				cap_streams = cap;
 			}
 			if (u64map_put(&ids, h.stream_id, r->n_streams, NULL, NULL) != 0) {
 				u64map_destroy(&ids);
-				return trcfile__fail(r, -ENOMEM, "out of memory");
+				return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 			}
 			si = &r->streams[r->n_streams++];
 			memset(si, 0, sizeof(*si));
@@ -527,7 +522,7 @@ static int trcfile__scan(struct trcfile_reader *r)
 			void *np = realloc(r->chunks, cap * sizeof(*r->chunks));
 			if (!np) {
 				u64map_destroy(&ids);
-				return trcfile__fail(r, -ENOMEM, "out of memory");
+				return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 			}
 			r->chunks = np;
 			cap_chunks = cap;
@@ -569,7 +564,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 	len = trcfile__meta_fit(r, len, slot ? (*arr)[*slot].len + 1 : 0);
 	char *copy = malloc((size_t)len + 1);
 	if (!copy)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, str, len);
 	copy[len] = 0;
@@ -589,7 +584,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 		void *p = realloc(*arr, nc * sizeof(**arr));
 		if (!p) {
 			free(copy);
-			return trcfile__fail(r, -ENOMEM, "out of memory");
+			return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 		}
 		*arr = p;
 		*cap = nc;
@@ -598,7 +593,7 @@ static int trcfile__table_put(struct trcfile_reader *r, struct u64map *map,
 	if (err) {
 		free(copy);
 		if (err != -ENOSPC)
-			return trcfile__fail(r, err, "out of memory");
+			return trcfile_reader_fail(r, err, "out of memory");
 		r->stats.meta_entries_dropped++; /* the table is full: read on without it */
 		return 0;
 	}
@@ -619,13 +614,13 @@ static int trcfile__module_add(struct trcfile_reader *r, const struct trc_record
 		size_t nc = r->cap_modules ? 2 * r->cap_modules : 16;
 		void *p = realloc(r->modules, nc * sizeof(*r->modules));
 		if (!p)
-			return trcfile__fail(r, -ENOMEM, "out of memory");
+			return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 		r->modules = p;
 		r->cap_modules = nc;
 	}
 	char *copy = malloc((size_t)rec->module.path_len + 1);
 	if (!copy)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	if (rec->module.path_len)
 		memcpy(copy, rec->module.path, rec->module.path_len);
 	copy[rec->module.path_len] = 0;
@@ -660,7 +655,7 @@ static int trcfile__load_meta(struct trcfile_reader *r)
 			continue;
 		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
 		if (!c)
-			return trcfile__fail(r, -ENOMEM, "out of memory");
+			return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 		struct trc_record rec;
 		int rc, err = 0;
 		while (!err && (rc = trcfile_cursor_next(c, &rec)) == 1) {
@@ -719,7 +714,7 @@ static int trcfile__reader_load(struct trcfile_reader *r)
 	r->stats.file_bytes = r->size;
 	r->dctx = ZSTD_createDCtx();
 	if (!r->dctx)
-		return trcfile__fail(r, -ENOMEM, "out of memory");
+		return trcfile_reader_fail(r, -ENOMEM, "out of memory");
 	int err = trcfile__parse_header(r);
 	if (err || r->header_only)
 		return err;

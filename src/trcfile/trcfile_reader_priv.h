@@ -109,10 +109,6 @@ static inline uint64_t trcfile__raw_limit(const struct trcfile_reader *r, uint32
 	return lim;
 }
 
-/* Sets the reader's message (printf format); returns err for tail calls. */
-int trcfile__fail(struct trcfile_reader *r, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* Pointer to [off, off + len) of the file: into memory, or read into the reader's buffer
  * (valid until the next call). NULL with the message set on a short read / I/O error / OOM;
  * *err receives -errno. */
