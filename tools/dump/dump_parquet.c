@@ -462,6 +462,23 @@ static void dp_record(struct dp *d, unsigned sidx, const struct trc_record *rec)
 }
 
 /* The traces row, from the summary's own figures. */
+/* A command line's n bytes, its NUL-separated arguments shown separated by spaces, into column
+ * col; false when out of memory (the error kept in d). */
+static bool dp_put_args(struct dp *d, struct pq_writer *w, unsigned col, const char *args,
+			size_t n)
+{
+	char *cmd = malloc(n + 1);
+	if (!cmd) {
+		dp_check(d, -ENOMEM);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		cmd[i] = args[i] ? args[i] : ' ';
+	dp_check(d, pq_put_str(w, col, cmd, n));
+	free(cmd);
+	return true;
+}
+
 /* One row per process of the traced tree, with the figures summary gives it (buffers
  * excluded): its peak as an interval, null when no figure is known. */
 static void dp_process_rows(struct dp *d, const struct summary *sm)
@@ -474,19 +491,11 @@ static void dp_process_rows(struct dp *d, const struct summary *sm)
 		dp_check(d, pq_put_i64(w, 2, pr->pid));
 		dp_check(d, pr->ppid ? pq_put_i64(w, 3, pr->ppid) : pq_put_null(w, 3));
 		if (pr->command) {
-			/* Arguments are NUL-separated: shown separated by spaces, as traces.command. */
-			char *cmd = malloc(pr->command_len + 1u);
-			if (!cmd) {
-				dp_check(d, -ENOMEM);
-				return;
-			}
 			uint32_t n = pr->command_len;
 			while (n && !pr->command[n - 1])
 				n--;
-			for (uint32_t k = 0; k < n; k++)
-				cmd[k] = pr->command[k] ? pr->command[k] : ' ';
-			dp_check(d, pq_put_str(w, 4, cmd, n));
-			free(cmd);
+			if (!dp_put_args(d, w, 4, pr->command, n))
+				return;
 		} else {
 			dp_check(d, pq_put_null(w, 4));
 		}
@@ -514,15 +523,8 @@ static void dp_trace_row(struct dp *d, const struct summary *sm, const char *pat
 	size_t n = h->cmdline_len;
 	if (n && h->cmdline[n - 1] == 0)
 		n--;
-	char *cmd = malloc(n + 1);
-	if (!cmd) {
-		dp_check(d, -ENOMEM);
+	if (!dp_put_args(d, w, 3, h->cmdline, n))
 		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		cmd[i] = h->cmdline[i] ? h->cmdline[i] : ' ';
-	dp_check(d, pq_put_str(w, 3, cmd, n));
-	free(cmd);
 	dp_check(d, pq_put_i64(w, 4, h->pid));
 	dp_check(d, pq_put_i64(w, 5, dp_rt(d, h->start_mono_ns ? h->start_mono_ns : sm->start_ns)));
 	dp_check(d, pq_put_i64(w, 6, (int64_t)sm->duration_ns));
