@@ -23,6 +23,18 @@ static void tfn_module(struct tu_stream *m, uint32_t pid)
 	tu_add(m, &r);
 }
 
+/* Writes plan p to path (and frees it), then opens the file. */
+static struct trcfile_reader *tfn_write_open(const char *path, struct tu_plan *p)
+{
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(path, p, &o, 2), 0);
+	tu_plan_free(p);
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
+	return r;
+}
+
 #define F 0x401000u /* prog+0x1000 */
 #define G 0x402000u /* prog+0x2000 */
 #define H 0x403000u /* prog+0x3000 */
@@ -53,13 +65,7 @@ static struct trcfile_reader *tfn_open(const char *dir)
 	tfn_func(b, TRC_REC_FUNC_ENTER, 1005, H);
 	tfn_func(b, TRC_REC_FUNC_EXIT, 1040, F);
 	tfn_func(b, TRC_REC_FUNC_ENTER, 1050, G); /* still open at the end */
-	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
-	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
-	tu_plan_free(&p);
-	struct trcfile_reader *r = NULL;
-	char msg[256];
-	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
-	return r;
+	return tfn_write_open(path, &p);
 }
 
 static struct func_table *tfn_table(struct trcfile_reader *r, enum func_sort key)
@@ -168,12 +174,7 @@ Test(functions, recursive_calls_count_their_outermost_time_once, .timeout = 60)
 	tfn_func(a, TRC_REC_FUNC_EXIT, 1300, F);
 	tfn_func(a, TRC_REC_FUNC_EXIT, 1400, F);
 	tfn_func(a, TRC_REC_FUNC_EXIT, 2000, F);
-	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
-	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
-	tu_plan_free(&p);
-	struct trcfile_reader *r = NULL;
-	char msg[256];
-	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
+	struct trcfile_reader *r = tfn_write_open(path, &p);
 	struct func_table *t = tfn_table(r, FUNC_SORT_TOTAL);
 	const struct func_row *rows;
 	size_t n = func_table_rows(t, &rows);
