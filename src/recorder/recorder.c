@@ -239,6 +239,14 @@ static size_t recorder__discover(void *arg, pid_t *out, size_t max)
 	return n < max ? n : max;
 }
 
+/* The RSS stream, opened (under pid, the first sample's) when it is not yet. 0 or -errno. */
+static int recorder__rss_stream(struct recorder *r, uint32_t pid)
+{
+	if (!r->rss_stream)
+		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS, pid, 0);
+	return r->rss_stream ? 0 : trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+}
+
 /* A LOST record of count sampler ticks skipped because they came late, at ts_ns, in the RSS
  * stream (open). Drain thread, or finish once it has joined it. */
 static int recorder__append_late(struct recorder *r, uint64_t count, uint64_t ts_ns)
@@ -254,21 +262,19 @@ static int recorder__append_late(struct recorder *r, uint64_t count, uint64_t ts
 
 static int recorder__append_sample(struct recorder *r, const struct rss_sample *smp)
 {
-	if (!r->rss_stream) {
-		r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS, smp->fig.pid, 0);
-		if (!r->rss_stream)
-			return trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
-	}
+	int err = recorder__rss_stream(r, smp->fig.pid);
+	if (err)
+		return err;
 	/* The ticks skipped before this sample, where they were: the sampler counts them for every
 	 * pid alike, so the program's samples carry them (the rest at the end, recorder_finish). */
 	if (smp->skipped_ticks && smp->fig.pid == (uint32_t)r->cfg.pid) {
-		int err = recorder__append_late(r, smp->skipped_ticks, smp->ts_ns);
+		err = recorder__append_late(r, smp->skipped_ticks, smp->ts_ns);
 		if (err)
 			return err;
 	}
 	struct trc_record rec = {.type = TRC_REC_RSS, .ts_ns = smp->ts_ns};
 	rec.rss = smp->fig;
-	int err = trcfile_stream_append(r->rss_stream, &rec);
+	err = trcfile_stream_append(r->rss_stream, &rec);
 	if (err)
 		return err;
 	atomic_fetch_add_explicit(&r->rss_samples, 1, memory_order_relaxed);
@@ -576,12 +582,9 @@ static void recorder__note_cmdlines_cut(struct recorder *r, uint64_t now_ns)
 static void recorder__note_late_ticks(struct recorder *r, uint64_t skipped, uint64_t now_ns)
 {
 	if (skipped > r->sampler_late_written) {
-		if (!r->rss_stream)
-			r->rss_stream = trcfile_stream_open(r->cfg.writer, TRC_STREAM_RSS,
-							    (uint32_t)r->cfg.pid, 0);
-		int err = r->rss_stream
-				  ? recorder__append_late(r, skipped - r->sampler_late_written, now_ns)
-				  : trcfile_writer_error(r->cfg.writer) ?: -ENOMEM;
+		int err = recorder__rss_stream(r, (uint32_t)r->cfg.pid);
+		if (!err)
+			err = recorder__append_late(r, skipped - r->sampler_late_written, now_ns);
 		if (err)
 			recorder__set_error(r, err);
 	}
