@@ -740,7 +740,15 @@ static bool t_rec_eq(const struct trc_record *a, const struct trc_record *b)
 		return a->value.name_id == b->value.name_id && a->value.value == b->value.value;
 	case TRC_REC_ALLOC:
 	case TRC_REC_FREE:
-		return a->alloc.addr == b->alloc.addr && a->alloc.size == b->alloc.size;
+		return a->alloc.addr == b->alloc.addr && a->alloc.size == b->alloc.size &&
+		       a->alloc.stack_id == b->alloc.stack_id;
+	case TRC_REC_STACK: {
+		uint64_t fa[TRC_STACK_DEPTH_MAX], fb[TRC_STACK_DEPTH_MAX];
+		int na = trcfile_stack_unpack(a, fa, TRC_STACK_DEPTH_MAX);
+		int nb = trcfile_stack_unpack(b, fb, TRC_STACK_DEPTH_MAX);
+		return a->stack.id == b->stack.id && a->stack.flags == b->stack.flags && na >= 0 &&
+		       na == nb && !memcmp(fa, fb, (size_t)na * sizeof(*fa));
+	}
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
 		return a->func.addr == b->func.addr && a->func.call_site == b->func.call_site;
@@ -794,7 +802,24 @@ static struct trc_record *t_records(size_t n)
 			r->alloc.addr =
 				i % 23 == 0 ? UINT64_MAX : 0x7f0000000000ull + (x % 4096) * 16;
 			r->alloc.size = r->type == TRC_REC_ALLOC ? y : 0;
+			/* a stack on most allocations, the largest id now and then */
+			r->alloc.stack_id = r->type != TRC_REC_ALLOC || i % 5 == 0 ? 0
+					    : i % 31 == 0			 ? UINT32_MAX
+										 : (uint32_t)(x % 5000) + 1;
 			break;
+		case TRC_REC_STACK: {
+			/* frames going up and down the address space, 0 to the cap of them */
+			static uint64_t frames[64][TRC_STACK_DEPTH_MAX];
+			uint64_t *f = frames[i % 64];
+			uint32_t nf = i % 7 == 0 ? TRC_STACK_DEPTH_MAX : (uint32_t)(x % 40);
+			for (uint32_t k = 0; k < nf; k++)
+				f[k] = k % 9 == 8 ? UINT64_MAX - k : 0x7f0000000000ull + (y >> (k % 32)) + k;
+			r->stack.id = 1 + (uint32_t)(x % 100000);
+			r->stack.flags = nf == TRC_STACK_DEPTH_MAX ? TRC_STACK_TRUNCATED : 0;
+			r->stack.n = nf;
+			r->stack.frames = f;
+			break;
+		}
 		case TRC_REC_FUNC_ENTER:
 		case TRC_REC_FUNC_EXIT:
 			r->func.addr = 0x400000 + (x % 65536);

@@ -192,7 +192,7 @@ Test(dump_multi, summary_per_trace_in_realtime_order_with_totals, .timeout = 60)
 	/* alpha started first (real time R), beta 200 ns later, whatever the order given. */
 	static const char *const want[] = {
 		"{\"traces\":[\n{\"host\":\"alpha\",\"trace\":\"a.trc\",\"start_realtime_ns\":"
-		"1700000000000000000,\"start_offset_ns\":0,\"summary\":{\"format_version\":\"1.3\"",
+		"1700000000000000000,\"start_offset_ns\":0,\"summary\":{\"format_version\":\"1.4\"",
 		",{\"host\":\"beta\",\"trace\":\"b.trc\",\"start_realtime_ns\":1700000000000000200,"
 		"\"start_offset_ns\":200,\"summary\":{",
 		"],\"traces_count\":2,",

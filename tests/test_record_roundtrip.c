@@ -46,6 +46,8 @@ static uint32_t v32(void)
 	return (uint32_t)(((f * 0x9e3779b9u) >> (f % 13)) | (1u << (12 + f % 19)) | f);
 }
 
+static size_t n_stacks;
+
 static char strings[64][64];
 static size_t n_strings;
 
@@ -96,6 +98,7 @@ static void add(uint32_t type, bool back)
 	case TRC_REC_ALLOC:
 		r->alloc.addr = v64();
 		r->alloc.size = v64();
+		r->alloc.stack_id = v32();
 		break;
 	case TRC_REC_FREE:
 		r->alloc.addr = v64();
@@ -166,6 +169,19 @@ static void add(uint32_t type, bool back)
 		r->wait.waited_ns = v64();
 		r->wait.max_ns = v64();
 		break;
+	case TRC_REC_STACK: {
+		/* frames of every width, going up and down */
+		static uint64_t frames[8][5];
+		cr_assert_lt(n_stacks, 8);
+		uint64_t *f = frames[n_stacks++];
+		for (int i = 0; i < 5; i++)
+			f[i] = i % 2 ? v64() >> 8 : v64();
+		r->stack.id = v32();
+		r->stack.flags = TRC_STACK_TRUNCATED;
+		r->stack.n = 5;
+		r->stack.frames = f;
+		break;
+	}
 	default:
 		cr_assert_fail("type %u", type);
 	}
@@ -179,6 +195,7 @@ static void make_records(void)
 	field_no = 0;
 	n_strings = 0;
 	n_build_ids = 0;
+	n_stacks = 0;
 	for (int round = 0; round < 2; round++)
 		for (uint32_t t = 1; t < TRC_REC_TYPE_COUNT; t++)
 			add(t, round == 1 && t % 2);
@@ -212,10 +229,23 @@ static const char *rec_diff(const struct trc_record *a, const struct trc_record 
 		RT__F(value.value);
 		break;
 	case TRC_REC_ALLOC:
+		RT__F(alloc.stack_id);
+		/* fall through */
 	case TRC_REC_FREE:
 		RT__F(alloc.addr);
 		RT__F(alloc.size);
 		break;
+	case TRC_REC_STACK: {
+		RT__F(stack.id);
+		RT__F(stack.flags);
+		RT__F(stack.n);
+		uint64_t fa[TRC_STACK_DEPTH_MAX], fb[TRC_STACK_DEPTH_MAX];
+		if (trcfile_stack_unpack(a, fa, TRC_STACK_DEPTH_MAX) != (int)a->stack.n ||
+		    trcfile_stack_unpack(b, fb, TRC_STACK_DEPTH_MAX) != (int)b->stack.n ||
+		    memcmp(fa, fb, a->stack.n * sizeof(*fa)))
+			return "stack.frames";
+		break;
+	}
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
 		RT__F(func.addr);
@@ -428,7 +458,8 @@ static void event_line(struct line *l, const struct trc_record *r, enum trc_stre
 		put(l, " name=#%u value=%" PRId64, r->value.name_id, r->value.value);
 		break;
 	case TRC_REC_ALLOC:
-		put(l, " addr=0x%" PRIx64 " size=%" PRIu64, r->alloc.addr, r->alloc.size);
+		put(l, " addr=0x%" PRIx64 " size=%" PRIu64 " stack=%u", r->alloc.addr, r->alloc.size,
+		    r->alloc.stack_id);
 		break;
 	case TRC_REC_FREE:
 		put(l, " addr=0x%" PRIx64, r->alloc.addr);
@@ -485,6 +516,11 @@ static void event_line(struct line *l, const struct trc_record *r, enum trc_stre
 	case TRC_REC_WAIT:
 		put(l, " waits=%" PRIu64 " waited_ns=%" PRIu64 " max_ns=%" PRIu64, r->wait.waits,
 		    r->wait.waited_ns, r->wait.max_ns);
+		break;
+	case TRC_REC_STACK:
+		put(l, " id=%u truncated frames=", r->stack.id);
+		for (uint32_t i = 0; i < r->stack.n; i++)
+			put(l, "%s0x%" PRIx64, i ? "," : "", r->stack.frames[i]);
 		break;
 	}
 	put(l, "\n");

@@ -34,6 +34,8 @@ struct trc_record {
 		struct {
 			uint64_t addr;
 			uint64_t size;
+			/* ALLOC: the STACK record of its call stack; 0 none captured (FREE: 0) */
+			uint32_t stack_id;
 		} alloc;
 		struct {
 			uint64_t addr;
@@ -85,6 +87,19 @@ struct trc_record {
 			uint64_t buffers_bytes; /* trace buffers resident in it at exit */
 			uint32_t flags;         /* TRC_EXIT_* of wire.h (format 1.3; 0 before) */
 		} exit;
+		struct {
+			uint32_t id;    /* > 0, session-wide: ALLOC records refer to it */
+			uint32_t flags; /* TRC_STACK_* of wire.h */
+			uint32_t n;     /* frames, at most TRC_STACK_DEPTH_MAX */
+			/* Return addresses, innermost first (frames[0] is in the function that
+			 * called the allocator): each is the instruction after a call, so a
+			 * symbolizer looks up frames[i] - 1. A producer sets frames; the decoder
+			 * leaves frames NULL and points packed at the record's encoded frames
+			 * instead (already checked): trcfile_stack_unpack reads either. */
+			const uint64_t *frames;
+			const uint8_t *packed;
+			uint32_t packed_len;
+		} stack;
 		struct {
 			uint64_t waits;     /* waits for the drain since the stream's previous WAIT */
 			uint64_t waited_ns; /* their total time */

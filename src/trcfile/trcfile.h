@@ -51,8 +51,9 @@
 /* ---- format constants (details in FORMAT.md) ---------------------------------------------- */
 
 #define TRCFILE_VERSION_MAJOR 1
-#define TRCFILE_VERSION_MINOR 3 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: exit
-				 * flags, the when-full policy, wait records */
+#define TRCFILE_VERSION_MINOR 4 /* 1.1: stored chunks; 1.2: module build-ids; 1.3: exit
+				 * flags, the when-full policy, wait records; 1.4: allocation
+				 * stacks */
 
 /* What a thread whose ring was full did (trace-run --when-full): the header's flags, bits 0-1
  * (1.3; FORMAT.md "Header"). */
@@ -82,9 +83,18 @@ struct trcfile_header_info {
 	uint32_t rss_source; /* enum trc_rss_source; 0 interval = sampling off */
 	uint64_t buffer_bytes; /* per-thread ring size */
 	uint32_t when_full; /* TRCFILE_WHEN_FULL_* */
+	/* What the preload library captured of allocations' call stacks (TRCFILE_ALLOC_STACKS_*,
+	 * 0 not said), its depth cap, and for SAMPLED the mean bytes between samples. */
+	uint32_t alloc_stacks, stack_depth;
+	uint64_t sample_bytes;
 	const char *host; /* uname nodename + sysname/release; NULL = "" */
 	const char *tool_version; /* NULL = "" */
 };
+
+/* How allocations' call stacks were captured (the header's allocation stacks part, 1.4). */
+#define TRCFILE_ALLOC_STACKS_NONE 1u    /* none */
+#define TRCFILE_ALLOC_STACKS_ALL 2u     /* every allocation's */
+#define TRCFILE_ALLOC_STACKS_SAMPLED 3u /* Poisson sampling of bytes: sample_bytes apart */
 
 /* Bits of trcfile_writer_opts.flags. */
 #define TRCFILE_WRITER_NO_FSYNC (1u << 0) /* skip the fsync at close (tests, benchmarks) */
@@ -187,7 +197,7 @@ int trcfile_stream_append(struct trcfile_stream *s, const struct trc_record *r);
  * Chunk boundaries are the same as trcfile_stream_append's for the same records, so both give
  * the same bytes. Between open and close nothing else may touch the stream (same thread rule
  * as append; other streams may be appended meanwhile). */
-#define TRCFILE_WINDOW_EVENT_MAX 32u /* type byte and three varints of at most 10 bytes */
+#define TRCFILE_WINDOW_EVENT_MAX 40u /* type byte, three varints of at most 10 bytes, a stack id */
 struct trcfile_window {
 	uint8_t *p; /* next byte to write */
 	uint8_t *limit; /* the chunk is full once p reaches it; p + TRCFILE_WINDOW_EVENT_MAX
@@ -283,6 +293,9 @@ struct trcfile_header {
 	uint64_t buffer_bytes;
 	uint32_t when_full; /* TRCFILE_WHEN_FULL_*; UNKNOWN in files before 1.3 */
 	uint32_t chunk_bytes; /* the writer's chunk size */
+	/* as trcfile_header_info's (format 1.4; 0 in older files: not said) */
+	uint32_t alloc_stacks, stack_depth;
+	uint64_t sample_bytes;
 	const char *cmdline;
 	uint32_t cmdline_len;
 	const char *host;
@@ -379,6 +392,14 @@ const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *
 size_t trcfile_reader_modules_of(const struct trcfile_reader *r, uint32_t pid,
 				 const struct trcfile_module **first);
 
+/* The call stack of id (an ALLOC record's stack_id): its frames, innermost first, return
+ * addresses (FORMAT.md "stack"), with *n of them and *flags (TRC_STACK_*, may be NULL); NULL
+ * and *n = 0 when the trace does not define id. Owned by the reader. */
+const uint64_t *trcfile_reader_stack(const struct trcfile_reader *r, uint32_t id, uint32_t *n,
+				     uint32_t *flags);
+/* How many stacks the trace defines. */
+size_t trcfile_reader_stack_count(const struct trcfile_reader *r);
+
 /* ---- iteration ------------------------------------------------------------------------- */
 
 /* Record strings (names, notes...) returned by the iterators point into the iterator's chunk
@@ -427,6 +448,9 @@ void trcfile_iter_free(struct trcfile_iter *it);
 
 /* Lower-case name of a record type ("span_begin"...), "unknown" otherwise. */
 const char *trcfile_type_name(uint32_t type);
+/* The frames of a STACK record (a producer's or a decoded one) into out: their count, or
+ * -EINVAL when r is not a STACK record or has more than cap frames. */
+int trcfile_stack_unpack(const struct trc_record *r, uint64_t *out, uint32_t cap);
 /* Name of an RSS source ("statm"...), "none" for 0, "unknown" otherwise. */
 const char *trcfile_rss_source_name(uint32_t source);
 /* The inverse for a source's name as a user types it ("statm"...; not "none"): 0 or -EINVAL. */

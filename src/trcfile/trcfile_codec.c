@@ -77,6 +77,12 @@ long trcfile__record_max_bytes(const struct trc_record *r)
 			return -EINVAL;
 		len = r->note.len;
 		break;
+	case TRC_REC_STACK:
+		if (r->stack.id == 0 || r->stack.n > TRC_STACK_DEPTH_MAX || !r->stack.frames ||
+		    (r->stack.flags & ~TRC_STACK_FLAGS_ALL))
+			return -EINVAL;
+		len = r->stack.n * TRCFILE__VARINT_MAX_BYTES;
+		break;
 	default:
 		if (r->type == TRC_REC_INVALID || r->type >= TRC_REC_TYPE_COUNT)
 			return -EINVAL;
@@ -107,6 +113,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		t0 |= TRCFILE__MODULE_HAS_BUILD_ID;
 	if (r->type == TRC_REC_EXIT && r->exit.flags)
 		t0 |= TRCFILE__EXIT_HAS_FLAGS;
+	if (r->type == TRC_REC_ALLOC && r->alloc.stack_id)
+		t0 |= TRCFILE__ALLOC_HAS_STACK;
 	*p++ = t0;
 	p = trcfile__put_varint(p, d);
 
@@ -125,8 +133,11 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		p = trcfile__put_varint(p,
 					trcfile__zigzag((int64_t)(r->alloc.addr - c->alloc_addr)));
 		c->alloc_addr = r->alloc.addr;
-		if (r->type == TRC_REC_ALLOC)
+		if (r->type == TRC_REC_ALLOC) {
 			p = trcfile__put_varint(p, r->alloc.size);
+			if (r->alloc.stack_id)
+				p = trcfile__put_varint(p, r->alloc.stack_id);
+		}
 		break;
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
@@ -193,6 +204,18 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		p = trcfile__put_varint(p, r->wait.waited_ns);
 		p = trcfile__put_varint(p, r->wait.max_ns);
 		break;
+	case TRC_REC_STACK: {
+		p = trcfile__put_varint(p, r->stack.id);
+		p = trcfile__put_varint(p, r->stack.flags);
+		p = trcfile__put_varint(p, r->stack.n);
+		uint64_t prev = 0;
+		for (uint32_t i = 0; i < r->stack.n; i++) {
+			p = trcfile__put_varint(
+				p, trcfile__zigzag((int64_t)(r->stack.frames[i] - prev)));
+			prev = r->stack.frames[i];
+		}
+		break;
+	}
 	}
 	return p;
 }
@@ -257,6 +280,8 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		reserved &= (uint8_t)~TRCFILE__MODULE_HAS_BUILD_ID;
 	if (type == TRC_REC_EXIT)
 		reserved &= (uint8_t)~TRCFILE__EXIT_HAS_FLAGS;
+	if (type == TRC_REC_ALLOC)
+		reserved &= (uint8_t)~TRCFILE__ALLOC_HAS_STACK;
 	if (reserved || type == TRC_REC_INVALID || type >= TRC_REC_TYPE_COUNT)
 		return -EBADMSG;
 	uint64_t d = trcfile__in_u64(&in);
@@ -279,6 +304,12 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		alloc_addr += (uint64_t)trcfile__unzigzag(trcfile__in_u64(&in));
 		r->alloc.addr = alloc_addr;
 		r->alloc.size = type == TRC_REC_ALLOC ? trcfile__in_u64(&in) : 0;
+		r->alloc.stack_id = 0;
+		if (t0 & TRCFILE__ALLOC_HAS_STACK) {
+			r->alloc.stack_id = trcfile__in_u32(&in);
+			if (r->alloc.stack_id == 0)
+				in.bad = true; /* the bit says there is one */
+		}
 		break;
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
@@ -356,6 +387,20 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		r->wait.waited_ns = trcfile__in_u64(&in);
 		r->wait.max_ns = trcfile__in_u64(&in);
 		break;
+	case TRC_REC_STACK: {
+		r->stack.id = trcfile__in_u32(&in);
+		r->stack.flags = trcfile__in_u32(&in);
+		r->stack.n = trcfile__in_u32(&in);
+		r->stack.frames = NULL;
+		r->stack.packed = in.p;
+		if (r->stack.id == 0 || r->stack.n > TRC_STACK_DEPTH_MAX)
+			in.bad = true;
+		/* Every frame is read now, so that trcfile_stack_unpack cannot fail later. */
+		for (uint32_t i = 0; i < r->stack.n && !in.bad; i++)
+			(void)trcfile__in_u64(&in);
+		r->stack.packed_len = in.bad ? 0 : (uint32_t)(in.p - r->stack.packed);
+		break;
+	}
 	}
 	if (in.bad)
 		return -EBADMSG;
@@ -393,7 +438,7 @@ static const char *trcfile__chunk_sizes_check(uint32_t count, uint32_t raw_bytes
 size_t trcfile__header_size(const struct trcfile__file_hdr *h)
 {
 	return TRCFILE__HDR_FIXED_BYTES + (size_t)h->cmdline_len + h->host_len + h->tool_len +
-	       TRCFILE__HDR_CRC_BYTES;
+	       (h->alloc_stacks ? TRCFILE__HDR_STACKS_BYTES : 0) + TRCFILE__HDR_CRC_BYTES;
 }
 
 void trcfile__header_put(uint8_t *p, const struct trcfile__file_hdr *h)
@@ -427,6 +472,12 @@ void trcfile__header_put(uint8_t *p, const struct trcfile__file_hdr *h)
 	s += h->host_len;
 	if (h->tool_len)
 		memcpy(s, h->tool, h->tool_len);
+	s += h->tool_len;
+	if (h->alloc_stacks) {
+		trcfile__put32(s, h->alloc_stacks);
+		trcfile__put32(s + 4, h->stack_depth);
+		trcfile__put64(s + 8, h->sample_bytes);
+	}
 	uint32_t crc_at = h->header_bytes - TRCFILE__HDR_CRC_BYTES;
 	trcfile__put_le(p + crc_at, TRCFILE__HDR_CRC_BYTES, trcfile__crc32c(0, p, crc_at));
 }
@@ -504,6 +555,20 @@ int trcfile__header_get(const uint8_t *p, size_t len, uint64_t file_bytes,
 	h->cmdline = s;
 	h->host = s + h->cmdline_len;
 	h->tool = h->host + h->host_len;
+	/* 1.4: the allocation stacks part, when the header holds it (older files end here; a
+	 * newer minor version may append more after it). */
+	const uint8_t *x = (const uint8_t *)h->tool + h->tool_len;
+	if (h->version_minor >= 4 &&
+	    (size_t)(x - p) + TRCFILE__HDR_STACKS_BYTES + TRCFILE__HDR_CRC_BYTES <= h->header_bytes) {
+		h->alloc_stacks = trcfile__get32(x);
+		h->stack_depth = trcfile__get32(x + 4);
+		h->sample_bytes = trcfile__get64(x + 8);
+		if (h->alloc_stacks > TRCFILE_ALLOC_STACKS_SAMPLED ||
+		    h->stack_depth > TRC_STACK_DEPTH_MAX ||
+		    (h->alloc_stacks == TRCFILE_ALLOC_STACKS_SAMPLED) != (h->sample_bytes != 0))
+			return trcfile__refuse(why, why_len, -EBADMSG,
+					       "impossible allocation stacks settings in the header");
+	}
 	return 0;
 }
 
@@ -718,4 +783,21 @@ int trcfile__trailer_get(const uint8_t *p, struct trcfile__trailer *t, const cha
 	TRCFILE__GET(t->footer_crc, d->footer_crc);
 	*why = NULL;
 	return 0;
+}
+
+int trcfile_stack_unpack(const struct trc_record *r, uint64_t *out, uint32_t cap)
+{
+	if (r->type != TRC_REC_STACK || r->stack.n > cap)
+		return -EINVAL;
+	if (r->stack.frames) {
+		memcpy(out, r->stack.frames, r->stack.n * sizeof(*out));
+		return (int)r->stack.n;
+	}
+	struct trcfile__in in = {r->stack.packed, r->stack.packed + r->stack.packed_len, false};
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < r->stack.n; i++) {
+		prev += (uint64_t)trcfile__unzigzag(trcfile__in_u64(&in));
+		out[i] = prev;
+	}
+	return in.bad ? -EBADMSG : (int)r->stack.n;
 }

@@ -73,6 +73,8 @@
 /* Bit 5 on an EXIT record (format 1.3): a varint of flags (TRC_EXIT_*) follows buffers_bytes.
  * The same bit, one meaning per type: the encoder and decoder below are its only users. */
 #define TRCFILE__EXIT_HAS_FLAGS 0x20u
+/* Bit 5 on an ALLOC record (format 1.4): a varint stack id follows the size. */
+#define TRCFILE__ALLOC_HAS_STACK 0x20u
 
 /* Bytes of the fixed part of the largest record (RSS: 1 + 13 varints of 10 bytes) plus a
  * string length varint. */
@@ -372,10 +374,11 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
  * in registers (a union read at another width than it was written forces it to memory).
  *   span begin/end    a = name_id
  *   instant, counter  a = name_id, b = value (int64_t)
- *   alloc, free       a = addr, b = size (0 for free)
+ *   alloc, free       a = addr, b = size (0 for free), stack = the alloc's stack id
  *   func enter/exit   a = addr, b = call_site */
 struct trcfile__event {
 	uint32_t type;
+	uint32_t stack; /* alloc: its stack id (0 none) */
 	uint64_t ts_ns;
 	uint64_t a, b;
 };
@@ -443,6 +446,22 @@ static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_
 		c->func_addr += (uint64_t)trcfile__unzigzag(a);
 		a = c->func_addr;
 		b = a + (uint64_t)trcfile__unzigzag(b);
+	} else if (type == (TRC_REC_ALLOC | TRCFILE__ALLOC_HAS_STACK)) {
+		uint64_t sid;
+		q = trcfile__get_varint_fast(q, &b);
+		if (trcfile__unlikely(!q))
+			return NULL;
+		q = trcfile__get_varint_fast(q, &sid);
+		if (trcfile__unlikely(!q || sid == 0 || sid > UINT32_MAX))
+			return NULL;
+		c->alloc_addr += (uint64_t)trcfile__unzigzag(a);
+		c->ts += d;
+		ev->type = TRC_REC_ALLOC;
+		ev->ts_ns = c->ts;
+		ev->a = c->alloc_addr;
+		ev->b = b;
+		ev->stack = (uint32_t)sid;
+		return q;
 	} else {
 		return NULL; /* not an event type, or a reserved or sign bit set */
 	}
@@ -451,6 +470,7 @@ static inline const uint8_t *trcfile__decode_fast(const uint8_t *p, const uint8_
 	ev->ts_ns = c->ts;
 	ev->a = a;
 	ev->b = b;
+	ev->stack = 0;
 	return q;
 }
 
@@ -475,6 +495,7 @@ static inline void trcfile__event_record(const struct trcfile__event *ev, struct
 	r->ts_ns = ev->ts_ns;
 	r->alloc.addr = ev->a; /* = func.addr */
 	r->alloc.size = ev->b; /* = value.value, func.call_site */
+	r->alloc.stack_id = ev->stack; /* a place no other event member uses */
 	if (ev->type <= TRC_REC_COUNTER)
 		r->span.name_id = (uint32_t)ev->a; /* = value.name_id, whatever the byte order */
 }
@@ -519,7 +540,12 @@ struct trcfile__file_hdr {
 	/* (pointer, length), not NUL-terminated; after a get they point into its buffer */
 	const char *cmdline, *host, *tool;
 	uint32_t cmdline_len, host_len, tool_len;
+	/* The allocation stacks part (1.4), after the strings, present when alloc_stacks != 0:
+	 * TRCFILE_ALLOC_STACKS_*, the depth cap, the sampling's mean bytes (sampled only). */
+	uint32_t alloc_stacks, stack_depth;
+	uint64_t sample_bytes;
 };
+#define TRCFILE__HDR_STACKS_BYTES 16u
 
 /* The fewest bytes a header with h's strings takes (header_bytes may be more: bytes a newer
  * minor version appended, which readers skip). */

@@ -65,6 +65,9 @@ static struct trcfile_writer *trcfile__compact_writer(const struct trcfile_reade
 		.rss_source = h->rss_source,
 		.buffer_bytes = h->buffer_bytes,
 		.when_full = h->when_full,
+		.alloc_stacks = h->alloc_stacks,
+		.stack_depth = h->stack_depth,
+		.sample_bytes = h->sample_bytes,
 		.host = h->host,
 		.tool_version = h->tool_version,
 	};

@@ -159,6 +159,9 @@ static int trcfile__parse_header(struct trcfile_reader *r)
 		.buffer_bytes = fh.buffer_bytes,
 		.when_full = fh.flags & TRCFILE_HDR_WHEN_FULL_MASK,
 		.chunk_bytes = fh.chunk_bytes,
+		.alloc_stacks = fh.alloc_stacks,
+		.stack_depth = fh.stack_depth,
+		.sample_bytes = fh.sample_bytes,
 		.cmdline = s,
 		.cmdline_len = fh.cmdline_len,
 		.host = s + cl + 1,
@@ -648,6 +651,81 @@ static int trcfile__cmp_module(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Keeps a STACK record's frames (a later definition of an id replaces it: its old frames stay
+ * in the pool, counted in the budget). */
+static int trcfile__stack_add(struct trcfile_reader *r, const struct trc_record *rec)
+{
+	uint64_t frames[TRC_STACK_DEPTH_MAX];
+	int n = trcfile_stack_unpack(rec, frames, TRC_STACK_DEPTH_MAX);
+	if (n < 0)
+		return 0; /* cannot happen: the decoder checked it */
+	uint64_t bytes = (uint64_t)n * sizeof(uint64_t) + sizeof(struct trcfile__stack);
+	if (r->meta_bytes + bytes > TRCFILE__META_MAX_BYTES) {
+		r->stats.meta_entries_dropped++;
+		return 0;
+	}
+	if (r->n_stack_frames + (size_t)n > r->cap_stack_frames) {
+		size_t nc = r->cap_stack_frames ? 2 * r->cap_stack_frames : 4096;
+		while (nc < r->n_stack_frames + (size_t)n)
+			nc *= 2;
+		void *p = realloc(r->stack_frames, nc * sizeof(uint64_t));
+		if (!p)
+			return trcfile_reader_fail(r, -ENOMEM, "out of memory");
+		r->stack_frames = p;
+		r->cap_stack_frames = nc;
+	}
+	uint64_t *slot = u64map_get(&r->stack_map, rec->stack.id);
+	if (!slot) {
+		if (r->n_stacks == r->cap_stacks) {
+			size_t nc = r->cap_stacks ? 2 * r->cap_stacks : 256;
+			void *p = realloc(r->stacks, nc * sizeof(*r->stacks));
+			if (!p)
+				return trcfile_reader_fail(r, -ENOMEM, "out of memory");
+			r->stacks = p;
+			r->cap_stacks = nc;
+		}
+		int err = u64map_put(&r->stack_map, rec->stack.id, r->n_stacks, NULL, NULL);
+		if (err) {
+			if (err != -ENOSPC)
+				return trcfile_reader_fail(r, err, "out of memory");
+			r->stats.meta_entries_dropped++;
+			return 0;
+		}
+		slot = u64map_get(&r->stack_map, rec->stack.id);
+		r->n_stacks++;
+	}
+	struct trcfile__stack *e = &r->stacks[*slot];
+	e->flags = rec->stack.flags;
+	e->n = (uint32_t)n;
+	e->first = r->n_stack_frames;
+	memcpy(r->stack_frames + r->n_stack_frames, frames, (size_t)n * sizeof(uint64_t));
+	r->n_stack_frames += (size_t)n;
+	r->meta_bytes += bytes;
+	return 0;
+}
+
+const uint64_t *trcfile_reader_stack(const struct trcfile_reader *r, uint32_t id, uint32_t *n,
+				     uint32_t *flags)
+{
+	const uint64_t *slot = id ? u64map_get(&r->stack_map, id) : NULL;
+	if (!slot) {
+		*n = 0;
+		if (flags)
+			*flags = 0;
+		return NULL;
+	}
+	const struct trcfile__stack *e = &r->stacks[*slot];
+	*n = e->n;
+	if (flags)
+		*flags = e->flags;
+	return r->stack_frames + e->first;
+}
+
+size_t trcfile_reader_stack_count(const struct trcfile_reader *r)
+{
+	return r->n_stacks;
+}
+
 static int trcfile__load_meta(struct trcfile_reader *r)
 {
 	for (unsigned s = 0; s < r->n_streams; s++) {
@@ -682,6 +760,9 @@ static int trcfile__load_meta(struct trcfile_reader *r)
 			case TRC_REC_MODULE:
 				err = trcfile__module_add(r, &rec);
 				break;
+			case TRC_REC_STACK:
+				err = trcfile__stack_add(r, &rec);
+				break;
 			}
 		}
 		trcfile_cursor_free(c);
@@ -706,6 +787,7 @@ static struct trcfile_reader *trcfile__reader_new(void)
 	u64map_init(&r->name_map, TRCFILE__META_MAX_ENTRIES);
 	u64map_init(&r->thread_map, TRCFILE__META_MAX_ENTRIES);
 	u64map_init(&r->proc_map, TRCFILE__META_MAX_ENTRIES);
+	u64map_init(&r->stack_map, TRCFILE__META_MAX_ENTRIES);
 	return r;
 }
 
@@ -851,6 +933,9 @@ void trcfile_reader_close(struct trcfile_reader *r)
 	for (size_t i = 0; i < r->n_modules; i++)
 		free((char *)r->modules[i].path);
 	free(r->modules);
+	u64map_destroy(&r->stack_map);
+	free(r->stacks);
+	free(r->stack_frames);
 	free(r);
 }
 

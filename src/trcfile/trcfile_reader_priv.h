@@ -56,6 +56,11 @@ struct trcfile__string {
 	uint32_t a, b; /* pid/tid for threads, pid for processes, id for names */
 };
 
+struct trcfile__stack {
+	uint32_t flags, n;
+	size_t first; /* index of its innermost frame in stack_frames */
+};
+
 struct trcfile_reader {
 	int fd; /* -1 for memory */
 	bool own_fd;
@@ -88,6 +93,12 @@ struct trcfile_reader {
 	size_t n_names, n_threads, n_procs, cap_names, cap_threads, cap_procs;
 	struct trcfile_module *modules;
 	size_t n_modules, cap_modules;
+	/* call stacks: id -> index in stacks, whose frames are in stack_frames */
+	struct u64map stack_map;
+	struct trcfile__stack *stacks;
+	size_t n_stacks, cap_stacks;
+	uint64_t *stack_frames;
+	size_t n_stack_frames, cap_stack_frames;
 	uint64_t meta_bytes;
 
 	char errmsg[512];

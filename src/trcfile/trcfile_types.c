@@ -21,6 +21,7 @@ static const char *const trcfile__type_names[TRC_REC_TYPE_COUNT] = {
 	[TRC_REC_MODULE] = "module",	   [TRC_REC_NOTE] = "note",
 	[TRC_REC_EXIT] = "exit",
 	[TRC_REC_WAIT] = "wait",
+	[TRC_REC_STACK] = "stack",
 };
 
 const char *trcfile_type_name(uint32_t type)

@@ -1503,6 +1503,9 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 		.host_len = (uint32_t)host_len,
 		.tool = tool,
 		.tool_len = (uint32_t)tool_len,
+		.alloc_stacks = h->alloc_stacks,
+		.stack_depth = h->stack_depth,
+		.sample_bytes = h->sample_bytes,
 	};
 	size_t hbytes = trcfile__header_size(&fh);
 	fh.header_bytes = (uint32_t)hbytes;

@@ -269,6 +269,8 @@ static void dump__record(const struct trcfile_reader *r, struct sym_resolver *sy
 	case TRC_REC_ALLOC:
 		dump__kv_hex("addr", rec->alloc.addr);
 		dump__kv("size", rec->alloc.size);
+		if (rec->alloc.stack_id)
+			dump__kv("stack", rec->alloc.stack_id);
 		break;
 	case TRC_REC_FREE:
 		dump__kv_hex("addr", rec->alloc.addr);
@@ -349,6 +351,20 @@ static void dump__record(const struct trcfile_reader *r, struct sym_resolver *sy
 		dump__kv("waited_ns", rec->wait.waited_ns);
 		dump__kv("max_ns", rec->wait.max_ns);
 		break;
+	case TRC_REC_STACK: {
+		uint64_t f[TRC_STACK_DEPTH_MAX];
+		int n = trcfile_stack_unpack(rec, f, TRC_STACK_DEPTH_MAX);
+		dump__kv("id", rec->stack.id);
+		if (rec->stack.flags & TRC_STACK_TRUNCATED)
+			dump_str(" truncated");
+		dump_str(" frames=");
+		for (int i = 0; i < n; i++) {
+			if (i)
+				dump_char(',');
+			dump_hex(f[i]);
+		}
+		break;
+	}
 	}
 	dump_char('\n');
 }

@@ -38,6 +38,7 @@ enum trc_rec_type {
 	TRC_REC_NOTE = 15,      /* note: a line of text from the recorder (e.g. why no events) */
 	TRC_REC_EXIT = 16,      /* exit: a process ended (pid, status as from wait) */
 	TRC_REC_WAIT = 17,      /* wait: the thread waited for the drain (waits, ns, longest) */
+	TRC_REC_STACK = 18,     /* stack: id -> the return addresses of a call stack */
 	TRC_REC_TYPE_COUNT
 };
 
@@ -67,6 +68,22 @@ static inline int trc_rec_is_event(uint32_t type)
  * and the samples', which miss a ring that grew and was freed between two samples. */
 #define TRC_EXIT_BUFFERS_PEAK 4u
 #define TRC_EXIT_FLAGS_ALL 7u
+
+/* ---- call stacks of allocations ------------------------------------------------------------ */
+
+/* A STACK record's flags: the stack was deeper than the depth cap and its outermost frames were
+ * cut (the record keeps the innermost ones). */
+#define TRC_STACK_TRUNCATED 1u
+#define TRC_STACK_FLAGS_ALL 1u
+/* The depth cap's range (trace-run --stack-depth) and its default. */
+#define TRC_STACK_DEPTH_DEFAULT 64u
+#define TRC_STACK_DEPTH_MAX 256u
+
+/* Environment variables through which trace-run tells the preload library what to capture:
+ * "all", "none" or "sample=BYTES" (the mean number of bytes between two sampled stacks), and
+ * the depth cap. */
+#define TRC_ALLOC_STACKS_ENV "TRC_ALLOC_STACKS"
+#define TRC_STACK_DEPTH_ENV "TRC_STACK_DEPTH"
 
 /* ---- ring tag: u32 = type | name_id << 8 --------------------------------------------------- */
 
