@@ -371,6 +371,7 @@ void session_destroy(struct trc_session *s)
 		munmap(s->base, s->geom.region_bytes);
 	if (s->fd >= 0)
 		close(s->fd);
+	session_stacks_free(s);
 	free(s->tlost);
 	free(s->slots);
 	free((void *)s->trimmed);

@@ -279,6 +279,7 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		[TRC_REC_PROCESS] = sizeof(struct trc_ring_process),
 		[TRC_REC_MODULE] = sizeof(struct trc_ring_module),
 		[TRC_REC_EXIT] = sizeof(struct trc_ring_exit),
+		[TRC_REC_STACK] = sizeof(struct trc_ring_stack),
 	};
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
@@ -306,7 +307,34 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 	case TRC_REC_FREE:
 		r.alloc.addr = v[1];
 		r.alloc.size = type == TRC_REC_ALLOC ? v[2] : 0;
+		r.alloc.stack_id = type == TRC_REC_ALLOC && id
+					   ? session_stacks_global(s, (uint32_t)(ds - s->slots), id)
+					   : 0;
 		break;
+	case TRC_REC_STACK: {
+		/* {ts, u32 id, u16 n, u16 flags} then the frames (session_layout.h) */
+		uint32_t local = (uint32_t)v[1], n = (uint32_t)(v[1] >> 32) & 0xffffu;
+		uint32_t flags = (uint32_t)(v[1] >> 48);
+		if (local == 0 || n > TRC_STACK_DEPTH_MAX || (flags & ~TRC_STACK_FLAGS_ALL) ||
+		    pb < sizeof(struct trc_ring_stack) + 8u * n)
+			return SESSION_CORRUPT;
+		memcpy(s->stack_frames,
+		       (const uint8_t *)rr->payload + sizeof(struct trc_ring_stack), 8u * n);
+		uint32_t global;
+		bool fresh;
+		rc = session_stacks_define(s, (uint32_t)(ds - s->slots), ds->st.pid, local, flags,
+					   s->stack_frames, n, &global, &fresh);
+		if (rc == -EINVAL)
+			return SESSION_CORRUPT;
+		if (rc || !fresh)
+			return 0; /* out of memory: its ALLOCs are recorded without a stack */
+		r.stack.id = global;
+		r.stack.flags = flags;
+		r.stack.n = n;
+		r.stack.frames = s->stack_frames;
+		st = &s->meta;
+		break;
+	}
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
 		r.func.addr = v[1];
@@ -551,6 +579,9 @@ struct session__fast_in {
 	uint64_t ts_lo, ts_span;
 	const uint8_t *seen;
 	uint64_t seen_bits;
+	/* the slot's map of its thread's stack ids (session_stacks.c): [id] -> session id */
+	const uint32_t *stack_ids;
+	uint32_t stack_cap;
 };
 
 /* The fast loop, one instance per clock form (session_drain_fast.h). */
@@ -601,13 +632,17 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 	const struct trc_clock_conv cur = s->conv_cur, prev = s->conv_prev;
 	const uint8_t *seen = s->name_seen;
 	const uint64_t seen_bits = s->name_seen_bits;
+	const uint32_t slot_i = (uint32_t)(ds - s->slots);
+	const struct session_stack_ids *sids = s->stack_ids ? &s->stack_ids[slot_i] : NULL;
 	/* What the fast loop checks against (ts_span is refreshed per run: drain_ring moves it). */
 	struct session__fast_in fin = {.cur = cur,
 				       .prev = prev,
 				       .ts_lo = c->ts_lo,
 				       .ts_span = c->ts_span,
 				       .seen = seen,
-				       .seen_bits = seen_bits};
+				       .seen_bits = seen_bits,
+				       .stack_ids = sids ? sids->ids : NULL,
+				       .stack_cap = sids ? sids->cap : 0};
 	/* The window, in locals while the loop runs (win holds them across calls out). */
 	uint8_t *p = win->p, *limit = win->limit;
 	uint64_t wts = win->ts, walloc = win->alloc_addr, wfunc = win->func_addr;
@@ -732,8 +767,12 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 			*open = true;
 			SESSION__WIN_LOAD();
 		}
-		/* The record, as trcfile__encode writes it (FORMAT.md "Records"). */
-		uint8_t t0 = (uint8_t)type;
+		/* The record, as trcfile__encode writes it (FORMAT.md "Records"). An ALLOC's tag
+		 * names its thread's stack id: the session's, or none when its stream never
+		 * defined it (session_stacks.c). */
+		uint32_t sid = type == TRC_REC_ALLOC && id ? session_stacks_global(c->s, slot_i, id)
+							   : 0;
+		uint8_t t0 = (uint8_t)(type | (sid ? TRCFILE__ALLOC_HAS_STACK : 0));
 		uint64_t d = t - wts;
 		if (__builtin_expect(t < wts, 0)) {
 			d = wts - t;
@@ -756,8 +795,11 @@ static int session__fused_run(struct session__ctx *c, struct session_slot *ds, s
 		case TRC_REC_FREE:
 			p = session__varint(p, trcfile__zigzag((int64_t)(a - walloc)));
 			walloc = a;
-			if (type == TRC_REC_ALLOC)
+			if (type == TRC_REC_ALLOC) {
 				p = session__varint(p, bb);
+				if (sid)
+					p = session__varint(p, sid);
+			}
 			break;
 		default: /* FUNC_ENTER, FUNC_EXIT */
 			p = session__varint(p, trcfile__zigzag((int64_t)(a - wfunc)));
@@ -982,6 +1024,7 @@ static int session__open_stream(struct session__ctx *c, uint32_t i, uint32_t gen
 	struct session_slot *ds = &s->slots[i];
 	struct trc_slot *sl = session__slot(s, i);
 	memset(ds, 0, sizeof(*ds));
+	session_stacks_slot_reset(s, i);
 	ds->gen = gen;
 	ds->st.key = s->next_key++;
 	ds->st.kind = TRC_STREAM_THREAD;

@@ -250,17 +250,24 @@ instant:
 	SESSION__FAST_VALUE(TRC_REC_INSTANT)
 counter:
 	SESSION__FAST_VALUE(TRC_REC_COUNTER)
-alloc:
+alloc: {
+	uint32_t id, sid;
 	SESSION__FAST_LEN(struct trc_ring_alloc);
+	SESSION__FAST_ID(id);
 	SESSION__FAST_WORDS(2);
 	SESSION__FAST_TIME();
-	SESSION__FAST_HEAD(TRC_REC_ALLOC);
+	/* The tag's stack id, the thread's: the session's, 0 when none or unknown. */
+	sid = id < rare->stack_cap ? rare->stack_ids[id] : 0;
+	SESSION__FAST_HEAD(TRC_REC_ALLOC | (sid ? TRCFILE__ALLOC_HAS_STACK : 0));
 	p = session__varint(p, trcfile__zigzag((int64_t)(a - walloc)));
 	p = session__varint(p, b);
+	if (sid)
+		p = session__varint(p, sid);
 	walloc = a;
 	q += RING_HDR_BYTES + sizeof(struct trc_ring_alloc);
 	n++;
 	SESSION__FAST_NEXT();
+}
 free_:
 	SESSION__FAST_LEN(struct trc_ring_free);
 	SESSION__FAST_WORDS(1);

@@ -42,6 +42,14 @@ struct session_tlost {
 	struct session_stream st;
 };
 
+/* A slot's map from its thread's stack ids to the session's (session_stacks.c). (drain) */
+struct session_stack_ids {
+	uint32_t *ids; /* [thread id] -> session id, 0 unknown */
+	uint32_t cap;
+};
+
+struct session_stacks;
+
 struct trc_session {
 	int fd;
 	uint8_t *base;
@@ -90,6 +98,10 @@ struct trc_session {
 	uint64_t tlost_added_seen; /* hdr->tlost_added when the table was last read */
 	uint64_t tlost_seen_ns;
 	struct session_stream meta;
+	/* Call stacks (session_stacks.c), allocated on the first STACK record. (drain) */
+	struct session_stacks *stacks;
+	struct session_stack_ids *stack_ids; /* geom.max_slots entries */
+	uint64_t stack_frames[TRC_STACK_DEPTH_MAX]; /* a STACK record's frames, copied */
 	char text[TRC_CMDLINE_MAX + 256]; /* copies of strings handed to the sink */
 };
 
@@ -124,5 +136,24 @@ static inline uint8_t *session__ring(const struct trc_session *s, uint32_t i)
 {
 	return trc_region_ring(s->base, &s->geom, i);
 }
+
+/* The thread's stack id local_id of slot, from a STACK record of its stream, names these
+ * frames of pid: *global is the session's id for them; *fresh when the trace has not seen them
+ * (its STACK record is to be written). 0, -EINVAL (an id no thread uses), -ENOMEM. */
+int session_stacks_define(struct trc_session *s, uint32_t slot, uint32_t pid, uint32_t local_id,
+			  uint32_t flags, const uint64_t *frames, uint32_t n, uint32_t *global,
+			  bool *fresh);
+/* The session's id of slot's thread id local_id: 0 when its stream has not defined it. */
+static inline uint32_t session_stacks_global(const struct trc_session *s, uint32_t slot,
+					     uint32_t local_id)
+{
+	if (!s->stack_ids)
+		return 0;
+	const struct session_stack_ids *m = &s->stack_ids[slot];
+	return local_id < m->cap ? m->ids[local_id] : 0;
+}
+/* A new stream on slot: its thread defines its ids anew. */
+void session_stacks_slot_reset(struct trc_session *s, uint32_t slot);
+void session_stacks_free(struct trc_session *s);
 
 #endif /* TRC_SESSION_INTERNAL_H */

@@ -120,6 +120,11 @@
  *   PROCESS          { ts, u32 pid, u32 ppid, u64 cmdline_len }   + cmdline   24 bytes + len
  *   MODULE           { ts, start, end, offset, u64 path_len }     + path      40 bytes + len
  *   EXIT             { ts, u32 pid, u32 flags, hwm, buffers, u32 status, u32 0 } 40 bytes
+ *   STACK            { ts, u32 id, u16 n, u16 flags }             + n frames  16 bytes + 8 n
+ * An ALLOC's tag carries the id of its thread's STACK record that holds its call stack (0:
+ * none): ids are the thread's own (its ring's), defined by a STACK record earlier in the same
+ * ring; a later STACK record with the same id redefines it. The recorder turns them into the
+ * trace's session-wide stack ids.
  * The events (SPAN_BEGIN..FUNC_EXIT) are written by trc.h's fast path as { ts, a?, b? }.
  * ts is in the region's clock: TSC ticks when hdr->clock_mode is TSC, else CLOCK_MONOTONIC ns.
  *
@@ -411,6 +416,15 @@ struct trc_ring_module {
 };
 /* EXIT: the process is exiting (written by its runtime's destructor, procinfo.c): its own
  * VmHWM and the trace buffers resident in it then. flags: TRC_EXIT_* of wire.h (SELF). */
+/* STACK, then n return addresses (u64), innermost first. */
+struct trc_ring_stack {
+	uint64_t ts;
+	uint32_t id; /* the thread's own id, 1 .. TRC_NAME_ID_MAX */
+	uint16_t n;
+	uint16_t flags; /* TRC_STACK_* */
+};
+_Static_assert(sizeof(struct trc_ring_stack) == 16, "STACK ring record");
+
 struct trc_ring_exit {
 	uint64_t ts;
 	uint32_t pid;
