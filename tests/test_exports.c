@@ -25,6 +25,7 @@ static const char *const libtrc_exports[] = {
 	"trc__process_exiting",
 	"trc__self",
 	"trc__site_intern",
+	"trc__stack_emit",
 	"trc__thread_name",
 	"trc_attach",
 };

@@ -151,6 +151,9 @@ void trc__modules_changed(void);
 /* The process is exiting: writes its EXIT record (own VmHWM) once. code: the exit code when
  * known (the preload library's _exit hook), -1 when not (the runtime's destructor). */
 void trc__process_exiting(int code);
+/* Writes the calling thread's STACK record id (frames innermost first, TRC_STACK_* flags)
+ * into its ring: 1 when it is there, 0 when not (the preload library's allocation hooks). */
+int trc__stack_emit(uint32_t id, uint32_t flags, const uint64_t *frames, uint32_t n);
 /* The exit code the process is leaving with (the preload library's exit and main hooks), for
  * the record the runtime's destructor writes. */
 void trc__exit_code(int code);

@@ -647,6 +647,49 @@ void trc__modules_changed(void)
 	trc__ok_set(t, t->prod.data != NULL);
 }
 
+/* A STACK record (trc.h): the preload library writes each distinct call stack of a thread once,
+ * and the thread's later ALLOC records carry its id in their tag (session_layout.h). Not an
+ * event: 1 when the record is in the ring, so that the id may be used; 0 when it is not (no
+ * session, no slot, the ring full under --when-full drop, or nested in this thread's own emit
+ * by a signal handler). */
+int trc__stack_emit(uint32_t id, uint32_t flags, const uint64_t *frames, uint32_t n)
+{
+	struct trc__thread *t = &trc__self;
+	unsigned mode = trc__mode_load();
+	if (!mode || id == 0 || id > TRC_NAME_ID_MAX || n > TRC_STACK_DEPTH_MAX)
+		return 0;
+	if (__builtin_expect(trc__forked_unseen(), 0))
+		trc__atfork_child();
+	if (t->busy || (t->prod.data && !*t->ok_flag))
+		return 0; /* nested in this thread's own emit (a signal handler) */
+	trc__ok_set(t, 0);
+	t->busy = 1;
+	TRC__BARRIER();
+	int done = 0;
+	if (!t->prod.data && trc__claim(t) == 0) {
+		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
+			trc__emit_process_info(t, mode);
+		trc__emit_thread_record(t, mode);
+	}
+	if (t->prod.data) {
+		struct trc_ring_stack *r = trc__reserve(t, TRC_TAG(TRC_REC_STACK, 0),
+							(uint32_t)(sizeof(*r) + 8u * n));
+		if (r) {
+			r->ts = trc__now(mode);
+			r->id = id;
+			r->n = (uint16_t)n;
+			r->flags = (uint16_t)(flags & TRC_STACK_FLAGS_ALL);
+			memcpy(r + 1, frames, 8u * n);
+			ring_commit_sp(&t->prod);
+			done = 1;
+		}
+	}
+	TRC__BARRIER();
+	t->busy = 0;
+	trc__ok_set(t, t->prod.data != NULL);
+	return done;
+}
+
 void trc__process_exiting(int code)
 {
 	struct trc__thread *t = &trc__self;
