@@ -39,6 +39,7 @@ enum everywhere_trap {
 struct everywhere {
 	long n, m; /* iterations, counters an iteration (0: 1) */
 	bool allocs; /* mallocs and frees through the preload library instead of counters */
+	const char *stacks; /* with allocs: TRC_ALLOC_STACKS ("none", "all") */
 	bool drain; /* drain at every trap (else only once the program has exited) */
 	bool drain_stuck; /* drain whenever the program has not trapped for 5 ms (it waits) */
 	enum everywhere_trap trap;
@@ -136,6 +137,8 @@ static void run_everywhere(struct trc_session *s, struct everywhere *e, struct t
 			snprintf(lib, sizeof(lib), "%s/lib/libtrc-preload.so",
 				 tier && *tier ? "build" : ts_build_dir());
 			setenv("LD_PRELOAD", lib, 1);
+			setenv(TRC_ALLOC_STACKS_ENV, e->stacks ? e->stacks : "none", 1);
+			setenv("TRC_STACK_VERIFY", "1", 1);
 		}
 		execl(prog, prog, nbuf, mbuf, e->allocs ? "malloc" : "counters", (char *)NULL);
 		_exit(127);
@@ -298,6 +301,46 @@ Test(sig_everywhere, preload_malloc_and_free, .timeout = 120)
 	cr_assert_eq(mine, (uint64_t)e.n, "ALLOCs of the loop: %lu; %s", (unsigned long)mine,
 		     ts_why(&c));
 	cr_assert_geq(c.by_type[TRC_REC_FREE], (uint64_t)e.n, "%s", ts_why(&c));
+	ts_collect_free(&c);
+	session_destroy(s);
+}
+
+/* The same loop with a call stack on every allocation: the signals now land in the capture
+ * (the unwinder, the stack cache, the thread's table) as well as in the emits. Every ALLOC of
+ * the loop is recorded, each with its stack (the cache is checked against a full unwind on
+ * every hit: a wrong stack would be said on stderr), and every signal's instant is recorded
+ * or a REENTRANT loss. */
+Test(sig_everywhere, preload_malloc_with_stacks, .timeout = 120)
+{
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	if (tier && *tier)
+		cr_skip_test("the traced program is the plain build's: checked in the plain tier");
+	struct trc_session *s = everywhere_session(1 << 20, false, false);
+	struct ts_collect c = {0};
+	struct everywhere e = {.n = 211,
+			       .allocs = true,
+			       .stacks = "all",
+			       .drain = true,
+			       .trap = TRAP_EVERY,
+			       .period = 1999};
+	run_everywhere(s, &e, &c);
+	cr_log_info("%ld iterations, %ld signals injected after %ld steps: %s", e.n, e.injected,
+		    e.steps, ts_why(&c));
+	cr_assert_eq(e.handled, e.injected);
+	cr_assert(!ts_trouble(&c), "the recorder reported trouble: %s", ts_why(&c));
+	cr_assert_eq(ts_lost_total(&c), c.lost[TRC_LOST_REENTRANT], "%s", ts_why(&c));
+	cr_assert_eq(c.by_type[TRC_REC_INSTANT] + c.lost[TRC_LOST_REENTRANT], (uint64_t)e.injected,
+		     "%s", ts_why(&c));
+	uint64_t mine = 0, with_stack = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.v[i].r.type == TRC_REC_ALLOC && c.v[i].r.alloc.size == 72) {
+			mine++;
+			with_stack += c.v[i].r.alloc.stack_id != 0;
+		}
+	cr_assert_eq(mine, (uint64_t)e.n, "ALLOCs of the loop: %lu; %s", (unsigned long)mine,
+		     ts_why(&c));
+	cr_assert_eq(with_stack, mine, "ALLOCs of the loop with a stack");
+	cr_assert_gt(c.by_type[TRC_REC_STACK], 0);
 	ts_collect_free(&c);
 	session_destroy(s);
 }

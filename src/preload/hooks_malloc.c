@@ -4,7 +4,8 @@
  * pvalloc and malloc_usable_size are interposed; each forwards to the next definition in symbol
  * order (dlsym(RTLD_NEXT)): the program's own allocator, whether it is linked in (jemalloc,
  * tcmalloc, mimalloc), preloaded after us, or glibc's. Each records ALLOC {addr, size} /
- * FREE {addr} records through trc.h's inline fast path (realloc is a FREE of the old block and
+ * FREE {addr} records through trc.h's inline fast path, each ALLOC with its call stack
+ * (stack_capture.c) (realloc is a FREE of the old block and
  * an ALLOC of the new one; frees of NULL and failed allocations are not events). glibc routes
  * its own internal allocations through these symbols too.
  *
@@ -47,6 +48,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stack_capture.h"
 #include "trc.h"
 
 #define PRELOAD_API __attribute__((visibility("default")))
@@ -161,19 +163,26 @@ static inline bool preload__resolved(void)
 __attribute__((constructor)) static void preload__ctor(void)
 {
 	(void)preload__resolved();
+	preload_stack_init();
 }
 
+/* The ALLOC record, its tag naming the thread's id of the allocation's call stack
+ * (stack_capture.h; 0: none). */
 static inline void preload__alloc(void *p, size_t n)
 {
 	unsigned m = trc__mode_load();
-	if (m && p)
-		trc__emit(m, TRC_REC_ALLOC, 2, (uint64_t)(uintptr_t)p, n);
+	if (m && p) {
+		uint32_t stack = preload_stack_id(n);
+		if (__builtin_expect(stack == PRELOAD_STACK_OWN, 0))
+			return; /* the unwinder's own */
+		trc__emit(m, TRC_TAG(TRC_REC_ALLOC, stack), 2, (uint64_t)(uintptr_t)p, n);
+	}
 }
 
 static inline void preload__free(void *p)
 {
 	unsigned m = trc__mode_load();
-	if (m && p)
+	if (m && p && !__builtin_expect(preload__own, 0))
 		trc__emit(m, TRC_REC_FREE, 1, (uint64_t)(uintptr_t)p, 0);
 }
 
