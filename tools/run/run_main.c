@@ -488,6 +488,14 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	bool progress = opt.progress < 0 ? (!opt.quiet && isatty(STDERR_FILENO)) : opt.progress;
+	/* What the preload library captures (stack_capture.h): in the environment the command
+	 * and every process it starts inherit. */
+	char depth[16];
+	snprintf(depth, sizeof(depth), "%u", opt.stack_depth);
+	if (setenv(TRC_ALLOC_STACKS_ENV, opt.alloc_stacks, 1) || setenv(TRC_STACK_DEPTH_ENV, depth, 1)) {
+		fprintf(stderr, "trace-run: cannot set the environment: %s\n", strerror(errno));
+		return 1;
+	}
 	/* The writer's chunk buffers (64 KiB to 16 MiB) come and go with the streams: a fixed
 	 * mmap threshold keeps glibc from raising it after the first free, so freed buffers go
 	 * back to the system instead of staying in the heap (the recorder's RSS). */
@@ -632,6 +640,10 @@ int main(int argc, char **argv)
 			 un.machine);
 	struct session_clock_info ci;
 	session_clock_info(session, &ci);
+	uint32_t stacks_mode = !opt.preload || strcmp(opt.alloc_stacks, "none") == 0
+				       ? TRCFILE_ALLOC_STACKS_NONE
+			       : strcmp(opt.alloc_stacks, "all") == 0 ? TRCFILE_ALLOC_STACKS_ALL
+								      : TRCFILE_ALLOC_STACKS_SAMPLED;
 	struct trcfile_header_info hdr = {
 		.cmdline = cmdline,
 		.cmdline_len = cmdline_len,
@@ -644,6 +656,11 @@ int main(int argc, char **argv)
 		.rss_source = opt.rss_enabled ? (uint32_t)opt.rss_source : 0,
 		.buffer_bytes = opt.buffer_bytes,
 		.when_full = opt.drop_when_full ? TRCFILE_WHEN_FULL_DROP : TRCFILE_WHEN_FULL_WAIT,
+		.alloc_stacks = stacks_mode,
+		.stack_depth = opt.stack_depth,
+		.sample_bytes = stacks_mode == TRCFILE_ALLOC_STACKS_SAMPLED
+					? strtoull(opt.alloc_stacks + 7, NULL, 10)
+					: 0,
 		.host = host,
 		.tool_version = "trace-run " CLI_VERSION,
 	};

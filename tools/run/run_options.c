@@ -57,6 +57,16 @@ static const char run__usage[] =
 	"                            summary says by how much. drop: the program's\n"
 	"                            timing is untouched, events are lost and counted\n"
 	"                            exactly (LOST records)\n"
+	"      --alloc-stacks all|sample=SIZE|none\n"
+	"                            call stacks of allocations (preload library).\n"
+	"                            all (default): every allocation's, exact.\n"
+	"                            sample=SIZE: about one per SIZE bytes allocated\n"
+	"                            (Poisson; every allocation of SIZE or more), bytes\n"
+	"                            per stack estimated without bias; counts and sizes\n"
+	"                            of all allocations stay exact. none: no stacks\n"
+	"      --stack-depth N       the most frames kept of a stack, 1 to 256\n"
+	"                            (default 64): deeper stacks keep their innermost\n"
+	"                            frames and are marked truncated\n"
 	"      --max-threads N       ring slots: threads recording at once, 1 to 4096\n"
 	"                            (default 256)\n"
 	"      --compression-level N zstd level 1..19 (default 1)\n"
@@ -133,6 +143,8 @@ enum {
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
 	OPT_WHEN_FULL,
+	OPT_ALLOC_STACKS,
+	OPT_STACK_DEPTH,
 };
 
 int run_options_parse(int argc, char **argv, struct run_options *o)
@@ -145,6 +157,8 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		{"buffer-size", required_argument, NULL, OPT_BUFFER_SIZE},
 		{"ring-budget", required_argument, NULL, OPT_RING_BUDGET},
 		{"when-full", required_argument, NULL, OPT_WHEN_FULL},
+		{"alloc-stacks", required_argument, NULL, OPT_ALLOC_STACKS},
+		{"stack-depth", required_argument, NULL, OPT_STACK_DEPTH},
 		{"max-threads", required_argument, NULL, OPT_MAX_THREADS},
 		{"compression-level", required_argument, NULL, OPT_ZSTD_LEVEL},
 		{"compress-threads", required_argument, NULL, OPT_COMPRESS_THREADS},
@@ -170,6 +184,8 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		.progress = -1,
 		.clock = RUN_CLOCK_AUTO,
 		.preload = true,
+		.alloc_stacks = "all",
+		.stack_depth = TRC_STACK_DEPTH_DEFAULT,
 	};
 	char msg[320];
 	unsigned long n;
@@ -224,6 +240,30 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 					"--when-full: invalid value \"%s\" (expected %s)", optarg,
 					"wait or drop");
 			o->drop_when_full = strcmp(optarg, "drop") == 0;
+			break;
+		case OPT_ALLOC_STACKS: {
+			uint64_t every;
+			if (strcmp(optarg, "all") == 0 || strcmp(optarg, "none") == 0) {
+				snprintf(o->alloc_stacks, sizeof(o->alloc_stacks), "%s", optarg);
+			} else if (strncmp(optarg, "sample=", 7) == 0 &&
+				   run_parse_size(optarg + 7, &every) == 0 && every > 0 &&
+				   every <= (1ull << 40)) {
+				snprintf(o->alloc_stacks, sizeof(o->alloc_stacks),
+					 "sample=%" PRIu64, every);
+			} else {
+				return run__usage_error(
+					"--alloc-stacks: invalid value \"%s\" (expected %s)", optarg,
+					"all, none or sample=SIZE with SIZE from 1 to 1T, e.g. "
+					"sample=512K");
+			}
+			break;
+		}
+		case OPT_STACK_DEPTH:
+			if (run__parse_uint(optarg, 1, TRC_STACK_DEPTH_MAX, &n))
+				return run__usage_error(
+					"--stack-depth: invalid value \"%s\" (expected %s)", optarg,
+					"1 to 256");
+			o->stack_depth = (uint32_t)n;
 			break;
 		case OPT_MAX_THREADS:
 			if (run__parse_uint(optarg, 1, RUN_MAX_THREADS, &n))

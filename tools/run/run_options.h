@@ -35,6 +35,10 @@ struct run_options {
 	bool preload; /* put libtrc-preload.so in LD_PRELOAD */
 	bool keep_stored; /* leave chunks written stored as they are (no compaction at exit) */
 	bool drop_when_full; /* --when-full drop: a full ring drops at once (default: wait) */
+	/* --alloc-stacks, as the preload library reads it (TRC_ALLOC_STACKS): "all", "none" or
+	 * "sample=BYTES"; and --stack-depth */
+	char alloc_stacks[32];
+	uint32_t stack_depth;
 	char **argv; /* the command and its arguments, NULL-terminated */
 	int argc;
 };
