@@ -369,15 +369,16 @@ Test(memory, usage_errors, .timeout = 60)
 }
 
 /* A recorded program: prog_e2e_mem allocates 16 MiB inside its span "touch" and holds them;
- * RSS rises while it touches them, and at the RSS peak the 16 MiB are live, from "touch". */
+ * RSS rises while it touches them, and at the RSS peak the 16 MiB are live, from "touch"
+ * (without call stacks the site is the innermost span). */
 Test(memory, recorded_program_allocation_in_its_span, .timeout = 120)
 {
 	if (getenv("TRC_SANITIZER_TIER"))
 		cr_skip_test(
 			"a sanitizer's allocator is not the preload library's: no allocations");
 	const char *dir = tu_tmpdir();
-	int rc = tu_sh("cd '%s' && %s/bin/trace-run -q --rss-interval 5ms -o in.trc -- "
-		       "%s/tests/prog_e2e_mem 16 200 > /dev/null 2> err",
+	int rc = tu_sh("cd '%s' && %s/bin/trace-run -q --alloc-stacks none --rss-interval 5ms "
+		       "-o in.trc -- %s/tests/prog_e2e_mem 16 200 > /dev/null 2> err",
 		       dir, tm_build(), tm_build());
 	cr_assert_eq(rc, 0, "trace-run: %s", tu_slurp_text(dir, "err"));
 	char *o = tm_run(dir, 0, "memory --csv peak in.trc");
@@ -385,6 +386,29 @@ Test(memory, recorded_program_allocation_in_its_span, .timeout = 120)
 	free(o);
 	o = tm_run(dir, 0, "memory --csv intervals in.trc");
 	tm_has(o, ",\"touch\",16777216,1\n");
+	free(o);
+	tu_rm_rf(dir);
+}
+
+/* The same with call stacks (the default): the site is the function that called malloc
+ * (main), and the whole stack is the span open around the call, then the call stack from
+ * the program's entry to main. */
+Test(memory, recorded_program_allocation_by_call_stack, .timeout = 120)
+{
+	if (getenv("TRC_SANITIZER_TIER"))
+		cr_skip_test(
+			"a sanitizer's allocator is not the preload library's: no allocations");
+	const char *dir = tu_tmpdir();
+	int rc = tu_sh("cd '%s' && TRC_STACK_VERIFY=1 %s/bin/trace-run -q --rss-interval 5ms "
+		       "-o in.trc -- %s/tests/prog_e2e_mem 16 200 > /dev/null 2> err",
+		       dir, tm_build(), tm_build());
+	cr_assert_eq(rc, 0, "trace-run: %s", tu_slurp_text(dir, "err"));
+	cr_assert_null(strstr(tu_slurp_text(dir, "err"), "wrong stack"));
+	char *o = tm_run(dir, 0, "memory --csv peak in.trc");
+	tm_has(o, ",\"main\",16777216,1\n");
+	free(o);
+	o = tm_run(dir, 0, "memory --stack --csv peak in.trc");
+	tm_has(o, ",\"touch;_start;__libc_start_main;__libc_start_call_main;main\",16777216,1\n");
 	free(o);
 	tu_rm_rf(dir);
 }

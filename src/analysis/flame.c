@@ -19,7 +19,7 @@
 #include "flame.h"
 #include "u64map.h"
 
-enum { FLAME__ROOT, FLAME__SPAN, FLAME__FUNC, FLAME__OUTSIDE };
+enum { FLAME__ROOT, FLAME__SPAN, FLAME__FUNC, FLAME__OUTSIDE, FLAME__CALL };
 
 struct flame__node {
 	uint32_t parent;
@@ -44,6 +44,10 @@ struct flame {
 	struct flame__stream *streams;
 	unsigned n_streams;
 	struct flame_stats stats;
+	/* Allocation call stacks (flame_use_stacks): the reader that defines them, and the node
+	 * an allocation of stack id s made under node n goes to, n << 32 | s -> node. */
+	const struct trcfile_reader *stacks;
+	struct u64map alloc_nodes;
 };
 
 /* Seeded under the index's seed: keys come from the file, which must not choose collisions
@@ -104,6 +108,7 @@ struct flame *flame_new(enum flame_weight weight)
 	f->nodes = calloc(f->cap_nodes, sizeof(*f->nodes));
 	f->n_nodes = 1; /* the root */
 	u64index_init(&f->index, flame__node_hash, f);
+	u64map_init(&f->alloc_nodes, FLAME_MAX_NODES);
 	if (!f->nodes) {
 		flame_free(f);
 		return NULL;
@@ -117,6 +122,7 @@ void flame_free(struct flame *f)
 		return;
 	free(f->nodes);
 	u64index_destroy(&f->index);
+	u64map_destroy(&f->alloc_nodes);
 	free(f->streams);
 	free(f);
 }
@@ -172,6 +178,67 @@ static void flame__pop(struct flame *f, struct flame__stream *st, uint32_t kind,
 	f->stats.unmatched_ends++;
 }
 
+void flame_use_stacks(struct flame *f, const struct trcfile_reader *r)
+{
+	f->stacks = r;
+}
+
+/* The node of an allocation of call stack id made while the thread was at node cur: the spans
+ * open at cur (outermost first: they are not in the call stack), then the stack's frames,
+ * outermost first (functions of -finstrument-functions are in the call stack already). cur
+ * itself when the trace does not define the stack, or the trie is full. */
+static uint32_t flame__alloc_stack_node(struct flame *f, uint32_t cur, uint32_t pid, uint32_t id,
+					int *err)
+{
+	uint64_t key = (uint64_t)cur << 32 | id;
+	const uint64_t *hit = u64map_get(&f->alloc_nodes, key);
+	if (hit)
+		return (uint32_t)*hit;
+	uint32_t n = 0;
+	const uint64_t *fr = trcfile_reader_stack(f->stacks, id, &n, NULL);
+	if (!fr || n == 0)
+		return cur;
+	uint32_t spans[256], n_spans = 0;
+	for (uint32_t i = cur; i != 0 && n_spans < 256; i = f->nodes[i].parent)
+		if (f->nodes[i].kind == FLAME__SPAN)
+			spans[n_spans++] = i;
+	uint32_t at = 0;
+	for (uint32_t k = n_spans; k-- > 0;) {
+		at = flame__child(f, at, FLAME__SPAN, 0, f->nodes[spans[k]].key);
+		if (at >= FLAME__NOMEM)
+			goto full;
+	}
+	for (uint32_t k = n; k-- > 0;) {
+		/* A return address: the call is the instruction before it. */
+		at = flame__child(f, at, FLAME__CALL, pid, fr[k] ? fr[k] - 1 : 0);
+		if (at >= FLAME__NOMEM)
+			goto full;
+	}
+	if (u64map_put(&f->alloc_nodes, key, at, NULL, NULL) == -ENOMEM) {
+		*err = -ENOMEM;
+		return cur;
+	}
+	return at;
+full:
+	if (at == FLAME__NOMEM)
+		*err = -ENOMEM;
+	else
+		f->stats.folded_frames++;
+	return cur;
+}
+
+uint32_t flame_alloc_node(struct flame *f, unsigned sidx, const struct trcfile_stream_info *si,
+			  const struct trc_record *rec, int *err)
+{
+	*err = 0;
+	uint32_t cur = flame_stream_node(f, sidx);
+	if (sidx < f->n_streams && f->streams[sidx].folded)
+		return cur;
+	if (f->stacks && rec->type == TRC_REC_ALLOC && rec->alloc.stack_id)
+		return flame__alloc_stack_node(f, cur, si->pid, rec->alloc.stack_id, err);
+	return cur;
+}
+
 int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *si,
 	      const struct trc_record *rec)
 {
@@ -202,7 +269,10 @@ int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *
 	case TRC_REC_ALLOC: {
 		if (f->weight != FLAME_ALLOC)
 			return 0;
-		uint32_t at = st->cur;
+		int err = 0;
+		uint32_t at = flame_alloc_node(f, sidx, si, rec, &err);
+		if (err)
+			return err;
 		if (at == 0) {
 			at = flame__child(f, 0, FLAME__OUTSIDE, 0, 0);
 			if (at == FLAME__NOMEM)
@@ -232,6 +302,31 @@ uint32_t flame_stream_node(const struct flame *f, unsigned sidx)
 static size_t flame__frame_name(const struct flame__node *n, const struct trcfile_reader *r,
 				struct sym_resolver *syms, char *buf, size_t cap);
 
+/* Whether a function of that name only allocates for its caller: C++'s operator new and the
+ * standard allocator, and the checked wrappers programs put around malloc (gnulib's xmalloc
+ * family, GLib's g_malloc). */
+static bool flame__allocator(const char *name, size_t len)
+{
+	static const char *const prefixes[] = {
+		"operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
+		"std::allocator_traits", "g_malloc", "g_realloc", "g_try_malloc", "g_slice_alloc",
+	};
+	static const char *const exact[] = {
+		"xmalloc",   "xcalloc",	   "xrealloc",	 "xzalloc",    "xnmalloc",   "xinmalloc",
+		"ximalloc",  "xcharalloc", "x2nrealloc", "x2realloc",  "xmemdup",    "xstrdup",
+		"xireallocarray", "xreallocarray", "xpalloc", "xnrealloc", "ximemdup", "xizalloc",
+	};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t k = strlen(prefixes[i]);
+		if (len >= k && memcmp(name, prefixes[i], k) == 0)
+			return true;
+	}
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (strlen(exact[i]) == len && memcmp(name, exact[i], len) == 0)
+			return true;
+	return false;
+}
+
 size_t flame_node_name(const struct flame *f, uint32_t node, bool stack,
 		       const struct trcfile_reader *r, struct sym_resolver *syms, char *buf,
 		       size_t cap)
@@ -242,8 +337,18 @@ size_t flame_node_name(const struct flame *f, uint32_t node, bool stack,
 		snprintf(buf, cap, "%s", FLAME_OUTSIDE);
 		return strlen(buf);
 	}
-	if (!stack)
-		return flame__frame_name(&f->nodes[node], r, syms, buf, cap);
+	if (!stack) {
+		/* A call stack's innermost frame outside the allocator: an allocation made
+		 * through operator new or xmalloc is the caller's. */
+		size_t len = flame__frame_name(&f->nodes[node], r, syms, buf, cap);
+		for (uint32_t j = node; f->nodes[j].kind == FLAME__CALL && flame__allocator(buf, len);) {
+			j = f->nodes[j].parent;
+			if (j == 0 || f->nodes[j].kind != FLAME__CALL)
+				break;
+			len = flame__frame_name(&f->nodes[j], r, syms, buf, cap);
+		}
+		return len;
+	}
 	/* Outermost first: the depth, then each frame written at its place from the end. */
 	uint32_t path[256];
 	size_t depth = 0;

@@ -44,6 +44,16 @@ struct flame_stats {
 struct flame *flame_new(enum flame_weight weight);
 void flame_free(struct flame *f);
 
+/* Allocations with a call stack (an ALLOC's stack_id) go to the stack's frames, under the
+ * spans open on their thread, when r is given: its STACK records name them. Without it (and
+ * for allocations without a stack) they go to their thread's innermost open frame. */
+void flame_use_stacks(struct flame *f, const struct trcfile_reader *r);
+
+/* The node the allocation rec of stream sidx goes to (see flame_use_stacks), before or after
+ * flame_add takes it; *err = -ENOMEM when the trie could not grow. */
+uint32_t flame_alloc_node(struct flame *f, unsigned sidx, const struct trcfile_stream_info *si,
+			  const struct trc_record *rec, int *err);
+
 /* Feeds one record of stream sidx (si its info). Returns 0 or -ENOMEM. */
 int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *si,
 	      const struct trc_record *rec);

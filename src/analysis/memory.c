@@ -395,7 +395,11 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 		}
 		return 0;
 	}
-	uint32_t site = memory__site(m, flame_stream_node(m->fl, sidx));
+	int ferr;
+	uint32_t node = flame_alloc_node(m->fl, sidx, si, rec, &ferr);
+	if (ferr)
+		return ferr;
+	uint32_t site = memory__site(m, node);
 	if (site == UINT32_MAX)
 		return -ENOMEM;
 	uint64_t size = rec->alloc.size > MEMORY__SIZE_MAX ? MEMORY__SIZE_MAX : rec->alloc.size;
@@ -469,6 +473,8 @@ struct memory_feed *memory_feed_new(struct trcfile_reader *r, struct sym_resolve
 	};
 	u64index_init(&f->m.site_ix, memory__name_hash, &f->m);
 	u64map_init(&f->m.pid_ix, SIZE_MAX);
+	if (f->m.fl)
+		flame_use_stacks(f->m.fl, r);
 	*err = f->m.fl ? memory__peaks(&f->m) : -ENOMEM;
 	if (*err) {
 		memory_feed_free(f);

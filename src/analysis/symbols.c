@@ -322,7 +322,15 @@ static int sym__lookup(struct sym_resolver *s, const struct sym__file *f, uint64
 	const char *nm = dwfl_module_addrinfo(f->mod, a, &symoff, &sym, NULL, NULL, NULL);
 	if (nm && nm[0]) {
 		char dm[1024];
-		out->name = sym__keep(s, sym_demangle(nm, dm, sizeof(dm)) ? dm : nm);
+		/* A versioned symbol of the dynamic table ("malloc@@GLIBC_2.2.5") is named without
+		 * its version. */
+		const char *at = strchr(nm, '@');
+		if (at && at != nm) {
+			snprintf(dm, sizeof(dm), "%.*s", (int)(at - nm), nm);
+			nm = dm;
+		}
+		char dd[1024];
+		out->name = sym__keep(s, sym_demangle(nm, dd, sizeof(dd)) ? dd : nm);
 		if (!out->name)
 			return -ENOMEM;
 		out->name_offset = symoff;

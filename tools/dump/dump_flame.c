@@ -92,6 +92,7 @@ int dump_flame_main(int argc, char **argv)
 		dump_error("%s: out of memory", path);
 		goto out;
 	}
+	flame_use_stacks(f, r);
 	/* Stacks are per thread: each thread stream alone, in its own order (no merge). */
 	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
