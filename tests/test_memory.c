@@ -147,7 +147,19 @@ Test(memory, json_intervals_series_and_peak_are_exact, .timeout = 60)
 	tm_has(o, "\"peak_sites\":[{\"name\":\"parse\",\"bytes\":5000,\"allocs\":1},"
 		  "{\"name\":\"load\",\"bytes\":2000,\"allocs\":1},"
 		  "{\"name\":\"[no span or function]\",\"bytes\":800,\"allocs\":2},"
-		  "{\"name\":\"prog+0x2136\",\"bytes\":300,\"allocs\":1}]}]");
+		  "{\"name\":\"prog+0x2136\",\"bytes\":300,\"allocs\":1}],");
+	/* Over the run: load's two blocks; at the end: what a kept (parse's, the function's)
+	 * and the two made outside a frame; temporary: b's 2000, freed before b allocated
+	 * again (a's 1000 was not: a allocated the 300 in between). */
+	tm_has(o, "\"sites\":[{\"name\":\"parse\",\"bytes\":5000,\"allocs\":1},"
+		  "{\"name\":\"load\",\"bytes\":3000,\"allocs\":2},"
+		  "{\"name\":\"[no span or function]\",\"bytes\":800,\"allocs\":2},"
+		  "{\"name\":\"prog+0x2136\",\"bytes\":300,\"allocs\":1}],"
+		  "\"live_at_end_bytes\":6100,"
+		  "\"live_at_end_sites\":[{\"name\":\"parse\",\"bytes\":5000,\"allocs\":1},"
+		  "{\"name\":\"[no span or function]\",\"bytes\":800,\"allocs\":2},"
+		  "{\"name\":\"prog+0x2136\",\"bytes\":300,\"allocs\":1}],"
+		  "\"temporary_sites\":[{\"name\":\"load\",\"bytes\":2000,\"allocs\":1}]}]");
 	tm_has(o, "],\"alloc_bytes_unsampled\":0,\"folded_frames\":0}\n");
 	free(o);
 	/* A strict parser reads it; two processes' worth of keys are where they belong. */
@@ -345,7 +357,7 @@ Test(memory, usage_errors, .timeout = 60)
 	static const struct {
 		const char *args, *msg;
 	} bad[] = {
-		{"memory --csv tables in.trc", "--csv: expected intervals, series or peak"},
+		{"memory --csv tables in.trc", "--csv: expected intervals, series, peak, sites"},
 		{"memory --json --csv series in.trc", "--json and --csv: choose one"},
 		{"memory --sites x in.trc", "--sites: expected a count"},
 		{"memory --top -1 in.trc", "--top: expected a count"},

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_weight.h"
 #include "flame.h"
 #include "u64map.h"
 
@@ -48,6 +49,7 @@ struct flame {
 	 * an allocation of stack id s made under node n goes to, n << 32 | s -> node. */
 	const struct trcfile_reader *stacks;
 	struct u64map alloc_nodes;
+	double sample_bytes; /* sampled stacks: allocations weigh alloc_weight.h's */
 };
 
 /* Seeded under the index's seed: keys come from the file, which must not choose collisions
@@ -181,6 +183,7 @@ static void flame__pop(struct flame *f, struct flame__stream *st, uint32_t kind,
 void flame_use_stacks(struct flame *f, const struct trcfile_reader *r)
 {
 	f->stacks = r;
+	f->sample_bytes = r ? alloc_weight_sample_bytes(r) : 0;
 }
 
 /* The node of an allocation of call stack id made while the thread was at node cur: the spans
@@ -280,8 +283,12 @@ int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *
 			if (at == FLAME__FULL)
 				return 0; /* cannot happen: made on the first allocation */
 		}
-		f->nodes[at].weight += rec->alloc.size;
-		f->stats.total_weight += rec->alloc.size;
+		/* Sampled stacks: one without a stack is stood for by those sampled. */
+		if (f->sample_bytes > 0 && !rec->alloc.stack_id)
+			return 0;
+		uint64_t w = alloc_weight_bytes(rec->alloc.size, f->sample_bytes);
+		f->nodes[at].weight += w;
+		f->stats.total_weight += w;
 		return 0;
 	}
 	default:

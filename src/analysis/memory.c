@@ -19,12 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_weight.h"
 #include "allocmap.h"
 #include "flame.h"
 #include "u64map.h"
 
 #define MEMORY__SIZE_BITS 40
 #define MEMORY__SIZE_MAX ((1ull << MEMORY__SIZE_BITS) - 1)
+/* The site of a live block not sampled (sampled stacks): in the live heap, in no site. */
+#define MEMORY__UNSAMPLED ((1u << (64 - MEMORY__SIZE_BITS)) - 1)
 
 struct memory__acc {
 	uint32_t site;
@@ -48,7 +51,17 @@ struct memory__proc {
 	uint64_t alloc_bytes, allocs, free_bytes; /* since the previous sample (or the start) */
 	uint64_t first_ts; /* its first allocation or free (0: none yet) */
 	struct memory__accum acc; /* the same per site */
+	struct memory__accum all; /* per site over the whole run */
+	struct memory__accum temp; /* temporary allocations per site */
 	size_t cap_series, cap_intervals;
+};
+
+/* Per thread stream: its last allocation, to tell a temporary one (freed by the thread's next
+ * allocation event, as heaptrack counts them). */
+struct memory__last {
+	uint64_t addr, size;
+	uint32_t site;
+	bool open;
 };
 
 struct memory__state {
@@ -58,6 +71,9 @@ struct memory__state {
 	struct memory_report *out;
 	struct flame *fl;
 	uint32_t *node_site; /* node -> site + 1 (0: not named yet) */
+	double sample_bytes; /* the trace's sampling of stacks (alloc_weight.h), 0: none */
+	struct memory__last *last; /* per stream index */
+	size_t n_last;
 	size_t cap_node_site;
 	struct u64index site_ix; /* name -> site */
 	size_t cap_names;
@@ -155,6 +171,8 @@ static struct memory__proc *memory__proc(struct memory__state *m, uint32_t pid, 
 	memset(&out->procs[n], 0, sizeof(*q));
 	m->procs[n].pid = out->procs[n].pid = pid;
 	u64map_init(&m->procs[n].acc.ix, SIZE_MAX);
+	u64map_init(&m->procs[n].all.ix, SIZE_MAX);
+	u64map_init(&m->procs[n].temp.ix, SIZE_MAX);
 	out->n_procs++;
 	return &m->procs[n];
 }
@@ -275,23 +293,34 @@ static void memory__acc_clear(struct memory__accum *a)
 	u64map_destroy(&a->ix);
 }
 
-/* The sites of p's live blocks now: its peak. */
-static int memory__peak_sites(struct memory__state *m, struct memory__proc *p,
-			      struct memory_process *q)
+/* The sites of p's live blocks now, weighed (alloc_weight.h), into *out. */
+static int memory__live_sites(struct memory__state *m, struct memory__proc *p,
+			      struct memory_site **out, size_t *n_out)
 {
 	struct memory__accum a = {0};
 	u64map_init(&a.ix, SIZE_MAX);
 	size_t pos = 0;
 	uint64_t addr, v;
 	int rc = 0;
-	while (!rc && p->live && allocmap_next(p->live, &pos, NULL, &addr, &v))
-		rc = memory__acc_add(&a, (uint32_t)(v >> MEMORY__SIZE_BITS), v & MEMORY__SIZE_MAX,
-				     1);
+	while (!rc && p->live && allocmap_next(p->live, &pos, NULL, &addr, &v)) {
+		uint32_t site = (uint32_t)(v >> MEMORY__SIZE_BITS);
+		uint64_t size = v & MEMORY__SIZE_MAX;
+		if (site != MEMORY__UNSAMPLED)
+			rc = memory__acc_add(&a, site, alloc_weight_bytes(size, m->sample_bytes),
+					     alloc_weight_count(size, m->sample_bytes));
+	}
 	if (!rc)
-		rc = memory__sites(m, a.v, a.n, &q->peak_sites, &q->n_peak_sites);
+		rc = memory__sites(m, a.v, a.n, out, n_out);
 	free(a.v);
 	u64map_destroy(&a.ix);
 	return rc;
+}
+
+/* The sites of p's live blocks now: its peak. */
+static int memory__peak_sites(struct memory__state *m, struct memory__proc *p,
+			      struct memory_process *q)
+{
+	return memory__live_sites(m, p, &q->peak_sites, &q->n_peak_sites);
 }
 
 static int memory__sample(struct memory__state *m, const struct trc_record *rec)
@@ -387,6 +416,25 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 		return -ENOMEM;
 	if (!p->first_ts)
 		p->first_ts = rec->ts_ns;
+	if (sidx >= m->n_last) {
+		size_t n = sidx + 16;
+		struct memory__last *l = realloc(m->last, n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		memset(l + m->n_last, 0, (n - m->n_last) * sizeof(*l));
+		m->last = l;
+		m->n_last = n;
+	}
+	struct memory__last *last = &m->last[sidx];
+	if (last->open && rec->type == TRC_REC_FREE && rec->alloc.addr == last->addr &&
+	    last->site != MEMORY__UNSAMPLED) {
+		int err = memory__acc_add(&p->temp, last->site,
+					  alloc_weight_bytes(last->size, m->sample_bytes),
+					  alloc_weight_count(last->size, m->sample_bytes));
+		if (err)
+			return err;
+	}
+	last->open = false;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_FREE) {
 		if (allocmap_take(p->live, 0, rec->alloc.addr, &old)) {
@@ -395,13 +443,19 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 		}
 		return 0;
 	}
-	int ferr;
-	uint32_t node = flame_alloc_node(m->fl, sidx, si, rec, &ferr);
-	if (ferr)
-		return ferr;
-	uint32_t site = memory__site(m, node);
-	if (site == UINT32_MAX)
-		return -ENOMEM;
+	/* Sampled stacks: an allocation without one is in the live heap and the totals, and in
+	 * no site (the sampled ones stand for it: alloc_weight.h). */
+	bool unsampled = m->sample_bytes > 0 && !rec->alloc.stack_id;
+	uint32_t site = MEMORY__UNSAMPLED;
+	if (!unsampled) {
+		int ferr;
+		uint32_t node = flame_alloc_node(m->fl, sidx, si, rec, &ferr);
+		if (ferr)
+			return ferr;
+		site = memory__site(m, node);
+		if (site == UINT32_MAX)
+			return -ENOMEM;
+	}
 	uint64_t size = rec->alloc.size > MEMORY__SIZE_MAX ? MEMORY__SIZE_MAX : rec->alloc.size;
 	int err = allocmap_put(p->live, 0, rec->alloc.addr,
 			       size | (uint64_t)site << MEMORY__SIZE_BITS, &old);
@@ -414,7 +468,13 @@ static int memory__alloc_free(struct memory__state *m, const struct trc_record *
 	}
 	p->alloc_bytes += rec->alloc.size;
 	p->allocs++;
-	return memory__acc_add(&p->acc, site, rec->alloc.size, 1);
+	*last = (struct memory__last){rec->alloc.addr, rec->alloc.size, site, true};
+	if (unsampled)
+		return 0;
+	uint64_t wb = alloc_weight_bytes(rec->alloc.size, m->sample_bytes),
+		 wn = alloc_weight_count(rec->alloc.size, m->sample_bytes);
+	err = memory__acc_add(&p->all, site, wb, wn);
+	return err ? err : memory__acc_add(&p->acc, site, wb, wn);
 }
 
 static int memory__cmp_proc(const void *a, const void *b)
@@ -437,7 +497,12 @@ static void memory__state_free(struct memory__state *m)
 		allocmap_free(m->procs[i].live);
 		free(m->procs[i].acc.v);
 		u64map_destroy(&m->procs[i].acc.ix);
+		free(m->procs[i].all.v);
+		u64map_destroy(&m->procs[i].all.ix);
+		free(m->procs[i].temp.v);
+		u64map_destroy(&m->procs[i].temp.ix);
 	}
+	free(m->last);
 	free(m->procs);
 	free(m->node_site);
 	u64index_destroy(&m->site_ix);
@@ -475,6 +540,7 @@ struct memory_feed *memory_feed_new(struct trcfile_reader *r, struct sym_resolve
 	u64map_init(&f->m.pid_ix, SIZE_MAX);
 	if (f->m.fl)
 		flame_use_stacks(f->m.fl, r);
+	f->m.sample_bytes = alloc_weight_sample_bytes(r);
 	*err = f->m.fl ? memory__peaks(&f->m) : -ENOMEM;
 	if (*err) {
 		memory_feed_free(f);
@@ -522,6 +588,24 @@ int memory_feed_finish(struct memory_feed *f, struct memory_report *out)
 	struct flame_stats st;
 	flame_get_stats(f->m.fl, &st);
 	f->report.folded_frames = st.folded_frames;
+	/* Over the whole run: allocated by site, temporary by site, live at the end (leaks). */
+	if (f->opts.run_sites)
+		f->opts.sites = f->opts.run_sites;
+	for (size_t i = 0; i < f->report.n_procs; i++) {
+		struct memory__proc *p = &f->m.procs[i];
+		struct memory_process *q = &f->report.procs[i];
+		int rc = memory__sites(&f->m, p->all.v, p->all.n, &q->sites, &q->n_sites);
+		if (!rc)
+			rc = memory__sites(&f->m, p->temp.v, p->temp.n, &q->temp_sites,
+					   &q->n_temp_sites);
+		if (!rc)
+			rc = memory__live_sites(&f->m, p, &q->exit_sites, &q->n_exit_sites);
+		q->exit_live_bytes = p->live_bytes;
+		if (rc) {
+			memory_feed_free(f);
+			return rc;
+		}
+	}
 	memory__state_free(&f->m);
 	*out = f->report;
 	free(f);
@@ -565,6 +649,9 @@ void memory_report_free(struct memory_report *m)
 		free(q->intervals);
 		free(q->series);
 		free(q->peak_sites);
+		free(q->sites);
+		free(q->temp_sites);
+		free(q->exit_sites);
 	}
 	free(m->procs);
 	for (size_t i = 0; i < m->n_names; i++)

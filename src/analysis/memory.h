@@ -44,6 +44,7 @@
 struct memory_opts {
 	bool stack; /* sites are whole stacks ("a;b;c"), not the innermost frame */
 	unsigned sites; /* sites kept per interval and at the peak, largest first (0: all) */
+	unsigned run_sites; /* the same for the whole-run tables (0: as sites) */
 };
 
 struct memory_site {
@@ -79,6 +80,14 @@ struct memory_process {
 	uint64_t peak_ts_ns, peak_rss_bytes, peak_live_bytes; /* its largest sample */
 	struct memory_site *peak_sites; /* live at the peak, largest first, cut as above */
 	size_t n_peak_sites;
+	/* Over the whole run, largest first, cut as above: bytes allocated by site; temporary
+	 * allocations by site (freed by their thread's next allocation event, before it
+	 * allocated anything else: heaptrack's "temporary"); live at the end of the trace by
+	 * site (leaks, when the trace saw the process exit), exit_live_bytes in all. With
+	 * sampled stacks the sites' figures are estimates (alloc_weight.h). */
+	struct memory_site *sites, *temp_sites, *exit_sites;
+	size_t n_sites, n_temp_sites, n_exit_sites;
+	uint64_t exit_live_bytes;
 	bool live_approximate; /* its live map hit MEMORY_LIVE_MAX */
 };
 

@@ -39,9 +39,16 @@ static const char dump__memory_help[] =
 	"                    then is not known): growth no interval between samples shows\n"
 	"  peak              the sites of the allocations live at its largest sample (max\n"
 	"                    sampled; the peak, the kernel's, is in trace-dump summary)\n"
-	"A site is what the allocating thread was running: its innermost span or function\n"
-	"(functions by name from the modules' symbol tables, else module+offset), or\n"
-	"\"" FLAME_OUTSIDE "\". RSS excludes the trace buffers.\n"
+	"  over the run      the bytes allocated by site; what was live at the end of the\n"
+	"                    trace (leaks, when the process exited); temporary allocations\n"
+	"                    (freed before their thread allocated again, as heaptrack counts)\n"
+	"A site is the allocation's call stack (trace-run --alloc-stacks): its innermost\n"
+	"function outside the allocator (operator new, xmalloc and kin are the caller's);\n"
+	"without one, what the allocating thread was running: its innermost span or\n"
+	"function, or \"" FLAME_OUTSIDE "\". Functions by name from the modules' symbol\n"
+	"tables, else module+offset. With sampled stacks (sample=SIZE) the bytes and counts\n"
+	"by site are unbiased estimates; the totals stay exact. RSS excludes the trace\n"
+	"buffers.\n"
 	"\n"
 	"  --stack         sites are whole stacks, outermost first (\"main;parse;load\")\n"
 	"  --sites N       sites kept per interval and at the peak, largest first; the rest\n"
@@ -49,14 +56,22 @@ static const char dump__memory_help[] =
 	"  --top N         text: the N intervals of largest growth (default 10; 0: all)\n"
 	"  --json          everything as one JSON object (intervals in time order)\n"
 	"  --csv TABLE     one table as CSV with a header line: intervals (a row per site of\n"
-	"                  each interval), series, or peak (a row per site)\n"
+	"                  each interval), series, peak (a row per site), sites (allocated\n"
+	"                  over the run), leaks (live at the end) or temporary\n"
 	"  -o OUT          write to OUT instead of standard output\n"
 	"  -h, --help      this text\n"
 	"\n"
 	"Times (t_ns, t0_ns, t1_ns) are nanoseconds from the start of recording.\n";
 
 enum dump__mem_fmt { DUMP__MEM_TEXT, DUMP__MEM_JSON, DUMP__MEM_CSV };
-enum dump__mem_table { DUMP__MEM_INTERVALS, DUMP__MEM_SERIES, DUMP__MEM_PEAK };
+enum dump__mem_table {
+	DUMP__MEM_INTERVALS,
+	DUMP__MEM_SERIES,
+	DUMP__MEM_PEAK,
+	DUMP__MEM_SITES,
+	DUMP__MEM_LEAKS,
+	DUMP__MEM_TEMPORARY
+};
 
 static uint64_t dump__rel(uint64_t t, uint64_t start)
 {
@@ -181,13 +196,32 @@ static void dump__text_process(const struct memory_process *q, uint64_t start, u
 		dump_printf("        %12s %8s  %s\n", "bytes", "blocks", "site");
 		dump__text_sites(q->peak_sites, q->n_peak_sites);
 	}
+	if (q->n_sites) {
+		dump_str("  allocated over the run, by site:\n");
+		dump_printf("        %12s %8s  %s\n", "bytes", "allocs", "site");
+		dump__text_sites(q->sites, q->n_sites);
+	}
+	if (q->n_exit_sites) {
+		dump_printf("  live at the end of the trace (leaks if it exited), %s, by site:\n",
+			    cli_fmt_bytes(b1, sizeof(b1), q->exit_live_bytes));
+		dump_printf("        %12s %8s  %s\n", "bytes", "blocks", "site");
+		dump__text_sites(q->exit_sites, q->n_exit_sites);
+	}
+	if (q->n_temp_sites) {
+		dump_str("  temporary allocations (freed before their thread allocated again), by "
+			 "site:\n");
+		dump_printf("        %12s %8s  %s\n", "bytes", "allocs", "site");
+		dump__text_sites(q->temp_sites, q->n_temp_sites);
+	}
 }
 
 static void dump__text(const struct memory_report *m, uint64_t start, unsigned top, bool stack)
 {
 	char b1[32];
 	dump_printf("memory: what made RSS grow (sites: %s)\n",
-		    stack ? "whole stacks" : "innermost span or function; --stack for stacks");
+		    stack ? "whole stacks"
+			  : "the allocation's innermost function outside the allocator, else the "
+			    "innermost span or function; --stack for stacks");
 	if (!m->n_procs)
 		dump_str("no RSS samples: nothing to set the allocations beside (trace-run "
 			 "samples RSS unless --rss-interval 0)\n");
@@ -261,6 +295,10 @@ static void dump__json(const struct memory_report *m, uint64_t start, bool stack
 		}
 		dump_char(']');
 		dump__json_sites("peak_sites", q->peak_sites, q->n_peak_sites);
+		dump__json_sites("sites", q->sites, q->n_sites);
+		dump_printf(",\"live_at_end_bytes\":%" PRIu64, q->exit_live_bytes);
+		dump__json_sites("live_at_end_sites", q->exit_sites, q->n_exit_sites);
+		dump__json_sites("temporary_sites", q->temp_sites, q->n_temp_sites);
 		dump_char('}');
 	}
 	dump_printf("],\"alloc_bytes_unsampled\":%" PRIu64 ",\"folded_frames\":%" PRIu64 "}\n",
@@ -278,11 +316,26 @@ static void dump__csv(const struct memory_report *m, uint64_t start, enum dump__
 					"site_allocs\n",
 		[DUMP__MEM_SERIES] = "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes\n",
 		[DUMP__MEM_PEAK] = "pid,t_ns,rss_bytes,live_heap_bytes,site,bytes,blocks\n",
+		[DUMP__MEM_SITES] = "pid,site,bytes,allocs\n",
+		[DUMP__MEM_LEAKS] = "pid,site,bytes,blocks\n",
+		[DUMP__MEM_TEMPORARY] = "pid,site,bytes,allocs\n",
 	};
 	dump_str(head[t]);
 	for (size_t i = 0; i < m->n_procs; i++) {
 		const struct memory_process *q = &m->procs[i];
-		if (t == DUMP__MEM_SERIES) {
+		if (t == DUMP__MEM_SITES || t == DUMP__MEM_LEAKS || t == DUMP__MEM_TEMPORARY) {
+			const struct memory_site *v = t == DUMP__MEM_SITES   ? q->sites
+						      : t == DUMP__MEM_LEAKS ? q->exit_sites
+									     : q->temp_sites;
+			size_t nv = t == DUMP__MEM_SITES   ? q->n_sites
+				    : t == DUMP__MEM_LEAKS ? q->n_exit_sites
+							   : q->n_temp_sites;
+			for (size_t k = 0; k < nv; k++) {
+				dump_printf("%u,", q->pid);
+				dump__csv_str(v[k].name);
+				dump_printf(",%" PRIu64 ",%" PRIu64 "\n", v[k].bytes, v[k].allocs);
+			}
+		} else if (t == DUMP__MEM_SERIES) {
 			for (size_t k = 0; k < q->n_series; k++) {
 				const struct memory_sample *s = &q->series[k];
 				dump_printf("%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 "\n",
@@ -329,7 +382,8 @@ static void dump__csv(const struct memory_report *m, uint64_t start, enum dump__
 struct memory_feed *dump_memory_feed_for_summary(struct trcfile_reader *r,
 						 struct sym_resolver *syms, int *err)
 {
-	const struct memory_opts o = {.stack = false, .sites = 1};
+	const struct memory_opts o = {
+		.stack = false, .sites = 1, .run_sites = DUMP_MEMORY_SUMMARY_ROWS};
 	return memory_feed_new(r, syms, &o, err);
 }
 
@@ -359,6 +413,58 @@ void dump_memory_summary_text(const struct memory_report *m, uint64_t start)
 	}
 }
 
+/* The largest sites over the run of every process, by bytes: up to n into out. */
+struct dump__run_site {
+	uint32_t pid;
+	const struct memory_site *s;
+};
+
+static int dump__cmp_run_site(const void *a, const void *b)
+{
+	const struct dump__run_site *x = a, *y = b;
+	if (x->s->bytes != y->s->bytes)
+		return x->s->bytes > y->s->bytes ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static size_t dump__run_sites(const struct memory_report *m, struct dump__run_site *out, size_t n)
+{
+	size_t k = 0, total = 0;
+	for (size_t i = 0; m && i < m->n_procs; i++)
+		total += m->procs[i].n_sites;
+	struct dump__run_site *all = total ? calloc(total, sizeof(*all)) : NULL;
+	if (!all)
+		return 0;
+	for (size_t i = 0; i < m->n_procs; i++)
+		for (size_t j = 0; j < m->procs[i].n_sites; j++)
+			if (strcmp(m->procs[i].sites[j].name, MEMORY_OTHER_SITES) != 0)
+				all[k++] = (struct dump__run_site){m->procs[i].pid,
+								   &m->procs[i].sites[j]};
+	qsort(all, k, sizeof(*all), dump__cmp_run_site);
+	if (k > n)
+		k = n;
+	memcpy(out, all, k * sizeof(*out));
+	free(all);
+	return k;
+}
+
+void dump_memory_summary_sites_text(const struct memory_report *m)
+{
+	struct dump__run_site top[DUMP_MEMORY_SUMMARY_ROWS];
+	size_t n = dump__run_sites(m, top, DUMP_MEMORY_SUMMARY_ROWS);
+	if (!n)
+		return;
+	char b1[32];
+	dump_printf("\nallocation sites (the %zu largest by bytes over the run; trace-dump "
+		    "memory for all):\n",
+		    n);
+	dump_printf("  %8s  %10s %8s  %s\n", "pid", "bytes", "allocs", "site");
+	for (size_t i = 0; i < n; i++)
+		dump_printf("  %8u  %10s %8" PRIu64 "  %s\n", top[i].pid,
+			    cli_fmt_bytes(b1, sizeof(b1), top[i].s->bytes), top[i].s->allocs,
+			    top[i].s->name);
+}
+
 void dump_memory_summary_json(const struct memory_report *m, uint64_t start)
 {
 	const struct memory_interval *top[DUMP_MEMORY_SUMMARY_ROWS];
@@ -368,6 +474,16 @@ void dump_memory_summary_json(const struct memory_report *m, uint64_t start)
 		if (i)
 			dump_char(',');
 		dump__json_interval(top[i], start);
+	}
+	dump_char(']');
+	struct dump__run_site sites[DUMP_MEMORY_SUMMARY_ROWS];
+	size_t ns = dump__run_sites(m, sites, DUMP_MEMORY_SUMMARY_ROWS);
+	dump_str(",\"alloc_sites\":[");
+	for (size_t i = 0; i < ns; i++) {
+		dump_printf("%s{\"pid\":%u,\"name\":", i ? "," : "", sites[i].pid);
+		dump_json_str(sites[i].s->name, strlen(sites[i].s->name));
+		dump_printf(",\"bytes\":%" PRIu64 ",\"allocs\":%" PRIu64 "}", sites[i].s->bytes,
+			    sites[i].s->allocs);
 	}
 	dump_char(']');
 }
@@ -435,10 +551,16 @@ int dump_memory_main(int argc, char **argv)
 				table = DUMP__MEM_SERIES;
 			else if (!strcmp(optarg, "peak"))
 				table = DUMP__MEM_PEAK;
+			else if (!strcmp(optarg, "sites"))
+				table = DUMP__MEM_SITES;
+			else if (!strcmp(optarg, "leaks"))
+				table = DUMP__MEM_LEAKS;
+			else if (!strcmp(optarg, "temporary"))
+				table = DUMP__MEM_TEMPORARY;
 			else
 				return dump_usage_error(
 					cmd,
-					"--csv: expected intervals, series or peak, got \"%s\"",
+					"--csv: expected intervals, series, peak, sites, leaks or temporary, got \"%s\"",
 					optarg);
 			break;
 		case 'o':

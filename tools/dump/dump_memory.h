@@ -16,6 +16,8 @@ struct memory_feed *dump_memory_feed_for_summary(struct trcfile_reader *r,
  * `,"memory":[...]` (the DUMP_MEMORY_SUMMARY_ROWS intervals of largest growth). start: the
  * time relative times count from. */
 void dump_memory_summary_text(const struct memory_report *m, uint64_t start);
+/* The largest allocation sites over the run (text). */
+void dump_memory_summary_sites_text(const struct memory_report *m);
 void dump_memory_summary_json(const struct memory_report *m, uint64_t start);
 
 #endif /* TRC_DUMP_MEMORY_H */

@@ -696,8 +696,10 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 				    s->frees_unknown,
 				    cli_plural(s->frees_unknown, "free", "frees"));
 	}
-	if (mem)
+	if (mem) {
 		dump_memory_summary_text(mem, dump_start_ns(r));
+		dump_memory_summary_sites_text(mem);
+	}
 
 	dump_str("\nRSS of the program (trace buffers excluded):\n");
 	dump_summary_peak_text(s);
