@@ -742,6 +742,10 @@ static bool t_rec_eq(const struct trc_record *a, const struct trc_record *b)
 	case TRC_REC_FREE:
 		return a->alloc.addr == b->alloc.addr && a->alloc.size == b->alloc.size &&
 		       a->alloc.stack_id == b->alloc.stack_id;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP:
+		return a->map.addr == b->map.addr && a->map.len == b->map.len &&
+		       a->map.kind == b->map.kind && a->map.stack_id == b->map.stack_id;
 	case TRC_REC_STACK: {
 		uint64_t fa[TRC_STACK_DEPTH_MAX], fb[TRC_STACK_DEPTH_MAX];
 		int na = trcfile_stack_unpack(a, fa, TRC_STACK_DEPTH_MAX);
@@ -806,6 +810,13 @@ static struct trc_record *t_records(size_t n)
 			r->alloc.stack_id = r->type != TRC_REC_ALLOC || i % 5 == 0 ? 0
 					    : i % 31 == 0			 ? UINT32_MAX
 										 : (uint32_t)(x % 5000) + 1;
+			break;
+		case TRC_REC_MAP:
+		case TRC_REC_UNMAP:
+			r->map.addr = 0x7f0000000000ull + (x % 4096) * 4096;
+			r->map.len = i % 23 == 0 ? TRC_MAP_LEN_MASK : y >> 8;
+			r->map.kind = r->type == TRC_REC_MAP ? 1 + (uint32_t)(x % TRC_MAP_KIND_MAX) : 0;
+			r->map.stack_id = r->type == TRC_REC_MAP && i % 3 ? (uint32_t)(x % 900) + 1 : 0;
 			break;
 		case TRC_REC_STACK: {
 			/* frames going up and down the address space, 0 to the cap of them */
@@ -908,7 +919,7 @@ Test(codec, records_round_trip_fast_and_checked_alike, .timeout = 60)
 		struct trcfile__event ev;
 		const uint8_t *q = trcfile__decode_fast(s, trcfile__fast_end(b, end), &cf, &ev);
 		/* what the fast decoder must take: an event, delta >= 0, the margin ahead */
-		bool takes = trc_rec_is_event(recs[i].type) && recs[i].ts_ns >= cs.ts &&
+		bool takes = recs[i].type <= TRC_REC_FUNC_EXIT && recs[i].ts_ns >= cs.ts &&
 			     end - at > (ptrdiff_t)TRCFILE__FAST_MARGIN;
 		if (trcfile__decode(&p, end, &c, &r) != 0 ||
 		    trcfile__decode_slow(&s, end, &cs, &rs))
@@ -1266,7 +1277,7 @@ static void t_check_wire(size_t kind, uint64_t d, bool back, const uint64_t *w, 
 			struct trcfile__event ev;
 			const uint8_t *end = buf + n + TRCFILE__FAST_MARGIN;
 			p = trcfile__decode_fast(buf, trcfile__fast_end(buf, end), &cd, &ev);
-			bool takes = trc_rec_is_event(type) && !(back && d);
+			bool takes = type <= TRC_REC_FUNC_EXIT && !(back && d);
 			cr_assert_eq(p != NULL, takes, "%s: %s: the fast decoder %s it",
 				     trcfile_type_name(type), what, p ? "took" : "declined");
 			if (!p)

@@ -25,6 +25,10 @@ static void tm_rec(struct tu_stream *s, uint32_t type, uint64_t t, uint64_t a, u
 	if (type == TRC_REC_ALLOC || type == TRC_REC_FREE) {
 		r.alloc.addr = a;
 		r.alloc.size = b;
+	} else if (type == TRC_REC_MAP || type == TRC_REC_UNMAP) {
+		r.map.addr = a;
+		r.map.len = b;
+		r.map.kind = type == TRC_REC_MAP ? TRC_MAP_ANON : 0;
 	} else if (type == TRC_REC_FUNC_ENTER || type == TRC_REC_FUNC_EXIT) {
 		r.func.addr = a;
 	} else {
@@ -69,10 +73,13 @@ static void tm_write(const char *dir)
 	tm_rec(a, TRC_REC_SPAN_END, 3300, 2, 0);
 	/* thread b */
 	tm_rec(b, TRC_REC_ALLOC, 1700, 0x20000, 700); /* no frame */
+	/* b maps 64 KiB outside malloc from before the second sample to after the fourth */
+	tm_rec(b, TRC_REC_MAP, 1800, 0x7f0000000000, 65536);
 	tm_rec(b, TRC_REC_SPAN_BEGIN, 3500, 1, 0);
 	tm_rec(b, TRC_REC_ALLOC, 3600, 0x21000, 2000); /* load */
 	tm_rec(b, TRC_REC_SPAN_END, 3700, 1, 0);
 	tm_rec(b, TRC_REC_FREE, 4500, 0x21000, 0); /* after the peak */
+	tm_rec(b, TRC_REC_UNMAP, 4600, 0x7f0000000000, 65536);
 	static const uint64_t mib[] = {1, 3, 2, 6, 5};
 	for (int i = 0; i < 5; i++) {
 		r = (struct trc_record){.type = TRC_REC_RSS,
@@ -131,15 +138,15 @@ Test(memory, json_intervals_series_and_peak_are_exact, .timeout = 60)
 	       "\"sites\":[{\"name\":\"parse\",\"bytes\":5000,\"allocs\":1},"
 	       "{\"name\":\"load\",\"bytes\":2000,\"allocs\":1}]}]");
 	tm_has(o, "\"series\":[{\"t_ns\":1000,\"rss_bytes\":1048576,\"live_heap_bytes\":100,"
-		  "\"gap_bytes\":1048476},{\"t_ns\":2000,\"rss_bytes\":3145728,\"live_heap_bytes\":"
+		  "\"gap_bytes\":1048476,\"mapped_bytes\":0},{\"t_ns\":2000,\"rss_bytes\":3145728,\"live_heap_bytes\":"
 		  "2100,"
-		  "\"gap_bytes\":3143628},{\"t_ns\":3000,\"rss_bytes\":2097152,\"live_heap_bytes\":"
+		  "\"gap_bytes\":3143628,\"mapped_bytes\":65536},{\"t_ns\":3000,\"rss_bytes\":2097152,\"live_heap_bytes\":"
 		  "1100,"
-		  "\"gap_bytes\":2096052},{\"t_ns\":4000,\"rss_bytes\":6291456,\"live_heap_bytes\":"
+		  "\"gap_bytes\":2096052,\"mapped_bytes\":65536},{\"t_ns\":4000,\"rss_bytes\":6291456,\"live_heap_bytes\":"
 		  "8100,"
-		  "\"gap_bytes\":6283356},{\"t_ns\":5000,\"rss_bytes\":5242880,\"live_heap_bytes\":"
+		  "\"gap_bytes\":6283356,\"mapped_bytes\":65536},{\"t_ns\":5000,\"rss_bytes\":5242880,\"live_heap_bytes\":"
 		  "6100,"
-		  "\"gap_bytes\":5236780}]");
+		  "\"gap_bytes\":5236780,\"mapped_bytes\":0}]");
 	/* At the peak (6 MiB at 4 us): parse 5000, load 2000 (b's; a's was freed), the two
 	 * blocks made outside any frame, the function's 300. */
 	tm_has(o, "{\"pid\":4242,\"rss_peak_bytes\":6291456,\"rss_peak_t_ns\":4000,"
@@ -195,12 +202,12 @@ Test(memory, csv_tables_and_text, .timeout = 60)
 	const char *dir = tu_tmpdir();
 	tm_write(dir);
 	char *o = tm_run(dir, 0, "memory --csv series in.trc");
-	cr_expect_str_eq(o, "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes\n"
-			    "4242,1000,1048576,100,1048476\n"
-			    "4242,2000,3145728,2100,3143628\n"
-			    "4242,3000,2097152,1100,2096052\n"
-			    "4242,4000,6291456,8100,6283356\n"
-			    "4242,5000,5242880,6100,5236780\n");
+	cr_expect_str_eq(o, "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes,mapped_bytes\n"
+			    "4242,1000,1048576,100,1048476,0\n"
+			    "4242,2000,3145728,2100,3143628,65536\n"
+			    "4242,3000,2097152,1100,2096052,65536\n"
+			    "4242,4000,6291456,8100,6283356,65536\n"
+			    "4242,5000,5242880,6100,5236780,0\n");
 	free(o);
 	o = tm_run(dir, 0, "memory --csv intervals in.trc");
 	cr_expect_str_eq(
@@ -236,7 +243,7 @@ Test(memory, csv_tables_and_text, .timeout = 60)
 	const char *small = strstr(o, "    1.000 us   2.000 us    1.0 MiB   +2.0 MiB    2.0 KiB");
 	cr_expect(big && small && big < small, "%s", o);
 	tm_has(o, "             4.9 KiB        1  parse\n");
-	tm_has(o, "    4.000 us    6.0 MiB    7.9 KiB    6.0 MiB  peak\n");
+	tm_has(o, "    4.000 us    6.0 MiB    7.9 KiB    6.0 MiB   64.0 KiB  peak\n");
 	tm_has(o, "  live at the max sample, by site:\n");
 	free(o);
 	tu_rm_rf(dir);
@@ -302,12 +309,12 @@ Test(memory, processes_apart, .timeout = 60)
 			 "4300,2000,3000,4194304,5242880,1048576,0,0,9000,9000,0,,,\n");
 	free(out);
 	out = tm_run(dir, 0, "memory --csv series in.trc");
-	cr_expect_str_eq(out, "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes\n"
-			      "4242,1000,1048576,0,1048576\n"
-			      "4242,2000,2097152,100,2097052\n"
-			      "4300,1000,1048576,0,1048576\n"
-			      "4300,2000,4194304,9000,4185304\n"
-			      "4300,3000,5242880,0,5242880\n");
+	cr_expect_str_eq(out, "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes,mapped_bytes\n"
+			      "4242,1000,1048576,0,1048576,0\n"
+			      "4242,2000,2097152,100,2097052,0\n"
+			      "4300,1000,1048576,0,1048576,0\n"
+			      "4300,2000,4194304,9000,4185304,0\n"
+			      "4300,3000,5242880,0,5242880,0\n");
 	free(out);
 	tu_rm_rf(dir);
 }

@@ -169,6 +169,16 @@ static void add(uint32_t type, bool back)
 		r->wait.waited_ns = v64();
 		r->wait.max_ns = v64();
 		break;
+	case TRC_REC_MAP:
+		r->map.addr = v64();
+		r->map.len = v64() & TRC_MAP_LEN_MASK;
+		r->map.kind = TRC_MAP_FILE;
+		r->map.stack_id = v32();
+		break;
+	case TRC_REC_UNMAP:
+		r->map.addr = v64();
+		r->map.len = v64();
+		break;
 	case TRC_REC_STACK: {
 		/* frames of every width, going up and down */
 		static uint64_t frames[8][5];
@@ -234,6 +244,13 @@ static const char *rec_diff(const struct trc_record *a, const struct trc_record 
 	case TRC_REC_FREE:
 		RT__F(alloc.addr);
 		RT__F(alloc.size);
+		break;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP:
+		RT__F(map.addr);
+		RT__F(map.len);
+		RT__F(map.kind);
+		RT__F(map.stack_id);
 		break;
 	case TRC_REC_STACK: {
 		RT__F(stack.id);
@@ -516,6 +533,13 @@ static void event_line(struct line *l, const struct trc_record *r, enum trc_stre
 	case TRC_REC_WAIT:
 		put(l, " waits=%" PRIu64 " waited_ns=%" PRIu64 " max_ns=%" PRIu64, r->wait.waits,
 		    r->wait.waited_ns, r->wait.max_ns);
+		break;
+	case TRC_REC_MAP:
+		put(l, " addr=0x%" PRIx64 " len=%" PRIu64 " kind=file stack=%u", r->map.addr,
+		    r->map.len, r->map.stack_id);
+		break;
+	case TRC_REC_UNMAP:
+		put(l, " addr=0x%" PRIx64 " len=%" PRIu64, r->map.addr, r->map.len);
 		break;
 	case TRC_REC_STACK:
 		put(l, " id=%u truncated frames=", r->stack.id);

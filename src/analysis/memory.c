@@ -48,6 +48,7 @@ struct memory__proc {
 	uint64_t prev_ts, prev_rss, prev_live;
 	struct allocmap *live;
 	uint64_t live_bytes;
+	uint64_t mapped_bytes; /* MAP less UNMAP (memory_sample) */
 	uint64_t alloc_bytes, allocs, free_bytes; /* since the previous sample (or the start) */
 	uint64_t first_ts; /* its first allocation or free (0: none yet) */
 	struct memory__accum acc; /* the same per site */
@@ -339,7 +340,8 @@ static int memory__sample(struct memory__state *m, const struct trc_record *rec)
 		q->series = s;
 		p->cap_series = cap;
 	}
-	q->series[q->n_series++] = (struct memory_sample){rec->ts_ns, v, p->live_bytes};
+	q->series[q->n_series++] =
+		(struct memory_sample){rec->ts_ns, v, p->live_bytes, p->mapped_bytes};
 	if (!p->peak_done && rec->ts_ns == p->peak_ts && v == p->peak_rss) {
 		p->peak_done = true;
 		q->peak_ts_ns = rec->ts_ns;
@@ -570,6 +572,18 @@ int memory_feed_add(struct memory_feed *f, const struct trc_record *rec, unsigne
 		break;
 	case TRC_REC_RSS:
 		rc = memory__sample(m, rec);
+		break;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP:
+		if (si->kind == TRC_STREAM_THREAD) {
+			bool nomem = false;
+			struct memory__proc *p = memory__proc(m, si->pid, false, &nomem);
+			if (p && rec->type == TRC_REC_MAP)
+				p->mapped_bytes += rec->map.len;
+			else if (p)
+				p->mapped_bytes -= p->mapped_bytes < rec->map.len ? p->mapped_bytes
+										  : rec->map.len;
+		}
 		break;
 	default:
 		break;

@@ -65,6 +65,10 @@ struct memory_interval {
 struct memory_sample {
 	uint64_t ts_ns;
 	uint64_t rss_bytes, live_bytes; /* gap: rss_bytes - live_bytes (may be negative) */
+	/* Mapped outside malloc (MAP minus UNMAP records: mmap, mremap, brk by the program or a
+	 * library), counted by the calls: overlapping maps (MAP_FIXED over a mapping) count
+	 * twice, unmaps of what the trace did not see mapped count nothing. */
+	uint64_t mapped_bytes;
 };
 
 struct memory_process {

@@ -120,7 +120,7 @@ struct preload_arena {
 
 static __thread struct preload_arena *preload__arena_tls
 	__attribute__((tls_model("initial-exec")));
-static __thread uint8_t preload__busy __attribute__((tls_model("initial-exec")));
+__thread uint8_t preload__busy __attribute__((tls_model("initial-exec")));
 __thread uint8_t preload__own __attribute__((tls_model("initial-exec")));
 
 static size_t preload__entry_bytes(void)
@@ -373,6 +373,11 @@ static bool preload__in(uintptr_t ip, uintptr_t lo, uintptr_t hi)
 	return ip >= lo && ip < hi;
 }
 
+bool preload_stack_in_unwinder(uintptr_t ip)
+{
+	return preload__in(ip, preload__unw_lo, preload__unw_hi);
+}
+
 __attribute__((noinline)) uint32_t preload_stack_id_slow(size_t size)
 {
 	if (preload__own)
@@ -475,7 +480,7 @@ static int preload__range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static void preload__text_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
+void preload_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 {
 	struct preload__range_query q = {(uintptr_t)addr, 0, 0};
 	dl_iterate_phdr(preload__range_cb, &q);
@@ -528,26 +533,31 @@ void preload_stack_init(void)
 		while (nheld)
 			close(held[--nheld]);
 	}
+	if (bt) {
+		/* Per-thread caches: the unwinder takes no lock once a thread's cache is warm.
+		 * Each thread's costs memory in the program (its default, 128 entries, is 256
+		 * KiB): 32 entries hold the unwind rules of the functions an allocation-heavy
+		 * thread keeps returning through; the trace cache in front of it does the rest.
+		 * Set while the loader's and the unwinder's allocations are still the capture's
+		 * own (preload__own). */
+		void *policy = dlsym(h, "_ULx86_64_set_caching_policy");
+		void *csize = dlsym(h, "_ULx86_64_set_cache_size");
+		void **space = dlsym(h, "_ULx86_64_local_addr_space");
+		if (policy && space)
+			((int (*)(void *, int))policy)(*space, 2 /* UNW_CACHE_PER_THREAD */);
+		if (csize && space)
+			((int (*)(void *, size_t, int))csize)(*space, PRELOAD_UNW_CACHE_ENTRIES,
+							       0);
+		preload_text_range((const void *)preload_stack_id_slow, &preload__self_lo,
+				   &preload__self_hi);
+		preload_text_range(bt, &preload__unw_lo, &preload__unw_hi);
+		preload__key_ok = pthread_key_create(&preload__key, preload__arena_gone) == 0;
+	}
 	atomic_signal_fence(memory_order_seq_cst);
 	preload__own = 0;
 	if (!bt) {
 		preload__stack_mode = 0;
 		return;
 	}
-	/* Per-thread caches: the unwinder takes no lock once a thread's cache is warm. Each
-	 * thread's costs memory in the program (its default, 128 entries, is 256 KiB): 32
-	 * entries hold the unwind rules of the functions an allocation-heavy thread keeps
-	 * returning through; the trace cache in front of it does the rest. */
-	void *policy = dlsym(h, "_ULx86_64_set_caching_policy");
-	void *csize = dlsym(h, "_ULx86_64_set_cache_size");
-	void **space = dlsym(h, "_ULx86_64_local_addr_space");
-	if (policy && space)
-		((int (*)(void *, int))policy)(*space, 2 /* UNW_CACHE_PER_THREAD */);
-	if (csize && space)
-		((int (*)(void *, size_t, int))csize)(*space, PRELOAD_UNW_CACHE_ENTRIES, 0);
-	preload__text_range((const void *)preload_stack_id_slow, &preload__self_lo,
-			    &preload__self_hi);
-	preload__text_range(bt, &preload__unw_lo, &preload__unw_hi);
-	preload__key_ok = pthread_key_create(&preload__key, preload__arena_gone) == 0;
 	__atomic_store_n(&preload__unw_backtrace, (int (*)(void **, int))bt, __ATOMIC_RELEASE);
 }

@@ -16,6 +16,7 @@
 #ifndef TRC_PRELOAD_STACK_CAPTURE_H
 #define TRC_PRELOAD_STACK_CAPTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,14 @@ uint32_t preload_stack_id_slow(size_t size);
 /* 1 while the calling thread allocates for the capture itself (loading the unwinder, setting a
  * thread's tables up): the hooks record neither those allocations nor those frees. */
 extern __thread uint8_t preload__own __attribute__((tls_model("initial-exec")));
+/* 1 while the calling thread captures a stack (what the unwinder maps then is its own). */
+extern __thread uint8_t preload__busy __attribute__((tls_model("initial-exec")));
+
+/* Whether ip is in the unwinder's text (libunwind's own calls). */
+bool preload_stack_in_unwinder(uintptr_t ip);
+
+/* The executable segment of the loaded object that holds addr, [*lo, *hi); 0, 0 if none. */
+void preload_text_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
 static inline uint32_t preload_stack_id(size_t size)
 {

@@ -280,6 +280,8 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		[TRC_REC_MODULE] = sizeof(struct trc_ring_module),
 		[TRC_REC_EXIT] = sizeof(struct trc_ring_exit),
 		[TRC_REC_STACK] = sizeof(struct trc_ring_stack),
+		[TRC_REC_MAP] = sizeof(struct trc_ring_alloc),
+		[TRC_REC_UNMAP] = sizeof(struct trc_ring_alloc),
 	};
 	if (type >= TRC_REC_TYPE_COUNT || !need[type] || pb < need[type])
 		return SESSION_CORRUPT;
@@ -310,6 +312,18 @@ static int session__record(struct session__ctx *c, struct session_slot *ds,
 		r.alloc.stack_id = type == TRC_REC_ALLOC && id
 					   ? session_stacks_global(s, (uint32_t)(ds - s->slots), id)
 					   : 0;
+		break;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP:
+		/* {ts, addr, len | kind << 56}, the tag naming MAP's stack (session_layout.h) */
+		r.map.addr = v[1];
+		r.map.len = v[2] & TRC_MAP_LEN_MASK;
+		r.map.kind = type == TRC_REC_MAP ? (uint32_t)(v[2] >> 56) : 0;
+		if (type == TRC_REC_MAP && (r.map.kind == 0 || r.map.kind > TRC_MAP_KIND_MAX))
+			return SESSION_CORRUPT;
+		r.map.stack_id = type == TRC_REC_MAP && id
+					 ? session_stacks_global(s, (uint32_t)(ds - s->slots), id)
+					 : 0;
 		break;
 	case TRC_REC_STACK: {
 		/* {ts, u32 id, u16 n, u16 flags} then the frames (session_layout.h) */

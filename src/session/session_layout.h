@@ -121,6 +121,8 @@
  *   MODULE           { ts, start, end, offset, u64 path_len }     + path      40 bytes + len
  *   EXIT             { ts, u32 pid, u32 flags, hwm, buffers, u32 status, u32 0 } 40 bytes
  *   STACK            { ts, u32 id, u16 n, u16 flags }             + n frames  16 bytes + 8 n
+ *   MAP              tag stack  { ts, addr, len | kind << 56 }            24 bytes
+ *   UNMAP            { ts, addr, len }                                        24 bytes
  * An ALLOC's tag carries the id of its thread's STACK record that holds its call stack (0:
  * none): ids are the thread's own (its ring's), defined by a STACK record earlier in the same
  * ring; a later STACK record with the same id redefines it. The recorder turns them into the
@@ -416,6 +418,9 @@ struct trc_ring_module {
 };
 /* EXIT: the process is exiting (written by its runtime's destructor, procinfo.c): its own
  * VmHWM and the trace buffers resident in it then. flags: TRC_EXIT_* of wire.h (SELF). */
+/* MAP and UNMAP carry struct trc_ring_alloc's layout: MAP's size word holds the length in its
+ * low 56 bits and the kind (TRC_MAP_*) in its top byte (TRC_MAP_LEN_MASK). */
+
 /* STACK, then n return addresses (u64), innermost first. */
 struct trc_ring_stack {
 	uint64_t ts;

@@ -88,6 +88,12 @@ struct trc_record {
 			uint32_t flags;         /* TRC_EXIT_* of wire.h (format 1.3; 0 before) */
 		} exit;
 		struct {
+			uint64_t addr;
+			uint64_t len;
+			uint32_t kind;     /* MAP: TRC_MAP_* (UNMAP: 0) */
+			uint32_t stack_id; /* MAP: its call stack, 0 none (UNMAP: 0) */
+		} map;
+		struct {
 			uint32_t id;    /* > 0, session-wide: ALLOC records refer to it */
 			uint32_t flags; /* TRC_STACK_* of wire.h */
 			uint32_t n;     /* frames, at most TRC_STACK_DEPTH_MAX */

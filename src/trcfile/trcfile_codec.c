@@ -113,7 +113,8 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		t0 |= TRCFILE__MODULE_HAS_BUILD_ID;
 	if (r->type == TRC_REC_EXIT && r->exit.flags)
 		t0 |= TRCFILE__EXIT_HAS_FLAGS;
-	if (r->type == TRC_REC_ALLOC && r->alloc.stack_id)
+	if ((r->type == TRC_REC_ALLOC && r->alloc.stack_id) ||
+	    (r->type == TRC_REC_MAP && r->map.stack_id))
 		t0 |= TRCFILE__ALLOC_HAS_STACK;
 	*p++ = t0;
 	p = trcfile__put_varint(p, d);
@@ -204,6 +205,17 @@ uint8_t *trcfile__encode(uint8_t *p, const struct trc_record *r, struct trcfile_
 		p = trcfile__put_varint(p, r->wait.waited_ns);
 		p = trcfile__put_varint(p, r->wait.max_ns);
 		break;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP:
+		p = trcfile__put_varint(p, trcfile__zigzag((int64_t)(r->map.addr - c->alloc_addr)));
+		c->alloc_addr = r->map.addr;
+		p = trcfile__put_varint(p, r->map.len);
+		if (r->type == TRC_REC_MAP) {
+			p = trcfile__put_varint(p, r->map.kind);
+			if (r->map.stack_id)
+				p = trcfile__put_varint(p, r->map.stack_id);
+		}
+		break;
 	case TRC_REC_STACK: {
 		p = trcfile__put_varint(p, r->stack.id);
 		p = trcfile__put_varint(p, r->stack.flags);
@@ -280,7 +292,7 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		reserved &= (uint8_t)~TRCFILE__MODULE_HAS_BUILD_ID;
 	if (type == TRC_REC_EXIT)
 		reserved &= (uint8_t)~TRCFILE__EXIT_HAS_FLAGS;
-	if (type == TRC_REC_ALLOC)
+	if (type == TRC_REC_ALLOC || type == TRC_REC_MAP)
 		reserved &= (uint8_t)~TRCFILE__ALLOC_HAS_STACK;
 	if (reserved || type == TRC_REC_INVALID || type >= TRC_REC_TYPE_COUNT)
 		return -EBADMSG;
@@ -386,6 +398,22 @@ int trcfile__decode_slow(const uint8_t **pp, const uint8_t *end, struct trcfile_
 		r->wait.waits = trcfile__in_u64(&in);
 		r->wait.waited_ns = trcfile__in_u64(&in);
 		r->wait.max_ns = trcfile__in_u64(&in);
+		break;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP:
+		alloc_addr += (uint64_t)trcfile__unzigzag(trcfile__in_u64(&in));
+		r->map.addr = alloc_addr;
+		r->map.len = trcfile__in_u64(&in);
+		r->map.kind = 0;
+		r->map.stack_id = 0;
+		if (type == TRC_REC_MAP) {
+			r->map.kind = trcfile__in_u32(&in);
+			if (t0 & TRCFILE__ALLOC_HAS_STACK) {
+				r->map.stack_id = trcfile__in_u32(&in);
+				if (r->map.stack_id == 0)
+					in.bad = true;
+			}
+		}
 		break;
 	case TRC_REC_STACK: {
 		r->stack.id = trcfile__in_u32(&in);

@@ -73,7 +73,8 @@
 /* Bit 5 on an EXIT record (format 1.3): a varint of flags (TRC_EXIT_*) follows buffers_bytes.
  * The same bit, one meaning per type: the encoder and decoder below are its only users. */
 #define TRCFILE__EXIT_HAS_FLAGS 0x20u
-/* Bit 5 on an ALLOC record (format 1.4): a varint stack id follows the size. */
+/* Bit 5 on an ALLOC or MAP record (format 1.4): a varint stack id follows the size (ALLOC) or
+ * the kind (MAP). */
 #define TRCFILE__ALLOC_HAS_STACK 0x20u
 
 /* Bytes of the fixed part of the largest record (RSS: 1 + 13 varints of 10 bytes) plus a

@@ -22,6 +22,8 @@ static const char *const trcfile__type_names[TRC_REC_TYPE_COUNT] = {
 	[TRC_REC_EXIT] = "exit",
 	[TRC_REC_WAIT] = "wait",
 	[TRC_REC_STACK] = "stack",
+	[TRC_REC_MAP] = "map",
+	[TRC_REC_UNMAP] = "unmap",
 };
 
 const char *trcfile_type_name(uint32_t type)

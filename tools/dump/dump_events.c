@@ -275,6 +275,19 @@ static void dump__record(const struct trcfile_reader *r, struct sym_resolver *sy
 	case TRC_REC_FREE:
 		dump__kv_hex("addr", rec->alloc.addr);
 		break;
+	case TRC_REC_MAP:
+	case TRC_REC_UNMAP: {
+		static const char *const kinds[] = {"?", "anon", "shared", "file", "brk", "remap"};
+		dump__kv_hex("addr", rec->map.addr);
+		dump__kv("len", rec->map.len);
+		if (rec->type == TRC_REC_MAP) {
+			dump_str(" kind=");
+			dump_str(rec->map.kind <= TRC_MAP_KIND_MAX ? kinds[rec->map.kind] : "?");
+			if (rec->map.stack_id)
+				dump__kv("stack", rec->map.stack_id);
+		}
+		break;
+	}
 	case TRC_REC_FUNC_ENTER:
 	case TRC_REC_FUNC_EXIT:
 		dump__kv_hex("addr", rec->func.addr);

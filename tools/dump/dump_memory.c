@@ -32,9 +32,10 @@ static const char dump__memory_help[] =
 	"  growth intervals  between two consecutive samples in which RSS rose: RSS before\n"
 	"                    and after, the bytes the process allocated and freed in it, its\n"
 	"                    live heap at both ends, and the bytes allocated by site\n"
-	"  series            at each sample: RSS, the live heap (allocated minus freed) and\n"
-	"                    the gap between them: what malloc does not explain (mappings,\n"
-	"                    stacks, fragmentation, memory freed but not returned)\n"
+	"  series            at each sample: RSS, the live heap (allocated minus freed), the\n"
+	"                    gap between them (what malloc does not explain: mappings,\n"
+	"                    stacks, fragmentation, memory freed but not returned) and what\n"
+	"                    the program mapped outside malloc (mmap, mremap, brk)\n"
 	"  before its first sample  what the process allocated and freed before it (RSS\n"
 	"                    then is not known): growth no interval between samples shows\n"
 	"  peak              the sites of the allocations live at its largest sample (max\n"
@@ -176,18 +177,21 @@ static void dump__text_process(const struct memory_process *q, uint64_t start, u
 		size_t step = (q->n_series + DUMP__MEM_SERIES_ROWS - 1) / DUMP__MEM_SERIES_ROWS;
 		dump_printf("  live heap beside RSS (%s%zu samples; --csv series for all):\n",
 			    step > 1 ? "every few of " : "", q->n_series);
-		dump_printf("  %10s %10s %10s %10s\n", "time", "RSS", "live heap", "gap");
+		dump_printf("  %10s %10s %10s %10s %10s\n", "time", "RSS", "live heap", "gap",
+			    "mapped");
 		for (size_t i = 0; i < q->n_series; i++) {
 			const struct memory_sample *s = &q->series[i];
 			if (i % step && i + 1 != q->n_series && s->ts_ns != q->peak_ts_ns)
 				continue;
-			dump_printf("  %10s %10s %10s %10s%s\n",
+			char b5[32];
+			dump_printf("  %10s %10s %10s %10s %10s%s\n",
 				    dump_fmt_ns(b1, sizeof(b1), dump__rel(s->ts_ns, start)),
 				    cli_fmt_bytes(b2, sizeof(b2), s->rss_bytes),
 				    cli_fmt_bytes(b3, sizeof(b3), s->live_bytes),
 				    dump__fmt_sbytes(b4, sizeof(b4),
 						     (int64_t)(s->rss_bytes - s->live_bytes),
 						     false),
+				    cli_fmt_bytes(b5, sizeof(b5), s->mapped_bytes),
 				    s->ts_ns == q->peak_ts_ns ? "  peak" : "");
 		}
 	}
@@ -289,9 +293,11 @@ static void dump__json(const struct memory_report *m, uint64_t start, bool stack
 		for (size_t k = 0; k < q->n_series; k++) {
 			const struct memory_sample *s = &q->series[k];
 			dump_printf("%s{\"t_ns\":%" PRIu64 ",\"rss_bytes\":%" PRIu64
-				    ",\"live_heap_bytes\":%" PRIu64 ",\"gap_bytes\":%" PRId64 "}",
+				    ",\"live_heap_bytes\":%" PRIu64 ",\"gap_bytes\":%" PRId64
+				    ",\"mapped_bytes\":%" PRIu64 "}",
 				    k ? "," : "", dump__rel(s->ts_ns, start), s->rss_bytes,
-				    s->live_bytes, (int64_t)(s->rss_bytes - s->live_bytes));
+				    s->live_bytes, (int64_t)(s->rss_bytes - s->live_bytes),
+				    s->mapped_bytes);
 		}
 		dump_char(']');
 		dump__json_sites("peak_sites", q->peak_sites, q->n_peak_sites);
@@ -314,7 +320,7 @@ static void dump__csv(const struct memory_report *m, uint64_t start, enum dump__
 					"rss_growth_bytes,alloc_bytes,allocs,free_bytes,"
 					"live_before_bytes,live_after_bytes,site,site_bytes,"
 					"site_allocs\n",
-		[DUMP__MEM_SERIES] = "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes\n",
+		[DUMP__MEM_SERIES] = "pid,t_ns,rss_bytes,live_heap_bytes,gap_bytes,mapped_bytes\n",
 		[DUMP__MEM_PEAK] = "pid,t_ns,rss_bytes,live_heap_bytes,site,bytes,blocks\n",
 		[DUMP__MEM_SITES] = "pid,site,bytes,allocs\n",
 		[DUMP__MEM_LEAKS] = "pid,site,bytes,blocks\n",
@@ -338,9 +344,11 @@ static void dump__csv(const struct memory_report *m, uint64_t start, enum dump__
 		} else if (t == DUMP__MEM_SERIES) {
 			for (size_t k = 0; k < q->n_series; k++) {
 				const struct memory_sample *s = &q->series[k];
-				dump_printf("%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 "\n",
+				dump_printf("%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64
+					    ",%" PRIu64 "\n",
 					    q->pid, dump__rel(s->ts_ns, start), s->rss_bytes,
-					    s->live_bytes, (int64_t)(s->rss_bytes - s->live_bytes));
+					    s->live_bytes, (int64_t)(s->rss_bytes - s->live_bytes),
+					    s->mapped_bytes);
 			}
 		} else if (t == DUMP__MEM_PEAK) {
 			for (size_t k = 0; k < q->n_peak_sites; k++) {

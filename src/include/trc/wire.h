@@ -39,6 +39,8 @@ enum trc_rec_type {
 	TRC_REC_EXIT = 16,      /* exit: a process ended (pid, status as from wait) */
 	TRC_REC_WAIT = 17,      /* wait: the thread waited for the drain (waits, ns, longest) */
 	TRC_REC_STACK = 18,     /* stack: id -> the return addresses of a call stack */
+	TRC_REC_MAP = 19,       /* map: memory mapped outside malloc (mmap, mremap, brk) */
+	TRC_REC_UNMAP = 20,     /* unmap: memory unmapped outside malloc (munmap, mremap, brk) */
 	TRC_REC_TYPE_COUNT
 };
 
@@ -47,12 +49,24 @@ _Static_assert(TRC_REC_TYPE_COUNT <= 32, "a type fits in bits 0-4 of a file reco
 _Static_assert(TRC_REC_TYPE_COUNT <= 256, "a type fits in the low byte of a ring tag");
 #endif
 
-/* The event types (what a program emits, as opposed to metadata and samples) are the
- * contiguous range SPAN_BEGIN..FUNC_EXIT. The file decoder's fast path relies on it too. */
+/* The event types (what a program emits, as opposed to metadata and samples): the range
+ * SPAN_BEGIN..FUNC_EXIT, which the file decoder's fast path and the drain's fused loops take,
+ * and MAP and UNMAP (format 1.4), which they leave to the general paths. */
 static inline int trc_rec_is_event(uint32_t type)
 {
-	return type >= TRC_REC_SPAN_BEGIN && type <= TRC_REC_FUNC_EXIT;
+	return (type >= TRC_REC_SPAN_BEGIN && type <= TRC_REC_FUNC_EXIT) || type == TRC_REC_MAP ||
+	       type == TRC_REC_UNMAP;
 }
+
+/* What a MAP record maps (its kind). */
+#define TRC_MAP_ANON 1u   /* private anonymous memory (mmap) */
+#define TRC_MAP_SHARED 2u /* shared anonymous memory (mmap MAP_SHARED) */
+#define TRC_MAP_FILE 3u   /* a file (mmap of a descriptor) */
+#define TRC_MAP_BRK 4u    /* the heap's break moved up (brk, sbrk) */
+#define TRC_MAP_REMAP 5u  /* the new range of an mremap */
+#define TRC_MAP_KIND_MAX 5u
+/* A MAP ring record's size word: the length in its low 56 bits, the kind in its top byte. */
+#define TRC_MAP_LEN_MASK ((1ull << 56) - 1)
 
 /* EXIT record flags. SELF: written by the exiting process's runtime (after the program was
  * done with it: a late destructor), not by trace-run's wait4; maxrss_bytes is its VmHWM, which
