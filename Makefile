@@ -260,7 +260,7 @@ $(PRELOAD_SO): $(call soobj,$(PRELOAD_SRCS)) $(LIBTRC_SO) src/preload/preload.ma
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,libtrc-preload.so -Wl,--version-script=src/preload/preload.map \
 		$(call soobj,$(PRELOAD_SRCS)) -L$(B)/lib -ltrc -Wl,-rpath,'$$ORIGIN' -o $@ \
-		$(LDFLAGS) $(LDLIBS) -ldl -lm
+		$(LDFLAGS) $(LDLIBS) -ldl
 
 $(CORE_A): $(call obj,$(CORE_SRCS))
 	@mkdir -p $(@D)
