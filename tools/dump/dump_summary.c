@@ -20,6 +20,7 @@
 #include "cli_plural.h"
 #include "dump_common.h"
 #include "dump_summary_processes.h"
+#include "dump_figures.h"
 #include "dump_functions.h"
 #include "dump_memory.h"
 #include "dump_symbols.h"
@@ -179,11 +180,6 @@ static const char dump__summary_help[] =
 	"  meta_strings_cut, meta_bytes_cut, meta_entries_dropped  metadata beyond the reader's\n"
 	"                            bounds (64 MiB of strings): names cut to \"\", definitions\n"
 	"                            not kept; events and figures stay complete\n";
-
-static int dump__feed_memory(void *ctx, const struct trc_record *rec, unsigned sidx)
-{
-	return memory_feed_add(ctx, rec, sidx);
-}
 
 static void dump__key(const char *k, bool *first)
 {
@@ -747,57 +743,6 @@ static void dump__text(struct trcfile_reader *r, const struct summary *s,
 	}
 }
 
-/* One trace's figures: the summary with what made RSS grow (the top five rides on the summary's
- * merged pass) and, only when there are function records, the function table (its own pass),
- * named from the trace's own modules. */
-struct dump__figures {
-	struct summary s;
-	struct memory_report mem;
-	struct func_table *ft;
-	struct sym_resolver *syms;
-	bool have_summary;
-};
-
-static void dump__figures_free(struct dump__figures *f)
-{
-	memory_report_free(&f->mem);
-	func_table_free(f->ft);
-	sym_resolver_free(f->syms);
-	if (f->have_summary)
-		summary_free(&f->s);
-	memset(f, 0, sizeof(*f));
-}
-
-/* Fills f from r (path names it in the one-line error). DUMP_EXIT_OK or DUMP_EXIT_FAIL (said;
- * f then holds nothing). */
-static int dump__figures_compute(struct trcfile_reader *r, const char *path, enum func_sort sort,
-				 struct dump__figures *f)
-{
-	memset(f, 0, sizeof(*f));
-	f->syms = dump_symbols_new(r);
-	int err = 0;
-	struct memory_feed *feed = dump_memory_feed_for_summary(r, f->syms, &err);
-	if (feed)
-		err = summary_compute_feeding(r, &f->s, dump__feed_memory, feed);
-	if (!err) {
-		f->have_summary = true;
-		err = memory_feed_finish(feed, &f->mem);
-	} else {
-		memory_feed_free(feed);
-	}
-	if (!err && f->s.per_type[TRC_REC_FUNC_ENTER])
-		f->ft = dump_functions_compute(r, f->syms, sort, &err);
-	if (err) {
-		dump_error("%s: %s", path,
-			   err == -ENOMEM || !trcfile_reader_errmsg(r)[0]
-				   ? "out of memory"
-				   : trcfile_reader_errmsg(r));
-		dump__figures_free(f);
-		return DUMP_EXIT_FAIL;
-	}
-	return DUMP_EXIT_OK;
-}
-
 /* Several FILEs: each trace's summary, in the order they started on CLOCK_REALTIME, labelled
  * HOST TRACE, then the totals. JSON: {"traces":[{"host","trace","start_realtime_ns",
  * "start_offset_ns","summary":{...one FILE's object...}}...], "traces_count", "records",
@@ -809,7 +754,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 	if (dump_traces_open(&m, argv + optind, n) != DUMP_EXIT_OK)
 		return DUMP_EXIT_FAIL;
 	int rc = DUMP_EXIT_FAIL;
-	struct dump__figures *f = calloc(n, sizeof(*f));
+	struct dump_figures *f = calloc(n, sizeof(*f));
 	unsigned *order = calloc(n, sizeof(*order));
 	unsigned done = 0;
 	if (!f || !order) {
@@ -818,7 +763,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 	}
 	/* Every trace computed before anything is printed: a failure leaves no partial output. */
 	for (; done < n; done++)
-		if (dump__figures_compute(m.t[done].r, m.t[done].path, sort, &f[done]) !=
+		if (dump_figures_compute(m.t[done].r, m.t[done].path, sort, &f[done]) !=
 		    DUMP_EXIT_OK)
 			goto out;
 	/* Insertion sort by start on CLOCK_REALTIME; ties keep the order given. */
@@ -875,7 +820,7 @@ static int dump__summary_multi(int argc, char **argv, bool json, enum func_sort 
 	rc = DUMP_EXIT_OK;
 out:
 	for (unsigned i = 0; f && i < done; i++)
-		dump__figures_free(&f[i]);
+		dump_figures_free(&f[i]);
 	free(f);
 	free(order);
 	dump_traces_close(&m);
@@ -924,8 +869,8 @@ int dump_summary_main(int argc, char **argv)
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
-	struct dump__figures f;
-	if (dump__figures_compute(r, path, sort, &f) != DUMP_EXIT_OK) {
+	struct dump_figures f;
+	if (dump_figures_compute(r, path, sort, &f) != DUMP_EXIT_OK) {
 		dump_reader_free(r);
 		return DUMP_EXIT_FAIL;
 	}
@@ -933,7 +878,7 @@ int dump_summary_main(int argc, char **argv)
 		dump__json(r, &f.s, f.ft, &f.mem);
 	else
 		dump__text(r, &f.s, f.ft, sort, &f.mem);
-	dump__figures_free(&f);
+	dump_figures_free(&f);
 	dump_close(r, path);
 	return DUMP_EXIT_OK;
 }
