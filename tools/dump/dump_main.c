@@ -31,6 +31,7 @@ static const struct {
 	{"flame", dump_flame_main},	  {"memory", dump_memory_main},
 	{"parquet", dump_parquet_main},	  {"perfetto", dump_perfetto_main},
 	{"pprof", dump_pprof_main},	  {"compact", dump_compact_main},
+	{"check", dump_check_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -55,6 +56,8 @@ static void dump__usage(FILE *f)
 	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"
 	      "  compact  FILE -o OUT: the trace with every chunk compressed (chunks the\n"
 	      "           recorder wrote uncompressed while compression was behind)\n"
+	      "  check    FILE RULE...: gates for CI (peak-rss<=200M, span:parse.p99<=5ms...);\n"
+	      "           exit 1 with one line per failing rule, --junit OUT.xml\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
 	      "  -h, --help     this text\n"
