@@ -31,7 +31,7 @@ static const struct {
 	{"flame", dump_flame_main},	  {"memory", dump_memory_main},
 	{"parquet", dump_parquet_main},	  {"perfetto", dump_perfetto_main},
 	{"pprof", dump_pprof_main},	  {"compact", dump_compact_main},
-	{"check", dump_check_main},
+	{"check", dump_check_main},	  {"diff", dump_diff_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -58,6 +58,8 @@ static void dump__usage(FILE *f)
 	      "           recorder wrote uncompressed while compression was behind)\n"
 	      "  check    FILE RULE...: gates for CI (peak-rss<=200M, span:parse.p99<=5ms...);\n"
 	      "           exit 1 with one line per failing rule, --junit OUT.xml\n"
+	      "  diff     A B: what changed between two traces (spans, functions, allocation\n"
+	      "           sites, processes), largest first; --threshold PCT fails a CI job\n"
 	      "  help     this text; `trace-dump help COMMAND` describes COMMAND\n"
 	      "\n"
 	      "  -h, --help     this text\n"
