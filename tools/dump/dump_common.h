@@ -254,5 +254,6 @@ int dump_pprof_main(int argc, char **argv);
 int dump_compact_main(int argc, char **argv);
 int dump_check_main(int argc, char **argv);
 int dump_diff_main(int argc, char **argv);
+int dump_report_main(int argc, char **argv);
 
 #endif /* TRC_DUMP_COMMON_H */

@@ -32,6 +32,7 @@ static const struct {
 	{"parquet", dump_parquet_main},	  {"perfetto", dump_perfetto_main},
 	{"pprof", dump_pprof_main},	  {"compact", dump_compact_main},
 	{"check", dump_check_main},	  {"diff", dump_diff_main},
+	{"report", dump_report_main},
 };
 
 #define DUMP__N_CMDS (sizeof(dump__cmds) / sizeof(dump__cmds[0]))
@@ -56,6 +57,8 @@ static void dump__usage(FILE *f)
 	      "  pprof    heap profile (live at a moment, or allocated) for go tool pprof\n"
 	      "  compact  FILE -o OUT: the trace with every chunk compressed (chunks the\n"
 	      "           recorder wrote uncompressed while compression was behind)\n"
+	      "  report   FILE -o OUT.html: one self-contained HTML page (RSS and live heap\n"
+	      "           over time, flame graphs, spans, functions, threads)\n"
 	      "  check    FILE RULE...: gates for CI (peak-rss<=200M, span:parse.p99<=5ms...);\n"
 	      "           exit 1 with one line per failing rule, --junit OUT.xml\n"
 	      "  diff     A B: what changed between two traces (spans, functions, allocation\n"
