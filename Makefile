@@ -231,6 +231,9 @@ $(B)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(COMPILE_FLAGS) $(SAN_FLAGS) -c $< -o $@
 
+# trace-dump report's page script and style sheet are assembled into this object (.incbin).
+$(call obj,tools/dump/dump_report_assets.c): tools/dump/dump_report.js tools/dump/dump_report.css
+
 # tests use Criterion's macros, which trip -Wmissing-prototypes
 $(B)/obj/tests/%.o: PART_CFLAGS = $(CRIT_CFLAGS) -Wno-missing-prototypes
 $(B)/obj/bench/%.o: PART_CFLAGS = -Wno-missing-prototypes
@@ -481,6 +484,7 @@ test: deps
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-duckdb,the DuckDB tier)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-go-pprof,the Go pprof tier)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-viewers,the viewers tier)
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-report,the report tier)
 	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
@@ -613,8 +617,9 @@ $(VIEWERS_STAMP):
 		>$(VIEWERS_DIR)/npm.log 2>&1 || { cat $(VIEWERS_DIR)/npm.log; exit 1; }
 	@touch $@
 
-.PHONY: test-viewers
-test-viewers: build-all $(VIEWERS_STAMP)
+# Debian's chromium, installed when missing (as root; otherwise the command to run is printed).
+.PHONY: deps-chromium
+deps-chromium:
 	@command -v chromium >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "  DEPS    installing chromium"; \
@@ -622,11 +627,22 @@ test-viewers: build-all $(VIEWERS_STAMP)
 				chromium) >$${TMPDIR:-/tmp}/trc-deps-chromium.log 2>&1 \
 			|| { echo "apt-get failed, see $${TMPDIR:-/tmp}/trc-deps-chromium.log" >&2; exit 1; }; \
 		else \
-			echo "test-viewers: chromium missing; run as root: apt-get install -y chromium" >&2; \
+			echo "chromium missing; run as root: apt-get install -y chromium" >&2; \
 			exit 1; \
 		fi; }
+
+.PHONY: test-viewers
+test-viewers: build-all $(VIEWERS_STAMP) deps-chromium
 	@echo "== test-viewers: tests/speedscope_check.mjs (speedscope in chromium opens chrome, flame, pprof)"
 	$(Q)node tests/speedscope_check.mjs $(B) $(VIEWERS_DIR) "$$(command -v chromium)"
+
+# trace-dump report's page in the same chromium, driven by the same puppeteer-core: charts,
+# hover values, flame graphs and tables against summary --json, no console error, no network
+# (tests/report_check.mjs). The pages and a screenshot stay in build/report.
+.PHONY: test-report
+test-report: build-all $(VIEWERS_STAMP) deps-chromium
+	@echo "== test-report: tests/report_check.mjs (trace-dump report's page in chromium)"
+	$(Q)node tests/report_check.mjs $(B) $(VIEWERS_DIR) "$$(command -v chromium)" build/report
 
 asan: deps
 	$(Q)$(MAKE) --no-print-directory SAN=asan tests
