@@ -1,7 +1,9 @@
 /* report_data.c - the report's bounded aggregates (contract in report_data.h).
  *
- * One cursor per stream: RSS streams fill the per-process columns; thread streams feed two
- * flames (time, bytes), the per-thread activity columns and the duration stacks (one stack of
+ * One cursor per stream: RSS streams fill the per-process columns; thread streams feed one
+ * flame (weighted by time; the bytes each of its nodes allocated are counted beside it, by
+ * node, and folded by the node's stack at the end, which is what FLAME_ALLOC would fold, at
+ * half the cost), the per-thread activity columns and the duration stacks (one stack of
  * open spans and one of open calls per stream, REPORT__DEPTH deep; deeper frames are counted
  * and their durations dropped). Durations go to one histogram per span name id and per
  * function (pid, address), named and merged by name at the end, as the summary's tables are.
@@ -42,10 +44,15 @@ struct report__acc {
 	uint64_t n;
 };
 
+#define REPORT__CACHE 256u
+
 struct report__accs {
 	struct report__acc *v;
 	size_t n, cap;
 	struct u64map ix;
+	/* A direct-mapped cache in front of ix (index + 1, 0: empty): a few names recur. */
+	uint64_t cache_key[REPORT__CACHE];
+	uint32_t cache_idx[REPORT__CACHE];
 };
 
 struct report__state {
@@ -55,17 +62,31 @@ struct report__state {
 	struct u64map rss_ix, thr_ix;
 	size_t cap_threads;
 	struct report__accs spans, funcs;
-	struct flame *ft, *fa;
+	struct flame *ft;
+	uint64_t *node_bytes; /* bytes allocated with flame node i innermost */
+	size_t cap_nodes;
+	bool nomem;
+	uint64_t act_width_ns; /* an activity column's width */
+	uint64_t act_lo, act_hi; /* the current stream's column: [lo, hi) */
+	unsigned act_col;
 	uint64_t budget;
 	struct report__stack *sp, *fn; /* the current stream's */
+	unsigned sidx; /* the current stream */
 };
 
 static struct report__acc *report__acc(struct report__accs *a, uint64_t mapkey, uint32_t pid,
 				       uint64_t key)
 {
+	unsigned slot = (unsigned)(mapkey ^ mapkey >> 32) & (REPORT__CACHE - 1);
+	if (a->cache_idx[slot] && a->cache_key[slot] == mapkey) {
+		struct report__acc *x = &a->v[a->cache_idx[slot] - 1];
+		return x->pid == pid && x->key == key ? x : NULL;
+	}
 	uint64_t *v = u64map_get(&a->ix, mapkey);
 	if (v) {
 		struct report__acc *x = &a->v[*v];
+		a->cache_key[slot] = mapkey;
+		a->cache_idx[slot] = (uint32_t)*v + 1;
 		/* Two functions whose keys met: the second's durations are left out. */
 		return x->pid == pid && x->key == key ? x : NULL;
 	}
@@ -110,8 +131,38 @@ static void report__thread_rec(struct report__state *m, const struct trcfile_str
 			       struct report_thread *t, const struct trc_record *rec)
 {
 	if (trc_rec_is_event(rec->type) && t) {
+		/* A stream's records come in time order: the column changes rarely. */
+		uint64_t ts = rec->ts_ns;
+		if (ts < m->act_lo || ts >= m->act_hi) {
+			uint64_t off = ts > m->d->t0_ns ? ts - m->d->t0_ns : 0;
+			uint64_t c = off / m->act_width_ns;
+			m->act_col = c < REPORT_ACT_COLS ? (unsigned)c : REPORT_ACT_COLS - 1;
+			m->act_lo = ts > m->d->t0_ns ? m->d->t0_ns + m->act_col * m->act_width_ns : 0;
+			m->act_hi = m->act_col + 1 < REPORT_ACT_COLS
+					    ? m->d->t0_ns + (m->act_col + 1) * m->act_width_ns
+					    : UINT64_MAX;
+			if (ts <= m->d->t0_ns)
+				m->act_hi = m->d->t0_ns + 1;
+		}
 		t->events++;
-		t->cols[report_col(rec->ts_ns, m->d->t0_ns, m->d->t1_ns, REPORT_ACT_COLS)]++;
+		t->cols[m->act_col]++;
+	}
+	if (rec->type == TRC_REC_ALLOC) {
+		uint32_t node = flame_stream_node(m->ft, m->sidx);
+		if (node >= m->cap_nodes) {
+			size_t cap = m->cap_nodes ? m->cap_nodes : 1024;
+			while (cap <= node)
+				cap *= 2;
+			uint64_t *p = realloc(m->node_bytes, cap * sizeof(*p));
+			if (!p) {
+				m->nomem = true;
+				return;
+			}
+			memset(p + m->cap_nodes, 0, (cap - m->cap_nodes) * sizeof(*p));
+			m->node_bytes = p;
+			m->cap_nodes = cap;
+		}
+		m->node_bytes[node] += rec->alloc.size;
 	}
 	struct report__stack *sp = m->sp, *fn = m->fn;
 	switch (rec->type) {
@@ -321,6 +372,31 @@ static int report__fold(struct report__state *m, struct flame *fl, struct report
 	return 0;
 }
 
+/* The bytes by node as folded stacks: each node's whole stack (flame_node_name), the bytes
+ * allocated with no frame open under FLAME_OUTSIDE, as FLAME_ALLOC folds them. */
+static int report__fold_bytes(struct report__state *m, struct report_flame *f)
+{
+	f->v = calloc(REPORT_FLAME_STACKS, sizeof(*f->v));
+	if (!f->v)
+		return -ENOMEM;
+	struct report__keep k = {.f = f};
+	char *buf = malloc(REPORT_FLAME_BYTES / 4 + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap_nodes && !k.nomem; i++) {
+		if (!m->node_bytes[i])
+			continue;
+		size_t len = flame_node_name(m->ft, (uint32_t)i, true, m->r, m->syms, buf,
+					     REPORT_FLAME_BYTES / 4 + 1);
+		report__emit(&k, buf, len, m->node_bytes[i]);
+	}
+	free(buf);
+	if (k.nomem)
+		return -ENOMEM;
+	qsort(f->v, f->n, sizeof(*f->v), report__by_weight);
+	return 0;
+}
+
 /* ---- naming the durations ------------------------------------------------------------------ */
 
 static int report__by_name(const void *x, const void *y)
@@ -421,12 +497,13 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 	u64map_init(&m.spans.ix, SIZE_MAX);
 	u64map_init(&m.funcs.ix, SIZE_MAX);
 	m.ft = flame_new(FLAME_TIME);
-	m.fa = flame_new(FLAME_ALLOC);
+	/* Columns of whole nanoseconds covering [t0, t1]. */
+	m.act_width_ns = (t1_ns > t0_ns ? t1_ns - t0_ns : 0) / REPORT_ACT_COLS + 1;
 	m.sp = malloc(sizeof(*m.sp));
 	m.fn = malloc(sizeof(*m.fn));
 	struct trc_record *recs = malloc(REPORT__BATCH * sizeof(*recs));
 	int rc = -ENOMEM;
-	if (!m.ft || !m.fa || !m.sp || !m.fn || !recs)
+	if (!m.ft || !m.sp || !m.fn || !recs)
 		goto out;
 	unsigned ns = trcfile_reader_stream_count(r);
 	for (unsigned s = 0; s < ns; s++) {
@@ -436,6 +513,8 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 		struct report_thread *t =
 			si->kind == TRC_STREAM_THREAD ? report__thread(&m, si->pid, si->tid) : NULL;
 		m.sp->n = m.sp->deeper = m.fn->n = m.fn->deeper = 0;
+		m.sidx = s;
+		m.act_lo = m.act_hi = 0;
 		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
 		if (!c)
 			goto out;
@@ -446,7 +525,7 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 					report__rss_rec(&m, &recs[i]);
 					continue;
 				}
-				if (flame_add(m.ft, s, si, &recs[i]) || flame_add(m.fa, s, si, &recs[i])) {
+				if (flame_add(m.ft, s, si, &recs[i])) {
 					trcfile_cursor_free(c);
 					goto out;
 				}
@@ -459,20 +538,26 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 			goto out;
 		}
 	}
+	if (m.nomem) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	if ((rc = report__fold(&m, m.ft, &d->by_time)) ||
-	    (rc = report__fold(&m, m.fa, &d->by_bytes)) ||
+	    (rc = report__fold_bytes(&m, &d->by_bytes)) ||
 	    (rc = report__name_durations(&m, &m.spans, false, &d->spans, &d->n_spans)) ||
 	    (rc = report__name_durations(&m, &m.funcs, true, &d->funcs, &d->n_funcs)))
 		goto out;
-	qsort(d->rss, d->n_rss, sizeof(*d->rss), report__by_pid);
-	qsort(d->threads, d->n_threads, sizeof(*d->threads), report__by_thread);
+	if (d->n_rss)
+		qsort(d->rss, d->n_rss, sizeof(*d->rss), report__by_pid);
+	if (d->n_threads)
+		qsort(d->threads, d->n_threads, sizeof(*d->threads), report__by_thread);
 	rc = 0;
 out:
 	free(recs);
 	free(m.sp);
 	free(m.fn);
 	flame_free(m.ft);
-	flame_free(m.fa);
+	free(m.node_bytes);
 	u64map_destroy(&m.rss_ix);
 	u64map_destroy(&m.thr_ix);
 	report__accs_free(&m.spans);
