@@ -10,6 +10,11 @@
  *                 tables, zstd); its output_bytes_per_event is the tables' size per event
  *   case=perfetto trace-dump perfetto FILE -o OUT  (full merge, protobuf; OUT is a file in
  *                 build/bench/, deleted after the case: output_bytes_per_event is its size)
+ *   case=check    trace-dump check FILE RULE...  (the summary's figures, four rules)
+ *   case=diff     trace-dump diff FILE FILE  (the figures and the sites of both)
+ *   case=report   trace-dump report FILE -o OUT  (the figures, then the report's pass over
+ *                 every stream; output_bytes is the page's size)
+ * The last three also print x_summary: their CPU time over summary's in the same run.
  * Per case: events_per_s = events / CPU time (user + system from wait4; trace-dump is
  * single-threaded, so this is its rate on one core, and it does not move when other work
  * shares the machine), with min and max over the runs; events_per_wall_s the same over wall
@@ -351,7 +356,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: bench_dump [--quick] [--runs N] [--level ZSTD_LEVEL] "
-				"[--case summary|chrome|parquet] [--records N] [--keep]\n");
+				"[--case summary|chrome|parquet|perfetto|check|diff|report] [--records N] [--keep]\n");
 			return 2;
 		}
 	}
@@ -406,21 +411,42 @@ int main(int argc, char **argv)
 
 	printf("\n%-8s %12s %10s %10s %12s %9s %13s %8s %9s\n", "case", "M events/s", "min", "max",
 	       "M ev/wall-s", "B/event", "peak RSS MiB", "x_read", "x_decode");
-	const char *cases[4] = {"summary", "chrome", "parquet", "perfetto"};
+	const char *cases[7] = {"summary", "chrome", "parquet", "perfetto",
+				"check",   "diff",   "report"};
+	uint64_t summary_cpu = 0;
 	char pq_dir[sizeof(bench_trace) + 16];
 	snprintf(pq_dir, sizeof(pq_dir), "%s.parquet.d", bench_trace);
-	for (unsigned c = 0; c < 4; c++) {
-		if (only && strcmp(only, cases[c]))
+	/* check, diff and report are measured against summary: it runs with them. */
+	bool against_summary = only && (!strcmp(only, "check") || !strcmp(only, "diff") ||
+					!strcmp(only, "report"));
+	for (unsigned c = 0; c < 7; c++) {
+		if (only && strcmp(only, cases[c]) && !(c == 0 && against_summary))
 			continue;
 		char *argv_d[] = {dump, (char *)cases[c], bench_trace, NULL};
 		char *argv_pq[] = {dump,   (char *)"parquet", (char *)"-o",
 				   pq_dir, bench_trace,	      NULL};
 		char *argv_pf[] = {dump,	 (char *)"perfetto", bench_trace,
 				   (char *)"-o", bench_pb,	     NULL};
+		char *argv_ck[] = {dump,
+				   (char *)"check",
+				   bench_trace,
+				   (char *)"lost==0",
+				   (char *)"events>=1",
+				   (char *)"peak-rss<=1G",
+				   (char *)"span:parse.p99<=1h",
+				   NULL};
+		char *argv_df[] = {dump, (char *)"diff", bench_trace, bench_trace, NULL};
+		char *argv_rp[] = {dump, (char *)"report", bench_trace, (char *)"-o", bench_pb, NULL};
 		bool pq = !strcmp(cases[c], "parquet");
-		bool pf = !strcmp(cases[c], "perfetto");
+		bool pf = !strcmp(cases[c], "perfetto") || !strcmp(cases[c], "report");
+		char **argv_c = pq ? argv_pq
+				: !strcmp(cases[c], "perfetto") ? argv_pf
+				: !strcmp(cases[c], "report")	 ? argv_rp
+				: !strcmp(cases[c], "check")	 ? argv_ck
+				: !strcmp(cases[c], "diff")	 ? argv_df
+								 : argv_d;
 		for (unsigned i = 0; i < runs; i++)
-			t[i] = bench_run(pq ? argv_pq : pf ? argv_pf : argv_d, &m[i], &cpu[i]);
+			t[i] = bench_run(argv_c, &m[i], &cpu[i]);
 		/* The tables' size, then they go (the trace is the only input kept). */
 		uint64_t out_bytes = 0;
 		if (pq) {
@@ -466,6 +492,10 @@ int main(int argc, char **argv)
 		if (pq || pf)
 			printf(" output_bytes=%" PRIu64 " output_bytes_per_event=%.3f", out_bytes,
 			       (double)out_bytes / (double)events);
+		if (c == 0)
+			summary_cpu = med;
+		else if (c >= 4 && summary_cpu)
+			printf(" x_summary=%.2f", (double)med / (double)summary_cpu);
 		printf("\n");
 	}
 	free(cpu);
