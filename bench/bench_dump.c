@@ -356,7 +356,8 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: bench_dump [--quick] [--runs N] [--level ZSTD_LEVEL] "
-				"[--case summary|chrome|parquet|perfetto|check|diff|report] [--records N] [--keep]\n");
+				"[--case summary|chrome|parquet|perfetto|check|diff|report] "
+				"[--records N] [--keep]\n");
 			return 2;
 		}
 	}
@@ -436,15 +437,16 @@ int main(int argc, char **argv)
 				   (char *)"span:parse.p99<=1h",
 				   NULL};
 		char *argv_df[] = {dump, (char *)"diff", bench_trace, bench_trace, NULL};
-		char *argv_rp[] = {dump, (char *)"report", bench_trace, (char *)"-o", bench_pb, NULL};
+		char *argv_rp[] = {dump,	 (char *)"report", bench_trace,
+				   (char *)"-o", bench_pb,	   NULL};
 		bool pq = !strcmp(cases[c], "parquet");
 		bool pf = !strcmp(cases[c], "perfetto") || !strcmp(cases[c], "report");
-		char **argv_c = pq ? argv_pq
+		char **argv_c = pq				? argv_pq
 				: !strcmp(cases[c], "perfetto") ? argv_pf
-				: !strcmp(cases[c], "report")	 ? argv_rp
-				: !strcmp(cases[c], "check")	 ? argv_ck
-				: !strcmp(cases[c], "diff")	 ? argv_df
-								 : argv_d;
+				: !strcmp(cases[c], "report")	? argv_rp
+				: !strcmp(cases[c], "check")	? argv_ck
+				: !strcmp(cases[c], "diff")	? argv_df
+								: argv_d;
 		for (unsigned i = 0; i < runs; i++)
 			t[i] = bench_run(argv_c, &m[i], &cpu[i]);
 		/* The tables' size, then they go (the trace is the only input kept). */

@@ -18,9 +18,10 @@ Test(check, rules_that_hold_exit_0_quietly, .timeout = 60)
 	char a[512];
 	struct gt_shape sh = gt_base();
 	gt_write(dir, "a.trc", &sh, a, sizeof(a));
-	struct gt_run r = gt_dump(dir, GT_ARGS("check", a, "peak-rss<=200M", "lost==0",
-					       "allocs<=1e6", "alloc-bytes<=2G", "live-at-exit<=1M",
-					       "span:parse.p99<=5ms", "function:0x401136.calls<=1000"));
+	struct gt_run r =
+		gt_dump(dir, GT_ARGS("check", a, "peak-rss<=200M", "lost==0", "allocs<=1e6",
+				     "alloc-bytes<=2G", "live-at-exit<=1M", "span:parse.p99<=5ms",
+				     "function:0x401136.calls<=1000"));
 	cr_expect_eq(r.status, 0, "stdout: %s stderr: %s", r.out, r.err);
 	cr_expect_str_empty(r.out);
 	cr_expect_str_empty(r.err);
@@ -30,9 +31,9 @@ Test(check, rules_that_hold_exit_0_quietly, .timeout = 60)
 	r = gt_dump(dir, GT_ARGS("check", a, "allocs==41", "alloc-bytes==40500", "frees==31",
 				 "free-bytes==30500", "live-at-exit==10000", "live-peak==13000",
 				 "peak-rss==12M", "span:parse.count==10", "span:parse.p99==100us",
-				 "span:parse.max==100us", "span:parse.total==1ms", "span:load.mean==50us",
-				 "function:0x401136.calls==20", "function:0x401136.p50==1us",
-				 "lost==0", "events>100"));
+				 "span:parse.max==100us", "span:parse.total==1ms",
+				 "span:load.mean==50us", "function:0x401136.calls==20",
+				 "function:0x401136.p50==1us", "lost==0", "events>100"));
 	cr_expect_eq(r.status, 0, "stdout: %s stderr: %s", r.out, r.err);
 	cr_expect_str_empty(r.out);
 	gt_free(&r);
@@ -61,11 +62,12 @@ Test(check, planted_regression_fails_one_line_per_rule, .timeout = 60)
 	args[1] = b;
 	r = gt_dump(dir, args);
 	cr_expect_eq(r.status, 1);
-	cr_expect_str_eq(r.out,
-			 "FAIL alloc-bytes<=50K: alloc-bytes is 78.6 KiB (80500 B), limit 50.0 KiB "
-			 "(51200 B)\n"
-			 "FAIL span:parse.p99<=200us: p99 is 300.000 us (300000 ns), limit 200.000 us "
-			 "(200000 ns)\n");
+	cr_expect_str_eq(
+		r.out,
+		"FAIL alloc-bytes<=50K: alloc-bytes is 78.6 KiB (80500 B), limit 50.0 KiB "
+		"(51200 B)\n"
+		"FAIL span:parse.p99<=200us: p99 is 300.000 us (300000 ns), limit 200.000 us "
+		"(200000 ns)\n");
 	cr_expect_str_empty(r.err);
 	gt_free(&r);
 	tu_rm_rf(dir);
@@ -80,11 +82,16 @@ Test(check, every_figure_is_summary_json_s, .timeout = 60)
 	struct gt_run s = gt_dump(dir, GT_ARGS("summary", "--json", a));
 	cr_assert_eq(s.status, 0);
 	static const char *const pairs[][2] = {
-		{"peak-rss", "rss_peak_bytes"},	     {"rss-sampled-max", "rss_peak_sampled_bytes"},
-		{"lost", "events_lost"},	     {"events", "events_recorded"},
-		{"allocs", "allocs"},		     {"alloc-bytes", "alloc_bytes"},
-		{"frees", "frees"},		     {"free-bytes", "free_bytes"},
-		{"live-at-exit", "live_end_bytes"},   {"live-peak", "live_peak_bytes"},
+		{"peak-rss", "rss_peak_bytes"},
+		{"rss-sampled-max", "rss_peak_sampled_bytes"},
+		{"lost", "events_lost"},
+		{"events", "events_recorded"},
+		{"allocs", "allocs"},
+		{"alloc-bytes", "alloc_bytes"},
+		{"frees", "frees"},
+		{"free-bytes", "free_bytes"},
+		{"live-at-exit", "live_end_bytes"},
+		{"live-peak", "live_peak_bytes"},
 		{"waits", "waits"},
 	};
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
@@ -96,9 +103,9 @@ Test(check, every_figure_is_summary_json_s, .timeout = 60)
 		gt_free(&r);
 	}
 	/* Times: the span's and the function's, against their JSON rows. */
-	static const char *const spans[][2] = {{"p50", "span_p50_ns"}, {"p99", "span_p99_ns"},
-					      {"max", "span_max_ns"}, {"min", "span_min_ns"},
-					      {"total", "span_total_ns"}, {"mean", "span_mean_ns"}};
+	static const char *const spans[][2] = {
+		{"p50", "span_p50_ns"}, {"p99", "span_p99_ns"},	    {"max", "span_max_ns"},
+		{"min", "span_min_ns"}, {"total", "span_total_ns"}, {"mean", "span_mean_ns"}};
 	for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
 		char rule[128];
 		snprintf(rule, sizeof(rule), "span:load.%s==%lldns", spans[i][0],
@@ -129,10 +136,10 @@ Test(check, operators, .timeout = 60)
 	struct gt_shape sh = gt_base();
 	gt_write(dir, "a.trc", &sh, a, sizeof(a));
 	/* allocs is 41: each operator on each side of it. */
-	static const char *const hold[] = {"allocs<=41", "allocs<42", "allocs==41", "allocs>=41",
-					   "allocs>40", "allocs!=40"};
-	static const char *const fail[] = {"allocs<=40", "allocs<41", "allocs==42", "allocs>=42",
-					   "allocs>41", "allocs!=41"};
+	static const char *const hold[] = {"allocs<=41", "allocs<42", "allocs==41",
+					   "allocs>=41", "allocs>40", "allocs!=40"};
+	static const char *const fail[] = {"allocs<=40", "allocs<41", "allocs==42",
+					   "allocs>=42", "allocs>41", "allocs!=41"};
 	for (size_t i = 0; i < 6; i++) {
 		struct gt_run r = gt_dump(dir, GT_ARGS("check", a, hold[i]));
 		cr_expect_eq(r.status, 0, "%s: %s", hold[i], r.out);
@@ -153,15 +160,15 @@ Test(check, absent_span_fails_its_time_rules, .timeout = 60)
 	char a[512];
 	struct gt_shape sh = gt_base();
 	gt_write(dir, "a.trc", &sh, a, sizeof(a));
-	struct gt_run r = gt_dump(dir, GT_ARGS("check", a, "span:parsing.p99<=5ms",
-					       "span:parsing.count==0", "function:nope.calls==0",
-					       "function:nope.max<1s"));
+	struct gt_run r =
+		gt_dump(dir, GT_ARGS("check", a, "span:parsing.p99<=5ms", "span:parsing.count==0",
+				     "function:nope.calls==0", "function:nope.max<1s"));
 	cr_expect_eq(r.status, 1);
-	cr_expect_str_eq(r.out,
-			 "FAIL span:parsing.p99<=5ms: no span \"parsing\" ended in the trace, limit "
-			 "5.000 ms (5000000 ns)\n"
-			 "FAIL function:nope.max<1s: no function \"nope\" returned in the trace, "
-			 "limit 1.000 s (1000000000 ns)\n");
+	cr_expect_str_eq(
+		r.out, "FAIL span:parsing.p99<=5ms: no span \"parsing\" ended in the trace, limit "
+		       "5.000 ms (5000000 ns)\n"
+		       "FAIL function:nope.max<1s: no function \"nope\" returned in the trace, "
+		       "limit 1.000 s (1000000000 ns)\n");
 	gt_free(&r);
 	tu_rm_rf(dir);
 }
@@ -221,8 +228,8 @@ Test(check, junit_xml_for_ci, .timeout = 60)
 	struct gt_shape sh = gt_base();
 	gt_write(dir, "a.trc", &sh, a, sizeof(a));
 	snprintf(xml, sizeof(xml), "%s/out.xml", dir);
-	struct gt_run r = gt_dump(dir, GT_ARGS("check", "--junit", xml, a, "lost==0",
-					       "allocs<10", "span:<parse>&\"x\".p99<=1ms"));
+	struct gt_run r = gt_dump(dir, GT_ARGS("check", "--junit", xml, a, "lost==0", "allocs<10",
+					       "span:<parse>&\"x\".p99<=1ms"));
 	cr_expect_eq(r.status, 1);
 	gt_free(&r);
 	/* A strict XML parser reads it: 3 testcases, 2 failures, named by their rules. */

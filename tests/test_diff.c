@@ -63,9 +63,10 @@ Test(diff, planted_regression_is_shown_first, .timeout = 60)
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	cr_expect_str_eq(dd_line(r.out, 2, l, sizeof(l)),
 			 "4 of 9 rows changed, largest change first:");
-	cr_expect_str_eq(dd_line(r.out, 3, l, sizeof(l)),
-			 "  site     parse: bytes 39.1 KiB -> 78.1 KiB (+100.0%), size-p50 1000 B -> "
-			 "2.0 KiB (+100.0%), size-p99 1000 B -> 2.0 KiB (+100.0%)");
+	cr_expect_str_eq(
+		dd_line(r.out, 3, l, sizeof(l)),
+		"  site     parse: bytes 39.1 KiB -> 78.1 KiB (+100.0%), size-p50 1000 B -> "
+		"2.0 KiB (+100.0%), size-p99 1000 B -> 2.0 KiB (+100.0%)");
 	/* Then the process (its heap's peak doubled too), the thread, the totals. */
 	cr_expect_str_eq(dd_line(r.out, 4, l, sizeof(l)),
 			 "  process  prog --gates: alloc-bytes 39.6 KiB -> 78.6 KiB (+98.8%), "
@@ -74,12 +75,14 @@ Test(diff, planted_regression_is_shown_first, .timeout = 60)
 
 	r = gt_dump(dir, GT_ARGS("diff", a, c));
 	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect_str_eq(dd_line(r.out, 3, l, sizeof(l)),
-			 "  span     parse: total 1.000 ms -> 3.000 ms (+200.0%), p50 100.000 us -> "
-			 "300.000 us (+200.0%), p99 100.000 us -> 300.000 us (+200.0%)");
-	cr_expect_str_eq(dd_line(r.out, 4, l, sizeof(l)),
-			 "  site     parse: bytes 39.1 KiB -> 78.1 KiB (+100.0%), size-p50 1000 B -> "
-			 "2.0 KiB (+100.0%), size-p99 1000 B -> 2.0 KiB (+100.0%)");
+	cr_expect_str_eq(
+		dd_line(r.out, 3, l, sizeof(l)),
+		"  span     parse: total 1.000 ms -> 3.000 ms (+200.0%), p50 100.000 us -> "
+		"300.000 us (+200.0%), p99 100.000 us -> 300.000 us (+200.0%)");
+	cr_expect_str_eq(
+		dd_line(r.out, 4, l, sizeof(l)),
+		"  site     parse: bytes 39.1 KiB -> 78.1 KiB (+100.0%), size-p50 1000 B -> "
+		"2.0 KiB (+100.0%), size-p99 1000 B -> 2.0 KiB (+100.0%)");
 	gt_free(&r);
 	tu_rm_rf(dir);
 }
@@ -98,37 +101,39 @@ Test(diff, json_figures_are_summary_json_s, .timeout = 60)
 	gt_write(dir, "b.trc", &sh, b, sizeof(b));
 	/* Python reads the three JSON objects and compares every figure diff shows that the
 	 * summary has. */
-	snprintf(cmd, sizeof(cmd),
-		 "D=${TRC_BUILD:-build}/bin/trace-dump; "
-		 "$D diff --json %s %s > %s/d.json && $D summary --json %s > %s/a.json && "
-		 "$D summary --json %s > %s/b.json && python3 -c '"
-		 "import json, sys\n"
-		 "d = json.load(open(sys.argv[1])); s = [json.load(open(p)) for p in sys.argv[2:4]]\n"
-		 "rows = {(r[\"kind\"], r[\"name\"]): r for r in d[\"rows\"]}\n"
-		 "def fig(k, n, f): return {x[\"name\"]: x for x in rows[(k, n)][\"figures\"]}[f]\n"
-		 "for i, side in ((0, \"a\"), (1, \"b\")):\n"
-		 "  S = s[i]\n"
-		 "  sp = {x[\"name\"]: x for x in S[\"names\"]}[\"parse\"]\n"
-		 "  for f, k in ((\"count\", \"spans\"), (\"total\", \"span_total_ns\"), "
-		 "(\"p50\", \"span_p50_ns\"), (\"p99\", \"span_p99_ns\")):\n"
-		 "    assert fig(\"span\", \"parse\", f)[side] == sp[k], (f, side)\n"
-		 "  fn = S[\"functions\"][0]\n"
-		 "  for f, k in ((\"calls\", \"calls\"), (\"total\", \"total_ns\"), (\"p99\", "
-		 "\"p99_ns\")):\n"
-		 "    assert fig(\"function\", fn[\"name\"], f)[side] == fn[k], (f, side)\n"
-		 "  for f, k in ((\"allocs\", \"allocs\"), (\"alloc-bytes\", \"alloc_bytes\"), "
-		 "(\"live-peak\", \"live_peak_bytes\"), (\"peak-rss\", \"rss_peak_bytes\"), "
-		 "(\"events\", \"events_recorded\")):\n"
-		 "    assert fig(\"trace\", \"totals\", f)[side] == S[k], (f, side)\n"
-		 "  p = S[\"processes\"][0]\n"
-		 "  assert fig(\"process\", \"prog --gates\", \"peak-rss\")[side] == "
-		 "p[\"rss_peak_bytes\"], side\n"
-		 "assert d[\"rows\"][0][\"name\"] == \"parse\" and d[\"rows\"][0][\"change\"] == 2, "
-		 "d[\"rows\"][0]\n"
-		 "assert all(x[\"change\"] >= y[\"change\"] for x, y in zip(d[\"rows\"], "
-		 "d[\"rows\"][1:]) if y[\"change\"] is not None)\n"
-		 "' %s/d.json %s/a.json %s/b.json",
-		 a, b, dir, a, dir, b, dir, dir, dir, dir);
+	snprintf(
+		cmd, sizeof(cmd),
+		"D=${TRC_BUILD:-build}/bin/trace-dump; "
+		"$D diff --json %s %s > %s/d.json && $D summary --json %s > %s/a.json && "
+		"$D summary --json %s > %s/b.json && python3 -c '"
+		"import json, sys\n"
+		"d = json.load(open(sys.argv[1])); s = [json.load(open(p)) for p in "
+		"sys.argv[2:4]]\n"
+		"rows = {(r[\"kind\"], r[\"name\"]): r for r in d[\"rows\"]}\n"
+		"def fig(k, n, f): return {x[\"name\"]: x for x in rows[(k, n)][\"figures\"]}[f]\n"
+		"for i, side in ((0, \"a\"), (1, \"b\")):\n"
+		"  S = s[i]\n"
+		"  sp = {x[\"name\"]: x for x in S[\"names\"]}[\"parse\"]\n"
+		"  for f, k in ((\"count\", \"spans\"), (\"total\", \"span_total_ns\"), "
+		"(\"p50\", \"span_p50_ns\"), (\"p99\", \"span_p99_ns\")):\n"
+		"    assert fig(\"span\", \"parse\", f)[side] == sp[k], (f, side)\n"
+		"  fn = S[\"functions\"][0]\n"
+		"  for f, k in ((\"calls\", \"calls\"), (\"total\", \"total_ns\"), (\"p99\", "
+		"\"p99_ns\")):\n"
+		"    assert fig(\"function\", fn[\"name\"], f)[side] == fn[k], (f, side)\n"
+		"  for f, k in ((\"allocs\", \"allocs\"), (\"alloc-bytes\", \"alloc_bytes\"), "
+		"(\"live-peak\", \"live_peak_bytes\"), (\"peak-rss\", \"rss_peak_bytes\"), "
+		"(\"events\", \"events_recorded\")):\n"
+		"    assert fig(\"trace\", \"totals\", f)[side] == S[k], (f, side)\n"
+		"  p = S[\"processes\"][0]\n"
+		"  assert fig(\"process\", \"prog --gates\", \"peak-rss\")[side] == "
+		"p[\"rss_peak_bytes\"], side\n"
+		"assert d[\"rows\"][0][\"name\"] == \"parse\" and d[\"rows\"][0][\"change\"] == 2, "
+		"d[\"rows\"][0]\n"
+		"assert all(x[\"change\"] >= y[\"change\"] for x, y in zip(d[\"rows\"], "
+		"d[\"rows\"][1:]) if y[\"change\"] is not None)\n"
+		"' %s/d.json %s/a.json %s/b.json",
+		a, b, dir, a, dir, b, dir, dir, dir, dir);
 	cr_expect_eq(tu_sh("%s", cmd), 0);
 	tu_rm_rf(dir);
 }

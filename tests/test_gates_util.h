@@ -124,7 +124,7 @@ static inline void gt_plan(struct tu_plan *p, const struct gt_shape *sh)
 	uint64_t end = t > tb ? t : tb;
 	unsigned n = (unsigned)((end - t0) / 1000000) + 2;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t mib = i < n / 2 ? 2 + (sh->rss_peak_mib - 2) * i / (n / 2)
+		uint64_t mib = i < n / 2    ? 2 + (sh->rss_peak_mib - 2) * i / (n / 2)
 			       : i == n / 2 ? sh->rss_peak_mib
 					    : sh->rss_peak_mib - 1;
 		r = (struct trc_record){.type = TRC_REC_RSS, .ts_ns = t0 + 1000000ull * i};
@@ -159,8 +159,8 @@ static inline void gt_write(const char *dir, const char *name, const struct gt_s
 	struct trcfile_writer *w = trcfile_writer_open(path, &h, &o, &err);
 	cr_assert_not_null(w, "writer_open: %s", strerror(-err));
 	for (size_t i = 0; i < p.n; i++) {
-		struct trcfile_stream *s =
-			trcfile_stream_open(w, p.streams[i].kind, p.streams[i].pid, p.streams[i].tid);
+		struct trcfile_stream *s = trcfile_stream_open(w, p.streams[i].kind,
+							       p.streams[i].pid, p.streams[i].tid);
 		cr_assert_not_null(s);
 		for (size_t k = 0; k < p.streams[i].n; k++)
 			cr_assert_eq(trcfile_stream_append(s, &p.streams[i].recs[k]), 0);

@@ -14,12 +14,13 @@
 #define GT_ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* Python that loads the page's data (PAGE) and the summary (SUMMARY) as D and S. */
-#define RT_PY_LOAD                                                                                 \
-	"import json, re, sys\n"                                                                   \
-	"html = open(sys.argv[1], encoding='utf-8').read()\n"                                      \
-	"m = re.search(r'<script type=\"application/json\" id=\"trc-data\">(.*?)</script>', html, " \
-	"re.S)\n"                                                                                  \
-	"D = json.loads(m.group(1))\n"                                                             \
+#define RT_PY_LOAD                                                                            \
+	"import json, re, sys\n"                                                              \
+	"html = open(sys.argv[1], encoding='utf-8').read()\n"                                 \
+	"m = re.search(r'<script type=\"application/json\" id=\"trc-data\">(.*?)</script>', " \
+	"html, "                                                                              \
+	"re.S)\n"                                                                             \
+	"D = json.loads(m.group(1))\n"                                                        \
 	"S = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else None\n"
 
 /* Runs py (after RT_PY_LOAD) on dir/page.html and dir/summary.json. */
@@ -59,43 +60,47 @@ Test(report, figures_are_summary_json_s, .timeout = 60)
 	struct gt_shape sh = gt_base();
 	gt_write(dir, "a.trc", &sh, a, sizeof(a));
 	rt_report(dir, a);
-	cr_expect_eq(rt_py(dir,
-			   "assert D['events_recorded'] == S['events_recorded'] == 134, D['events_recorded']\n"
-			   "assert D['alloc_bytes'] == S['alloc_bytes'] == 40500\n"
-			   "assert D['live_peak_bytes'] == S['live_peak_bytes']\n"
-			   "assert D['duration_ns'] == S['duration_ns']\n"
-			   "assert D['damage'] == [], D['damage']\n"
-			   "p, q = D['processes'][0], S['processes'][0]\n"
-			   "assert (p['pid'], p['command'], p['peak_bytes'], p['samples']) == "
-			   "(q['pid'], 'prog --gates', q['rss_peak_bytes'], q['rss_samples']), (p, q)\n"
-			   "assert p['peak_source'].startswith('kernel')\n"
-			   "r = D['rss'][0]\n"
-			   "assert len(r['points']) == q['rss_samples'] and r['max_bytes'] == "
-			   "q['rss_sampled_max_bytes'] == 12 << 20, r\n"
-			   "assert max(x[1] for x in r['points']) == q['rss_sampled_max_bytes']\n"
-			   "assert all(x[2] is not None and x[2] <= S['live_peak_bytes'] for x in "
-			   "r['points']), r['points']\n"
-			   "sp = {x['name']: x for x in S['names']}\n"
-			   "for row in D['spans']:\n"
-			   "  n = sp[row['name']]\n"
-			   "  assert (row['count'], row['total_ns'], row['p50_ns'], row['p99_ns'], "
-			   "row['max_ns']) == (n['spans'], n['span_total_ns'], n['span_p50_ns'], "
-			   "n['span_p99_ns'], n['span_max_ns']), row\n"
-			   "  assert sum(row['bins']) == n['spans'], row\n"
-			   "assert [x['name'] for x in D['spans']] == ['parse', 'load']\n"
-			   "f = D['functions'][0]\n"
-			   "assert (f['name'], f['calls'], f['total_ns']) == (S['functions'][0]['name'], 20, "
-			   "20000), f\n"
-			   "assert sum(f['bins']) == 20\n"
-			   "assert D['flame_bytes']['total'] == S['alloc_bytes']\n"
-			   "assert sum(w for s, w in D['flame_bytes']['stacks']) + D['flame_bytes']['other'] "
-			   "== S['alloc_bytes']\n"
-			   "assert dict(D['flame_bytes']['stacks']) == {'parse': 40000, 'load': 500}\n"
-			   "assert [(t['name'], t['events']) for t in D['threads']] == [('main', 94), "
-			   "('worker', 40)], D['threads']\n"
-			   "assert len(D['threads'][0]['cols']) == 200\n"
-			   "assert max(max(t['cols']) for t in D['threads']) == 99\n"),
-		     0);
+	cr_expect_eq(
+		rt_py(dir,
+		      "assert D['events_recorded'] == S['events_recorded'] == 134, "
+		      "D['events_recorded']\n"
+		      "assert D['alloc_bytes'] == S['alloc_bytes'] == 40500\n"
+		      "assert D['live_peak_bytes'] == S['live_peak_bytes']\n"
+		      "assert D['duration_ns'] == S['duration_ns']\n"
+		      "assert D['damage'] == [], D['damage']\n"
+		      "p, q = D['processes'][0], S['processes'][0]\n"
+		      "assert (p['pid'], p['command'], p['peak_bytes'], p['samples']) == "
+		      "(q['pid'], 'prog --gates', q['rss_peak_bytes'], q['rss_samples']), (p, q)\n"
+		      "assert p['peak_source'].startswith('kernel')\n"
+		      "r = D['rss'][0]\n"
+		      "assert len(r['points']) == q['rss_samples'] and r['max_bytes'] == "
+		      "q['rss_sampled_max_bytes'] == 12 << 20, r\n"
+		      "assert max(x[1] for x in r['points']) == q['rss_sampled_max_bytes']\n"
+		      "assert all(x[2] is not None and x[2] <= S['live_peak_bytes'] for x in "
+		      "r['points']), r['points']\n"
+		      "sp = {x['name']: x for x in S['names']}\n"
+		      "for row in D['spans']:\n"
+		      "  n = sp[row['name']]\n"
+		      "  assert (row['count'], row['total_ns'], row['p50_ns'], row['p99_ns'], "
+		      "row['max_ns']) == (n['spans'], n['span_total_ns'], n['span_p50_ns'], "
+		      "n['span_p99_ns'], n['span_max_ns']), row\n"
+		      "  assert sum(row['bins']) == n['spans'], row\n"
+		      "assert [x['name'] for x in D['spans']] == ['parse', 'load']\n"
+		      "f = D['functions'][0]\n"
+		      "assert (f['name'], f['calls'], f['total_ns']) == "
+		      "(S['functions'][0]['name'], 20, "
+		      "20000), f\n"
+		      "assert sum(f['bins']) == 20\n"
+		      "assert D['flame_bytes']['total'] == S['alloc_bytes']\n"
+		      "assert sum(w for s, w in D['flame_bytes']['stacks']) + "
+		      "D['flame_bytes']['other'] "
+		      "== S['alloc_bytes']\n"
+		      "assert dict(D['flame_bytes']['stacks']) == {'parse': 40000, 'load': 500}\n"
+		      "assert [(t['name'], t['events']) for t in D['threads']] == [('main', 94), "
+		      "('worker', 40)], D['threads']\n"
+		      "assert len(D['threads'][0]['cols']) == 200\n"
+		      "assert max(max(t['cols']) for t in D['threads']) == 99\n"),
+		0);
 	tu_rm_rf(dir);
 }
 
@@ -114,15 +119,16 @@ Test(report, one_file_nothing_fetched_no_name_ends_the_script, .timeout = 60)
 	cr_assert_eq(tu_write_plan(path, &p, &o, 16), 0);
 	tu_plan_free(&p);
 	rt_report(dir, path);
-	cr_expect_eq(rt_py(dir,
-			   "assert html.count('</script') == 2, html.count('</script')\n"
-			   "assert html.count('<script') == 2\n"
-			   "assert not re.search(r'(src|href)\\s*=', html), 'a reference'\n"
-			   "assert 'http://' not in html.replace('http://www.w3.org/2000/svg', '') and "
-			   "'https://' not in html\n"
-			   "names = [x['name'] for x in D['spans']]\n"
-			   "assert '</script><script>alert(1)</script><!--&\\xff' in names, names\n"),
-		     0);
+	cr_expect_eq(
+		rt_py(dir,
+		      "assert html.count('</script') == 2, html.count('</script')\n"
+		      "assert html.count('<script') == 2\n"
+		      "assert not re.search(r'(src|href)\\s*=', html), 'a reference'\n"
+		      "assert 'http://' not in html.replace('http://www.w3.org/2000/svg', '') and "
+		      "'https://' not in html\n"
+		      "names = [x['name'] for x in D['spans']]\n"
+		      "assert '</script><script>alert(1)</script><!--&\\xff' in names, names\n"),
+		0);
 	tu_rm_rf(dir);
 }
 
@@ -164,14 +170,15 @@ Test(report, lists_are_cut_to_their_bounds, .timeout = 120)
 	cr_assert_eq(tu_write_plan(path, &p, &o, 64), 0);
 	tu_plan_free(&p);
 	rt_report(dir, path);
-	cr_expect_eq(rt_py(dir,
-			   "assert len(D['spans']) == 200 and D['spans_more'] == 800, len(D['spans'])\n"
-			   "assert D['spans'][0]['name'] == 'span0999', D['spans'][0]\n"
-			   "assert len(D['threads']) == 256 and D['threads_more'] == 44\n"
-			   "assert len(D['rss']) == 24 and D['rss_more'] == 6, len(D['rss'])\n"
-			   "assert D['rss'][0]['pid'] == 6029 and D['rss'][0]['max_bytes'] == 34 << 20\n"
-			   "assert len(html) < 5 << 20\n"),
-		     0);
+	cr_expect_eq(
+		rt_py(dir,
+		      "assert len(D['spans']) == 200 and D['spans_more'] == 800, len(D['spans'])\n"
+		      "assert D['spans'][0]['name'] == 'span0999', D['spans'][0]\n"
+		      "assert len(D['threads']) == 256 and D['threads_more'] == 44\n"
+		      "assert len(D['rss']) == 24 and D['rss_more'] == 6, len(D['rss'])\n"
+		      "assert D['rss'][0]['pid'] == 6029 and D['rss'][0]['max_bytes'] == 34 << 20\n"
+		      "assert len(html) < 5 << 20\n"),
+		0);
 	tu_rm_rf(dir);
 }
 
@@ -202,7 +209,8 @@ Test(report, damaged_trace_says_what_was_damaged, .timeout = 60)
 			   "assert any('chunks failed their checks and were skipped' in d for d in "
 			   "D['damage']), D['damage']\n"
 			   "assert S['chunks_damaged'] >= 1\n"
-			   "assert D['events_recorded'] == S['events_recorded'] and D['spans'], D['spans']\n"),
+			   "assert D['events_recorded'] == S['events_recorded'] and D['spans'], "
+			   "D['spans']\n"),
 		     0);
 	/* Cut short: no footer. */
 	cr_assert_eq(truncate(a, st.st_size * 2 / 3), 0);

@@ -137,7 +137,8 @@ static void report__thread_rec(struct report__state *m, const struct trcfile_str
 			uint64_t off = ts > m->d->t0_ns ? ts - m->d->t0_ns : 0;
 			uint64_t c = off / m->act_width_ns;
 			m->act_col = c < REPORT_ACT_COLS ? (unsigned)c : REPORT_ACT_COLS - 1;
-			m->act_lo = ts > m->d->t0_ns ? m->d->t0_ns + m->act_col * m->act_width_ns : 0;
+			m->act_lo =
+				ts > m->d->t0_ns ? m->d->t0_ns + m->act_col * m->act_width_ns : 0;
 			m->act_hi = m->act_col + 1 < REPORT_ACT_COLS
 					    ? m->d->t0_ns + (m->act_col + 1) * m->act_width_ns
 					    : UINT64_MAX;
@@ -176,7 +177,8 @@ static void report__thread_rec(struct report__state *m, const struct trcfile_str
 		} else if (sp->n) {
 			const struct report__open *o = &sp->v[--sp->n];
 			if (rec->ts_ns >= o->ts)
-				report__duration(m, &m->spans, o->key, 0, o->key, rec->ts_ns - o->ts);
+				report__duration(m, &m->spans, o->key, 0, o->key,
+						 rec->ts_ns - o->ts);
 		}
 		break;
 	case TRC_REC_FUNC_ENTER:
@@ -426,10 +428,12 @@ static int report__name_durations(struct report__state *m, struct report__accs *
 			sym_display(m->syms, x->pid, x->key, buf, sizeof(buf));
 		} else {
 			/* As functions.c names a function without symbols. */
-			const struct trcfile_module *mo = trcfile_reader_module(m->r, x->pid, x->key);
+			const struct trcfile_module *mo =
+				trcfile_reader_module(m->r, x->pid, x->key);
 			const char *base = mo ? strrchr(mo->path, '/') : NULL;
 			if (mo)
-				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base ? base + 1 : mo->path,
+				snprintf(buf, sizeof(buf), "%s+0x%" PRIx64,
+					 base ? base + 1 : mo->path,
 					 x->key - mo->start + mo->offset);
 			else
 				snprintf(buf, sizeof(buf), "0x%" PRIx64, x->key);

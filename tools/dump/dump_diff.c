@@ -39,9 +39,11 @@ static const char dump__diff_help[] =
 	"all. The figures are those of `trace-dump summary --json`.\n"
 	"\n"
 	"  --json           one JSON object: {\"a\", \"b\", \"threshold_pct\" (null: none),\n"
-	"                   \"exceeded\", \"unchanged\", \"rows\": [{\"kind\", \"name\", \"in_a\",\n"
+	"                   \"exceeded\", \"unchanged\", \"rows\": [{\"kind\", \"name\", "
+	"\"in_a\",\n"
 	"                   \"in_b\", \"change\" (largest relative change; null: in one trace\n"
-	"                   only or from 0), \"figures\": [{\"name\", \"unit\" (count, bytes, ns),\n"
+	"                   only or from 0), \"figures\": [{\"name\", \"unit\" (count, bytes, "
+	"ns),\n"
 	"                   \"a\", \"b\", \"change\" ((b - a) / a; null when a is 0)}]}]}, every\n"
 	"                   row, changed ones first\n"
 	"  --threshold PCT  exit 1 when a figure of B is more than PCT percent above A's (or\n"
@@ -201,7 +203,9 @@ static void dump__collect(struct dump__rows *rs, int side, const struct dump_fig
 			name[len++] = '?';
 		}
 		int n = snprintf(name + len, sizeof(name) - len, " / %s", t->name);
-		len += n < 0 ? 0 : (size_t)n < sizeof(name) - len ? (size_t)n : sizeof(name) - len - 1;
+		len += n < 0				? 0
+		       : (size_t)n < sizeof(name) - len ? (size_t)n
+							: sizeof(name) - len - 1;
 		r = dump__add(rs, DK_THREAD, name, len, side, t->first_ts_ns);
 		dump__fig(r, side, "events", DUMP_UNIT_COUNT, false, t->events);
 		dump__fig(r, side, "alloc-bytes", DUMP_UNIT_BYTES, false, t->alloc_bytes);
@@ -448,8 +452,7 @@ static void dump__json(const struct dump__rows *rs, const char *pa, const char *
 }
 
 /* The sites of r: one pass over each thread stream (flame.h needs only each stream's order). */
-static struct site_table *dump__sites(struct trcfile_reader *r, struct sym_resolver *syms,
-				      int *err)
+static struct site_table *dump__sites(struct trcfile_reader *r, struct sym_resolver *syms, int *err)
 {
 	struct site_table *t = site_table_new();
 	struct trc_record *recs = malloc(256 * sizeof(*recs));
@@ -538,9 +541,9 @@ int dump_diff_main(int argc, char **argv)
 			errno = 0;
 			top = strtoull(optarg, &end, 10);
 			if (!*optarg || *end || errno || optarg[0] == '-')
-				return dump_usage_error(argv[0],
-							"--top: expected a number of rows, got \"%s\"",
-							optarg);
+				return dump_usage_error(
+					argv[0], "--top: expected a number of rows, got \"%s\"",
+					optarg);
 			break;
 		}
 		case 'h':
@@ -604,7 +607,8 @@ int dump_diff_main(int argc, char **argv)
 			dump__text_row(&rs.v[i]);
 		}
 		if (top && changed > top)
-			dump_printf("  (%zu more changed rows: --top 0 shows all)\n", changed - top);
+			dump_printf("  (%zu more changed rows: --top 0 shows all)\n",
+				    changed - top);
 		if (pct >= 0)
 			dump_printf("threshold %.6g%%%s: %zu %s above it\n", pct,
 				    ignore_times ? " (times ignored)" : "", exceeded,

@@ -247,20 +247,19 @@ static void dump__glance(const struct dump__page *p)
 	size_t np = s ? s->n_processes : 0;
 	for (size_t i = 0; i < np && i < DUMP_REPORT_PROCS; i++) {
 		const struct summary_process *pr = &s->processes[i];
-		dump_printf("%s{\"pid\":%" PRIu32 ",\"ppid\":%" PRIu32 ",\"command\":", i ? "," : "",
-			    pr->pid, pr->ppid);
+		dump_printf("%s{\"pid\":%" PRIu32 ",\"ppid\":%" PRIu32 ",\"command\":",
+			    i ? "," : "", pr->pid, pr->ppid);
 		if (pr->command)
 			dump__command(pr->command, pr->command_len);
 		else
 			dump_str("\"(unknown)\"");
 		dump__u64("peak_bytes", pr->peak.low_bytes);
 		dump__u64("peak_high_bytes", pr->peak.high_bytes);
-		dump__text("peak_source",
-			   pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
-				   ? "kernel (its high-water mark)"
-				   : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED
-					     ? "sampled (its largest sample)"
-					     : "none");
+		dump__text("peak_source", pr->peak_source == SUMMARY_PROC_PEAK_KERNEL
+						  ? "kernel (its high-water mark)"
+					  : pr->peak_source == SUMMARY_PROC_PEAK_SAMPLED
+						  ? "sampled (its largest sample)"
+						  : "none");
 		dump__exit_text(ex, sizeof(ex), pr->exit_known, pr->exit_status);
 		dump__text("exit", ex);
 		dump__u64("samples", pr->rss_samples);
@@ -616,10 +615,12 @@ static void dump__damage_of(struct dump__page *p)
 					       : "the footer is missing (the recorder was killed?)",
 			     st.records, st.bytes_ignored);
 	if (st.chunks_missing)
-		dump__damage(p, "%" PRIu64 " chunks are missing before the last ones of their streams",
+		dump__damage(p,
+			     "%" PRIu64 " chunks are missing before the last ones of their streams",
 			     st.chunks_missing);
 	if (st.chunks_damaged)
-		dump__damage(p, "%" PRIu64 " chunks failed their checks and were skipped (first: %s)",
+		dump__damage(p,
+			     "%" PRIu64 " chunks failed their checks and were skipped (first: %s)",
 			     st.chunks_damaged, trcfile_reader_damage_note(p->r));
 	if (st.meta_strings_cut || st.meta_entries_dropped)
 		dump__damage(p, "%s", dump_meta_cut_note(&st));
@@ -667,16 +668,15 @@ int dump_report_main(int argc, char **argv)
 			have_d = true;
 			p.d = &d;
 		} else {
-			dump__damage(&p,
-				     "the flame graphs and histograms could not be made: %s",
+			dump__damage(&p, "the flame graphs and histograms could not be made: %s",
 				     err == -ENOMEM || !trcfile_reader_errmsg(r)[0]
 					     ? "out of memory"
 					     : trcfile_reader_errmsg(r));
 		}
 	} else {
-		dump__damage(&p, "the trace could not be read through: %s; only its header is shown",
-			     trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r)
-							 : "out of memory");
+		dump__damage(
+			&p, "the trace could not be read through: %s; only its header is shown",
+			trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r) : "out of memory");
 	}
 	dump__damage_of(&p);
 	int rc = DUMP_EXIT_FAIL;

@@ -60,8 +60,16 @@ static const struct dump__figure dump__trace_figs[DUMP__T_N] = {
 };
 
 /* A span's (names[] of the summary: spans, span_*_ns). */
-enum { DUMP__S_COUNT, DUMP__S_TOTAL, DUMP__S_MEAN, DUMP__S_P50, DUMP__S_P99, DUMP__S_MAX,
-       DUMP__S_MIN, DUMP__S_N };
+enum {
+	DUMP__S_COUNT,
+	DUMP__S_TOTAL,
+	DUMP__S_MEAN,
+	DUMP__S_P50,
+	DUMP__S_P99,
+	DUMP__S_MAX,
+	DUMP__S_MIN,
+	DUMP__S_N
+};
 static const struct dump__figure dump__span_figs[DUMP__S_N] = {
 	[DUMP__S_COUNT] = {"count", DUMP_UNIT_COUNT}, [DUMP__S_TOTAL] = {"total", DUMP_UNIT_NS},
 	[DUMP__S_MEAN] = {"mean", DUMP_UNIT_NS},      [DUMP__S_P50] = {"p50", DUMP_UNIT_NS},
@@ -70,9 +78,20 @@ static const struct dump__figure dump__span_figs[DUMP__S_N] = {
 };
 
 /* A function's (functions[]: calls, the inclusive times, self_*). */
-enum { DUMP__F_CALLS, DUMP__F_TOTAL, DUMP__F_MEAN, DUMP__F_P50, DUMP__F_P99, DUMP__F_MAX,
-       DUMP__F_SELF_TOTAL, DUMP__F_SELF_MEAN, DUMP__F_SELF_P50, DUMP__F_SELF_P99,
-       DUMP__F_SELF_MAX, DUMP__F_N };
+enum {
+	DUMP__F_CALLS,
+	DUMP__F_TOTAL,
+	DUMP__F_MEAN,
+	DUMP__F_P50,
+	DUMP__F_P99,
+	DUMP__F_MAX,
+	DUMP__F_SELF_TOTAL,
+	DUMP__F_SELF_MEAN,
+	DUMP__F_SELF_P50,
+	DUMP__F_SELF_P99,
+	DUMP__F_SELF_MAX,
+	DUMP__F_N
+};
 static const struct dump__figure dump__func_figs[DUMP__F_N] = {
 	[DUMP__F_CALLS] = {"calls", DUMP_UNIT_COUNT},
 	[DUMP__F_TOTAL] = {"total", DUMP_UNIT_NS},
@@ -247,9 +266,9 @@ int dump_rule_parse(const char *text, struct dump_rule *rule, char *msg, size_t 
 			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", j ? ", " : "",
 					      tab[j].name);
 		return dump__bad(msg, msg_len, text, "unknown figure \"%.64s\"%s (known: %s)", stat,
-			 rule->scope == DUMP_SCOPE_SPAN       ? " of a span"
-			 : rule->scope == DUMP_SCOPE_FUNCTION ? " of a function"
-							      : "",
+				 rule->scope == DUMP_SCOPE_SPAN	      ? " of a span"
+				 : rule->scope == DUMP_SCOPE_FUNCTION ? " of a function"
+								      : "",
 				 names);
 	}
 	rule->figure = i;
