@@ -2,8 +2,10 @@
  * with the writer (test_gates_util.h): two runs alike but for their pids show no change;
  * a planted regression (twice the bytes allocated, a span made slower) is the first row;
  * --json's figures are summary --json's; --threshold fails (exit 1) or passes as the change
- * is above or below it, --ignore-times leaves times out; a thread renamed shows in one trace
- * only; usage errors and an unreadable file.
+ * is above or below it, --ignore-times leaves times out; a function gone shows in one trace
+ * only; a program recorded twice (told to allocate twice as much: other arguments, other
+ * pids) is matched by executable, and what allocated more comes first; usage errors and an
+ * unreadable file.
  *
  * The binary is $TRC_BUILD/bin/trace-dump (make test sets TRC_BUILD).
  */
@@ -232,6 +234,51 @@ Test(diff, usage_errors_and_unreadable_files, .timeout = 60)
 	cr_expect_eq(r.status, 1);
 	cr_expect_str_empty(r.out);
 	cr_expect_not_null(strstr(r.err, bad), "%s", r.err);
+	gt_free(&r);
+	tu_rm_rf(dir);
+}
+
+/* Records prog_e2e_mem MIB 100 with the built trace-run into dir/name. */
+static void dd_record(const char *dir, const char *name, const char *mib, char *path, size_t len)
+{
+	const char *b = getenv("TRC_BUILD");
+	b = b && *b ? b : "build";
+	snprintf(path, len, "%s/%s", dir, name);
+	cr_assert_eq(tu_sh("%s/bin/trace-run -q -o %s -- %s/tests/prog_e2e_mem %s 100 >/dev/null",
+			   b, path, b, mib),
+		     0, "trace-run prog_e2e_mem %s", mib);
+}
+
+Test(diff, recorded_program_allocating_twice_as_much, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char a[512], b[512], l[1024];
+	/* The same program, the second run told to allocate and touch twice as much. */
+	dd_record(dir, "a.trc", "8", a, sizeof(a));
+	dd_record(dir, "b.trc", "16", b, sizeof(b));
+	struct gt_run r =
+		gt_dump(dir, GT_ARGS("check", a, "alloc-bytes<=12M", "span:touch.count==1"));
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	gt_free(&r);
+	r = gt_dump(dir, GT_ARGS("check", b, "alloc-bytes<=12M", "span:touch.count==1"));
+	cr_expect_eq(r.status, 1);
+	cr_expect_eq(strncmp(r.out, "FAIL alloc-bytes<=12M: alloc-bytes is 16.0 MiB (", 48), 0,
+		     "%s", r.out);
+	const char *nl = strchr(r.out, '\n');
+	cr_expect(nl && nl[1] == 0, "one line: %s", r.out);
+	gt_free(&r);
+	/* What allocated it comes first: the span touch (its time doubles too) or its site;
+	 * the process is matched though its arguments differ. */
+	r = gt_dump(dir, GT_ARGS("diff", "--threshold", "50", "--ignore-times", a, b));
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	const char *first = dd_line(r.out, 3, l, sizeof(l));
+	cr_expect(!strncmp(first, "  span     touch: ", 18) ||
+			  !strncmp(first, "  site     touch: ", 18),
+		  "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "  site     touch: bytes 8.0 MiB -> 16.0 MiB (+100.0%)"),
+			   "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "prog_e2e_mem 8 100 (B: "), "%s", r.out);
+	cr_expect_null(strstr(r.out, "only in"), "%s", r.out);
 	gt_free(&r);
 	tu_rm_rf(dir);
 }

@@ -3,7 +3,9 @@
  * Purpose: rows of figures of both traces, matched by what stays the same from run to run:
  * spans and functions by name, allocation sites by their name as `trace-dump memory` gives it
  * (sites.h), processes by command and threads by their process's command and their name (the
- * k-th process of a command in order of appearance with the k-th: pids differ between runs).
+ * k-th process of a command in order of appearance with the k-th: pids differ between runs),
+ * then what is left of them by executable (argv[0]: the same program run with other
+ * arguments).
  * Each figure is the summary's (dump_figures.h), so diff's A column is `summary --json A`'s.
  * Rows are sorted by their largest relative change (a row in one trace only first), so the
  * regression a change brought is the first line. --threshold PCT makes diff exit 1 when a
@@ -34,9 +36,10 @@ static const char dump__diff_help[] =
 	"and p99 of the sizes; a site is what the allocating thread was running, its innermost\n"
 	"span or function, as in `trace-dump memory`), process (peak RSS, largest sample,\n"
 	"bytes allocated) and thread (events, bytes allocated), and the trace's totals. Rows\n"
-	"are matched by name, processes by command and threads by process command and name,\n"
-	"never by pid; the largest relative change comes first, rows in one trace only before\n"
-	"all. The figures are those of `trace-dump summary --json`.\n"
+	"are matched by name, processes by command and threads by process command and name\n"
+	"(then those left by executable: a run with other arguments), never by pid; the\n"
+	"largest relative change comes first, rows in one trace only before all. The figures are "
+	"those of `trace-dump summary --json`.\n"
 	"\n"
 	"  --json           one JSON object: {\"a\", \"b\", \"threshold_pct\" (null: none),\n"
 	"                   \"exceeded\", \"unchanged\", \"rows\": [{\"kind\", \"name\", "
@@ -74,6 +77,8 @@ struct dump__fig {
 struct dump__row {
 	enum dump__kind kind;
 	char *name; /* owned */
+	char *alt; /* owned: processes and threads, their key by executable (argv[0]) */
+	bool gone; /* paired into another row */
 	unsigned occ; /* k-th process or thread of this name in its trace */
 	uint64_t order; /* first seen (for occ) */
 	bool in[2];
@@ -87,6 +92,18 @@ struct dump__rows {
 	size_t n, cap;
 	bool nomem;
 };
+
+static char *dump__dup_spaced(const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+	if (!d)
+		return NULL;
+	/* NUL bytes (argument separators, NAME strings) shown as spaces. */
+	for (size_t i = 0; i < len; i++)
+		d[i] = s[i] ? s[i] : ' ';
+	d[len] = 0;
+	return d;
+}
 
 static struct dump__row *dump__add(struct dump__rows *rs, enum dump__kind kind, const char *name,
 				   size_t len, int side, uint64_t order)
@@ -103,15 +120,11 @@ static struct dump__row *dump__add(struct dump__rows *rs, enum dump__kind kind, 
 	}
 	struct dump__row *r = &rs->v[rs->n];
 	memset(r, 0, sizeof(*r));
-	r->name = malloc(len + 1);
+	r->name = dump__dup_spaced(name, len);
 	if (!r->name) {
 		rs->nomem = true;
 		return NULL;
 	}
-	/* NUL bytes (argument separators, NAME strings) shown as spaces. */
-	for (size_t i = 0; i < len; i++)
-		r->name[i] = name[i] ? name[i] : ' ';
-	r->name[len] = 0;
 	r->kind = kind;
 	r->order = order;
 	r->in[side] = true;
@@ -181,6 +194,8 @@ static void dump__collect(struct dump__rows *rs, int side, const struct dump_fig
 		const char *cmd = p->command ? p->command : "(command unknown)";
 		size_t len = p->command ? dump__cmd_len(p) : strlen(cmd);
 		r = dump__add(rs, DK_PROCESS, cmd, len, side, p->first_ts_ns);
+		if (r && !(r->alt = dump__dup_spaced(cmd, strnlen(cmd, len))))
+			rs->nomem = true;
 		const struct summary_heap *h = dump__heap(s, p->pid);
 		dump__fig(r, side, "peak-rss", DUMP_UNIT_BYTES, false, p->peak.low_bytes);
 		dump__fig(r, side, "rss-sampled-max", DUMP_UNIT_BYTES, false,
@@ -207,6 +222,15 @@ static void dump__collect(struct dump__rows *rs, int side, const struct dump_fig
 		       : (size_t)n < sizeof(name) - len ? (size_t)n
 							: sizeof(name) - len - 1;
 		r = dump__add(rs, DK_THREAD, name, len, side, t->first_ts_ns);
+		/* Its key by executable: "ARGV0 / THREAD". */
+		size_t exe = strnlen(name, p && p->command ? dump__cmd_len(p) : 1);
+		char alt[1024];
+		int an = snprintf(alt, sizeof(alt), "%.*s / %s", (int)exe, name, t->name);
+		if (r &&
+		    !(r->alt = dump__dup_spaced(alt, an < 0			? 0
+						     : (size_t)an < sizeof(alt) ? (size_t)an
+										: sizeof(alt) - 1)))
+			rs->nomem = true;
 		dump__fig(r, side, "events", DUMP_UNIT_COUNT, false, t->events);
 		dump__fig(r, side, "alloc-bytes", DUMP_UNIT_BYTES, false, t->alloc_bytes);
 	}
@@ -286,6 +310,72 @@ static int dump__by_score(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
+static int dump__by_alt(const void *x, const void *y)
+{
+	const struct dump__row *a = *(const struct dump__row *const *)x,
+			       *b = *(const struct dump__row *const *)y;
+	if (a->kind != b->kind)
+		return (int)a->kind - (int)b->kind;
+	int c = strcmp(a->alt, b->alt);
+	if (c)
+		return c;
+	if (a->in[1] != b->in[1])
+		return a->in[1] ? 1 : -1;
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+/* Processes and threads left in one trace only after matching by command: paired by
+ * executable (argv[0]), the k-th of A with the k-th of B, so that a run with other arguments
+ * still meets its own. The row keeps A's name and says B's. */
+static void dump__pair_by_executable(struct dump__rows *rs)
+{
+	size_t n = 0;
+	struct dump__row **v = calloc(rs->n ? rs->n : 1, sizeof(*v));
+	if (!v) {
+		rs->nomem = true;
+		return;
+	}
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->v[i].alt && rs->v[i].in[0] != rs->v[i].in[1])
+			v[n++] = &rs->v[i];
+	qsort(v, n, sizeof(*v), dump__by_alt);
+	for (size_t i = 0; i < n;) {
+		size_t j = i, b = i;
+		while (j < n && v[j]->kind == v[i]->kind && !strcmp(v[j]->alt, v[i]->alt))
+			j++;
+		while (b < j && !v[b]->in[1])
+			b++;
+		for (size_t a = i; a < b && b < j; a++, b++) {
+			struct dump__row *ra = v[a], *rb = v[b];
+			size_t la = strlen(ra->name), lb = strlen(rb->name);
+			char *name = malloc(la + lb + 8);
+			if (!name) {
+				rs->nomem = true;
+				break;
+			}
+			snprintf(name, la + lb + 8, "%s (B: %s)", ra->name, rb->name);
+			free(ra->name);
+			ra->name = name;
+			ra->in[1] = true;
+			for (unsigned k = 0; k < ra->n && k < rb->n; k++)
+				ra->f[k].v[1] = rb->f[k].v[1];
+			rb->gone = true;
+		}
+		i = j;
+	}
+	free(v);
+	size_t k = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		if (rs->v[i].gone) {
+			free(rs->v[i].name);
+			free(rs->v[i].alt);
+			continue;
+		}
+		rs->v[k++] = rs->v[i];
+	}
+	rs->n = k;
+}
+
 /* Pairs the rows of A and B (sorted by key, occurrences numbered), scores each. */
 static void dump__merge(struct dump__rows *rs)
 {
@@ -308,11 +398,13 @@ static void dump__merge(struct dump__rows *rs)
 			for (unsigned j = 0; j < p->n && j < r->n; j++)
 				p->f[j].v[1] = r->f[j].v[1];
 			free(r->name);
+			free(r->alt);
 			continue;
 		}
 		rs->v[k++] = *r;
 	}
 	rs->n = k;
+	dump__pair_by_executable(rs);
 	for (size_t i = 0; i < rs->n; i++) {
 		struct dump__row *r = &rs->v[i];
 		r->score = 0;
@@ -586,6 +678,10 @@ int dump_diff_main(int argc, char **argv)
 		goto out;
 	}
 	dump__merge(&rs);
+	if (rs.nomem) {
+		dump_error("out of memory");
+		goto out;
+	}
 	size_t exceeded = 0, unchanged = 0;
 	for (size_t i = 0; i < rs.n; i++) {
 		if (pct >= 0)
@@ -618,8 +714,10 @@ int dump_diff_main(int argc, char **argv)
 	if (rc != DUMP_EXIT_OK)
 		dump_flush(); /* main flushes only on success */
 out:
-	for (size_t i = 0; i < rs.n; i++)
+	for (size_t i = 0; i < rs.n; i++) {
 		free(rs.v[i].name);
+		free(rs.v[i].alt);
+	}
 	free(rs.v);
 	for (int i = 0; i < 2; i++) {
 		site_table_free(sites[i]);
