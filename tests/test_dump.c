@@ -987,7 +987,7 @@ Test(dump, unknown_command_help_and_version, .timeout = 60)
 		dir, (const char *const[]){"frobnicate", trc, NULL},
 		"trace-dump: unknown command \"frobnicate\" (and no such file); the "
 		"commands are summary, events, rss, chrome, flame, memory, parquet, perfetto, "
-		"pprof, compact and help\n");
+		"pprof, compact, check, diff, report and help\n");
 	td_expect_usage(dir, (const char *const[]){"sumary", NULL},
 			"trace-dump: unknown command \"sumary\"; did you mean \"summary\"? (see "
 			"trace-dump help)\n");
