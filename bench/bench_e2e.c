@@ -17,7 +17,7 @@
  *   so a disk-bound result shows as one; rss_samples beside rss_samples_requested (10 Hz: the
  *   sampler keeps its rate during the flood); stored_chunks (written uncompressed while
  *   compression was behind) and bg_compressed_chunks (of them, compressed in the background
- *   while the program ran, trcfile_bgc.h; the rest before exit). TRC_NO_BG_COMPRESS=1 in the
+ *   while the program ran, chunk_bgc.h; the rest before exit). TRC_NO_BG_COMPRESS=1 in the
  *   environment runs trace-run without the background compressor, for a before/after.
  *
  * case=threads-200: 200 threads each emitting 200 000 events at once (work_events 40M 200),

@@ -24,7 +24,7 @@
 #include "summary.h"
 #include "trc.h"
 #include "trcfile.h"
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 
 #define FAIL(...)                                                                                  \
 	do {                                                                                       \
@@ -93,7 +93,7 @@ int main(void)
 		FAIL("mkstemp");
 	close(tfd);
 	struct trcfile_header_info hdr = {.pid = (uint32_t)getpid(), .tool_version = "stress"};
-	/* One chunk in three stored: the recorder's background compressor (trcfile_bgc.h) runs
+	/* One chunk in three stored: the recorder's background compressor (chunk_bgc.h) runs
 	 * beside the drain, the writer thread and the stats readers, and finish stops it. */
 	struct trcfile_writer_opts wo = {.compress_threads = 2,
 					 .chunk_bytes = 16 << 10,

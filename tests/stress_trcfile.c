@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "trcfile.h"
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 
 #define THREADS 4
 #define STREAMS_PER_THREAD 3

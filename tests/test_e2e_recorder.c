@@ -6,7 +6,7 @@
  *
  * TRC_TEST_STORE_ALL=1 makes trace-run's writer store every chunk, as when its compressors are
  * always behind (the test hook of tools/run/run_main.c). The stored chunks are compressed in the
- * background while the program runs (trcfile_bgc.h; TRC_NO_BG_COMPRESS=1: not) and the rest
+ * background while the program runs (chunk_bgc.h; TRC_NO_BG_COMPRESS=1: not) and the rest
  * before exit.
  */
 #include <dirent.h>
@@ -364,7 +364,7 @@ Test(e2e_recorder, stored_chunks_are_compressed_in_the_background_while_the_prog
 	cr_expect_gt(z.n, 2);
 	expect_whole(dir, out2, 600000);
 	/* (That the file reads back the same with its background copies as without them, which
-	 * two runs cannot show: test_trcfile_bgc.c.) */
+	 * two runs cannot show: test_chunk_bgc.c.) */
 	e2e_rm_rf(dir);
 }
 

@@ -1,4 +1,4 @@
-/* test_trcfile_bgc.c - the background compressor of stored chunks (trcfile_bgc.h, issue 11
+/* test_trcfile_bgc.c - the background compressor of stored chunks (chunk_bgc.h, issue 11
  * item 2): what it compressed while the writer ran is taken by the end compaction instead of
  * compressing again, and the result reads back exactly as the same file compacted without it;
  * a copy that does not match its chunk is refused and that chunk compressed at the end.
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "test_stored_util.h"
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 #include "trcfile_codec.h"
 #include "trcfile_stored.h"
 

@@ -35,7 +35,7 @@
 #include "session.h"
 #include "session_layout.h" /* TRC_CMDLINE_MAX */
 #include "trcfile.h"
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 #include "u64map.h"
 
 #define DRAIN_IDLE_MIN_NS 500000ull /* 0.5 ms */
@@ -87,7 +87,7 @@ struct recorder {
 		uint32_t pid, kept;
 	} cut_first[4];
 
-	/* The writer's stored chunks compressed in the background (trcfile_bgc.h), or NULL
+	/* The writer's stored chunks compressed in the background (chunk_bgc.h), or NULL
 	 * (TRC_NO_BG_COMPRESS, or it could not start). Start and finish only. */
 	struct trcfile_bgc *bgc;
 

@@ -12,7 +12,7 @@
  *     writer's own threads; trace-run opens the writer with TRCFILE_WRITER_STORE_WHEN_BEHIND,
  *     so draining never waits on zstd (a chunk the compressors cannot take is written stored)
  *     and waits on the disk only when its bounded queue of stored chunks is full.
- * A third thread, the background compressor (trcfile_bgc.h, at SCHED_IDLE), compresses the
+ * A third thread, the background compressor (chunk_bgc.h, at SCHED_IDLE), compresses the
  * chunks the writer stored into a side file while the program runs, so that less is left for
  * the end (TRC_NO_BG_COMPRESS=1 in the environment: none; TRC_TEST_BGC_MISMATCH=1: tests,
  * its first copy does not match its chunk).

@@ -20,10 +20,11 @@
  *     each stream's chunks go to a stream of the writer, in seq order. Its memory is the
  *     reader's: about 200 bytes a chunk.
  * Either way each chunk goes to the writer as a whole chunk: a stored one through the writer's
- * compressor threads, a compressed one as it is. trace-run's compaction (trcfile__compact_bgc)
- * first looks for a stored chunk's copy made by the background compressor while the program
- * ran (trcfile_bgc.h): one that matches the chunk's index entry goes to the writer as a
- * compressed chunk, so only the rest is compressed here.
+ * compressor threads, a compressed one as it is. trace-run's compaction
+ * (trcfile__compact_copies) first looks for a stored chunk's copy made by the recorder's
+ * background compressor while the program ran (struct trcfile_copies, trcfile_stored.h): one
+ * that matches the chunk's index entry goes to the writer as a compressed chunk, so only the
+ * rest is compressed here.
  *
  * Threads: the caller's thread reads; the writer's threads compress and write.
  */
@@ -33,7 +34,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trcfile_bgc.h"
 #include "trcfile_footer_walk.h"
 #include "pio.h"
 #include "trcfile_reader_priv.h"
@@ -115,12 +115,12 @@ static const uint8_t *trcfile__compact_read_chunk(struct trcfile_reader *r, cons
 	return payload;
 }
 
-/* The background compressor's copy (trcfile_bgc.h) of the stored chunk the index entry c
- * names: 1 with its header in *ch and its frame in *buf, when b has one and it matches c
+/* The background compressor's copy (struct trcfile_copies) of the stored chunk the index
+ * entry c names: 1 with its header in *ch and its frame in *buf, when b has one and it matches c
  * (stream, seq, records, raw size, times; its own CRC; a whole frame of that size); else 0,
  * and the chunk is compressed here as any stored one (a copy that did not match is counted
  * as refused). */
-static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
+static int trcfile__compact_side_copy(const struct trcfile_copies *b,
 				      const struct trcfile__chunk_ref *c,
 				      struct trcfile__chunk_hdr *ch, uint8_t **buf, size_t *cap,
 				      struct trcfile_bgc_use *use)
@@ -128,7 +128,7 @@ static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
 	uint64_t soff;
 	uint32_t slen, crc;
 	if (!b || c->comp_bytes != c->raw_bytes ||
-	    trcfile__bgc_find(b, c->offset, &soff, &slen, &crc) != 0)
+	    b->find(b->arg, c->offset, &soff, &slen, &crc) != 0)
 		return 0;
 	if (*cap < slen) {
 		uint8_t *p = realloc(*buf, slen);
@@ -138,7 +138,7 @@ static int trcfile__compact_side_copy(const struct trcfile_bgc *b,
 		*cap = slen;
 	}
 	const char *why = NULL;
-	bool ok = pio_pread_all(trcfile__bgc_fd(b), *buf, slen, soff) == 0 &&
+	bool ok = pio_pread_all(b->fd, *buf, slen, soff) == 0 &&
 		  slen >= TRCFILE__CHUNK_HDR_BYTES && trcfile__crc32c_fast(0, *buf, slen) == crc &&
 		  trcfile__chunk_hdr_get(*buf, ch, &why) == 0 && !trcfile__chunk_is_stored(ch) &&
 		  ch->stream_id == c->stream_id && ch->seq == c->seq && ch->count == c->count &&
@@ -180,7 +180,7 @@ static int trcfile__compact_walk_fail(struct trcfile_reader *r,
 static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__footer_walk *fw,
 				     const char *in_path, const char *out_path,
 				     const struct trcfile_writer_opts *o,
-				     const struct trcfile_bgc *b,
+				     const struct trcfile_copies *b,
 				     void (*progress)(void *arg, uint64_t done, uint64_t total),
 				     void *arg, struct trcfile_bgc_use *use, char *msg,
 				     size_t msg_len)
@@ -250,9 +250,9 @@ static int trcfile__compact_streamed(struct trcfile_reader *r, struct trcfile__f
 	return err;
 }
 
-static int trcfile__compact_loaded_bgc(const char *in_path, const char *out_path,
+static int trcfile__compact_loaded_copies(const char *in_path, const char *out_path,
 				       const struct trcfile_writer_opts *o,
-				       const struct trcfile_bgc *b,
+				       const struct trcfile_copies *b,
 				       void (*progress)(void *arg, uint64_t done, uint64_t total),
 				       void *arg, struct trcfile_bgc_use *use, char *msg,
 				       size_t msg_len);
@@ -263,16 +263,16 @@ int trcfile_compact(const char *in_path, const char *out_path, const struct trcf
 {
 	struct trcfile_bgc_use use = {0};
 	int err =
-		trcfile__compact_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg, msg_len);
+		trcfile__compact_copies(in_path, out_path, o, NULL, progress, arg, &use, msg, msg_len);
 	if (stored_in)
 		*stored_in = use.stored;
 	return err;
 }
 
-int trcfile__compact_bgc(const char *in_path, const char *out_path,
-			 const struct trcfile_writer_opts *o, const struct trcfile_bgc *b,
-			 void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
-			 struct trcfile_bgc_use *use_out, char *msg, size_t msg_len)
+int trcfile__compact_copies(const char *in_path, const char *out_path,
+			    const struct trcfile_writer_opts *o, const struct trcfile_copies *b,
+			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			    struct trcfile_bgc_use *use_out, char *msg, size_t msg_len)
 {
 	struct trcfile_bgc_use use = {0};
 	char rmsg[512] = "";
@@ -291,7 +291,7 @@ int trcfile__compact_bgc(const char *in_path, const char *out_path,
 	trcfile__footer_walk_free(&fw);
 	trcfile_reader_close(r);
 	if (err == 1) /* not walkable: the reader recovers and checks it */
-		err = trcfile__compact_loaded_bgc(in_path, out_path, o, b, progress, arg, &use, msg,
+		err = trcfile__compact_loaded_copies(in_path, out_path, o, b, progress, arg, &use, msg,
 						  msg_len);
 	if (use_out)
 		*use_out = use;
@@ -304,16 +304,16 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    uint64_t *stored_in, char *msg, size_t msg_len)
 {
 	struct trcfile_bgc_use use = {0};
-	int err = trcfile__compact_loaded_bgc(in_path, out_path, o, NULL, progress, arg, &use, msg,
+	int err = trcfile__compact_loaded_copies(in_path, out_path, o, NULL, progress, arg, &use, msg,
 					      msg_len);
 	if (stored_in)
 		*stored_in = use.stored;
 	return err;
 }
 
-static int trcfile__compact_loaded_bgc(const char *in_path, const char *out_path,
+static int trcfile__compact_loaded_copies(const char *in_path, const char *out_path,
 				       const struct trcfile_writer_opts *o,
-				       const struct trcfile_bgc *b,
+				       const struct trcfile_copies *b,
 				       void (*progress)(void *arg, uint64_t done, uint64_t total),
 				       void *arg, struct trcfile_bgc_use *use, char *msg,
 				       size_t msg_len)

@@ -2,7 +2,7 @@
  * wants), and back.
  *
  * For the threads whose work may wait for such time because nothing waits for them: the
- * background compressor (trcfile_bgc.h) and the writer's compressors when a chunk they cannot
+ * background compressor (chunk_bgc.h) and the writer's compressors when a chunk they cannot
  * take at once goes to the file stored (TRCFILE_WRITER_STORE_WHEN_BEHIND). Where the idle
  * class is refused, nice 19 at least. When they are stopped, something does wait for their
  * last work: back to the normal class then.

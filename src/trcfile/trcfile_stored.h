@@ -56,6 +56,34 @@ int trcfile__writer_add_ended_streams(struct trcfile_writer *w,
 int trcfile__writer_put_chunk(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
 			      const uint8_t *payload);
 
+/* Compressed copies of stored chunks made while the trace was written (the recorder's
+ * background compressor, src/recorder/chunk_bgc.h), for a compaction to take instead of
+ * compressing the chunks again. find: the copy of the chunk at trace offset off, 0 and
+ * *side_off, *side_len (header and frame), *crc (CRC-32C of those bytes), or -ENOENT; fd: the
+ * file the copies are in (pread only). A copy is taken only when it matches its chunk's index
+ * entry and its CRC. */
+struct trcfile_copies {
+	int fd;
+	int (*find)(const void *arg, uint64_t off, uint64_t *side_off, uint32_t *side_len,
+		    uint32_t *crc);
+	const void *arg;
+};
+
+/* What a compaction did with the copies. */
+struct trcfile_bgc_use {
+	uint64_t stored; /* stored chunks in the input */
+	uint64_t used; /* of them, taken compressed from the copies */
+	uint64_t refused; /* copies found that did not match their chunk: compressed again */
+};
+
+/* trcfile_compact (trcfile.h) taking the stored chunks' compressed copies from c (may be NULL:
+ * plain trcfile_compact). *use (may be NULL) says how many. */
+struct trcfile_writer_opts;
+int trcfile__compact_copies(const char *in_path, const char *out_path,
+			    const struct trcfile_writer_opts *o, const struct trcfile_copies *c,
+			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			    struct trcfile_bgc_use *use, char *msg, size_t msg_len);
+
 /* trcfile_compact the loading way (trcfile_compact.c), whatever the file: what trcfile_compact
  * does for a file whose footer cannot be walked, in memory in proportion to the file's chunks.
  * For tests, which compare the two ways. */
@@ -65,10 +93,10 @@ int trcfile__compact_loaded(const char *in_path, const char *out_path,
 			    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 			    uint64_t *stored_in, char *msg, size_t msg_len);
 
-/* The stored-chunk notification (the background compressor, trcfile_bgc.h): after the writer
+/* The stored-chunk notification (the background compressor, src/recorder/chunk_bgc.h): after the writer
  * thread wrote a stored chunk whole, it calls the hook with where the chunk is. The hook runs
- * on the writer thread, whose latency is the drain's: it must not block (trcfile_bgc queues
- * or drops). */
+ * on the writer thread, whose latency is the drain's: it must not block (the background compressor
+ * queues or drops). */
 struct trcfile_stored_note {
 	uint64_t offset; /* of the chunk header in the file */
 	uint32_t stream_id, seq, raw_bytes;

@@ -24,7 +24,7 @@
  * thread) and gives the store slot back. The write queue has the appending threads as its
  * producers (and trcfile__writer_put_chunk's caller), one consumer. Once a stored chunk is written,
  * the writer thread tells the hook set with trcfile__writer_on_stored (the background
- * compressor, trcfile_bgc.h) where it is.
+ * compressor, chunk_bgc.h) where it is.
  * Whole chunks (trcfile__stream_put_chunk and trcfile__writer_put_chunk, for trcfile_compact):
  * a stored one enters the compress queue like any chunk; a compressed one goes to the write
  * queue with its frame. trcfile_compact's streamed way opens no stream: it gives the stream
@@ -40,8 +40,8 @@
  *     storing, else nice +10)    compressors only)           the writer thread
  *   writer (normal when        pool_lock, hook_lock        wq_sem; a write-queue enqueue in
  *     storing)                   (the hook: lock-free)       progress (appending threads)
- *   background compressor      nothing shared              its semaphore (trcfile_bgc.c)
- *     (idle, trcfile_bgc.c)
+ *   background compressor      nothing shared              its semaphore (chunk_bgc.c)
+ *     (idle, chunk_bgc.c)
  *
  * No lock or queue makes a thread of the normal class wait for one of the idle class, which
  * may get no core while the machine is busy (a priority inversion that would stall the drain

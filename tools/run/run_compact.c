@@ -14,7 +14,7 @@
  * longer names the file written is left as written, stored, with the warning saying why: a
  * copy written back in place would not be whole at every moment.
  * The chunks the recorder's background compressor already compressed while the program ran
- * (trcfile_bgc.h) are taken from its side file as they are: only the rest is compressed here.
+ * (chunk_bgc.h) are taken from its side file as they are: only the rest is compressed here.
  * The compaction walks the trace's footer entry by entry, so trace-run's memory here does not
  * grow with the threads the program started (trcfile_compact.c).
  *
@@ -33,7 +33,7 @@
 
 #include "cli_outfile.h"
 #include "trcfile.h"
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 
 struct run__compact_progress {
 	uint64_t last_ns;

@@ -48,7 +48,7 @@
 #include "cli_version.h"
 #include "recorder.h"
 #include "run_compact.h"
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 #include "run_guard.h"
 #include "run_options.h"
 #include "run_spawn.h"

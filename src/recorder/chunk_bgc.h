@@ -1,4 +1,4 @@
-/* trcfile_bgc.h - the background compressor: compresses the writer's stored chunks while the
+/* chunk_bgc.h - the background compressor: compresses the writer's stored chunks while the
  * recording goes on, with CPU nobody else wants ("in the background as CPU frees up", DESIGN.md's
  * pipeline).
  *
@@ -18,8 +18,8 @@
  * CRC-32C), so at most 24 bytes per 64 KiB of stored data; the thread's zstd context and two
  * chunk buffers are allocated at its first chunk.
  *
- * At the end, trcfile__compact_bgc (trcfile_compact.c) rewrites the trace as trcfile_compact
- * does, taking each stored chunk's compressed copy from the side file when it matches the
+ * At the end, trcfile__compact_bgc (through trcfile__compact_copies, trcfile_compact.c)
+ * rewrites the trace as trcfile_compact does, taking each stored chunk's compressed copy from the side file when it matches the
  * chunk's index entry (stream, seq, records, sizes, times) and its CRC, and compressing only
  * the rest.
  *
@@ -28,11 +28,13 @@
  * object is frozen: trcfile__compact_bgc and trcfile_bgc_compressed read it from any thread;
  * trcfile_bgc_free once.
  */
-#ifndef TRC_TRCFILE_BGC_H
-#define TRC_TRCFILE_BGC_H
+#ifndef TRC_RECORDER_CHUNK_BGC_H
+#define TRC_RECORDER_CHUNK_BGC_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "trcfile_stored.h" /* struct trcfile_bgc_use */
 
 struct trcfile_writer;
 struct trcfile_writer_opts;
@@ -63,18 +65,11 @@ int trcfile__bgc_find(const struct trcfile_bgc *b, uint64_t off, uint64_t *side_
 /* The side file's descriptor (pread only). */
 int trcfile__bgc_fd(const struct trcfile_bgc *b);
 
-/* What trcfile__compact_bgc did with the side file's copies. */
-struct trcfile_bgc_use {
-	uint64_t stored; /* stored chunks in the input */
-	uint64_t used; /* of them, taken compressed from the side file */
-	uint64_t refused; /* copies found that did not match their chunk: compressed again */
-};
-
-/* trcfile_compact (trcfile.h) taking the stored chunks' compressed copies from b (stopped; may
- * be NULL: plain trcfile_compact). *use (may be NULL) says how many. */
+/* trcfile__compact_copies (trcfile_stored.h) taking the stored chunks' compressed copies from b
+ * (stopped; may be NULL: plain trcfile_compact). *use (may be NULL) says how many. */
 int trcfile__compact_bgc(const char *in_path, const char *out_path,
 			 const struct trcfile_writer_opts *o, const struct trcfile_bgc *b,
 			 void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
 			 struct trcfile_bgc_use *use, char *msg, size_t msg_len);
 
-#endif /* TRC_TRCFILE_BGC_H */
+#endif /* TRC_RECORDER_CHUNK_BGC_H */

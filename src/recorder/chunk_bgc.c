@@ -1,4 +1,4 @@
-/* trcfile_bgc.c - the background compressor of stored chunks (trcfile_bgc.h).
+/* chunk_bgc.c - the background compressor of stored chunks (chunk_bgc.h).
  *
  * Concurrency: the writer thread (normal priority: the drain waits for it) hands notes to the
  * compressor thread (SCHED_IDLE: it may wait for a core as long as the machine is busy). So
@@ -13,7 +13,7 @@
  *                                             thread
  *   min_bytes               set by start after hooking (the hook may run): atomic, relaxed
  */
-#include "trcfile_bgc.h"
+#include "chunk_bgc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -370,4 +370,20 @@ int trcfile__bgc_find(const struct trcfile_bgc *b, uint64_t off, uint64_t *side_
 int trcfile__bgc_fd(const struct trcfile_bgc *b)
 {
 	return b->sfd;
+}
+
+static int trcfile__bgc_copy(const void *arg, uint64_t off, uint64_t *side_off,
+			     uint32_t *side_len, uint32_t *crc)
+{
+	return trcfile__bgc_find(arg, off, side_off, side_len, crc);
+}
+
+int trcfile__compact_bgc(const char *in_path, const char *out_path,
+			 const struct trcfile_writer_opts *o, const struct trcfile_bgc *b,
+			 void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+			 struct trcfile_bgc_use *use, char *msg, size_t msg_len)
+{
+	struct trcfile_copies c = {.fd = b ? b->sfd : -1, .find = trcfile__bgc_copy, .arg = b};
+	return trcfile__compact_copies(in_path, out_path, o, b ? &c : NULL, progress, arg, use,
+				       msg, msg_len);
 }
