@@ -31,7 +31,7 @@
 
 #include "trcfile.h"
 #include "trcfile_codec.h"
-#include "trcfile_idle.h"
+#include "chunk_idle.h"
 #include "trcfile_stored.h"
 #include "pio.h"
 

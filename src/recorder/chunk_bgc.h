@@ -7,7 +7,7 @@
  * chunk_bytes / 16: stream ends and flushes, cheap to compress at the end), the chunk is left
  * for the end. A thread at SCHED_IDLE (it runs only on a core nothing else wants, so it never
  * slows the program or the drain; so do the writer's own compressors when they may store,
- * trcfile_idle.h) reads each chunk back with pread, checks its header and CRC, compresses it
+ * chunk_idle.h) reads each chunk back with pread, checks its header and CRC, compresses it
  * with the writer's zstd level and appends the compressed chunk (header with the same fields,
  * no stored flag, then the frame: FORMAT.md) to a side file: an unlinked file in the trace's
  * directory (O_TMPFILE), so a recorder killed at any moment leaves nothing behind and the

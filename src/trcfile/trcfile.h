@@ -104,8 +104,8 @@ struct trcfile_header_info {
  * average (the in-flight bound gives back-pressure). On a saturated machine the background
  * threads get less CPU, the pipeline fills, and the drain waits: rings then drop (counted).
  * With TRCFILE_WRITER_STORE_WHEN_BEHIND as well, the writer thread keeps its priority (the
- * drain waits for it) and the compressors run in the idle class (trcfile_idle.h): what they
- * cannot take is stored. */
+ * drain waits for it) and the compressors run in the idle class (src/recorder/chunk_idle.h):
+ * what they cannot take is stored. */
 #define TRCFILE_WRITER_BACKGROUND (1u << 1)
 /* Fault in the chunk buffers and the compressors' work space, so the first seconds of appending
  * do not pay a page fault per 4 KiB (microseconds each: with 1 MiB chunks, milliseconds per

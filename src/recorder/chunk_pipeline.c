@@ -1,7 +1,11 @@
-/* trcfile_writer.c - writes a trace file: header, chunks through a compression pipeline, footer.
+/* chunk_pipeline.c - the recorder's chunk pipeline: the trace file writer of trcfile.h
+ * (trcfile_writer_*, trcfile_stream_*), chunks through compressor threads to a writer thread.
  *
  * Purpose: take records per stream from the recorder's threads and turn them into the file
- * of FORMAT.md without ever compressing or writing on the appending thread.
+ * of FORMAT.md without ever compressing or writing on the appending thread. What the file
+ * holds and how (header, chunk framing, index, stream entries, footer, the end of a trace
+ * whose disk filled) is the format's: trcfile_out.h, called by the writer thread and close.
+ * This file decides which chunk reaches the file when, and on which thread it is compressed.
  *
  * Pipeline:
  *   appending thread (one per stream)  encodes records into the stream's open chunk
@@ -50,18 +54,19 @@
  * exchange and its next store), the background compressor takes notes from a lock-free ring,
  * and the locks the writer thread takes are held only by normal-class threads.
  *
- *   - open stream list, stream entry spill: mutex `lock` (stream_open, stream_end, close).
+ *   - open stream list, the file's stream count and stream entry spill: mutex `lock`
+ *     (stream_open, stream_end, close).
  *   - a stream's open chunk and coder: its one appending thread only.
  *   - chunk pool: mutex `pool_lock` (once per chunk, never per record).
- *   - index, file offset: writer thread only until it is joined, then close.
+ *   - the file (trcfile_out.h: index, offset, room): writer thread only until it is joined,
+ *     then close.
  *   - error: atomic, first error wins (compare-exchange from 0); bytes_written: relaxed
  *     atomic, accounting only.
  *
  * Memory that does not grow with the threads traced: a stream that ends
  * (trcfile_stream_end) writes its footer entry (final once its last chunk is submitted) into
- * a spill file at 32 x id and is freed; the writer thread keeps the chunk index's entries in a
- * small buffer and spills it when full. Close writes the open streams' entries and copies
- * both spills into the footer (trcfile_spill.h); the file is the same as when all was kept.
+ * the stream spill (trcfile__out_stream_entry) and is freed; the chunk index spills too
+ * (trcfile_out.h). Close writes the open streams' entries, then the footer.
  *
  * Errors: a failed write (ENOSPC, EIO...) becomes the sticky error. The writer thread then
  * cuts the file back to the end of the last whole chunk and writes nothing more, so every
@@ -86,15 +91,13 @@
 #include <urcu/wfcqueue.h>
 #include <zstd.h>
 
+#include "chunk_idle.h"
 #include "trcfile_codec.h"
-#include "trcfile_spill.h"
-#include "pio.h"
-#include "trcfile_idle.h"
+#include "trcfile_out.h"
 #include "trcfile_stored.h"
-#include "u64map.h"
 
-/* Level 1: on span/counter streams it writes ~3x faster than level 3 and reads ~20% faster
- * (fewer literals to decode), for ~0.2 more bytes per event (bench_dump --level). */
+/* Level 1: on span/counter streams it writes several times faster than level 3 and reads
+ * faster (fewer literals to decode), for a little more room per event (bench_dump --level). */
 #define TRCFILE__DEFAULT_LEVEL 1
 #define TRCFILE__MAX_THREADS 64u
 #define TRCFILE__STORE_IN_FLIGHT 16u /* stored chunks in flight, at least */
@@ -102,23 +105,12 @@
  * smallest of chunk_bytes, its fair share (OPEN_BUDGET / open chunks) and what the open chunks
  * have left of the budget (the sum of their limits, open_bytes), never below OPEN_MIN_CHUNK.
  * So with a program's hundreds of busy threads the open chunks hold at most OPEN_BUDGET plus
- * OPEN_MIN_CHUNK per stream, not chunk_bytes per thread. (The fair share alone did not bound
- * the sum: chunks opened while few were open keep their size, and 200 streams starting at
- * once summed to ~90 MiB, as the harmonic series says.) Appending threads race only on the
+ * OPEN_MIN_CHUNK per stream, not chunk_bytes per thread. (The fair share alone does not bound
+ * the sum: chunks opened while few were open keep their size, and streams starting at once
+ * sum to a harmonic series of shares.) Appending threads race only on the
  * sizes: concurrent openers may overshoot by a chunk each. */
 #define TRCFILE__OPEN_BUDGET (32u << 20)
 #define TRCFILE__OPEN_MIN_CHUNK (64u << 10)
-/* TRCFILE_WRITER_LOSE_WHEN_FULL: chunks are stored only while the room left (free space, the
- * file size limit) is at least this, and at least STORE_ROOM_PER_STORED times the stored bytes
- * written so far. A stored chunk takes about three times the room of its compressed form, so
- * this way stored chunks hold at most about a fifth of the room the trace had, and a disk that
- * fills holds nearly the events the compressed trace would. */
-#define TRCFILE__STORE_MIN_ROOM (64ull << 20)
-#define TRCFILE__STORE_ROOM_PER_STORED 4u
-/* Metadata chunks (names, threads, processes, modules) the full disk did not take are kept in
- * memory, up to this many bytes, and written at close ahead of the footer (the room made by
- * cutting event chunks off): without their names a trace's events are numbers. */
-#define TRCFILE__KEEP_META_BYTES (8u << 20)
 
 struct trcfile__wchunk {
 	struct cds_wfcq_node node;
@@ -144,9 +136,6 @@ struct trcfile__wchunk {
 	struct trcfile__wchunk *next_free;
 };
 
-/* Chunk index entries the writer thread buffers before it spills them (footer image). */
-#define TRCFILE__INDEX_BUF_ENTRIES 1024u
-
 struct trcfile_stream {
 	struct trcfile_writer *w;
 	struct trcfile_stream *prev, *next; /* the writer's open streams (lock) */
@@ -156,30 +145,6 @@ struct trcfile_stream {
 	uint64_t records; /* records appended */
 	struct trcfile__wchunk *cur;
 	struct trcfile__coder coder;
-};
-
-/* A metadata chunk the full disk did not take, kept for close. */
-struct trcfile__kept {
-	struct trcfile__chunk_hdr hdr;
-	uint8_t *raw;
-	size_t raw_len;
-};
-
-struct trcfile__weight {
-	uint64_t weight, events; /* as trcfile__wchunk's */
-};
-
-/* What one stream lost to a full disk: its chunks that were not written (or were cut off to
- * make room for the footer). */
-struct trcfile__full_tally {
-	uint32_t stream_id;
-	uint32_t min_seq; /* the first such chunk's seq: the lost record's chunk takes it */
-	uint64_t first_ts; /* the earliest of their first times: the lost record's time */
-	uint32_t chunks;
-	uint64_t records; /* records they held */
-	uint64_t events; /* their weights: the lost record's count */
-	bool have_entry;
-	struct trcfile__footer_stream entry; /* the stream's footer entry as submitted */
 };
 
 /* Chunks one compressor has done, for the writer thread: a single-producer single-consumer
@@ -198,7 +163,9 @@ struct trcfile__done_ring {
 };
 
 struct trcfile_writer {
-	int fd;
+	/* The file (trcfile_out.h): its header, index, stream entries and footer, the room
+	 * left and the full disk's accounting. Its streams' count and spill under lock. */
+	struct trcfile_out out;
 	uint32_t chunk_bytes;
 	int zstd_level;
 	unsigned n_compress;
@@ -206,11 +173,7 @@ struct trcfile_writer {
 
 	pthread_mutex_t lock; /* open streams, the stream spill, closing */
 	struct trcfile_stream *open_streams, *open_tail; /* not ended yet, by id */
-	uint32_t n_streams; /* opened so far: the next id */
 	bool closing;
-	char *spill_dir; /* where the spill files go (NULL: $TMPDIR or /tmp) */
-	struct trcfile__spill stream_spill; /* footer entries of ended streams at 32 x id */
-	bool stream_spill_ready;
 
 	pthread_mutex_t pool_lock;
 	struct trcfile__wchunk *pool;
@@ -240,47 +203,8 @@ struct trcfile_writer {
 	pthread_t writer_tid;
 	bool writer_started;
 
-	/* writer thread only (then close) */
-	uint64_t offset;
-	uint64_t n_index; /* chunk index entries: spilled, then in index_buf */
-	uint8_t *index_buf; /* footer images of the last entries (the last one always here) */
-	uint32_t index_buf_n;
-	uint64_t last_index_offset; /* the file offset of the last entry's chunk */
-	struct trcfile__spill chunk_spill;
-	bool chunk_spill_ready;
-
 	_Atomic int error;
-	_Atomic uint64_t bytes_written;
 	_Atomic uint64_t chunks_stored;
-
-	/* A full disk (TRCFILE_WRITER_LOSE_WHEN_FULL). full_err: 0, or the -errno of the write
-	 * that found the disk full, set once by the writer thread; store_off: the room left is
-	 * short, nothing more is stored, set by the writer thread. Both are read by appending
-	 * threads (relaxed: flags; the chunks they concern go through the queues). */
-	bool lose_when_full;
-	bool regular; /* a regular file: its room can be asked */
-	_Atomic int full_err;
-	atomic_bool store_off;
-	/* Raw bytes a new chunk may take (UINT64_MAX: no bound), set by the writer thread after
-	 * each write: a quarter of the room left, in raw bytes at the compression ratio of the
-	 * chunks written so far (the last one's alone would feed back: a small chunk compresses
-	 * worse, which makes the next ones smaller still). So the last chunks before the disk fills are small once written, and so is the
-	 * room the one that does not fit leaves unused. */
-	_Atomic uint64_t room_raw;
-	uint64_t fsize_limit; /* RLIMIT_FSIZE's soft limit at open; UINT64_MAX: none */
-	uint32_t pid; /* the header's: the note's stream */
-	/* writer thread until joined, then close */
-	uint64_t stored_bytes; /* stored chunks written */
-	uint64_t raw_total, comp_total; /* of the chunks written: their ratio sizes new ones */
-	/* each index_buf entry's weight and events (lost if the chunk is cut off) */
-	struct trcfile__weight *index_weight;
-	struct trcfile__full_tally *tally; /* per stream: what was not written */
-	size_t n_tally, cap_tally;
-	struct u64map tally_of; /* stream id + 1 -> its index in tally */
-	ZSTD_CCtx *wcctx; /* the writer thread's own: a stored chunk that did not fit */
-	struct trcfile__kept *kept;
-	size_t n_kept, cap_kept, kept_bytes;
-	uint64_t full_lost_events, full_unwritten, full_unwritten_events;
 
 	/* Told of each stored chunk the writer thread wrote (trcfile__writer_on_stored): the
 	 * background compressor. Called by the writer thread under hook_lock, which setting it
@@ -311,7 +235,7 @@ uint64_t trcfile_writer_chunks_stored(const struct trcfile_writer *w)
 
 uint64_t trcfile_writer_bytes_written(const struct trcfile_writer *w)
 {
-	return atomic_load_explicit(&((struct trcfile_writer *)w)->bytes_written,
+	return atomic_load_explicit(&((struct trcfile_writer *)w)->out.bytes_written,
 				    memory_order_relaxed);
 }
 
@@ -427,7 +351,7 @@ static void trcfile__chunk_put(struct trcfile_writer *w, struct trcfile__wchunk 
 
 /* ---- pipeline threads ----------------------------------------------------------------- */
 
-/* Faults n bytes at p in: one store a page (4 KiB here; larger pages are covered too). */
+/* Faults n bytes at p in: one store per 4 KiB (larger pages are covered too). */
 static void trcfile__touch_pages(void *p, size_t n)
 {
 	/* A store per page, volatile: GCC may turn a malloc and then a memset to 0 into calloc,
@@ -443,13 +367,11 @@ static void trcfile__touch_pages(void *p, size_t n)
 /* TRCFILE_WRITER_PREFAULT: new chunks, their raw pages touched (the drain writes there) and put
  * in the pool one by one, until the writer has made as many as the pipeline holds at once plus
  * a few open ones, whoever made them. The writer thread does it before its first write, not
- * trcfile_writer_open: 7 MiB at the defaults, at ~2 us a page here ~4 ms, about half of what
- * trace-run spent before the program could start
- * (perf: trace-run -- /bin/true took 14.5 ms, /bin/true 2.2); this way it overlaps the
- * program's start. It makes chunks rather than warming pooled ones it would hold meanwhile:
- * appenders that find the pool empty make their own, and those count (held, 200 threads
- * starting at once added them on top: threads-200 recorder RSS 41.5-57.7 MiB, median 51.6,
- * against 41.5-47.6, median 44.1, counted). */
+ * trcfile_writer_open: several MiB of page faults at the defaults, a large part of what
+ * trace-run would spend before the program could start; this way it overlaps the program's
+ * start. It makes chunks rather than warming pooled ones it would hold meanwhile: appenders
+ * that find the pool empty make their own, and those count (held ones would add to what
+ * hundreds of threads starting at once make: bench=e2e case=threads-200's recorder RSS). */
 static void trcfile__prefault_pool(struct trcfile_writer *w)
 {
 	/* Closing already (a program that ran a few ms): no use for them any more. */
@@ -472,27 +394,11 @@ static void trcfile__prefault_pool(struct trcfile_writer *w)
 	}
 }
 
-static int trcfile__compress(struct trcfile_writer *w, ZSTD_CCtx *cctx, struct trcfile__wchunk *c)
+/* c's records into its frame (trcfile__chunk_frame). 0 or -errno. */
+static int trcfile__compress(ZSTD_CCtx *cctx, struct trcfile__wchunk *c)
 {
-	size_t bound = ZSTD_compressBound(c->raw_len) + TRCFILE__CHUNK_HDR_BYTES;
-	if (c->out_cap < bound) {
-		uint8_t *out = realloc(c->out, bound);
-		if (!out)
-			return -ENOMEM;
-		c->out = out;
-		c->out_cap = bound;
-	}
-	size_t n = ZSTD_compress2(cctx, c->out + TRCFILE__CHUNK_HDR_BYTES,
-				  c->out_cap - TRCFILE__CHUNK_HDR_BYTES, c->raw, c->raw_len);
-	if (ZSTD_isError(n))
-		return -EIO;
-	if (n > UINT32_MAX)
-		return -EFBIG;
-	c->hdr.raw_bytes = (uint32_t)c->raw_len;
-	c->hdr.comp_bytes = (uint32_t)n;
-	trcfile__chunk_hdr_put(c->out, &c->hdr);
-	c->out_len = TRCFILE__CHUNK_HDR_BYTES + n;
-	return 0;
+	return trcfile__chunk_frame(cctx, &c->hdr, c->raw, c->raw_len, &c->out, &c->out_cap,
+				    &c->out_len);
 }
 
 /* Lowers the calling thread's priority when the writer runs in the background (nice +10;
@@ -571,18 +477,14 @@ static void *trcfile__compress_main(void *arg)
 	struct trcfile_writer *w = done->w;
 	pthread_setname_np(pthread_self(), "trc-compress"); /* as top -H and /proc show it */
 	/* When what they cannot take is stored, nothing waits for the compressors: they take only
-	 * idle CPU. At nice +10 they still took a tenth of the drain's CPU once the recorder was
-	 * confined to it (recorder_place.h) and, unconfined, of the producer's: work_events 10 M,
-	 * 11 runs, 1.25x the bare loop against 1.08x idle (with placement's fixes). */
+	 * idle CPU. At nice +10 they would still take a share of the drain's core once the
+	 * recorder is confined to it (recorder_place.h) and, unconfined, of the producer's. */
 	if ((w->flags & TRCFILE_WRITER_BACKGROUND) && (w->flags & TRCFILE_WRITER_STORE_WHEN_BEHIND))
 		trcfile__run_when_idle();
 	else
 		trcfile__maybe_background(w);
-	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	ZSTD_CCtx *cctx = trcfile__cctx_new(w->zstd_level);
 	if (cctx) {
-		ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, w->zstd_level);
-		ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-		ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
 		if (w->flags & TRCFILE_WRITER_PREFAULT)
 			trcfile__prewarm_cctx(w, cctx);
 	} else {
@@ -601,8 +503,8 @@ static void *trcfile__compress_main(void *arg)
 		(void)atomic_load_explicit(&c->handoff, memory_order_acquire);
 		c->out_len = 0;
 		if (cctx && !trcfile_writer_error(w) &&
-		    !atomic_load_explicit(&w->full_err, memory_order_relaxed)) {
-			int err = trcfile__compress(w, cctx, c);
+		    !atomic_load_explicit(&w->out.full_err, memory_order_relaxed)) {
+			int err = trcfile__compress(cctx, c);
 			if (err) {
 				trcfile__set_error(w, err);
 				c->out_len = 0;
@@ -618,139 +520,20 @@ static void *trcfile__compress_main(void *arg)
 	return NULL;
 }
 
-/* Appends a chunk's index entry (its footer image) to the buffer, spilling the buffer first
- * when it is full, so the last entry can still be taken back (trcfile__index_drop_last). */
-static int trcfile__index_add(struct trcfile_writer *w, uint64_t off,
-			      const struct trcfile__chunk_hdr *h)
+/* ---- the writer thread's writes -------------------------------------------------------- */
+
+static struct trcfile__weight trcfile__weight_of(const struct trcfile__wchunk *c)
 {
-	if (!w->index_buf) {
-		w->index_buf =
-			malloc((size_t)TRCFILE__INDEX_BUF_ENTRIES * TRCFILE__FOOTER_CHUNK_BYTES);
-		w->index_weight = calloc(TRCFILE__INDEX_BUF_ENTRIES, sizeof(*w->index_weight));
-		if (!w->index_buf || !w->index_weight)
-			return -ENOMEM;
-	}
-	if (w->index_buf_n == TRCFILE__INDEX_BUF_ENTRIES) {
-		if (!w->chunk_spill_ready) {
-			trcfile__spill_init(&w->chunk_spill, w->spill_dir);
-			w->chunk_spill_ready = true;
-		}
-		size_t bytes = (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES;
-		int err = trcfile__spill_pwrite(&w->chunk_spill, w->index_buf, bytes,
-						w->chunk_spill.len);
-		if (err)
-			return err;
-		w->index_buf_n = 0;
-	}
-	struct trcfile__footer_chunk e = {.offset = off,
-					  .stream_id = h->stream_id,
-					  .seq = h->seq,
-					  .first_ts = h->first_ts,
-					  .last_ts = h->last_ts,
-					  .count = h->count,
-					  .raw_bytes = h->raw_bytes,
-					  .comp_bytes = h->comp_bytes};
-	trcfile__footer_chunk_put(
-		w->index_buf + (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES, &e);
-	w->index_weight[w->index_buf_n] = (struct trcfile__weight){0, 0};
-	w->index_buf_n++;
-	w->n_index++;
-	w->last_index_offset = off;
-	return 0;
+	return (struct trcfile__weight){c->weight, c->events};
 }
 
-/* Takes back the entry just added for the chunk at off, when its write failed. */
-static void trcfile__index_drop_last(struct trcfile_writer *w, uint64_t off)
-{
-	if (w->index_buf_n && w->last_index_offset == off) {
-		w->index_buf_n--;
-		w->n_index--;
-	}
-}
-
-/* ---- a full disk (TRCFILE_WRITER_LOSE_WHEN_FULL) ----------------------------------------- */
-
-static bool trcfile__is_full_err(int err)
-{
-	return err == -ENOSPC || err == -EFBIG;
-}
-
-static bool trcfile__full(struct trcfile_writer *w)
-{
-	return atomic_load_explicit(&w->full_err, memory_order_relaxed) != 0;
-}
-
-/* Counts the chunk h (weight: what trcfile__wchunk.weight says) as not written. Writer thread,
- * then close. 0 or -ENOMEM. */
-static int trcfile__tally(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
-			  struct trcfile__weight wt)
-{
-	uint64_t key = (uint64_t)h->stream_id + 1;
-	const uint64_t *v = u64map_get(&w->tally_of, key);
-	struct trcfile__full_tally *t;
-	if (v) {
-		t = &w->tally[*v];
-	} else {
-		if (w->n_tally == w->cap_tally) {
-			size_t cap = w->cap_tally ? 2 * w->cap_tally : 16;
-			struct trcfile__full_tally *m = realloc(w->tally, cap * sizeof(*m));
-			if (!m)
-				return -ENOMEM;
-			w->tally = m;
-			w->cap_tally = cap;
-		}
-		if (u64map_put(&w->tally_of, key, w->n_tally, NULL, NULL))
-			return -ENOMEM;
-		t = &w->tally[w->n_tally++];
-		*t = (struct trcfile__full_tally){
-			.stream_id = h->stream_id, .min_seq = h->seq, .first_ts = h->first_ts};
-	}
-	if (h->seq < t->min_seq)
-		t->min_seq = h->seq;
-	if (h->first_ts < t->first_ts)
-		t->first_ts = h->first_ts;
-	t->chunks++;
-	t->records += h->count;
-	t->events += wt.weight;
-	w->full_lost_events += wt.weight;
-	w->full_unwritten_events += wt.events;
-	w->full_unwritten += h->count;
-	return 0;
-}
-
-/* Keeps a copy of metadata chunk c for close (TRCFILE__KEEP_META_BYTES). 0, or -ENOSPC when
- * there is no room left for it, -ENOMEM. Writer thread. */
-static int trcfile__keep(struct trcfile_writer *w, const struct trcfile__wchunk *c)
-{
-	if (c->hdr.kind != TRC_STREAM_META || !c->raw_len ||
-	    c->raw_len > TRCFILE__KEEP_META_BYTES - w->kept_bytes)
-		return -ENOSPC;
-	if (w->n_kept == w->cap_kept) {
-		size_t cap = w->cap_kept ? 2 * w->cap_kept : 16;
-		struct trcfile__kept *k = realloc(w->kept, cap * sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		w->kept = k;
-		w->cap_kept = cap;
-	}
-	uint8_t *raw = malloc(c->raw_len);
-	if (!raw)
-		return -ENOMEM;
-	memcpy(raw, c->raw, c->raw_len);
-	w->kept[w->n_kept++] = (struct trcfile__kept){.hdr = c->hdr, .raw = raw, .raw_len = c->raw_len};
-	w->kept_bytes += c->raw_len;
-	return 0;
-}
-
-/* c is not written: the disk is full. Counted lost, or kept for close if it is metadata.
- * Writer thread. */
+/* c is not written: the disk is full. Counted lost, or kept for close if it is metadata
+ * (trcfile__out_lost). Writer thread. */
 static void trcfile__drop(struct trcfile_writer *w, struct trcfile__wchunk *c)
 {
 	if (c->stored && !c->drop)
 		atomic_fetch_sub_explicit(&w->chunks_stored, 1, memory_order_relaxed);
-	if (trcfile__keep(w, c) == 0)
-		return;
-	int err = trcfile__tally(w, &c->hdr, (struct trcfile__weight){c->weight, c->events});
+	int err = trcfile__out_lost(&w->out, &c->hdr, c->raw, c->raw_len, trcfile__weight_of(c));
 	if (err)
 		trcfile__set_error(w, err);
 }
@@ -759,114 +542,44 @@ static void trcfile__drop(struct trcfile_writer *w, struct trcfile__wchunk *c)
  * of the dropping (c is the first chunk dropped). Writer thread. */
 static void trcfile__write_failed(struct trcfile_writer *w, struct trcfile__wchunk *c, int err)
 {
-	if (!w->lose_when_full || !trcfile__is_full_err(err)) {
+	if (!trcfile__out_fills(&w->out, err)) {
 		trcfile__set_error(w, err);
 		return;
 	}
-	int expected = 0;
-	atomic_compare_exchange_strong_explicit(&w->full_err, &expected, err,
-						memory_order_relaxed, memory_order_relaxed);
-	atomic_store_explicit(&w->store_off, true, memory_order_relaxed);
 	trcfile__drop(w, c);
-}
-
-/* Publishes the room left (room_raw; h: the chunk written last, NULL: none yet), and stops
- * storing once it is short (TRCFILE__STORE_MIN_ROOM). Writer thread, after a write; one
- * fstatvfs. */
-static void trcfile__check_room(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h)
-{
-	if (!w->lose_when_full || !w->regular)
-		return;
-	uint64_t room = UINT64_MAX;
-	struct statvfs sv;
-	if (fstatvfs(w->fd, &sv) == 0)
-		room = (uint64_t)sv.f_bavail * sv.f_frsize;
-	if (w->fsize_limit != UINT64_MAX) {
-		uint64_t left = w->fsize_limit > w->offset ? w->fsize_limit - w->offset : 0;
-		if (left < room)
-			room = left;
-	}
-	if (h) {
-		w->raw_total += h->raw_bytes;
-		w->comp_total += h->comp_bytes;
-	}
-	uint64_t raw = UINT64_MAX;
-	if (room != UINT64_MAX && w->comp_total && w->raw_total < UINT64_MAX / 16) {
-		uint64_t ratio_x16 = w->raw_total * 16 / w->comp_total;
-		raw = room / 4 > UINT64_MAX / 16 / (ratio_x16 + 1) ? UINT64_MAX
-								     : room / 4 * ratio_x16 / 16;
-	} else if (room != UINT64_MAX) {
-		raw = room / 4;
-	}
-	atomic_store_explicit(&w->room_raw, raw, memory_order_relaxed);
-	uint64_t want = TRCFILE__STORE_MIN_ROOM;
-	if (w->stored_bytes > want / TRCFILE__STORE_ROOM_PER_STORED)
-		want = w->stored_bytes * TRCFILE__STORE_ROOM_PER_STORED;
-	if (room < want)
-		atomic_store_explicit(&w->store_off, true, memory_order_relaxed);
-}
-
-/* ---- the writer thread's writes -------------------------------------------------------- */
-
-/* Writes a chunk (header h; its bytes a, then b) at the file's end and indexes it with its
- * weight. On failure cuts the file back to the end of the last whole chunk (best effort: a
- * reader also stops at a partial chunk on its own). Writer thread. 0 or -errno. */
-static int trcfile__put(struct trcfile_writer *w, const struct trcfile__chunk_hdr *h,
-			const void *a, size_t an, const void *b, size_t bn,
-			const struct trcfile__wchunk *c)
-{
-	int err = trcfile__index_add(w, w->offset, h);
-	if (!err)
-		err = pio_pwrite_all(w->fd, a, an, w->offset);
-	if (!err && bn)
-		err = pio_pwrite_all(w->fd, b, bn, w->offset + an);
-	if (err) {
-		trcfile__index_drop_last(w, w->offset);
-		if (ftruncate(w->fd, (off_t)w->offset) != 0) {
-			/* nothing more to do: the caller records the error */
-		}
-		return err;
-	}
-	w->index_weight[w->index_buf_n - 1] = (struct trcfile__weight){c->weight, c->events};
-	w->offset += an + bn;
-	atomic_fetch_add_explicit(&w->bytes_written, an + bn, memory_order_relaxed);
-	return 0;
 }
 
 static void trcfile__write_chunk(struct trcfile_writer *w, struct trcfile__wchunk *c)
 {
 	if (trcfile_writer_error(w))
 		return;
-	if (trcfile__full(w)) {
+	if (trcfile__out_full(&w->out)) {
 		trcfile__drop(w, c);
 		return;
 	}
 	if (!c->out_len)
 		return;
-	int err = trcfile__put(w, &c->hdr, c->out, c->out_len, NULL, 0, c);
+	int err = trcfile__out_put(&w->out, &c->hdr, c->out, c->out_len, NULL, 0,
+				   trcfile__weight_of(c));
 	if (err)
 		trcfile__write_failed(w, c, err);
 	else
-		trcfile__check_room(w, &c->hdr);
+		trcfile__out_check_room(&w->out, &c->hdr);
 }
 
 /* The stored chunk c that did not fit, compressed on the writer thread: it may fit so. 0 or
  * -errno. */
 static int trcfile__write_compressed_instead(struct trcfile_writer *w, struct trcfile__wchunk *c)
 {
-	if (!w->wcctx) {
-		w->wcctx = ZSTD_createCCtx();
-		if (!w->wcctx)
-			return -ENOMEM;
-		ZSTD_CCtx_setParameter(w->wcctx, ZSTD_c_compressionLevel, w->zstd_level);
-		ZSTD_CCtx_setParameter(w->wcctx, ZSTD_c_checksumFlag, 1);
-		ZSTD_CCtx_setParameter(w->wcctx, ZSTD_c_contentSizeFlag, 1);
-	}
+	ZSTD_CCtx *cctx = trcfile__out_cctx(&w->out);
+	if (!cctx)
+		return -ENOMEM;
 	c->hdr.flags = 0;
 	c->hdr.payload_crc = 0;
-	int err = trcfile__compress(w, w->wcctx, c);
+	int err = trcfile__compress(cctx, c);
 	if (!err)
-		err = trcfile__put(w, &c->hdr, c->out, c->out_len, NULL, 0, c);
+		err = trcfile__out_put(&w->out, &c->hdr, c->out, c->out_len, NULL, 0,
+				       trcfile__weight_of(c));
 	if (!err)
 		atomic_fetch_sub_explicit(&w->chunks_stored, 1, memory_order_relaxed);
 	return err;
@@ -878,22 +591,17 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 {
 	if (trcfile_writer_error(w))
 		return;
-	if (c->drop || trcfile__full(w)) {
+	if (c->drop || trcfile__out_full(&w->out)) {
 		trcfile__drop(w, c);
 		return;
 	}
-	c->hdr.raw_bytes = (uint32_t)c->raw_len;
-	c->hdr.comp_bytes = (uint32_t)c->raw_len;
-	c->hdr.flags = TRCFILE__CHUNK_STORED;
-	c->hdr.payload_crc = trcfile__crc32c_fast(0, c->raw, c->raw_len);
-	uint8_t hdr[TRCFILE__CHUNK_HDR_BYTES];
-	trcfile__chunk_hdr_put(hdr, &c->hdr);
-	uint64_t at = w->offset;
-	int err = trcfile__put(w, &c->hdr, hdr, sizeof(hdr), c->raw, c->raw_len, c);
-	if (err && w->lose_when_full && trcfile__is_full_err(err)) {
+	uint64_t at;
+	int err = trcfile__out_put_stored(&w->out, &c->hdr, c->raw, c->raw_len,
+					  trcfile__weight_of(c), &at);
+	if (err && w->out.lose_when_full && trcfile__is_full_err(err)) {
 		/* Stored, it takes about three times the room it would compressed: from now on
 		 * nothing is stored, and this one may fit compressed. */
-		atomic_store_explicit(&w->store_off, true, memory_order_relaxed);
+		atomic_store_explicit(&w->out.store_off, true, memory_order_relaxed);
 		int e = trcfile__write_compressed_instead(w, c);
 		if (!e)
 			return;
@@ -903,8 +611,6 @@ static void trcfile__write_stored(struct trcfile_writer *w, struct trcfile__wchu
 		trcfile__write_failed(w, c, err);
 		return;
 	}
-	w->stored_bytes += sizeof(hdr) + c->raw_len;
-	trcfile__check_room(w, &c->hdr);
 	struct trcfile_stored_note note = {.offset = at,
 					   .stream_id = c->hdr.stream_id,
 					   .seq = c->hdr.seq,
@@ -921,7 +627,7 @@ int trcfile__writer_on_stored(struct trcfile_writer *w, trcfile_stored_hook fn, 
 {
 	if (fn && src) {
 		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->out.fd);
 		/* The writer's descriptor is write-only: its proc link opens the file to read. */
 		int rfd = open(proc, O_RDONLY | O_CLOEXEC);
 		if (rfd < 0)
@@ -992,12 +698,12 @@ struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trc_st
 	s->pid = pid;
 	s->tid = tid;
 	pthread_mutex_lock(&w->lock);
-	if (w->closing || w->n_streams == UINT32_MAX) {
+	if (w->closing || w->out.n_streams == UINT32_MAX) {
 		pthread_mutex_unlock(&w->lock);
 		free(s);
 		return NULL;
 	}
-	s->id = w->n_streams++;
+	s->id = w->out.n_streams++;
 	/* At the tail: close submits the open streams' last chunks in id order, as always. */
 	s->prev = w->open_tail;
 	if (s->prev)
@@ -1013,19 +719,13 @@ struct trcfile_stream *trcfile_stream_open(struct trcfile_writer *w, enum trc_st
  * w->lock held; s's chunks are all submitted (its counts are final). */
 static int trcfile__stream_retire(struct trcfile_writer *w, struct trcfile_stream *s)
 {
-	if (!w->stream_spill_ready) {
-		trcfile__spill_init(&w->stream_spill, w->spill_dir);
-		w->stream_spill_ready = true;
-	}
-	uint8_t img[TRCFILE__FOOTER_STREAM_BYTES];
-	trcfile__footer_stream_put(img, &(struct trcfile__footer_stream){.id = s->id,
-									 .kind = s->kind,
-									 .pid = s->pid,
-									 .tid = s->tid,
-									 .chunks = s->chunks,
-									 .records = s->records});
-	int err = trcfile__spill_pwrite(&w->stream_spill, img, sizeof(img),
-					(uint64_t)s->id * TRCFILE__FOOTER_STREAM_BYTES);
+	int err = trcfile__out_stream_entry(&w->out, &(struct trcfile__footer_stream){
+							     .id = s->id,
+							     .kind = s->kind,
+							     .pid = s->pid,
+							     .tid = s->tid,
+							     .chunks = s->chunks,
+							     .records = s->records});
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -1057,7 +757,7 @@ static int trcfile__submit(struct trcfile_stream *s)
 		atomic_fetch_sub_explicit(&w->open_bytes, c->limit, memory_order_relaxed);
 	}
 	c->hdr.last_ts = s->coder.ts;
-	if (w->lose_when_full && trcfile__full(w)) {
+	if (w->out.lose_when_full && trcfile__out_full(&w->out)) {
 		/* The disk is full: the writer thread only counts the chunk (compressing it would
 		 * be for nothing). */
 		trcfile__sem_wait(&w->store_slots);
@@ -1070,7 +770,7 @@ static int trcfile__submit(struct trcfile_stream *s)
 		return trcfile_writer_error(w);
 	}
 	bool store = false;
-	bool may_store = !atomic_load_explicit(&w->store_off, memory_order_relaxed);
+	bool may_store = !atomic_load_explicit(&w->out.store_off, memory_order_relaxed);
 	if (w->store_one_in && may_store) {
 		uint64_t n = atomic_fetch_add_explicit(&w->submitted, 1, memory_order_relaxed);
 		store = n % w->store_one_in == 0;
@@ -1135,7 +835,7 @@ static struct trcfile__wchunk *trcfile__chunk_open(struct trcfile_stream *s, uin
 		limit = fair;
 	if (limit > left)
 		limit = left;
-	uint64_t room = atomic_load_explicit(&w->room_raw, memory_order_relaxed);
+	uint64_t room = atomic_load_explicit(&w->out.room_raw, memory_order_relaxed);
 	if (limit > room)
 		limit = room; /* the disk is filling (TRCFILE_WRITER_LOSE_WHEN_FULL) */
 	if (limit < TRCFILE__OPEN_MIN_CHUNK)
@@ -1264,30 +964,8 @@ int trcfile__stream_put_chunk(struct trcfile_stream *s, const struct trcfile__ch
 int trcfile__writer_add_ended_streams(struct trcfile_writer *w,
 				      const struct trcfile__footer_stream *e, size_t n)
 {
-	uint8_t img[64 * TRCFILE__FOOTER_STREAM_BYTES];
-	int err = 0;
 	pthread_mutex_lock(&w->lock);
-	if (!w->stream_spill_ready) {
-		trcfile__spill_init(&w->stream_spill, w->spill_dir);
-		w->stream_spill_ready = true;
-	}
-	for (size_t i = 0; i < n && !err;) {
-		size_t k = n - i < 64 ? n - i : 64;
-		if (w->closing || (uint64_t)w->n_streams + k > UINT32_MAX) {
-			err = -EINVAL;
-			break;
-		}
-		for (size_t j = 0; j < k; j++) {
-			struct trcfile__footer_stream f = e[i + j];
-			f.id = w->n_streams + (uint32_t)j;
-			trcfile__footer_stream_put(img + j * TRCFILE__FOOTER_STREAM_BYTES, &f);
-		}
-		err = trcfile__spill_pwrite(&w->stream_spill, img, k * TRCFILE__FOOTER_STREAM_BYTES,
-					    (uint64_t)w->n_streams * TRCFILE__FOOTER_STREAM_BYTES);
-		if (!err)
-			w->n_streams += (uint32_t)k;
-		i += k;
-	}
+	int err = trcfile__out_add_ended_streams(&w->out, e, n, w->closing);
 	pthread_mutex_unlock(&w->lock);
 	if (err)
 		trcfile__set_error(w, err);
@@ -1351,19 +1029,7 @@ static void trcfile__writer_free(struct trcfile_writer *w)
 		trcfile__chunk_free(s->cur);
 		free(s);
 	}
-	if (w->stream_spill_ready)
-		trcfile__spill_free(&w->stream_spill);
-	if (w->chunk_spill_ready)
-		trcfile__spill_free(&w->chunk_spill);
-	free(w->index_buf);
-	free(w->index_weight);
-	free(w->tally);
-	for (size_t i = 0; i < w->n_kept; i++)
-		free(w->kept[i].raw);
-	free(w->kept);
-	u64map_destroy(&w->tally_of);
-	ZSTD_freeCCtx(w->wcctx);
-	free(w->spill_dir);
+	trcfile__out_free(&w->out);
 	while (w->pool) {
 		struct trcfile__wchunk *c = w->pool;
 		w->pool = c->next_free;
@@ -1424,27 +1090,17 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 {
 	int e = 0;
 	struct trcfile_writer *w = NULL;
-	uint8_t *hbuf = NULL;
 	struct trcfile_writer_opts opts = {0};
 	if (o)
 		opts = *o;
-	const char *host = h && h->host ? h->host : "";
-	const char *tool = h && h->tool_version ? h->tool_version : "";
-	size_t host_len = strlen(host), tool_len = strlen(tool);
-	if (fd < 0 || !h || (h->cmdline_len && !h->cmdline) ||
-	    h->cmdline_len > TRCFILE_MAX_STRING_BYTES || host_len > TRCFILE_MAX_STRING_BYTES ||
-	    tool_len > TRCFILE_MAX_STRING_BYTES) {
-		e = -EINVAL;
+	e = trcfile__out_check(fd, h);
+	if (e)
 		goto fail_fd;
-	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		e = -ENOMEM;
 		goto fail_fd;
 	}
-	w->spill_dir = spill_dir;
-	spill_dir = NULL;
-	w->fd = fd;
 	w->zstd_level = opts.zstd_level ? opts.zstd_level : TRCFILE__DEFAULT_LEVEL;
 	w->n_compress = opts.compress_threads ? opts.compress_threads : 1;
 	if (w->n_compress > TRCFILE__MAX_THREADS)
@@ -1457,16 +1113,8 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 	unsigned in_flight =
 		opts.max_chunks_in_flight ? opts.max_chunks_in_flight : 2 * w->n_compress + 2;
 	w->flags = opts.flags;
-	w->lose_when_full = (opts.flags & TRCFILE_WRITER_LOSE_WHEN_FULL) != 0;
-	w->pid = h->pid;
-	struct rlimit fsize;
-	w->fsize_limit = getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY
-				 ? (uint64_t)fsize.rlim_cur
-				 : UINT64_MAX;
-	struct stat fst;
-	w->regular = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode);
-	u64map_init(&w->tally_of, SIZE_MAX);
-	atomic_init(&w->room_raw, UINT64_MAX);
+	trcfile__out_init(&w->out, fd, h, w->chunk_bytes, w->zstd_level, opts.flags, spill_dir);
+	spill_dir = NULL;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->pool_lock, NULL);
 	pthread_mutex_init(&w->hook_lock, NULL);
@@ -1484,44 +1132,9 @@ static struct trcfile_writer *trcfile__writer_open(int fd, const struct trcfile_
 	w->pool_max = 2 * in_flight + TRCFILE__STORE_IN_FLIGHT + 8;
 	w->store_when_behind = (opts.flags & TRCFILE_WRITER_STORE_WHEN_BEHIND) != 0;
 
-	struct trcfile__file_hdr fh = {
-		.version_major = TRCFILE_VERSION_MAJOR,
-		.version_minor = TRCFILE_VERSION_MINOR,
-		.pid = h->pid,
-		.clock_source = h->clock_source,
-		.tsc_hz = h->tsc_hz,
-		.start_mono_ns = h->start_mono_ns,
-		.start_realtime_ns = h->start_realtime_ns,
-		.rss_interval_ns = h->rss_interval_ns,
-		.rss_source = h->rss_source,
-		.chunk_bytes = w->chunk_bytes,
-		.buffer_bytes = h->buffer_bytes,
-		.flags = h->when_full & TRCFILE_HDR_WHEN_FULL_MASK,
-		.cmdline = h->cmdline,
-		.cmdline_len = h->cmdline_len,
-		.host = host,
-		.host_len = (uint32_t)host_len,
-		.tool = tool,
-		.tool_len = (uint32_t)tool_len,
-		.alloc_stacks = h->alloc_stacks,
-		.stack_depth = h->stack_depth,
-		.sample_bytes = h->sample_bytes,
-	};
-	size_t hbytes = trcfile__header_size(&fh);
-	fh.header_bytes = (uint32_t)hbytes;
-	hbuf = malloc(hbytes);
-	if (!hbuf) {
-		e = -ENOMEM;
-		goto fail_w;
-	}
-	trcfile__header_put(hbuf, &fh);
-	e = pio_pwrite_all(fd, hbuf, hbytes, 0);
-	free(hbuf);
+	e = trcfile__out_header(&w->out, h);
 	if (e)
 		goto fail_w;
-	w->offset = hbytes;
-	atomic_store_explicit(&w->bytes_written, hbytes, memory_order_relaxed);
-	trcfile__check_room(w, NULL); /* a disk short of room from the start: nothing stored */
 
 	if (w->flags & TRCFILE_WRITER_PREFAULT)
 		w->prefault_chunks = in_flight + 3; /* the writer thread's first job */
@@ -1592,339 +1205,9 @@ struct trcfile_writer *trcfile_writer_open(const char *path, const struct trcfil
 	return trcfile__writer_open(fd, h, o, err, dir);
 }
 
-/* Appends n bytes to the footer being written at *pos, chaining its crc. */
-static int trcfile__footer_out(struct trcfile_writer *w, const void *buf, size_t n, uint64_t *pos,
-			       uint32_t *crc)
-{
-	int err = pio_pwrite_all(w->fd, buf, n, *pos);
-	if (err)
-		return err;
-	*crc = trcfile__crc32c(*crc, buf, n);
-	*pos += n;
-	return 0;
-}
-
-/* Copies [0, n) of a spill into the footer, through buf. */
-static int trcfile__footer_copy(struct trcfile_writer *w, const struct trcfile__spill *sp,
-				uint64_t n, uint8_t *buf, size_t buf_len, uint64_t *pos,
-				uint32_t *crc)
-{
-	for (uint64_t off = 0; off < n;) {
-		size_t k = n - off < buf_len ? (size_t)(n - off) : buf_len;
-		int err = trcfile__spill_pread(sp, buf, k, off);
-		if (!err)
-			err = trcfile__footer_out(w, buf, k, pos, crc);
-		if (err)
-			return err;
-		off += k;
-	}
-	return 0;
-}
-
-/* The footer (FORMAT.md), written piece by piece from the spills so that its size never sits
- * in memory: the fixed part, the streams' entries by id, the chunk index (and n_extra more
- * entries' images, extra: a full disk's lost chunks), the trailer. Every stream is retired
- * (its entry in the stream spill). */
-static int trcfile__write_footer(struct trcfile_writer *w, const uint8_t *extra, size_t n_extra)
-{
-	size_t n_streams = w->n_streams;
-	uint64_t n_chunks = w->n_index + n_extra;
-	uint64_t bytes = trcfile__footer_bytes(n_streams, n_chunks);
-	uint64_t stream_bytes = (uint64_t)n_streams * TRCFILE__FOOTER_STREAM_BYTES;
-	if (n_streams && (!w->stream_spill_ready || w->stream_spill.len != stream_bytes))
-		return -EIO; /* a stream without its entry: cannot happen */
-	uint64_t spilled = w->chunk_spill_ready ? w->chunk_spill.len : 0;
-	if (spilled + (uint64_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES !=
-	    w->n_index * TRCFILE__FOOTER_CHUNK_BYTES)
-		return -EIO;
-	const size_t buf_len = 64u << 10;
-	uint8_t *buf = malloc(buf_len);
-	if (!buf)
-		return -ENOMEM;
-	uint64_t pos = w->offset;
-	uint32_t crc = 0;
-	uint8_t fixed[TRCFILE__FOOTER_FIXED_BYTES];
-	trcfile__footer_put(fixed, &(struct trcfile__footer){.stream_count = (uint32_t)n_streams,
-							     .chunk_count = n_chunks});
-	int err = trcfile__footer_out(w, fixed, sizeof(fixed), &pos, &crc);
-	if (!err && n_streams)
-		err = trcfile__footer_copy(w, &w->stream_spill, stream_bytes, buf, buf_len, &pos,
-					   &crc);
-	if (!err && spilled)
-		err = trcfile__footer_copy(w, &w->chunk_spill, spilled, buf, buf_len, &pos, &crc);
-	if (!err && w->index_buf_n)
-		err = trcfile__footer_out(w, w->index_buf,
-					  (size_t)w->index_buf_n * TRCFILE__FOOTER_CHUNK_BYTES,
-					  &pos, &crc);
-	if (!err && n_extra)
-		err = trcfile__footer_out(w, extra, n_extra * TRCFILE__FOOTER_CHUNK_BYTES, &pos,
-					  &crc);
-	if (!err) {
-		uint8_t tr[TRCFILE__TRAILER_BYTES];
-		struct trcfile__trailer t = {
-			.footer_offset = w->offset, .footer_bytes = bytes, .footer_crc = crc};
-		trcfile__trailer_put(tr, &t);
-		err = pio_pwrite_all(w->fd, tr, sizeof(tr), pos);
-	}
-	free(buf);
-	if (!err)
-		atomic_fetch_add_explicit(&w->bytes_written, bytes + TRCFILE__TRAILER_BYTES,
-					  memory_order_relaxed);
-	else if (ftruncate(w->fd, (off_t)w->offset) != 0) {
-		/* best effort, as in trcfile__write_chunk */
-	}
-	return err;
-}
-
-/* ---- the end of a trace whose disk filled ----------------------------------------------- */
-
-/* Appends the chunk h (its records: raw_len bytes at raw), compressed with cctx, to *buf (*len
- * bytes of *cap) for file offset off; its index entry's image at img. 0 or -errno. */
-static int trcfile__end_chunk(struct trcfile_writer *w, ZSTD_CCtx *cctx,
-			      const struct trcfile__chunk_hdr *h, const uint8_t *raw, size_t raw_len,
-			      uint64_t off, uint8_t **buf, size_t *len, size_t *cap, uint8_t *img)
-{
-	struct trcfile__wchunk *c = trcfile__chunk_get(w, raw_len);
-	if (!c)
-		return -ENOMEM;
-	c->hdr = *h;
-	c->hdr.flags = 0;
-	c->hdr.payload_crc = 0;
-	memcpy(c->raw, raw, raw_len);
-	c->raw_len = raw_len;
-	int err = trcfile__compress(w, cctx, c);
-	if (!err && *cap - *len < c->out_len) {
-		size_t ncap = 2 * (*cap + c->out_len);
-		uint8_t *nb = realloc(*buf, ncap);
-		if (!nb)
-			err = -ENOMEM;
-		else {
-			*buf = nb;
-			*cap = ncap;
-		}
-	}
-	if (!err) {
-		memcpy(*buf + *len, c->out, c->out_len);
-		*len += c->out_len;
-		trcfile__footer_chunk_put(img, &(struct trcfile__footer_chunk){
-						       .offset = off,
-						       .stream_id = c->hdr.stream_id,
-						       .seq = c->hdr.seq,
-						       .first_ts = c->hdr.first_ts,
-						       .last_ts = c->hdr.last_ts,
-						       .count = c->hdr.count,
-						       .raw_bytes = c->hdr.raw_bytes,
-						       .comp_bytes = c->hdr.comp_bytes});
-	}
-	trcfile__chunk_free(c);
-	return err;
-}
-
-/* trcfile__end_chunk of a chunk of stream st, seq, holding the one record r. */
-static int trcfile__end_record(struct trcfile_writer *w, ZSTD_CCtx *cctx,
-			       const struct trcfile__footer_stream *st, uint32_t seq,
-			       const struct trc_record *r, uint64_t off, uint8_t **buf, size_t *len,
-			       size_t *cap, uint8_t *img)
-{
-	long need = trcfile__record_max_bytes(r);
-	if (need < 0)
-		return (int)need;
-	uint8_t *raw = malloc((size_t)need);
-	if (!raw)
-		return -ENOMEM;
-	struct trcfile__coder coder;
-	trcfile__coder_reset(&coder, r->ts_ns);
-	size_t raw_len = (size_t)(trcfile__encode(raw, r, &coder) - raw);
-	struct trcfile__chunk_hdr h = {.stream_id = st->id,
-				       .seq = seq,
-				       .kind = st->kind,
-				       .pid = st->pid,
-				       .tid = st->tid,
-				       .first_ts = r->ts_ns,
-				       .last_ts = r->ts_ns,
-				       .count = 1};
-	int err = trcfile__end_chunk(w, cctx, &h, raw, raw_len, off, buf, len, cap, img);
-	free(raw);
-	return err;
-}
-
-/* Cuts the last whole chunk off the file (to make room for the footer) and counts it lost.
- * false when there is none left to cut (its index entry spilled already). Close. */
-static bool trcfile__cut_last(struct trcfile_writer *w)
-{
-	if (!w->index_buf_n)
-		return false;
-	uint32_t i = w->index_buf_n - 1;
-	struct trcfile__footer_chunk e;
-	const char *why;
-	if (trcfile__footer_chunk_get(w->index_buf + (size_t)i * TRCFILE__FOOTER_CHUNK_BYTES, &e,
-				      &why) != 0 ||
-	    e.offset > w->offset)
-		return false;
-	struct trcfile__chunk_hdr h = {
-		.stream_id = e.stream_id, .seq = e.seq, .first_ts = e.first_ts, .count = e.count};
-	if (trcfile__tally(w, &h, w->index_weight[i]) != 0)
-		return false;
-	w->index_buf_n--;
-	w->n_index--;
-	atomic_fetch_sub_explicit(&w->bytes_written, w->offset - e.offset, memory_order_relaxed);
-	w->offset = e.offset;
-	return ftruncate(w->fd, (off_t)w->offset) == 0;
-}
-
-/* The note of a full disk (FORMAT.md "lost", reason 7). */
-static void trcfile__full_note(const struct trcfile_writer *w, char *buf, size_t len)
-{
-	int err = atomic_load_explicit(&((struct trcfile_writer *)w)->full_err,
-				       memory_order_relaxed);
-	snprintf(buf, len,
-		 "the disk filled while recording (%s): %" PRIu64 " events were not written "
-		 "and are counted lost (reason disk_full), %" PRIu64
-		 " records in all (RSS samples and metadata among them)",
-		 err == -EFBIG ? "the file size limit" : strerror(-err), w->full_lost_events,
-		 w->full_unwritten);
-}
-
-/* Writes what the streams lost (a chunk with one lost record, reason disk full, for each
- * stream that lost events, at its first lost chunk's seq and time), a note in a meta stream
- * of its own, and the footer, whose stream entries count what the file holds. Where those do
- * not fit, the last whole chunks are cut off, and counted lost too, until they do. Close, the
- * threads joined and every stream retired. 0 or -errno. */
-static int trcfile__write_full_end(struct trcfile_writer *w)
-{
-	ZSTD_CCtx *cctx = w->wcctx ? w->wcctx : (w->wcctx = ZSTD_createCCtx());
-	if (!cctx)
-		return -ENOMEM;
-	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, w->zstd_level);
-	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-	ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
-	if (w->n_streams == UINT32_MAX)
-		return -EFBIG;
-	if (!w->stream_spill_ready) {
-		trcfile__spill_init(&w->stream_spill, w->spill_dir);
-		w->stream_spill_ready = true;
-	}
-	/* The note's stream: the last id. */
-	struct trcfile__footer_stream note_st = {
-		.id = w->n_streams, .kind = TRC_STREAM_META, .pid = w->pid, .chunks = 1, .records = 1};
-	uint8_t img[TRCFILE__FOOTER_STREAM_BYTES];
-	trcfile__footer_stream_put(img, &note_st);
-	int err = trcfile__spill_pwrite(&w->stream_spill, img, sizeof(img),
-					(uint64_t)note_st.id * TRCFILE__FOOTER_STREAM_BYTES);
-	if (err)
-		return err;
-	w->n_streams++;
-	uint8_t *buf = NULL, *extra = NULL;
-	size_t cap = 0;
-	for (;;) {
-		size_t len = 0, n_extra = 0;
-		free(extra);
-		extra = malloc((w->n_kept + w->n_tally + 1) * TRCFILE__FOOTER_CHUNK_BYTES);
-		if (!extra) {
-			err = -ENOMEM;
-			break;
-		}
-		/* The metadata first, as it was (its streams' entries count it already). */
-		for (size_t i = 0; i < w->n_kept && !err; i++, n_extra++)
-			err = trcfile__end_chunk(w, cctx, &w->kept[i].hdr, w->kept[i].raw,
-						 w->kept[i].raw_len, w->offset + len, &buf, &len,
-						 &cap, extra + n_extra * TRCFILE__FOOTER_CHUNK_BYTES);
-		uint64_t first_ts = UINT64_MAX;
-		for (size_t i = 0; i < w->n_tally && !err; i++) {
-			struct trcfile__full_tally *t = &w->tally[i];
-			uint64_t at = (uint64_t)t->stream_id * TRCFILE__FOOTER_STREAM_BYTES;
-			const char *why;
-			if (!t->have_entry) {
-				err = t->stream_id < note_st.id
-					      ? trcfile__spill_pread(&w->stream_spill, img,
-								     sizeof(img), at)
-					      : -EIO;
-				if (!err && trcfile__footer_stream_get(img, &t->entry, &why))
-					err = -EIO;
-				if (err)
-					break;
-				t->have_entry = true;
-			}
-			if (t->chunks > t->entry.chunks || t->records > t->entry.records) {
-				err = -EIO; /* more lost than the stream had: cannot happen */
-				break;
-			}
-			if (t->first_ts < first_ts)
-				first_ts = t->first_ts;
-			struct trcfile__footer_stream e = t->entry;
-			e.chunks -= t->chunks;
-			e.records -= t->records;
-			if (t->events) {
-				struct trc_record r = {.type = TRC_REC_LOST, .ts_ns = t->first_ts};
-				r.lost.count = t->events;
-				r.lost.reason = TRC_LOST_DISK_FULL;
-				err = trcfile__end_record(
-					w, cctx, &t->entry, t->min_seq, &r, w->offset + len, &buf,
-					&len, &cap, extra + n_extra * TRCFILE__FOOTER_CHUNK_BYTES);
-				n_extra++;
-				e.chunks++;
-				e.records++;
-			}
-			trcfile__footer_stream_put(img, &e);
-			if (!err)
-				err = trcfile__spill_pwrite(&w->stream_spill, img, sizeof(img), at);
-		}
-		if (!err) {
-			char text[320];
-			trcfile__full_note(w, text, sizeof(text));
-			struct trc_record r = {.type = TRC_REC_NOTE,
-					       .ts_ns = first_ts == UINT64_MAX ? 0 : first_ts};
-			r.note.text = text;
-			r.note.len = (uint32_t)strlen(text);
-			err = trcfile__end_record(w, cctx, &note_st, 0, &r, w->offset + len, &buf,
-						  &len, &cap,
-						  extra + n_extra * TRCFILE__FOOTER_CHUNK_BYTES);
-			n_extra++;
-		}
-		if (err)
-			break;
-		uint64_t at = w->offset;
-		err = pio_pwrite_all(w->fd, buf, len, at);
-		if (!err) {
-			w->offset += len;
-			err = trcfile__write_footer(w, extra, n_extra);
-			if (!err) {
-				atomic_fetch_add_explicit(&w->bytes_written, len,
-							  memory_order_relaxed);
-				break;
-			}
-			w->offset = at;
-		}
-		if (ftruncate(w->fd, (off_t)at) != 0 || !trcfile__is_full_err(err) ||
-		    !trcfile__cut_last(w))
-			break;
-		err = 0;
-	}
-	free(buf);
-	free(extra);
-	return err;
-}
-
 int trcfile_writer_close(struct trcfile_writer *w)
 {
 	return trcfile_writer_close_stats(w, NULL);
-}
-
-/* 0 or -errno: a file that cannot be synced (EINVAL, EROFS: a pipe, a read-only mount) is no
- * error. */
-static int trcfile__fsync(int fd)
-{
-	return fsync(fd) != 0 && errno != EINVAL && errno != EROFS ? -errno : 0;
-}
-
-int trcfile_sync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int err = trcfile__fsync(fd);
-	close(fd);
-	return err;
 }
 
 int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_stats *st)
@@ -1953,22 +1236,22 @@ int trcfile_writer_close_stats(struct trcfile_writer *w, struct trcfile_writer_s
 	}
 	pthread_mutex_unlock(&w->lock);
 	if (!err) {
-		err = trcfile__full(w) ? trcfile__write_full_end(w) : trcfile__write_footer(w, NULL, 0);
+		err = trcfile__out_finish(&w->out);
 		bool no_sync = (w->flags & TRCFILE_WRITER_NO_FSYNC) ||
 			       ((w->flags & TRCFILE_WRITER_NO_FSYNC_IF_STORED) &&
 				trcfile_writer_chunks_stored(w) > 0);
 		if (!err && !no_sync)
-			err = trcfile__fsync(w->fd);
+			err = trcfile__out_sync(&w->out);
 	}
-	if (close(w->fd) != 0 && !err && errno != EINTR)
+	if (close(w->out.fd) != 0 && !err && errno != EINTR)
 		err = -errno;
 	if (st) {
 		st->bytes_written = trcfile_writer_bytes_written(w);
 		st->chunks_stored = trcfile_writer_chunks_stored(w);
-		st->full_err = atomic_load_explicit(&w->full_err, memory_order_relaxed);
-		st->full_lost_events = w->full_lost_events;
-		st->full_events_unwritten = w->full_unwritten_events;
-		st->full_records_unwritten = w->full_unwritten;
+		st->full_err = atomic_load_explicit(&w->out.full_err, memory_order_relaxed);
+		st->full_lost_events = w->out.full_lost_events;
+		st->full_events_unwritten = w->out.full_unwritten_events;
+		st->full_records_unwritten = w->out.full_unwritten;
 	}
 	trcfile__writer_free(w);
 	return err;

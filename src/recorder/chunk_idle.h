@@ -1,4 +1,4 @@
-/* trcfile_idle.h - puts a thread in the idle class (it runs only on CPU time no other thread
+/* chunk_idle.h - puts a thread in the idle class (it runs only on CPU time no other thread
  * wants), and back.
  *
  * For the threads whose work may wait for such time because nothing waits for them: the
@@ -10,8 +10,8 @@
  * Threads: trcfile__run_when_idle changes only the caller (Linux: scheduling class and nice
  * are per thread); trcfile__run_normally any thread's, from any thread.
  */
-#ifndef TRC_TRCFILE_IDLE_H
-#define TRC_TRCFILE_IDLE_H
+#ifndef TRC_RECORDER_CHUNK_IDLE_H
+#define TRC_RECORDER_CHUNK_IDLE_H
 
 #include <pthread.h>
 #include <sched.h>
