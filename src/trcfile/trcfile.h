@@ -1,4 +1,7 @@
 /* trcfile.h - the trace file: writer (with its compression pipeline), reader, merge.
+ * The writer's API is declared here for every caller (the recorder's drain, compaction,
+ * tests); the format's side of it is trcfile_out.h, its pipeline (threads, pool, queues) the
+ * recorder's: src/recorder/chunk_pipeline_priv.h.
  *
  * Purpose: everything that touches a .trc file. The on-disk format is specified in
  * src/trcfile/FORMAT.md; this header is the in-memory API. Records are `struct trc_record`
@@ -221,7 +224,7 @@ int trcfile_stream_window_close(struct trcfile_stream *s, struct trcfile_window 
  * Same thread rule as append. Returns 0 or the sticky error. */
 int trcfile_stream_flush(struct trcfile_stream *s);
 /* Ends the stream for good: submits its open chunk, keeps its footer entry out of memory
- * (trcfile_writer.c) and frees it; s is gone (whatever the return). For streams of threads
+ * (trcfile_out.h: the stream spill) and frees it; s is gone (whatever the return). For streams of threads
  * that exited: the writer's memory then does not grow with the threads ever traced. Same
  * thread rule as append. Returns 0 or the sticky error. */
 int trcfile_stream_end(struct trcfile_stream *s);
