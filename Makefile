@@ -88,9 +88,10 @@ INC_trcfile := -Isrc/trcfile $(INC_common) $(INC_public)
 INC_session := -Isrc/session $(INC_trcfile) $(INC_ringbuf)
 INC_recorder := -Isrc/recorder $(INC_session) $(INC_sampler)
 INC_analysis := -Isrc/analysis $(INC_trcfile)
-# Exporters and format writers (Parquet, protobuf wire format, gzip): libc, zstd and zlib, and
-# the tree's hash map (src/common/u64map.h).
-INC_export := -Isrc/export $(INC_common)
+# Exporters (a trace in, another format out) and their encoders (Parquet, protobuf wire format,
+# gzip): the trace reader, the analysis (live allocations, the summary), the tree's hash map
+# (src/common/u64map.h), zstd and zlib.
+INC_export := -Isrc/export $(INC_analysis)
 # The commands see the library's headers only (not ringbuf/ or sampler/).
 # trace-run's last line gives the peak by the analysis's own rule (src/analysis/peak.h, a header).
 INC_run := -Itools/run -Itools/cli -Isrc/recorder -Isrc/session -Isrc/analysis $(INC_trcfile)

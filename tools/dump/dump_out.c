@@ -15,6 +15,7 @@
 #include "cli_plural.h"
 #include "cli_usage.h"
 #include "dump_common.h"
+#include "export.h"
 
 struct dump_out dump_out = {.fd = STDOUT_FILENO};
 
@@ -414,14 +415,5 @@ void dump_reader_free(struct trcfile_reader *r)
 
 uint64_t dump_start_ns(const struct trcfile_reader *r)
 {
-	uint64_t first = UINT64_MAX;
-	for (unsigned i = 0; i < trcfile_reader_stream_count(r); i++) {
-		const struct trcfile_stream_info *si = trcfile_reader_stream(r, i);
-		if (si->chunks && si->first_ts_ns < first)
-			first = si->first_ts_ns;
-	}
-	uint64_t start = trcfile_reader_header(r)->start_mono_ns;
-	if (start && start <= first)
-		return start;
-	return first == UINT64_MAX ? start : first;
+	return export_start_ns(r);
 }

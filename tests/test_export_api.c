@@ -1,0 +1,280 @@
+/* test_export_api.c - the exporters called as the library (src/export/export.h).
+ *
+ * Purpose: each export_* runs on a small trace written here (test_trcfile_util.h) into a
+ * memory sink; the tests check what the bytes say (decoded here, exact values), that they are
+ * the bytes `trace-dump` writes for the same trace, and the failure paths: a sink that fails
+ * (ENOSPC) and a trace the export cannot take come back as -errno with a message, never an
+ * exit.
+ * Threads: each test is one process (Criterion); trace-dump runs as a child.
+ */
+#include <criterion/criterion.h>
+#include <zlib.h>
+
+#include "export.h"
+#include "export_spans.h"
+#include "test_trcfile_util.h"
+
+/* ---- sinks ------------------------------------------------------------------------------ */
+
+struct te_mem {
+	uint8_t *p;
+	size_t len, cap;
+	unsigned writes;
+};
+
+static int te_mem_write(void *ctx, const void *p, size_t n)
+{
+	struct te_mem *m = ctx;
+	if (m->len + n > m->cap) {
+		m->cap = (m->len + n) * 2;
+		m->p = realloc(m->p, m->cap);
+		cr_assert_not_null(m->p);
+	}
+	memcpy(m->p + m->len, p, n);
+	m->len += n;
+	m->writes++;
+	return 0;
+}
+
+/* Takes `room` bytes, then fails as a full disk does. */
+struct te_full {
+	size_t room, taken;
+};
+
+static int te_full_write(void *ctx, const void *p, size_t n)
+{
+	struct te_full *f = ctx;
+	(void)p;
+	if (f->taken + n > f->room)
+		return -ENOSPC;
+	f->taken += n;
+	return 0;
+}
+
+/* ---- traces ----------------------------------------------------------------------------- */
+
+/* dir/in.trc: the small fixed trace (test_trcfile_util.h), opened. */
+static struct trcfile_reader *te_small(const char *dir)
+{
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/in.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	cr_assert_eq(tu_write_plan(trc, &p, &o, 3), 0);
+	tu_plan_free(&p);
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	cr_assert_eq(trcfile_reader_open(trc, &r, msg, sizeof(msg)), 0, "%s", msg);
+	return r;
+}
+
+/* The file dir/name, whole. */
+static uint8_t *te_slurp(const char *dir, const char *name, size_t *len)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	uint8_t *b = NULL;
+	size_t n = 0, cap = 0, k;
+	do {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 65536;
+			b = realloc(b, cap);
+			cr_assert_not_null(b);
+		}
+		k = fread(b + n, 1, cap - n, f);
+		n += k;
+	} while (k);
+	fclose(f);
+	*len = n;
+	return b;
+}
+
+/* ---- pprof ------------------------------------------------------------------------------ */
+
+/* gunzip of m (whole). */
+static uint8_t *te_gunzip(const struct te_mem *m, size_t *len)
+{
+	z_stream z = {0};
+	cr_assert_eq(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+	size_t cap = 1 << 20;
+	uint8_t *out = malloc(cap);
+	cr_assert_not_null(out);
+	z.next_in = m->p;
+	z.avail_in = (uInt)m->len;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END, "not one whole gzip stream");
+	*len = z.total_out;
+	inflateEnd(&z);
+	return out;
+}
+
+static uint64_t te_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	for (unsigned s = 0; *p < end && s < 64; s += 7) {
+		uint8_t c = *(*p)++;
+		v |= (uint64_t)(c & 0x7f) << s;
+		if (!(c & 0x80))
+			return v;
+	}
+	cr_assert_fail("bad varint");
+	return 0;
+}
+
+/* The profile's samples summed: objects, bytes (Profile.sample = 2, Sample.value = 2,
+ * packed), and the number of samples. */
+static void te_pprof_totals(const uint8_t *b, size_t n, int64_t *objs, int64_t *bytes,
+			    unsigned *samples)
+{
+	const uint8_t *p = b, *end = b + n;
+	*objs = *bytes = 0;
+	*samples = 0;
+	while (p < end) {
+		uint64_t tag = te_varint(&p, end);
+		if ((tag & 7) == 0) {
+			(void)te_varint(&p, end);
+			continue;
+		}
+		cr_assert_eq(tag & 7, 2, "wire type %u in Profile", (unsigned)(tag & 7));
+		uint64_t len = te_varint(&p, end);
+		cr_assert_leq(len, (uint64_t)(end - p));
+		const uint8_t *q = p, *qe = p + len;
+		p += len;
+		if (tag >> 3 != 2)
+			continue;
+		(*samples)++;
+		while (q < qe) {
+			uint64_t t = te_varint(&q, qe);
+			uint64_t l = te_varint(&q, qe);
+			if (t >> 3 == 2) {
+				const uint8_t *v = q;
+				*objs += (int64_t)te_varint(&v, q + l);
+				*bytes += (int64_t)te_varint(&v, q + l);
+			}
+			q += l;
+		}
+	}
+}
+
+static bool te_has(const uint8_t *b, size_t n, const char *s)
+{
+	return memmem(b, n, s, strlen(s)) != NULL;
+}
+
+/* The summary of the small trace: allocs 4, 4544 bytes; live at the peak 3 blocks, 4480
+ * bytes; live at the end 2 blocks, 4352 bytes; before 1.15 us one block of 64. */
+Test(export_api, pprof_profiles_hold_the_trace_figures, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	static const struct {
+		enum export_pprof_mode mode;
+		uint64_t at_ns;
+		int64_t objs, bytes;
+		const char *type;
+	} want[] = {
+		{EXPORT_PPROF_ALLOC, 0, 4, 4544, "alloc_space"},
+		{EXPORT_PPROF_LIVE_PEAK, 0, 3, 4480, "inuse_space"},
+		{EXPORT_PPROF_LIVE_END, 0, 2, 4352, "inuse_space"},
+		{EXPORT_PPROF_LIVE_AT, 1000, 0, 0, "inuse_space"},
+		{EXPORT_PPROF_LIVE_AT, 1150, 1, 64, "inuse_space"},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct te_mem m = {0};
+		struct export_sink sink = {te_mem_write, &m};
+		char err[256] = "";
+		struct export_pprof_opts o = {
+			.mode = want[i].mode, .at_ns = want[i].at_ns, .err = err, .err_len = 256};
+		struct export_pprof_result res = {.approximate = true};
+		cr_assert_eq(export_pprof(r, &o, &sink, &res), 0, "case %zu: %s", i, err);
+		cr_expect_eq(m.writes, 1, "case %zu: one write of the whole stream", i);
+		cr_expect(!res.approximate);
+		size_t n;
+		uint8_t *b = te_gunzip(&m, &n);
+		int64_t objs, bytes;
+		unsigned samples;
+		te_pprof_totals(b, n, &objs, &bytes, &samples);
+		cr_expect_eq(objs, want[i].objs, "case %zu: %lld objects", i, (long long)objs);
+		cr_expect_eq(bytes, want[i].bytes, "case %zu: %lld bytes", i, (long long)bytes);
+		cr_expect(te_has(b, n, want[i].type), "case %zu", i);
+		/* Frames named as the plain namer names them: threads, spans, the module's
+		 * function (the last two only once the merge has reached them). */
+		cr_expect(te_has(b, n, "tid 4243 worker \"1\""), "case %zu", i);
+		cr_expect(te_has(b, n, "parse") == (want[i].at_ns != 1000), "case %zu", i);
+		cr_expect(te_has(b, n, "prog+0x2136") == !want[i].at_ns, "case %zu", i);
+		free(b);
+		free(m.p);
+	}
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+/* The library's bytes are trace-dump's: the command is its options and this one call. */
+Test(export_api, pprof_bytes_are_the_commands, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	struct te_mem m = {0};
+	struct export_sink sink = {te_mem_write, &m};
+	struct export_pprof_opts o = {.mode = EXPORT_PPROF_LIVE_PEAK, .at_text = "peak"};
+	cr_assert_eq(export_pprof(r, &o, &sink, NULL), 0);
+	trcfile_reader_close(r);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump pprof --live-at peak '%s/in.trc' -o '%s/out.pb.gz' "
+			   "2>/dev/null",
+			   tu_build(), dir, dir),
+		     0);
+	size_t n;
+	uint8_t *b = te_slurp(dir, "out.pb.gz", &n);
+	cr_expect_eq(n, m.len);
+	cr_expect(n == m.len && !memcmp(b, m.p, n), "the library's profile is not the command's");
+	free(b);
+	free(m.p);
+	tu_rm_rf(dir);
+}
+
+Test(export_api, pprof_full_sink_and_bad_mode_are_errors, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	struct te_full f = {.room = 10};
+	struct export_sink sink = {te_full_write, &f};
+	char err[256] = "";
+	struct export_pprof_opts o = {.mode = EXPORT_PPROF_ALLOC, .err = err, .err_len = 256};
+	cr_expect_eq(export_pprof(r, &o, &sink, NULL), -ENOSPC);
+	cr_expect_str_eq(err, strerror(ENOSPC));
+	cr_expect_eq(f.taken, 0);
+	o.mode = (enum export_pprof_mode)0;
+	cr_expect_eq(export_pprof(r, &o, &sink, NULL), -EINVAL);
+	cr_expect_str_eq(err, "no such pprof mode 0");
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+/* ---- the shared span stacks ------------------------------------------------------------- */
+
+Test(export_api, span_stack_balances_and_forgets_its_outer_half, .timeout = 30)
+{
+	struct export_stack *s = export_stacks_new(2);
+	cr_assert_not_null(s);
+	cr_expect_null(export_stack_pop(&s[0]), "an end with nothing open is unmatched");
+	for (uint32_t i = 0; i < 40; i++) {
+		struct export_frame f = {.type = TRC_REC_SPAN_BEGIN, .name_id = i, .ts_ns = i};
+		cr_assert_eq(export_stack_push(&s[0], &f, 32), 0);
+	}
+	/* 32 reached at the 33rd push: the outer 16 forgotten, then 8 more pushed. */
+	cr_expect_eq(s[0].n, 24);
+	cr_expect_eq(export_stack_top(&s[0])->name_id, 39);
+	cr_expect_eq(s[0].v[0].name_id, 16);
+	const struct export_frame *f = export_stack_pop(&s[0]);
+	cr_assert_not_null(f);
+	cr_expect_eq(f->name_id, 39);
+	cr_expect_eq(s[1].n, 0, "streams are apart");
+	cr_expect_eq(export_pid_offset(0, 1), 0);
+	cr_expect_eq(export_pid_offset(0, 2), 10000000u);
+	cr_expect_eq(export_pid_offset(2, 3), 30000000u);
+	export_stacks_free(s, 2);
+}
