@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <zlib.h>
 
+#include "cli_version.h"
 #include "export.h"
 #include "export_spans.h"
 #include "test_trcfile_util.h"
@@ -251,6 +252,124 @@ Test(export_api, pprof_full_sink_and_bad_mode_are_errors, .timeout = 60)
 	cr_expect_eq(export_pprof(r, &o, &sink, NULL), -EINVAL);
 	cr_expect_str_eq(err, "no such pprof mode 0");
 	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+/* ---- parquet ---------------------------------------------------------------------------- */
+
+/* A plan written under header h (tu_write_plan's, one record a batch). */
+static void te_write_plan_h(const char *path, const struct tu_plan *p,
+			    const struct trcfile_header_info *h)
+{
+	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
+	int err = 0;
+	struct trcfile_writer *w = trcfile_writer_open(path, h, &o, &err);
+	cr_assert_not_null(w, "writer_open: %s", strerror(-err));
+	for (size_t i = 0; i < p->n; i++) {
+		struct trcfile_stream *s = trcfile_stream_open(w, p->streams[i].kind,
+							       p->streams[i].pid, p->streams[i].tid);
+		cr_assert_not_null(s);
+		for (size_t k = 0; k < p->streams[i].n; k++)
+			cr_assert_eq(trcfile_stream_append(s, &p->streams[i].recs[k]), 0);
+	}
+	cr_assert_eq(trcfile_writer_close(w), 0);
+}
+
+/* The six tables of r exported into memory sinks; 0 or the export's error. */
+static int te_parquet(struct trcfile_reader *r, const char *path, struct te_mem m[6],
+		      struct export_sink sinks[6], char *err, size_t err_len)
+{
+	for (unsigned t = 0; t < EXPORT_PQ_N_TABLES; t++)
+		if (!sinks[t].write)
+			sinks[t] = (struct export_sink){te_mem_write, &m[t]};
+	struct export_parquet_opts o = {.created_by = "trc trace-dump " CLI_VERSION,
+					.err = err,
+					.err_len = err_len};
+	return export_parquet(&r, &path, 1, &o, sinks);
+}
+
+/* The library's tables are the bytes trace-dump parquet writes, and hold the trace's names. */
+Test(export_api, parquet_tables_are_the_commands, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	char path[300], err[256] = "";
+	snprintf(path, sizeof(path), "%s/in.trc", dir);
+	struct te_mem m[EXPORT_PQ_N_TABLES] = {0};
+	struct export_sink sinks[EXPORT_PQ_N_TABLES] = {0};
+	cr_assert_eq(te_parquet(r, path, m, sinks, err, sizeof(err)), 0, "%s", err);
+	trcfile_reader_close(r);
+	cr_assert_eq(tu_sh("%s/bin/trace-dump parquet -o '%s/pq' '%s' 2>/dev/null", tu_build(), dir,
+			   path),
+		     0);
+	for (unsigned t = 0; t < EXPORT_PQ_N_TABLES; t++) {
+		char name[64];
+		snprintf(name, sizeof(name), "pq/%s.parquet", export_parquet_tables[t]);
+		size_t n;
+		uint8_t *b = te_slurp(dir, name, &n);
+		cr_expect(n == m[t].len && !memcmp(b, m[t].p, n), "%s differs (%zu, %zu bytes)",
+			  name, n, m[t].len);
+		cr_expect(n > 12 && !memcmp(m[t].p, "PAR1", 4) && !memcmp(m[t].p + n - 4, "PAR1", 4));
+		free(b);
+	}
+	/* Dictionary pages are zstd-compressed: the names are checked through the command's
+	 * equal bytes; the uncompressed footer names the columns. */
+	cr_expect(te_has(m[EXPORT_PQ_SPANS].p, m[EXPORT_PQ_SPANS].len, "dur_ns"));
+	cr_expect(te_has(m[EXPORT_PQ_TRACES].p, m[EXPORT_PQ_TRACES].len, "rss_peak_source"));
+	for (unsigned t = 0; t < EXPORT_PQ_N_TABLES; t++)
+		free(m[t].p);
+	tu_rm_rf(dir);
+}
+
+Test(export_api, parquet_full_sink_is_enospc, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	char err[256] = "";
+	struct te_mem m[EXPORT_PQ_N_TABLES] = {0};
+	struct export_sink sinks[EXPORT_PQ_N_TABLES] = {0};
+	/* The events table takes its magic, then fails at its first row group (the close). */
+	struct te_full f = {.room = 4};
+	sinks[EXPORT_PQ_EVENTS] = (struct export_sink){te_full_write, &f};
+	cr_expect_eq(te_parquet(r, "in.trc", m, sinks, err, sizeof(err)), -ENOSPC);
+	cr_expect_str_eq(err, strerror(ENOSPC));
+	cr_expect_eq(f.taken, 4);
+	/* No room even for the magic: the open fails, naming the table. */
+	f = (struct te_full){.room = 0};
+	unsigned table = 99;
+	int e = 0;
+	struct export_parquet_opts o = {.err = err, .err_len = sizeof(err)};
+	cr_expect_null(export_parquet_open(&o, sinks, &e, &table));
+	cr_expect_eq(e, -ENOSPC);
+	cr_expect_eq(table, EXPORT_PQ_EVENTS);
+	trcfile_reader_close(r);
+	for (unsigned t = 0; t < EXPORT_PQ_N_TABLES; t++)
+		free(m[t].p);
+	tu_rm_rf(dir);
+}
+
+/* A header whose anchor puts the records past CLOCK_REALTIME's range: -ERANGE, said. */
+Test(export_api, parquet_trace_outside_realtime_is_erange, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char path[300], err[256] = "";
+	snprintf(path, sizeof(path), "%s/far.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_header_info h = tu_header();
+	h.start_realtime_ns = (uint64_t)INT64_MAX - 10;
+	te_write_plan_h(path, &p, &h);
+	tu_plan_free(&p);
+	struct trcfile_reader *r = NULL;
+	cr_assert_eq(trcfile_reader_open(path, &r, err, sizeof(err)), 0, "%s", err);
+	struct te_mem m[EXPORT_PQ_N_TABLES] = {0};
+	struct export_sink sinks[EXPORT_PQ_N_TABLES] = {0};
+	cr_expect_eq(te_parquet(r, path, m, sinks, err, sizeof(err)), -ERANGE);
+	cr_expect_str_eq(err, "start_realtime_ns 9223372036854775797 and start_mono_ns 1000000000 "
+			      "put its records outside CLOCK_REALTIME's range (0 to 2^63 ns)");
+	trcfile_reader_close(r);
+	for (unsigned t = 0; t < EXPORT_PQ_N_TABLES; t++)
+		free(m[t].p);
 	tu_rm_rf(dir);
 }
 

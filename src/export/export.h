@@ -50,6 +50,16 @@ size_t export_func_name_plain(const struct trcfile_reader *r, uint32_t pid, uint
  * or the first record when that is missing or later. */
 uint64_t export_start_ns(const struct trcfile_reader *r);
 
+/* The anchor of r (start_realtime_ns - start_mono_ns, from its header: the file's word) and
+ * its start on CLOCK_REALTIME, checked: 0, or -ERANGE unless the anchor fits an int64 and the
+ * start and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX]. Then every sum
+ * with the anchor fits for the records the index describes, and so does the difference of
+ * two files' starts. */
+int export_anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt);
+/* ts on CLOCK_REALTIME under anchor, saturated at INT64_MAX: a record past its chunk's
+ * stated times may still lie beyond the range export_anchor checked. */
+int64_t export_realtime(uint64_t ts, int64_t anchor);
+
 /* ---- pprof: a heap profile (gzip profile.proto), export_pprof.c --------------------------- */
 
 enum export_pprof_mode {
@@ -82,5 +92,48 @@ struct export_pprof_result {
  * written when the export fails before). 0 or -errno. */
 int export_pprof(struct trcfile_reader *r, const struct export_pprof_opts *o,
 		 const struct export_sink *sink, struct export_pprof_result *res);
+
+/* ---- parquet: tables for query engines, export_parquet.c (schema: PARQUET.md) ----------- */
+
+enum export_parquet_table {
+	EXPORT_PQ_SPANS,
+	EXPORT_PQ_EVENTS,
+	EXPORT_PQ_ALLOCS,
+	EXPORT_PQ_RSS,
+	EXPORT_PQ_TRACES,
+	EXPORT_PQ_PROCESSES,
+	EXPORT_PQ_N_TABLES
+};
+
+/* The tables' names, in enum order: "spans", "events", "allocations", "rss", "traces",
+ * "processes" (trace-dump names the files NAME.parquet). */
+extern const char *const export_parquet_tables[EXPORT_PQ_N_TABLES];
+
+struct export_parquet_opts {
+	uint32_t rows_per_group; /* 0: the writer's default (131072) */
+	const char *created_by; /* the files' created_by; NULL: the writer's */
+	struct export_namer names;
+	char *err;
+	size_t err_len;
+};
+
+struct export_parquet;
+
+/* The six tables' writers, table t's bytes to sinks[t] (each begins with its magic here).
+ * NULL with *err (-errno) and *table, the table that failed. */
+struct export_parquet *export_parquet_open(const struct export_parquet_opts *o,
+					   const struct export_sink sinks[EXPORT_PQ_N_TABLES],
+					   int *err, unsigned *table);
+/* Adds r's rows to every table. path is the FILE as given: its base name labels the rows
+ * (column trace), traces.path holds it whole. 0 or -errno (after an error the tables are not
+ * to be used: close them and drop what they wrote). */
+int export_parquet_add(struct export_parquet *x, struct trcfile_reader *r, const char *path);
+/* Writes the tables' last row groups and footers and frees x: 0, or the first table's error
+ * (-errno, its index in *table when table is not NULL). Accepts NULL. */
+int export_parquet_close(struct export_parquet *x, unsigned *table);
+/* open, add each of the n readers (paths[i] its FILE), close: 0 or -errno. */
+int export_parquet(struct trcfile_reader *const *r, const char *const *paths, unsigned n,
+		   const struct export_parquet_opts *o,
+		   const struct export_sink sinks[EXPORT_PQ_N_TABLES]);
 
 #endif /* TRC_EXPORT_H */

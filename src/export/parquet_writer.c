@@ -71,7 +71,8 @@ struct pq__col {
 };
 
 struct pq_writer {
-	int fd;
+	int fd; /* -1: the bytes go to sink */
+	struct export_sink sink;
 	int err;
 	int64_t off; /* bytes written */
 	const struct pq_col_def *defs;
@@ -96,6 +97,13 @@ static int pq__fail(struct pq_writer *w, int err)
 static int pq__write_all(struct pq_writer *w, const void *p, size_t n)
 {
 	const uint8_t *b = p;
+	if (w->fd < 0) {
+		int err = w->sink.write(w->sink.ctx, p, n);
+		if (err)
+			return pq__fail(w, err);
+		w->off += (int64_t)n;
+		return 0;
+	}
 	while (n) {
 		ssize_t k = write(w->fd, b, n);
 		if (k < 0) {
@@ -132,8 +140,11 @@ static uint64_t pq__ent_hash(const void *ctx, uint32_t e, uint64_t seed)
 	return u64map_hash_bytes(c->dict.p + c->ent_off[e] + 4, c->ent_len[e], seed);
 }
 
-struct pq_writer *pq_writer_open(const char *path, const struct pq_col_def *cols, unsigned n_cols,
-				 const struct pq_writer_opts *o, int *err)
+/* The writer of pq_writer_open or pq_writer_open_sink: the bytes go to path (opened here) or,
+ * path NULL, to *sink. */
+static struct pq_writer *pq__open(const char *path, const struct export_sink *sink,
+				  const struct pq_col_def *cols, unsigned n_cols,
+				  const struct pq_writer_opts *o, int *err)
 {
 	*err = -EINVAL;
 	if (!n_cols || n_cols > PQ_MAX_COLUMNS)
@@ -165,14 +176,20 @@ struct pq_writer *pq_writer_open(const char *path, const struct pq_col_def *cols
 		u64index_init(&w->cols[i].index, pq__ent_hash, &w->cols[i]);
 	}
 	thrift_enc_init(&w->hdr);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		*err = -errno;
-		goto fail_alloc;
+	if (path) {
+		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (w->fd < 0) {
+			*err = -errno;
+			goto fail_alloc;
+		}
+	} else {
+		w->fd = -1;
+		w->sink = *sink;
 	}
 	if (pq__write_all(w, "PAR1", 4)) {
 		*err = w->err;
-		close(w->fd);
+		if (w->fd >= 0)
+			close(w->fd);
 		goto fail_alloc;
 	}
 	*err = 0;
@@ -182,6 +199,19 @@ fail_alloc:
 	free(w->cols);
 	free(w);
 	return NULL;
+}
+
+struct pq_writer *pq_writer_open(const char *path, const struct pq_col_def *cols, unsigned n_cols,
+				 const struct pq_writer_opts *o, int *err)
+{
+	return pq__open(path, NULL, cols, n_cols, o, err);
+}
+
+struct pq_writer *pq_writer_open_sink(const struct export_sink *sink,
+				      const struct pq_col_def *cols, unsigned n_cols,
+				      const struct pq_writer_opts *o, int *err)
+{
+	return pq__open(NULL, sink, cols, n_cols, o, err);
 }
 
 /* ---- rows ----------------------------------------------------------------------------- */
@@ -655,7 +685,7 @@ int pq_writer_close(struct pq_writer *w)
 		if (!pq__write_all(w, w->hdr.buf, w->hdr.len))
 			pq__write_all(w, tail, 8);
 	}
-	if (close(w->fd) != 0 && !w->err)
+	if (w->fd >= 0 && close(w->fd) != 0 && !w->err)
 		w->err = -errno;
 	int err = w->err;
 	pq__free(w);

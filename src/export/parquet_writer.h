@@ -1,6 +1,6 @@
 /* parquet_writer.h - a small Apache Parquet file writer: one flat table per file.
  *
- * Purpose: trace-dump's Parquet export (tools/dump/dump_parquet.c) writes tables that DuckDB, Spark,
+ * Purpose: the Parquet export (src/export/export_parquet.c) writes tables that DuckDB, Spark,
  * Trino and ClickHouse read. Flat schema only (no nesting, no repetition): each column is an
  * INT64, an INT64 TIMESTAMP(NANOS, UTC), or a UTF-8 STRING; REQUIRED, or OPTIONAL (nulls).
  *
@@ -28,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "export.h"
 
 enum pq_col_type {
 	PQ_COL_INT64 = 1, /* INT64 */
@@ -63,6 +65,11 @@ struct pq_writer;
  * outlive the writer. NULL with *err = -errno (-EINVAL for a bad schema). */
 struct pq_writer *pq_writer_open(const char *path, const struct pq_col_def *cols, unsigned n_cols,
 				 const struct pq_writer_opts *o, int *err);
+/* The same, the file's bytes handed to sink in order (export.h; its first error is the
+ * writer's sticky error). */
+struct pq_writer *pq_writer_open_sink(const struct export_sink *sink,
+				      const struct pq_col_def *cols, unsigned n_cols,
+				      const struct pq_writer_opts *o, int *err);
 
 /* One value of column col of the current row (columns in order). 0 or the sticky error;
  * -EINVAL for a wrong column or type, or a null in a REQUIRED column. */

@@ -3,6 +3,7 @@
  * Threads: trace-dump's one thread.
  */
 #include <errno.h>
+#include <unistd.h>
 
 #include "dump_export.h"
 
@@ -35,4 +36,26 @@ static size_t dump__export_name(void *ctx, const struct trcfile_reader *r, uint3
 struct export_namer dump_export_namer(void)
 {
 	return (struct export_namer){.name = dump__export_name};
+}
+
+static int dump__export_fd_write(void *ctx, const void *p, size_t n)
+{
+	int fd = *(const int *)ctx;
+	const char *b = p;
+	while (n) {
+		ssize_t k = write(fd, b, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+struct export_sink dump_export_fd_sink(int *fd)
+{
+	return (struct export_sink){.write = dump__export_fd_write, .ctx = fd};
 }

@@ -24,6 +24,10 @@ struct dump_export_out {
  * trace-dump does (dump_out.c), so the export sees only an open's failure. */
 struct export_sink dump_export_sink(struct dump_export_out *out);
 
+/* A sink writing to *fd with write(2) (EINTR retried): -errno on an error, which the export
+ * returns (parquet's tables). */
+struct export_sink dump_export_fd_sink(int *fd);
+
 /* Functions named by dump_func_name (symbols, else module+offset, else the address). */
 struct export_namer dump_export_namer(void);
 

@@ -20,35 +20,16 @@
 #include <string.h>
 
 #include "dump_common.h"
+#include "export.h"
 
-/* The anchor of r (start_realtime_ns - start_mono_ns, from its header: the file's word) and
- * its start on CLOCK_REALTIME, checked: -ERANGE unless the anchor fits an int64 and the start
- * and the last chunk's time on CLOCK_REALTIME lie in [0, INT64_MAX]. Then every sum with the
- * anchor (here, the summary, the exporters) fits for the records the index describes, and
- * so does the difference of two files' starts. */
 int dump_anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt)
 {
-	const struct trcfile_header *h = trcfile_reader_header(r);
-	uint64_t last = 0;
-	for (unsigned i = 0; i < trcfile_reader_stream_count(r); i++) {
-		const struct trcfile_stream_info *si = trcfile_reader_stream(r, i);
-		if (si->chunks && si->last_ts_ns > last)
-			last = si->last_ts_ns;
-	}
-	int64_t end_rt;
-	if (__builtin_sub_overflow(h->start_realtime_ns, h->start_mono_ns, anchor) ||
-	    __builtin_add_overflow(dump_start_ns(r), *anchor, start_rt) ||
-	    __builtin_add_overflow(last, *anchor, &end_rt) || *start_rt < 0)
-		return -ERANGE;
-	return 0;
+	return export_anchor(r, anchor, start_rt);
 }
 
-/* ts on CLOCK_REALTIME, saturated: a record past its chunk's stated times may still lie
- * beyond the range dump_anchor checked. ts >= 0, so only the top can be passed. */
 int64_t dump_realtime(uint64_t ts, int64_t anchor)
 {
-	int64_t rt;
-	return __builtin_add_overflow(ts, anchor, &rt) ? INT64_MAX : rt;
+	return export_realtime(ts, anchor);
 }
 
 int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n)
