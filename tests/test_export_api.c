@@ -373,6 +373,168 @@ Test(export_api, parquet_trace_outside_realtime_is_erange, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* ---- perfetto --------------------------------------------------------------------------- */
+
+/* Slice begins and ends of a Trace (TracePacket = 1, track_event = 11, type = 9), and the
+ * packets. */
+static void te_pf_count(const uint8_t *b, size_t n, unsigned *packets, unsigned *begins,
+			unsigned *ends)
+{
+	const uint8_t *p = b, *end = b + n;
+	*packets = *begins = *ends = 0;
+	while (p < end) {
+		uint64_t tag = te_varint(&p, end);
+		cr_assert_eq(tag, (1 << 3) | 2, "a Trace holds packets only");
+		uint64_t len = te_varint(&p, end);
+		cr_assert_leq(len, (uint64_t)(end - p));
+		const uint8_t *q = p, *qe = p + len;
+		p += len;
+		(*packets)++;
+		while (q < qe) {
+			uint64_t t = te_varint(&q, qe);
+			switch (t & 7) {
+			case 0:
+				(void)te_varint(&q, qe);
+				continue;
+			case 1:
+				q += 8;
+				continue;
+			case 5:
+				q += 4;
+				continue;
+			}
+			uint64_t l = te_varint(&q, qe);
+			if (t >> 3 == 11) {
+				const uint8_t *e = q, *ee = q + l;
+				while (e < ee) {
+					uint64_t et = te_varint(&e, ee);
+					if ((et & 7) == 0) {
+						uint64_t v = te_varint(&e, ee);
+						if (et >> 3 == 9) {
+							*begins += v == 1;
+							*ends += v == 2;
+						}
+					} else if ((et & 7) == 2) {
+						e += te_varint(&e, ee);
+					} else {
+						e += (et & 7) == 1 ? 8 : 4;
+					}
+				}
+			}
+			q += l;
+		}
+	}
+}
+
+/* Every span and function of the small trace is one slice begin with its end: those left
+ * open end at the loss or at the end of the trace. The bytes are trace-dump's. */
+Test(export_api, perfetto_slices_balance_and_bytes_are_the_commands, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	struct tu_plan plan = {0};
+	tu_small_plan(&plan);
+	unsigned opened = 0;
+	for (size_t i = 0; i < plan.n; i++)
+		for (size_t k = 0; k < plan.streams[i].n; k++)
+			opened += plan.streams[i].recs[k].type == TRC_REC_SPAN_BEGIN ||
+				  plan.streams[i].recs[k].type == TRC_REC_FUNC_ENTER;
+	tu_plan_free(&plan);
+	char path[300], err[256] = "";
+	snprintf(path, sizeof(path), "%s/in.trc", dir);
+	struct te_mem m = {0};
+	struct export_sink sink = {te_mem_write, &m};
+	struct export_input in = {r, path};
+	struct export_perfetto_opts o = {.to_ns = UINT64_MAX, .err = err, .err_len = 256};
+	struct export_perfetto_result res;
+	cr_assert_eq(export_perfetto(&in, 1, &o, &sink, &res), 0, "%s", err);
+	cr_expect_eq(res.too_deep, 0);
+	unsigned packets, begins, ends;
+	te_pf_count(m.p, m.len, &packets, &begins, &ends);
+	cr_expect_eq(begins, opened, "%u begins, %u spans and functions", begins, opened);
+	cr_expect_eq(ends, opened, "%u ends", ends);
+	cr_expect(te_has(m.p, m.len, "worker \"1\""));
+	cr_expect(te_has(m.p, m.len, "prog+0x2136"));
+	cr_assert_eq(tu_sh("%s/bin/trace-dump perfetto '%s' -o '%s/out.pf' 2>/dev/null",
+			   tu_build(), path, dir),
+		     0);
+	size_t n;
+	uint8_t *b = te_slurp(dir, "out.pf", &n);
+	cr_expect(n == m.len && !memcmp(b, m.p, n), "%zu bytes, the command's %zu", m.len, n);
+	free(b);
+	/* Two traces: one output, each trace's pids in its own range, as the command's. */
+	free(m.p);
+	m = (struct te_mem){0};
+	struct trcfile_reader *r2 = NULL;
+	cr_assert_eq(trcfile_reader_open(path, &r2, err, sizeof(err)), 0);
+	struct export_input two[] = {{r, path}, {r2, path}};
+	cr_assert_eq(export_perfetto(two, 2, &o, &sink, &res), 0, "%s", err);
+	te_pf_count(m.p, m.len, &packets, &begins, &ends);
+	cr_expect_eq(begins, 2 * opened);
+	cr_expect_eq(ends, 2 * opened);
+	cr_expect(te_has(m.p, m.len, "testhost in.trc: prog"), "processes named HOST TRACE: name");
+	cr_assert_eq(tu_sh("%s/bin/trace-dump perfetto '%s' '%s' -o '%s/two.pf' 2>/dev/null",
+			   tu_build(), path, path, dir),
+		     0);
+	b = te_slurp(dir, "two.pf", &n);
+	cr_expect(n == m.len && !memcmp(b, m.p, n), "%zu bytes, the command's %zu", m.len, n);
+	free(b);
+	free(m.p);
+	trcfile_reader_close(r2);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+static unsigned te_splits;
+static int te_split_ok(void *ctx)
+{
+	(void)ctx;
+	te_splits++;
+	return 0;
+}
+
+static int te_split_fail(void *ctx)
+{
+	(void)ctx;
+	return -EDQUOT;
+}
+
+Test(export_api, perfetto_failures_come_back, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	char err[256] = "";
+	struct export_input in = {r, "in.trc"};
+	struct export_perfetto_opts o = {.to_ns = UINT64_MAX, .err = err, .err_len = 256};
+	struct export_perfetto_result res;
+	/* A full disk: the sink's error, said; nothing was cut short silently. */
+	struct te_full f = {.room = 100};
+	struct export_sink full = {te_full_write, &f};
+	cr_expect_eq(export_perfetto(&in, 1, &o, &full, &res), -ENOSPC);
+	cr_expect_str_eq(err, strerror(ENOSPC));
+	cr_expect_eq(res.failed_input, -1);
+	/* Options that do not fit. */
+	struct export_input two[] = {in, in};
+	o.has_from = true;
+	cr_expect_eq(export_perfetto(two, 2, &o, &full, &res), -EINVAL);
+	cr_expect_str_eq(err, "a range or a split takes one trace");
+	o.has_from = false;
+	/* A split every packet: each file a whole trace; a split that fails stops the export. */
+	struct te_mem m = {0};
+	struct export_sink mem = {te_mem_write, &m};
+	o.split_bytes = 1;
+	o.split = te_split_ok;
+	te_splits = 0;
+	cr_expect_eq(export_perfetto(&in, 1, &o, &mem, &res), 0, "%s", err);
+	cr_expect_gt(te_splits, 10, "%u splits", te_splits);
+	o.split = te_split_fail;
+	cr_expect_eq(export_perfetto(&in, 1, &o, &mem, &res), -EDQUOT);
+	cr_expect(res.split_failed);
+	free(m.p);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
 /* ---- the shared span stacks ------------------------------------------------------------- */
 
 Test(export_api, span_stack_balances_and_forgets_its_outer_half, .timeout = 30)

@@ -136,4 +136,49 @@ int export_parquet(struct trcfile_reader *const *r, const char *const *paths, un
 		   const struct export_parquet_opts *o,
 		   const struct export_sink sinks[EXPORT_PQ_N_TABLES]);
 
+/* ---- perfetto: Perfetto's protobuf trace, export_perfetto.c ------------------------------ */
+
+/* One trace of an export: its reader and the FILE it came from (its base name labels it when
+ * several traces share an output). */
+struct export_input {
+	struct trcfile_reader *r;
+	const char *path;
+};
+
+struct export_perfetto_opts {
+	/* One trace only: the records from from_ns to to_ns (both included, counted from
+	 * export_start_ns); has_from: from_ns given (the reader seeks there, the trace begins
+	 * there). to_ns UINT64_MAX: to the end. */
+	bool has_from;
+	uint64_t from_ns, to_ns;
+	/* One trace only: with split_bytes, once a file holds that many bytes the export ends
+	 * it at a record boundary (open slices end, flagged split), calls split(split_ctx) (the
+	 * caller makes the sink write to the next file: 0, or -errno to stop), and begins the
+	 * next file as a whole trace (open slices begin again, flagged continued). */
+	uint64_t split_bytes;
+	int (*split)(void *ctx);
+	void *split_ctx;
+	struct export_namer names;
+	char *err;
+	size_t err_len;
+};
+
+struct export_perfetto_result {
+	uint64_t too_deep; /* span or function begins left out past EXPORT_PERFETTO_MAX_DEPTH */
+	int failed_input; /* the trace a read error came from (in's index); -1: none */
+	bool split_failed; /* the error is split's own */
+	bool flushed; /* every byte made was handed to the sink (a read error's too) */
+};
+
+#define EXPORT_PERFETTO_MAX_DEPTH (1u << 16) /* open slices kept per thread */
+
+/* Writes the n traces of in to sink as one Perfetto trace: one trace on CLOCK_MONOTONIC,
+ * several merged on CLOCK_REALTIME, trace i's pids and tids shown as id +
+ * export_pid_offset(i, n). 0 or -errno: a read error (res->failed_input names the trace,
+ * what was made is handed to the sink first), the sink's or split's error, -ENOMEM,
+ * -EINVAL for options that do not fit. */
+int export_perfetto(const struct export_input *in, unsigned n,
+		    const struct export_perfetto_opts *o, const struct export_sink *sink,
+		    struct export_perfetto_result *res);
+
 #endif /* TRC_EXPORT_H */
