@@ -535,6 +535,123 @@ Test(export_api, perfetto_failures_come_back, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* ---- chrome ----------------------------------------------------------------------------- */
+
+static unsigned te_count(const struct te_mem *m, const char *s)
+{
+	unsigned n = 0;
+	size_t k = strlen(s);
+	for (const uint8_t *p = m->p, *end = m->p + m->len;
+	     (p = memmem(p, (size_t)(end - p), s, k)); p += k)
+		n++;
+	return n;
+}
+
+static bool te_taken_back;
+static bool te_take_back(void *ctx)
+{
+	(void)ctx;
+	return te_taken_back;
+}
+
+/* Every span and function is one "B" with its "E" (those left open end at the loss, flagged,
+ * or at the end, unfinished); the document is trace-dump's, for one trace and for two. */
+Test(export_api, chrome_spans_balance_and_bytes_are_the_commands, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	struct tu_plan plan = {0};
+	tu_small_plan(&plan);
+	unsigned opened = 0;
+	for (size_t i = 0; i < plan.n; i++)
+		for (size_t k = 0; k < plan.streams[i].n; k++)
+			opened += plan.streams[i].recs[k].type == TRC_REC_SPAN_BEGIN ||
+				  plan.streams[i].recs[k].type == TRC_REC_FUNC_ENTER;
+	tu_plan_free(&plan);
+	char path[300], err[256] = "";
+	snprintf(path, sizeof(path), "%s/in.trc", dir);
+	struct te_mem m = {0};
+	struct export_sink sink = {te_mem_write, &m};
+	struct export_input in = {r, path};
+	struct export_chrome_opts o = {.to_ns = UINT64_MAX, .err = err, .err_len = 256};
+	cr_assert_eq(export_chrome(&in, 1, &o, &sink, NULL), 0, "%s", err);
+	cr_expect_eq(te_count(&m, "{\"ph\":\"B\""), opened);
+	cr_expect_eq(te_count(&m, "{\"ph\":\"E\""), opened);
+	/* a's last end closes compute (the innermost), so main is closed at the end; b's span
+	 * ends at its loss, and its end after the loss has no begin. */
+	cr_expect_eq(te_count(&m, "\"unfinished\":true"), 1);
+	cr_expect_eq(te_count(&m, "\"cut_by_loss\":true"), 1);
+	cr_expect(te_has(m.p, m.len, "\"name\":\"prog+0x2136\""));
+	cr_expect(te_has(m.p, m.len, "\"spans_closed_at_end\":1,\"spans_unmatched_end\":1"));
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome '%s' -o '%s/out.json' 2>/dev/null",
+			   tu_build(), path, dir),
+		     0);
+	size_t n;
+	uint8_t *b = te_slurp(dir, "out.json", &n);
+	cr_expect(n == m.len && !memcmp(b, m.p, n), "%zu bytes, the command's %zu", m.len, n);
+	free(b);
+	free(m.p);
+	m = (struct te_mem){0};
+	struct trcfile_reader *r2 = NULL;
+	cr_assert_eq(trcfile_reader_open(path, &r2, err, sizeof(err)), 0);
+	struct export_input two[] = {{r, path}, {r2, path}};
+	cr_assert_eq(export_chrome(two, 2, &o, &sink, NULL), 0, "%s", err);
+	cr_expect_eq(te_count(&m, "{\"ph\":\"B\""), 2 * opened);
+	cr_expect(te_has(m.p, m.len, "\"pid_offset\":20000000"));
+	cr_expect(te_has(m.p, m.len, "\"pid\":10004242"));
+	cr_assert_eq(tu_sh("%s/bin/trace-dump chrome '%s' '%s' > '%s/two.json' 2>/dev/null",
+			   tu_build(), path, path, dir),
+		     0);
+	b = te_slurp(dir, "two.json", &n);
+	cr_expect(n == m.len && !memcmp(b, m.p, n), "%zu bytes, the command's %zu", m.len, n);
+	free(b);
+	free(m.p);
+	trcfile_reader_close(r2);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+/* A failure half-way: the error comes back; a document the caller cannot take back is
+ * closed, saying why, and one it takes back gets nothing more. */
+Test(export_api, chrome_failures_come_back, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *r = te_small(dir);
+	char err[256] = "";
+	struct export_input in = {r, "in.trc"};
+	struct export_chrome_opts o = {.to_ns = UINT64_MAX,
+				       .fail_after = 5,
+				       .fail_msg = "broken here",
+				       .taken_back = te_take_back,
+				       .err = err,
+				       .err_len = 256};
+	struct export_chrome_result res;
+	struct te_mem m = {0};
+	struct export_sink sink = {te_mem_write, &m};
+	te_taken_back = false;
+	cr_expect_eq(export_chrome(&in, 1, &o, &sink, &res), -EIO);
+	cr_expect_str_eq(err, "broken here");
+	cr_expect_eq(res.failed_input, 0);
+	static const char tail[] = "\n],\n\"otherData\":{\"incomplete\":true,\"error\":"
+				   "\"broken here\"}}\n";
+	cr_expect(m.len > sizeof(tail) && !memcmp(m.p + m.len - (sizeof(tail) - 1), tail,
+						  sizeof(tail) - 1));
+	free(m.p);
+	m = (struct te_mem){0};
+	te_taken_back = true;
+	cr_expect_eq(export_chrome(&in, 1, &o, &sink, &res), -EIO);
+	cr_expect_eq(m.len, 0, "the small document was still in the buffer: nothing handed over");
+	/* A full disk. */
+	o.fail_after = 0;
+	struct te_full f = {.room = 0};
+	struct export_sink full = {te_full_write, &f};
+	cr_expect_eq(export_chrome(&in, 1, &o, &full, &res), -ENOSPC);
+	cr_expect_str_eq(err, strerror(ENOSPC));
+	free(m.p);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
 /* ---- the shared span stacks ------------------------------------------------------------- */
 
 Test(export_api, span_stack_balances_and_forgets_its_outer_half, .timeout = 30)

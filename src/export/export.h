@@ -136,14 +136,14 @@ int export_parquet(struct trcfile_reader *const *r, const char *const *paths, un
 		   const struct export_parquet_opts *o,
 		   const struct export_sink sinks[EXPORT_PQ_N_TABLES]);
 
-/* ---- perfetto: Perfetto's protobuf trace, export_perfetto.c ------------------------------ */
-
 /* One trace of an export: its reader and the FILE it came from (its base name labels it when
  * several traces share an output). */
 struct export_input {
 	struct trcfile_reader *r;
 	const char *path;
 };
+
+/* ---- perfetto: Perfetto's protobuf trace, export_perfetto.c ------------------------------ */
 
 struct export_perfetto_opts {
 	/* One trace only: the records from from_ns to to_ns (both included, counted from
@@ -180,5 +180,43 @@ struct export_perfetto_result {
 int export_perfetto(const struct export_input *in, unsigned n,
 		    const struct export_perfetto_opts *o, const struct export_sink *sink,
 		    struct export_perfetto_result *res);
+
+/* ---- chrome: Chrome Trace Event JSON, export_chrome.c ------------------------------------- */
+
+struct export_chrome_opts {
+	/* One trace only, as export_perfetto_opts: the range, and the split of the output into
+	 * files of split_bytes (open spans end there, args.split, and begin again in the next
+	 * file, args.continued). */
+	bool has_from;
+	uint64_t from_ns, to_ns;
+	uint64_t split_bytes;
+	int (*split)(void *ctx);
+	void *split_ctx;
+	/* A read failure half-way: taken_back(ctx) says whether the caller drops or cuts back
+	 * what this document wrote (then the rest is not handed over); when it cannot (NULL, or
+	 * false: a pipe), the document is closed after the last whole event with otherData
+	 * {incomplete, error}. */
+	bool (*taken_back)(void *ctx);
+	void *taken_back_ctx;
+	/* Tests: fail as a damaged chunk would after fail_after records (0: never), with
+	 * fail_msg as the reason. */
+	uint64_t fail_after;
+	const char *fail_msg;
+	struct export_namer names;
+	char *err;
+	size_t err_len;
+};
+
+struct export_chrome_result {
+	int failed_input; /* the trace the failure came from (in's index); -1: none */
+	bool split_failed; /* the error is split's own */
+};
+
+/* Writes the n traces of in to sink as one JSON document: one trace's times from its start
+ * of recording, several merged on CLOCK_REALTIME, trace i's pids shown as pid +
+ * export_pid_offset(i, n). 0 or -errno: a read error (res->failed_input), the sink's or
+ * split's, -ENOMEM, -EINVAL for options that do not fit. */
+int export_chrome(const struct export_input *in, unsigned n, const struct export_chrome_opts *o,
+		  const struct export_sink *sink, struct export_chrome_result *res);
 
 #endif /* TRC_EXPORT_H */

@@ -17,7 +17,12 @@ static int dump__export_write(void *ctx, const void *p, size_t n)
 		}
 		out->opened = true;
 	}
-	dump_write(p, n);
+	if (out->direct) {
+		dump_flush();
+		dump__write_direct(p, n);
+	} else {
+		dump_write(p, n);
+	}
 	return 0;
 }
 
