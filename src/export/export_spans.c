@@ -8,7 +8,8 @@
 
 #include "export_spans.h"
 
-int export_stack_push(struct export_stack *s, const struct export_frame *f, size_t max_frames)
+int export__stack_push_full(struct export_stack *s, const struct export_frame *f,
+			    size_t max_frames)
 {
 	if (s->n == s->cap) {
 		if (max_frames && s->cap >= max_frames) {

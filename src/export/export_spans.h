@@ -48,9 +48,20 @@ struct export_stack {
 	size_t n, cap;
 };
 
+/* The full stack's push (export_spans.c): grows it, or forgets its outer half. */
+int export__stack_push_full(struct export_stack *s, const struct export_frame *f,
+			    size_t max_frames);
+
 /* Pushes f. With max_frames (0: no limit) reached the outer half is forgotten first.
- * 0, or -ENOMEM (nothing pushed). */
-int export_stack_push(struct export_stack *s, const struct export_frame *f, size_t max_frames);
+ * 0, or -ENOMEM (nothing pushed). Inline: a push per span begin of every export. */
+static inline int export_stack_push(struct export_stack *s, const struct export_frame *f,
+				    size_t max_frames)
+{
+	if (__builtin_expect(s->n == s->cap, 0))
+		return export__stack_push_full(s, f, max_frames);
+	s->v[s->n++] = *f;
+	return 0;
+}
 
 /* Closes the innermost frame: the frame (valid until the next push), or NULL when nothing is
  * open (an unmatched end). */
