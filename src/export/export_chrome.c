@@ -639,7 +639,7 @@ static int export__ch_multi(struct export__chrome *c, const struct export_input 
 	if (!stacks)
 		goto nomem;
 	c->first = true;
-	err = export_merge_start(&m, r, n);
+	err = export_merge_start(&m, r, n, NULL);
 	if (err) {
 		res->failed_input = m.failed;
 		export__ch_say(o, err == -ERANGE ? "its start on CLOCK_REALTIME is out of range"

@@ -9,7 +9,8 @@
 #include "export.h"
 #include "export_merge.h"
 
-int export_merge_start(struct export_merge *m, struct trcfile_reader *const *r, unsigned n)
+int export_merge_start(struct export_merge *m, struct trcfile_reader *const *r, unsigned n,
+		       bool *const *include)
 {
 	memset(m, 0, sizeof(*m));
 	m->last = -1;
@@ -27,7 +28,8 @@ int export_merge_start(struct export_merge *m, struct trcfile_reader *const *r, 
 		}
 		if (i == 0 || s < m->start_rt)
 			m->start_rt = s;
-		t->it = trcfile_iter_new(t->r);
+		t->it = include && include[i] ? trcfile_iter_new_subset(t->r, include[i])
+					      : trcfile_iter_new(t->r);
 		if (!t->it) {
 			m->failed = (int)i;
 			return -ENOMEM;

@@ -5,8 +5,8 @@
  * file); this merges those heads by real time, t_rt = ts_ns + anchor where anchor =
  * start_realtime_ns - start_mono_ns of that trace's header (export_anchor), so traces from
  * several machines line up. Ties go to the trace given first, so the order is the same on
- * every run. trace-dump's own merge for its text commands (tools/dump/dump_multi.c) follows
- * the same rule.
+ * every run. trace-dump's text commands merge several traces with it too
+ * (tools/dump/dump_multi.c).
  *
  * Invariant: a record returned by export_merge_next (and its strings) stays valid until the
  * next call: the trace it came from is advanced only then. Memory: one iterator per trace;
@@ -16,6 +16,7 @@
 #ifndef TRC_EXPORT_MERGE_H
 #define TRC_EXPORT_MERGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trcfile.h"
@@ -37,9 +38,11 @@ struct export_merge {
 	int failed; /* the trace of the last error */
 };
 
-/* Starts merging the n readers: -ERANGE when one's anchor is out of range (export_anchor;
- * its index in m->failed), -ENOMEM; 0. export_merge_stop frees what was made either way. */
-int export_merge_start(struct export_merge *m, struct trcfile_reader *const *r, unsigned n);
+/* Starts merging the n readers, each over the streams include[i] selects (include or
+ * include[i] NULL: all): -ERANGE when one's anchor is out of range (export_anchor; its index
+ * in m->failed), -ENOMEM; 0. export_merge_stop frees what was made either way. */
+int export_merge_start(struct export_merge *m, struct trcfile_reader *const *r, unsigned n,
+		       bool *const *include);
 /* The next record of all traces in CLOCK_REALTIME order: 1 with *rec, *trace and *sidx
  * filled, 0 at the end, -errno (the reader's message in m->t[m->failed].r). */
 int export_merge_next(struct export_merge *m, struct trc_record *rec, unsigned *trace,

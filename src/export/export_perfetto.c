@@ -1569,7 +1569,7 @@ static int export__pf_multi(struct export__pf *p, const struct export_input *in,
 		labels[i] = (struct export__pf_label){
 			host, strcspn(host, " "), slash ? slash + 1 : in[i].path};
 	}
-	err = export_merge_start(&m, r, n);
+	err = export_merge_start(&m, r, n, NULL);
 	if (err) {
 		res->failed_input = m.failed;
 		export__pf_say(p->o, err == -ERANGE ? "its start on CLOCK_REALTIME is out of range"

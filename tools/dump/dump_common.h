@@ -24,6 +24,7 @@
 
 #include "cli_bytes.h" /* cli_fmt_bytes: sizes as both commands print them */
 #include "cli_outfile.h"
+#include "export_merge.h"
 #include "trcfile.h"
 
 #define DUMP_EXIT_OK 0
@@ -212,18 +213,14 @@ struct dump_trace {
 	size_t host_len;
 	const char *trace; /* the FILE's base name: the trace's label */
 	int64_t anchor; /* start_realtime_ns - start_mono_ns: ts_ns + anchor is CLOCK_REALTIME */
-	struct trcfile_iter *it;
-	struct trc_record rec; /* the head */
-	unsigned sidx;
-	int state; /* 0 not read yet, 1 head valid, 2 at the end */
 };
 
 struct dump_traces {
 	struct dump_trace *t;
 	unsigned n;
 	int64_t start_rt; /* the earliest start of recording on CLOCK_REALTIME */
-	int last; /* the file whose record was returned last (advanced on the next call) */
 	int failed; /* the file of the last error */
+	struct export_merge merge; /* src/export/export_merge.h, from dump_traces_start */
 };
 
 /* Opens the n FILEs (messages printed): DUMP_EXIT_OK or DUMP_EXIT_FAIL (all closed then). */

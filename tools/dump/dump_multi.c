@@ -1,16 +1,15 @@
 /* dump_multi.c - several traces as one: readers opened together, records merged on
  * CLOCK_REALTIME, each labelled by its host and trace.
  *
- * Purpose: the commands that accept several FILEs (events, chrome, perfetto, summary, parquet:
- * open, start, then dump_traces_next until 0) see one record stream. Each file keeps its own
- * merged iterator (trcfile_iter: time order within the file); this file merges those heads by
- * real time, t_rt = ts_ns + anchor where anchor = start_realtime_ns -
- * start_mono_ns of that file's header, so traces from several machines line up. Ties go to
- * the file given first, so the order is the same on every run.
+ * Purpose: the commands that accept several FILEs (events, chrome, perfetto, summary, parquet)
+ * open them here, each checked and labelled by its host and trace; events and summary then
+ * see one record stream (start, then dump_traces_next until 0), the merge of
+ * src/export/export_merge.h: heads by real time, t_rt = ts_ns + anchor where anchor =
+ * start_realtime_ns - start_mono_ns of that file's header, so traces from several machines
+ * line up; ties go to the file given first, so the order is the same on every run.
  *
  * Invariant: a record returned by dump_traces_next (and its strings) stays valid until the
- * next call: the file it came from is advanced only then. Memory: one iterator per file (the
- * reader's bound per file); the head search is linear in the number of files.
+ * next call: the file it came from is advanced only then.
  *
  * Threads: single-threaded.
  */
@@ -21,6 +20,7 @@
 
 #include "dump_common.h"
 #include "export.h"
+#include "export_merge.h"
 
 int dump_anchor(const struct trcfile_reader *r, int64_t *anchor, int64_t *start_rt)
 {
@@ -40,7 +40,6 @@ int dump_traces_open(struct dump_traces *m, char *const *paths, unsigned n)
 		dump_error("out of memory");
 		return DUMP_EXIT_FAIL;
 	}
-	m->last = -1;
 	for (unsigned i = 0; i < n; i++) {
 		struct dump_trace *t = &m->t[i];
 		t->path = paths[i];
@@ -79,76 +78,43 @@ uint64_t dump_trace_start(const struct dump_traces *m, unsigned i)
 
 int dump_traces_start(struct dump_traces *m, bool *const *include)
 {
-	for (unsigned i = 0; i < m->n; i++) {
-		struct dump_trace *t = &m->t[i];
-		t->it = include && include[i] ? trcfile_iter_new_subset(t->r, include[i])
-					      : trcfile_iter_new(t->r);
-		if (!t->it) {
-			dump_error("%s: %s", t->path,
-				   trcfile_reader_errmsg(t->r)[0] ? trcfile_reader_errmsg(t->r)
-								  : "out of memory");
-			return DUMP_EXIT_FAIL;
-		}
-		t->state = 0;
+	export_merge_stop(&m->merge);
+	struct trcfile_reader **r = calloc(m->n ? m->n : 1, sizeof(*r));
+	if (!r) {
+		dump_error("out of memory");
+		return DUMP_EXIT_FAIL;
 	}
-	m->last = -1;
+	for (unsigned i = 0; i < m->n; i++)
+		r[i] = m->t[i].r;
+	int err = export_merge_start(&m->merge, r, m->n, include);
+	free(r);
+	if (err) {
+		/* The anchors were checked at open: only an iterator can fail here. */
+		const struct dump_trace *t = &m->t[m->merge.failed];
+		dump_error("%s: %s", t->path,
+			   trcfile_reader_errmsg(t->r)[0] ? trcfile_reader_errmsg(t->r)
+							  : "out of memory");
+		return DUMP_EXIT_FAIL;
+	}
 	return DUMP_EXIT_OK;
-}
-
-/* Reads the next head of file i: 0 ok (maybe at its end), -errno. */
-static int dump__advance(struct dump_traces *m, unsigned i)
-{
-	struct dump_trace *t = &m->t[i];
-	int k = trcfile_iter_next(t->it, &t->rec, &t->sidx);
-	if (k < 0) {
-		m->failed = (int)i;
-		return k;
-	}
-	t->state = k == 1 ? 1 : 2;
-	return 0;
 }
 
 int dump_traces_next(struct dump_traces *m, struct trc_record *rec, unsigned *trace, unsigned *sidx)
 {
-	if (m->last >= 0) {
-		int err = dump__advance(m, (unsigned)m->last);
-		m->last = -1;
-		if (err)
-			return err;
-	}
-	int best = -1;
-	int64_t best_rt = 0;
-	for (unsigned i = 0; i < m->n; i++) {
-		struct dump_trace *t = &m->t[i];
-		if (t->state == 0) {
-			int err = dump__advance(m, i);
-			if (err)
-				return err;
-		}
-		if (t->state != 1)
-			continue;
-		int64_t rt = dump_realtime(t->rec.ts_ns, t->anchor);
-		if (best < 0 || rt < best_rt) {
-			best = (int)i;
-			best_rt = rt;
-		}
-	}
-	if (best < 0)
-		return 0;
-	m->last = best;
-	*rec = m->t[best].rec;
-	*trace = (unsigned)best;
-	if (sidx)
-		*sidx = m->t[best].sidx;
-	return 1;
+	unsigned s;
+	int k = export_merge_next(&m->merge, rec, trace, &s);
+	if (k < 0)
+		m->failed = m->merge.failed;
+	if (k == 1 && sidx)
+		*sidx = s;
+	return k;
 }
 
 void dump_traces_close(struct dump_traces *m)
 {
-	for (unsigned i = 0; m->t && i < m->n; i++) {
-		trcfile_iter_free(m->t[i].it);
+	export_merge_stop(&m->merge);
+	for (unsigned i = 0; m->t && i < m->n; i++)
 		dump_reader_free(m->t[i].r);
-	}
 	free(m->t);
 	memset(m, 0, sizeof(*m));
 }
