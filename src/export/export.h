@@ -40,6 +40,10 @@ struct export_namer {
 	size_t (*name)(void *ctx, const struct trcfile_reader *r, uint32_t pid, uint64_t addr,
 		       char *buf, size_t len);
 	void *ctx;
+	/* The namer may print (a module's warning, once): a text export hands what it has
+	 * made to the sink before each call, so that output comes first (sink writes of a few
+	 * bytes then). */
+	bool flush_first;
 };
 
 /* Without symbols: "module+0xOFFSET" when a module record covers addr, else "0xADDR". */

@@ -150,6 +150,8 @@ static void export__ch_name(const struct export__chrome *c, uint32_t id)
 static void export__ch_func_name(const struct export__chrome *c, uint32_t pid, uint64_t addr)
 {
 	char b[320];
+	if (c->names.flush_first)
+		export_text_flush(c->out);
 	size_t k = c->names.name(c->names.ctx, c->r, pid, addr, b, sizeof(b));
 	export_text_str(c->out, ",\"name\":");
 	export_text_json_str(c->out, b, k);

@@ -135,7 +135,7 @@ static int dump__chrome_export(const struct export_input *in, unsigned n, struct
 		.taken_back_ctx = &co,
 		.fail_after = fail_env ? strtoull(fail_env, NULL, 10) + 1 : 0,
 		.fail_msg = "injected failure (TRC_TEST_CHROME_FAIL_AFTER)",
-		.names = {dump__chrome_name, syms},
+		.names = {dump__chrome_name, syms, .flush_first = true},
 		.err = err,
 		.err_len = sizeof(err),
 	};
@@ -145,6 +145,8 @@ static int dump__chrome_export(const struct export_input *in, unsigned n, struct
 			return DUMP_EXIT_FAIL; /* said by dump_outfile_next */
 		if (n == 1 && res.failed_input == 0)
 			dump_outfile_close(of);
+		else if (res.failed_input >= 0)
+			dump_flush(); /* what the merge made before the failure */
 		if (res.failed_input >= 0)
 			dump_error("%s: %s", in[res.failed_input].path, err);
 		else

@@ -17,7 +17,7 @@ static int dump__export_write(void *ctx, const void *p, size_t n)
 		}
 		out->opened = true;
 	}
-	if (out->direct) {
+	if (out->direct && n >= DUMP_OUT_BYTES / 2) {
 		dump_flush();
 		dump__write_direct(p, n);
 	} else {

@@ -18,7 +18,7 @@
 struct dump_export_out {
 	struct dump_outfile *of;
 	bool opened, failed;
-	bool direct; /* each write straight to the output after what is buffered (large ones) */
+	bool direct; /* large writes straight to the output, after what is buffered */
 };
 
 /* A sink writing through dump_write: a write error ends trace-dump there, as every output of
