@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 struct trcfile_reader;
+struct export_text;
 
 /* Where an export's bytes go: write(ctx, p, n) takes all n bytes or returns -errno. */
 struct export_sink {
@@ -40,9 +41,10 @@ struct export_namer {
 	size_t (*name)(void *ctx, const struct trcfile_reader *r, uint32_t pid, uint64_t addr,
 		       char *buf, size_t len);
 	void *ctx;
-	/* The namer may print (a module's warning, once): a text export hands what it has
-	 * made to the sink before each call, so that output comes first (sink writes of a few
-	 * bytes then). */
+	/* The namer may print (a module's warning, once) and cannot reach the export's buffer:
+	 * a text export hands what it has made to the sink before each call, so that output
+	 * comes first (a sink write of a few bytes a name). A caller that gives the export its
+	 * buffer (export_chrome_opts.text) flushes it itself when it prints instead. */
 	bool flush_first;
 };
 
@@ -207,6 +209,9 @@ struct export_chrome_opts {
 	uint64_t fail_after;
 	const char *fail_msg;
 	struct export_namer names;
+	/* The buffer the document is made in (export_text.h): NULL, the export's own; given, the
+	 * caller's, which can flush it (export_text_flush) before it prints. */
+	struct export_text *text;
 	char *err;
 	size_t err_len;
 };

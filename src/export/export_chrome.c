@@ -767,7 +767,7 @@ int export_chrome(const struct export_input *in, unsigned n, const struct export
 	}
 	int err = -ENOMEM;
 	struct export__chrome *c = calloc(1, sizeof(*c));
-	struct export_text *out = malloc(sizeof(*out));
+	struct export_text *out = o->text ? o->text : malloc(sizeof(*out));
 	if (!c || !out) {
 		export__ch_say(o, "out of memory");
 		goto out;
@@ -791,6 +791,7 @@ out:
 		u64map_destroy(&c->shown_threads);
 	}
 	free(c);
-	free(out);
+	if (!o->text)
+		free(out);
 	return err;
 }

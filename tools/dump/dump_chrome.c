@@ -21,6 +21,7 @@
 #include "dump_common.h"
 #include "dump_export.h"
 #include "dump_symbols.h"
+#include "export_text.h"
 
 static const char dump__chrome_help[] =
 	"usage: trace-dump chrome [--from T] [--to T] [-o OUT [--split-size SIZE]] FILE\n"
@@ -69,6 +70,18 @@ static size_t dump__chrome_name(void *ctx, const struct trcfile_reader *r, uint3
 		return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 	}
 	return strlen(sym_display(syms, pid, addr, buf, len));
+}
+
+/* The document's buffer: a module's warning is printed after what was made before it (the
+ * buffer, then trace-dump's), and a closed pipe ends trace-dump there, quietly. */
+static struct export_text dump__chrome_text;
+
+static void dump__chrome_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	export_text_flush(&dump__chrome_text);
+	dump_flush();
+	fprintf(stderr, "trace-dump: %s\n", msg);
 }
 
 /* What a failed export can take back: its file, dropped or cut back to start (-1: a pipe,
@@ -135,7 +148,10 @@ static int dump__chrome_export(const struct export_input *in, unsigned n, struct
 		.taken_back_ctx = &co,
 		.fail_after = fail_env ? strtoull(fail_env, NULL, 10) + 1 : 0,
 		.fail_msg = "injected failure (TRC_TEST_CHROME_FAIL_AFTER)",
-		.names = {dump__chrome_name, syms, .flush_first = true},
+		/* One FILE: its resolver's warnings flush the buffer; several: dump_func_name's
+		 * cannot, so the export hands its output over before each name. */
+		.names = {dump__chrome_name, syms, .flush_first = n > 1},
+		.text = &dump__chrome_text,
 		.err = err,
 		.err_len = sizeof(err),
 	};
@@ -230,7 +246,7 @@ int dump_chrome_main(int argc, char **argv)
 	struct trcfile_reader *r = dump_open(path, false);
 	if (!r)
 		return DUMP_EXIT_FAIL;
-	struct sym_resolver *syms = dump_symbols_new(r);
+	struct sym_resolver *syms = dump_symbols_new_warn(r, dump__chrome_warn, NULL);
 	struct export_input in = {r, path};
 	int rc = dump__chrome_export(&in, 1, &of, &sl, syms);
 	sym_resolver_free(syms);

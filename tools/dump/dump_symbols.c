@@ -39,10 +39,16 @@ static void dump__symbols_no_network(void)
 		unsetenv("DEBUGINFOD_URLS");
 }
 
-struct sym_resolver *dump_symbols_new(const struct trcfile_reader *r)
+struct sym_resolver *dump_symbols_new_warn(const struct trcfile_reader *r, sym_warn_fn warn,
+					   void *ctx)
 {
 	dump__symbols_no_network();
-	return sym_resolver_new(r, dump__symbols_warn, NULL);
+	return sym_resolver_new(r, warn, ctx);
+}
+
+struct sym_resolver *dump_symbols_new(const struct trcfile_reader *r)
+{
+	return dump_symbols_new_warn(r, dump__symbols_warn, NULL);
 }
 
 /* One resolver per open reader (several FILEs: one each). s NULL after an out-of-memory

@@ -9,5 +9,9 @@
 
 /* A resolver over r's modules; NULL when out of memory (then addresses show module+offset). */
 struct sym_resolver *dump_symbols_new(const struct trcfile_reader *r);
+/* The same with the caller's warn (which prints "trace-dump: MESSAGE" after what it has made
+ * is written: chrome's own buffer, then trace-dump's). */
+struct sym_resolver *dump_symbols_new_warn(const struct trcfile_reader *r, sym_warn_fn warn,
+					   void *ctx);
 
 #endif /* TRC_DUMP_SYMBOLS_H */
