@@ -198,9 +198,8 @@ static void export__pq_put_name(struct export_parquet *d, struct pq_writer *w, u
 	}
 }
 
-/* A function by address: module+offset when a module record covers it, else 0x... */
-/* A function by the name every other output gives it (dump_func_name: its symbol, else
- * module+offset, else the address). */
+/* A function by the caller's namer, the name every other output gives it (trace-dump: its
+ * symbol, else module+offset, else the address). */
 static void export__pq_put_func(struct export_parquet *d, struct pq_writer *w, unsigned col, uint32_t pid,
 			uint64_t addr)
 {

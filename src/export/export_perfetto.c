@@ -69,7 +69,7 @@
  * table (capped, as chrome's) and a 1 MiB output buffer: never the number of events.
  *
  * Speed: records come from the merge in runs (trcfile_iter_next_refs); slice begins and ends
- * and counter values of known tracks take dump__pf_hot, inlined in the loop, which places
+ * and counter values of known tracks take export__pf_hot, inlined in the loop, which places
  * the packet with a few unaligned stores and sizes its varints without branches (the
  * deltas' sizes follow no pattern a branch predictor learns); everything else, and the
  * first use of a name or track, takes the general path (pb_wire.h), with the same bytes.
@@ -77,7 +77,7 @@
  * Several traces (one output): records merged on CLOCK_REALTIME (export_merge.h), written on that
  * clock (each trace's records shifted by its anchor, start_realtime_ns - start_mono_ns), the
  * trace clock REALTIME instead of MONOTONIC. Trace N (from 1, in the order given) shows pids
- * and tids as pid + N x 10000000 and tid + N x 10000000, the ranges trace-dump chrome gives
+ * and tids as pid + N x 10000000 and tid + N x 10000000 (export_pid_offset), the ranges chrome gives
  * pids (tids too: Perfetto keys threads by tid, and two hosts have the same tids), and names
  * its processes "HOST TRACE: name". Every stream of every trace is its own sequence.
  *

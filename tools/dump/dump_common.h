@@ -200,10 +200,8 @@ static inline bool dump_outfile_full(const struct dump_outfile *o)
 
 /* ---- several traces at once (dump_multi.c) ---------------------------------------------- */
 
-/* Several FILEs in one chrome or perfetto output: trace i's pids and tids are shown as
- * pid + (i + 1) x DUMP_MULTI_PID_RANGE, apart from every other trace's (Linux pids stay below
- * 2^22, PID_MAX_LIMIT). */
-#define DUMP_MULTI_PID_RANGE 10000000u
+/* Several FILEs in one chrome or perfetto output: trace i's pids (and perfetto's tids) are
+ * shown as pid + export_pid_offset(i, n) (src/export/export_spans.h). */
 
 /* One input of a command that takes several FILEs. */
 struct dump_trace {
