@@ -192,12 +192,6 @@ int dump_slice_option(const char *cmd, int opt, const char *arg, struct dump_sli
 /* After the options: a reversed range is a usage error. 0 or DUMP_EXIT_USAGE. */
 int dump_slice_check(const char *cmd, const struct dump_slice *sl);
 
-/* True when the current file has reached the split size. */
-static inline bool dump_outfile_full(const struct dump_outfile *o)
-{
-	return o->split && dump_out.written + dump_out.len - o->start >= o->split;
-}
-
 /* ---- several traces at once (dump_multi.c) ---------------------------------------------- */
 
 /* Several FILEs in one chrome or perfetto output: trace i's pids (and perfetto's tids) are
