@@ -611,6 +611,40 @@ Test(export_api, chrome_spans_balance_and_bytes_are_the_commands, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
+/* Several traces count their times from the earliest start of recording, whichever FILE is
+ * given first: here the second, which started 1 s earlier on CLOCK_REALTIME. */
+Test(export_api, chrome_several_traces_start_at_the_earliest, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	struct trcfile_reader *a = te_small(dir);
+	char path[300], err[256] = "";
+	snprintf(path, sizeof(path), "%s/early.trc", dir);
+	struct tu_plan p = {0};
+	tu_small_plan(&p);
+	struct trcfile_header_info h = tu_header();
+	h.start_realtime_ns -= 1000000000ull;
+	te_write_plan_h(path, &p, &h);
+	tu_plan_free(&p);
+	struct trcfile_reader *b = NULL;
+	cr_assert_eq(trcfile_reader_open(path, &b, err, sizeof(err)), 0, "%s", err);
+	struct te_mem m = {0};
+	struct export_sink sink = {te_mem_write, &m};
+	struct export_input two[] = {{a, "late.trc"}, {b, path}};
+	struct export_chrome_opts o = {.to_ns = UINT64_MAX, .err = err, .err_len = 256};
+	cr_assert_eq(export_chrome(two, 2, &o, &sink, NULL), 0, "%s", err);
+	cr_expect(te_has(m.p, m.len, "],\"start_realtime_ns\":1699999999123456789,"),
+		  "the merged start is the earlier trace's");
+	/* The late trace's first span begins 1 s + 1 us after the early one's start. */
+	cr_expect(te_has(m.p, m.len, "{\"ph\":\"B\",\"pid\":10004242,\"tid\":4242,"
+				     "\"ts\":1000001.000,"));
+	cr_expect(te_has(m.p, m.len, "{\"ph\":\"B\",\"pid\":20004242,\"tid\":4242,"
+				     "\"ts\":1.000,"));
+	free(m.p);
+	trcfile_reader_close(b);
+	trcfile_reader_close(a);
+	tu_rm_rf(dir);
+}
+
 /* A failure half-way: the error comes back; a document the caller cannot take back is
  * closed, saying why, and one it takes back gets nothing more. */
 Test(export_api, chrome_failures_come_back, .timeout = 60)
