@@ -95,7 +95,8 @@ Test(pprof, small_trace_profiles_agree_with_summary, .timeout = 60)
 
 /* A recorded program built with -finstrument-functions: its frames carry the functions' names
  * from the program's symbols (not module+offset). prog_finst_calls allocates once, stdout's
- * buffer, in printf called from main after fib has returned. */
+ * buffer, in printf called from main after fib has returned: with call stacks the profile
+ * has the whole call, without them the instrumented frame open then. */
 Test(pprof, recorded_program_frames_are_named, .timeout = 60)
 {
 	if (getenv("TRC_SANITIZER_TIER"))
@@ -106,7 +107,18 @@ Test(pprof, recorded_program_frames_are_named, .timeout = 60)
 		       ">/dev/null 2>'%s/err'",
 		       tu_build(), dir, tu_build(), dir);
 	cr_assert_eq(rc, 0, "trace-run: %s", tu_slurp_text(dir, "err"));
+	/* With its call stack (the default): main's call into printf, down to the allocation. */
 	char *r = tq_export(dir, "--alloc");
+	cr_assert(strstr(r, ";main;printf;"), "%s", r);
+	cr_assert(strstr(r, "_IO_file_doallocate\": [1, 4096]"), "%s", r);
+	cr_assert_null(strstr(r, "prog_finst_calls+0x"), "%s", r);
+	free(r);
+	/* Without call stacks: the instrumented function open at the allocation, main. */
+	rc = tu_sh("%s/bin/trace-run -q --alloc-stacks none -o '%s/in.trc' -- "
+		   "%s/tests/prog_finst_calls 5 >/dev/null 2>'%s/err'",
+		   tu_build(), dir, tu_build(), dir);
+	cr_assert_eq(rc, 0, "trace-run: %s", tu_slurp_text(dir, "err"));
+	r = tq_export(dir, "--alloc");
 	cr_assert(strstr(r, ";main\": [1, "), "%s", r);
 	cr_assert_null(strstr(r, "prog_finst_calls+0x"), "%s", r);
 	free(r);

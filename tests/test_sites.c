@@ -57,7 +57,7 @@ Test(sites, by_innermost_frame_merged_by_name, .timeout = 60)
 	struct trcfile_reader *r = NULL;
 	char msg[256];
 	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
-	struct site_table *t = site_table_new();
+	struct site_table *t = site_table_new(r);
 	cr_assert_not_null(t);
 	struct trc_record recs[64];
 	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {

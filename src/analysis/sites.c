@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_weight.h"
 #include "flame.h"
 #include "histogram.h"
 
@@ -28,11 +29,12 @@ struct site_table {
 	size_t cap;
 	uint64_t budget;
 	bool approximate;
+	double sample_bytes; /* sampled stacks (alloc_weight.h), 0 none */
 	struct site_row *rows;
 	size_t n_rows;
 };
 
-struct site_table *site_table_new(void)
+struct site_table *site_table_new(const struct trcfile_reader *r)
 {
 	struct site_table *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -41,6 +43,10 @@ struct site_table *site_table_new(void)
 	if (!t->fl) {
 		free(t);
 		return NULL;
+	}
+	if (r) {
+		flame_use_stacks(t->fl, r);
+		t->sample_bytes = alloc_weight_sample_bytes(r);
 	}
 	t->budget = SITES_HIST_BUDGET;
 	return t;
@@ -83,7 +89,13 @@ int site_table_add(struct site_table *t, unsigned sidx, const struct trcfile_str
 		return 0;
 	if (rec->type != TRC_REC_ALLOC)
 		return flame_add(t->fl, sidx, si, rec);
-	struct sites__acc *a = sites__acc(t, flame_stream_node(t->fl, sidx));
+	if (t->sample_bytes > 0 && !rec->alloc.stack_id)
+		return 0; /* sampled stacks: stood for by those sampled */
+	int err;
+	uint32_t node = flame_alloc_node(t->fl, sidx, si, rec, &err);
+	if (err)
+		return err;
+	struct sites__acc *a = sites__acc(t, node);
 	if (!a)
 		return -ENOMEM;
 	uint64_t size = rec->alloc.size;
@@ -91,8 +103,8 @@ int site_table_add(struct site_table *t, unsigned sidx, const struct trcfile_str
 		a->min = size;
 	if (size > a->max)
 		a->max = size;
-	a->allocs++;
-	a->bytes += size;
+	a->allocs += alloc_weight_count(size, t->sample_bytes);
+	a->bytes += alloc_weight_bytes(size, t->sample_bytes);
 	int rc = hist_count(&a->sizes, &a->hot, size, &t->budget);
 	if (rc < 0)
 		return rc;

@@ -34,7 +34,10 @@ struct site_row {
 
 struct site_table;
 
-struct site_table *site_table_new(void);
+/* A table for the trace r, whose allocation call stacks name the sites of allocations that
+ * carry one (flame_use_stacks; sampled stacks weigh alloc_weight.h's); r may be NULL (no
+ * stacks: sites are the innermost span or function). */
+struct site_table *site_table_new(const struct trcfile_reader *r);
 void site_table_free(struct site_table *t);
 /* Feeds one record of stream sidx (si its info), in the stream's order. 0 or -ENOMEM. */
 int site_table_add(struct site_table *t, unsigned sidx, const struct trcfile_stream_info *si,

@@ -5,6 +5,13 @@
  * which stacks hold memory at a moment (EXPORT_PPROF_LIVE_*: bytes and objects live then) or
  * allocated it over the whole trace (EXPORT_PPROF_ALLOC).
  *
+ * Call stacks: an allocation that carries one (trace-run --alloc-stacks) is charged to its
+ * thread's frame, the spans open on the thread, then the stack's frames outermost first
+ * (functions of -finstrument-functions are in it already), each a Location at its return
+ * address less one, named by the namer. With sampled stacks each sampled allocation weighs
+ * alloc_weight.h's n / p bytes and 1 / p objects and an unsampled one nothing: the profile's
+ * totals per stack are unbiased estimates.
+ *
  * Stacks: each thread stream keeps its open spans and functions as the merge replays them
  * (export_spans.h: span_begin / func_enter push a frame; span_end / func_exit pop the
  * innermost, the rule FORMAT.md gives for spans); an allocation is charged to that stack,
@@ -36,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_weight.h"
 #include "allocmap.h"
 #include "export.h"
 #include "export_spans.h"
@@ -72,6 +80,8 @@ struct export__pp {
 	struct export_namer names;
 	struct allocmap *live;
 	bool alloc_mode, approximate;
+	double sample_bytes; /* sampled stacks (alloc_weight.h), 0 none */
+	struct u64map stack_nodes; /* cur node << 32 | stack id -> node */
 	uint64_t live_bytes, peak_bytes, peak_ord;
 	int err;
 };
@@ -162,14 +172,60 @@ static uint32_t export__pp_child(struct export__pp *p, uint32_t parent, uint32_t
 	return v;
 }
 
+/* The node of an allocation of stack id made at node cur of stream open (under base, its
+ * thread's frame): cur when the trace does not define the stack. */
+static uint32_t export__pp_stack_node(struct export__pp *p, const struct export_stack *open,
+				      uint32_t base, uint32_t cur, uint32_t pid, uint32_t id)
+{
+	uint64_t key = (uint64_t)cur << 32 | id;
+	const uint64_t *hit = u64map_get(&p->stack_nodes, key);
+	if (hit)
+		return (uint32_t)*hit;
+	uint32_t n = 0;
+	const uint64_t *fr = trcfile_reader_stack(p->r, id, &n, NULL);
+	if (!fr || !n)
+		return cur;
+	uint32_t at = base;
+	for (size_t i = 0; i < open->n && at != UINT32_MAX; i++) {
+		uint32_t fi = p->nodes[open->v[i].tag].frame;
+		if (p->frames[fi].kind == EXPORT__PP_SPAN)
+			at = export__pp_child(p, at, fi);
+	}
+	for (uint32_t k = n; k-- > 0 && at != UINT32_MAX;)
+		at = export__pp_child(p, at,
+				      export__pp_frame(p, EXPORT__PP_FUNC, pid, fr[k] ? fr[k] - 1 : 0));
+	if (at == UINT32_MAX) {
+		p->approximate = true;
+		return cur;
+	}
+	if (u64map_put(&p->stack_nodes, key, at, NULL, NULL) == -ENOMEM)
+		p->err = -ENOMEM;
+	return at;
+}
+
+/* What the allocation of size bytes adds to its node (alloc_weight.h). */
+static inline int64_t export__pp_wbytes(const struct export__pp *p, uint64_t size)
+{
+	return (int64_t)alloc_weight_bytes(size, p->sample_bytes);
+}
+
+static inline int64_t export__pp_wobjs(const struct export__pp *p, uint64_t size)
+{
+	return (int64_t)alloc_weight_count(size, p->sample_bytes);
+}
+
 static void export__pp_alloc(struct export__pp *p, uint32_t pid, uint32_t node,
 			   const struct trc_record *rec)
 {
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		if (p->alloc_mode) {
-			p->nodes[node].objs++;
-			p->nodes[node].bytes += (int64_t)rec->alloc.size;
+		/* Sampled stacks: an allocation without one is stood for by those sampled; it
+		 * is live (node 0, which no sample shows) but weighs nothing. */
+		if (p->sample_bytes > 0 && !rec->alloc.stack_id)
+			node = 0;
+		if (p->alloc_mode && node) {
+			p->nodes[node].objs += export__pp_wobjs(p, rec->alloc.size);
+			p->nodes[node].bytes += export__pp_wbytes(p, rec->alloc.size);
 		}
 		uint64_t size = rec->alloc.size;
 		if (size >> EXPORT__PP_SIZE_BITS ||
@@ -179,9 +235,9 @@ static void export__pp_alloc(struct export__pp *p, uint32_t pid, uint32_t node,
 			return;
 		}
 		p->live_bytes += size;
-		if (!p->alloc_mode) {
-			p->nodes[node].objs++;
-			p->nodes[node].bytes += (int64_t)size;
+		if (!p->alloc_mode && node) {
+			p->nodes[node].objs += export__pp_wobjs(p, size);
+			p->nodes[node].bytes += export__pp_wbytes(p, size);
 		}
 	} else if (!allocmap_take(p->live, pid, rec->alloc.addr, &old)) {
 		return;
@@ -191,9 +247,9 @@ static void export__pp_alloc(struct export__pp *p, uint32_t pid, uint32_t node,
 		uint64_t size = old & ((1ull << EXPORT__PP_SIZE_BITS) - 1);
 		uint32_t n = (uint32_t)(old >> EXPORT__PP_SIZE_BITS);
 		p->live_bytes -= size;
-		if (!p->alloc_mode) {
-			p->nodes[n].objs--;
-			p->nodes[n].bytes -= (int64_t)size;
+		if (!p->alloc_mode && n) {
+			p->nodes[n].objs -= export__pp_wobjs(p, size);
+			p->nodes[n].bytes -= export__pp_wbytes(p, size);
 		}
 	}
 }
@@ -276,6 +332,9 @@ static int export__pp_pass(struct export__pp *p, uint64_t stop, uint64_t t_stop)
 			break;
 		case TRC_REC_ALLOC:
 		case TRC_REC_FREE:
+			if (rec.type == TRC_REC_ALLOC && rec.alloc.stack_id)
+				cur = export__pp_stack_node(p, open, base[sidx], cur, si->pid,
+							    rec.alloc.stack_id);
 			export__pp_alloc(p, si->pid, cur, &rec);
 			if (p->live_bytes > p->peak_bytes) {
 				p->peak_bytes = p->live_bytes;
@@ -452,6 +511,7 @@ static void export__pp_free(struct export__pp *p, unsigned ns)
 	u64index_destroy(&p->frame_ix);
 	free(p->nodes);
 	u64index_destroy(&p->node_ix);
+	u64map_destroy(&p->stack_nodes);
 	export_stacks_free(p->open, ns);
 	allocmap_free(p->live);
 	free(p);
@@ -504,6 +564,8 @@ int export_pprof(struct trcfile_reader *r, const struct export_pprof_opts *o,
 		p->names = (struct export_namer){.name = export__pp_plain_name};
 	u64index_init(&p->frame_ix, export__pp_frame_entry_hash, p);
 	u64index_init(&p->node_ix, export__pp_node_entry_hash, p);
+	u64map_init(&p->stack_nodes, SIZE_MAX);
+	p->sample_bytes = alloc_weight_sample_bytes(r);
 	p->open = export_stacks_new(ns);
 	p->cap_nodes = 1024;
 	p->nodes = calloc(p->cap_nodes, sizeof(*p->nodes));

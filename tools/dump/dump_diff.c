@@ -546,7 +546,7 @@ static void dump__json(const struct dump__rows *rs, const char *pa, const char *
 /* The sites of r: one pass over each thread stream (flame.h needs only each stream's order). */
 static struct site_table *dump__sites(struct trcfile_reader *r, struct sym_resolver *syms, int *err)
 {
-	struct site_table *t = site_table_new();
+	struct site_table *t = site_table_new(r);
 	struct trc_record *recs = malloc(256 * sizeof(*recs));
 	*err = -ENOMEM;
 	if (!t || !recs)
