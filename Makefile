@@ -166,10 +166,15 @@ PROGS := $(patsubst tests/%.c,$(B)/tests/%,$(PROG_SRCS))
 # For function names (tests/test_symbols.c): shared libraries tests/lib_*.c (-> lib_*.so), C++
 # programs tests/prog_*.cc, and a stripped copy of prog_finst_calls.
 TESTLIBS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/lib_*.c))
+# For call stacks (tests/test_alloc_stacks.c): libraries tests/lib_stack_*.c and .cc, built
+# without frame pointers and without instrumentation.
+STACKLIBS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/lib_stack_*.c)) \
+	$(patsubst tests/%.cc,$(B)/tests/%.so,$(wildcard tests/lib_stack_*.cc))
+TESTLIBS := $(filter-out $(STACKLIBS),$(TESTLIBS))
 CXX_PROGS := $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/prog_*.cc))
 # LD_PRELOAD shims the tests put under the commands (tests/shim_*.c -> shim_*.so): fault injection.
 SHIMS := $(patsubst tests/%.c,$(B)/tests/%.so,$(wildcard tests/shim_*.c))
-PROGS += $(TESTLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped $(SHIMS)
+PROGS += $(TESTLIBS) $(STACKLIBS) $(CXX_PROGS) $(B)/tests/prog_finst_calls_stripped $(SHIMS)
 FUZZERS := $(patsubst tests/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 WORKS := $(patsubst bench/%.c,$(B)/bench/%,$(WORK_SRCS)) \
@@ -340,6 +345,29 @@ $(TESTLIBS): $(B)/tests/%.so: tests/%.c
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) -finstrument-functions \
 		$(CFLAGS) -shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+# The call-stack tests' libraries and programs (tests/lib_stack_*, tests/prog_stack_*.c) are
+# built as distributions build theirs: -O2 -g, no frame pointers, no instrumentation, no
+# sanitizer, linked with nothing of ours; the programs with lib_stack_a.so and lib_stack_b.so,
+# found beside them.
+STACK_CFLAGS := -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables
+$(B)/tests/lib_stack_%.so: tests/lib_stack_%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 $(STACK_CFLAGS) -fPIC $(WARN) $(CFLAGS) \
+		-shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+$(B)/tests/lib_stack_%.so: tests/lib_stack_%.cc
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CXX     $@")
+	$(Q)$(CXX) $(BASE_CPPFLAGS) $(CPPFLAGS) $(STACK_CFLAGS) -fPIC -Wall -Wextra $(CXXFLAGS) \
+		-shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
+$(B)/obj/tests/prog_stack_%.o: SAN_FLAGS :=
+$(B)/obj/tests/prog_stack_%.o: PART_CFLAGS = $(STACK_CFLAGS)
+$(B)/tests/prog_stack_%: $(B)/obj/tests/prog_stack_%.o $(B)/tests/lib_stack_a.so \
+		$(B)/tests/lib_stack_b.so | $(STACKLIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< $(B)/tests/lib_stack_a.so $(B)/tests/lib_stack_b.so \
+		-Wl,-rpath,'$$ORIGIN' -o $@ $(LDLIBS) -ldl
 # Programs built without sanitizers in every tier and linked with nothing of ours
 # (tests/prog_plain_*.c): the first malloc they find is the one in LD_PRELOAD.
 $(B)/obj/tests/prog_plain_%.o: SAN_FLAGS :=
@@ -389,6 +417,7 @@ $(CXX_PROGS): $(B)/tests/%: tests/%.cc $(LIBTRC_SO)
 	@$(if $(Q),echo "  CXX     $@")
 	$(Q)$(CXX) $(BASE_CPPFLAGS) $(CPPFLAGS) -O2 -g -finstrument-functions -Wall -Wextra $(CXXFLAGS) \
 		$< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDFLAGS) $(LDLIBS)
+$(B)/tests/prog_stack_cxx: | $(B)/tests/lib_stack_throw.so
 # The stripped program is built as a user's would be (gcc, no sanitizer), then stripped.
 $(B)/tests/prog_finst_calls_stripped: tests/prog_finst_calls.c $(LIBTRC_SO)
 	@mkdir -p $(@D)
