@@ -179,7 +179,7 @@ FUZZERS := $(patsubst tests/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 BENCHES := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 WORKS := $(patsubst bench/%.c,$(B)/bench/%,$(WORK_SRCS)) \
 	$(patsubst bench/%.c,$(B)/bench/%_finst,$(WORK_SRCS)) \
-	$(patsubst bench/%.c,$(B)/bench/%_pg,$(WORK_SRCS))
+	$(patsubst bench/%.c,$(B)/bench/%_pg,$(WORK_SRCS)) $(B)/bench/lib_deep.so
 
 TOOLS := $(TRACE_RUN) $(TRACE_DUMP)
 LIBS := $(LIBTRC_SO) $(LIBTRC_A) $(CORE_A) $(PRELOAD_SO)
@@ -449,6 +449,13 @@ $(B)/bench/work_%_pg: bench/work_%.c $(LIBTRC_SO)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CPPFLAGS) $(INC_public) $(CPPFLAGS) -std=gnu17 -O2 -g -pg \
 		$(CFLAGS) $< -L$(B)/lib -ltrc $(RPATH) -o $@ $(LDFLAGS) $(LDLIBS)
+
+# work_deep's library (dlopen()ed from beside it), built as a distribution's: no frame pointers.
+$(B)/bench/lib_deep.so: bench/lib_deep.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 $(STACK_CFLAGS) -fPIC $(WARN) $(CFLAGS) \
+		-shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
 
 $(B)/bench/work_%: $(B)/obj/bench/work_%.o $(LIBTRC_SO)
 	@mkdir -p $(@D)
