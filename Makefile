@@ -346,28 +346,27 @@ $(TESTLIBS): $(B)/tests/%.so: tests/%.c
 	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 -O2 -g -fPIC $(WARN) -finstrument-functions \
 		$(CFLAGS) -shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
 # The call-stack tests' libraries and programs (tests/lib_stack_*, tests/prog_stack_*.c) are
-# built as distributions build theirs: -O2 -g, no frame pointers, no instrumentation, no
-# sanitizer, linked with nothing of ours; the programs with lib_stack_a.so and lib_stack_b.so,
-# found beside them.
+# built as distributions build theirs, alike in every tier: gcc -O2 -g, no frame pointers, no
+# instrumentation, no sanitizer, linked with nothing of ours; the programs with lib_stack_a.so
+# and lib_stack_b.so, found beside them.
 STACK_CFLAGS := -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables
 $(B)/tests/lib_stack_%.so: tests/lib_stack_%.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 $(STACK_CFLAGS) -fPIC $(WARN) $(CFLAGS) \
+	$(Q)gcc $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 $(STACK_CFLAGS) -fPIC $(WARN) $(CFLAGS) \
 		-shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
 $(B)/tests/lib_stack_%.so: tests/lib_stack_%.cc
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CXX     $@")
-	$(Q)$(CXX) $(BASE_CPPFLAGS) $(CPPFLAGS) $(STACK_CFLAGS) -fPIC -Wall -Wextra $(CXXFLAGS) \
+	$(Q)g++ $(BASE_CPPFLAGS) $(CPPFLAGS) $(STACK_CFLAGS) -fPIC -Wall -Wextra $(CXXFLAGS) \
 		-shared -Wl,-soname,$(@F) $< -o $@ $(LDFLAGS)
-$(B)/obj/tests/prog_stack_%.o: SAN_FLAGS :=
-$(B)/obj/tests/prog_stack_%.o: PART_CFLAGS = $(STACK_CFLAGS)
-$(B)/tests/prog_stack_%: $(B)/obj/tests/prog_stack_%.o $(B)/tests/lib_stack_a.so \
-		$(B)/tests/lib_stack_b.so | $(STACKLIBS)
+$(B)/tests/prog_stack_%: tests/prog_stack_%.c $(B)/tests/lib_stack_a.so $(B)/tests/lib_stack_b.so \
+		| $(STACKLIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $< $(B)/tests/lib_stack_a.so $(B)/tests/lib_stack_b.so \
-		-Wl,-rpath,'$$ORIGIN' -o $@ $(LDLIBS) -ldl
+	$(Q)gcc $(BASE_CPPFLAGS) $(CPPFLAGS) -std=gnu17 $(STACK_CFLAGS) $(WARN) $(CFLAGS) $< \
+		$(B)/tests/lib_stack_a.so $(B)/tests/lib_stack_b.so -Wl,-rpath,'$$ORIGIN' -o $@ \
+		$(LDFLAGS) $(LDLIBS) -ldl
 # Programs built without sanitizers in every tier and linked with nothing of ours
 # (tests/prog_plain_*.c): the first malloc they find is the one in LD_PRELOAD.
 $(B)/obj/tests/prog_plain_%.o: SAN_FLAGS :=
