@@ -158,31 +158,31 @@ Test(alloc_stacks, thirty_frames_through_libraries_without_frame_pointers, .time
 {
 	const char *dir = tu_tmpdir();
 	char *out = sa_record(dir, "", "--rss-interval 5ms", "deep",
-			      "prog_stack_deep 30 10 100000 150");
-	cr_expect_str_eq(out, "deep 30 10 100000\n");
+			      "prog_stack_deep 30 10 1048576 150");
+	cr_expect_str_eq(out, "deep 30 10 1048576\n");
 	free(out);
 	char stack[2048];
 	snprintf(stack, sizeof(stack), SA_MAIN "run_deep;stack_a_enter;%sstack_b_leaf", sa_rec(30));
 	char line[2200];
 	char *o = sa_dump(dir, "flame --weight alloc deep.trc");
-	snprintf(line, sizeof(line), "%s 1000000", stack);
+	snprintf(line, sizeof(line), "%s 10485760", stack);
 	sa_expect_line(o, line);
 	free(o);
 	o = sa_dump(dir, "memory --stack --csv peak deep.trc");
-	snprintf(line, sizeof(line), ",\"%s\",1000000,10\n", stack);
+	snprintf(line, sizeof(line), ",\"%s\",10485760,10\n", stack);
 	cr_expect(strstr(o, line), "not in memory --stack --csv peak: %s\n%s", line, o);
 	free(o);
 	o = sa_dump(dir, "memory --csv peak deep.trc");
-	cr_expect(strstr(o, ",\"stack_b_leaf\",1000000,10\n"), "%s", o);
+	cr_expect(strstr(o, ",\"stack_b_leaf\",10485760,10\n"), "%s", o);
 	free(o);
 	o = sa_dump(dir, "events deep.trc");
 	int allocs, with;
-	sa_count_allocs(o, 100000, &allocs, &with);
+	sa_count_allocs(o, 1048576, &allocs, &with);
 	cr_expect_eq(allocs, 10);
 	cr_expect_eq(with, 10);
 	int frames;
 	bool trunc;
-	sa_stack_of(o, 100000, &frames, &trunc);
+	sa_stack_of(o, 1048576, &frames, &trunc);
 	cr_expect_eq(frames, 37, "leaf + 30 + stack_a_enter, run_deep, main and libc's 3: %d",
 		     frames);
 	cr_expect(!trunc);
