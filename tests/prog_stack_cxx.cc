@@ -1,9 +1,12 @@
 // prog_stack_cxx.cc - a C++ program whose dlopen()ed plugin (lib_stack_throw.so, found beside
 // it) throws exceptions, caught in the plugin and several frames up in the program
 // (tests/test_alloc_stacks.c): what it prints is the same traced (with allocation stacks) and
-// untraced. prog_stack_cxx ROUNDS
+// untraced. It prints first which library the plugin's throws go through (the one that
+// defines _Unwind_RaiseException in the program's lookup order: libgcc_s, unless another
+// unwinder took over). prog_stack_cxx ROUNDS
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdexcept>
@@ -47,6 +50,11 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 1;
 	}
+	Dl_info info;
+	void *raise = dlsym(RTLD_DEFAULT, "_Unwind_RaiseException");
+	const char *unwinder = raise && dladdr(raise, &info) && info.dli_fname ? info.dli_fname : "?";
+	std::printf("unwinder %s\n", std::strrchr(unwinder, '/') ? std::strrchr(unwinder, '/') + 1
+								 : unwinder);
 	round_fn f = (round_fn)dlsym(h, "plugin_round");
 	if (!f)
 		return 1;
