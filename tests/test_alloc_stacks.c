@@ -285,9 +285,9 @@ Test(alloc_stacks, four_threads_four_stacks, .timeout = 120)
 	tu_rm_rf(dir);
 }
 
-/* fork: the parent's stack (numbered and cached before the fork) made again in the child, from
- * another caller, and new ones in both: every allocation of the child has its stack (its
- * arena started afresh, its ids defined in its own ring), and the bytes are each stack's. */
+/* fork: the parent's stack (numbered and cached before the fork) made again in the child by the
+ * same call, and new ones in both: every allocation of the child has its stack (its arena
+ * started afresh, its ids defined in its own ring), and the bytes are each stack's. */
 Test(alloc_stacks, after_fork_in_parent_and_child, .timeout = 120)
 {
 	const char *dir = tu_tmpdir();
@@ -300,10 +300,9 @@ Test(alloc_stacks, after_fork_in_parent_and_child, .timeout = 120)
 		const char *caller;
 		int depth, bytes;
 	} want[] = {
-		{"do_fork;", 5, 20010}, /* parent, before the fork */
-		{"do_fork;", 7, 20040}, /* parent, after */
-		{"do_fork;in_child;", 5, 20020}, /* child: the parent's stack below in_child */
-		{"do_fork;", 9, 20030}, /* child: in_child's tail call to alloc_n */
+		{"do_fork;", 5, 40030}, /* the parent before the fork, the child after: one call */
+		{"do_fork;", 7, 20040}, /* the parent after */
+		{"do_fork;in_child;", 9, 20030}, /* the child */
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		snprintf(line, sizeof(line), SA_ENTRY "%salloc_n;stack_a_enter;%sstack_b_leaf %d",
