@@ -18,6 +18,11 @@ Perl_safesys*), the same rule for both tools:
               heaptrack_print gives no bytes allocated by stack, so its bytes are "peak"
               (bytes live at its peak of heap use): compared with trc's bytes allocated, the
               two lists agree only where the program keeps what it allocates.
+Examples (a program nobody here wrote, as Debian builds it):
+  seq 200000 | shuf > nums.txt; bench/compare_heaptrack.py -- sort -n nums.txt -o out.txt
+  bench/compare_heaptrack.py -- perl -e 'my %h; for my $i (1..150000) {
+      $h{"key$i"} = [map { "v$_" x 3 } 1..($i % 5)] } my $j = join(",", sort keys %h);
+      my @w = split /,/, $j; print scalar(@w), "\n"'
 Also: the share of trc's allocated bytes whose site is named, and whose every frame is named
 (neither 0x... nor module+offset). Prints PREFIX lines "SUMMARY bench=heaptrack-compare ...".
 """
