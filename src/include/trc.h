@@ -109,6 +109,7 @@ extern unsigned trc__mode;
  * reserve below the producer's limit, the record's stores, an inline commit. The runtime caps
  * that limit at the end of the part of the ring it has faulted in, so a writer about to leave
  * it takes the slow path (trc__emit_full), which faults the next chunk in first. */
+struct trc__frame;
 struct trc__thread {
 	/* The fast path's flag: *ok_flag is 1 when the thread holds a ring and is not inside an
 	 * emit, the only thing the fast path tests. Cleared around each emit, so a signal handler
@@ -133,6 +134,12 @@ struct trc__thread {
 	 * region pid tlost_pid (a fork child takes its own). Slow paths only. */
 	uint32_t tlost;
 	uint32_t tlost_pid;
+	/* The thread's open -finstrument-functions frames, innermost last: frames[0, depth) while
+	 * depth <= frames_cap (trc/func_frames.h; mapped by src/runtime/frames.c). frames_replay:
+	 * in a fork child, how many inherited frames its first claim enters again. */
+	struct trc__frame *frames;
+	uint32_t depth, frames_cap;
+	uint32_t frames_replay;
 };
 
 extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));

@@ -14,6 +14,13 @@
  * below is unfinished, and the handler's later events may overwrite its reservation (the
  * recorder then ends that stream as corrupt, never crashes). Programs do not do that.
  *
+ * A jump also leaves every function frame entered below the stack pointer it restores: the hooks
+ * close those in the trace (trc__frames_jump, src/runtime/frames.c) before jumping. The stack
+ * pointer is read from the jump buffer, where glibc keeps it mangled with the thread's pointer
+ * guard (PTR_MANGLE: xor with the guard, then rotate left by 17 bits on x86-64); reading it
+ * there costs nothing until a jump, where recording it at every setjmp would mean interposing a
+ * function that returns twice. Other architectures: the frames stay open (as before).
+ *
  * The next definitions (glibc's) are resolved in the constructor, so the hooks stay
  * async-signal-safe; a jump before that resolves them on the spot.
  *
@@ -21,9 +28,10 @@
  */
 #include <dlfcn.h>
 #include <setjmp.h>
+#include <stdint.h>
 #include <stdlib.h>
 
-#include "trc.h"
+#include "trc/func_frames.h"
 
 #define PRELOAD_API __attribute__((visibility("default"), noreturn))
 
@@ -57,9 +65,26 @@ static inline void preload__jump_out(void)
 		t->ok_flag[0] = 1;
 }
 
+#if defined(__x86_64__)
+/* glibc's x86-64 jmp_buf: rbx, rbp, r12-r15, rsp, pc; rsp is word 6, mangled. */
+#define PRELOAD_JB_RSP 6
+
+/* The stack pointer env restores (glibc's PTR_DEMANGLE: rotate right by 17, xor the pointer
+ * guard, tcbhead_t.pointer_guard at %fs:0x30). */
+static uint64_t preload__landing_sp(struct __jmp_buf_tag *env)
+{
+	uint64_t v = (uint64_t)env->__jmpbuf[PRELOAD_JB_RSP], guard;
+	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
+	return ((v >> 17) | (v << 47)) ^ guard;
+}
+#endif
+
 __attribute__((noreturn)) static void preload__jump(int which, struct __jmp_buf_tag *env, int val)
 {
 	preload__jump_out();
+#if defined(__x86_64__)
+	trc__frames_jump(preload__landing_sp(env));
+#endif
 	preload__jump_fn f = __atomic_load_n(&preload__next_jump[which], __ATOMIC_RELAXED);
 	if (!f)
 		f = (preload__jump_fn)dlsym(RTLD_NEXT, preload__jump_names[which]);

@@ -133,4 +133,12 @@ void trc__thread_exit(void *arg);
 /* Forgets the calling thread's slot without retiring it (fork child, thread.c). */
 void trc__thread_forget(void);
 
+/* A fork child's first claim, after its THREAD record: a FUNC_ENTER for each frame it inherited
+ * open (frames.c). Slow path; ok == 0. */
+void trc__frames_replay(struct trc__thread *t, unsigned mode);
+
+/* A FUNC_EXIT for each open frame of t, innermost first; none stays open (frames.c: the thread
+ * or the process ends). Slow path; ok == 0. */
+void trc__frames_close_ring(struct trc__thread *t, unsigned mode);
+
 #endif /* TRC_RUNTIME_H */

@@ -1,0 +1,88 @@
+/* func_frames.h - the -finstrument-functions hooks' fast path: every thread keeps its open
+ * function frames (a shadow stack of {fn, call site, stack pointer at entry}) beside the trace,
+ * so that frames the program leaves without returning (longjmp, siglongjmp, a thread or process
+ * that ends inside them) are closed in the trace itself, where and when they were left, and a
+ * forked child begins with the frames it inherited. Private (not API): included only by the two
+ * copies of the hooks (src/runtime/finst.c, src/preload/hooks_finst.c); the frames live in the
+ * runtime (src/runtime/frames.c), which maps them on a thread's first function event.
+ *
+ * Cost: on entry three stores and an increment in memory the thread alone touches, on exit a
+ * compare and a decrement; no byte more in the trace. Frames deeper than TRC__FRAMES_MAX are
+ * counted (depth) but not kept: a jump out of them cannot close them.
+ *
+ * Order (why): the frame is pushed or popped before the record is emitted, so the emit stays in
+ * tail position (trc.h: its rare paths are tail calls). A fork child enters the frames it
+ * inherited again on its first claim (trc__frames_replay): as many as were open at the fork,
+ * counted then, so the push or pop of the event that claims does not change them (a pop only
+ * lowers depth; a push writes above them).
+ *
+ * Threads: the calling thread's frames only; a signal handler's calls push and pop above the
+ * interrupted ones.
+ */
+#ifndef TRC_FUNC_FRAMES_H
+#define TRC_FUNC_FRAMES_H
+
+#include <stdint.h>
+
+#include "trc.h"
+
+struct trc__frame {
+	uint64_t fn, site, sp;
+};
+
+/* Out of line (src/runtime/frames.c), each writing the event's record too, so that every call
+ * the hooks make is a tail call (no register saved on their fast path): a push without room
+ * (the first maps the frames); an exit that is not the innermost frame's. */
+void trc__frames_push_slow(struct trc__thread *t, uint64_t fn, uint64_t site, uint64_t sp);
+void trc__frames_pop_slow(struct trc__thread *t, uint64_t fn, uint64_t site);
+/* A jump restores stack pointer landing_sp: writes FUNC_EXIT for every frame of the calling
+ * thread entered below it, innermost first, and forgets them (the preload's jump hooks). */
+void trc__frames_jump(uint64_t landing_sp);
+
+/* The stack pointer of the function that called the hook, as it was at the call: above every
+ * frame that function's callees push, at or below its own frame's base. Must be expanded in
+ * the hook itself (the frame address of the function it is written in). */
+#if defined(__x86_64__)
+#define TRC__CALLER_SP() ((uint64_t)(uintptr_t)__builtin_frame_address(0) + 16u)
+#else
+#define TRC__CALLER_SP() ((uint64_t)(uintptr_t)__builtin_frame_address(0))
+#endif
+
+static inline __attribute__((always_inline)) void trc__func_enter(uint64_t fn, uint64_t site,
+								  uint64_t sp)
+{
+	unsigned m = trc__mode_load();
+	if (!m)
+		return;
+	struct trc__thread *t = &trc__self;
+	uint32_t d = t->depth;
+	if (TRC__LIKELY(d < t->frames_cap)) {
+		struct trc__frame *f = &t->frames[d];
+		f->fn = fn;
+		f->site = site;
+		f->sp = sp;
+		TRC__BARRIER(); /* the frame is whole before a handler can see it */
+		t->depth = d + 1;
+	} else {
+		trc__frames_push_slow(t, fn, site, sp); /* and the record */
+		return;
+	}
+	trc__emit(m, TRC_REC_FUNC_ENTER, 2, fn, site);
+}
+
+static inline __attribute__((always_inline)) void trc__func_exit(uint64_t fn, uint64_t site)
+{
+	unsigned m = trc__mode_load();
+	if (!m)
+		return;
+	struct trc__thread *t = &trc__self;
+	uint32_t d = t->depth;
+	if (TRC__UNLIKELY(d - 1u >= t->frames_cap || t->frames[d - 1u].fn != fn)) {
+		trc__frames_pop_slow(t, fn, site); /* and the record */
+		return;
+	}
+	t->depth = d - 1u;
+	trc__emit(m, TRC_REC_FUNC_EXIT, 2, fn, site);
+}
+
+#endif /* TRC_FUNC_FRAMES_H */

@@ -1,0 +1,136 @@
+/* frames.c - each thread's open -finstrument-functions frames (its shadow stack; the hooks'
+ * fast path is trc/func_frames.h), and the records that close or reopen them when the program
+ * leaves frames without returning from them.
+ *
+ * The frames are {fn, call site, stack pointer at entry} in private anonymous memory mapped on
+ * the thread's first function event (TRC__FRAMES_MAX of them, reserved but faulted in only as
+ * deep as the program goes). They are the program's own memory, so a fork child gets a copy, as
+ * it gets a copy of the stack they describe.
+ *
+ * - A jump (longjmp, siglongjmp: src/preload/hooks_longjmp.c) restores a stack pointer: every
+ *   frame entered below it is gone. trc__frames_jump writes their FUNC_EXITs, innermost first,
+ *   at the jump's time, so every view closes them where the jump lands.
+ * - A thread that ends inside frames (pthread_exit, cancellation) or a process that exits inside
+ *   them: trc__frames_close_ring writes their exits before the thread's slot is given back or
+ *   the process's EXIT record is written.
+ * - A fork child starts inside its parent's open frames: its first claim writes a FUNC_ENTER for
+ *   each (trc__frames_replay), at that time, so the calls it makes nest under them. Frames past
+ *   TRC__FRAMES_MAX are not entered: their exits close nothing in the child.
+ *
+ * Threads: each function touches the calling thread's frames only. Signal handlers: the hooks
+ * push and pop above whatever they interrupted; the jump runs in the handler it leaves.
+ */
+#include <stddef.h>
+#include <sys/mman.h>
+
+#include "runtime.h"
+#include "trc/func_frames.h"
+
+#define TRC__FRAMES_MAX 8192u
+
+/* A thread whose mapping failed points here (capacity 0): it counts depth only, without
+ * mapping again on every call. */
+static struct trc__frame trc__frames_none[1];
+
+void trc__frames_push_slow(struct trc__thread *t, uint64_t fn, uint64_t site, uint64_t sp)
+{
+	if (!t->frames) {
+		size_t bytes = (size_t)TRC__FRAMES_MAX * sizeof(struct trc__frame);
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED) {
+			t->frames = trc__frames_none;
+		} else {
+			t->frames = p;
+			t->frames_cap = TRC__FRAMES_MAX;
+		}
+	}
+	uint32_t d = t->depth;
+	if (d < t->frames_cap) {
+		t->frames[d] = (struct trc__frame){.fn = fn, .site = site, .sp = sp};
+		TRC__BARRIER();
+	}
+	t->depth = d + 1;
+	unsigned m = trc__mode_load();
+	if (m)
+		trc__emit(m, TRC_REC_FUNC_ENTER, 2, fn, site);
+}
+
+/* The frames after an exit of fn at depth d that is not the innermost kept frame's. */
+static uint32_t trc__frames_after_exit(const struct trc__thread *t, uint32_t d, uint64_t fn)
+{
+	if (d == 0)
+		return 0; /* an exit of a call entered before the session (or the thread) began */
+	if (d > t->frames_cap)
+		return d - 1; /* past what is kept: taken as the innermost frame's */
+	/* Not the innermost: frames above it were left without their exits (a vfork child's
+	 * calls that never returned, a jump this library did not see). The views close those
+	 * with it; here they go with it. An exit of a frame not open at all changes nothing. */
+	for (uint32_t k = d; k-- > 0;)
+		if (t->frames[k].fn == fn)
+			return k;
+	return d;
+}
+
+void trc__frames_pop_slow(struct trc__thread *t, uint64_t fn, uint64_t site)
+{
+	t->depth = trc__frames_after_exit(t, t->depth, fn);
+	unsigned m = trc__mode_load();
+	if (m)
+		trc__emit(m, TRC_REC_FUNC_EXIT, 2, fn, site);
+}
+
+/* Frames [0, kept) of t are known; the rest (beyond TRC__FRAMES_MAX) are only counted. */
+static uint32_t trc__frames_kept(const struct trc__thread *t)
+{
+	return t->depth < t->frames_cap ? t->depth : t->frames_cap;
+}
+
+void trc__frames_jump(uint64_t landing_sp)
+{
+	unsigned m = trc__mode_load();
+	struct trc__thread *t = &trc__self;
+	if (!m || !t->depth)
+		return;
+	uint32_t k = trc__frames_kept(t);
+	if (k < t->depth) {
+		/* The uncounted ones lie below the innermost kept frame: gone with it, or kept. */
+		if (k && t->frames[k - 1].sp >= landing_sp)
+			return;
+		t->depth = k;
+	}
+	while (t->depth && t->frames[t->depth - 1].sp < landing_sp) {
+		const struct trc__frame *f = &t->frames[t->depth - 1];
+		trc__emit(m, TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
+		t->depth--;
+	}
+}
+
+/* One FUNC_ENTER or FUNC_EXIT through the ring's general path (slow paths: ok == 0). */
+static void trc__frames_put(struct trc__thread *t, unsigned mode, uint32_t type,
+			    const struct trc__frame *f)
+{
+	struct trc_ring_func *r = trc__reserve(t, TRC_TAG(type, 0), sizeof(*r));
+	if (!r)
+		return; /* dropped and counted by the ring */
+	r->ts = trc__now(mode);
+	r->fn = f->fn;
+	r->call_site = f->site;
+	ring_commit_sp(&t->prod);
+}
+
+void trc__frames_replay(struct trc__thread *t, unsigned mode)
+{
+	uint32_t k = t->frames_replay < t->frames_cap ? t->frames_replay : t->frames_cap;
+	t->frames_replay = 0;
+	for (uint32_t i = 0; i < k; i++)
+		trc__frames_put(t, mode, TRC_REC_FUNC_ENTER, &t->frames[i]);
+}
+
+void trc__frames_close_ring(struct trc__thread *t, unsigned mode)
+{
+	uint32_t k = trc__frames_kept(t);
+	while (k)
+		trc__frames_put(t, mode, TRC_REC_FUNC_EXIT, &t->frames[--k]);
+	t->depth = 0;
+}
