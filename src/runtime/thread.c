@@ -397,6 +397,9 @@ static void trc__emit_thread_record(struct trc__thread *t, unsigned mode)
 		memcpy(r->name, t->named ? t->name : s->name, sizeof(r->name));
 		ring_commit_sp(&t->prod);
 	}
+	/* A fork child's first claim: it is inside the frames it inherited (frames.c). */
+	if (t->frames_replay)
+		trc__frames_replay(t, mode);
 }
 
 static int trc__claim(struct trc__thread *t)
@@ -741,8 +744,10 @@ void trc__thread_exit(void *arg)
 void trc__thread_forget(void)
 {
 	struct trc__thread *t = &trc__self;
-	/* The parent still owns that ring; the child claims its own on its next event. */
+	/* The parent still owns that ring; the child claims its own on its next event, and
+	 * enters there the frames it inherited (its stack is a copy of its parent's). */
 	trc__drop_ring(t);
+	t->frames_replay = t->depth;
 	t->busy = 0;
 	t->parked = 0;
 }
