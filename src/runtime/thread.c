@@ -706,12 +706,15 @@ void trc__process_exiting(int code)
 	trc__ok_set(t, 0);
 	t->busy = 1;
 	TRC__BARRIER();
+	/* The frames this thread is still in end with the process (exit from inside them). */
 	if (t->prod.data) {
+		trc__frames_close_ring(t, mode);
 		trc__emit_exit_info(t, mode, code);
 	} else if (trc__claim(t) == 0) {
 		if (!__atomic_exchange_n(&trc__rt.meta_done, 1, __ATOMIC_ACQ_REL))
 			trc__emit_process_info(t, mode);
 		trc__emit_thread_record(t, mode);
+		trc__frames_close_ring(t, mode);
 		trc__emit_exit_info(t, mode, code);
 	}
 	TRC__BARRIER();
@@ -726,6 +729,13 @@ void trc__thread_exit(void *arg)
 	/* A copy's ring is its parent's thread's: never retire it from here. */
 	if (!t->prod.data || t->busy || !*t->ok_flag || trc__forked_unseen())
 		return;
+	/* Frames still open end with the thread (pthread_exit, cancellation: no exit hook ran). */
+	unsigned mode = trc__mode_load();
+	if (t->depth && mode) {
+		*t->ok_flag = 0;
+		TRC__BARRIER();
+		trc__frames_close_ring(t, mode);
+	}
 	/* Off the slot's flag line before RETIRED: once the recorder frees the slot, its next
 	 * claimer owns the line (a late write here would clear that thread's flag). */
 	trc__ok_unbind(t);
