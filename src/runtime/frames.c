@@ -13,6 +13,8 @@
  * - A thread that ends inside frames (pthread_exit, cancellation) or a process that exits inside
  *   them: trc__frames_close_ring writes their exits before the thread's slot is given back or
  *   the process's EXIT record is written.
+ * - A process that execs leaves its frames (trc__frames_exec, src/preload/hooks_exec.c): their
+ *   exits go first, and their entries again if the exec fails.
  * - A fork child starts inside its parent's open frames: its first claim writes a FUNC_ENTER for
  *   each (trc__frames_replay), at that time, so the calls it makes nest under them. Frames past
  *   TRC__FRAMES_MAX are not entered: their exits close nothing in the child.
@@ -22,6 +24,7 @@
  */
 #include <stddef.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "runtime.h"
 #include "trc/func_frames.h"
@@ -103,6 +106,20 @@ void trc__frames_jump(uint64_t landing_sp)
 		const struct trc__frame *f = &t->frames[t->depth - 1];
 		trc__emit(m, TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
 		t->depth--;
+	}
+}
+
+void trc__frames_exec(bool failed)
+{
+	unsigned m = trc__mode_load();
+	struct trc__thread *t = &trc__self;
+	/* A vfork child runs on its parent's memory: these frames are the parent's. */
+	if (!m || !t->depth || getpid() != trc__rt.pid)
+		return;
+	uint32_t k = trc__frames_kept(t);
+	for (uint32_t i = 0; i < k; i++) {
+		const struct trc__frame *f = &t->frames[failed ? i : k - 1 - i];
+		trc__emit(m, failed ? TRC_REC_FUNC_ENTER : TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
 	}
 }
 

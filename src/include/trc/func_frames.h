@@ -22,6 +22,7 @@
 #ifndef TRC_FUNC_FRAMES_H
 #define TRC_FUNC_FRAMES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trc.h"
@@ -38,6 +39,10 @@ void trc__frames_pop_slow(struct trc__thread *t, uint64_t fn, uint64_t site);
 /* A jump restores stack pointer landing_sp: writes FUNC_EXIT for every frame of the calling
  * thread entered below it, innermost first, and forgets them (the preload's jump hooks). */
 void trc__frames_jump(uint64_t landing_sp);
+/* The calling process execs (failed false): writes FUNC_EXIT for the calling thread's open
+ * frames, innermost first, keeping them; the exec failed (true): enters them again. Nothing in
+ * a vfork child (the frames are its parent's). The preload's exec hooks. */
+void trc__frames_exec(bool failed);
 
 /* The stack pointer of the function that called the hook, as it was at the call: above every
  * frame that function's callees push, at or below its own frame's base. Must be expanded in
