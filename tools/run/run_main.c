@@ -22,7 +22,10 @@
  *      is killed so it is not left behind); one further apart is just another interrupt for
  *      the program, unless the program is still running RUN_TERM_GRACE_NS after a SIGTERM
  *      (stuck: finalizes at once);
- *   7. finish the recorder (last drain, exit record), close the file, report one line and
+ *   7. unless --no-follow, wait for the rest of the process tree the command started
+ *      (run_follow.h: trace-run is its subreaper), until its last process exits or an
+ *      interrupt ends the recording;
+ *   8. finish the recorder (last drain, exit record), close the file, report one line and
  *      exit with the command's own status.
  * Threads: only main() runs here; the recorder's threads live in src/recorder/recorder.c.
  * Processes: the program, and the witness (forked at step 2, before anything else is open).
@@ -49,6 +52,7 @@
 #include "recorder.h"
 #include "run_compact.h"
 #include "chunk_bgc.h"
+#include "run_follow.h"
 #include "run_guard.h"
 #include "run_options.h"
 #include "run_spawn.h"
@@ -477,6 +481,40 @@ static void run__wait_child(int sfd, struct run_witness *wit, pid_t pid, struct 
 		fputs("\r\033[K", stderr);
 }
 
+/* With --follow (the default), after the command ended: waits for the rest of the traced tree
+ * (run_follow.h), trace-run's children when it is their subreaper, else the processes attached
+ * to the session. SIGINT or SIGTERM ends the wait at once, naming who still runs; other
+ * signals have no one to go to (the command has ended) and are dropped. */
+static void run__follow_tree(int sfd, const struct run_witness *wit,
+			     const struct trc_session *session, pid_t child, bool subreaper)
+{
+	enum { NAMED = 8 };
+	pid_t pids[NAMED];
+	for (;;) {
+		uint32_t n = subreaper ? run_follow_scan(wit->pid, pids, NAMED)
+				       : session_processes_running(session, child, pids, NAMED);
+		if (!n)
+			return;
+		/* A subreaper hears each end (SIGCHLD); the session's table is polled. */
+		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+		int pr = poll(&pfd, 1, subreaper ? 1000 : 50);
+		if (pr <= 0 || !(pfd.revents & POLLIN))
+			continue;
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
+			char names[640];
+			run_follow_names(pids, n < NAMED ? n : NAMED, names, sizeof(names));
+			fprintf(stderr,
+				"trace-run: interrupted: the recording ends now; %u %s of the traced "
+				"tree still running (not waited for): %s%s\n",
+				n, n == 1 ? "process" : "processes", names, n > NAMED ? ", ..." : "");
+			return;
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	/* Before anything opens a descriptor (run_spawn.h "Descriptors 0-2"). */
@@ -608,6 +646,8 @@ int main(int argc, char **argv)
 					"recorded\n");
 	}
 
+	/* Before the command is forked: its orphans come to trace-run from then on. */
+	const bool subreaper = opt.follow && run_follow_start();
 	struct run_child child = {
 		.pid = -1, .go_fd = -1, .err_fd = -1, .closed_std_fds = closed_std_fds};
 	rc = run_spawn_prepare(&child, opt.argv, session_fd(session), TRC_SESSION_FD_ENV, preload,
@@ -738,6 +778,8 @@ int main(int argc, char **argv)
 	struct run_wait w = {0};
 	bool stopped_said = false;
 	run__wait_child(sfd, &wit, child.pid, rec, progress, output, &stopped_said, &w);
+	if (opt.follow)
+		run__follow_tree(sfd, &wit, session, child.pid, subreaper);
 
 	struct recorder_stats st;
 	struct recorder_exit ex = {.status = w.status, .maxrss_bytes = w.maxrss_bytes};

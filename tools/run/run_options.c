@@ -81,6 +81,11 @@ static const char run__usage[] =
 	"                            regular file of one link; else they are left, with\n"
 	"                            a warning\n"
 	"      --clock auto|gettime  timestamps: auto uses the TSC when it is invariant\n"
+	"      --no-follow           end when the command itself exits; by default\n"
+	"                            trace-run follows the whole process tree it starts\n"
+	"                            (daemons that detach included) until the last of\n"
+	"                            them exits; Ctrl-C ends the recording at once and\n"
+	"                            names those still running\n"
 	"      --no-preload          do not put libtrc-preload.so in LD_PRELOAD (no\n"
 	"                            allocation or function events unless the program\n"
 	"                            links libtrc)\n"
@@ -145,6 +150,7 @@ enum {
 	OPT_WHEN_FULL,
 	OPT_ALLOC_STACKS,
 	OPT_STACK_DEPTH,
+	OPT_NO_FOLLOW,
 };
 
 int run_options_parse(int argc, char **argv, struct run_options *o)
@@ -164,6 +170,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		{"compress-threads", required_argument, NULL, OPT_COMPRESS_THREADS},
 		{"clock", required_argument, NULL, OPT_CLOCK},
 		{"no-preload", no_argument, NULL, OPT_NO_PRELOAD},
+		{"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
 		{"keep-stored", no_argument, NULL, OPT_KEEP_STORED},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
@@ -186,6 +193,7 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 		.preload = true,
 		.alloc_stacks = "all",
 		.stack_depth = TRC_STACK_DEPTH_DEFAULT,
+		.follow = true,
 	};
 	char msg[320];
 	unsigned long n;
@@ -299,6 +307,9 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			break;
 		case OPT_NO_PRELOAD:
 			o->preload = false;
+			break;
+		case OPT_NO_FOLLOW:
+			o->follow = false;
 			break;
 		case OPT_KEEP_STORED:
 			o->keep_stored = true;

@@ -33,6 +33,7 @@ struct run_options {
 	int progress; /* -1 auto (stderr is a terminal), 0 off, 1 on */
 	enum run_clock clock;
 	bool preload; /* put libtrc-preload.so in LD_PRELOAD */
+	bool follow; /* wait for the whole process tree, not just the command (--no-follow) */
 	bool keep_stored; /* leave chunks written stored as they are (no compaction at exit) */
 	bool drop_when_full; /* --when-full drop: a full ring drops at once (default: wait) */
 	/* --alloc-stacks, as the preload library reads it (TRC_ALLOC_STACKS): "all", "none" or
