@@ -98,3 +98,153 @@ Test(calltrees, longjmp_in_a_loop, .timeout = 120)
 			 "P0 main;thrower 5\n"
 			 "P0 main;thrower;inner 5\n");
 }
+
+static void ct_procs(const char *mode, const char *want, int64_t open_at_end)
+{
+	const char *dir = e2e_tmpdir();
+	char *json = NULL, done[512];
+	snprintf(done, sizeof(done), "%s/done", dir);
+	const char *args[] = {mode, done, NULL};
+	char go[600];
+	snprintf(go, sizeof(go), "%s.go", done);
+	fclose(fopen(go, "w")); /* the daemon's work may begin at once */
+	char *tree = ct_record(dir, &json, NULL, "tests/prog_finst_procs", args);
+	cr_expect_str_eq(tree, want, "mode %s:\n%s", mode, tree);
+	cr_expect_eq(e2e_json_int(json, "function_exits_unmatched"), 0);
+	cr_expect_eq(e2e_json_int(json, "function_calls_unclosed"), 0);
+	cr_expect_eq(e2e_json_int(json, "function_calls_open_at_end"), open_at_end);
+	free(tree);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* The child's calls nest under the frames it was forked in (main;spawn), entered again at the
+ * fork; both processes return through them. */
+Test(calltrees, fork_with_calls_in_both, .timeout = 120)
+{
+	ct_procs("fork",
+		 "P0 main 1\n"
+		 "P0 main;done 1\n"
+		 "P0 main;spawn 1\n"
+		 "P0 main;spawn;parent_work 1\n"
+		 "P1 main 1\n"
+		 "P1 main;done 1\n"
+		 "P1 main;spawn 1\n"
+		 "P1 main;spawn;child_work 1\n",
+		 0);
+}
+
+/* trace-run follows the detached child to its end; the parent ended inside main (daemon()
+ * calls _exit), the only frame left open. */
+Test(calltrees, daemon_with_work_in_the_child, .timeout = 120)
+{
+	ct_procs("daemon",
+		 "!open P0 main 1\n"
+		 "P0 main 1\n"
+		 "P1 main 1\n"
+		 "P1 main;work 1\n"
+		 "P1 main;work;step 3\n",
+		 1);
+}
+
+/* The child's copy of main;spawn ends at the exec; the new image starts its own tree. */
+Test(calltrees, fork_then_exec, .timeout = 120)
+{
+	ct_procs("forkexec",
+		 "P0 main 1\n"
+		 "P0 main;done 1\n"
+		 "P0 main;spawn 1\n"
+		 "P1 main 2\n"
+		 "P1 main;leaf_work 1\n"
+		 "P1 main;spawn 1\n",
+		 0);
+}
+
+/* A vfork child borrows its parent's memory and thread until it execs: nothing of it is
+ * recorded before the exec, and its exec closes none of its parent's frames. */
+Test(calltrees, vfork_then_exec, .timeout = 120)
+{
+	ct_procs("vforkexec",
+		 "P0 main 1\n"
+		 "P0 main;done 1\n"
+		 "P0 main;spawn 1\n"
+		 "P1 main 1\n"
+		 "P1 main;leaf_work 1\n",
+		 0);
+}
+
+/* The thread's frames end at its exec; main, waiting in pthread_join, ends inside main: the
+ * exec removes its thread without a word. */
+Test(calltrees, a_thread_that_calls_exec, .timeout = 120)
+{
+	ct_procs("threadexec",
+		 "!open P0 main 1\n"
+		 "P0 main 2\n"
+		 "P0 main;leaf_work 1\n"
+		 "P0 worker 1\n"
+		 "P0 worker;do_exec 1\n"
+		 "P0 worker;do_exec;exec_leaf 1\n",
+		 1);
+}
+
+/* --no-follow: trace-run ends with the command, while the daemon it left waits; none of the
+ * daemon's calls are in the trace. */
+Test(calltrees, no_follow_ends_with_the_command, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char trace[512], done[512], go[600];
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	snprintf(done, sizeof(done), "%s/done", dir);
+	snprintf(go, sizeof(go), "%s.go", done);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "--no-follow", "-o", trace, "--",
+				   e2e_path("tests/prog_finst_procs"), "daemon", done, NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	e2e_free(&r);
+	cr_expect_neq(access(done, F_OK), 0, "the daemon finished before trace-run did");
+	char *tree = ct_tree(trace);
+	cr_expect_str_eq(tree, "!open P0 main 1\nP0 main 1\n", "%s", tree);
+	free(tree);
+	fclose(fopen(go, "w"));
+	for (int i = 0; i < 2000 && access(done, F_OK) != 0; i++)
+		usleep(10000);
+	cr_expect_eq(access(done, F_OK), 0, "the daemon never finished");
+	e2e_rm_rf(dir);
+}
+
+/* Following a daemon that waits, Ctrl-C (SIGINT to trace-run) ends the recording at once,
+ * names the process still running, and trace-run exits with the command's status (0). */
+Test(calltrees, interrupt_while_following_names_the_survivors, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char trace[512], done[512], go[600];
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	snprintf(done, sizeof(done), "%s/done", dir);
+	snprintf(go, sizeof(go), "%s.go", done);
+	char *argv[] = {(char *)TR, "-q", "-o", trace, "--",
+			(char *)e2e_path("tests/prog_finst_procs"), "daemon", done, NULL};
+	double t0 = e2e_now();
+	pid_t pid = e2e_start(dir, argv);
+	/* Until the daemon runs (and its parent, the command, has had time to end). */
+	char started[600];
+	snprintf(started, sizeof(started), "%s.started", done);
+	for (int i = 0; i < 2000 && access(started, F_OK) != 0; i++)
+		usleep(10000);
+	cr_assert_eq(access(started, F_OK), 0, "the daemon never started");
+	usleep(200000);
+	double sent = e2e_now();
+	kill(pid, SIGINT);
+	struct e2e_run r = {0};
+	e2e_collect(dir, pid, &r, t0);
+	double took = e2e_now() - sent;
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_lt(took, 5.0, "trace-run took %.1f s to end after SIGINT", took);
+	cr_expect_not_null(strstr(r.err, "1 process of the traced tree still running"), "%s",
+			   r.err);
+	cr_expect_not_null(strstr(r.err, "(prog_finst_proc)"), "%s", r.err);
+	e2e_free(&r);
+	cr_expect_neq(access(done, F_OK), 0);
+	fclose(fopen(go, "w"));
+	for (int i = 0; i < 2000 && access(done, F_OK) != 0; i++)
+		usleep(10000);
+	e2e_rm_rf(dir);
+}
