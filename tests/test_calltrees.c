@@ -248,3 +248,49 @@ Test(calltrees, interrupt_while_following_names_the_survivors, .timeout = 120)
 		usleep(10000);
 	e2e_rm_rf(dir);
 }
+
+static void ct_closed(const char *prog, const char *mode, const char *want)
+{
+	const char *dir = e2e_tmpdir();
+	char *json = NULL;
+	const char *args[] = {mode, NULL};
+	char *tree = ct_record(dir, &json, NULL, prog, args);
+	cr_expect_str_eq(tree, want, "%s %s:\n%s", prog, mode ? mode : "", tree);
+	ct_expect_all_closed(json);
+	free(tree);
+	free(json);
+	e2e_rm_rf(dir);
+}
+
+/* pthread_exit two frames down: the thread's frames end with it. */
+Test(calltrees, pthread_exit_inside_frames, .timeout = 120)
+{
+	ct_closed("tests/prog_finst_threads", "exit",
+		  "P0 main 1\n"
+		  "P0 main;after 1\n"
+		  "P0 t_main 1\n"
+		  "P0 t_main;t_a 1\n"
+		  "P0 t_main;t_a;t_b 1\n");
+}
+
+/* Cancelled inside c_loop: its frames end with the thread. */
+Test(calltrees, cancelled_inside_frames, .timeout = 120)
+{
+	ct_closed("tests/prog_finst_threads", "cancel",
+		  "P0 c_main 1\n"
+		  "P0 c_main;c_loop 1\n"
+		  "P0 main 1\n"
+		  "P0 main;after 1\n");
+}
+
+/* A C++ exception thrown through three instrumented frames and caught above them, twice. */
+Test(calltrees, cxx_exception_caught_three_frames_up, .timeout = 120)
+{
+	ct_closed("tests/prog_finst_throw", NULL,
+		  "P0 main 1\n"
+		  "P0 main;catcher(int) 2\n"
+		  "P0 main;catcher(int);handled() 2\n"
+		  "P0 main;catcher(int);l1(int) 2\n"
+		  "P0 main;catcher(int);l1(int);l2(int) 2\n"
+		  "P0 main;catcher(int);l1(int);l2(int);l3(int) 2\n");
+}

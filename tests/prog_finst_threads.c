@@ -1,0 +1,76 @@
+/* prog_finst_threads.c - threads that end inside instrumented frames (Makefile: prog_finst_*,
+ * built with -finstrument-functions), for tests/test_calltrees.c. `prog_finst_threads MODE`:
+ *   exit    a thread runs t_main() -> t_a() -> t_b(), which calls pthread_exit; main joins it,
+ *           then calls after()
+ *   cancel  a thread runs c_main() -> c_loop(), which waits in pthread_testcancel until main
+ *           cancels it; main joins it, then calls after()
+ * Exit 0; 1 when a call fails. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile int sink;
+static atomic_int looping;
+
+NOINLINE static void after(void)
+{
+	sink++;
+}
+
+NOINLINE static void t_b(void)
+{
+	sink++;
+	pthread_exit(NULL);
+}
+
+NOINLINE static void t_a(void)
+{
+	t_b();
+	sink++;
+}
+
+NOINLINE static void *t_main(void *arg)
+{
+	(void)arg;
+	t_a();
+	return NULL;
+}
+
+NOINLINE static void c_loop(void)
+{
+	atomic_store(&looping, 1);
+	for (;;) {
+		pthread_testcancel();
+		usleep(1000);
+	}
+}
+
+NOINLINE static void *c_main(void *arg)
+{
+	(void)arg;
+	c_loop();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "exit";
+	bool cancel = strcmp(mode, "cancel") == 0;
+	pthread_t t;
+	if (pthread_create(&t, NULL, cancel ? c_main : t_main, NULL) != 0)
+		return 1;
+	if (cancel) {
+		while (!atomic_load(&looping))
+			usleep(1000);
+		if (pthread_cancel(t) != 0)
+			return 1;
+	}
+	if (pthread_join(t, NULL) != 0)
+		return 1;
+	after();
+	return 0;
+}
