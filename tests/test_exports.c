@@ -24,6 +24,8 @@ static const char *const libtrc_exports[] = {
 	"trc__frames_jump",
 	"trc__frames_pop_slow",
 	"trc__frames_push_slow",
+	"trc__frames_resume",
+	"trc__frames_suspend",
 	"trc__mode",
 	"trc__modules_changed",
 	"trc__process_exiting",
@@ -69,7 +71,9 @@ static const char *const preload_exports[] = {
 	"realloc",
 	"reallocarray",
 	"sbrk",
+	"setcontext",
 	"siglongjmp",
+	"swapcontext",
 	"valloc",
 };
 

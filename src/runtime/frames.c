@@ -15,6 +15,9 @@
  *   the process's EXIT record is written.
  * - A process that execs leaves its frames (trc__frames_exec, src/preload/hooks_exec.c): their
  *   exits go first, and their entries again if the exec fails.
+ * - A context switch (swapcontext, setcontext: src/preload/hooks_context.c) suspends the
+ *   running context's frames (trc__frames_suspend: their exits, a copy kept by the hook on that
+ *   context's stack) and enters them again when it resumes (trc__frames_resume).
  * - A fork child starts inside its parent's open frames: its first claim writes a FUNC_ENTER for
  *   each (trc__frames_replay), at that time, so the calls it makes nest under them. Frames past
  *   TRC__FRAMES_MAX are not entered: their exits close nothing in the child.
@@ -120,6 +123,42 @@ void trc__frames_exec(bool failed)
 	for (uint32_t i = 0; i < k; i++) {
 		const struct trc__frame *f = &t->frames[failed ? i : k - 1 - i];
 		trc__emit(m, failed ? TRC_REC_FUNC_ENTER : TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
+	}
+}
+
+uint32_t trc__frames_suspend(struct trc__frame *save, uint32_t max)
+{
+	unsigned m = trc__mode_load();
+	struct trc__thread *t = &trc__self;
+	if (!m || !t->depth)
+		return 0;
+	uint32_t k = trc__frames_kept(t), n = k < max ? k : max;
+	for (uint32_t i = 0; i < n; i++)
+		save[i] = t->frames[i];
+	while (k) {
+		const struct trc__frame *f = &t->frames[--k];
+		trc__emit(m, TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
+	}
+	t->depth = 0;
+	return n;
+}
+
+void trc__frames_resume(const struct trc__frame *save, uint32_t n)
+{
+	unsigned m = trc__mode_load();
+	struct trc__thread *t = &trc__self;
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t d = t->depth;
+		if (d < t->frames_cap) {
+			t->frames[d] = save[i];
+			TRC__BARRIER();
+			t->depth = d + 1;
+			trc__emit(m, TRC_REC_FUNC_ENTER, 2, save[i].fn, save[i].site);
+		} else {
+			trc__frames_push_slow(t, save[i].fn, save[i].site, save[i].sp);
+		}
 	}
 }
 

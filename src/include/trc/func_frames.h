@@ -43,6 +43,12 @@ void trc__frames_jump(uint64_t landing_sp);
  * frames, innermost first, keeping them; the exec failed (true): enters them again. Nothing in
  * a vfork child (the frames are its parent's). The preload's exec hooks. */
 void trc__frames_exec(bool failed);
+/* A context switch (the preload's swapcontext/setcontext hooks): writes FUNC_EXIT for the
+ * calling thread's open frames, innermost first, copies the outermost max of them into save
+ * and forgets them all; returns how many it copied. trc__frames_resume enters n saved frames
+ * again (FUNC_ENTER, outermost first) on top of the thread's. */
+uint32_t trc__frames_suspend(struct trc__frame *save, uint32_t max);
+void trc__frames_resume(const struct trc__frame *save, uint32_t n);
 
 /* The stack pointer of the function that called the hook, as it was at the call: above every
  * frame that function's callees push, at or below its own frame's base. Must be expanded in
