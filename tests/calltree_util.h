@@ -4,8 +4,8 @@
  * ct_tree reads `trace-dump events FILE` and replays every thread's func_enter/func_exit
  * records strictly: an exit must close the innermost open frame of its thread, by name. Output,
  * one line per distinct call path, sorted: "P<k> main;foo;bar N" where k numbers the processes
- * in the order their first thread or function record appears and N counts the calls on that path. Any
- * exit that does not close the innermost frame adds "!exit P<k> path<-name", every frame still
+ * in the order their first thread or function record appears and N counts the calls on that path.
+ * Any exit that does not close the innermost frame adds "!exit P<k> path<-name", every frame still
  * open at the end of its thread's stream (the trace's end, or a THREAD record of the same
  * thread: the image it exec'd) "!open P<k> path": a right trace has neither, but for frames a
  * process really ended inside. */
@@ -95,7 +95,8 @@ static inline char *ct_tree(const char *trace)
 		bool enter = strcmp(kind, "func_enter") == 0;
 		if (strcmp(kind, "thread") == 0) {
 			/* A new image (exec) of the same thread: a stream of its own. */
-			struct ct_thread *th = ct__thread(&t, key, (unsigned)strtoul(key, NULL, 10));
+			struct ct_thread *th =
+				ct__thread(&t, key, (unsigned)strtoul(key, NULL, 10));
 			if (th->depth) {
 				ct__path(th, path, sizeof(path));
 				snprintf(out, sizeof(out), "!open %s", path);

@@ -331,8 +331,9 @@ Test(e2e_hostile, a_buffers_count_of_4_eib_is_not_believed, .timeout = 120)
 	e2e_rm_rf(dir);
 }
 
-/* Item 17: a descendant that outlives the traced program: trace-run finishes at once, with the
- * program's status, and the trace says which processes were still running. */
+/* Item 17: a descendant that outlives the traced program, under --no-follow: trace-run
+ * finishes at once, with the program's status, and the trace says which processes were still
+ * running. */
 Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for, .timeout = 60)
 {
 	const char *dir = e2e_tmpdir();
@@ -341,7 +342,7 @@ Test(e2e_hostile, descendant_outliving_the_program_is_named_and_never_waited_for
 	/* The sleep's stdout is not the test's pipe, so collecting trace-run's output does not
 	 * wait for it either. The program lingers a moment so the sleep has attached (a process
 	 * forked in the program's very last instant may end the run before it ever attaches). */
-	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", out, "--", "/bin/sh", "-c",
+	struct e2e_run r = e2e_run(dir, TR, "-q", "--no-follow", "-o", out, "--", "/bin/sh", "-c",
 				   "sleep 5 >/dev/null 2>&1 & echo $!; sleep 0.3; exit 4", NULL);
 	cr_assert_eq(r.exit_code, 4, "exit %d: %s", r.exit_code, r.err);
 	cr_expect_lt(r.seconds, 3.0, "trace-run waited for the descendant: %.1f s", r.seconds);
