@@ -34,7 +34,14 @@ typedef int (*preload__execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*preload__execv_fn)(const char *, char *const[]);
 typedef int (*preload__fexecve_fn)(int, char *const[], char *const[]);
 
-enum { PRELOAD_EXECVE, PRELOAD_EXECV, PRELOAD_EXECVP, PRELOAD_EXECVPE, PRELOAD_FEXECVE, PRELOAD_EXECS };
+enum {
+	PRELOAD_EXECVE,
+	PRELOAD_EXECV,
+	PRELOAD_EXECVP,
+	PRELOAD_EXECVPE,
+	PRELOAD_FEXECVE,
+	PRELOAD_EXECS
+};
 
 static const char *const preload__exec_names[PRELOAD_EXECS] = {"execve", "execv", "execvp",
 							       "execvpe", "fexecve"};
@@ -107,7 +114,7 @@ PRELOAD_API int fexecve(int fd, char *const argv[], char *const envp[])
 	return preload__exec_back(f(fd, argv, envp));
 }
 
-/* The arguments after arg0 up to the NULL, counted (then envp for execle); -1 when too many. */
+/* The arguments from a non-NULL arg0 up to the NULL after it, counted; -1 when too many. */
 static long preload__execl_count(va_list ap)
 {
 	long n = 1;
@@ -117,9 +124,9 @@ static long preload__execl_count(va_list ap)
 	return n;
 }
 
-/* argv[0, n] from arg0 and ap, NULL last; the char ** after the NULL when with_env. */
-static char **preload__execl_fill(char **argv, long n, const char *arg0, va_list ap,
-				  bool with_env)
+/* argv[0, n] from arg0 and ap (n == 0: arg0 is the NULL), NULL last; then the char ** that
+ * follows the NULL when with_env (execle's envp). */
+static char **preload__execl_fill(char **argv, long n, const char *arg0, va_list ap, bool with_env)
 {
 	argv[0] = (char *)arg0;
 	for (long i = 1; i <= n; i++)
@@ -127,17 +134,17 @@ static char **preload__execl_fill(char **argv, long n, const char *arg0, va_list
 	return with_env ? va_arg(ap, char **) : NULL;
 }
 
-#define PRELOAD_EXECL_ARGV(argv, envp, arg0, with_env)                                        \
-	va_list ap;                                                                           \
-	va_start(ap, arg0);                                                                   \
-	long n = preload__execl_count(ap);                                                    \
-	va_end(ap);                                                                           \
-	if (n < 0)                                                                            \
-		return errno = E2BIG, -1;                                                     \
-	char **argv = alloca((size_t)(n + 1) * sizeof(char *));                               \
-	va_start(ap, arg0);                                                                   \
-	char **envp = preload__execl_fill(argv, n, arg0, ap, with_env);                       \
-	va_end(ap);                                                                           \
+#define PRELOAD_EXECL_ARGV(argv, envp, arg0, with_env)                  \
+	va_list ap;                                                     \
+	va_start(ap, arg0);                                             \
+	long n = arg0 ? preload__execl_count(ap) : 0;                   \
+	va_end(ap);                                                     \
+	if (n < 0)                                                      \
+		return errno = E2BIG, -1;                               \
+	char **argv = alloca((size_t)(n + 1) * sizeof(char *));         \
+	va_start(ap, arg0);                                             \
+	char **envp = preload__execl_fill(argv, n, arg0, ap, with_env); \
+	va_end(ap);                                                     \
 	(void)envp
 
 PRELOAD_API int execl(const char *path, const char *arg0, ...)
