@@ -134,12 +134,12 @@ struct trc__thread {
 	 * region pid tlost_pid (a fork child takes its own). Slow paths only. */
 	uint32_t tlost;
 	uint32_t tlost_pid;
-	/* The thread's open -finstrument-functions frames, innermost last: frames[0, depth) while
-	 * depth <= frames_cap (trc/func_frames.h; mapped by src/runtime/frames.c). frames_replay:
-	 * in a fork child, how many inherited frames its first claim enters again. */
-	struct trc__frame *frames;
-	uint32_t depth, frames_cap;
-	uint32_t frames_replay;
+	/* The thread's open -finstrument-functions frames (trc/func_frames.h, mapped by
+	 * src/runtime/frames.c): frames[0] a sentinel, then the open ones, innermost last, up to
+	 * frames_top; room up to frames_end. frames_over: open below the mapping, counted only.
+	 * frames_replay: in a fork child, how many inherited frames its first claim enters again. */
+	struct trc__frame *frames, *frames_top, *frames_end;
+	uint32_t frames_over, frames_replay;
 };
 
 extern __thread struct trc__thread trc__self __attribute__((tls_model("initial-exec")));

@@ -48,8 +48,7 @@ static uint32_t preload__context_frames(void)
 {
 	if (!trc__mode_load())
 		return 0;
-	const struct trc__thread *t = &trc__self;
-	uint32_t n = t->depth < t->frames_cap ? t->depth : t->frames_cap;
+	uint32_t n = trc__frames_kept(&trc__self);
 	return n < PRELOAD_CONTEXT_FRAMES_MAX ? n : PRELOAD_CONTEXT_FRAMES_MAX;
 }
 

@@ -4,7 +4,7 @@
  *
  * The frames are {fn, call site, stack pointer at entry} in private anonymous memory mapped on
  * the thread's first function event (TRC__FRAMES_MAX of them, reserved but faulted in only as
- * deep as the program goes). They are the program's own memory, so a fork child gets a copy, as
+ * deep as the program goes; a mapping that fails leaves the thread counting depth only). They are the program's own memory, so a fork child gets a copy, as
  * it gets a copy of the stack they describe.
  *
  * - A jump (longjmp, siglongjmp: src/preload/hooks_longjmp.c) restores a stack pointer: every
@@ -32,83 +32,84 @@
 #include "runtime.h"
 #include "trc/func_frames.h"
 
-#define TRC__FRAMES_MAX 8192u
+#define TRC__FRAMES_MAX 8192u /* the sentinel included */
 
-/* A thread whose mapping failed points here (capacity 0): it counts depth only, without
- * mapping again on every call. */
-static struct trc__frame trc__frames_none[1];
+/* Every thread's frames point here until its first entry maps its own (thread.c's initializer
+ * of trc__self): a sentinel, never written. */
+const struct trc__frame trc__frames_none[1];
 
 void trc__frames_push_slow(struct trc__thread *t, uint64_t fn, uint64_t site, uint64_t sp)
 {
-	if (!t->frames) {
+	if (t->frames == trc__frames_none && t->frames_end) {
 		size_t bytes = (size_t)TRC__FRAMES_MAX * sizeof(struct trc__frame);
 		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED) {
-			t->frames = trc__frames_none;
+			t->frames_end = NULL; /* counted from now on, never mapped again */
 		} else {
-			t->frames = p;
-			t->frames_cap = TRC__FRAMES_MAX;
+			struct trc__frame *f = p; /* zero: f[0] is the sentinel */
+			t->frames = f;
+			t->frames_top = f + 1;
+			TRC__BARRIER();
+			t->frames_end = f + TRC__FRAMES_MAX;
 		}
 	}
-	uint32_t d = t->depth;
-	if (d < t->frames_cap) {
-		t->frames[d] = (struct trc__frame){.fn = fn, .site = site, .sp = sp};
+	struct trc__frame *f = t->frames_top;
+	if (t->frames_end && f < t->frames_end) {
+		*f = (struct trc__frame){.fn = fn, .site = site, .sp = sp};
 		TRC__BARRIER();
+		t->frames_top = f + 1;
+	} else {
+		t->frames_over++;
 	}
-	t->depth = d + 1;
 	unsigned m = trc__mode_load();
 	if (m)
 		trc__emit(m, TRC_REC_FUNC_ENTER, 2, fn, site);
 }
 
-/* The frames after an exit of fn at depth d that is not the innermost kept frame's. */
-static uint32_t trc__frames_after_exit(const struct trc__thread *t, uint32_t d, uint64_t fn)
-{
-	if (d == 0)
-		return 0; /* an exit of a call entered before the session (or the thread) began */
-	if (d > t->frames_cap)
-		return d - 1; /* past what is kept: taken as the innermost frame's */
-	/* Not the innermost: frames above it were left without their exits (a vfork child's
-	 * calls that never returned, a jump this library did not see). The views close those
-	 * with it; here they go with it. An exit of a frame not open at all changes nothing. */
-	for (uint32_t k = d; k-- > 0;)
-		if (t->frames[k].fn == fn)
-			return k;
-	return d;
-}
-
 void trc__frames_pop_slow(struct trc__thread *t, uint64_t fn, uint64_t site)
 {
-	t->depth = trc__frames_after_exit(t, t->depth, fn);
+	if (t->frames_over) {
+		t->frames_over--; /* past what is kept: taken as the innermost frame's */
+	} else {
+		/* Not the innermost: frames above it were left without their exits (a vfork
+		 * child's calls that never returned, a jump this library did not see). The views
+		 * close those with it; here they go with it. An exit of a frame not open at all
+		 * (entered before the session or the thread began) changes nothing. */
+		for (struct trc__frame *f = t->frames_top - 1; f > t->frames; f--)
+			if (f->fn == fn) {
+				t->frames_top = f;
+				break;
+			}
+	}
 	unsigned m = trc__mode_load();
 	if (m)
 		trc__emit(m, TRC_REC_FUNC_EXIT, 2, fn, site);
 }
 
-/* Frames [0, kept) of t are known; the rest (beyond TRC__FRAMES_MAX) are only counted. */
-static uint32_t trc__frames_kept(const struct trc__thread *t)
+/* Forgets every open frame of t. */
+static void trc__frames_clear(struct trc__thread *t)
 {
-	return t->depth < t->frames_cap ? t->depth : t->frames_cap;
+	t->frames_over = 0;
+	t->frames_top = (struct trc__frame *)t->frames + 1;
 }
 
 void trc__frames_jump(uint64_t landing_sp)
 {
 	unsigned m = trc__mode_load();
 	struct trc__thread *t = &trc__self;
-	if (!m || !t->depth)
+	if (!m)
 		return;
-	uint32_t k = trc__frames_kept(t);
-	if (k < t->depth) {
+	if (t->frames_over) {
 		/* The uncounted ones lie below the innermost kept frame: gone with it, or kept. */
-		if (k && t->frames[k - 1].sp >= landing_sp)
+		uint32_t k = trc__frames_kept(t);
+		if (k && t->frames_top[-1].sp >= landing_sp)
 			return;
-		t->depth = k;
+		t->frames_over = 0;
 	}
-	while (t->depth && t->frames[t->depth - 1].sp < landing_sp) {
-		const struct trc__frame *f = &t->frames[t->depth - 1];
+	while (trc__frames_kept(t) && t->frames_top[-1].sp < landing_sp) {
+		const struct trc__frame *f = --t->frames_top;
 		trc__emit(m, TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
-		t->depth--;
 	}
 }
 
@@ -116,12 +117,12 @@ void trc__frames_exec(bool failed)
 {
 	unsigned m = trc__mode_load();
 	struct trc__thread *t = &trc__self;
-	/* A vfork child runs on its parent's memory: these frames are the parent's. */
-	if (!m || !t->depth || getpid() != trc__rt.pid)
-		return;
 	uint32_t k = trc__frames_kept(t);
+	/* A vfork child runs on its parent's memory: these frames are the parent's. */
+	if (!m || !k || getpid() != trc__rt.pid)
+		return;
 	for (uint32_t i = 0; i < k; i++) {
-		const struct trc__frame *f = &t->frames[failed ? i : k - 1 - i];
+		const struct trc__frame *f = &t->frames[1 + (failed ? i : k - 1 - i)];
 		trc__emit(m, failed ? TRC_REC_FUNC_ENTER : TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
 	}
 }
@@ -130,16 +131,16 @@ uint32_t trc__frames_suspend(struct trc__frame *save, uint32_t max)
 {
 	unsigned m = trc__mode_load();
 	struct trc__thread *t = &trc__self;
-	if (!m || !t->depth)
+	if (!m)
 		return 0;
 	uint32_t k = trc__frames_kept(t), n = k < max ? k : max;
 	for (uint32_t i = 0; i < n; i++)
-		save[i] = t->frames[i];
-	while (k) {
-		const struct trc__frame *f = &t->frames[--k];
+		save[i] = t->frames[1 + i];
+	while (trc__frames_kept(t)) {
+		const struct trc__frame *f = --t->frames_top;
 		trc__emit(m, TRC_REC_FUNC_EXIT, 2, f->fn, f->site);
 	}
-	t->depth = 0;
+	trc__frames_clear(t);
 	return n;
 }
 
@@ -150,11 +151,11 @@ void trc__frames_resume(const struct trc__frame *save, uint32_t n)
 	if (!m)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t d = t->depth;
-		if (d < t->frames_cap) {
-			t->frames[d] = save[i];
+		struct trc__frame *f = t->frames_top;
+		if (f < t->frames_end) {
+			*f = save[i];
 			TRC__BARRIER();
-			t->depth = d + 1;
+			t->frames_top = f + 1;
 			trc__emit(m, TRC_REC_FUNC_ENTER, 2, save[i].fn, save[i].site);
 		} else {
 			trc__frames_push_slow(t, save[i].fn, save[i].site, save[i].sp);
@@ -177,16 +178,16 @@ static void trc__frames_put(struct trc__thread *t, unsigned mode, uint32_t type,
 
 void trc__frames_replay(struct trc__thread *t, unsigned mode)
 {
-	uint32_t k = t->frames_replay < t->frames_cap ? t->frames_replay : t->frames_cap;
+	uint32_t k = t->frames_replay;
 	t->frames_replay = 0;
 	for (uint32_t i = 0; i < k; i++)
-		trc__frames_put(t, mode, TRC_REC_FUNC_ENTER, &t->frames[i]);
+		trc__frames_put(t, mode, TRC_REC_FUNC_ENTER, &t->frames[1 + i]);
 }
 
 void trc__frames_close_ring(struct trc__thread *t, unsigned mode)
 {
 	uint32_t k = trc__frames_kept(t);
 	while (k)
-		trc__frames_put(t, mode, TRC_REC_FUNC_EXIT, &t->frames[--k]);
-	t->depth = 0;
+		trc__frames_put(t, mode, TRC_REC_FUNC_EXIT, &t->frames[k--]);
+	trc__frames_clear(t);
 }

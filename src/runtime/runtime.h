@@ -28,6 +28,7 @@
 #include "ring.h"
 #include "session_layout.h"
 #include "trc.h"
+#include "trc/func_frames.h"
 
 struct trc__rt {
 	uint8_t *base; /* the mapped region */
@@ -132,6 +133,9 @@ void trc__thread_exit(void *arg);
 
 /* Forgets the calling thread's slot without retiring it (fork child, thread.c). */
 void trc__thread_forget(void);
+
+/* The sentinel every thread's frames point at until its first function entry (frames.c). */
+extern const struct trc__frame trc__frames_none[1];
 
 /* A fork child's first claim, after its THREAD record: a FUNC_ENTER for each frame it inherited
  * open (frames.c). Slow path; ok == 0. */

@@ -43,8 +43,13 @@
  * "holds a ring", is read by the preload library's jump hooks). */
 static volatile uint8_t trc__ok_none[2];
 
-__thread struct trc__thread trc__self
-	__attribute__((tls_model("initial-exec"))) = {.ok_flag = trc__ok_none};
+__thread struct trc__thread trc__self __attribute__((tls_model("initial-exec"))) = {
+	.ok_flag = trc__ok_none,
+	/* No frames mapped: the first function entry maps them (trc/func_frames.h). */
+	.frames = (struct trc__frame *)trc__frames_none,
+	.frames_top = (struct trc__frame *)trc__frames_none + 1,
+	.frames_end = (struct trc__frame *)trc__frames_none + 1,
+};
 
 /* ---- the fork guard ----------------------------------------------------------------------
  *
@@ -731,7 +736,7 @@ void trc__thread_exit(void *arg)
 		return;
 	/* Frames still open end with the thread (pthread_exit, cancellation: no exit hook ran). */
 	unsigned mode = trc__mode_load();
-	if (t->depth && mode) {
+	if ((t->frames_top != t->frames + 1 || t->frames_over) && mode) {
 		*t->ok_flag = 0;
 		TRC__BARRIER();
 		trc__frames_close_ring(t, mode);
@@ -757,7 +762,7 @@ void trc__thread_forget(void)
 	/* The parent still owns that ring; the child claims its own on its next event, and
 	 * enters there the frames it inherited (its stack is a copy of its parent's). */
 	trc__drop_ring(t);
-	t->frames_replay = t->depth;
+	t->frames_replay = trc__frames_kept(t);
 	t->busy = 0;
 	t->parked = 0;
 }

@@ -6,15 +6,21 @@
  * copies of the hooks (src/runtime/finst.c, src/preload/hooks_finst.c); the frames live in the
  * runtime (src/runtime/frames.c), which maps them on a thread's first function event.
  *
- * Cost: on entry three stores and an increment in memory the thread alone touches, on exit a
- * compare and a decrement; no byte more in the trace. Frames deeper than TRC__FRAMES_MAX are
- * counted (depth) but not kept: a jump out of them cannot close them.
+ * Layout (why): frames[0] is a sentinel {fn 0} and frames_top points just past the innermost
+ * open frame, so an exit tests one thing, frames_top[-1].fn == fn (no function is at address 0:
+ * an empty stack fails it too), and an entry one, frames_top < frames_end. A thread that has no
+ * frames mapped points both at a sentinel of the runtime's (trc__frames_none), so its first
+ * entry takes the slow path, which maps them.
+ *
+ * Cost: on entry a compare and three stores in memory the thread alone touches, on exit a load
+ * and a compare, and a pointer store each; no byte more in the trace. Frames deeper than the
+ * mapping are counted (frames_over) but not kept: a jump out of them cannot close them.
  *
  * Order (why): the frame is pushed or popped before the record is emitted, so the emit stays in
  * tail position (trc.h: its rare paths are tail calls). A fork child enters the frames it
  * inherited again on its first claim (trc__frames_replay): as many as were open at the fork,
  * counted then, so the push or pop of the event that claims does not change them (a pop only
- * lowers depth; a push writes above them).
+ * moves frames_top down; a push writes above them).
  *
  * Threads: the calling thread's frames only; a signal handler's calls push and pop above the
  * interrupted ones.
@@ -50,14 +56,17 @@ void trc__frames_exec(bool failed);
 uint32_t trc__frames_suspend(struct trc__frame *save, uint32_t max);
 void trc__frames_resume(const struct trc__frame *save, uint32_t n);
 
-/* The stack pointer of the function that called the hook, as it was at the call: above every
- * frame that function's callees push, at or below its own frame's base. Must be expanded in
- * the hook itself (the frame address of the function it is written in). */
-#if defined(__x86_64__)
-#define TRC__CALLER_SP() ((uint64_t)(uintptr_t)__builtin_frame_address(0) + 16u)
-#else
-#define TRC__CALLER_SP() ((uint64_t)(uintptr_t)__builtin_frame_address(0))
-#endif
+/* The stack pointer of the function that called the hook, as it was before the call: above
+ * every frame that function's callees push, at or below its own frame's base. The hook's
+ * canonical frame address (DWARF CFA): computed from the stack pointer, no frame pointer set up.
+ * Must be expanded in the hook itself. */
+#define TRC__CALLER_SP() ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
+
+/* How many frames of t are kept (open and known; frames_over more may be open below them). */
+static inline uint32_t trc__frames_kept(const struct trc__thread *t)
+{
+	return (uint32_t)(t->frames_top - t->frames - 1);
+}
 
 static inline __attribute__((always_inline)) void trc__func_enter(uint64_t fn, uint64_t site,
 								  uint64_t sp)
@@ -66,18 +75,16 @@ static inline __attribute__((always_inline)) void trc__func_enter(uint64_t fn, u
 	if (!m)
 		return;
 	struct trc__thread *t = &trc__self;
-	uint32_t d = t->depth;
-	if (TRC__LIKELY(d < t->frames_cap)) {
-		struct trc__frame *f = &t->frames[d];
-		f->fn = fn;
-		f->site = site;
-		f->sp = sp;
-		TRC__BARRIER(); /* the frame is whole before a handler can see it */
-		t->depth = d + 1;
-	} else {
+	struct trc__frame *f = t->frames_top;
+	if (TRC__UNLIKELY(f >= t->frames_end)) {
 		trc__frames_push_slow(t, fn, site, sp); /* and the record */
 		return;
 	}
+	f->fn = fn;
+	f->site = site;
+	f->sp = sp;
+	TRC__BARRIER(); /* the frame is whole before a handler can see it */
+	t->frames_top = f + 1;
 	trc__emit(m, TRC_REC_FUNC_ENTER, 2, fn, site);
 }
 
@@ -87,12 +94,12 @@ static inline __attribute__((always_inline)) void trc__func_exit(uint64_t fn, ui
 	if (!m)
 		return;
 	struct trc__thread *t = &trc__self;
-	uint32_t d = t->depth;
-	if (TRC__UNLIKELY(d - 1u >= t->frames_cap || t->frames[d - 1u].fn != fn)) {
+	struct trc__frame *f = t->frames_top - 1;
+	if (TRC__UNLIKELY(f->fn != fn)) {
 		trc__frames_pop_slow(t, fn, site); /* and the record */
 		return;
 	}
-	t->depth = d - 1u;
+	t->frames_top = f;
 	trc__emit(m, TRC_REC_FUNC_EXIT, 2, fn, site);
 }
 
