@@ -124,6 +124,14 @@ static long preload__execl_count(va_list ap)
 	return n;
 }
 
+/* Whether p is not NULL, asked of a pointer glibc's headers declare nonnull (execl's arg0),
+ * which the compiler would otherwise take as never NULL. */
+static bool preload__given(const void *p)
+{
+	__asm__("" : "+r"(p));
+	return p != NULL;
+}
+
 /* argv[0, n] from arg0 and ap (n == 0: arg0 is the NULL), NULL last; then the char ** that
  * follows the NULL when with_env (execle's envp). */
 static char **preload__execl_fill(char **argv, long n, const char *arg0, va_list ap, bool with_env)
@@ -137,7 +145,7 @@ static char **preload__execl_fill(char **argv, long n, const char *arg0, va_list
 #define PRELOAD_EXECL_ARGV(argv, envp, arg0, with_env)                  \
 	va_list ap;                                                     \
 	va_start(ap, arg0);                                             \
-	long n = arg0 ? preload__execl_count(ap) : 0;                   \
+	long n = preload__given(arg0) ? preload__execl_count(ap) : 0;   \
 	va_end(ap);                                                     \
 	if (n < 0)                                                      \
 		return errno = E2BIG, -1;                               \
