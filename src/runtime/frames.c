@@ -56,9 +56,9 @@ void trc__frames_push_slow(struct trc__thread *t, uint64_t fn, uint64_t site, ui
 	}
 	struct trc__frame *f = t->frames_top;
 	if (t->frames_end && f < t->frames_end) {
-		*f = (struct trc__frame){.fn = fn, .site = site, .sp = sp};
-		TRC__BARRIER();
 		t->frames_top = f + 1;
+		TRC__BARRIER(); /* taken before written (trc/func_frames.h) */
+		*f = (struct trc__frame){.fn = fn, .site = site, .sp = sp};
 	} else {
 		t->frames_over++;
 	}
@@ -153,9 +153,9 @@ void trc__frames_resume(const struct trc__frame *save, uint32_t n)
 	for (uint32_t i = 0; i < n; i++) {
 		struct trc__frame *f = t->frames_top;
 		if (f < t->frames_end) {
-			*f = save[i];
-			TRC__BARRIER();
 			t->frames_top = f + 1;
+			TRC__BARRIER(); /* taken before written (trc/func_frames.h) */
+			*f = save[i];
 			trc__emit(m, TRC_REC_FUNC_ENTER, 2, save[i].fn, save[i].site);
 		} else {
 			trc__frames_push_slow(t, save[i].fn, save[i].site, save[i].sp);

@@ -23,7 +23,8 @@
  * moves frames_top down; a push writes above them).
  *
  * Threads: the calling thread's frames only; a signal handler's calls push and pop above the
- * interrupted ones.
+ * interrupted ones (a push takes its slot before it writes it, so a handler that interrupts the
+ * writes pushes above it; a jump out of such a handler may see that one frame half written).
  */
 #ifndef TRC_FUNC_FRAMES_H
 #define TRC_FUNC_FRAMES_H
@@ -80,11 +81,11 @@ static inline __attribute__((always_inline)) void trc__func_enter(uint64_t fn, u
 		trc__frames_push_slow(t, fn, site, sp); /* and the record */
 		return;
 	}
+	t->frames_top = f + 1;
+	TRC__BARRIER(); /* the slot is taken before it is written: a handler pushes above it */
 	f->fn = fn;
 	f->site = site;
 	f->sp = sp;
-	TRC__BARRIER(); /* the frame is whole before a handler can see it */
-	t->frames_top = f + 1;
 	trc__emit(m, TRC_REC_FUNC_ENTER, 2, fn, site);
 }
 
