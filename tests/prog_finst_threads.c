@@ -4,10 +4,14 @@
  *           then calls after()
  *   cancel  a thread runs c_main() -> c_loop(), which waits in pthread_testcancel until main
  *           cancels it; main joins it, then calls after()
+ *   churn   2000 threads one after another, each calling after(); then prints "rss_kb=N",
+ *           the process's VmRSS
  * Exit 0; 1 when a call fails. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,9 +60,35 @@ NOINLINE static void *c_main(void *arg)
 	return NULL;
 }
 
+NOINLINE static void *churn_one(void *arg)
+{
+	(void)arg;
+	after();
+	return NULL;
+}
+
+static int churn(void)
+{
+	for (int i = 0; i < 2000; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, churn_one, NULL) != 0 || pthread_join(t, NULL) != 0)
+			return 1;
+	}
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			printf("rss_kb=%ld\n", strtol(line + 6, NULL, 10));
+	if (f)
+		fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "exit";
+	if (strcmp(mode, "churn") == 0)
+		return churn();
 	bool cancel = strcmp(mode, "cancel") == 0;
 	pthread_t t;
 	if (pthread_create(&t, NULL, cancel ? c_main : t_main, NULL) != 0)

@@ -334,3 +334,21 @@ Test(calltrees, follow_waits_for_the_tree_and_keeps_the_commands_status, .timeou
 	free(text);
 	e2e_rm_rf(dir);
 }
+
+/* 2000 threads, each one call: every thread's frames go back to the system as it ends. Kept,
+ * they held a page each (8 MiB here); the program's whole RSS stays under 6 MiB. */
+Test(calltrees, ended_threads_give_their_frames_back, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char trace[512];
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	struct e2e_run r = e2e_run(dir, TR, "-q", "-o", trace, "--",
+				   e2e_path("tests/prog_finst_threads"), "churn", NULL);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	const char *p = strstr(r.out, "rss_kb=");
+	cr_assert_not_null(p, "%s", r.out);
+	long kb = strtol(p + 7, NULL, 10);
+	cr_expect_lt(kb, 6 * 1024, "RSS %ld KiB after 2000 threads", kb);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}

@@ -87,6 +87,18 @@ void trc__frames_pop_slow(struct trc__thread *t, uint64_t fn, uint64_t site)
 		trc__emit(m, TRC_REC_FUNC_EXIT, 2, fn, site);
 }
 
+void trc__frames_unmap(struct trc__thread *t)
+{
+	struct trc__frame *f = t->frames;
+	t->frames_end = (struct trc__frame *)trc__frames_none + 1;
+	t->frames_top = (struct trc__frame *)trc__frames_none + 1;
+	t->frames = (struct trc__frame *)trc__frames_none;
+	t->frames_over = 0;
+	TRC__BARRIER(); /* the hooks see no frames before the memory goes */
+	if (f != trc__frames_none)
+		munmap(f, (size_t)TRC__FRAMES_MAX * sizeof(struct trc__frame));
+}
+
 /* Forgets every open frame of t. */
 static void trc__frames_clear(struct trc__thread *t)
 {

@@ -145,4 +145,8 @@ void trc__frames_replay(struct trc__thread *t, unsigned mode);
  * or the process ends). Slow path; ok == 0. */
 void trc__frames_close_ring(struct trc__thread *t, unsigned mode);
 
+/* Gives t's frames back to the system (thread exit: a thread that goes on emitting maps them
+ * again on its next function entry). Any open frames are forgotten (frames.c). */
+void trc__frames_unmap(struct trc__thread *t);
+
 #endif /* TRC_RUNTIME_H */

@@ -732,8 +732,11 @@ void trc__thread_exit(void *arg)
 	(void)arg;
 	struct trc__thread *t = &trc__self;
 	/* A copy's ring is its parent's thread's: never retire it from here. */
-	if (!t->prod.data || t->busy || !*t->ok_flag || trc__forked_unseen())
+	if (!t->prod.data || t->busy || !*t->ok_flag || trc__forked_unseen()) {
+		if (!t->prod.data && !t->busy)
+			trc__frames_unmap(t); /* no ring to close them on */
 		return;
+	}
 	/* Frames still open end with the thread (pthread_exit, cancellation: no exit hook ran). */
 	unsigned mode = trc__mode_load();
 	if ((t->frames_top != t->frames + 1 || t->frames_over) && mode) {
@@ -754,6 +757,7 @@ void trc__thread_exit(void *arg)
 				      memory_order_release);
 	trc__drop_ring(t);
 	t->parked = 0;
+	trc__frames_unmap(t); /* else every thread that ended would keep its frames mapped */
 }
 
 void trc__thread_forget(void)
