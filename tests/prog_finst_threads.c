@@ -4,8 +4,8 @@
  *           then calls after()
  *   cancel  a thread runs c_main() -> c_loop(), which waits in pthread_testcancel until main
  *           cancels it; main joins it, then calls after()
- *   churn   2000 threads one after another, each calling after(); then prints "rss_kb=N",
- *           the process's VmRSS
+ *   churn   2000 threads one after another, each calling after(); then prints
+ *           "rss_kb=N after100=M", the process's VmRSS now and after the first 100
  * Exit 0; 1 when a call fails. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -67,20 +67,30 @@ NOINLINE static void *churn_one(void *arg)
 	return NULL;
 }
 
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 static int churn(void)
 {
+	long first = 0;
 	for (int i = 0; i < 2000; i++) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, churn_one, NULL) != 0 || pthread_join(t, NULL) != 0)
 			return 1;
+		if (i == 99)
+			first = rss_kb();
 	}
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			printf("rss_kb=%ld\n", strtol(line + 6, NULL, 10));
-	if (f)
-		fclose(f);
+	printf("rss_kb=%ld after100=%ld\n", rss_kb(), first);
 	return 0;
 }
 

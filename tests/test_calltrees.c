@@ -336,9 +336,15 @@ Test(calltrees, follow_waits_for_the_tree_and_keeps_the_commands_status, .timeou
 }
 
 /* 2000 threads, each one call: every thread's frames go back to the system as it ends. Kept,
- * they held a page each (8 MiB here); the program's whole RSS stays under 6 MiB. */
+ * they held a page each: the RSS grew by 7.4 MiB over the last 1900 threads; it must grow by
+ * less than 2 MiB. */
 Test(calltrees, ended_threads_give_their_frames_back, .timeout = 120)
 {
+	/* The sanitizer tier's libtrc carries ASan, which keeps memory of its own per thread
+	 * that ended (10 MiB over these threads): the figure would not be ours. */
+	const char *tier = getenv("TRC_SANITIZER_TIER");
+	if (tier && *tier)
+		cr_skip_test("RSS per ended thread is the sanitizer's own in this tier");
 	const char *dir = e2e_tmpdir();
 	char trace[512];
 	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
@@ -348,7 +354,12 @@ Test(calltrees, ended_threads_give_their_frames_back, .timeout = 120)
 	const char *p = strstr(r.out, "rss_kb=");
 	cr_assert_not_null(p, "%s", r.out);
 	long kb = strtol(p + 7, NULL, 10);
-	cr_expect_lt(kb, 6 * 1024, "RSS %ld KiB after 2000 threads", kb);
+	const char *q = strstr(r.out, "after100=");
+	cr_assert_not_null(q, "%s", r.out);
+	long first = strtol(q + 9, NULL, 10);
+	cr_expect_gt(first, 0, "%s", r.out);
+	cr_expect_lt(kb - first, 2 * 1024, "RSS %ld KiB after 100 threads, %ld after 2000", first,
+		     kb);
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
