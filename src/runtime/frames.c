@@ -4,8 +4,9 @@
  *
  * The frames are {fn, call site, stack pointer at entry} in private anonymous memory mapped on
  * the thread's first function event (TRC__FRAMES_MAX of them, reserved but faulted in only as
- * deep as the program goes; a mapping that fails leaves the thread counting depth only). They are the program's own memory, so a fork child gets a copy, as
- * it gets a copy of the stack they describe.
+ * deep as the program goes; a mapping that fails leaves the thread counting depth only). They are
+ * the program's own memory, so a fork child gets a copy, as it gets a copy of the stack they
+ * describe.
  *
  * - A jump (longjmp, siglongjmp: src/preload/hooks_longjmp.c) restores a stack pointer: every
  *   frame entered below it is gone. trc__frames_jump writes their FUNC_EXITs, innermost first,
