@@ -142,6 +142,25 @@ try {
       eq(`${t.file}: frees of unknown addresses`, al.free ? al.free.unknown_n : 0, s.frees_unknown);
     }
 
+    // allocations' call stacks: every stack_id has its frames in stacks, depth 0 is named,
+    // and the bytes by the innermost function add up to those allocated with a stack
+    const st = (await q(
+      `select count(*) n, count(*) filter (where s.stack_id is null) dangling, coalesce(sum(a.size), 0) b
+       from (select * from ${tbl('allocations')} where ${tr} and kind = 'alloc' and stack_id is not null) a
+       left join (select * from ${tbl('stacks')} where ${tr} and depth = 0) s
+       on a.stack_id = s.stack_id and a.pid = s.pid`))[0];
+    eq(`${t.file}: allocations whose stack has no rows`, st.dangling, 0);
+    const byFn = (await q(
+      `select coalesce(sum(b), 0) b, count(*) filter (where fn = '') unnamed from
+       (select s.function fn, sum(a.size) b
+        from (select * from ${tbl('allocations')} where ${tr} and kind = 'alloc') a
+        join (select * from ${tbl('stacks')} where ${tr} and depth = 0) s
+        on a.stack_id = s.stack_id and a.pid = s.pid group by s.function)`))[0];
+    eq(`${t.file}: bytes by innermost function`, byFn.b, st.b);
+    eq(`${t.file}: innermost frames without a name`, byFn.unnamed, 0);
+    if (Number(s.allocs) && Number(st.n) === 0)
+      fail(`${t.file}: ${s.allocs} allocations and none with a call stack`);
+
     // RSS of the traced program (the header's pid), buffers excluded
     const rss = (await q(
       `select count(*) n, min(program_bytes) lo, max(program_bytes) hi from ${tbl('rss')} where ${tr} and pid = ${s.pid}`))[0];
@@ -182,7 +201,7 @@ try {
   }
 
   // Statistics on every column chunk that holds a value, and several row groups.
-  for (const table of ['spans', 'events', 'allocations', 'rss', 'traces', 'processes']) {
+  for (const table of ['spans', 'events', 'allocations', 'rss', 'traces', 'processes', 'stacks']) {
     const m = (await q(
       `select count(distinct row_group_id) as n_groups, count(*) filter (where stats_min_value is null and stats_null_count < num_values) as nostats,
               count(*) filter (where compression <> 'ZSTD') as plain

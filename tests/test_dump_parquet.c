@@ -1,5 +1,5 @@
 /* test_dump_parquet.c - `trace-dump parquet`, the built command: its options and usage errors,
- * the six tables it writes (framed as Parquet files), several FILEs at once, and that a bad
+ * the seven tables it writes (framed as Parquet files), several FILEs at once, and that a bad
  * input leaves no half-written table behind. What the tables hold is checked by a real engine
  * in the DuckDB tier (tests/duckdb_check.mjs, make test-duckdb); the writer's bytes by
  * test_parquet.c.
@@ -11,7 +11,8 @@
 
 #include "test_trcfile_util.h"
 
-static const char *const tdp_tables[] = {"spans", "events", "allocations", "rss", "traces", "processes"};
+static const char *const tdp_tables[] = {"spans",  "events",    "allocations", "rss",
+					 "traces", "processes", "stacks"};
 #define TDP_N_TABLES (sizeof(tdp_tables) / sizeof(tdp_tables[0]))
 
 struct tdp_run {

@@ -275,9 +275,9 @@ static void te_write_plan_h(const char *path, const struct tu_plan *p,
 	cr_assert_eq(trcfile_writer_close(w), 0);
 }
 
-/* The six tables of r exported into memory sinks; 0 or the export's error. */
-static int te_parquet(struct trcfile_reader *r, const char *path, struct te_mem m[6],
-		      struct export_sink sinks[6], char *err, size_t err_len)
+/* The tables of r exported into memory sinks; 0 or the export's error. */
+static int te_parquet(struct trcfile_reader *r, const char *path, struct te_mem m[EXPORT_PQ_N_TABLES],
+		      struct export_sink sinks[EXPORT_PQ_N_TABLES], char *err, size_t err_len)
 {
 	for (unsigned t = 0; t < EXPORT_PQ_N_TABLES; t++)
 		if (!sinks[t].write)

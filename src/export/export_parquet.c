@@ -1,7 +1,7 @@
 /* export_parquet.c - traces as Parquet tables for query engines (DuckDB, Spark, Trino,
  * ClickHouse), export.h's export_parquet.
  *
- * Purpose: the fleet view. Every trace added puts rows in six tables, one Parquet file each,
+ * Purpose: the fleet view. Every trace added puts rows in seven tables, one Parquet file each,
  * each written to its own sink: spans, events, allocations, rss, traces, processes. The
  * schema, its units and its compatibility rule are in PARQUET.md; the writer is
  * parquet_writer.c.
@@ -40,6 +40,7 @@
 #include "export_spans.h"
 #include "parquet_writer.h"
 #include "summary.h"
+#include "u64map.h"
 #include "trcfile.h"
 
 #define EXPORT__PQ_STACK_MAX (1u << 20) /* as the summary: past it the outer half is forgotten */
@@ -48,7 +49,7 @@
 /* ---- the tables ------------------------------------------------------------------------ */
 
 const char *const export_parquet_tables[EXPORT_PQ_N_TABLES] = {
-	"spans", "events", "allocations", "rss", "traces", "processes"};
+	"spans", "events", "allocations", "rss", "traces", "processes", "stacks"};
 
 #define S(n)                            \
 	{                               \
@@ -80,7 +81,11 @@ static const struct pq_col_def export__pq_events_cols[] = {
 };
 static const struct pq_col_def export__pq_allocs_cols[] = {
 	S("host"), S("trace"), T("ts_ns"), I("pid"),   I("tid"),
-	S("kind"), I("addr"),  IN("size"), SN("span"),
+	S("kind"), I("addr"),  IN("size"), SN("span"), IN("stack_id"),
+};
+static const struct pq_col_def export__pq_stacks_cols[] = {
+	S("host"), S("trace"), I("pid"), I("stack_id"), I("depth"), I("frame"), S("function"),
+	I("truncated"),
 };
 static const struct pq_col_def export__pq_rss_cols[] = {
 	S("host"),	  S("trace"),	      T("ts_ns"),	  I("pid"),
@@ -139,6 +144,7 @@ static const struct {
 	{export__pq_spans_cols, EXPORT__PQ_NCOLS(export__pq_spans_cols)},   {export__pq_events_cols, EXPORT__PQ_NCOLS(export__pq_events_cols)},
 	{export__pq_allocs_cols, EXPORT__PQ_NCOLS(export__pq_allocs_cols)}, {export__pq_rss_cols, EXPORT__PQ_NCOLS(export__pq_rss_cols)},
 	{export__pq_traces_cols, EXPORT__PQ_NCOLS(export__pq_traces_cols)}, {export__pq_processes_cols, EXPORT__PQ_NCOLS(export__pq_processes_cols)},
+	{export__pq_stacks_cols, EXPORT__PQ_NCOLS(export__pq_stacks_cols)},
 };
 
 /* ---- per-trace state ------------------------------------------------------------------- */
@@ -163,6 +169,7 @@ struct export_parquet {
 	struct export__pq_stream *st;
 	unsigned n_st;
 	struct allocmap *live;
+	struct u64map stacks_done; /* stack ids of this trace whose rows are written */
 	uint64_t spans; /* span rows of this trace */
 	int err;
 };
@@ -304,6 +311,31 @@ static void export__pq_lost(struct export_parquet *d, struct export__pq_stream *
 	export__pq_check(d, pq_end_row(w));
 }
 
+/* The stacks table: a stack's rows (a row per frame, innermost depth 0, each a return address
+ * named by the namer at the call before it), once per trace, at its first allocation. */
+static void export__pq_stack(struct export_parquet *d, uint32_t pid, uint32_t id)
+{
+	if (u64map_get(&d->stacks_done, id))
+		return;
+	if (u64map_put(&d->stacks_done, id, 1, NULL, NULL)) {
+		export__pq_check(d, -ENOMEM);
+		return;
+	}
+	uint32_t n = 0, flags = 0;
+	const uint64_t *fr = trcfile_reader_stack(d->r, id, &n, &flags);
+	struct pq_writer *w = d->t[EXPORT_PQ_STACKS];
+	for (uint32_t i = 0; fr && i < n; i++) {
+		export__pq_labels(d, w);
+		export__pq_check(d, pq_put_i64(w, 2, pid));
+		export__pq_check(d, pq_put_i64(w, 3, id));
+		export__pq_check(d, pq_put_i64(w, 4, i));
+		export__pq_check(d, pq_put_i64(w, 5, (int64_t)fr[i]));
+		export__pq_put_func(d, w, 6, pid, fr[i] ? fr[i] - 1 : 0);
+		export__pq_check(d, pq_put_i64(w, 7, (flags & TRC_STACK_TRUNCATED) != 0));
+		export__pq_check(d, pq_end_row(w));
+	}
+}
+
 static void export__pq_alloc(struct export_parquet *d, struct export__pq_stream *s, const struct trc_record *rec)
 {
 	struct pq_writer *w = d->t[EXPORT_PQ_ALLOCS];
@@ -333,7 +365,14 @@ static void export__pq_alloc(struct export_parquet *d, struct export__pq_stream 
 		export__pq_put_name(d, w, 8, top->name_id);
 	else
 		export__pq_check(d, pq_put_null(w, 8));
+	uint32_t sid = alloc ? rec->alloc.stack_id : 0;
+	uint32_t nf = 0;
+	if (sid && !trcfile_reader_stack(d->r, sid, &nf, NULL))
+		sid = 0; /* not defined by the trace: no stack */
+	export__pq_check(d, sid ? pq_put_i64(w, 9, sid) : pq_put_null(w, 9));
 	export__pq_check(d, pq_end_row(w));
+	if (sid)
+		export__pq_stack(d, s->pid, sid);
 }
 
 static void export__pq_rss(struct export_parquet *d, struct export__pq_stream *s, const struct trc_record *rec)
@@ -508,6 +547,7 @@ static void export__pq_trace_free(struct export_parquet *d)
 	d->n_st = 0;
 	allocmap_free(d->live);
 	d->live = NULL;
+	u64map_destroy(&d->stacks_done);
 }
 
 /* Keeps err's message (printf-style) for the caller; returns err. */
@@ -538,8 +578,8 @@ struct export_parquet *export_parquet_open(const struct export_parquet_opts *o,
 	static const char *const kv_keys[] = {"trc.parquet.schema", "trc.parquet.table"};
 	/* The writers keep these pointers until they close. */
 	static const char *const kv_values[EXPORT_PQ_N_TABLES][2] = {
-		{"1.1", "spans"}, {"1.1", "events"}, {"1.1", "allocations"},
-		{"1.1", "rss"},	  {"1.1", "traces"}, {"1.1", "processes"},
+		{"1.2", "spans"}, {"1.2", "events"},	 {"1.2", "allocations"}, {"1.2", "rss"},
+		{"1.2", "traces"}, {"1.2", "processes"}, {"1.2", "stacks"},
 	};
 	struct export_parquet *d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -604,6 +644,7 @@ int export_parquet_add(struct export_parquet *d, struct trcfile_reader *r, const
 	d->n_st = trcfile_reader_stream_count(r);
 	d->st = calloc(d->n_st ? d->n_st : 1, sizeof(*d->st));
 	d->live = allocmap_new(EXPORT__PQ_LIVE_MAX_ENTRIES);
+	u64map_init(&d->stacks_done, SIZE_MAX);
 	it = trcfile_iter_new(r);
 	if (!d->st || !d->live || !it) {
 		rc = export__pq_fail(d, -ENOMEM, "%s",
