@@ -384,6 +384,32 @@ static void sym__keep_answer(struct sym_resolver *s, uint32_t pid, uint64_t addr
 		s->n_ents++;
 }
 
+/* Two files mapped over the same addresses of one process at different times (a library
+ * closed, another opened where it was): an address there is named from one of them whatever
+ * the time of the record that holds it, so the other's functions (call stacks, function
+ * records) may carry the wrong names. Said once per pair, three pairs at most. */
+static void sym__warn_reused(struct sym_resolver *s)
+{
+	const struct trcfile_module *m;
+	size_t n = trcfile_reader_modules(s->r, &m), said = 0;
+	for (size_t i = 0; s->warn && i < n && said < 3; i++) {
+		for (size_t j = i + 1; j < n && m[j].pid == m[i].pid && m[j].start < m[i].end &&
+				       said < 3;
+		     j++) {
+			if (!strcmp(m[i].path, m[j].path))
+				continue;
+			char msg[1024];
+			snprintf(msg, sizeof(msg),
+				 "pid %u mapped %s and %s over the same addresses at different "
+				 "times: functions there are named from one of them",
+				 m[i].pid, m[i].path, m[j].path);
+			s->warn(s->warn_ctx, msg);
+			said++;
+			break;
+		}
+	}
+}
+
 struct sym_resolver *sym_resolver_new(const struct trcfile_reader *r, sym_warn_fn warn,
 				      void *warn_ctx)
 {
@@ -395,6 +421,7 @@ struct sym_resolver *sym_resolver_new(const struct trcfile_reader *r, sym_warn_f
 	s->warn_ctx = warn_ctx;
 	u64index_init(&s->index, sym__entry_hash, s);
 	elf_version(EV_CURRENT);
+	sym__warn_reused(s);
 	return s;
 }
 

@@ -391,6 +391,8 @@ struct trcfile_module {
 };
 const struct trcfile_module *trcfile_reader_module(const struct trcfile_reader *r, uint32_t pid,
 						   uint64_t addr);
+/* Every module, by pid then start address: *first and the count. */
+size_t trcfile_reader_modules(const struct trcfile_reader *r, const struct trcfile_module **first);
 /* The modules of pid, by start address: *first and the count (0: none). */
 size_t trcfile_reader_modules_of(const struct trcfile_reader *r, uint32_t pid,
 				 const struct trcfile_module **first);

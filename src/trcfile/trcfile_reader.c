@@ -999,6 +999,12 @@ const char *trcfile_reader_process_cmdline(const struct trcfile_reader *r, uint3
 	return r->procs[*i].str;
 }
 
+size_t trcfile_reader_modules(const struct trcfile_reader *r, const struct trcfile_module **first)
+{
+	*first = r->modules;
+	return r->n_modules;
+}
+
 size_t trcfile_reader_modules_of(const struct trcfile_reader *r, uint32_t pid,
 				 const struct trcfile_module **first)
 {
