@@ -60,7 +60,7 @@ Test(preload_asan, hooks_record_exactly_and_asan_reports_nothing, .timeout = 120
 	/* The traced program's own suppressions (tests/lsan_preload.supp: the loader's TLS block
 	 * for libunwind); trace-run keeps the tier's. */
 	const char *old_lsan = getenv("LSAN_OPTIONS");
-	char lsan[1024], supp[PATH_MAX];
+	char lsan[PATH_MAX + 64], supp[PATH_MAX];
 	cr_assert_not_null(realpath("tests/lsan_preload.supp", supp), "run from the source tree");
 	snprintf(lsan, sizeof(lsan), "suppressions=%s:print_suppressions=0", supp);
 	setenv("LSAN_OPTIONS", lsan, 1);
