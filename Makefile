@@ -502,26 +502,33 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Each step says how long it took (where the time goes: README, "Tests"); a failing step stops.
 TIMED = t0=$$(date +%s); $(1) || exit $$?; echo "make test: $(2) took $$(( $$(date +%s) - t0 )) s"
 # A tier's suites leave a core idle much of the time (they wait on the programs they trace), so
-# the next tier's build runs beside them at low priority (nice 10: the suites' timing comes
-# first), its output in build/TIER-build.log, shown when it fails. $(1) the tier, $(2) the next
-# build's make arguments, $(3) its name.
-TIER_AND_BUILD = t0=$$(date +%s); mkdir -p build; \
-	(nice -n 10 $(MAKE) --no-print-directory -j$(JOBS) $(2) >build/$(3)-build.log 2>&1; \
-	 echo $$? >build/$(3)-build.rc) & \
+# the next step runs beside them at low priority (nice 10: the suites' timing comes first), its
+# output in build/NAME-beside.log, shown when it fails (always when $(6) is set). $(1) the
+# tier, $(2) the make arguments of the step beside it, $(3) NAME, $(4) and $(5) their names.
+TIER_AND_BESIDE = t0=$$(date +%s); mkdir -p build; \
+	(nice -n 10 $(MAKE) --no-print-directory $(2) >build/$(3)-beside.log 2>&1; \
+	 echo $$? >build/$(3)-beside.rc) & \
 	$(1); rc=$$?; wait; \
-	echo "make test: $(4) and the $(3) build beside it took $$(( $$(date +%s) - t0 )) s"; \
+	$(if $(6),cat build/$(3)-beside.log;) \
+	echo "make test: $(4) and $(5) beside it took $$(( $$(date +%s) - t0 )) s"; \
 	[ $$rc = 0 ] || exit $$rc; \
-	[ "$$(cat build/$(3)-build.rc)" = 0 ] || { cat build/$(3)-build.log; exit 1; }
+	[ "$$(cat build/$(3)-beside.rc)" = 0 ] || { $(if $(6),,cat build/$(3)-beside.log;) exit 1; }
 test: deps
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory -j$(JOBS) test-plain-build,the plain build)
-	$(Q)$(call TIER_AND_BUILD,$(MAKE) --no-print-directory test-plain,SAN=asan test-asan-build,asan,the plain tier)
-	$(Q)$(call TIER_AND_BUILD,$(MAKE) --no-print-directory SAN=asan test-asan,SAN=tsan test-tsan-build,tsan,the ASan tier)
+	$(Q)$(call TIER_AND_BESIDE,$(MAKE) --no-print-directory test-plain,-j$(JOBS) SAN=asan test-asan-build,asan-build,the plain tier,the ASan build)
+	$(Q)$(call TIER_AND_BESIDE,$(MAKE) --no-print-directory SAN=asan test-asan,test-late-tiers,late-tiers,the ASan tier,the later tiers,shown)
+	@echo "make test: all tiers passed"
+
+# The tiers that need nothing of ASan's, one after another: in `make test` they run beside the
+# ASan tier.
+.PHONY: test-late-tiers
+test-late-tiers:
+	$(Q)$(call TIMED,$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan test-tsan-build,the TSan build)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory SAN=tsan test-tsan,the TSan tier)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-duckdb,the DuckDB tier)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-go-pprof,the Go pprof tier)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-viewers,the viewers tier)
 	$(Q)$(call TIMED,$(MAKE) --no-print-directory test-report,the report tier)
-	@echo "make test: all tiers passed"
 
 # Criterion runs each suite's tests in parallel worker processes; suites run one after another.
 # Every suite declares a per-test timeout (tests/check_timeouts.sh keeps it so); SUITE_TIMEOUT is
