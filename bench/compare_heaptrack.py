@@ -2,32 +2,35 @@
 """compare_heaptrack.py - one program under trc (a call stack on every allocation) and under
 heaptrack, in the same run: slowdowns, trace sizes, and the top allocation sites of both.
 
-  bench/compare_heaptrack.py [--runs N] [--top N] [--build DIR] -- PROGRAM ARGS...
+  bench/compare_heaptrack.py [--runs N] [--top N] [--sample SIZE] [--build DIR] -- PROGRAM ARGS...
 
-Runs PROGRAM untraced, under `trace-run --alloc-stacks all`, `trace-run --alloc-stacks none`
-and `heaptrack` N times each in turns (default 5), and prints the median wall time of each and
-the slowdowns, the trace sizes (with stacks against without), then, for the last run of each
-tool, the top N (default 20) allocation sites by bytes and by count side by side and how many
-functions the two lists share. A site is the innermost frame of an allocation's stack that is
-not an allocator function or a known wrapper (malloc and family, operator new, xmalloc, g_malloc,
-Perl_safesys*), the same rule for both tools:
-  trc bytes   `trace-dump flame --weight alloc` (bytes allocated, names from trc's symbolizer);
-  trc count   `trace-dump events` (the stack id of each allocation), its frames named here from
-              the modules' symbol tables (their debug files by build-id first) as trc does;
-  heaptrack   `heaptrack_print -F` folded stacks: --flamegraph-cost-type allocations (count);
-              heaptrack_print gives no bytes allocated by stack, so its bytes are "peak"
-              (bytes live at its peak of heap use): compared with trc's bytes allocated, the
-              two lists agree only where the program keeps what it allocates.
-Examples (a program nobody here wrote, as Debian builds it):
+Runs PROGRAM untraced, under `trace-run --alloc-stacks` none, all and sample=SIZE (default
+512K), and under `heaptrack`, N times each in turns (default 5), and prints the median wall
+time of each and its slowdown against untraced, the trace sizes (all stacks against none),
+then, for the last run of each tool, the top N (default 20) allocation sites side by side and
+how many functions the two lists share:
+  by count   trc: `trace-dump memory --stack --csv sites` (allocations by whole stack);
+             heaptrack: `heaptrack_print -a -m 0` (calls to allocation functions by backtrace)
+  by bytes   bytes live at the peak of heap use, the only bytes by stack heaptrack_print
+             gives: trc `trace-dump pprof --live-at peak`, heaptrack `-F` with
+             --flamegraph-cost-type peak
+A site is the innermost function of an allocation's stack that is not an allocator function
+or a known wrapper (malloc and family, operator new, xmalloc, g_malloc, Perl_safesys*), the
+same rule for both tools, over the functions that hold the return addresses: heaptrack also
+names the functions inlined at each address (gawk's emalloc_real inside make_str_node), trc
+the function whose code it is, so heaptrack's inlined frames are folded into the function
+they were inlined into (the last frame of each address in heaptrack_print's backtraces).
+Also, over trc's bytes allocated (memory --stack): the share whose site is named, and whose
+every frame is named (a frame is named unless it is 0x..., module+0x... or [...]).
+Examples (programs nobody here wrote):
+  bench/realprog_gawk.sh DIR   # gawk built from Debian's source, its own default flags
   seq 200000 | shuf > nums.txt; bench/compare_heaptrack.py -- sort -n nums.txt -o out.txt
-  bench/compare_heaptrack.py -- perl -e 'my %h; for my $i (1..150000) {
-      $h{"key$i"} = [map { "v$_" x 3 } 1..($i % 5)] } my $j = join(",", sort keys %h);
-      my @w = split /,/, $j; print scalar(@w), "\n"'
-Also: the share of trc's allocated bytes whose site is named, and whose every frame is named
-(neither 0x... nor module+offset). Prints PREFIX lines "SUMMARY bench=heaptrack-compare ...".
+Prints a line "SUMMARY bench=heaptrack-compare case=NAME ...".
 """
 import argparse
-import bisect
+import csv
+import gzip
+import io
 import os
 import re
 import shutil
@@ -68,126 +71,150 @@ def named(f):
     return not (f.startswith("0x") or re.search(r"\+0x[0-9a-f]+$", f) or f.startswith("["))
 
 
-class Symtab:
-    """Names a module's file offsets from its symbol table, as trc's symbolizer does."""
-
-    def __init__(self):
-        self.cache = {}
-
-    def _load(self, path, build_id):
-        if path in self.cache:
-            return self.cache[path]
-        loads, syms = [], []
-        try:
-            ph = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
-            for m in re.finditer(r"LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+"
-                                 r"(0x[0-9a-f]+)", ph):
-                loads.append((int(m[1], 16), int(m[2], 16), int(m[3], 16)))
-            files = []
-            if build_id:
-                files.append("/usr/lib/debug/.build-id/%s/%s.debug" % (build_id[:2],
-                                                                       build_id[2:]))
-            files.append(path)
-            for f in files:
-                if not os.path.exists(f):
-                    continue
-                for dyn in ([], ["-D"]):
-                    txt = subprocess.run(["nm", "-n", "-S", "--defined-only", "-C"] + dyn +
-                                         [f], capture_output=True, text=True).stdout
-                    for line in txt.splitlines():
-                        t = line.split(" ", 3)
-                        if len(t) == 4 and len(t[2]) == 1:
-                            addr, size, kind, nm = t[0], int(t[1], 16), t[2], t[3]
-                        elif len(t) >= 3 and len(t[1]) == 1:
-                            addr, size, kind, nm = t[0], 0, t[1], " ".join(t[2:])
-                        else:
-                            continue
-                        if kind in "TtWwi" and addr:
-                            syms.append((int(addr, 16), size, nm.split("@")[0]))
-                    if syms:
-                        break
-                if syms:
-                    break
-        except OSError:
-            pass
-        syms.sort()
-        self.cache[path] = (loads, [s[0] for s in syms], [(s[1], s[2]) for s in syms])
-        return self.cache[path]
-
-    def name(self, mod, addr):
-        if not mod:
-            return "0x%x" % addr
-        start, end, offset, path, build_id = mod
-        loads, addrs, names = self._load(path, build_id)
-        off = addr - start + offset
-        base = os.path.basename(path)
-        for poff, pvaddr, filesz in loads:
-            if poff <= off < poff + filesz:
-                va = off - poff + pvaddr
-                i = bisect.bisect_right(addrs, va) - 1
-                # a symbol covers the address only up to its size (a function the table
-                # does not name is not its predecessor's)
-                if i >= 0 and (names[i][0] == 0 or va < addrs[i] + names[i][0]):
-                    return names[i][1]
-        return "%s+0x%x" % (base, off)
+def trc_by_stack(trace_dump, trace):
+    """[(frames innermost first, bytes allocated, allocations)] from trace-dump memory."""
+    out = subprocess.run([trace_dump, "memory", "--stack", "--sites", "0", "--csv", "sites",
+                          trace], capture_output=True, text=True, check=True).stdout
+    rows = []
+    for r in csv.DictReader(io.StringIO(out)):
+        rows.append((r["site"].split(";")[::-1], int(r["bytes"]), int(r["allocs"])))
+    return rows
 
 
-def trc_counts(trace_dump, trace):
-    """Allocations and bytes by site, from the events' stacks named here."""
-    mods, stacks, per_id = {}, {}, {}
-    ev = subprocess.run([trace_dump, "events", trace], capture_output=True, text=True).stdout
-    rmod = re.compile(r" meta module pid=(\d+) start=(0x[0-9a-f]+) end=(0x[0-9a-f]+) "
-                      r"offset=(0x[0-9a-f]+) path=\"([^\"]*)\"(?: build_id=([0-9a-f]+))?")
-    rstk = re.compile(r" meta stack id=(\d+) (?:truncated )?frames=([0-9a-fx,]+)")
-    ralloc = re.compile(r" (\d+)/\d+ (?:alloc|realloc|calloc)\S* .*?size=(\d+) stack=(\d+)")
-    nostack = [0, 0]
-    for line in ev.splitlines():
-        m = ralloc.search(line)
+def _varint(b, i):
+    v = sh = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << sh
+        sh += 7
+        if c < 0x80:
+            return v, i
+
+
+def _fields(b):
+    """(field, wire type, value) of one protobuf message."""
+    i = 0
+    while i < len(b):
+        k, i = _varint(b, i)
+        if k & 7 == 0:
+            v, i = _varint(b, i)
+        elif k & 7 == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif k & 7 == 1:
+            v, i = b[i:i + 8], i + 8
+        elif k & 7 == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("protobuf wire type %d" % (k & 7))
+        yield k >> 3, k & 7, v
+
+
+def _ints(wire, v):
+    if wire == 0:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = _varint(v, i)
+        out.append(x)
+    return out
+
+
+def trc_peak(trace_dump, trace, work):
+    """{frames innermost first: bytes live at the heap's peak}, from trace-dump pprof (the
+    thread's frame, outermost, left out)."""
+    out = os.path.join(work, "peak.pb.gz")
+    subprocess.run([trace_dump, "pprof", "--live-at", "peak", trace, "-o", out], check=True,
+                   capture_output=True)
+    strs, funcs, locs, samples = [], {}, {}, []
+    for f, wire, v in _fields(gzip.open(out).read()):
+        if f == 6:
+            strs.append(v.decode())
+        elif f == 5:
+            d = {ff: vv for ff, _, vv in _fields(v)}
+            funcs[d.get(1, 0)] = d.get(2, 0)
+        elif f == 4:
+            lid, fids = 0, []
+            for ff, _, vv in _fields(v):
+                if ff == 1:
+                    lid = vv
+                elif ff == 4:
+                    fids.append({a: c for a, _, c in _fields(vv)}.get(1, 0))
+            locs[lid] = fids
+        elif f == 2:
+            ids, vals = [], []
+            for ff, w2, vv in _fields(v):
+                if ff == 1:
+                    ids += _ints(w2, vv)
+                elif ff == 2:
+                    vals += _ints(w2, vv)
+            samples.append((ids, vals))
+    by_stack = {}
+    for ids, vals in samples:
+        frames = [strs[funcs[fid]] for lid in ids for fid in locs.get(lid, [])]
+        if frames and frames[-1].startswith("tid "):
+            frames.pop()
+        k = tuple(frames)
+        by_stack[k] = by_stack.get(k, 0) + vals[-1]
+    return by_stack
+
+
+def heaptrack_backtraces(text):
+    """[(calls, [[frame, inlined...] per address, innermost first])] from heaptrack_print -a
+    -m 0: each address's frame has an "in MODULE" line, the frames inlined there do not."""
+    traces, cur = [], None
+    for line in text.splitlines():
+        m = re.match(r"^(\d+) calls to allocation functions with .* from$", line)
         if m:
-            k = (int(m[1]), int(m[3]))
-            c = per_id.setdefault(k, [0, 0])
-            c[0] += 1
-            c[1] += int(m[2])
-            continue
-        if " alloc addr=" in line:
-            nostack[0] += 1
-            continue
-        m = rstk.search(line)
-        if m:
-            stacks[int(m[1])] = [int(x, 16) for x in m[2].split(",")]
-            continue
-        m = rmod.search(line)
-        if m:
-            mods.setdefault(int(m[1]), []).append(
-                (int(m[2], 16), int(m[3], 16), int(m[4], 16), m[5], m[6]))
-    st = Symtab()
-    by_site = {}
-    for (pid, sid), (n, b) in per_id.items():
-        frames = []
-        for a in stacks.get(sid, []):
-            mod = next((x for x in mods.get(pid, []) if x[0] <= a - 1 < x[1]), None)
-            frames.append(st.name(mod, a - 1))
-        s = by_site.setdefault(site_of(frames), [0, 0])
-        s[0] += n
-        s[1] += b
-    return by_site, nostack[0]
+            cur = (int(m[1]), [])
+            traces.append(cur)
+        elif cur is not None and line.startswith("  ") and not line.startswith("   "):
+            cur[1].append([line.strip()])
+        elif cur is not None and line.startswith("    in ") and cur[1]:
+            cur[1][-1].append(None)  # marks the frame that starts an address
+        elif not line.strip():
+            cur = None
+    out = []
+    for calls, frames in traces:
+        groups = []
+        for f in frames:
+            if len(f) == 2 or not groups:
+                groups.append([f[0]])
+            else:
+                groups[-1].append(f[0])
+        out.append((calls, groups))
+    return out
 
 
-def folded(text, innermost_last=True):
-    """{site: weight} and the lines, from folded stacks."""
-    by_site, lines = {}, []
+def physical(groups):
+    """The function holding each return address: the last frame of each address's group."""
+    return [g[-1] for g in groups]
+
+
+def heaptrack_folded(text, groups_of):
+    """{frames innermost first: weight} from heaptrack_print -F, heaptrack's inlined frames
+    folded as in physical() where the backtrace is known."""
+    by_stack = {}
     for line in text.splitlines():
         stack, _, w = line.rpartition(" ")
         if not stack or not w.isdigit():
             continue
-        # heaptrack's frames are "name (file.c)" and its stacks end with ';'
-        frames = [re.sub(r" \([^()]*\)$", "", f) for f in stack.rstrip(";").split(";")]
-        if innermost_last:
-            frames.reverse()
-        lines.append((frames, int(w)))
-        s = site_of(frames)
-        by_site[s] = by_site.get(s, 0) + int(w)
-    return by_site, lines
+        # frames are "name (file.c)", outermost address first, each address's frames
+        # innermost first (as in -a), and the line ends with ';'
+        names = tuple(re.sub(r" \([^()]*\)$", "", f) for f in stack.rstrip(";").split(";"))
+        groups = groups_of.get(names)
+        frames = tuple(physical(groups)) if groups else names[::-1]
+        by_stack[frames] = by_stack.get(frames, 0) + int(w)
+    return by_stack
+
+
+def by_site(weights):
+    out = {}
+    for frames, w in weights:
+        s = site_of(list(frames))
+        out[s] = out.get(s, 0) + w
+    return out
 
 
 def norm(f):
@@ -223,6 +250,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--sample", default="512K", help="SIZE of trc's sample=SIZE run")
     ap.add_argument("--build", default="build")
     ap.add_argument("--name", default=None, help="case name in the SUMMARY line")
     ap.add_argument("cmd", nargs="+")
@@ -233,12 +261,15 @@ def main():
         sys.exit("compare_heaptrack: heaptrack is not installed")
     work = tempfile.mkdtemp(prefix="trc-cmp-ht-")
     name = a.name or os.path.basename(a.cmd[0])
-    times = {"untraced": [], "trc_stacks": [], "trc_none": [], "heaptrack": []}
-    sizes = {"trc_stacks": [], "trc_none": []}
+    modes = (("none", "trc_none"), ("all", "trc_stacks"), ("sample=" + a.sample, "trc_sample"))
+    times = {k: [] for k in ("untraced", "trc_none", "trc_stacks", "trc_sample", "heaptrack")}
+    sizes = {k: [] for _, k in modes}
+    loads = []
     try:
         for r in range(a.runs):
+            loads.append(float(open("/proc/loadavg").read().split()[0]))
             times["untraced"].append(run(a.cmd))
-            for mode, key in (("all", "trc_stacks"), ("none", "trc_none")):
+            for mode, key in modes:
                 f = os.path.join(work, key + ".trc")
                 if os.path.exists(f):
                     os.unlink(f)
@@ -252,49 +283,54 @@ def main():
                                           a.cmd))
         med = {k: statistics.median(v) for k, v in times.items()}
         base = med["untraced"]
-        print("program: %s   runs: %d   load average: %s" %
-              (" ".join(a.cmd), a.runs, open("/proc/loadavg").read().split()[:3]))
-        for k in ("untraced", "trc_stacks", "trc_none", "heaptrack"):
+        print("program: %s   runs: %d   load average at each run's start: %s" %
+              (" ".join(a.cmd), a.runs, " ".join("%.1f" % x for x in loads)))
+        for k in times:
             print("  %-12s median %8.3f s  (min %.3f, max %.3f)  slowdown %.2fx" %
                   (k, med[k], min(times[k]), max(times[k]), med[k] / base))
-        s_all, s_none = statistics.median(sizes["trc_stacks"]), statistics.median(
-            sizes["trc_none"])
-        print("  trace size: %d B with stacks, %d B without: %.2fx" %
-              (s_all, s_none, s_all / s_none))
+        sz = {k: statistics.median(v) for k, v in sizes.items()}
+        print("  trace size: %d B all stacks, %d B sampled, %d B none: %.2fx with all" %
+              (sz["trc_stacks"], sz["trc_sample"], sz["trc_none"],
+               sz["trc_stacks"] / sz["trc_none"]))
         htf = os.path.join(work, next(f for f in os.listdir(work) if f.startswith("ht.")))
         trc_file = os.path.join(work, "trc_stacks.trc")
-        fl = subprocess.run([td, "flame", "--weight", "alloc", trc_file], capture_output=True,
-                            text=True).stdout
-        trc_bytes, lines = folded(fl)
-        total = sum(w for _, w in lines)
-        site_named = sum(w for f, w in lines if named(site_of(f)))
-        all_named = sum(w for f, w in lines if all(named(x) for x in f))
+        rows = trc_by_stack(td, trc_file)
+        total = sum(b for _, b, _ in rows)
+        site_named = sum(b for f, b, _ in rows if named(site_of(f)))
+        all_named = sum(b for f, b, _ in rows if all(named(x) for x in f))
         print("  trc bytes allocated %d: site named %.2f %%, every frame named %.2f %%" %
               (total, 100.0 * site_named / max(total, 1), 100.0 * all_named / max(total, 1)))
-        counts, nostack = trc_counts(td, trc_file)
-        trc_count = {k: v[0] for k, v in counts.items()}
-        ht = {}
-        for cost in ("allocations", "peak"):
-            out = os.path.join(work, "ht-%s.folded" % cost)
-            subprocess.run(["heaptrack_print", "-f", htf, "-p", "0", "-a", "0", "-T", "0", "-l",
-                            "0", "--flamegraph-cost-type", cost, "-F", out],
-                           capture_output=True)
-            ht[cost], _ = folded(open(out).read())
-        cb, nb = side_by_side("allocation sites by bytes (trc: allocated; heaptrack: peak)",
-                              trc_bytes, ht["peak"], a.top, "trc", "heaptrack")
-        cc, nc = side_by_side("allocation sites by count", trc_count, ht["allocations"], a.top,
-                              "trc", "heaptrack")
-        print("  trc allocations %d (without a stack %d); heaptrack allocations %d" %
-              (sum(trc_count.values()) + nostack, nostack, sum(ht["allocations"].values())))
+        trc_count = by_site((f, n) for f, _, n in rows)
+        trc_bytes = by_site(trc_peak(td, trc_file, work).items())
+        txt = subprocess.run(["heaptrack_print", "-f", htf, "-m", "0", "-a", "1", "-p", "0",
+                              "-T", "0", "-l", "0", "-n", "1000000000"], capture_output=True,
+                             text=True).stdout
+        bts = heaptrack_backtraces(txt)
+        ht_count = by_site((physical(g), n) for n, g in bts)
+        groups_of = {tuple(f for g in reversed(gs) for f in g): gs for _, gs in bts}
+        out = os.path.join(work, "ht-peak.folded")
+        subprocess.run(["heaptrack_print", "-f", htf, "-p", "0", "-a", "0", "-T", "0", "-l",
+                        "0", "--flamegraph-cost-type", "peak", "-F", out], capture_output=True)
+        ht_bytes = by_site(heaptrack_folded(open(out).read(), groups_of).items())
+        cb, nb = side_by_side("allocation sites by bytes live at the heap's peak", trc_bytes,
+                              ht_bytes, a.top, "trc (pprof --live-at peak)", "heaptrack")
+        cc, nc = side_by_side("allocation sites by count", trc_count, ht_count, a.top,
+                              "trc (memory --stack)", "heaptrack")
+        print("  allocations: trc %d, heaptrack %d; bytes at the peak: trc %d, heaptrack %d" %
+              (sum(trc_count.values()), sum(ht_count.values()), sum(trc_bytes.values()),
+               sum(ht_bytes.values())))
         print("SUMMARY bench=heaptrack-compare case=%s runs=%d untraced_s=%.3f "
-              "trc_stacks_s=%.3f trc_none_s=%.3f heaptrack_s=%.3f trc_stacks_slowdown=%.2f "
-              "trc_none_slowdown=%.2f heaptrack_slowdown=%.2f trace_bytes_stacks=%d "
-              "trace_bytes_none=%d trace_size_ratio=%.2f site_named_pct=%.2f "
-              "all_frames_named_pct=%.2f top_bytes_agree=%d/%d top_count_agree=%d/%d" %
-              (name, a.runs, base, med["trc_stacks"], med["trc_none"], med["heaptrack"],
-               med["trc_stacks"] / base, med["trc_none"] / base, med["heaptrack"] / base,
-               s_all, s_none, s_all / s_none, 100.0 * site_named / max(total, 1),
-               100.0 * all_named / max(total, 1), cb, nb, cc, nc))
+              "trc_stacks_s=%.3f trc_none_s=%.3f trc_sample_s=%.3f heaptrack_s=%.3f "
+              "trc_stacks_slowdown=%.2f trc_none_slowdown=%.2f trc_sample_slowdown=%.2f "
+              "heaptrack_slowdown=%.2f trace_bytes_stacks=%d trace_bytes_none=%d "
+              "trace_size_ratio=%.2f site_named_pct=%.2f all_frames_named_pct=%.2f "
+              "top_bytes_agree=%d/%d top_count_agree=%d/%d" %
+              (name, a.runs, base, med["trc_stacks"], med["trc_none"], med["trc_sample"],
+               med["heaptrack"], med["trc_stacks"] / base, med["trc_none"] / base,
+               med["trc_sample"] / base, med["heaptrack"] / base, sz["trc_stacks"],
+               sz["trc_none"], sz["trc_stacks"] / sz["trc_none"],
+               100.0 * site_named / max(total, 1), 100.0 * all_named / max(total, 1), cb, nb,
+               cc, nc))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
