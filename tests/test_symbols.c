@@ -2,9 +2,10 @@
  * on the built commands: a program's own static function, a library linked at start, a
  * library loaded with dlopen after start (its module comes from the preload library's dlopen
  * hook), C++ names demangled, a stripped binary (module+offset, said once), a module file that
- * changed since the trace (another build-id) or is gone (said once, module+offset), two builds
- * at one path in one trace told apart, the build-id recorded against the file's own, and Chrome
- * JSON named by function. Expected names and lines are the test programs' own
+ * changed since the trace (another build-id) or is gone (said once, module+offset), a stripped
+ * program named from the debug file its .gnu_debuglink names, two builds at one path in one
+ * trace told apart, the build-id recorded against the file's own, and Chrome JSON named by
+ * function. Expected names and lines are the test programs' own
  * (tests/prog_finst_names.c, tests/lib_names_*.c, tests/prog_finst_cxx.cc): the line of a
  * function is its entry's line in the line table, as addr2line gives it (the opening brace of
  * these C functions, the declaration line of the C++ ones). */
@@ -223,6 +224,38 @@ Test(symbols, changed_or_gone_file_said_once, .timeout = 60)
 	cr_expect_eq(ts_lines_with(r.out, "func_enter", "at=prog+0x", NULL), enters);
 	cr_expect_eq(ts_count(r.err, "/bin/prog: the file is gone"), 1, "%s", r.err);
 	cr_expect_eq(ts_count(r.err, "\n"), 1, "%s", r.err);
+	e2e_free(&r);
+	e2e_rm_rf(dir);
+}
+
+/* A stripped program whose symbols are in a separate debug file, found by its .gnu_debuglink
+ * (beside it, as a distribution's debug package puts them under /usr/lib/debug): named as the
+ * unstripped one; without the debug file, module+offset and the stripped file said once. */
+Test(symbols, stripped_program_named_from_its_debuglink_file, .timeout = 60)
+{
+	const char *dir = e2e_tmpdir();
+	char prog[320], cmd[2400];
+	ts_prog_copy(dir, prog, sizeof(prog));
+	snprintf(cmd, sizeof(cmd),
+		 "objcopy --only-keep-debug %s %s.debug && strip %s && "
+		 "objcopy --add-gnu-debuglink=%s.debug %s",
+		 prog, prog, prog, prog, prog);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	const char *argv[] = {prog, "10", NULL};
+	ts_trace(dir, argv);
+	struct e2e_run r = ts_dump(dir, "events");
+	cr_expect_eq(ts_lines_with(r.out, "func_enter", "fn=\"fib\"", NULL), 177, "%s", r.err);
+	cr_expect_eq(ts_lines_with(r.out, "func_enter", "fn=\"main\"", NULL), 1);
+	cr_expect_str_empty(r.err);
+	e2e_free(&r);
+
+	snprintf(cmd, sizeof(cmd), "%s.debug", prog);
+	cr_assert_eq(unlink(cmd), 0);
+	r = ts_dump(dir, "events");
+	cr_expect_eq(ts_lines_with(r.out, "func_enter", "fn=\"fib\"", NULL), 0);
+	cr_expect_geq(ts_lines_with(r.out, "func_enter", "at=prog+0x", NULL), 178);
+	cr_expect_eq(ts_count(r.err, "stripped (no symbol table)"), 1, "%s", r.err);
+	cr_expect_eq(ts_count(r.err, "\n"), 1, "one line: %s", r.err);
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
