@@ -94,6 +94,139 @@ def counter_value(te):
     return v
 
 
+def split_heap(trace):
+    """Takes the heap profile out of trace (its ProfilePackets and the clock snapshot that
+    declares CLOCK_MONOTONIC_COARSE for them, before the first) and checks it as trace
+    processor reads it (profile_module.cc, profile_packet_sequence_state.cc): one sequence of
+    its own, ProfilePacket.index from 0 in order, packet times in order; within a dump (packets
+    up to one not continued) every iid interned once and every reference defined (a frame's
+    name and mapping, a mapping's build-id and path, a callstack's frames, none empty, a
+    sample's callstack); each process dump on the packet's time, heap libc.malloc; per process
+    and callstack the values never go down from one dump to the next, and freed never exceeds
+    allocated. Returns {pid: [dump, ...]}, a dump {"ts", "samples": {"f1;f2;...": [allocated,
+    freed, allocs, frees]}, "interval", "guardrail"} (frames outermost first)."""
+    kept, heap = [], {}
+    seq, index, last_ts, coarse, group = None, 0, None, None, None
+    prev = {}  # (pid, callstack) -> values of the last dump
+    for pkt in trace.get("packet", []):
+        cs = one(pkt, "clock_snapshot")
+        if cs and any(one(c, "clock_id") == 4 for c in cs.get("clocks", [])):
+            if seq is not None or one(pkt, "trusted_packet_sequence_id") != 1:
+                fail("CLOCK_MONOTONIC_COARSE declared after a dump, or not on sequence 1")
+            vals = {one(c, "clock_id"): one(c, "timestamp") for c in cs["clocks"]}
+            if len(vals) != 2 or len(set(vals.values())) != 1 or one(cs, "primary_trace_clock"):
+                fail("the heap's clock snapshot %r: CLOCK_MONOTONIC_COARSE equal to the trace "
+                     "clock, nothing else" % vals)
+            coarse = vals[4]
+            continue
+        pp = one(pkt, "profile_packet")
+        if not pp:
+            kept.append(pkt)
+            continue
+        ts = one(pkt, "timestamp")
+        s = one(pkt, "trusted_packet_sequence_id")
+        if coarse is None or ts < coarse:
+            fail("a profile packet before CLOCK_MONOTONIC_COARSE is declared")
+        if seq is None:
+            seq = s
+        elif s != seq:
+            fail("profile packets on sequences %d and %d: one, for the deltas" % (seq, s))
+        if one(pp, "index", 0) != index:
+            fail("ProfilePacket.index %r, expected %d" % (one(pp, "index"), index))
+        index += 1
+        if last_ts is not None and ts < last_ts:
+            fail("a dump at %d after one at %d" % (ts, last_ts))
+        last_ts = ts
+        if group is None:
+            group = {"strings": {}, "maps": {}, "frames": {}, "stacks": {}, "dumps": []}
+
+        def put(table, iid, v):
+            if not iid or iid in group[table]:
+                fail("%s iid %r interned twice (or 0) in a dump" % (table, iid))
+            group[table][iid] = v
+
+        for e in pp.get("strings", []):
+            put("strings", one(e, "iid"), one(e, "str", ""))
+        for e in pp.get("mappings", []):
+            put("maps", one(e, "iid"), e)
+        for e in pp.get("frames", []):
+            put("frames", one(e, "iid"), e)
+        for e in pp.get("callstacks", []):
+            put("stacks", one(e, "iid"), e.get("frame_ids", []))
+        for d in pp.get("process_dumps", []):
+            if one(d, "timestamp") != ts or one(d, "heap_name") != "libc.malloc":
+                fail("process dump %r at %d" % ({k: v for k, v in d.items()
+                                                 if k != "samples"}, ts))
+            group["dumps"].append(d)
+        if one(pp, "continued"):
+            continue
+        g, group = group, None
+        strs = g["strings"]
+
+        def string(i):
+            if i not in strs:
+                fail("string iid %r not interned in its dump" % i)
+            return strs[i]
+
+        for m in g["maps"].values():
+            string(one(m, "build_id"))
+            for i in m.get("path_string_ids", []):
+                string(i)
+        names = {}
+        for iid, fr in g["frames"].items():
+            if one(fr, "mapping_id") not in g["maps"]:
+                fail("frame %d: mapping %r not interned (trace processor drops it)" %
+                     (iid, one(fr, "mapping_id")))
+            names[iid] = string(one(fr, "function_name_id"))
+        dumps = {}
+        for d in g["dumps"]:
+            pid = one(d, "pid")
+            dump = dumps.get(pid)
+            if dump is None:
+                dump = dumps[pid] = {"ts": ts, "samples": {},
+                                     "interval": one(d, "sampling_interval_bytes", 0),
+                                     "guardrail": bool(one(d, "hit_guardrail"))}
+                heap.setdefault(pid, []).append(dump)
+            for smp in d.get("samples", []):
+                cid = one(smp, "callstack_id")
+                if not g["stacks"].get(cid):
+                    fail("sample of callstack %r, empty or not interned" % cid)
+                for f in g["stacks"][cid]:
+                    if f not in names:
+                        fail("callstack %d: frame %r not interned" % (cid, f))
+                key = ";".join(names[f] for f in g["stacks"][cid])
+                v = [one(smp, k, 0) for k in ("self_allocated", "self_freed", "alloc_count",
+                                             "free_count")]
+                if v[1] > v[0] or v[3] > v[2]:
+                    fail("pid %d %s: freed %r more than allocated" % (pid, key, v))
+                old = prev.get((pid, cid), [0, 0, 0, 0])
+                if any(a < b for a, b in zip(v, old)):
+                    fail("pid %d %s: %r after %r: cumulative values went down" %
+                         (pid, key, v, old))
+                prev[(pid, cid)] = v
+                got = dump["samples"].setdefault(key, [0, 0, 0, 0])
+                for k in range(4):
+                    got[k] += v[k]
+    if group is not None:
+        fail("the last profile packet says continued")
+    trace["packet"] = kept
+    return heap
+
+
+def check_heap_summary(heap, summary):
+    """Without sampling the last dump of each process holds every allocation the summary
+    counts for it (live_by_process), bytes and number."""
+    for p in summary.get("live_by_process") or []:
+        dumps = heap.get(p["pid"])
+        if not dumps or dumps[-1]["interval"]:
+            continue
+        got = [sum(v[0] for v in dumps[-1]["samples"].values()),
+               sum(v[2] for v in dumps[-1]["samples"].values())]
+        if not dumps[-1]["guardrail"] and got != [p["alloc_bytes"], p["allocs"]]:
+            fail("process %d: the heap profile holds %r bytes, allocations; the summary "
+                 "%d, %d" % (p["pid"], got, p["alloc_bytes"], p["allocs"]))
+
+
 def main_split():
     """--split SUMMARY FILE.txt...: the files of one --split-size export, in order: each is
     checked alone, and together they must hold every span once (begins not flagged continued),
@@ -143,6 +276,7 @@ def main_multi():
     FILEs has at that place."""
     import decimal
     trace = parse_text(open(sys.argv[2], encoding="utf-8").read())
+    split_heap(trace)
     chrome = json.load(open(sys.argv[3]), parse_float=decimal.Decimal)
     labels = sys.argv[4::2]
     sums = [json.load(open(p)) for p in sys.argv[5::2]]
@@ -299,6 +433,7 @@ def main():
     if sys.argv[1] == "--multi":
         return main_multi()
     trace = parse_text(open(sys.argv[1], encoding="utf-8").read())
+    heap_profile = split_heap(trace)
     # "-" instead of the summary: one file of --split-size, checked alone (protocol, balance)
     summary = json.load(open(sys.argv[2])) if sys.argv[2] != "-" else None
     seqs = {}  # id -> {"names": {iid: name}, "ts": last, "track": default}
@@ -468,6 +603,7 @@ def main():
                           "begins": {n: len(v) for n, v in begin_ts.items()},
                           "first_ts": first_ts, "last_ts": last_ts}, sort_keys=True))
         return
+    check_heap_summary(heap_profile, summary)
     # against the summary: every begin (span or function) is one slice, ended or unfinished
     rt = summary["records_by_type"]
     n_slices = (sum(len(v) for v in slices.values()) + sum(unfinished.values()) +
@@ -579,6 +715,7 @@ def main():
         "counters": {n: [vs for _, vs in lst] for n, lst in by_counter.items()},
         "counter_tracks": counter_tracks,
         "clocks": {str(k): v for k, v in clocks.items()},
+        "heap": {str(k): v for k, v in heap_profile.items()},
         "threads": threads,
         "thread_tracks": len(thread_names),
         "processes": {str(k): v for k, v in procs_described.items()},

@@ -184,6 +184,7 @@ static int export__pf_multi(struct export__pf *p, const struct export_input *in,
 		export__pf_select(p, in, labels, base, i, n);
 		export__pf_close_open(p, last[i]);
 	}
+	export__pf_heap_finish(p, r, last, n);
 	export__pf_flush(p);
 	res->flushed = true;
 	err = p->err;
@@ -243,6 +244,7 @@ static int export__pf_one(struct export__pf *p, struct trcfile_reader *r,
 	/* Spans still open: closed at the last timestamp written. */
 	export__pf_pending_exits(p);
 	export__pf_close_open(p, p->last_ts);
+	export__pf_heap_finish(p, &p->r, &p->last_ts, 1);
 	export__pf_flush(p);
 	res->flushed = true;
 	err = p->err;
@@ -291,6 +293,13 @@ int export_perfetto(const struct export_input *in, unsigned n,
 		err = -ENOMEM;
 		goto out;
 	}
+	for (unsigned i = 0; i < n && !p->heap; i++)
+		if (export__pf_heap_wanted(in[i].r) && !(p->heap = export__pf_heap_new())) {
+			res->failed_input = -1;
+			export__pf_say(o, "out of memory");
+			err = -ENOMEM;
+			goto out;
+		}
 	p->o = &named;
 	p->sink = sink;
 	p->split_bytes = o->split_bytes;

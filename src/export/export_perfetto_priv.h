@@ -130,6 +130,14 @@ struct export__pf_proc {
 	struct export__pf_seq *exit_seq; /* the pending record's stream */
 	uint64_t exit_ts;
 	uint32_t exit_status, exit_flags;
+	/* The heap profile's (export_perfetto_heap.c): the trace it is of and its pid there,
+	 * its largest RSS sample and when, how many times that grew (peak_epoch), and whether
+	 * allocations of it were left out of the profile (its samples at their bound). */
+	const struct trcfile_reader *r;
+	uint32_t trace_pid;
+	bool rss_seen, heap_capped;
+	uint64_t rss_peak, rss_peak_ts;
+	uint32_t peak_epoch;
 };
 
 struct export__pf {
@@ -161,7 +169,9 @@ struct export__pf {
 	 * events name no track. */
 	struct export__pf_seq **ctrs;
 	size_t n_ctrs, cap_ctrs;
+	/* live: each allocation's size (and, with a heap profile, its sample: heap_alloc) */
 	struct allocmap *live;
+	struct export__pf_heap *heap; /* the heap profile; NULL when no trace has stacks */
 	uint64_t last_ts;
 	uint64_t unmatched_end, closed_at_end;
 	uint64_t too_deep; /* begins left out past EXPORT__PF_MAX_DEPTH (export__pf_push) */
@@ -216,5 +226,27 @@ void export__pf_pending_exits(struct export__pf *p);
 void export__pf_close_open(struct export__pf *p, uint64_t ts);
 int export__pf_records(struct export__pf *p, struct trcfile_iter *it, uint64_t t_from,
 		       uint64_t t_to, bool *split_failed);
+
+/* ---- export_perfetto_heap.c ------------------------------------------------------------- */
+
+struct export__pf_heap;
+
+/* Whether trace r gets a heap profile: it defines call stacks. */
+bool export__pf_heap_wanted(const struct trcfile_reader *r);
+struct export__pf_heap *export__pf_heap_new(void);
+void export__pf_heap_free(struct export__pf_heap *h);
+/* An ALLOC of process pr into the profile: the value the live table keeps for it (its size
+ * and its sample). */
+uint64_t export__pf_heap_alloc(struct export__pf *p, struct export__pf_proc *pr,
+			       const struct trc_record *rec);
+/* A live allocation freed (or replaced at its address), its live-table value: what it freed
+ * taken from its sample; returns its size. */
+uint64_t export__pf_heap_release(struct export__pf *p, uint64_t live);
+/* An RSS sample of process pr (the program's bytes): its peak so far. */
+void export__pf_heap_rss(struct export__pf_proc *pr, uint64_t ts, uint64_t bytes);
+/* The dumps, in time order: each trace r[i] at end_ts[i], and each process at its RSS peak
+ * before that. */
+void export__pf_heap_finish(struct export__pf *p, struct trcfile_reader *const *r,
+			    const uint64_t *end_ts, unsigned n);
 
 #endif /* TRC_EXPORT_PERFETTO_PRIV_H */

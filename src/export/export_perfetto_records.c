@@ -370,13 +370,16 @@ static void export__pf_alloc(struct export__pf *p, unsigned sidx, uint32_t pid,
 	uint64_t proc = (uint64_t)pid + p->pid_base;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		if (allocmap_put(p->live, proc, rec->alloc.addr, rec->alloc.size, &old)) {
+		uint64_t v = p->heap ? export__pf_heap_alloc(p, pr, rec) : rec->alloc.size;
+		if (allocmap_put(p->live, proc, rec->alloc.addr, v, &old)) {
 			p->live_approximate = true;
 			return;
 		}
+		if (p->heap && old)
+			old = export__pf_heap_release(p, old); /* replaced: freed */
 		pr->live_bytes += rec->alloc.size - old;
 	} else if (allocmap_take(p->live, proc, rec->alloc.addr, &old)) {
-		pr->live_bytes -= old;
+		pr->live_bytes -= p->heap ? export__pf_heap_release(p, old) : old;
 	} else {
 		return; /* unknown address: nothing changes */
 	}
@@ -743,6 +746,8 @@ __attribute__((noinline)) void export__pf_record(struct export__pf *p, unsigned 
 		uint64_t t2 = export__pf_counter_track(p, &pr->rss_buf_ctr, pr->track,
 						     "RSS trace buffers", PF_UNIT_BYTES);
 		export__pf_counter(p, t1, rec->ts_ns, (int64_t)prog);
+		if (p->heap)
+			export__pf_heap_rss(pr, rec->ts_ns, prog);
 		export__pf_counter(p, t2, rec->ts_ns, (int64_t)bb);
 		break;
 	}

@@ -167,7 +167,8 @@ struct export__pf_proc *export__pf_proc(struct export__pf *p, uint32_t pid)
 		p->cap_procs = cap;
 	}
 	struct export__pf_proc *pr = &p->procs[p->n_procs++];
-	*pr = (struct export__pf_proc){.pid = pid + p->pid_base, .track = p->next_uuid++};
+	*pr = (struct export__pf_proc){
+		.pid = pid + p->pid_base, .track = p->next_uuid++, .r = p->r, .trace_pid = pid};
 	uint32_t len = 0;
 	const char *cmd = trcfile_reader_process_cmdline(p->r, pid, &len);
 	const struct trcfile_header *h = trcfile_reader_header(p->r);
@@ -349,6 +350,7 @@ void export__pf_free(struct export__pf *p)
 	pb_buf_free(&p->desc_log);
 	u64map_destroy(&p->counters);
 	allocmap_free(p->live);
+	export__pf_heap_free(p->heap);
 	pb_buf_free(&p->pkt);
 	free(p->procs);
 	free(p->all_seqs);
