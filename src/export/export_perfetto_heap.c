@@ -50,8 +50,9 @@
 #include "alloc_weight.h"
 #include "export_perfetto_priv.h"
 
-#define EXPORT__PFH_SIZE_BITS 40 /* a live allocation's size in the live table; its sample above \
-				  */
+#define EXPORT__PFH_SIZE_BITS                                              \
+	40 /* a live allocation's size in the live table; its sample above \
+	    */
 #define EXPORT__PFH_SIZE_MASK ((1ull << EXPORT__PFH_SIZE_BITS) - 1)
 #define EXPORT__PFH_MAX_SAMPLES (1u << 18)
 #define EXPORT__PFH_PACKET_BYTES (1u << 20)
@@ -101,6 +102,12 @@ struct export__pfh_frame {
 };
 
 struct export__pf_heap {
+	/* The sizes of live allocations wider than EXPORT__PFH_SIZE_BITS (rare: the live
+	 * table holds EXPORT__PFH_SIZE_MASK for them), by (process, address). */
+	struct allocmap *wide;
+	/* A wide allocation at a live (process, address) of a wide one: the size it replaced
+	 * in wide, for the release that follows (export__pf_alloc). */
+	uint64_t replaced_proc, replaced_addr, replaced_size;
 	struct export__pfh_sample *s;
 	size_t n, cap;
 	struct u64map ix; /* proc << 32 | stack id -> index in s */
@@ -154,6 +161,7 @@ void export__pf_heap_free(struct export__pf_heap *h)
 {
 	if (!h)
 		return;
+	allocmap_free(h->wide);
 	free(h->s);
 	u64map_destroy(&h->ix);
 	u64map_destroy(&h->maps);
@@ -232,15 +240,23 @@ static uint32_t export__pfh_sample(struct export__pf *p, struct export__pf_proc 
 	return (uint32_t)h->n++;
 }
 
-uint64_t export__pf_heap_alloc(struct export__pf *p, struct export__pf_proc *pr,
+uint64_t export__pf_heap_alloc(struct export__pf *p, struct export__pf_proc *pr, uint64_t proc,
 			       const struct trc_record *rec)
 {
+	struct export__pf_heap *h = p->heap;
 	uint64_t size = rec->alloc.size;
 	uint64_t kept = size;
-	if (size > EXPORT__PFH_SIZE_MASK) {
-		/* No room beside the sample: the live figures are off by what is cut. */
-		p->live_approximate = true;
+	h->replaced_size = 0;
+	if (size >= EXPORT__PFH_SIZE_MASK) {
 		kept = EXPORT__PFH_SIZE_MASK;
+		if (!h->wide)
+			h->wide = allocmap_new(EXPORT__PF_LIVE_MAX_ENTRIES);
+		uint64_t was = 0;
+		if (!h->wide || allocmap_put(h->wide, proc, rec->alloc.addr, size, &was))
+			p->live_approximate = true;
+		h->replaced_proc = proc;
+		h->replaced_addr = rec->alloc.addr;
+		h->replaced_size = was;
 	}
 	double sb = alloc_weight_sample_bytes(pr->r);
 	if (sb > 0 && !rec->alloc.stack_id)
@@ -248,20 +264,27 @@ uint64_t export__pf_heap_alloc(struct export__pf *p, struct export__pf_proc *pr,
 	uint32_t i = export__pfh_sample(p, pr, rec->alloc.stack_id);
 	if (i == UINT32_MAX)
 		return kept;
-	struct export__pfh_sample *s = &p->heap->s[i];
+	struct export__pfh_sample *s = &h->s[i];
 	export__pfh_touch(p, s);
-	s->now.bytes = export__pfh_add(s->now.bytes, alloc_weight_bytes(kept, sb));
-	s->now.allocs = export__pfh_add(s->now.allocs, alloc_weight_count(kept, sb));
+	s->now.bytes = export__pfh_add(s->now.bytes, alloc_weight_bytes(size, sb));
+	s->now.allocs = export__pfh_add(s->now.allocs, alloc_weight_count(size, sb));
 	return kept | (uint64_t)(i + 1) << EXPORT__PFH_SIZE_BITS;
 }
 
-uint64_t export__pf_heap_release(struct export__pf *p, uint64_t live)
+uint64_t export__pf_heap_release(struct export__pf *p, uint64_t proc, uint64_t addr, uint64_t live)
 {
 	uint64_t size = live & EXPORT__PFH_SIZE_MASK;
 	uint64_t i = live >> EXPORT__PFH_SIZE_BITS;
-	if (!i || i > p->heap->n)
+	struct export__pf_heap *h = p->heap;
+	if (size == EXPORT__PFH_SIZE_MASK && h->replaced_size && h->replaced_proc == proc &&
+	    h->replaced_addr == addr)
+		size = h->replaced_size;
+	else if (size == EXPORT__PFH_SIZE_MASK && h->wide)
+		(void)allocmap_take(h->wide, proc, addr, &size);
+	h->replaced_size = 0;
+	if (!i || i > h->n)
 		return size;
-	struct export__pfh_sample *s = &p->heap->s[i - 1];
+	struct export__pfh_sample *s = &h->s[i - 1];
 	double sb = alloc_weight_sample_bytes(p->procs[s->proc].r);
 	export__pfh_touch(p, s);
 	/* What the allocation added, taken back (the same weights: never more than added). */

@@ -235,13 +235,14 @@ struct export__pf_heap;
 bool export__pf_heap_wanted(const struct trcfile_reader *r);
 struct export__pf_heap *export__pf_heap_new(void);
 void export__pf_heap_free(struct export__pf_heap *h);
-/* An ALLOC of process pr into the profile: the value the live table keeps for it (its size
- * and its sample). */
-uint64_t export__pf_heap_alloc(struct export__pf *p, struct export__pf_proc *pr,
+/* An ALLOC of process pr (proc: its key in the live table) into the profile: the value the
+ * live table keeps for it (its size and its sample). */
+uint64_t export__pf_heap_alloc(struct export__pf *p, struct export__pf_proc *pr, uint64_t proc,
 			       const struct trc_record *rec);
-/* A live allocation freed (or replaced at its address), its live-table value: what it freed
- * taken from its sample; returns its size. */
-uint64_t export__pf_heap_release(struct export__pf *p, uint64_t live);
+/* A live allocation at (proc, addr) freed (or replaced there), its live-table value: what it
+ * freed taken from its sample; returns its size. */
+uint64_t export__pf_heap_release(struct export__pf *p, uint64_t proc, uint64_t addr,
+				 uint64_t live);
 /* An RSS sample of process pr (the program's bytes): its peak so far. */
 void export__pf_heap_rss(struct export__pf_proc *pr, uint64_t ts, uint64_t bytes);
 /* The dumps, in time order: each trace r[i] at end_ts[i], and each process at its RSS peak

@@ -370,16 +370,17 @@ static void export__pf_alloc(struct export__pf *p, unsigned sidx, uint32_t pid,
 	uint64_t proc = (uint64_t)pid + p->pid_base;
 	uint64_t old = 0;
 	if (rec->type == TRC_REC_ALLOC) {
-		uint64_t v = p->heap ? export__pf_heap_alloc(p, pr, rec) : rec->alloc.size;
+		uint64_t v = p->heap ? export__pf_heap_alloc(p, pr, proc, rec) : rec->alloc.size;
 		if (allocmap_put(p->live, proc, rec->alloc.addr, v, &old)) {
 			p->live_approximate = true;
 			return;
 		}
-		if (p->heap && old)
-			old = export__pf_heap_release(p, old); /* replaced: freed */
+		if (p->heap && old) /* replaced: freed */
+			old = export__pf_heap_release(p, proc, rec->alloc.addr, old);
 		pr->live_bytes += rec->alloc.size - old;
 	} else if (allocmap_take(p->live, proc, rec->alloc.addr, &old)) {
-		pr->live_bytes -= p->heap ? export__pf_heap_release(p, old) : old;
+		pr->live_bytes -= p->heap ? export__pf_heap_release(p, proc, rec->alloc.addr, old)
+					  : old;
 	} else {
 		return; /* unknown address: nothing changes */
 	}
