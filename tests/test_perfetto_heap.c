@@ -249,3 +249,229 @@ Test(perfetto_heap, no_stacks_no_profile_packet, .timeout = 60)
 	free(h);
 	tu_rm_rf(dir);
 }
+
+/* ---- programs recorded by trace-run ----------------------------------------------------- */
+
+#define PH_ENTRY "_start;__libc_start_main;__libc_start_call_main;"
+
+/* Records `tests/PROG` into dir/NAME.trc with trace-run OPTS (environment ENV first). */
+static void ph_record(const char *dir, const char *env, const char *opts, const char *name,
+		      const char *prog)
+{
+	int rc = tu_sh("%s %s/bin/trace-run -q %s -o '%s/%s.trc' -- %s/tests/%s >/dev/null "
+		       "2>'%s/err'",
+		       env, tu_build(), opts, dir, name, tu_build(), prog, dir);
+	cr_assert_eq(rc, 0, "trace-run %s: %s", prog, tu_slurp_text(dir, "err"));
+}
+
+/* The summary's site NAME of process pid (dir/sum.json): its bytes and allocations. */
+static void ph_site(const char *dir, unsigned pid, const char *name, unsigned long long *bytes,
+		    unsigned long long *allocs)
+{
+	char *sum = tu_slurp_text(dir, "sum.json");
+	char pat[160];
+	snprintf(pat, sizeof(pat), "{\"pid\":%u,\"name\":\"%s\",\"bytes\":", pid, name);
+	const char *s = strstr(sum, pat);
+	cr_assert_not_null(s, "no site %s of %u in the summary: %s", name, pid, sum);
+	cr_assert_eq(sscanf(s + strlen(pat), "%llu,\"allocs\":%llu", bytes, allocs), 2);
+	free(sum);
+}
+
+/* The summary's pid (the program's). */
+static unsigned ph_pid(const char *dir)
+{
+	char *sum = tu_slurp_text(dir, "sum.json");
+	const char *s = strstr(sum, "\"pid\":");
+	cr_assert_not_null(s);
+	unsigned pid = (unsigned)strtoul(s + 6, NULL, 10);
+	free(sum);
+	return pid;
+}
+
+/* 37 frames through two libraries without frame pointers, and a fork: every frame named by
+ * its symbol, outermost first, each process's stacks apart (the child's first stack is the
+ * parent's, its own sample), the bytes and counts of each the summary's for its site. The
+ * deep program, sampled every 5 ms while its 10 MiB are held, also has a dump at its RSS
+ * peak, holding what was allocated by then. */
+Test(perfetto_heap, recorded_stacks_are_the_summarys_sites, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	ph_record(dir, "", "--rss-interval 5ms", "deep", "prog_stack_deep 30 10 1048576 100");
+	char *h = ph_export(dir, "deep", NULL);
+	unsigned pid = ph_pid(dir);
+	unsigned long long bytes, allocs;
+	ph_site(dir, pid, "stack_b_leaf", &bytes, &allocs);
+	cr_expect_eq(bytes, 10485760);
+	cr_expect_eq(allocs, 10);
+	char want[2048] = PH_ENTRY "main;run_deep;stack_a_enter;";
+	for (int i = 0; i < 30; i++)
+		strcat(want, "stack_b_recurse;");
+	char line[2200];
+	snprintf(line, sizeof(line), "\"%sstack_b_leaf\": [%llu, 0, %llu, 0]", want, bytes, allocs);
+	ph_has(h, line);
+	/* two dumps: the peak's (during the hold: all ten live) and the end's */
+	const char *first = strstr(h, "\"ts\": ");
+	cr_assert_not_null(first, "%s", h);
+	cr_expect_not_null(strstr(first + 1, "\"ts\": "), "no dump at the RSS peak: %s", h);
+	cr_expect(strstr(h, line) < first, "the peak's dump lacks the ten blocks: %s", h);
+	free(h);
+
+	ph_record(dir, "", "", "fork", "prog_stack_procs fork");
+	h = ph_export(dir, "fork", NULL);
+	char *sum = tu_slurp_text(dir, "sum.json");
+	unsigned parent = ph_pid(dir), child = 0;
+	const char *c = strstr(sum, "\"ppid\":");
+	for (; c && !child; c = strstr(c + 1, "\"ppid\":"))
+		if (strtoul(c + 7, NULL, 10) == parent) {
+			const char *q = c;
+			while (q > sum && strncmp(q, "\"pid\":", 6))
+				q--;
+			child = (unsigned)strtoul(q + 6, NULL, 10);
+		}
+	free(sum);
+	cr_assert(child, "no child process in the summary");
+	static const struct {
+		bool child;
+		const char *caller;
+		int depth;
+		unsigned long long bytes;
+	} fw[] = {
+		{false, "", 5, 20010}, /* 10 x 2001 before the fork */
+		{false, "", 7, 20040}, /* 10 x 2004 after it */
+		{true, "", 5, 20020}, /* the child's 10 x 2002, from the same call */
+		{true, "in_child;", 9, 20030},
+	};
+	for (size_t i = 0; i < sizeof(fw) / sizeof(fw[0]); i++) {
+		char stack[1024];
+		snprintf(stack, sizeof(stack), PH_ENTRY "do_fork;%salloc_n;stack_a_enter;",
+			 fw[i].caller);
+		for (int k = 0; k < fw[i].depth; k++)
+			strcat(stack, "stack_b_recurse;");
+		snprintf(line, sizeof(line), "\"%sstack_b_leaf\": [%llu, 0, 10, 0]", stack,
+			 fw[i].bytes);
+		/* in the right process's dumps */
+		char key[32];
+		snprintf(key, sizeof(key), "\"%u\": [", fw[i].child ? child : parent);
+		const char *at = strstr(h, key);
+		cr_assert_not_null(at, "no dump of %s in %s", key, h);
+		const char *end = strstr(at, "}]");
+		const char *got = strstr(at, line);
+		cr_expect(got && got < end, "not in %s's dumps: %s\n%s", key, line, h);
+	}
+	free(h);
+	tu_rm_rf(dir);
+}
+
+/* Sampled stacks (sample=4096, a fixed seed): the profile's sample of main's allocations is
+ * the summary's site main, weighted alike (flame, memory and pprof weigh it the same), all of
+ * it freed; the dump says the interval. */
+Test(perfetto_heap, recorded_sampled_stacks_weigh_as_the_summary, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	ph_record(dir, "TRC_STACK_SEED=12345", "--alloc-stacks sample=4096", "smp",
+		  "prog_stack_sample");
+	char *h = ph_export(dir, "smp", NULL);
+	unsigned long long bytes, allocs;
+	ph_site(dir, ph_pid(dir), "main", &bytes, &allocs);
+	/* 22100 allocations, 8.8 MB in all: far fewer sampled, each standing for more */
+	cr_expect(allocs > 2000 && allocs < 40000, "%llu", allocs);
+	char line[512];
+	snprintf(line, sizeof(line), "\"" PH_ENTRY "main\": [%llu, %llu, %llu, %llu]", bytes, bytes,
+		 allocs, allocs);
+	ph_has(h, line);
+	ph_has(h, "\"interval\": 4096");
+	free(h);
+	tu_rm_rf(dir);
+}
+
+/* ---- hostile traces ---------------------------------------------------------------------- */
+
+/* Stacks of frames 0 and ~0, of 256 frames; allocations of 2^50 and 2^41 bytes (wider than
+ * the size the live table keeps beside a sample), the second at the first's address, freed;
+ * one of 0 bytes: the export stays whole,
+ * the heap counter and the profile exact, and trace processor's rules hold
+ * (check_perfetto.py). */
+Test(perfetto_heap, odd_stacks_and_sizes_stay_within_the_rules, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/o.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	struct tu_stream *meta = &p.streams[0], *a = &p.streams[1];
+	static const uint64_t odd[] = {0, UINT64_MAX, 1};
+	static uint64_t deep[TRC_STACK_DEPTH_MAX];
+	for (unsigned i = 0; i < TRC_STACK_DEPTH_MAX; i++)
+		deep[i] = 0x400000 + 16 * (uint64_t)i;
+	ph_stack(meta, 2, odd, 3);
+	ph_stack(meta, 3, deep, TRC_STACK_DEPTH_MAX);
+	uint64_t t = 1000001000;
+	ph_alloc(a, t += 10, 0x10, 1ull << 50, 2);
+	ph_alloc(a, t += 10, 0x10, 1ull << 41, 2); /* the 2^50 freed */
+	ph_alloc(a, t += 10, 0x20, 0, 3);
+	ph_alloc(a, t += 10, 0x30, 5, 3);
+	ph_free(a, t += 10, 0x10);
+	struct trcfile_header_info h = tu_header();
+	h.alloc_stacks = TRCFILE_ALLOC_STACKS_ALL;
+	h.stack_depth = TRC_STACK_DEPTH_MAX;
+	ph_write(trc, &p, &h);
+	tu_plan_free(&p);
+	char *r = ph_export(dir, "o", NULL);
+	/* frame 0 is named 0x0 (0 - 1 would wrap), ~0 as ~0 - 1 */
+	ph_has(r, "\"0x0;0xfffffffffffffffe;0x0\": [1128098930098176, 1128098930098176, 2, 2]");
+	cr_expect_null(strstr(r, "\"guardrail\": true"), "%s", r);
+	char want[TRC_STACK_DEPTH_MAX * 10 + 32] = "\"";
+	for (unsigned i = TRC_STACK_DEPTH_MAX; i-- > 0;) {
+		char f[16];
+		snprintf(f, sizeof(f), "0x%x%s", 0x400000 + 16 * i - 1, i ? ";" : "");
+		strcat(want, f);
+	}
+	strcat(want, "\": [5, 0, 2, 0]");
+	ph_has(r, want);
+	free(r);
+	tu_rm_rf(dir);
+}
+
+/* A recorded trace with stacks, cut short and with bytes flipped across it: the export either
+ * reads it (a whole Perfetto trace protoc decodes) or says what is wrong; it never crashes. */
+Test(perfetto_heap, damaged_traces_never_crash_the_export, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	ph_record(dir, "", "", "ok", "prog_stack_deep 8 20 5000");
+	char path[300];
+	snprintf(path, sizeof(path), "%s/ok.trc", dir);
+	size_t len = 0;
+	uint8_t *orig = tu_read_file(path, &len);
+	cr_assert_gt(len, 1000);
+	int read_whole = 0;
+	for (unsigned k = 0; k < 24; k++) {
+		char bad[320];
+		snprintf(bad, sizeof(bad), "%s/bad.trc", dir);
+		uint8_t *b = malloc(len);
+		memcpy(b, orig, len);
+		size_t n = len;
+		if (k < 8) {
+			n = len * (k + 1) / 9; /* cut short */
+		} else {
+			size_t at = (len * (k - 7)) / 17;
+			for (size_t i = 0; i < 4 && at + i < len; i++)
+				b[at + i] ^= 0x5a;
+		}
+		tu_write_file(bad, b, n);
+		free(b);
+		int rc = tu_sh("%s/bin/trace-dump perfetto '%s' -o '%s/bad.pb' 2>'%s/err'",
+			       tu_build(), bad, dir, dir);
+		cr_assert(rc == 0 || rc == 1, "damage %u: status %d: %s", k, rc,
+			  tu_slurp_text(dir, "err"));
+		if (rc == 0) {
+			read_whole++;
+			rc = tu_sh("%s < '%s/bad.pb' > /dev/null 2>'%s/err'", ph_decode(), dir,
+				   dir);
+			cr_assert_eq(rc, 0, "damage %u: protoc: %s", k, tu_slurp_text(dir, "err"));
+		}
+	}
+	cr_expect_gt(read_whole, 0, "no damaged trace was read at all");
+	free(orig);
+	tu_rm_rf(dir);
+}
