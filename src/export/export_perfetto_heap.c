@@ -213,8 +213,8 @@ static uint32_t export__pfh_sample(struct export__pf *p, struct export__pf_proc 
 		/* Not defined: its allocations are those without a stack (the same sample, found
 		 * by its own key from now on). */
 		uint32_t i = export__pfh_sample(p, pr, 0);
-		if (i != UINT32_MAX && u64map_put(&h->ix, key, i, NULL, NULL))
-			pr->heap_capped = true;
+		if (i != UINT32_MAX)
+			(void)u64map_put(&h->ix, key, i, NULL, NULL); /* else: looked up again */
 		return i;
 	}
 	if (h->n >= EXPORT__PFH_MAX_SAMPLES) {
@@ -657,8 +657,11 @@ void export__pf_heap_finish(struct export__pf *p, struct trcfile_reader *const *
 		if (start[k] == start[k + 1] || !pr->rss_seen)
 			continue;
 		for (unsigned t = 0; t < n; t++)
-			if (r[t] == pr->r && pr->rss_peak_ts < end_ts[t])
-				w[nw++] = (struct export__pfh_when){pr->rss_peak_ts, t, k};
+			if (r[t] == pr->r) {
+				if (pr->rss_peak_ts < end_ts[t])
+					w[nw++] = (struct export__pfh_when){pr->rss_peak_ts, t, k};
+				break; /* one peak a process */
+			}
 	}
 	qsort(w, nw, sizeof(*w), export__pfh_when_cmp);
 	for (size_t i = 0; i < nw && !p->err; i++)
