@@ -111,6 +111,9 @@ struct export__pf_heap {
 	struct export__pfh_sample *s;
 	size_t n, cap;
 	struct u64map ix; /* proc << 32 | stack id -> index in s */
+	uint64_t last_key; /* the last key looked up and its sample (a loop's allocations) */
+	uint32_t last_idx;
+	bool has_last;
 	/* One dump's interning (until its last packet). */
 	struct pb_buf arena; /* the interned strings' bytes */
 	struct export__pfh_str *strs;
@@ -205,9 +208,15 @@ static uint32_t export__pfh_sample(struct export__pf *p, struct export__pf_proc 
 	struct export__pf_heap *h = p->heap;
 	uint32_t proc = (uint32_t)(pr - p->procs);
 	uint64_t key = (uint64_t)proc << 32 | id;
+	if (h->has_last && h->last_key == key)
+		return h->last_idx;
 	const uint64_t *v = u64map_get(&h->ix, key);
-	if (v)
+	if (v) {
+		h->has_last = true;
+		h->last_key = key;
+		h->last_idx = (uint32_t)*v;
 		return (uint32_t)*v;
+	}
 	uint32_t n = 0;
 	if (id && (!trcfile_reader_stack(pr->r, id, &n, NULL) || !n)) {
 		/* Not defined: its allocations are those without a stack (the same sample, found
