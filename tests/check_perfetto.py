@@ -25,6 +25,10 @@ import re
 import sys
 
 
+UNKNOWN_FIELD = re.compile(r"^\d+[: {]")
+INTEGER = re.compile(r"^-?\d+$")
+
+
 def parse_text(text):
     """protoc's text format -> nested dicts of lists."""
     root = {}
@@ -36,7 +40,7 @@ def parse_text(text):
         if line == "}":
             stack.pop()
             continue
-        if re.match(r"^\d+[: {]", line):
+        if line[0].isdigit() and UNKNOWN_FIELD.match(line):
             fail("unknown field in the output (wrong field number?): " + line)
         if line.endswith("{"):
             key = line[:-1].strip()
@@ -45,12 +49,14 @@ def parse_text(text):
             stack.append(child)
             continue
         key, _, val = line.partition(": ")
-        if val.startswith('"'):
+        if val.startswith('"') and "\\" not in val:
+            val = val[1:-1]  # protoc escapes every byte outside printable ASCII
+        elif val.startswith('"'):
             val = bytes(val[1:-1], "utf-8").decode("unicode_escape").encode("latin-1").decode(
                 "utf-8", "replace")
         elif val in ("true", "false"):
             val = val == "true"
-        elif re.match(r"^-?\d+$", val):
+        elif INTEGER.match(val):
             val = int(val)
         stack[-1].setdefault(key, []).append(val)
     return root
