@@ -433,8 +433,9 @@ Test(perfetto_heap, odd_stacks_and_sizes_stay_within_the_rules, .timeout = 60)
 	tu_rm_rf(dir);
 }
 
-/* A recorded trace with stacks, cut short and with bytes flipped across it: the export either
- * reads it (a whole Perfetto trace protoc decodes) or says what is wrong; it never crashes. */
+/* A recorded trace with stacks, cut short at 4 lengths and with bytes flipped at 8 places
+ * across it: the export either reads it (a whole Perfetto trace protoc decodes) or says what
+ * is wrong; it never crashes. */
 Test(perfetto_heap, damaged_traces_never_crash_the_export, .timeout = 120)
 {
 	const char *dir = tu_tmpdir();
@@ -445,16 +446,16 @@ Test(perfetto_heap, damaged_traces_never_crash_the_export, .timeout = 120)
 	uint8_t *orig = tu_read_file(path, &len);
 	cr_assert_gt(len, 1000);
 	int read_whole = 0;
-	for (unsigned k = 0; k < 24; k++) {
+	for (unsigned k = 0; k < 12; k++) {
 		char bad[320];
 		snprintf(bad, sizeof(bad), "%s/bad.trc", dir);
 		uint8_t *b = malloc(len);
 		memcpy(b, orig, len);
 		size_t n = len;
-		if (k < 8) {
-			n = len * (k + 1) / 9; /* cut short */
+		if (k < 4) {
+			n = len * (k + 1) / 5; /* cut short */
 		} else {
-			size_t at = (len * (k - 7)) / 17;
+			size_t at = (len * (k - 3)) / 9;
 			for (size_t i = 0; i < 4 && at + i < len; i++)
 				b[at + i] ^= 0x5a;
 		}
@@ -473,5 +474,61 @@ Test(perfetto_heap, damaged_traces_never_crash_the_export, .timeout = 120)
 	}
 	cr_expect_gt(read_whole, 0, "no damaged trace was read at all");
 	free(orig);
+	tu_rm_rf(dir);
+}
+
+/* 200 stacks of 40 distinct frames each: a dump of ~300 KB, cut into packets of about 256 KiB
+ * (ProfilePacket.continued, the interned tables shared across them): every sample whole, with
+ * its frames interned in an earlier packet of the dump or its own. */
+Test(perfetto_heap, a_large_dump_is_cut_into_continued_packets, .timeout = 120)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/l.trc", dir);
+	struct tu_plan p = {0};
+	tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242);
+	enum { STACKS = 200, FRAMES = 40 };
+	static uint64_t frames[STACKS][FRAMES];
+	uint64_t t = 1000001000;
+	for (uint32_t k = 0; k < STACKS; k++) {
+		for (uint32_t j = 0; j < FRAMES; j++)
+			frames[k][j] = 0x10000000 + 16 * ((uint64_t)k * FRAMES + j) + 1;
+		ph_stack(&p.streams[0], k + 1, frames[k], FRAMES);
+		ph_alloc(&p.streams[1], t += 10, 0x1000 + 16 * (uint64_t)k, k + 1, k + 1);
+	}
+	struct trcfile_header_info h = tu_header();
+	h.alloc_stacks = TRCFILE_ALLOC_STACKS_ALL;
+	h.stack_depth = 64;
+	ph_write(trc, &p, &h);
+	tu_plan_free(&p);
+	char *text = NULL;
+	char *r = ph_export(dir, "l", &text);
+	unsigned continued = 0;
+	for (const char *q = text; (q = strstr(q, "continued: true")); q++)
+		continued++;
+	cr_expect_geq(continued, 1, "one packet for a dump of 200 x 40 frames");
+	cr_expect_leq(continued, 2);
+	/* stack 1 (frames 0x10000000.. innermost first) and stack 200, each its bytes once */
+	char want[FRAMES * 12 + 64];
+	for (uint32_t k = 0; k < STACKS; k += STACKS - 1) {
+		strcpy(want, "\"");
+		for (uint32_t j = FRAMES; j-- > 0;) {
+			char f[16];
+			snprintf(f, sizeof(f), "0x%llx%s", (unsigned long long)frames[k][j] - 1,
+				 j ? ";" : "");
+			strcat(want, f);
+		}
+		char v[48];
+		snprintf(v, sizeof(v), "\": [%u, 0, 1, 0]", k + 1);
+		strcat(want, v);
+		ph_has(r, want);
+	}
+	unsigned samples = 0;
+	for (const char *q = r; (q = strstr(q, ", 0, 1, 0]")); q++)
+		samples++;
+	cr_expect_eq(samples, STACKS);
+	free(text);
+	free(r);
 	tu_rm_rf(dir);
 }

@@ -30,9 +30,9 @@
  *
  * Bounds: one sample per distinct (process, stack), at most EXPORT__PFH_MAX_SAMPLES (past it,
  * allocations of new stacks are left out and the process's dumps say hit_guardrail, as they do
- * when the live table was full); a dump is cut into packets of about EXPORT__PFH_PACKET_BYTES
- * (ProfilePacket.continued: the interned tables hold until the last one). Memory: the samples,
- * and one dump's interned strings, frames and mappings.
+ * when the live table was full); a dump is cut into packets of about 256 KiB
+ * (EXPORT__PFH_PACKET_BYTES; ProfilePacket.continued: the interned tables hold until the last
+ * one). Memory: the samples, and one dump's interned strings, frames and mappings.
  *
  * Schema: protos/perfetto/trace/profiling/profile_packet.proto and profile_common.proto of
  * Perfetto (the fields used copied in tests/perfetto_trace.proto); what trace processor does
@@ -55,7 +55,7 @@
 	    */
 #define EXPORT__PFH_SIZE_MASK ((1ull << EXPORT__PFH_SIZE_BITS) - 1)
 #define EXPORT__PFH_MAX_SAMPLES (1u << 18)
-#define EXPORT__PFH_PACKET_BYTES (1u << 20)
+#define EXPORT__PFH_PACKET_BYTES (1u << 18)
 #define EXPORT__PFH_HEAP_NAME "libc.malloc" /* heapprofd's name of the malloc heap */
 #define EXPORT__PFH_NO_STACK "[no call stack]"
 
