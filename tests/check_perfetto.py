@@ -436,6 +436,10 @@ def main_multi():
 def main():
     if sys.argv[1] == "--split":
         return main_split()
+    if sys.argv[1] == "--heap":  # --heap OUT.txt: the heap profile's checks and report only
+        print(json.dumps(split_heap(parse_text(open(sys.argv[2], encoding="utf-8").read())),
+                         sort_keys=True))
+        return
     if sys.argv[1] == "--multi":
         return main_multi()
     trace = parse_text(open(sys.argv[1], encoding="utf-8").read())

@@ -532,3 +532,40 @@ Test(perfetto_heap, a_large_dump_is_cut_into_continued_packets, .timeout = 120)
 	free(r);
 	tu_rm_rf(dir);
 }
+
+/* Two traces in one export: each process's profile under its trace's pid range (pid + N x
+ * 10000000), its dumps on CLOCK_REALTIME (the start's anchor, 1700000000123456789 at
+ * 1000000000), all on the one sequence in time order. */
+Test(perfetto_heap, several_files_keep_their_processes_apart, .timeout = 60)
+{
+	const char *dir = tu_tmpdir();
+	char trc[300];
+	snprintf(trc, sizeof(trc), "%s/a.trc", dir);
+	ph_written(trc, 0);
+	snprintf(trc, sizeof(trc), "%s/b.trc", dir);
+	ph_written(trc, 0);
+	int rc = tu_sh("%s/bin/trace-dump perfetto '%s/a.trc' '%s/b.trc' -o '%s/out.pb' 2>'%s/err' "
+		       "&& %s < '%s/out.pb' > '%s/out.txt' && python3 tests/check_perfetto.py "
+		       "--heap '%s/out.txt' > '%s/heap' 2>&1",
+		       tu_build(), dir, dir, dir, dir, ph_decode(), dir, dir, dir, dir);
+	cr_assert_eq(rc, 0, "%s%s", tu_slurp_text(dir, "err"), tu_slurp_text(dir, "heap"));
+	char *h = tu_slurp_text(dir, "heap");
+	static const char *const pids[] = {"10004242", "20004242"};
+	for (int i = 0; i < 2; i++) {
+		char want[600];
+		snprintf(want, sizeof(want),
+			 "\"%s\": [{\"guardrail\": false, \"interval\": 0, \"samples\": "
+			 "{\"0x302f;0x201f;0x100f\": [300, 200, 2, 1], "
+			 "\"0x302f;0x201f;0x110f\": [50, 0, 1, 0]}, \"ts\": 1700000000123457849}, "
+			 "{\"guardrail\": false, \"interval\": 0, \"samples\": "
+			 "{\"0x302f;0x201f;0x100f\": [1300, 200, 3, 1], "
+			 "\"0x302f;0x201f;0x110f\": [120, 50, 2, 1], "
+			 "\"[no call stack]\": [16, 0, 2, 0]}, \"ts\": 1700000000123457919}]",
+			 pids[i]);
+		ph_has(h, want);
+	}
+	ph_has(h, "\"10004243\": [{");
+	ph_has(h, "\"20004243\": [{");
+	free(h);
+	tu_rm_rf(dir);
+}
