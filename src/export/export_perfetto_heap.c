@@ -32,7 +32,8 @@
  * allocations of new stacks are left out and the process's dumps say hit_guardrail, as they do
  * when the live table was full); a dump is cut into packets of about 256 KiB
  * (EXPORT__PFH_PACKET_BYTES; ProfilePacket.continued: the interned tables hold until the last
- * one). Memory: the samples, and one dump's interned strings, frames and mappings.
+ * one). Memory: the samples, the sizes of live allocations of 2^40 bytes or more, and one
+ * dump's interned strings, frames and mappings.
  *
  * Schema: protos/perfetto/trace/profiling/profile_packet.proto and profile_common.proto of
  * Perfetto (the fields used copied in tests/perfetto_trace.proto); what trace processor does
@@ -50,9 +51,9 @@
 #include "alloc_weight.h"
 #include "export_perfetto_priv.h"
 
-#define EXPORT__PFH_SIZE_BITS                                              \
-	40 /* a live allocation's size in the live table; its sample above \
-	    */
+/* A live allocation's value in the live table: its size in the low bits (wider sizes: in
+ * export__pf_heap's wide), its sample + 1 above. */
+#define EXPORT__PFH_SIZE_BITS 40
 #define EXPORT__PFH_SIZE_MASK ((1ull << EXPORT__PFH_SIZE_BITS) - 1)
 #define EXPORT__PFH_MAX_SAMPLES (1u << 18)
 #define EXPORT__PFH_PACKET_BYTES (1u << 18)
