@@ -8,8 +8,9 @@
  * exceptions unaffected. Every recording runs with TRC_STACK_VERIFY=1: each cache hit is
  * unwound again and a wrong one said on stderr, which the tests refuse.
  *
- * Folded stacks are outermost first; libc's frames are named from its symbol table (the
- * program's entry _start;__libc_start_main;__libc_start_call_main, a thread's
+ * Folded stacks are outermost first, without the process frame (--merge-processes: a fork
+ * child's stacks are compared with its parent's); libc's frames are named from its symbol
+ * table (the program's entry _start;__libc_start_main;__libc_start_call_main, a thread's
  * __clone3;start_thread); the signal trampoline has no symbol and is matched as any one frame.
  *
  * Threads: each test is one process (Criterion); the tools run as children.
@@ -164,7 +165,7 @@ Test(alloc_stacks, thirty_frames_through_libraries_without_frame_pointers, .time
 	char stack[2048];
 	snprintf(stack, sizeof(stack), SA_MAIN "run_deep;stack_a_enter;%sstack_b_leaf", sa_rec(30));
 	char line[2200];
-	char *o = sa_dump(dir, "flame --weight alloc deep.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc deep.trc");
 	snprintf(line, sizeof(line), "%s 10485760", stack);
 	sa_expect_line(o, line);
 	free(o);
@@ -196,7 +197,7 @@ Test(alloc_stacks, truncated_at_the_depth_cap, .timeout = 120)
 {
 	const char *dir = tu_tmpdir();
 	free(sa_record(dir, "", "--stack-depth 8", "cut", "prog_stack_deep 30 10 7777"));
-	char *o = sa_dump(dir, "flame --weight alloc cut.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc cut.trc");
 	char line[512];
 	snprintf(line, sizeof(line), "%sstack_b_leaf 77770", sa_rec(7));
 	sa_expect_line(o, line);
@@ -239,7 +240,7 @@ Test(alloc_stacks, none_records_every_allocation_without_stacks, .timeout = 120)
 	free(o);
 	cr_expect_eq(n_none, n_all, "allocations without stacks %d, with %d", n_none, n_all);
 	cr_expect_gt(n_none, 10);
-	o = sa_dump(dir, "flame --weight alloc none.trc");
+	o = sa_dump(dir, "flame --merge-processes --weight alloc none.trc");
 	cr_expect_null(strstr(o, "stack_b_leaf"), "%s", o);
 	free(o);
 	tu_rm_rf(dir);
@@ -254,7 +255,7 @@ Test(alloc_stacks, inside_signal_handlers, .timeout = 120)
 	char *out = sa_record(dir, "", "", "sig", "prog_stack_signal");
 	cr_expect_str_eq(out, "signal raised timer\n");
 	free(out);
-	char *o = sa_dump(dir, "flame --weight alloc sig.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc sig.trc");
 	cr_expect(
 		sa_has_line_around(o, SA_MAIN "sig_outer;sig_spin;", ";on_alarm;stack_b_leaf 6666"),
 		"no timer handler's stack over sig_spin in:\n%s", o);
@@ -273,7 +274,7 @@ Test(alloc_stacks, four_threads_four_stacks, .timeout = 120)
 	char *out = sa_record(dir, "", "", "thr", "prog_stack_threads 200");
 	cr_expect_str_eq(out, "threads 4 200\n");
 	free(out);
-	char *o = sa_dump(dir, "flame --weight alloc thr.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc thr.trc");
 	for (int k = 0; k < 4; k++) {
 		char line[1024];
 		snprintf(line, sizeof(line),
@@ -294,7 +295,7 @@ Test(alloc_stacks, after_fork_in_parent_and_child, .timeout = 120)
 	char *out = sa_record(dir, "", "", "fork", "prog_stack_procs fork");
 	cr_expect(strstr(out, "child done\n") && strstr(out, "parent done\n"), "%s", out);
 	free(out);
-	char *o = sa_dump(dir, "flame --weight alloc fork.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc fork.trc");
 	char line[1024];
 	static const struct {
 		const char *caller;
@@ -330,7 +331,7 @@ Test(alloc_stacks, before_and_after_exec, .timeout = 120)
 	char *out = sa_record(dir, "", "", "exec", "prog_stack_procs exec");
 	cr_expect_str_eq(out, "before exec\nafter exec\n");
 	free(out);
-	char *o = sa_dump(dir, "flame --weight alloc exec.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc exec.trc");
 	char line[1024];
 	snprintf(line, sizeof(line), SA_ENTRY "do_exec;alloc_n;stack_a_enter;%sstack_b_leaf 30010",
 		 sa_rec(4));
@@ -350,7 +351,7 @@ Test(alloc_stacks, dlopen_dlclose_and_dlopen_elsewhere, .timeout = 120)
 	char *out = sa_record(dir, "", "", "dl", "prog_stack_dl moved");
 	cr_expect_str_eq(out, "dl moved\n");
 	free(out);
-	char *o = sa_dump(dir, "flame --weight alloc dl.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc dl.trc");
 	sa_expect_line(o, SA_MAIN "use_lib;plugin_alloc;plugin_recurse;plugin_recurse;"
 				  "plugin_recurse 40015");
 	free(o);
@@ -376,7 +377,7 @@ Test(alloc_stacks, another_library_where_one_was_unloaded, .timeout = 120)
 	char *out = sa_record(dir, "", "", "dl", "prog_stack_dl reused");
 	cr_expect_str_eq(out, "dl reused\n");
 	free(out);
-	char *o = sa_dump(dir, "flame --weight alloc dl.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc dl.trc");
 	sa_expect_line(o, SA_MAIN "use_lib;other_alloc;other_recurse;other_recurse;other_recurse;"
 				  "other_recurse;other_leaf 20015");
 	free(o);
@@ -428,7 +429,7 @@ Test(alloc_stacks, sampled_counts_within_bounds, .timeout = 120)
 	}
 	cr_expect_lt(total_with, 22100 / 10, "most allocations are not sampled");
 	free(o);
-	o = sa_dump(dir, "flame --weight alloc smp.trc");
+	o = sa_dump(dir, "flame --merge-processes --weight alloc smp.trc");
 	cr_expect(strstr(o, SA_MAIN), "the sampled stacks are named: %s", o);
 	free(o);
 	tu_rm_rf(dir);
@@ -452,7 +453,7 @@ Test(alloc_stacks, cxx_plugin_exceptions_unchanged, .timeout = 120)
 	cr_expect_str_eq(traced, plain);
 	free(traced);
 	free(plain);
-	char *o = sa_dump(dir, "flame --weight alloc cxx.trc");
+	char *o = sa_dump(dir, "flame --merge-processes --weight alloc cxx.trc");
 	cr_expect(strstr(o, ";plugin_round;"), "the plugin's allocations have stacks: %s", o);
 	free(o);
 	tu_rm_rf(dir);

@@ -569,7 +569,8 @@ static void dh_module_not_regular(const char *module_path, const char *wrap, con
 		}
 		if (!strcmp(cmds[i], "flame")) {
 			char want[200];
-			snprintf(want, sizeof(want), "%s+0x1000 100\n", base);
+			/* under its process, which the trace does not name */
+			snprintf(want, sizeof(want), "pid 100;%s+0x1000 100\n", base);
 			cr_expect_str_eq(out, want);
 		}
 		free(err);

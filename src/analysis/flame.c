@@ -6,6 +6,8 @@
  * tuple. Each thread stream points at its innermost open node. Weights accumulate on nodes
  * (self weight); folding walks each weighted node up to the root to write its stack, then
  * sorts the lines so that stacks that read the same (one function in two processes) merge.
+ * With flame_root_processes, each thread's stack starts at its process's node (kind process,
+ * key 0, pid the process), so no two processes' frames share a node or a line.
  *
  * Threads: one thread per flame.
  */
@@ -20,7 +22,7 @@
 #include "flame.h"
 #include "u64map.h"
 
-enum { FLAME__ROOT, FLAME__SPAN, FLAME__FUNC, FLAME__OUTSIDE, FLAME__CALL };
+enum { FLAME__ROOT, FLAME__SPAN, FLAME__FUNC, FLAME__OUTSIDE, FLAME__CALL, FLAME__PROCESS };
 
 struct flame__node {
 	uint32_t parent;
@@ -32,6 +34,7 @@ struct flame__node {
 
 struct flame__stream {
 	uint32_t cur;
+	uint32_t root; /* the stream's process node (flame_root_processes), else 0: nothing open */
 	uint32_t folded; /* frames open past FLAME_MAX_NODES (not in the trie) */
 	uint64_t last_ts;
 	bool seen;
@@ -39,6 +42,7 @@ struct flame__stream {
 
 struct flame {
 	enum flame_weight weight;
+	bool process_roots;
 	struct flame__node *nodes;
 	uint32_t n_nodes, cap_nodes;
 	struct u64index index; /* (parent, kind, pid, key) -> node */
@@ -180,6 +184,11 @@ static void flame__pop(struct flame *f, struct flame__stream *st, uint32_t kind,
 	f->stats.unmatched_ends++;
 }
 
+void flame_root_processes(struct flame *f)
+{
+	f->process_roots = true;
+}
+
 void flame_use_stacks(struct flame *f, const struct trcfile_reader *r)
 {
 	f->stacks = r;
@@ -190,8 +199,8 @@ void flame_use_stacks(struct flame *f, const struct trcfile_reader *r)
  * open at cur (outermost first: they are not in the call stack), then the stack's frames,
  * outermost first (functions of -finstrument-functions are in the call stack already). cur
  * itself when the trace does not define the stack, or the trie is full. */
-static uint32_t flame__alloc_stack_node(struct flame *f, uint32_t cur, uint32_t pid, uint32_t id,
-					int *err)
+static uint32_t flame__alloc_stack_node(struct flame *f, uint32_t root, uint32_t cur, uint32_t pid,
+					uint32_t id, int *err)
 {
 	uint64_t key = (uint64_t)cur << 32 | id;
 	const uint64_t *hit = u64map_get(&f->alloc_nodes, key);
@@ -205,7 +214,7 @@ static uint32_t flame__alloc_stack_node(struct flame *f, uint32_t cur, uint32_t 
 	for (uint32_t i = cur; i != 0 && n_spans < 256; i = f->nodes[i].parent)
 		if (f->nodes[i].kind == FLAME__SPAN)
 			spans[n_spans++] = i;
-	uint32_t at = 0;
+	uint32_t at = root;
 	for (uint32_t k = n_spans; k-- > 0;) {
 		at = flame__child(f, at, FLAME__SPAN, 0, f->nodes[spans[k]].key);
 		if (at >= FLAME__NOMEM)
@@ -237,8 +246,9 @@ uint32_t flame_alloc_node(struct flame *f, unsigned sidx, const struct trcfile_s
 	uint32_t cur = flame_stream_node(f, sidx);
 	if (sidx < f->n_streams && f->streams[sidx].folded)
 		return cur;
+	uint32_t root = sidx < f->n_streams ? f->streams[sidx].root : 0;
 	if (f->stacks && rec->type == TRC_REC_ALLOC && rec->alloc.stack_id)
-		return flame__alloc_stack_node(f, cur, si->pid, rec->alloc.stack_id, err);
+		return flame__alloc_stack_node(f, root, cur, si->pid, rec->alloc.stack_id, err);
 	return cur;
 }
 
@@ -250,8 +260,15 @@ int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *
 	struct flame__stream *st = flame__stream(f, sidx);
 	if (!st)
 		return -ENOMEM;
+	if (f->process_roots && !st->root) {
+		uint32_t p = flame__child(f, 0, FLAME__PROCESS, si->pid, 0);
+		if (p == FLAME__NOMEM)
+			return -ENOMEM;
+		if (p != FLAME__FULL && st->cur == 0)
+			st->cur = st->root = p;
+	}
 	if (f->weight == FLAME_TIME) {
-		if (st->seen && st->cur != 0 && rec->ts_ns > st->last_ts) {
+		if (st->seen && st->cur != st->root && rec->ts_ns > st->last_ts) {
 			f->nodes[st->cur].weight += rec->ts_ns - st->last_ts;
 			f->stats.total_weight += rec->ts_ns - st->last_ts;
 		}
@@ -276,8 +293,8 @@ int flame_add(struct flame *f, unsigned sidx, const struct trcfile_stream_info *
 		uint32_t at = flame_alloc_node(f, sidx, si, rec, &err);
 		if (err)
 			return err;
-		if (at == 0) {
-			at = flame__child(f, 0, FLAME__OUTSIDE, 0, 0);
+		if (at == st->root) {
+			at = flame__child(f, st->root, FLAME__OUTSIDE, 0, 0);
 			if (at == FLAME__NOMEM)
 				return -ENOMEM;
 			if (at == FLAME__FULL)
@@ -391,6 +408,30 @@ static int flame__line_cmp(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
+/* A process's frame: its program's file name (argv[0] without the directories, as ps shows a
+ * command) and its pid, "prog (pid 42)"; "pid 42" when the trace does not say what it ran.
+ * Returns the length written to buf. */
+static size_t flame__process_name(const struct trcfile_reader *r, uint32_t pid, char *buf,
+				  size_t cap)
+{
+	uint32_t len = 0;
+	const char *cmd = trcfile_reader_process_cmdline(r, pid, &len);
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	if (!cmd && h && pid == h->pid) {
+		cmd = h->cmdline;
+		len = h->cmdline_len;
+	}
+	size_t arg0 = cmd ? strnlen(cmd, len) : 0;
+	const char *base = cmd;
+	for (size_t i = 0; i < arg0; i++)
+		if (cmd[i] == '/' && i + 1 < arg0)
+			base = cmd + i + 1;
+	size_t blen = arg0 - (size_t)(base - cmd);
+	int k = blen ? snprintf(buf, cap, "%.*s (pid %" PRIu32 ")", (int)blen, base, pid)
+		     : snprintf(buf, cap, "pid %" PRIu32, pid);
+	return k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+}
+
 /* The frame's name into buf (cleaned for the folded format); returns its length. */
 static size_t flame__frame_name(const struct flame__node *n, const struct trcfile_reader *r,
 				struct sym_resolver *syms, char *buf, size_t cap)
@@ -398,6 +439,8 @@ static size_t flame__frame_name(const struct flame__node *n, const struct trcfil
 	int k = 0;
 	if (n->kind == FLAME__OUTSIDE) {
 		k = snprintf(buf, cap, "%s", FLAME_OUTSIDE);
+	} else if (n->kind == FLAME__PROCESS) {
+		k = (int)flame__process_name(r, n->pid, buf, cap);
 	} else if (n->kind == FLAME__SPAN) {
 		uint32_t len = 0;
 		const char *s = trcfile_reader_name(r, (uint32_t)n->key, &len);

@@ -8,8 +8,9 @@
  *                goes to the stack open between them (self time of its innermost frame);
  *                nothing is counted while the stack is empty.
  *   FLAME_ALLOC  bytes: each ALLOC's size goes to the stack open when it was made; an
- *                allocation made with no frame open goes to the one frame FLAME_OUTSIDE, so
- *                the weights add up to every byte allocated.
+ *                allocation made with no frame open goes to the one frame FLAME_OUTSIDE (under
+ *                its process's frame with flame_root_processes), so the weights add up to every
+ *                byte allocated.
  * Ends: a span end closes the innermost open span of its name (frames above it close too); a
  * function exit closes the innermost open frame of its address; an end with no such frame
  * open is ignored (counted).
@@ -43,6 +44,13 @@ struct flame_stats {
 
 struct flame *flame_new(enum flame_weight weight);
 void flame_free(struct flame *f);
+
+/* Roots each thread's stacks at a frame of its process, "prog (pid 42)" (its argv[0] without
+ * the directories; "pid 42" when the trace does not say what it ran), so that the folded lines
+ * say which process each tree belongs to and a forked child's calls, nested under the frames it
+ * inherited, never merge with its parent's. Without it (the default) the same stack in two
+ * processes is one line. Call before the first flame_add. */
+void flame_root_processes(struct flame *f);
 
 /* Allocations with a call stack (an ALLOC's stack_id) go to the stack's frames, under the
  * spans open on their thread, when r is given: its STACK records name them. Without it (and

@@ -3,9 +3,10 @@
  * Purpose: one line per distinct stack, "frame;frame;frame WEIGHT", the text that
  * flamegraph.pl, inferno-flamegraph and speedscope import. Frames are spans (by name) and
  * functions (by name from the modules' symbol tables, else module+offset), outermost first,
- * per thread; the weight is the time the stack was the thread's innermost (nanoseconds) or,
- * with --weight alloc, the bytes allocated while it was. The folding is src/analysis/flame.c;
- * this file parses options and prints.
+ * per thread, under a frame naming the thread's process ("prog (pid 42)") unless
+ * --merge-processes; the weight is the time the stack was the thread's innermost
+ * (nanoseconds) or, with --weight alloc, the bytes allocated while it was. The folding is
+ * src/analysis/flame.c; this file parses options and prints.
  *
  * Threads: single-threaded.
  */
@@ -20,19 +21,24 @@
 #include "flame.h"
 
 static const char dump__flame_help[] =
-	"usage: trace-dump flame [--weight time|alloc] FILE > stacks.folded\n"
+	"usage: trace-dump flame [--weight time|alloc] [--merge-processes] FILE > stacks.folded\n"
 	"\n"
 	"Folded stacks, one line per distinct stack: FRAME;FRAME;... WEIGHT, outermost\n"
-	"frame first, lines in byte order. Frames are the spans and functions open on a\n"
-	"thread (functions by name from the modules' symbol tables, else module+offset;\n"
-	"';' inside a name is written ':'). Open with flamegraph.pl, inferno-flamegraph or\n"
-	"speedscope.\n"
+	"frame first, lines in byte order. The outermost frame is the process, its\n"
+	"program's file name and pid (\"prog (pid 42)\"; \"pid 42\" when the trace does not\n"
+	"say what it ran); then the spans and functions open on a thread (functions by\n"
+	"name from the modules' symbol tables, else module+offset; ';' inside a name is\n"
+	"written ':'). A forked child's calls nest under the frames it inherited from its\n"
+	"parent, in its own tree. Open with flamegraph.pl, inferno-flamegraph or speedscope.\n"
 	"\n"
 	"  --weight time   (default) nanoseconds: the time between two records of a thread\n"
 	"                  goes to the stack open between them (time with no frame open is\n"
 	"                  not counted)\n"
 	"  --weight alloc  bytes allocated while the stack was open; allocations made with\n"
-	"                  no frame open are the stack \"" FLAME_OUTSIDE "\"\n"
+	"                  no frame open are the frame \"" FLAME_OUTSIDE "\" of their process\n"
+	"  --merge-processes\n"
+	"                  no process frame: the same stack in several processes is one\n"
+	"                  line\n"
 	"  -h, --help      this text\n"
 	"\n"
 	"Ends that close no open frame are ignored and counted on stderr.\n";
@@ -50,11 +56,13 @@ int dump_flame_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"weight", required_argument, NULL, 'w'},
+		{"merge-processes", no_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = argv[0];
 	enum flame_weight weight = FLAME_TIME;
+	bool merge = false;
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -70,6 +78,9 @@ int dump_flame_main(int argc, char **argv)
 				return dump_usage_error(
 					cmd, "--weight: expected time or alloc, got \"%s\"",
 					optarg);
+			break;
+		case 'm':
+			merge = true;
 			break;
 		case 'h':
 			fputs(dump__flame_help, stdout);
@@ -92,6 +103,8 @@ int dump_flame_main(int argc, char **argv)
 		dump_error("%s: out of memory", path);
 		goto out;
 	}
+	if (!merge)
+		flame_root_processes(f);
 	flame_use_stacks(f, r);
 	/* Stacks are per thread: each thread stream alone, in its own order (no merge). */
 	for (unsigned s = 0; s < trcfile_reader_stream_count(r); s++) {
