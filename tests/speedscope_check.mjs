@@ -19,7 +19,8 @@
 //   threads   chrome: one profile per thread of the summary, titled "COMMAND (pid P), NAME (tid
 //             T)" (the profile selector's rows, or the toolbar's title when there is one)
 //   frames    chrome, flame: the sandwich view's table, read in every profile: its symbol names
-//             are the summary's span names and function names, no more, no fewer, and each
+//             are the summary's span names and function names (and, in flame, a frame per
+//             process, "PROG (pid P)", totalling its lines), no more, no fewer, and each
 //             name's Total (summed over the profiles) is the summary's total within the
 //             rounding shown (flame's weights: exactly)
 //   heap      pprof: the Self column sums to the summary's alloc_bytes within the rounding
@@ -220,9 +221,12 @@ try {
     const s = JSON.parse(run('bin/trace-dump', ['summary', '--json', trc]));
     run('bin/trace-dump', ['chrome', '-o', join(dir, t.name + '.json'), trc]);
     runTo(join(dir, t.name + '.folded'), 'bin/trace-dump', ['flame', trc]);
-    // the summary's frames: span names (their total) and function names (total, recursion once)
+    // the summary's frames: span names (their total) and function names (total, recursion once;
+    // a row per process, added up by name)
+    const fnTotals = new Map();
+    for (const f of s.functions) fnTotals.set(f.name, (fnTotals.get(f.name) || 0) + Number(f.total_ns));
     const frames = new Map([...s.names.filter((n) => Number(n.spans)).map((n) => [n.name, Number(n.span_total_ns)]),
-      ...s.functions.map((f) => [f.name, Number(f.total_ns)])]);
+      ...fnTotals]);
     if (!frames.size) fail(`${t.name}: the summary has no span and no function: nothing to look for`);
 
     // chrome: one profile per thread
@@ -241,14 +245,23 @@ try {
       console.log(`ok ${file}: sandwich view names the ${frames.size} frames of the summary with its totals: ${[...frames.keys()].join(', ')}`);
       await page.close();
     }
-    // flame: folded stacks, one profile
+    // flame: folded stacks, one profile, each line under its process's frame "PROG (pid P)"
+    // (PROG: the command's first word without its directories), whose total is its lines'
     {
       const file = t.name + '.folded';
+      const procFrame = Object.fromEntries(s.processes.map((p) => [`${p.command[0].replace(/^.*\//, '')} (pid ${p.pid})`, 0]));
+      const flameFrames = new Map(frames);
+      for (const line of readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean)) {
+        const stack = line.slice(0, line.lastIndexOf(' '));
+        const root = stack.split(';')[0];
+        if (!(root in procFrame)) fail(`${file}: the line "${line}" starts at no process of the summary (${show(Object.keys(procFrame))})`);
+        flameFrames.set(root, (flameFrames.get(root) || 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
       const { page, errors } = await open(port, file);
       console.log(`ok ${file}: speedscope loads it, no error`);
-      sameTotals(file, await sandwichTotals(page, 1, file), frames);
+      sameTotals(file, await sandwichTotals(page, 1, file), flameFrames);
       if (errors.length) fail(`${file}: ${errors.length} errors in the views, first: ${errors[0]}`);
-      console.log(`ok ${file}: sandwich view names the ${frames.size} frames of the summary with its totals`);
+      console.log(`ok ${file}: sandwich view names the ${frames.size} frames of the summary and ${flameFrames.size - frames.size} of its processes with their totals`);
       await page.close();
     }
     // pprof --alloc: a heap profile, one profile; its first sample type is what speedscope

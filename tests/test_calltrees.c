@@ -2,7 +2,8 @@
  * trace of each program (tests/prog_finst_jumps.c and the other prog_* named below) must hold
  * the call tree its source implies, name for name, level for level, call for call
  * (calltree_util.h), with every frame closed; and the summary must agree (no exit that closed
- * nothing, no call closed by its caller's exit, none left open). */
+ * nothing, no call closed by its caller's exit, none left open). The views of a call tree
+ * (trace-dump flame, the summary's function table) say which process each tree is. */
 #include "calltree_util.h"
 
 #define TR e2e_path("bin/trace-run")
@@ -132,6 +133,206 @@ Test(calltrees, fork_with_calls_in_both, .timeout = 120)
 		 "P1 main;spawn 1\n"
 		 "P1 main;spawn;child_work 1\n",
 		 0);
+}
+
+/* The pid of the process whose ppid is parent in the summary's "processes"; -1 when none. */
+static int64_t ct_child_pid(const char *json, int64_t parent)
+{
+	const char *p = strstr(json, "\"processes\":[");
+	cr_assert_not_null(p);
+	while ((p = strstr(p, "{\"pid\":")) != NULL) {
+		int64_t pid = e2e_json_int_from(json, p, "pid");
+		if (e2e_json_int_from(json, p, "ppid") == parent)
+			return pid;
+		p++;
+	}
+	return -1;
+}
+
+/* "P0" for pid parent, "P1" for child, else the pid itself. */
+static void ct_pname(char *out, size_t cap, int64_t pid, int64_t parent, int64_t child)
+{
+	if (pid == parent || pid == child)
+		snprintf(out, cap, "P%d", pid == child);
+	else
+		snprintf(out, cap, "pid%lld", (long long)pid);
+}
+
+static int ct_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* n malloc'd lines sorted, joined with newlines (each freed); the result is malloc'd. */
+static char *ct_join_sorted(char **lines, size_t n)
+{
+	qsort(lines, n, sizeof(*lines), ct_cmp_str);
+	size_t total = 1;
+	for (size_t i = 0; i < n; i++)
+		total += strlen(lines[i]) + 1;
+	char *res = malloc(total);
+	res[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && strcmp(lines[i], lines[i - 1]) == 0)
+			continue;
+		strcat(res, lines[i]);
+		strcat(res, "\n");
+	}
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	return res;
+}
+
+/* The summary's function rows as "P<k> name calls" lines, sorted. */
+static char *ct_function_rows(const char *json, int64_t parent, int64_t child)
+{
+	char *lines[64];
+	size_t n = 0;
+	const char *p = strstr(json, "\"functions\":[");
+	cr_assert_not_null(p);
+	const char *end = strchr(p, ']');
+	while ((p = strstr(p, "{\"name\":")) != NULL && p < end) {
+		char who[32], name[128], *line = malloc(192);
+		ct_pname(who, sizeof(who), e2e_json_int_from(json, p, "pid"), parent, child);
+		const char *q = strstr(p, "\"name\":\"");
+		cr_assert_not_null(q);
+		q += 8;
+		size_t len = (size_t)(strchr(q, '"') - q);
+		snprintf(name, sizeof(name), "%.*s", (int)len, q);
+		snprintf(line, 192, "%s %s %lld", who, name,
+			 (long long)e2e_json_int_from(json, p, "calls"));
+		cr_assert_lt(n, 64);
+		lines[n++] = line;
+		p++;
+	}
+	return ct_join_sorted(lines, n);
+}
+
+/* trace-dump flame's lines as the set of their stacks and every stack's callers ("P0;main",
+ * the process frame "prog (pid N)" written P<k>), sorted; *sum gets the weights' sum. Every
+ * line must have a weight above zero. */
+static char *ct_flame_tree(const char *dir, const char *trace, bool merge, const char *prog,
+			   int64_t parent, int64_t child, uint64_t *sum)
+{
+	struct e2e_run r = merge ? e2e_run(dir, e2e_path("bin/trace-dump"), "flame",
+					   "--merge-processes", trace, NULL)
+				 : e2e_run(dir, e2e_path("bin/trace-dump"), "flame", trace, NULL);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	char *lines[256];
+	size_t n = 0;
+	*sum = 0;
+	for (char *save = NULL, *l = strtok_r(r.out, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strrchr(l, ' ');
+		cr_assert_not_null(sp, "%s", l);
+		*sp = 0;
+		uint64_t w = strtoull(sp + 1, NULL, 10);
+		cr_expect_gt(w, 0, "%s", l);
+		*sum += w;
+		char stack[1024];
+		const char *rest = l;
+		stack[0] = 0;
+		if (!merge) {
+			char want[2][128];
+			int64_t pids[2] = {parent, child};
+			bool found = false;
+			for (int k = 0; k < 2 && !found; k++) {
+				snprintf(want[k], sizeof(want[k]), "%s (pid %lld)", prog,
+					 (long long)pids[k]);
+				size_t wl = strlen(want[k]);
+				if (strncmp(l, want[k], wl) == 0 && (l[wl] == ';' || !l[wl])) {
+					snprintf(stack, sizeof(stack), "P%d", k);
+					rest = l + wl + (l[wl] == ';');
+					found = true;
+				}
+			}
+			cr_assert(found, "a line rooted at no process of the tree: %s", l);
+		}
+		/* the stack and each of its callers, the process frame included */
+		if (!merge) {
+			cr_assert_lt(n, 256);
+			lines[n++] = strdup(stack);
+		}
+		for (const char *c = rest;; c++) {
+			if (*c == ';' || !*c) {
+				char *pre = malloc(1100);
+				snprintf(pre, 1100, "%s%s%.*s", stack,
+					 *stack && c > rest ? ";" : "", (int)(c - rest), rest);
+				cr_assert_lt(n, 256);
+				lines[n++] = pre;
+			}
+			if (!*c)
+				break;
+		}
+	}
+	e2e_free(&r);
+	return ct_join_sorted(lines, n);
+}
+
+/* The fork program's views: flame roots each process's tree at its own frame (the child's
+ * calls under the main;spawn it inherited, no line shared with the parent), --merge-processes
+ * folds them together with the same total, and the summary's functions are counted in each
+ * process, in JSON and in the text (a pid column). */
+Test(calltrees, the_views_say_which_process_each_tree_is, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	char *json = NULL, done[512], trace[512];
+	snprintf(done, sizeof(done), "%s/done", dir);
+	snprintf(trace, sizeof(trace), "%s/t.trc", dir);
+	const char *args[] = {"fork", done, NULL};
+	free(ct_record(dir, &json, NULL, "tests/prog_finst_procs", args));
+	int64_t parent = e2e_json_int(json, "pid");
+	int64_t child = ct_child_pid(json, parent);
+	cr_assert_gt(child, 0, "no child of %lld in %s", (long long)parent, json);
+
+	uint64_t sum, merged_sum;
+	char *tree = ct_flame_tree(dir, trace, false, "prog_finst_procs", parent, child, &sum);
+	cr_expect_str_eq(tree, "P0\n"
+			       "P0;main\n"
+			       "P0;main;done\n"
+			       "P0;main;spawn\n"
+			       "P0;main;spawn;parent_work\n"
+			       "P1\n"
+			       "P1;main\n"
+			       "P1;main;done\n"
+			       "P1;main;spawn\n"
+			       "P1;main;spawn;child_work\n");
+	free(tree);
+	tree = ct_flame_tree(dir, trace, true, NULL, parent, child, &merged_sum);
+	cr_expect_str_eq(tree, "main\n"
+			       "main;done\n"
+			       "main;spawn\n"
+			       "main;spawn;child_work\n"
+			       "main;spawn;parent_work\n");
+	cr_expect_eq(sum, merged_sum);
+	free(tree);
+
+	char *rows = ct_function_rows(json, parent, child);
+	cr_expect_str_eq(rows, "P0 done 1\n"
+			       "P0 main 1\n"
+			       "P0 parent_work 1\n"
+			       "P0 spawn 1\n"
+			       "P1 child_work 1\n"
+			       "P1 done 1\n"
+			       "P1 main 1\n"
+			       "P1 spawn 1\n");
+	free(rows);
+
+	int code;
+	char *text = e2e_summary_text(dir, trace, &code);
+	cr_expect_eq(code, 0, "%s", text);
+	cr_expect_not_null(strstr(text, "\nfunctions (by self time, in each of 2 processes; "
+					"inclusive time, then self time):\n"
+					"       pid  name "),
+			   "%s", text);
+	char row[128];
+	snprintf(row, sizeof(row), "\n  %8lld  child_work ", (long long)child);
+	cr_expect_not_null(strstr(text, row), "no row %s in:\n%s", row, text);
+	snprintf(row, sizeof(row), "\n  %8lld  parent_work ", (long long)parent);
+	cr_expect_not_null(strstr(text, row), "no row %s in:\n%s", row, text);
+	free(text);
+	free(json);
+	e2e_rm_rf(dir);
 }
 
 /* trace-run follows the detached child to its end; the parent ended inside main (daemon()

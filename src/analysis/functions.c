@@ -2,7 +2,8 @@
  *
  * Functions are keyed by (pid, address) while the trace is read (a u64index over an array), each
  * with two histograms; a stack of open calls per thread stream. At the end each function is named,
- * functions of one name are merged (histograms add), and the rows are computed and sorted.
+ * and two sets of rows are made, each sorted by the key: functions of one name merged over the
+ * processes (histograms add), and functions of one name in one process.
  *
  * Histogram: values below 32 ns are exact; above, 32 sub-buckets per power of two, the
  * value reported for a bucket its midpoint clamped to the observed [min, max]: within 1.6 %
@@ -62,8 +63,11 @@ struct func_table {
 	struct func__stack *stacks;
 	unsigned n_stacks;
 	uint64_t unmatched, unclosed, unfinished;
-	struct func_row *rows;
+	struct func_row *rows; /* one per name */
 	size_t n_rows;
+	struct func_row *proc_rows; /* one per (process, name) */
+	size_t n_proc_rows;
+	unsigned n_processes; /* distinct pids of proc_rows */
 	char **names; /* owned */
 	size_t n_names;
 };
@@ -236,6 +240,7 @@ void func_table_free(struct func_table *t)
 		free(t->stacks[i].v);
 	free(t->stacks);
 	free(t->rows);
+	free(t->proc_rows);
 	for (size_t i = 0; i < t->n_names; i++)
 		free(t->names[i]);
 	free(t->names);
@@ -372,6 +377,15 @@ static int func__cmp_name(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static int func__cmp_pid_name(const void *a, const void *b)
+{
+	const struct func__fn *x = *(const struct func__fn *const *)a;
+	const struct func__fn *y = *(const struct func__fn *const *)b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 static enum func_sort func__key;
 
 static int func__cmp_u64_desc(uint64_t x, uint64_t y)
@@ -399,7 +413,9 @@ static int func__cmp_row(const void *a, const void *b)
 	case FUNC_SORT_NAME:
 		break;
 	}
-	return c ? c : strcmp(x->name, y->name);
+	if (!c)
+		c = strcmp(x->name, y->name);
+	return c ? c : x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 bool func_sort_parse(const char *s, enum func_sort *out)
@@ -413,6 +429,43 @@ bool func_sort_parse(const char *s, enum func_sort *out)
 	return false;
 }
 
+/* The rows of order (n functions sorted by name, or by process then name when by_process): one
+ * per run of the same name (and process), histograms added, into rows (*n_rows of them); a
+ * function of no completed call makes no row. 0 or -ENOMEM. */
+static int func__group(struct func__fn *const *order, uint32_t n, bool by_process,
+		       struct func_row *rows, size_t *n_rows)
+{
+	for (uint32_t i = 0; i < n;) {
+		struct func__hist incl = {0}, self = {0};
+		uint64_t outer_ns = 0;
+		uint32_t j = i;
+		for (; j < n && strcmp(order[j]->name, order[i]->name) == 0 &&
+		       (!by_process || order[j]->pid == order[i]->pid);
+		     j++) {
+			outer_ns += order[j]->outer_ns;
+			if (func__hist_merge(&incl, &order[j]->incl) ||
+			    func__hist_merge(&self, &order[j]->self)) {
+				func__hist_free(&incl);
+				func__hist_free(&self);
+				return -ENOMEM;
+			}
+		}
+		if (incl.n) {
+			struct func_row *row = &rows[(*n_rows)++];
+			row->name = order[i]->name;
+			row->pid = by_process ? order[i]->pid : 0;
+			row->calls = incl.n;
+			func__stat(&incl, &row->incl);
+			row->incl.total_ns = outer_ns;
+			func__stat(&self, &row->self);
+		}
+		func__hist_free(&incl);
+		func__hist_free(&self);
+		i = j;
+	}
+	return 0;
+}
+
 int func_table_finish(struct func_table *t, const struct trcfile_reader *r,
 		      struct sym_resolver *syms, enum func_sort key)
 {
@@ -423,7 +476,8 @@ int func_table_finish(struct func_table *t, const struct trcfile_reader *r,
 	t->names = calloc(t->n_fns ? t->n_fns : 1, sizeof(*t->names));
 	order = calloc(t->n_fns ? t->n_fns : 1, sizeof(*order));
 	t->rows = calloc(t->n_fns ? t->n_fns : 1, sizeof(*t->rows));
-	if (!t->names || !order || !t->rows)
+	t->proc_rows = calloc(t->n_fns ? t->n_fns : 1, sizeof(*t->proc_rows));
+	if (!t->names || !order || !t->rows || !t->proc_rows)
 		goto out;
 	for (uint32_t i = 0; i < t->n_fns; i++) {
 		char buf[1024];
@@ -446,33 +500,16 @@ int func_table_finish(struct func_table *t, const struct trcfile_reader *r,
 		order[i] = f;
 	}
 	qsort(order, t->n_fns, sizeof(*order), func__cmp_name);
-	for (uint32_t i = 0; i < t->n_fns;) {
-		struct func__hist incl = {0}, self = {0};
-		uint64_t outer_ns = 0;
-		uint32_t j = i;
-		for (; j < t->n_fns && strcmp(order[j]->name, order[i]->name) == 0; j++) {
-			outer_ns += order[j]->outer_ns;
-			if (func__hist_merge(&incl, &order[j]->incl) ||
-			    func__hist_merge(&self, &order[j]->self)) {
-				func__hist_free(&incl);
-				func__hist_free(&self);
-				goto out;
-			}
-		}
-		if (incl.n) {
-			struct func_row *row = &t->rows[t->n_rows++];
-			row->name = order[i]->name;
-			row->calls = incl.n;
-			func__stat(&incl, &row->incl);
-			row->incl.total_ns = outer_ns;
-			func__stat(&self, &row->self);
-		}
-		func__hist_free(&incl);
-		func__hist_free(&self);
-		i = j;
-	}
+	if (func__group(order, t->n_fns, false, t->rows, &t->n_rows) != 0)
+		goto out;
+	qsort(order, t->n_fns, sizeof(*order), func__cmp_pid_name);
+	if (func__group(order, t->n_fns, true, t->proc_rows, &t->n_proc_rows) != 0)
+		goto out;
+	for (size_t i = 0; i < t->n_proc_rows; i++) /* by pid here */
+		t->n_processes += i == 0 || t->proc_rows[i].pid != t->proc_rows[i - 1].pid;
 	func__key = key;
 	qsort(t->rows, t->n_rows, sizeof(*t->rows), func__cmp_row);
+	qsort(t->proc_rows, t->n_proc_rows, sizeof(*t->proc_rows), func__cmp_row);
 	err = 0;
 out:
 	free(order);
@@ -483,6 +520,15 @@ size_t func_table_rows(const struct func_table *t, const struct func_row **rows)
 {
 	*rows = t->rows;
 	return t->n_rows;
+}
+
+size_t func_table_process_rows(const struct func_table *t, const struct func_row **rows,
+			       unsigned *n_processes)
+{
+	if (n_processes)
+		*n_processes = t->n_processes;
+	*rows = t->proc_rows;
+	return t->n_proc_rows;
 }
 
 void func_table_counts(const struct func_table *t, uint64_t *unmatched_exits, uint64_t *unclosed,

@@ -13,10 +13,11 @@
  * included, and self time is every call's own.
  *
  * Rows: one per function name (addresses are named through the symbol resolver; the same
- * function in several processes is one row), with total, mean, p50, p99 and max of both
- * times. Percentiles come from a log-linear histogram (32 sub-buckets per power of two,
- * within 3 % of the exact value; groups allocated as used), so memory grows with functions,
- * not calls.
+ * function in several processes is one row: check's rules, diff and the report), and one per
+ * function name in each process (the summary: a forked child's calls are its own), with
+ * total, mean, p50, p99 and max of both times. Percentiles come from a log-linear histogram
+ * (32 sub-buckets per power of two, within 3 % of the exact value; groups allocated as used),
+ * so memory grows with functions, not calls.
  *
  * Threads: one thread per table.
  */
@@ -35,6 +36,7 @@ struct func_stat {
 
 struct func_row {
 	const char *name; /* owned by the table */
+	uint32_t pid; /* the process (func_table_process_rows); 0 in func_table_rows */
 	uint64_t calls; /* completed calls (timed) */
 	struct func_stat incl, self;
 };
@@ -61,6 +63,10 @@ int func_table_add(struct func_table *t, unsigned sidx, const struct trcfile_str
 int func_table_finish(struct func_table *t, const struct trcfile_reader *r,
 		      struct sym_resolver *syms, enum func_sort key);
 size_t func_table_rows(const struct func_table *t, const struct func_row **rows);
+/* The rows of each process, sorted by the same key (ties by name, then pid); *n_processes (when
+ * not NULL) gets the number of distinct pids among them. */
+size_t func_table_process_rows(const struct func_table *t, const struct func_row **rows,
+			       unsigned *n_processes);
 
 /* Exits that closed no open call; calls closed by an outer exit; calls open at the end. */
 void func_table_counts(const struct func_table *t, uint64_t *unmatched_exits, uint64_t *unclosed,

@@ -3,8 +3,10 @@
  *
  * The table is its own pass over the thread streams, one cursor per stream (a function's calls
  * and their nesting are per thread: no merge needed), and runs only when the trace holds
- * function records. Text shows the first DUMP_FUNCTIONS_TEXT_ROWS rows in the chosen order,
- * JSON every row.
+ * function records. Both show a row per function in each process (a forked child's calls are
+ * its own): text the first DUMP_FUNCTIONS_TEXT_ROWS rows in the chosen order, with a pid
+ * column when more than one process made calls (one process: the table as it always was), JSON
+ * every row with its pid.
  *
  * Threads: trace-dump's one thread.
  */
@@ -86,21 +88,34 @@ void dump_functions_text(const struct func_table *t, enum func_sort key)
 {
 	char cut[DUMP__FUNC_NAME_COLS + 1];
 	const struct func_row *rows;
-	size_t n = func_table_rows(t, &rows);
+	unsigned n_procs = 0;
+	size_t n = func_table_process_rows(t, &rows, &n_procs);
+	bool pids = n_procs > 1;
 	char b[10][32];
-	dump_printf("\nfunctions (by %s; inclusive time, then self time):\n",
-		    dump__sort_names[key]);
+	if (pids)
+		dump_printf(
+			"\nfunctions (by %s, in each of %u processes; inclusive time, then self "
+			"time):\n",
+			dump__sort_names[key], n_procs);
+	else
+		dump_printf("\nfunctions (by %s; inclusive time, then self time):\n",
+			    dump__sort_names[key]);
 	int cols = 28; /* the widest name shown, cut or not: the columns line up */
 	for (size_t i = 0; i < n && i < DUMP_FUNCTIONS_TEXT_ROWS; i++) {
 		int w = (int)strlen(dump__func_name_cut(rows[i].name, cut));
 		cols = w > cols ? w : cols;
 	}
+	if (pids)
+		dump_printf("  %8s", "pid");
 	dump_printf("  %-*s %9s %11s %11s %11s %11s %11s %11s %11s %11s\n", cols, "name", "calls",
 		    "total", "mean", "p50", "p99", "max", "self", "self mean", "self p99");
 	for (size_t i = 0; i < n && i < DUMP_FUNCTIONS_TEXT_ROWS; i++) {
 		const struct func_row *f = &rows[i];
+		if (pids)
+			dump_printf("  %8" PRIu32, f->pid);
 		dump_printf("  %-*s %9" PRIu64 " %11s %11s %11s %11s %11s %11s %11s %11s\n", cols,
-			    dump__func_name_cut(f->name, cut), f->calls, dump_fmt_ns(b[0], sizeof(b[0]), f->incl.total_ns),
+			    dump__func_name_cut(f->name, cut), f->calls,
+			    dump_fmt_ns(b[0], sizeof(b[0]), f->incl.total_ns),
 			    dump_fmt_ns(b[1], sizeof(b[1]), f->incl.mean_ns),
 			    dump_fmt_ns(b[2], sizeof(b[2]), f->incl.p50_ns),
 			    dump_fmt_ns(b[3], sizeof(b[3]), f->incl.p99_ns),
@@ -110,8 +125,8 @@ void dump_functions_text(const struct func_table *t, enum func_sort key)
 			    dump_fmt_ns(b[7], sizeof(b[7]), f->self.p99_ns));
 	}
 	if (n > DUMP_FUNCTIONS_TEXT_ROWS)
-		dump_printf("  (%zu more functions: summary --json lists every one)\n",
-			    n - DUMP_FUNCTIONS_TEXT_ROWS);
+		dump_printf("  (%zu more %s: summary --json lists every one)\n",
+			    n - DUMP_FUNCTIONS_TEXT_ROWS, pids ? "rows" : "functions");
 	uint64_t unmatched, unclosed, unfinished;
 	func_table_counts(t, &unmatched, &unclosed, &unfinished);
 	if (unmatched || unclosed || unfinished)
@@ -131,15 +146,16 @@ static void dump__stat_json(const char *prefix, const struct func_stat *s)
 void dump_functions_json(const struct func_table *t)
 {
 	const struct func_row *rows = NULL;
-	size_t n = t ? func_table_rows(t, &rows) : 0;
+	size_t n = t ? func_table_process_rows(t, &rows, NULL) : 0;
 	dump_str(",\"functions\":[");
 	for (size_t i = 0; i < n; i++) {
+		/* pid last: the members before it are where they always were */
 		dump_str(i ? ",{\"name\":" : "{\"name\":");
 		dump_json_str(rows[i].name, strlen(rows[i].name));
 		dump_printf(",\"calls\":%" PRIu64, rows[i].calls);
 		dump__stat_json("", &rows[i].incl);
 		dump__stat_json("self_", &rows[i].self);
-		dump_char('}');
+		dump_printf(",\"pid\":%" PRIu32 "}", rows[i].pid);
 	}
 	dump_char(']');
 	uint64_t unmatched = 0, unclosed = 0, unfinished = 0;
