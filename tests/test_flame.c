@@ -187,9 +187,10 @@ Test(flame, command_prints_the_same, .timeout = 60)
 	e2e_rm_rf(dir);
 }
 
-/* A parent (4242, the header's prog) and the child it forked (4300, "/usr/bin/kid -x": named by
- * its PROCESS record) in the same function f, the child entering f as it inherited it, then
- * calling g; a third process (4400) that the trace names nowhere.
+/* A parent (4242, the header's prog) and the child it forked (4300, "/usr/bin/k;i<newline>d -x":
+ * named by its PROCESS record, the ';' and the line break made ':' and ' ') in the same
+ * function f, the child entering f as it inherited it, then calling g; a third process (4400)
+ * that the trace names nowhere.
  *   4242/4242: f[1000  g[1010 ]g 1030  ]f 1100        f 10 + 70 = 80, f;g 20
  *   4300/4300: f[1040  g[1050 ]g 1060  ]f 1090  alloc 5 @1095 (no frame)
  *                                                  f 10 + 30 = 40, f;g 10
@@ -199,7 +200,7 @@ static void tf_write_procs(const char *path)
 {
 	struct tu_plan p = {0};
 	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
-	static const char kid[] = "/usr/bin/kid\0-x";
+	static const char kid[] = "/usr/bin/k;i\nd\0-x";
 	struct trc_record pr = {.type = TRC_REC_PROCESS, .ts_ns = 1035};
 	pr.process.pid = 4300;
 	pr.process.ppid = 4242;
@@ -243,15 +244,15 @@ Test(flame, each_process_its_own_tree, .timeout = 60)
 	struct tf_out out;
 	struct flame_stats st;
 	tf_fold_as(path, FLAME_TIME, true, &out, &st);
-	cr_expect_str_eq(out.buf, "kid (pid 4300);prog+0x1000 40\n"
-				  "kid (pid 4300);prog+0x1000;prog+0x2000 10\n"
+	cr_expect_str_eq(out.buf, "k:i d (pid 4300);prog+0x1000 40\n"
+				  "k:i d (pid 4300);prog+0x1000;prog+0x2000 10\n"
 				  "pid 4400;prog+0x1000 1\n"
 				  "prog (pid 4242);prog+0x1000 80\n"
 				  "prog (pid 4242);prog+0x1000;prog+0x2000 20\n");
 	cr_expect_eq(st.total_weight, 151);
 	cr_expect_eq(st.unmatched_ends, 0);
 	tf_fold_as(path, FLAME_ALLOC, true, &out, &st);
-	cr_expect_str_eq(out.buf, "kid (pid 4300);[no span or function] 5\n");
+	cr_expect_str_eq(out.buf, "k:i d (pid 4300);[no span or function] 5\n");
 	tf_fold(path, FLAME_TIME, &out, &st);
 	cr_expect_str_eq(out.buf, "prog+0x1000 121\n"
 				  "prog+0x1000;prog+0x2000 30\n");
