@@ -1,12 +1,15 @@
 /* report_data.c - the report's bounded aggregates (contract in report_data.h).
  *
- * One cursor per stream: RSS streams fill the per-process columns; thread streams feed one
- * flame (weighted by time; the bytes each of its nodes allocated are counted beside it, by
- * node, and folded by the node's stack at the end, which is what FLAME_ALLOC would fold, at
- * half the cost), the per-thread activity columns and the duration stacks (one stack of
- * open spans and one of open calls per stream, REPORT__DEPTH deep; deeper frames are counted
- * and their durations dropped). Durations go to one histogram per span name id and per
- * function (pid, address), named and merged by name at the end, as the summary's tables are.
+ * One pass per stream: RSS streams fill the per-process columns through a cursor; a thread
+ * stream's chunks are decoded here with the codec's inline decoder (trcfile_scan.h, as the
+ * summary's pass does), each record going to the trie of open frames (report_trie.h: weighted
+ * by time, the bytes each node allocated counted beside it and folded by the node's stack at
+ * the end, which is what FLAME_ALLOC would fold), the per-thread activity columns and the
+ * duration stacks (one stack of open spans and one of open calls per stream, REPORT__DEPTH
+ * deep; deeper frames are counted and their durations dropped). Durations are counted per
+ * span name id and per function (pid, address) by histogram.h's group, within the budget a
+ * histogram of them would take (so the same ones are left out), named and merged by name at
+ * the end, as the summary's tables are.
  *
  * Threads: the reader's thread.
  */
@@ -19,6 +22,8 @@
 #include <string.h>
 
 #include "flame.h"
+#include "report_trie.h"
+#include "trcfile_scan.h"
 #include "u64map.h"
 
 #define REPORT__DEPTH 1024u
@@ -26,6 +31,8 @@
 #define REPORT__MAX_THREADS 4096u
 #define REPORT__HIST_BUDGET (64u << 20)
 #define REPORT__BATCH 256
+/* Span name ids below this find their durations through an array, the rest through a map. */
+#define REPORT__DENSE_IDS 4096u
 
 struct report__open {
 	uint64_t key, ts;
@@ -36,13 +43,21 @@ struct report__stack {
 	unsigned n, deeper; /* deeper: frames open past REPORT__DEPTH */
 };
 
+/* The durations of one span name id or function: counts by histogram.h's group. A histogram
+ * would allocate itself and then each group on first use, within the budget; bins stands for
+ * the first (it takes as many bytes) and groups says which of the second it would hold, so
+ * exactly the durations it would leave out are left out. */
 struct report__acc {
 	uint32_t pid; /* functions: the process of addr */
 	uint64_t key; /* span name id, or function address */
-	struct hist *h;
-	struct hist_hot hot;
+	uint64_t *bins; /* HIST_GROUPS counts; NULL until the first duration counted */
+	uint64_t groups; /* bit g: group g counted */
 	uint64_t n;
 };
+
+_Static_assert(HIST_GROUPS <= 64, "a group's bit fits report__acc's groups");
+_Static_assert(HIST_GROUPS * sizeof(uint64_t) == sizeof(struct hist),
+	       "bins weigh what the histogram itself would");
 
 #define REPORT__CACHE 256u
 
@@ -53,6 +68,8 @@ struct report__accs {
 	/* A direct-mapped cache in front of ix (index + 1, 0: empty): a few names recur. */
 	uint64_t cache_key[REPORT__CACHE];
 	uint32_t cache_idx[REPORT__CACHE];
+	/* Spans: index + 1 of name id i's (0: none yet), in front of the cache. */
+	uint32_t dense[REPORT__DENSE_IDS];
 };
 
 struct report__state {
@@ -62,16 +79,13 @@ struct report__state {
 	struct u64map rss_ix, thr_ix;
 	size_t cap_threads;
 	struct report__accs spans, funcs;
-	struct flame *ft;
-	uint64_t *node_bytes; /* bytes allocated with flame node i innermost */
-	size_t cap_nodes;
-	bool nomem;
+	struct report_trie trie;
 	uint64_t act_width_ns; /* an activity column's width */
-	uint64_t act_lo, act_hi; /* the current stream's column: [lo, hi) */
-	unsigned act_col;
 	uint64_t budget;
 	struct report__stack *sp, *fn; /* the current stream's */
-	unsigned sidx; /* the current stream */
+	/* The current stream's thread (no_thread past REPORT__MAX_THREADS, not kept) and pid. */
+	struct report_thread *t, no_thread;
+	uint32_t pid;
 };
 
 static struct report__acc *report__acc(struct report__accs *a, uint64_t mapkey, uint32_t pid,
@@ -107,109 +121,295 @@ static struct report__acc *report__acc(struct report__accs *a, uint64_t mapkey, 
 	return x;
 }
 
+/* The first duration in group g of x: what hist_count_slow would allocate, within the
+ * budget. */
+__attribute__((noinline)) static void report__count_slow(struct report__state *m,
+							 struct report__acc *x, unsigned g)
+{
+	size_t need = (x->bins ? 0 : sizeof(struct hist)) + HIST_GROUP_BYTES;
+	if (need > m->budget) {
+		m->d->durations_dropped++;
+		return;
+	}
+	if (!x->bins && !(x->bins = calloc(HIST_GROUPS, sizeof(uint64_t)))) {
+		m->d->durations_dropped++;
+		return;
+	}
+	m->budget -= need;
+	x->groups |= 1ull << g;
+	x->bins[g]++;
+	x->n++;
+}
+
+static inline void report__count(struct report__state *m, struct report__acc *x, uint64_t ns)
+{
+	unsigned g, sub;
+	hist_bucket(ns, &g, &sub);
+	if (__builtin_expect(x->groups >> g & 1, 1)) {
+		x->bins[g]++;
+		x->n++;
+		return;
+	}
+	report__count_slow(m, x, g);
+}
+
 static void report__duration(struct report__state *m, struct report__accs *a, uint64_t mapkey,
 			     uint32_t pid, uint64_t key, uint64_t ns)
 {
 	struct report__acc *x = report__acc(a, mapkey, pid, key);
-	if (!x || hist_count(&x->h, &x->hot, ns, &m->budget) != 0) {
+	if (!x) {
 		m->d->durations_dropped++;
 		return;
 	}
-	x->n++;
+	report__count(m, x, ns);
 }
 
-static void report__push(struct report__stack *s, uint64_t key, uint64_t ts)
+/* A span of name id ended after ns. */
+static inline void report__span_duration(struct report__state *m, uint64_t id, uint64_t ns)
 {
-	if (s->n == REPORT__DEPTH) {
+	struct report__accs *a = &m->spans;
+	uint32_t ix;
+	if (__builtin_expect(id < REPORT__DENSE_IDS && (ix = a->dense[id]) != 0, 1)) {
+		report__count(m, &a->v[ix - 1], ns);
+		return;
+	}
+	struct report__acc *x = report__acc(a, id, 0, id);
+	if (!x) {
+		m->d->durations_dropped++;
+		return;
+	}
+	if (id < REPORT__DENSE_IDS)
+		a->dense[id] = (uint32_t)(x - a->v) + 1;
+	report__count(m, x, ns);
+}
+
+static inline void report__push(struct report__stack *s, uint64_t key, uint64_t ts)
+{
+	if (__builtin_expect(s->n == REPORT__DEPTH, 0)) {
 		s->deeper++;
 		return;
 	}
 	s->v[s->n++] = (struct report__open){key, ts};
 }
 
-static void report__thread_rec(struct report__state *m, const struct trcfile_stream_info *si,
-			       struct report_thread *t, const struct trc_record *rec)
+/* The current thread stream's state that every record touches, kept by the chunk loop in its
+ * own locals (report__thread_chunk copies it in and back out), where no store through a
+ * pointer can alias it: */
+struct report__hot {
+	struct report_trie_node *nodes; /* m->trie.nodes (moves when the trie grows) */
+	uint32_t cur; /* the trie's innermost open node */
+	uint32_t folded; /* frames open past the trie's bound */
+	uint64_t last_ts; /* the previous record's time; UINT64_MAX before the first */
+	uint64_t act_lo, act_hi; /* the activity column *col counts: [lo, hi) */
+	uint64_t *col;
+	uint64_t events;
+	struct report__open *sv; /* the open spans, sn of them, sdeeper more past REPORT__DEPTH */
+	unsigned sn, sdeeper;
+};
+
+/* The activity column of ts, when it is not the current one. */
+__attribute__((noinline)) static void report__act_move(struct report__state *m,
+						       struct report__hot *h, uint64_t ts)
 {
-	if (trc_rec_is_event(rec->type) && t) {
+	uint64_t t0 = m->d->t0_ns, w = m->act_width_ns;
+	uint64_t off = ts > t0 ? ts - t0 : 0;
+	uint64_t c = off / w;
+	unsigned col = c < REPORT_ACT_COLS ? (unsigned)c : REPORT_ACT_COLS - 1;
+	h->act_lo = ts > t0 ? t0 + col * w : 0;
+	h->act_hi = col + 1 < REPORT_ACT_COLS ? t0 + (col + 1) * w : UINT64_MAX;
+	if (ts <= t0)
+		h->act_hi = t0 + 1;
+	h->col = &m->t->cols[col];
+}
+
+/* A frame opens on the current stream. 0 or -ENOMEM. */
+static inline int report__open_frame(struct report__state *m, struct report__hot *h, uint32_t kind,
+				     uint32_t pid, uint64_t key)
+{
+	if (h->folded) {
+		h->folded++;
+		return 0;
+	}
+	uint32_t c = report_trie_child(&m->trie, h->cur, kind, pid, key);
+	h->nodes = m->trie.nodes;
+	if (__builtin_expect(c >= REPORT_TRIE_NOMEM, 0)) {
+		if (c == REPORT_TRIE_NOMEM)
+			return -ENOMEM;
+		h->folded = 1;
+		return 0;
+	}
+	h->cur = c;
+	return 0;
+}
+
+static inline void report__close_frame(struct report__state *m, struct report__hot *h,
+				       uint32_t kind, uint32_t pid, uint64_t key)
+{
+	if (h->folded)
+		h->folded--;
+	else
+		h->cur = report_trie_close(&m->trie, h->cur, kind, pid, key);
+}
+
+/* One record of the current thread stream (type, time, and for the event types a: the name
+ * id or address, b: an allocation's size). 0 or -ENOMEM. */
+static inline __attribute__((always_inline)) int report__thread_rec(struct report__state *m,
+								    struct report__hot *h,
+								    uint32_t type, uint64_t ts,
+								    uint64_t a, uint64_t b)
+{
+	/* The time since the stream's previous record, to the node open since (flame.h). */
+	if (ts > h->last_ts && h->cur)
+		h->nodes[h->cur].weight += ts - h->last_ts;
+	h->last_ts = ts;
+	if (trc_rec_is_event(type)) {
 		/* A stream's records come in time order: the column changes rarely. */
-		uint64_t ts = rec->ts_ns;
-		if (ts < m->act_lo || ts >= m->act_hi) {
-			uint64_t off = ts > m->d->t0_ns ? ts - m->d->t0_ns : 0;
-			uint64_t c = off / m->act_width_ns;
-			m->act_col = c < REPORT_ACT_COLS ? (unsigned)c : REPORT_ACT_COLS - 1;
-			m->act_lo =
-				ts > m->d->t0_ns ? m->d->t0_ns + m->act_col * m->act_width_ns : 0;
-			m->act_hi = m->act_col + 1 < REPORT_ACT_COLS
-					    ? m->d->t0_ns + (m->act_col + 1) * m->act_width_ns
-					    : UINT64_MAX;
-			if (ts <= m->d->t0_ns)
-				m->act_hi = m->d->t0_ns + 1;
-		}
-		t->events++;
-		t->cols[m->act_col]++;
+		if (__builtin_expect(ts < h->act_lo || ts >= h->act_hi, 0))
+			report__act_move(m, h, ts);
+		(*h->col)++;
+		h->events++;
 	}
-	if (rec->type == TRC_REC_ALLOC) {
-		uint32_t node = flame_stream_node(m->ft, m->sidx);
-		if (node >= m->cap_nodes) {
-			size_t cap = m->cap_nodes ? m->cap_nodes : 1024;
-			while (cap <= node)
-				cap *= 2;
-			uint64_t *p = realloc(m->node_bytes, cap * sizeof(*p));
-			if (!p) {
-				m->nomem = true;
-				return;
-			}
-			memset(p + m->cap_nodes, 0, (cap - m->cap_nodes) * sizeof(*p));
-			m->node_bytes = p;
-			m->cap_nodes = cap;
-		}
-		m->node_bytes[node] += rec->alloc.size;
-	}
-	struct report__stack *sp = m->sp, *fn = m->fn;
-	switch (rec->type) {
+	struct report__stack *fn = m->fn;
+	switch (type) {
 	case TRC_REC_SPAN_BEGIN:
-		report__push(sp, rec->span.name_id, rec->ts_ns);
-		break;
+		if (__builtin_expect(h->sn < REPORT__DEPTH, 1))
+			h->sv[h->sn++] = (struct report__open){a, ts};
+		else
+			h->sdeeper++;
+		return report__open_frame(m, h, REPORT_TRIE_SPAN, 0, a);
 	case TRC_REC_SPAN_END:
-		if (sp->deeper) {
-			sp->deeper--;
+		report__close_frame(m, h, REPORT_TRIE_SPAN, 0, a);
+		if (h->sdeeper) {
+			h->sdeeper--;
 			m->d->durations_dropped++;
-		} else if (sp->n) {
-			const struct report__open *o = &sp->v[--sp->n];
-			if (rec->ts_ns >= o->ts)
-				report__duration(m, &m->spans, o->key, 0, o->key,
-						 rec->ts_ns - o->ts);
+		} else if (h->sn) {
+			const struct report__open o = h->sv[--h->sn];
+			if (ts >= o.ts)
+				report__span_duration(m, o.key, ts - o.ts);
 		}
-		break;
+		return 0;
 	case TRC_REC_FUNC_ENTER:
-		report__push(fn, rec->func.addr, rec->ts_ns);
-		break;
+		report__push(fn, a, ts);
+		return report__open_frame(m, h, REPORT_TRIE_FUNC, m->pid, a);
 	case TRC_REC_FUNC_EXIT: {
+		report__close_frame(m, h, REPORT_TRIE_FUNC, m->pid, a);
 		if (fn->deeper) {
 			fn->deeper--;
 			m->d->durations_dropped++;
-			break;
+			return 0;
 		}
 		unsigned k = fn->n;
-		while (k && fn->v[k - 1].key != rec->func.addr)
+		while (k && fn->v[k - 1].key != a)
 			k--;
 		if (!k)
-			break; /* no such call open: ignored, as functions.h does */
+			return 0; /* no such call open: ignored, as functions.h does */
 		const struct report__open *o = &fn->v[k - 1];
-		if (rec->ts_ns >= o->ts)
-			report__duration(m, &m->funcs, u64map_mix(o->key, si->pid), si->pid, o->key,
-					 rec->ts_ns - o->ts);
+		if (ts >= o->ts)
+			report__duration(m, &m->funcs, u64map_mix(o->key, m->pid), m->pid, o->key,
+					 ts - o->ts);
 		fn->n = k - 1;
-		break;
+		return 0;
 	}
+	case TRC_REC_ALLOC:
+		h->nodes[h->cur].bytes += b;
+		return 0;
 	case TRC_REC_LOST:
 		/* What was open has lost its end. */
-		sp->n = sp->deeper = 0;
+		h->sn = h->sdeeper = 0;
 		fn->n = fn->deeper = 0;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A record the fast decoder declined, decoded whole: its fields as report__thread_rec takes
+ * them. */
+static void report__slow_fields(const struct trc_record *rec, uint64_t *a, uint64_t *b)
+{
+	*a = *b = 0;
+	switch (rec->type) {
+	case TRC_REC_SPAN_BEGIN:
+	case TRC_REC_SPAN_END:
+		*a = rec->span.name_id;
+		break;
+	case TRC_REC_FUNC_ENTER:
+	case TRC_REC_FUNC_EXIT:
+		*a = rec->func.addr;
+		break;
+	case TRC_REC_ALLOC:
+		*b = rec->alloc.size;
 		break;
 	default:
 		break;
 	}
+}
+
+/* One loaded chunk of the current thread stream. 0 with the chunk used up; -EBADMSG with
+ * the cursor on the damaged record; -ENOMEM. */
+__attribute__((noinline)) static int
+report__thread_chunk(struct report__state *m, struct report__hot *hp, struct trcfile_cursor *c)
+{
+	struct report__hot h = *hp;
+	const uint8_t *p = c->p;
+	const uint8_t *const end = c->pend;
+	const uint8_t *const fast_end = trcfile__fast_end(p, end);
+	struct trcfile__coder cd = c->coder;
+	uint32_t left = c->left;
+	int rc = 0;
+	for (; left; left--) {
+		struct trcfile__event ev;
+		const uint8_t *q = trcfile__decode_fast(p, fast_end, &cd, &ev);
+		if (trcfile__unlikely(!q)) {
+			struct trc_record rec;
+			const uint8_t *sp = p;
+			struct trcfile__coder sc = cd;
+			if (trcfile__decode_slow(&sp, end, &sc, &rec) != 0) {
+				rc = -EBADMSG;
+				break;
+			}
+			p = sp;
+			cd = sc;
+			uint64_t a, b;
+			report__slow_fields(&rec, &a, &b);
+			if ((rc = report__thread_rec(m, &h, rec.type, rec.ts_ns, a, b)))
+				break;
+			continue;
+		}
+		p = q;
+		if ((rc = report__thread_rec(m, &h, ev.type, ev.ts_ns, ev.a, ev.b)))
+			break;
+	}
+	c->p = p;
+	c->coder = cd;
+	c->left = left;
+	*hp = h;
+	return rc;
+}
+
+/* Every record of the current thread stream (m->t, m->pid set). 0 or -errno (the reader's
+ * message set). */
+static int report__thread_stream(struct report__state *m, struct trcfile_cursor *c)
+{
+	struct report__hot h = {.nodes = m->trie.nodes,
+				.last_ts = UINT64_MAX,
+				.col = &m->t->cols[0],
+				.sv = m->sp->v};
+	m->fn->n = m->fn->deeper = 0;
+	int rc;
+	while ((rc = trcfile_scan_next_chunk(c)) == 1) {
+		rc = report__thread_chunk(m, &h, c);
+		if (rc == -EBADMSG) {
+			/* Let the cursor's own decoder say where (same message as every reader). */
+			struct trc_record dummy;
+			rc = trcfile_cursor_next(c, &dummy);
+			return rc < 0 ? rc : trcfile_reader_fail(m->r, -EBADMSG, "damaged chunk");
+		}
+		if (rc || (rc = trcfile_scan_chunk_done(c)))
+			return rc;
+	}
+	m->t->events += h.events;
+	return rc;
 }
 
 static struct report_thread *report__thread(struct report__state *m, uint32_t pid, uint32_t tid)
@@ -374,9 +574,11 @@ static int report__fold(struct report__state *m, struct flame *fl, struct report
 	return 0;
 }
 
-/* The bytes by node as folded stacks: each node's whole stack (flame_node_name), the bytes
- * allocated with no frame open under FLAME_OUTSIDE, as FLAME_ALLOC folds them. */
-static int report__fold_bytes(struct report__state *m, struct report_flame *f)
+/* The bytes by node as folded stacks: each node's whole stack (flame_node_name of fl, the
+ * trie's node i being fl's map[i]), the bytes allocated with no frame open under
+ * FLAME_OUTSIDE, as FLAME_ALLOC folds them. */
+static int report__fold_bytes(struct report__state *m, const struct flame *fl, const uint32_t *map,
+			      struct report_flame *f)
 {
 	f->v = calloc(REPORT_FLAME_STACKS, sizeof(*f->v));
 	if (!f->v)
@@ -385,12 +587,13 @@ static int report__fold_bytes(struct report__state *m, struct report_flame *f)
 	char *buf = malloc(REPORT_FLAME_BYTES / 4 + 1);
 	if (!buf)
 		return -ENOMEM;
-	for (size_t i = 0; i < m->cap_nodes && !k.nomem; i++) {
-		if (!m->node_bytes[i])
+	for (uint32_t i = 0; i < m->trie.n_nodes && !k.nomem; i++) {
+		const uint64_t bytes = m->trie.nodes[i].bytes;
+		if (!bytes)
 			continue;
-		size_t len = flame_node_name(m->ft, (uint32_t)i, true, m->r, m->syms, buf,
+		size_t len = flame_node_name(fl, map[i], true, m->r, m->syms, buf,
 					     REPORT_FLAME_BYTES / 4 + 1);
-		report__emit(&k, buf, len, m->node_bytes[i]);
+		report__emit(&k, buf, len, bytes);
 	}
 	free(buf);
 	if (k.nomem)
@@ -443,9 +646,8 @@ static int report__name_durations(struct report__state *m, struct report__accs *
 			return -ENOMEM;
 		}
 		v[i].n = x->n;
-		for (unsigned g = 0; x->h && g < HIST_GROUPS; g++)
-			for (unsigned s = 0; x->h->group[g] && s < HIST_SUB; s++)
-				v[i].bins[g] += x->h->group[g][s];
+		if (x->bins)
+			memcpy(v[i].bins, x->bins, sizeof(v[i].bins));
 	}
 	size_t n = a->n;
 	qsort(v, n, sizeof(*v), report__by_name);
@@ -484,7 +686,7 @@ static int report__by_thread(const void *x, const void *y)
 static void report__accs_free(struct report__accs *a)
 {
 	for (size_t i = 0; i < a->n; i++)
-		hist_free(a->v[i].h);
+		free(a->v[i].bins);
 	free(a->v);
 	u64map_destroy(&a->ix);
 }
@@ -500,54 +702,48 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 	u64map_init(&m.thr_ix, SIZE_MAX);
 	u64map_init(&m.spans.ix, SIZE_MAX);
 	u64map_init(&m.funcs.ix, SIZE_MAX);
-	m.ft = flame_new(FLAME_TIME);
 	/* Columns of whole nanoseconds covering [t0, t1]. */
 	m.act_width_ns = (t1_ns > t0_ns ? t1_ns - t0_ns : 0) / REPORT_ACT_COLS + 1;
 	m.sp = malloc(sizeof(*m.sp));
 	m.fn = malloc(sizeof(*m.fn));
 	struct trc_record *recs = malloc(REPORT__BATCH * sizeof(*recs));
+	struct flame *fl = NULL;
+	uint32_t *map = NULL;
 	int rc = -ENOMEM;
-	if (!m.ft || !m.sp || !m.fn || !recs)
+	if (report_trie_init(&m.trie) || !m.sp || !m.fn || !recs)
 		goto out;
 	unsigned ns = trcfile_reader_stream_count(r);
 	for (unsigned s = 0; s < ns; s++) {
 		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
 		if (si->kind != TRC_STREAM_THREAD && si->kind != TRC_STREAM_RSS)
 			continue;
-		struct report_thread *t =
-			si->kind == TRC_STREAM_THREAD ? report__thread(&m, si->pid, si->tid) : NULL;
-		m.sp->n = m.sp->deeper = m.fn->n = m.fn->deeper = 0;
-		m.sidx = s;
-		m.act_lo = m.act_hi = 0;
 		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
-		if (!c)
+		if (!c) {
+			rc = -ENOMEM;
 			goto out;
-		int n;
-		while ((n = trcfile_cursor_read(c, recs, REPORT__BATCH)) > 0) {
-			for (int i = 0; i < n; i++) {
-				if (si->kind == TRC_STREAM_RSS) {
+		}
+		if (si->kind == TRC_STREAM_THREAD) {
+			m.t = report__thread(&m, si->pid, si->tid);
+			if (!m.t)
+				m.t = &m.no_thread;
+			m.pid = si->pid;
+			rc = report__thread_stream(&m, c);
+		} else {
+			while ((rc = trcfile_cursor_read(c, recs, REPORT__BATCH)) > 0)
+				for (int i = 0; i < rc; i++)
 					report__rss_rec(&m, &recs[i]);
-					continue;
-				}
-				if (flame_add(m.ft, s, si, &recs[i])) {
-					trcfile_cursor_free(c);
-					goto out;
-				}
-				report__thread_rec(&m, si, t, &recs[i]);
-			}
 		}
 		trcfile_cursor_free(c);
-		if (n < 0) {
-			rc = n;
+		if (rc < 0)
 			goto out;
-		}
 	}
-	if (m.nomem) {
-		rc = -ENOMEM;
+	rc = -ENOMEM;
+	/* The trie as the flame flame_add would have built: folded and named by flame.c. */
+	if (!(fl = flame_new(FLAME_TIME)) || !(map = calloc(m.trie.n_nodes, sizeof(*map))))
 		goto out;
-	}
-	if ((rc = report__fold(&m, m.ft, &d->by_time)) ||
-	    (rc = report__fold_bytes(&m, &d->by_bytes)) ||
+	if ((rc = report_trie_to_flame(&m.trie, fl, map)) ||
+	    (rc = report__fold(&m, fl, &d->by_time)) ||
+	    (rc = report__fold_bytes(&m, fl, map, &d->by_bytes)) ||
 	    (rc = report__name_durations(&m, &m.spans, false, &d->spans, &d->n_spans)) ||
 	    (rc = report__name_durations(&m, &m.funcs, true, &d->funcs, &d->n_funcs)))
 		goto out;
@@ -560,8 +756,9 @@ out:
 	free(recs);
 	free(m.sp);
 	free(m.fn);
-	flame_free(m.ft);
-	free(m.node_bytes);
+	flame_free(fl);
+	free(map);
+	report_trie_free(&m.trie);
 	u64map_destroy(&m.rss_ix);
 	u64map_destroy(&m.thr_ix);
 	report__accs_free(&m.spans);
