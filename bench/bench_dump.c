@@ -14,7 +14,8 @@
  *   case=diff     trace-dump diff FILE FILE  (the figures and the sites of both)
  *   case=report   trace-dump report FILE -o OUT  (the figures, then the report's pass over
  *                 every stream; output_bytes is the page's size)
- * The last three also print x_summary: their CPU time over summary's in the same run.
+ * The last three also print x_summary: their CPU time over summary's in the same run (with
+ * --case, summary's runs alternate with theirs, so that load shifts weigh on both alike).
  * Per case: events_per_s = events / CPU time (user + system from wait4; trace-dump is
  * single-threaded, so this is its rate on one core, and it does not move when other work
  * shares the machine), with min and max over the runs; events_per_wall_s the same over wall
@@ -309,6 +310,37 @@ static uint64_t bench_decode_pass(void)
 	return dt;
 }
 
+/* The command line of case name, in buf (8 entries). */
+static char **bench_argv(const char *name, char *dump, char *pq_dir, char **buf)
+{
+	char *v[8] = {dump, (char *)name, bench_trace, NULL};
+	if (!strcmp(name, "parquet")) {
+		char *a[] = {dump, (char *)"parquet", (char *)"-o", pq_dir, bench_trace, NULL};
+		memcpy(v, a, sizeof(a));
+	} else if (!strcmp(name, "perfetto")) {
+		char *a[] = {dump, (char *)"perfetto", bench_trace, (char *)"-o", bench_pb, NULL};
+		memcpy(v, a, sizeof(a));
+	} else if (!strcmp(name, "report")) {
+		char *a[] = {dump, (char *)"report", bench_trace, (char *)"-o", bench_pb, NULL};
+		memcpy(v, a, sizeof(a));
+	} else if (!strcmp(name, "check")) {
+		char *a[] = {dump,
+			     (char *)"check",
+			     bench_trace,
+			     (char *)"lost==0",
+			     (char *)"events>=1",
+			     (char *)"peak-rss<=1G",
+			     (char *)"span:parse.p99<=1h",
+			     NULL};
+		memcpy(v, a, sizeof(a));
+	} else if (!strcmp(name, "diff")) {
+		char *a[] = {dump, (char *)"diff", bench_trace, bench_trace, NULL};
+		memcpy(v, a, sizeof(a));
+	}
+	memcpy(buf, v, sizeof(v));
+	return buf;
+}
+
 static bool bench_keep;
 
 static void bench_cleanup(void)
@@ -398,6 +430,9 @@ int main(int argc, char **argv)
 	/* Baselines in this run: reading the bytes, and the plain decode pass. */
 	uint64_t *t = calloc(runs, sizeof(uint64_t)), *m = calloc(runs, sizeof(uint64_t));
 	uint64_t *cpu = calloc(runs, sizeof(uint64_t));
+	/* The runs of the case measured alternately with summary's (against_summary). */
+	uint64_t *alt_t = calloc(runs, sizeof(uint64_t)), *alt_m = calloc(runs, sizeof(uint64_t));
+	uint64_t *alt_cpu = calloc(runs, sizeof(uint64_t));
 	char *cat_argv[] = {(char *)"/bin/cat", bench_trace, NULL};
 	for (unsigned i = 0; i < runs; i++)
 		t[i] = bench_run(cat_argv, &m[i], &cpu[i]);
@@ -423,32 +458,27 @@ int main(int argc, char **argv)
 	for (unsigned c = 0; c < 7; c++) {
 		if (only && strcmp(only, cases[c]) && !(c == 0 && against_summary))
 			continue;
-		char *argv_d[] = {dump, (char *)cases[c], bench_trace, NULL};
-		char *argv_pq[] = {dump,   (char *)"parquet", (char *)"-o",
-				   pq_dir, bench_trace,	      NULL};
-		char *argv_pf[] = {dump,	 (char *)"perfetto", bench_trace,
-				   (char *)"-o", bench_pb,	     NULL};
-		char *argv_ck[] = {dump,
-				   (char *)"check",
-				   bench_trace,
-				   (char *)"lost==0",
-				   (char *)"events>=1",
-				   (char *)"peak-rss<=1G",
-				   (char *)"span:parse.p99<=1h",
-				   NULL};
-		char *argv_df[] = {dump, (char *)"diff", bench_trace, bench_trace, NULL};
-		char *argv_rp[] = {dump,	 (char *)"report", bench_trace,
-				   (char *)"-o", bench_pb,	   NULL};
+		char *buf[8];
+		char **argv_c = bench_argv(cases[c], dump, pq_dir, buf);
 		bool pq = !strcmp(cases[c], "parquet");
 		bool pf = !strcmp(cases[c], "perfetto") || !strcmp(cases[c], "report");
-		char **argv_c = pq				? argv_pq
-				: !strcmp(cases[c], "perfetto") ? argv_pf
-				: !strcmp(cases[c], "report")	? argv_rp
-				: !strcmp(cases[c], "check")	? argv_ck
-				: !strcmp(cases[c], "diff")	? argv_df
-								: argv_d;
-		for (unsigned i = 0; i < runs; i++)
-			t[i] = bench_run(argv_c, &m[i], &cpu[i]);
+		if (c == 0 && against_summary) {
+			/* Alternated with the case measured against it, so that the ratio is of
+			 * runs under the same load. */
+			char *obuf[8];
+			char **argv_o = bench_argv(only, dump, pq_dir, obuf);
+			for (unsigned i = 0; i < runs; i++) {
+				t[i] = bench_run(argv_c, &m[i], &cpu[i]);
+				alt_t[i] = bench_run(argv_o, &alt_m[i], &alt_cpu[i]);
+			}
+		} else if (against_summary) {
+			memcpy(t, alt_t, runs * sizeof(*t));
+			memcpy(m, alt_m, runs * sizeof(*m));
+			memcpy(cpu, alt_cpu, runs * sizeof(*cpu));
+		} else {
+			for (unsigned i = 0; i < runs; i++)
+				t[i] = bench_run(argv_c, &m[i], &cpu[i]);
+		}
 		/* The tables' size, then they go (the trace is the only input kept). */
 		uint64_t out_bytes = 0;
 		if (pq) {
@@ -500,6 +530,9 @@ int main(int argc, char **argv)
 			printf(" x_summary=%.2f", (double)med / (double)summary_cpu);
 		printf("\n");
 	}
+	free(alt_cpu);
+	free(alt_m);
+	free(alt_t);
 	free(cpu);
 	free(t);
 	free(m);
