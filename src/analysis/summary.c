@@ -45,8 +45,19 @@ int summary_compute(struct trcfile_reader *r, struct summary *s)
 int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
 			    void *feed_ctx)
 {
+	return summary_compute_chunks(r, s, feed, feed_ctx, NULL, NULL);
+}
+
+int summary_compute_chunks(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
+			   void *feed_ctx, summary_chunk_fn chunk, void *chunk_ctx)
+{
 	memset(s, 0, sizeof(*s));
-	struct summary__state m = {.r = r, .s = s, .feed = feed, .feed_ctx = feed_ctx};
+	struct summary__state m = {.r = r,
+				   .s = s,
+				   .feed = feed,
+				   .feed_ctx = feed_ctx,
+				   .chunk = chunk,
+				   .chunk_ctx = chunk_ctx};
 	summary__threads_init(&m.threads);
 	summary__procs_init(&m.procs);
 	if (summary__names_init(&m))

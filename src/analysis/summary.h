@@ -186,6 +186,15 @@ int summary_compute(struct trcfile_reader *r, struct summary *s);
 typedef int (*summary_feed_fn)(void *ctx, const struct trc_record *rec, unsigned sidx);
 int summary_compute_feeding(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
 			    void *feed_ctx);
+/* The same, also handing chunk(ctx, stream index, loaded) every chunk the per-stream pass has
+ * decoded and found whole, in stream order, before the next is loaded: loaded's p, pend, left
+ * and coder as the chunk was loaded (trcfile_scan.h), so that another pass decodes the same
+ * bytes without reading and decompressing them again (the report's: report_data.h). A
+ * chunk's non-zero return stops the computation with "out of memory". */
+struct trcfile_cursor;
+typedef int (*summary_chunk_fn)(void *ctx, unsigned sidx, const struct trcfile_cursor *loaded);
+int summary_compute_chunks(struct trcfile_reader *r, struct summary *s, summary_feed_fn feed,
+			   void *feed_ctx, summary_chunk_fn chunk, void *chunk_ctx);
 /* Frees what a summary owns and zeroes it. Accepts NULL and a zeroed summary. */
 void summary_free(struct summary *s);
 

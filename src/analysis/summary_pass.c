@@ -355,6 +355,7 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 			m->spans.n = 0;
 		}
 		decoded += c->left;
+		const struct trcfile_cursor loaded = *c; /* for m->chunk */
 		rc = summary__pass_chunk(m, &w, c);
 		if (rc == -EBADMSG) {
 			/* Let the cursor's own decoder say where (same message as every reader). */
@@ -371,6 +372,10 @@ int summary__pass_stream(struct summary__state *m, unsigned sidx)
 		rc = trcfile_scan_chunk_done(c);
 		if (rc)
 			break;
+		if (m->chunk && m->chunk(m->chunk_ctx, sidx, &loaded)) {
+			summary__nomem(m);
+			break;
+		}
 	}
 	trcfile_cursor_free(c);
 	if (m->err)

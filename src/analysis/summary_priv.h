@@ -119,6 +119,8 @@ struct summary__state {
 	size_t cap_notes;
 	summary_feed_fn feed; /* also given the merged pass's records (NULL: none) */
 	void *feed_ctx;
+	summary_chunk_fn chunk; /* also given the per-stream pass's chunks (NULL: none) */
+	void *chunk_ctx;
 	int err;
 };
 
