@@ -4,12 +4,16 @@
  * and calls nested at random with recursion, ends of frames not innermost and of frames not
  * open, allocations inside and outside every frame, counters, a LOST record, time stepping
  * back. By time: every stack and weight of flame_fold with FLAME_TIME; by bytes: FLAME_ALLOC's.
+ * And the same pass on the summary's chunks (report_pass_*) gives report_data_compute's
+ * aggregates, when the index's range is the summary's and when it is not (the largest time of
+ * a stream before its last record: it makes a pass of its own).
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 
 #include "flame.h"
 #include "report_data.h"
+#include "summary.h"
 #include "test_trcfile_util.h"
 
 struct rt_lines {
@@ -111,7 +115,18 @@ static void rt_module(struct tu_stream *m, uint32_t pid, const char *path)
 	tu_add(m, &r);
 }
 
-static void rt_write(const char *path)
+/* An RSS stream of samples 1 ms apart, rising. */
+static void rt_rss(struct tu_stream *s, uint32_t pid, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct trc_record r = {.type = TRC_REC_RSS, .ts_ns = 2000 + 1000000ull * i};
+		r.rss.pid = pid;
+		r.rss.rss_bytes = (2u + i) << 20;
+		tu_add(s, &r);
+	}
+}
+
+static void rt_write_late(const char *path, bool late)
 {
 	struct tu_plan p = {0};
 	struct tu_stream *m = tu_plan_stream(&p, TRC_STREAM_META, 4242, 0);
@@ -122,10 +137,27 @@ static void rt_write(const char *path)
 	rt_module(m, 4300, "/nonexistent/other");
 	rt_thread(tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4242), 0x9e3779b97f4a7c15ull, 6000);
 	rt_thread(tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4243), 0x2545f4914f6cdd1dull, 6000);
-	rt_thread(tu_plan_stream(&p, TRC_STREAM_THREAD, 4300, 4300), 0x853c49e6748fea9bull, 6000);
+	rt_rss(tu_plan_stream(&p, TRC_STREAM_RSS, 4242, 0), 4242, 40);
+	tu_plan_stream(&p, TRC_STREAM_THREAD, 4242, 4250); /* no record */
+	struct tu_stream *last = tu_plan_stream(&p, TRC_STREAM_THREAD, 4300, 4300);
+	rt_thread(last, 0x853c49e6748fea9bull, 6000);
+	if (late) {
+		/* The trace's largest time, then one back before it: the index's last time is
+		 * not the summary's. */
+		struct trc_record r = {.type = TRC_REC_COUNTER, .ts_ns = 90000000};
+		r.value.name_id = 6;
+		tu_add(last, &r);
+		r.ts_ns = 80000000;
+		tu_add(last, &r);
+	}
 	struct trcfile_writer_opts o = {.flags = TRCFILE_WRITER_NO_FSYNC};
 	cr_assert_eq(tu_write_plan(path, &p, &o, 2), 0);
 	tu_plan_free(&p);
+}
+
+static void rt_write(const char *path)
+{
+	rt_write_late(path, false);
 }
 
 /* flame.c's fold of the trace with weight w, every record fed in each stream's order. */
@@ -200,4 +232,92 @@ Test(report_trie, flames_are_flame_c_s, .timeout = 60)
 	report_data_free(&d);
 	trcfile_reader_close(r);
 	tu_rm_rf(dir);
+}
+
+static void rt_expect_flame_eq(const struct report_flame *a, const struct report_flame *b)
+{
+	cr_expect_eq(a->total, b->total);
+	cr_expect_eq(a->other_weight, b->other_weight);
+	cr_expect_eq(a->other_stacks, b->other_stacks);
+	cr_assert_eq(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		cr_expect_str_eq(a->v[i].stack, b->v[i].stack);
+		cr_expect_eq(a->v[i].weight, b->v[i].weight);
+	}
+}
+
+static void rt_expect_durations_eq(const struct report_durations *a, size_t na,
+				   const struct report_durations *b, size_t nb)
+{
+	cr_assert_eq(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		cr_expect_str_eq(a[i].name, b[i].name);
+		cr_expect_eq(a[i].n, b[i].n);
+		cr_expect_arr_eq(a[i].bins, b[i].bins, sizeof(a[i].bins));
+	}
+}
+
+/* Everything of a and b. */
+static void rt_expect_data_eq(const struct report_data *a, const struct report_data *b)
+{
+	cr_expect_eq(a->t0_ns, b->t0_ns);
+	cr_expect_eq(a->t1_ns, b->t1_ns);
+	cr_assert_eq(a->n_rss, b->n_rss);
+	for (size_t i = 0; i < a->n_rss; i++) {
+		cr_expect_eq(a->rss[i].pid, b->rss[i].pid);
+		cr_expect_eq(a->rss[i].samples, b->rss[i].samples);
+		cr_expect_eq(a->rss[i].max_bytes, b->rss[i].max_bytes);
+		cr_expect_arr_eq(a->rss[i].cols, b->rss[i].cols, sizeof(a->rss[i].cols));
+	}
+	cr_assert_eq(a->n_threads, b->n_threads);
+	for (size_t i = 0; i < a->n_threads; i++) {
+		cr_expect_eq(a->threads[i].pid, b->threads[i].pid);
+		cr_expect_eq(a->threads[i].tid, b->threads[i].tid);
+		cr_expect_eq(a->threads[i].events, b->threads[i].events);
+		cr_expect_arr_eq(a->threads[i].cols, b->threads[i].cols,
+				 sizeof(a->threads[i].cols));
+	}
+	rt_expect_durations_eq(a->spans, a->n_spans, b->spans, b->n_spans);
+	rt_expect_durations_eq(a->funcs, a->n_funcs, b->funcs, b->n_funcs);
+	cr_expect_eq(a->durations_dropped, b->durations_dropped);
+	rt_expect_flame_eq(&a->by_time, &b->by_time);
+	rt_expect_flame_eq(&a->by_bytes, &b->by_bytes);
+}
+
+/* The report's pass on the summary's chunks against its own pass, over the summary's range. */
+static void rt_pass_on_summary(bool late)
+{
+	const char *dir = tu_tmpdir();
+	char path[512];
+	snprintf(path, sizeof(path), "%s/t.trc", dir);
+	rt_write_late(path, late);
+	struct trcfile_reader *r = NULL;
+	char msg[256];
+	cr_assert_eq(trcfile_reader_open(path, &r, msg, sizeof(msg)), 0, "%s", msg);
+	struct report_pass *p = report_pass_new(r);
+	cr_assert_not_null(p);
+	struct summary s;
+	cr_assert_eq(summary_compute_chunks(r, &s, NULL, NULL, report_pass_chunk, p), 0);
+	cr_assert_eq(s.last_ts_ns, late ? 90000000u : s.last_ts_ns);
+	struct report_data on_summary, own;
+	cr_assert_eq(report_pass_finish(p, NULL, s.start_ns, s.last_ts_ns, &on_summary), 0);
+	cr_assert_eq(report_data_compute(r, NULL, s.start_ns, s.last_ts_ns, &own), 0);
+	cr_assert_eq(own.n_threads, 4); /* the thread with no record included */
+	cr_assert_eq(own.n_rss, 1);
+	rt_expect_data_eq(&on_summary, &own);
+	report_data_free(&on_summary);
+	report_data_free(&own);
+	summary_free(&s);
+	trcfile_reader_close(r);
+	tu_rm_rf(dir);
+}
+
+Test(report_trie, pass_on_the_summary_s_chunks_is_its_own, .timeout = 60)
+{
+	rt_pass_on_summary(false);
+}
+
+Test(report_trie, pass_on_the_summary_s_chunks_past_the_index_s_range, .timeout = 60)
+{
+	rt_pass_on_summary(true);
 }

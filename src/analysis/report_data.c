@@ -11,6 +11,11 @@
  * histogram of them would take (so the same ones are left out), named and merged by name at
  * the end, as the summary's tables are.
  *
+ * The pass runs on its own cursors (report_data_compute) or on the summary's chunks
+ * (report_pass_*): the same per-stream code, given each stream's chunks in stream order; the
+ * streams with no chunk handed over still begin and end in their place, so the threads' list
+ * is the same.
+ *
  * Threads: the reader's thread.
  */
 #include "report_data.h"
@@ -30,7 +35,6 @@
 #define REPORT__MAX_PROCS 1024u
 #define REPORT__MAX_THREADS 4096u
 #define REPORT__HIST_BUDGET (64u << 20)
-#define REPORT__BATCH 256
 /* Span name ids below this find their durations through an array, the rest through a map. */
 #define REPORT__DENSE_IDS 4096u
 
@@ -72,6 +76,21 @@ struct report__accs {
 	uint32_t dense[REPORT__DENSE_IDS];
 };
 
+/* The current thread stream's state that every record touches, kept by the chunk loop in its
+ * own locals (report__thread_chunk copies it in and back out), where no store through a
+ * pointer can alias it: */
+struct report__hot {
+	struct report_trie_node *nodes; /* m->trie.nodes (moves when the trie grows) */
+	uint32_t cur; /* the trie's innermost open node */
+	uint32_t folded; /* frames open past the trie's bound */
+	uint64_t last_ts; /* the previous record's time; UINT64_MAX before the first */
+	uint64_t act_lo, act_hi; /* the activity column *col counts: [lo, hi) */
+	uint64_t *col;
+	uint64_t events;
+	struct report__open *sv; /* the open spans, sn of them, sdeeper more past REPORT__DEPTH */
+	unsigned sn, sdeeper;
+};
+
 struct report__state {
 	struct trcfile_reader *r;
 	struct sym_resolver *syms;
@@ -83,9 +102,11 @@ struct report__state {
 	uint64_t act_width_ns; /* an activity column's width */
 	uint64_t budget;
 	struct report__stack *sp, *fn; /* the current stream's */
-	/* The current stream's thread (no_thread past REPORT__MAX_THREADS, not kept) and pid. */
+	/* The current stream's thread (no_thread past REPORT__MAX_THREADS, not kept), pid, and
+	 * state between its chunks. */
 	struct report_thread *t, no_thread;
 	uint32_t pid;
+	struct report__hot hot;
 };
 
 static struct report__acc *report__acc(struct report__accs *a, uint64_t mapkey, uint32_t pid,
@@ -191,21 +212,6 @@ static inline void report__push(struct report__stack *s, uint64_t key, uint64_t 
 	}
 	s->v[s->n++] = (struct report__open){key, ts};
 }
-
-/* The current thread stream's state that every record touches, kept by the chunk loop in its
- * own locals (report__thread_chunk copies it in and back out), where no store through a
- * pointer can alias it: */
-struct report__hot {
-	struct report_trie_node *nodes; /* m->trie.nodes (moves when the trie grows) */
-	uint32_t cur; /* the trie's innermost open node */
-	uint32_t folded; /* frames open past the trie's bound */
-	uint64_t last_ts; /* the previous record's time; UINT64_MAX before the first */
-	uint64_t act_lo, act_hi; /* the activity column *col counts: [lo, hi) */
-	uint64_t *col;
-	uint64_t events;
-	struct report__open *sv; /* the open spans, sn of them, sdeeper more past REPORT__DEPTH */
-	unsigned sn, sdeeper;
-};
 
 /* The activity column of ts, when it is not the current one. */
 __attribute__((noinline)) static void report__act_move(struct report__state *m,
@@ -384,31 +390,6 @@ report__thread_chunk(struct report__state *m, struct report__hot *hp, struct trc
 	c->coder = cd;
 	c->left = left;
 	*hp = h;
-	return rc;
-}
-
-/* Every record of the current thread stream (m->t, m->pid set). 0 or -errno (the reader's
- * message set). */
-static int report__thread_stream(struct report__state *m, struct trcfile_cursor *c)
-{
-	struct report__hot h = {.nodes = m->trie.nodes,
-				.last_ts = UINT64_MAX,
-				.col = &m->t->cols[0],
-				.sv = m->sp->v};
-	m->fn->n = m->fn->deeper = 0;
-	int rc;
-	while ((rc = trcfile_scan_next_chunk(c)) == 1) {
-		rc = report__thread_chunk(m, &h, c);
-		if (rc == -EBADMSG) {
-			/* Let the cursor's own decoder say where (same message as every reader). */
-			struct trc_record dummy;
-			rc = trcfile_cursor_next(c, &dummy);
-			return rc < 0 ? rc : trcfile_reader_fail(m->r, -EBADMSG, "damaged chunk");
-		}
-		if (rc || (rc = trcfile_scan_chunk_done(c)))
-			return rc;
-	}
-	m->t->events += h.events;
 	return rc;
 }
 
@@ -691,61 +672,118 @@ static void report__accs_free(struct report__accs *a)
 	u64map_destroy(&a->ix);
 }
 
-int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uint64_t t0_ns,
+/* m for d over [t0_ns, t1_ns]. 0 or -ENOMEM (then report__close(m) still frees it). */
+static int report__open(struct report__state *m, struct trcfile_reader *r, uint64_t t0_ns,
 			uint64_t t1_ns, struct report_data *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->t0_ns = t0_ns;
 	d->t1_ns = t1_ns;
-	struct report__state m = {.r = r, .syms = syms, .d = d, .budget = REPORT__HIST_BUDGET};
-	u64map_init(&m.rss_ix, SIZE_MAX);
-	u64map_init(&m.thr_ix, SIZE_MAX);
-	u64map_init(&m.spans.ix, SIZE_MAX);
-	u64map_init(&m.funcs.ix, SIZE_MAX);
+	*m = (struct report__state){.r = r, .d = d, .budget = REPORT__HIST_BUDGET};
+	u64map_init(&m->rss_ix, SIZE_MAX);
+	u64map_init(&m->thr_ix, SIZE_MAX);
+	u64map_init(&m->spans.ix, SIZE_MAX);
+	u64map_init(&m->funcs.ix, SIZE_MAX);
 	/* Columns of whole nanoseconds covering [t0, t1]. */
-	m.act_width_ns = (t1_ns > t0_ns ? t1_ns - t0_ns : 0) / REPORT_ACT_COLS + 1;
-	m.sp = malloc(sizeof(*m.sp));
-	m.fn = malloc(sizeof(*m.fn));
-	struct trc_record *recs = malloc(REPORT__BATCH * sizeof(*recs));
-	struct flame *fl = NULL;
-	uint32_t *map = NULL;
-	int rc = -ENOMEM;
-	if (report_trie_init(&m.trie) || !m.sp || !m.fn || !recs)
-		goto out;
-	unsigned ns = trcfile_reader_stream_count(r);
-	for (unsigned s = 0; s < ns; s++) {
-		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
-		if (si->kind != TRC_STREAM_THREAD && si->kind != TRC_STREAM_RSS)
-			continue;
-		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
-		if (!c) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		if (si->kind == TRC_STREAM_THREAD) {
-			m.t = report__thread(&m, si->pid, si->tid);
-			if (!m.t)
-				m.t = &m.no_thread;
-			m.pid = si->pid;
-			rc = report__thread_stream(&m, c);
-		} else {
-			while ((rc = trcfile_cursor_read(c, recs, REPORT__BATCH)) > 0)
-				for (int i = 0; i < rc; i++)
-					report__rss_rec(&m, &recs[i]);
-		}
-		trcfile_cursor_free(c);
-		if (rc < 0)
-			goto out;
+	m->act_width_ns = (t1_ns > t0_ns ? t1_ns - t0_ns : 0) / REPORT_ACT_COLS + 1;
+	m->sp = malloc(sizeof(*m->sp));
+	m->fn = malloc(sizeof(*m->fn));
+	if (report_trie_init(&m->trie) || !m->sp || !m->fn)
+		return -ENOMEM;
+	return 0;
+}
+
+static void report__close(struct report__state *m)
+{
+	free(m->sp);
+	free(m->fn);
+	report_trie_free(&m->trie);
+	u64map_destroy(&m->rss_ix);
+	u64map_destroy(&m->thr_ix);
+	report__accs_free(&m->spans);
+	report__accs_free(&m->funcs);
+}
+
+/* Stream s (a thread or RSS stream) begins: its thread's activity, its frames. */
+static void report__stream_begin(struct report__state *m, const struct trcfile_stream_info *si)
+{
+	if (si->kind != TRC_STREAM_THREAD)
+		return;
+	m->t = report__thread(m, si->pid, si->tid);
+	if (!m->t)
+		m->t = &m->no_thread;
+	m->pid = si->pid;
+	m->hot = (struct report__hot){.nodes = m->trie.nodes,
+				      .last_ts = UINT64_MAX,
+				      .col = &m->t->cols[0],
+				      .sv = m->sp->v};
+	m->fn->n = m->fn->deeper = 0;
+}
+
+static void report__stream_end(struct report__state *m, const struct trcfile_stream_info *si)
+{
+	if (si->kind == TRC_STREAM_THREAD)
+		m->t->events += m->hot.events;
+}
+
+/* The records of an RSS stream's loaded chunk, which its cursor has checked whole. 0 or
+ * -EBADMSG. */
+static int report__rss_chunk(struct report__state *m, struct trcfile_cursor *c)
+{
+	for (; c->left; c->left--) {
+		struct trc_record rec;
+		/* The checked decoder alone: the fast one takes no RSS record, and inlined a
+		 * second time it would not be inlined in the thread streams' loop. */
+		if (trcfile__decode_slow(&c->p, c->pend, &c->coder, &rec))
+			return -EBADMSG;
+		report__rss_rec(m, &rec);
 	}
-	rc = -ENOMEM;
+	return 0;
+}
+
+/* Every record of stream si through c (the stream begun). 0 or -errno (the reader's message
+ * set). */
+static int report__stream(struct report__state *m, const struct trcfile_stream_info *si,
+			  struct trcfile_cursor *c)
+{
+	if (si->kind == TRC_STREAM_RSS) {
+		struct trc_record rec;
+		int rc;
+		while ((rc = trcfile_cursor_next(c, &rec)) > 0)
+			report__rss_rec(m, &rec);
+		return rc;
+	}
+	int rc;
+	while ((rc = trcfile_scan_next_chunk(c)) == 1) {
+		rc = report__thread_chunk(m, &m->hot, c);
+		if (rc == -EBADMSG) {
+			/* Let the cursor's own decoder say where (same message as every reader). */
+			struct trc_record dummy;
+			rc = trcfile_cursor_next(c, &dummy);
+			return rc < 0 ? rc : trcfile_reader_fail(m->r, -EBADMSG, "damaged chunk");
+		}
+		if (rc || (rc = trcfile_scan_chunk_done(c)))
+			return rc;
+	}
+	return rc;
+}
+
+/* After the last stream: the flames folded, the durations named, the lists sorted. */
+static int report__finish(struct report__state *m, struct sym_resolver *syms)
+{
+	struct report_data *d = m->d;
+	m->syms = syms;
+	int rc = -ENOMEM;
 	/* The trie as the flame flame_add would have built: folded and named by flame.c. */
-	if (!(fl = flame_new(FLAME_TIME)) || !(map = calloc(m.trie.n_nodes, sizeof(*map))))
+	struct flame *fl = flame_new(FLAME_TIME);
+	uint32_t *map = calloc(m->trie.n_nodes, sizeof(*map));
+	if (!fl || !map)
 		goto out;
-	if ((rc = report_trie_to_flame(&m.trie, fl, map)) ||
-	    (rc = report__fold(&m, fl, &d->by_time)) ||
-	    (rc = report__fold_bytes(&m, fl, map, &d->by_bytes)) ||
-	    (rc = report__name_durations(&m, &m.spans, false, &d->spans, &d->n_spans)) ||
-	    (rc = report__name_durations(&m, &m.funcs, true, &d->funcs, &d->n_funcs)))
+	if ((rc = report_trie_to_flame(&m->trie, fl, map)) ||
+	    (rc = report__fold(m, fl, &d->by_time)) ||
+	    (rc = report__fold_bytes(m, fl, map, &d->by_bytes)) ||
+	    (rc = report__name_durations(m, &m->spans, false, &d->spans, &d->n_spans)) ||
+	    (rc = report__name_durations(m, &m->funcs, true, &d->funcs, &d->n_funcs)))
 		goto out;
 	if (d->n_rss)
 		qsort(d->rss, d->n_rss, sizeof(*d->rss), report__by_pid);
@@ -753,18 +791,147 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 		qsort(d->threads, d->n_threads, sizeof(*d->threads), report__by_thread);
 	rc = 0;
 out:
-	free(recs);
-	free(m.sp);
-	free(m.fn);
 	flame_free(fl);
 	free(map);
-	report_trie_free(&m.trie);
-	u64map_destroy(&m.rss_ix);
-	u64map_destroy(&m.thr_ix);
-	report__accs_free(&m.spans);
-	report__accs_free(&m.funcs);
+	return rc;
+}
+
+static bool report__kind(const struct trcfile_stream_info *si)
+{
+	return si->kind == TRC_STREAM_THREAD || si->kind == TRC_STREAM_RSS;
+}
+
+int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uint64_t t0_ns,
+			uint64_t t1_ns, struct report_data *d)
+{
+	struct report__state m;
+	int rc = report__open(&m, r, t0_ns, t1_ns, d);
+	unsigned ns = trcfile_reader_stream_count(r);
+	for (unsigned s = 0; !rc && s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (!report__kind(si))
+			continue;
+		struct trcfile_cursor *c = trcfile_cursor_new(r, s);
+		if (!c) {
+			rc = -ENOMEM;
+			break;
+		}
+		report__stream_begin(&m, si);
+		rc = report__stream(&m, si, c);
+		report__stream_end(&m, si);
+		trcfile_cursor_free(c);
+	}
+	if (!rc)
+		rc = report__finish(&m, syms);
+	report__close(&m);
 	if (rc)
 		report_data_free(d);
+	return rc;
+}
+
+/* ---- the pass on the summary's chunks ------------------------------------------------------ */
+
+struct report_pass {
+	struct report__state m;
+	struct report_data d;
+	uint64_t t0_ns, t1_ns; /* the columns' range, from the index */
+	unsigned next; /* streams begun so far */
+	bool in_stream; /* stream next - 1 is begun and not ended */
+	int err;
+};
+
+struct report_pass *report_pass_new(struct trcfile_reader *r)
+{
+	/* The summary's range (summary.h: start_ns, last_ts_ns) as the index tells it: each
+	 * stream's first and last chunk's times, the header's start before them. */
+	uint64_t first = UINT64_MAX, last = 0;
+	unsigned ns = trcfile_reader_stream_count(r);
+	for (unsigned s = 0; s < ns; s++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, s);
+		if (!si->chunks)
+			continue;
+		if (si->first_ts_ns < first)
+			first = si->first_ts_ns;
+		if (si->last_ts_ns > last)
+			last = si->last_ts_ns;
+	}
+	if (first > last)
+		first = last = 0;
+	const struct trcfile_header *h = trcfile_reader_header(r);
+	struct report_pass *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->t0_ns = h->start_mono_ns && h->start_mono_ns <= first ? h->start_mono_ns : first;
+	p->t1_ns = last;
+	if (report__open(&p->m, r, p->t0_ns, p->t1_ns, &p->d)) {
+		report_pass_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void report_pass_free(struct report_pass *p)
+{
+	if (!p)
+		return;
+	report__close(&p->m);
+	report_data_free(&p->d);
+	free(p);
+}
+
+/* Ends the stream begun, and begins and ends every stream before end not begun yet: their
+ * threads take their places in the list in stream order, as in report_data_compute. */
+static void report__pass_upto(struct report_pass *p, unsigned end)
+{
+	struct trcfile_reader *r = p->m.r;
+	if (p->in_stream)
+		report__stream_end(&p->m, trcfile_reader_stream(r, p->next - 1));
+	p->in_stream = false;
+	for (; p->next < end; p->next++) {
+		const struct trcfile_stream_info *si = trcfile_reader_stream(r, p->next);
+		if (!report__kind(si))
+			continue;
+		report__stream_begin(&p->m, si);
+		report__stream_end(&p->m, si);
+	}
+}
+
+int report_pass_chunk(void *ctx, unsigned sidx, const struct trcfile_cursor *loaded)
+{
+	struct report_pass *p = ctx;
+	const struct trcfile_stream_info *si = trcfile_reader_stream(p->m.r, sidx);
+	if (p->err || !report__kind(si))
+		return 0;
+	if (!p->in_stream || sidx != p->next - 1) {
+		report__pass_upto(p, sidx);
+		report__stream_begin(&p->m, si);
+		p->next = sidx + 1;
+		p->in_stream = true;
+	}
+	struct trcfile_cursor c = *loaded;
+	p->err = si->kind == TRC_STREAM_THREAD ? report__thread_chunk(&p->m, &p->m.hot, &c)
+					       : report__rss_chunk(&p->m, &c);
+	return 0;
+}
+
+int report_pass_finish(struct report_pass *p, struct sym_resolver *syms, uint64_t t0_ns,
+		       uint64_t t1_ns, struct report_data *d)
+{
+	struct trcfile_reader *r = p->m.r;
+	int rc;
+	if (p->err || t0_ns != p->t0_ns || t1_ns != p->t1_ns) {
+		/* Another range than the index's (a damaged chunk at a stream's end, time
+		 * stepping back), or a chunk that failed here: a pass of the report's own. */
+		report_pass_free(p);
+		return report_data_compute(r, syms, t0_ns, t1_ns, d);
+	}
+	report__pass_upto(p, trcfile_reader_stream_count(r));
+	rc = report__finish(&p->m, syms);
+	if (!rc) {
+		*d = p->d;
+		memset(&p->d, 0, sizeof(p->d));
+	}
+	report_pass_free(p);
 	return rc;
 }
 

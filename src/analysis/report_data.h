@@ -14,7 +14,9 @@
  * LOST record or a damaged chunk cuts what is open (its end is unknown).
  *
  * Memory: per process with samples REPORT_RSS_COLS columns, per thread REPORT_ACT_COLS, per
- * name one histogram, the flames' tries (flame.h's bound), the kept stacks; never per record.
+ * name HIST_GROUPS counts (within the budget their histogram would take), the trie of frames
+ * (report_trie.h, flame.h's bound) and at the end its flame, the kept stacks; never per
+ * record.
  * Threads: the reader's. Errors: 0 or -errno (the reader's message set for read errors).
  */
 #ifndef TRC_REPORT_DATA_H
@@ -27,6 +29,8 @@
 #include "histogram.h"
 #include "symbols.h"
 #include "trcfile.h"
+
+struct trcfile_cursor;
 
 #define REPORT_RSS_COLS 600u
 #define REPORT_ACT_COLS 200u
@@ -86,6 +90,21 @@ int report_data_compute(struct trcfile_reader *r, struct sym_resolver *syms, uin
 			uint64_t t1_ns, struct report_data *d);
 /* Frees what d owns and zeroes it. Accepts a zeroed d. */
 void report_data_free(struct report_data *d);
+
+/* The same pass on the summary's chunks (summary_compute_chunks: the bytes read and
+ * decompressed once for both): report_pass_new before the summary, report_pass_chunk its
+ * summary_chunk_fn, then report_pass_finish with the summary's range, which gives what
+ * report_data_compute would. The columns are cut over the range the file's index gives
+ * (summary.h's start_ns to last_ts_ns as its chunks' times say); when the summary's differs
+ * (a damaged chunk at a stream's end, time stepping back) or a chunk failed, finish makes its
+ * own pass instead. new: NULL out of memory; finish frees p and returns as
+ * report_data_compute; free (NULL accepted) drops a pass not finished. */
+struct report_pass;
+struct report_pass *report_pass_new(struct trcfile_reader *r);
+int report_pass_chunk(void *ctx, unsigned sidx, const struct trcfile_cursor *loaded);
+int report_pass_finish(struct report_pass *p, struct sym_resolver *syms, uint64_t t0_ns,
+		       uint64_t t1_ns, struct report_data *d);
+void report_pass_free(struct report_pass *p);
 
 /* The column of ts in [t0, t1] cut into cols (clamped to the ends). */
 static inline unsigned report_col(uint64_t ts, uint64_t t0, uint64_t t1, unsigned cols)

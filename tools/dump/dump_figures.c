@@ -32,12 +32,18 @@ void dump_figures_free(struct dump_figures *f)
 int dump_figures_compute(struct trcfile_reader *r, const char *path, enum func_sort sort,
 			 struct dump_figures *f)
 {
+	return dump_figures_compute_chunks(r, path, sort, NULL, NULL, f);
+}
+
+int dump_figures_compute_chunks(struct trcfile_reader *r, const char *path, enum func_sort sort,
+				summary_chunk_fn chunk, void *chunk_ctx, struct dump_figures *f)
+{
 	memset(f, 0, sizeof(*f));
 	f->syms = dump_symbols_new(r);
 	int err = 0;
 	struct memory_feed *feed = dump_memory_feed_for_summary(r, f->syms, &err);
 	if (feed)
-		err = summary_compute_feeding(r, &f->s, dump__feed_memory, feed);
+		err = summary_compute_chunks(r, &f->s, dump__feed_memory, feed, chunk, chunk_ctx);
 	if (!err) {
 		f->have_summary = true;
 		err = memory_feed_finish(feed, &f->mem);

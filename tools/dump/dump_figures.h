@@ -31,6 +31,9 @@ struct dump_figures {
  * f then holds nothing). */
 int dump_figures_compute(struct trcfile_reader *r, const char *path, enum func_sort sort,
 			 struct dump_figures *f);
+/* The same, handing chunk(chunk_ctx, ...) the summary's chunks (summary_compute_chunks). */
+int dump_figures_compute_chunks(struct trcfile_reader *r, const char *path, enum func_sort sort,
+				summary_chunk_fn chunk, void *chunk_ctx, struct dump_figures *f);
 /* Frees what f holds and zeroes it; accepts a zeroed f. */
 void dump_figures_free(struct dump_figures *f);
 

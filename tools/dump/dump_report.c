@@ -660,10 +660,15 @@ int dump_report_main(int argc, char **argv)
 	struct dump_figures f;
 	struct report_data d;
 	bool have_f = false, have_d = false;
-	if (dump_figures_compute(r, path, FUNC_SORT_TOTAL, &f) == DUMP_EXIT_OK) {
+	/* The report's pass rides on the summary's (NULL: out of memory, it makes its own). */
+	struct report_pass *rp = report_pass_new(r);
+	if (dump_figures_compute_chunks(r, path, FUNC_SORT_TOTAL, rp ? report_pass_chunk : NULL, rp,
+					&f) == DUMP_EXIT_OK) {
 		have_f = true;
 		p.f = &f;
-		int err = report_data_compute(r, f.syms, f.s.start_ns, f.s.last_ts_ns, &d);
+		int err = rp ? report_pass_finish(rp, f.syms, f.s.start_ns, f.s.last_ts_ns, &d)
+			     : report_data_compute(r, f.syms, f.s.start_ns, f.s.last_ts_ns, &d);
+		rp = NULL;
 		if (!err) {
 			have_d = true;
 			p.d = &d;
@@ -674,6 +679,7 @@ int dump_report_main(int argc, char **argv)
 					     : trcfile_reader_errmsg(r));
 		}
 	} else {
+		report_pass_free(rp);
 		dump__damage(
 			&p, "the trace could not be read through: %s; only its header is shown",
 			trcfile_reader_errmsg(r)[0] ? trcfile_reader_errmsg(r) : "out of memory");
