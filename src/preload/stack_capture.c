@@ -68,6 +68,7 @@
 #define PRELOAD_TABLE_SLOTS 4096u
 #define PRELOAD_TABLE_FULL (PRELOAD_TABLE_SLOTS / 4 * 3)
 #define PRELOAD_CACHE_ENTRIES 64u
+#define PRELOAD_CACHE_WAYS 4u
 /* How far above the previous slot a return address is looked for: a frame larger than this
  * (a big local array) makes its stack uncacheable, not wrong. */
 #define PRELOAD_SCAN_BYTES (64u << 10)
@@ -108,6 +109,7 @@ struct preload_arena {
 	uint32_t next_id;
 	uint32_t used;
 	uint32_t epoch; /* table generation: cache entries of another one re-intern */
+	uint32_t victim; /* the next way a full set replaces */
 	uintptr_t stack_lo, stack_hi;
 	int64_t sample_left;
 	uint64_t rng;
@@ -335,11 +337,27 @@ static bool preload__find_slots(struct preload_arena *a, uintptr_t here, const u
 	return true;
 }
 
-static struct preload_cache_entry *preload__cache_slot(struct preload_arena *a, uintptr_t here,
-							uintptr_t ra)
+/* The first entry of the set of (here, ra). */
+static unsigned preload__cache_set(uintptr_t here, uintptr_t ra)
 {
-	return preload__entry(a, (unsigned)(preload__mix(here ^ ra * 31) %
-					    PRELOAD_CACHE_ENTRIES));
+	return (unsigned)(preload__mix(here ^ ra * 31) %
+			  (PRELOAD_CACHE_ENTRIES / PRELOAD_CACHE_WAYS)) * PRELOAD_CACHE_WAYS;
+}
+
+/* The entry a missed stack replaces: an empty way, else another key's (the ways of this key
+ * hold its other stacks, likely to come back), else the next in turn. */
+static struct preload_cache_entry *preload__cache_victim(struct preload_arena *a, unsigned set,
+							  uintptr_t here, uintptr_t ra)
+{
+	struct preload_cache_entry *other = NULL;
+	for (unsigned w = 0; w < PRELOAD_CACHE_WAYS; w++) {
+		struct preload_cache_entry *e = preload__entry(a, set + w);
+		if (e->n == 0)
+			return e;
+		if (!other && (e->here != here || e->ra != ra))
+			other = e;
+	}
+	return other ? other : preload__entry(a, set + (a->victim++ % PRELOAD_CACHE_WAYS));
 }
 
 /* The cached id when the stack is the cached one; 0 when it is not, or must be unwound. */
@@ -401,11 +419,23 @@ __attribute__((noinline)) uint32_t preload_stack_id_slow(size_t size)
 	 * frame pointer and return address are the two words at here. */
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-	struct preload_cache_entry *e = preload__cache_slot(a, here, ra);
-	bool recheck;
-	id = preload__cache_hit(a, e, here, ra, &recheck);
-	if (id)
-		goto out;
+	/* Several stacks reach here from the same stack pointer and return address (the calls
+	 * of one function from its callers at one depth): PRELOAD_CACHE_WAYS entries per key. */
+	struct preload_cache_entry *e = NULL;
+	bool recheck = false;
+	unsigned set = preload__cache_set(here, ra);
+	for (unsigned w = 0; w < PRELOAD_CACHE_WAYS; w++) {
+		struct preload_cache_entry *ew = preload__entry(a, set + w);
+		id = preload__cache_hit(a, ew, here, ra, &recheck);
+		if (id)
+			goto out;
+		if (recheck) {
+			e = ew;
+			break;
+		}
+	}
+	if (!e)
+		e = preload__cache_victim(a, set, here, ra);
 
 	int got = preload__unw_backtrace((void **)a->buf, (int)(preload__depth + PRELOAD_SKIP_MAX + 1));
 	uint32_t skip = 0;
