@@ -244,8 +244,14 @@ $(call obj,tools/dump/dump_report_assets.c): tools/dump/dump_report.js tools/dum
 $(B)/obj/tests/%.o: PART_CFLAGS = $(CRIT_CFLAGS) -Wno-missing-prototypes
 # A suite's own code is built -O0: Criterion's test bodies compile four to five times faster
 # than at -O2 (gcc, and clang with ASan and UBSan), and a suite spends its time in the code it
-# tests, built as the rest of the tier.
+# tests, built as the rest of the tier. Suites that write events through trc.h's inline
+# producer in their own process keep the tier's flags: that code is tested as programs build
+# it (at -O0 under clang, test_session_budget sees the rings' pages resident differently).
+PRODUCER_RE := \bTRC_[A-Z_]+[(]|trc__emit|ring_producer|trc_ring_
+PRODUCER_SUITES := $(shell grep -lE '$(PRODUCER_RE)' tests/test_*.c 2>/dev/null)
 $(B)/obj/tests/test_%.o: PART_CFLAGS = $(CRIT_CFLAGS) -Wno-missing-prototypes -O0
+$(patsubst tests/%.c,$(B)/obj/tests/%.o,$(PRODUCER_SUITES)): \
+	PART_CFLAGS = $(CRIT_CFLAGS) -Wno-missing-prototypes
 $(B)/obj/bench/%.o: PART_CFLAGS = -Wno-missing-prototypes
 
 # ---- libraries ---------------------------------------------------------------------------------
@@ -546,9 +552,11 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 test-run-suites: tests
 	$(Q)tests/check_timeouts.sh $(TEST_SRCS) || { echo "FAIL: a suite has no timeout" >&2; exit 1; }
 	@fail=0; for t in $(TESTS); do \
-		echo "== $$t"; \
+		echo "== $$t"; t0=$$(date +%s%N); \
 		TRC_BUILD=$(B) $(if $(SAN),TRC_SANITIZER_TIER=$(SAN)) $(SAN_ENV) \
 			timeout -k 10 $(SUITE_TIMEOUT) $$t --jobs 2; rc=$$?; \
+		ms=$$(( ($$(date +%s%N) - t0) / 1000000 )); \
+		echo "   $${t##*/}: $$((ms / 1000)).$$((ms % 1000 / 100)) s"; \
 		if [ $$rc = 124 ] || [ $$rc = 137 ]; then \
 			echo "FAIL: $$t did not finish in $(SUITE_TIMEOUT) s (killed by make's backstop)" >&2; \
 		elif [ $$rc != 0 ]; then echo "FAIL: $$t (exit $$rc)" >&2; fi; \
