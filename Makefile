@@ -23,9 +23,10 @@
 # include paths of the parts it may use and no others, so a wrong #include does not compile.
 #
 # Variants: `make asan` / `make tsan` build the same tree under build/asan or build/tsan with
-# clang; `make test` runs the plain suites, then the ASan+UBSan suites, then the TSan stress
-# programs. V=1 prints full commands; CI=1 (set by CI) turns warnings into errors. CFLAGS,
-# CPPFLAGS and LDFLAGS given on the command line are added to the build's own flags.
+# clang; `make test` runs the plain suites, then the ASan+UBSan suites with the TSan stress
+# programs and the outside readers' tiers beside them (test-late-tiers). V=1 prints full
+# commands; CI=1 (set by CI) turns warnings into errors. CFLAGS, CPPFLAGS and LDFLAGS given on
+# the command line are added to the build's own flags.
 
 SAN ?=
 ifeq ($(SAN),)
