@@ -5,7 +5,8 @@
  *   cancel  a thread runs c_main() -> c_loop(), which waits in pthread_testcancel until main
  *           cancels it; main joins it, then calls after()
  *   churn   2000 threads one after another, each calling after(); then prints
- *           "rss_kb=N after100=M", the process's VmRSS now and after the first 100
+ *           "rss_kb=N after100=M vm_kb=V vm_after100=W", the process's VmRSS and VmSize
+ *           now and after the first 100
  * Exit 0; 1 when a call fails. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -67,14 +68,16 @@ NOINLINE static void *churn_one(void *arg)
 	return NULL;
 }
 
-static long rss_kb(void)
+/* The KiB of /proc/self/status's line KEY ("VmRSS:"), -1 when it has none. */
+static long status_kb(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
 	long kb = -1;
+	size_t n = strlen(key);
 	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			kb = strtol(line + 6, NULL, 10);
+		if (strncmp(line, key, n) == 0)
+			kb = strtol(line + n, NULL, 10);
 	if (f)
 		fclose(f);
 	return kb;
@@ -82,15 +85,18 @@ static long rss_kb(void)
 
 static int churn(void)
 {
-	long first = 0;
+	long first = 0, vm_first = 0;
 	for (int i = 0; i < 2000; i++) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, churn_one, NULL) != 0 || pthread_join(t, NULL) != 0)
 			return 1;
-		if (i == 99)
-			first = rss_kb();
+		if (i == 99) {
+			first = status_kb("VmRSS:");
+			vm_first = status_kb("VmSize:");
+		}
 	}
-	printf("rss_kb=%ld after100=%ld\n", rss_kb(), first);
+	printf("rss_kb=%ld after100=%ld vm_kb=%ld vm_after100=%ld\n", status_kb("VmRSS:"), first,
+	       status_kb("VmSize:"), vm_first);
 	return 0;
 }
 

@@ -537,8 +537,8 @@ Test(calltrees, follow_waits_for_the_tree_and_keeps_the_commands_status, .timeou
 }
 
 /* 2000 threads, each one call: every thread's frames go back to the system as it ends. Kept,
- * they held a page each: the RSS grew by 7.4 MiB over the last 1900 threads; it must grow by
- * less than 2 MiB. */
+ * they held their mapping and a page each; the address space must grow by less than 32 MiB
+ * over the last 1900 threads. */
 Test(calltrees, ended_threads_give_their_frames_back, .timeout = 120)
 {
 	/* The sanitizer tier's libtrc carries ASan, which keeps memory of its own per thread
@@ -559,8 +559,17 @@ Test(calltrees, ended_threads_give_their_frames_back, .timeout = 120)
 	cr_assert_not_null(q, "%s", r.out);
 	long first = strtol(q + 9, NULL, 10);
 	cr_expect_gt(first, 0, "%s", r.out);
-	cr_expect_lt(kb - first, 2 * 1024, "RSS %ld KiB after 100 threads, %ld after 2000", first,
-		     kb);
+	/* Judged by address space: frames kept would add their 192 KiB mapping a thread (356 MiB
+	 * over the last 1900), where RSS moves by some MiB with the rings the recorder has not
+	 * yet drained when the machine is loaded. */
+	const char *v = strstr(r.out, "vm_kb=");
+	const char *w = strstr(r.out, "vm_after100=");
+	cr_assert(v && w, "%s", r.out);
+	long vm = strtol(v + 6, NULL, 10), vm_first = strtol(w + 12, NULL, 10);
+	cr_expect_gt(vm_first, 0, "%s", r.out);
+	cr_expect_lt(vm - vm_first, 32 * 1024,
+		     "VmSize %ld KiB after 100 threads, %ld after 2000 (RSS %ld, %ld)", vm_first, vm,
+		     first, kb);
 	e2e_free(&r);
 	e2e_rm_rf(dir);
 }
